@@ -1,0 +1,263 @@
+//! Handlers: async fns (the default), plain fns run inline on the loop, and blocking fns
+//! run on the blocking pool, each taking extractors as arguments.
+//!
+//! One macro generates the argument plumbing for every arity; the three kinds of
+//! handler share it and differ only in where the function runs.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use super::extract::{FromRequest, FromRequestHead};
+use super::response::{IntoResponse, Reply, ReplyKind, Response};
+use crate::http::Request;
+use crate::rt;
+
+/// Where a handler runs, as `proscenium routes` prints it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// An async fn polled on the connection's loop.
+    Async,
+    /// A plain fn called on the connection's loop.
+    Inline,
+    /// A plain fn run on the blocking pool.
+    Blocking,
+    /// A mounted tower service.
+    Service,
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Async => "async",
+            Self::Inline => "inline",
+            Self::Blocking => "blocking",
+            Self::Service => "service",
+        })
+    }
+}
+
+/// A function that answers requests; see [`App::get`](crate::App::get).
+///
+/// Implemented for async fns whose arguments are extractors, and, through [`inline`] and
+/// [`blocking`], for plain fns. `T` only distinguishes the implementations.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a handler",
+    note = "a handler is an async fn (or `inline(f)` / `blocking(f)` of a plain fn) whose arguments are extractors, at most one reading the body and that one last, and whose result implements `IntoResponse`"
+)]
+pub trait Handler<T>: Clone + Send + Sync + 'static {
+    /// Calls the handler with the request.
+    fn call(&self, req: Request) -> Reply;
+
+    /// Returns where the handler runs.
+    fn mode(&self) -> Mode;
+}
+
+/// Calls `self` with a tuple of arguments; generated for every arity.
+pub trait Callable<Args>: Clone + Send + Sync + 'static {
+    /// What the function returns.
+    type Output;
+
+    /// Calls the function.
+    fn call_with(&self, args: Args) -> Self::Output;
+}
+
+/// A tuple of extractors taken from one request; generated for every arity.
+pub trait FromRequestArgs<M>: Sized {
+    /// Returns the extracted arguments, or the rejection as a response.
+    ///
+    /// # Errors
+    ///
+    /// The first extractor's rejection.
+    fn from_request_args(req: Request) -> Result<Self, Response>;
+}
+
+macro_rules! impl_arity {
+    ($($head:ident),*; $last:ident) => {
+        impl<F, O, $($head,)* $last> Callable<($($head,)* $last,)> for F
+        where
+            F: Fn($($head,)* $last) -> O + Clone + Send + Sync + 'static,
+        {
+            type Output = O;
+
+            #[allow(non_snake_case)]
+            fn call_with(&self, ($($head,)* $last,): ($($head,)* $last,)) -> O {
+                self($($head,)* $last)
+            }
+        }
+
+        impl<M, $($head: FromRequestHead,)* $last: FromRequest<M>> FromRequestArgs<M> for ($($head,)* $last,) {
+            #[allow(non_snake_case)]
+            fn from_request_args(req: Request) -> Result<Self, Response> {
+                $(let $head = $head::from_request_head(&req).map_err(IntoResponse::into_response)?;)*
+                let $last = $last::from_request(req).map_err(IntoResponse::into_response)?;
+                Ok(($($head,)* $last,))
+            }
+        }
+    };
+}
+
+impl_arity!(; T1);
+impl_arity!(T1; T2);
+impl_arity!(T1, T2; T3);
+impl_arity!(T1, T2, T3; T4);
+impl_arity!(T1, T2, T3, T4; T5);
+impl_arity!(T1, T2, T3, T4, T5; T6);
+impl_arity!(T1, T2, T3, T4, T5, T6; T7);
+impl_arity!(T1, T2, T3, T4, T5, T6, T7; T8);
+
+impl<F, O> Callable<()> for F
+where
+    F: Fn() -> O + Clone + Send + Sync + 'static,
+{
+    type Output = O;
+
+    fn call_with(&self, (): ()) -> O {
+        self()
+    }
+}
+
+impl FromRequestArgs<()> for () {
+    fn from_request_args(_: Request) -> Result<Self, Response> {
+        Ok(())
+    }
+}
+
+#[doc(hidden)]
+#[derive(Debug)]
+pub enum AsyncFn {}
+
+impl<F, M, Args, Fut> Handler<(AsyncFn, M, Args)> for F
+where
+    F: Callable<Args, Output = Fut>,
+    Fut: Future + 'static,
+    Fut::Output: IntoResponse,
+    Args: FromRequestArgs<M>,
+{
+    fn call(&self, req: Request) -> Reply {
+        match Args::from_request_args(req) {
+            Ok(args) => Reply::later(self.call_with(args)),
+            Err(rejection) => Reply(ReplyKind::Ready(rejection)),
+        }
+    }
+
+    fn mode(&self) -> Mode {
+        Mode::Async
+    }
+}
+
+/// A plain fn called on the connection's loop: no allocation, no task switch.
+///
+/// For work of a few microseconds; anything slower belongs in [`blocking`].
+#[derive(Debug, Clone, Copy)]
+pub struct Inline<F>(F);
+
+/// Returns a handler that calls the plain fn `f` on the connection's loop.
+///
+/// # Examples
+///
+/// ```
+/// use proscenium::{App, inline};
+///
+/// let app = App::new().get("/plaintext", inline(|| "Hello, World!"));
+/// ```
+pub fn inline<F>(f: F) -> Inline<F> {
+    Inline(f)
+}
+
+impl<F, M, Args> Handler<(Inline<()>, M, Args)> for Inline<F>
+where
+    F: Callable<Args>,
+    F::Output: IntoResponse,
+    Args: FromRequestArgs<M>,
+{
+    fn call(&self, req: Request) -> Reply {
+        Reply(ReplyKind::Ready(match Args::from_request_args(req) {
+            Ok(args) => self.0.call_with(args).into_response(),
+            Err(rejection) => rejection,
+        }))
+    }
+
+    fn mode(&self) -> Mode {
+        Mode::Inline
+    }
+}
+
+/// A plain fn run on the blocking pool, so it may block or compute without stalling
+/// the loop.
+#[derive(Debug, Clone, Copy)]
+pub struct Blocking<F>(F);
+
+/// Returns a handler that runs the plain fn `f` on the blocking pool.
+///
+/// Extraction happens on the loop; only `f` runs on the pool. When the pool's queue is
+/// full the client gets 503.
+///
+/// # Examples
+///
+/// ```
+/// use proscenium::{App, blocking};
+///
+/// let app = App::new().get("/slow", blocking(|| {
+///     std::thread::sleep(std::time::Duration::from_millis(10));
+///     "done"
+/// }));
+/// ```
+pub fn blocking<F>(f: F) -> Blocking<F> {
+    Blocking(f)
+}
+
+impl<F, M, Args> Handler<(Blocking<()>, M, Args)> for Blocking<F>
+where
+    F: Callable<Args>,
+    F::Output: IntoResponse,
+    Args: FromRequestArgs<M> + Send + 'static,
+{
+    fn call(&self, req: Request) -> Reply {
+        let args = match Args::from_request_args(req) {
+            Ok(args) => args,
+            Err(rejection) => return Reply(ReplyKind::Ready(rejection)),
+        };
+        let f = self.0.clone();
+        match rt::spawn_blocking(move || f.call_with(args).into_response()) {
+            Ok(task) => {
+                Reply::later(async move { task.await.unwrap_or_else(IntoResponse::into_response) })
+            }
+            Err(refused) => Reply::ready(refused),
+        }
+    }
+
+    fn mode(&self) -> Mode {
+        Mode::Blocking
+    }
+}
+
+/// A handler with its type erased, as routes store it.
+pub(crate) trait ErasedHandler: Send + Sync {
+    fn call(&self, req: Request) -> Reply;
+    fn mode(&self) -> Mode;
+}
+
+struct Erased<H, T> {
+    handler: H,
+    _marker: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<H: Handler<T>, T: 'static> ErasedHandler for Erased<H, T> {
+    fn call(&self, req: Request) -> Reply {
+        self.handler.call(req)
+    }
+
+    fn mode(&self) -> Mode {
+        self.handler.mode()
+    }
+}
+
+pub(crate) type BoxHandler = Arc<dyn ErasedHandler>;
+
+/// Erases a handler's type for storage in a route table.
+pub(crate) fn erase<H: Handler<T>, T: 'static>(handler: H) -> BoxHandler {
+    Arc::new(Erased {
+        handler,
+        _marker: std::marker::PhantomData,
+    })
+}

@@ -1,0 +1,197 @@
+//! The application API: an [`App`] of routes and middleware, handlers with typed
+//! extractors, and responses through [`IntoResponse`].
+
+mod extract;
+mod handler;
+mod middleware;
+mod params;
+mod response;
+mod router;
+mod service;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::Method;
+use http_body_util::Full;
+
+pub use self::extract::{
+    FromRequest, FromRequestHead, JsonRejection, Path, PathRejection, Query, QueryRejection,
+    StringRejection,
+};
+pub use self::handler::{
+    Blocking, Callable, FromRequestArgs, Handler, Inline, Mode, blocking, inline,
+};
+pub use self::middleware::{Middleware, Next};
+pub(crate) use self::response::{ErrorDetail, ReplyKind, error};
+pub use self::response::{Html, IntoResponse, Json, LocalResponseFuture, Reply, Response};
+pub use self::router::RouteInfo;
+
+use self::handler::erase;
+use self::router::Routes;
+use crate::http::{BoxError, Request};
+
+/// A web application: routes, a fallback, and middleware around them.
+///
+/// Built once, then shared by every loop and thread of the server; how it runs is
+/// decided by the [`Server`](crate::Server) configuration, never here.
+///
+/// # Examples
+///
+/// ```
+/// use proscenium::{App, Json, Path, inline};
+///
+/// let app = App::new()
+///     .get("/plaintext", inline(|| "Hello, World!"))
+///     .get("/json", inline(|| Json(serde_json::json!({"message": "Hello, World!"}))))
+///     .get("/users/:id", |Path(id): Path<u32>| async move { format!("user {id}") });
+/// assert_eq!(app.routes().count(), 3);
+/// ```
+#[derive(Default)]
+pub struct App {
+    routes: Routes,
+    middleware: Vec<Arc<dyn Middleware>>,
+}
+
+macro_rules! method_routes {
+    ($($name:ident => $method:ident,)*) => {
+        $(
+            #[doc = concat!("Adds a route for `", stringify!($method), "` requests to `pattern`.")]
+            ///
+            /// # Panics
+            ///
+            /// When the pattern is invalid or already has a route for this method.
+            #[must_use]
+            pub fn $name<H: Handler<T>, T: 'static>(self, pattern: &str, handler: H) -> Self {
+                self.route(Method::$method, pattern, handler)
+            }
+        )*
+    };
+}
+
+impl App {
+    /// Returns an app with no routes: every request gets 404.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    method_routes! {
+        get => GET,
+        post => POST,
+        put => PUT,
+        patch => PATCH,
+        delete => DELETE,
+    }
+
+    /// Adds a route for `method` requests to `pattern`.
+    ///
+    /// Patterns are literal segments, `:name` (one segment) and `*name` (the rest of
+    /// the path). A GET route answers HEAD too; a path with routes for other methods
+    /// only answers 405 with `Allow`.
+    ///
+    /// # Panics
+    ///
+    /// When the pattern is invalid or already has a route for this method.
+    #[must_use]
+    pub fn route<H: Handler<T>, T: 'static>(
+        mut self,
+        method: Method,
+        pattern: &str,
+        handler: H,
+    ) -> Self {
+        self.routes.add(Some(method), pattern, erase(handler));
+        self
+    }
+
+    /// Adds a route that answers every method at `pattern`.
+    ///
+    /// # Panics
+    ///
+    /// When the pattern is invalid or already has an any-method route.
+    #[must_use]
+    pub fn any<H: Handler<T>, T: 'static>(mut self, pattern: &str, handler: H) -> Self {
+        self.routes.add(None, pattern, erase(handler));
+        self
+    }
+
+    /// Sets the handler for requests that match no route (404 without one).
+    #[must_use]
+    pub fn fallback<H: Handler<T>, T: 'static>(mut self, handler: H) -> Self {
+        self.routes.set_fallback(erase(handler));
+        self
+    }
+
+    /// Mounts a tower service, such as an axum `Router`, at `prefix`.
+    ///
+    /// The service sees paths with the prefix removed and answers every method.
+    ///
+    /// # Panics
+    ///
+    /// When the prefix conflicts with a route.
+    #[must_use]
+    pub fn mount<S, B>(mut self, prefix: &str, service: S) -> Self
+    where
+        S: tower::Service<http::Request<Full<Bytes>>, Response = http::Response<B>>
+            + Clone
+            + Send
+            + Sync
+            + 'static,
+        S::Future: 'static,
+        S::Error: Into<BoxError>,
+        B: http_body::Body + Send + 'static,
+        B::Data: Into<Bytes>,
+        B::Error: Into<BoxError>,
+    {
+        let base = prefix.trim_end_matches('/');
+        let handler: handler::BoxHandler = Arc::new(service::Mounted {
+            service,
+            prefix: base.to_owned(),
+        });
+        if !base.is_empty() {
+            self.routes.add(None, base, handler.clone());
+        }
+        self.routes
+            .add(None, &format!("{base}/*rest"), handler.clone());
+        if base.is_empty() {
+            self.routes.add(None, "/", handler);
+        }
+        self
+    }
+
+    /// Wraps everything added so far, and every later route, in `middleware`.
+    ///
+    /// The last layer added runs first.
+    #[must_use]
+    pub fn layer(mut self, middleware: impl Middleware) -> Self {
+        self.middleware.insert(0, Arc::new(middleware));
+        self
+    }
+
+    /// Returns the registered routes in registration order.
+    pub fn routes(&self) -> impl Iterator<Item = &RouteInfo> {
+        self.routes.infos()
+    }
+
+    /// Handles one request: middleware, routing, handler.
+    pub fn call(&self, req: Request) -> Reply {
+        Next {
+            rest: &self.middleware,
+            routes: &self.routes,
+        }
+        .run(req)
+    }
+
+    /// Returns a label such as `GET /fib` for a route id, for logs.
+    pub(crate) fn route_label(&self, id: u32) -> String {
+        self.routes.label(id)
+    }
+}
+
+impl std::fmt::Debug for App {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("App")
+            .field("routes", &self.routes.infos().count())
+            .field("middleware", &self.middleware.len())
+            .finish()
+    }
+}

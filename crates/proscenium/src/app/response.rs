@@ -1,0 +1,275 @@
+//! Turning handler results into responses, and the reply a handler gives back.
+
+use std::borrow::Cow;
+use std::future::Future;
+use std::pin::Pin;
+
+use bytes::Bytes;
+use http::StatusCode;
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use serde::Serialize;
+
+use crate::http::Body;
+
+/// An HTTP response with a Proscenium [`Body`].
+pub type Response = http::Response<Body>;
+
+/// Converts a value into a [`Response`].
+///
+/// Implemented for strings and bytes (200 with a body), [`StatusCode`] (that status with
+/// the server's error page when it is an error), [`Json`], [`Html`], `Result`s of
+/// responses, and tuples that add a status and headers in front of a body.
+///
+/// # Examples
+///
+/// ```
+/// use proscenium::{IntoResponse, StatusCode};
+///
+/// let res = (StatusCode::CREATED, [("location", "/users/7")], "made").into_response();
+/// assert_eq!(res.status(), StatusCode::CREATED);
+/// assert_eq!(res.headers()["location"], "/users/7");
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be turned into a response",
+    note = "return a string, bytes, `Json<T>`, `Html<T>`, a `StatusCode`, a `Response`, or a tuple `(StatusCode, headers, body)`"
+)]
+pub trait IntoResponse {
+    /// Returns the response.
+    fn into_response(self) -> Response;
+}
+
+/// Why a response has no body of its own; the server renders its error page with it.
+#[derive(Debug, Clone)]
+pub(crate) struct ErrorDetail(pub(crate) Cow<'static, str>);
+
+/// Returns a bodiless error response the server completes with its error page.
+pub(crate) fn error(status: StatusCode, detail: impl Into<Cow<'static, str>>) -> Response {
+    let mut res = Response::new(Body::empty());
+    *res.status_mut() = status;
+    res.extensions_mut().insert(ErrorDetail(detail.into()));
+    res
+}
+
+fn with_type(body: impl Into<Body>, content_type: &'static str) -> Response {
+    let mut res = Response::new(body.into());
+    res.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    res
+}
+
+const TEXT: &str = "text/plain; charset=utf-8";
+const OCTETS: &str = "application/octet-stream";
+
+impl IntoResponse for Response {
+    fn into_response(self) -> Response {
+        self
+    }
+}
+
+impl IntoResponse for Body {
+    fn into_response(self) -> Response {
+        Response::new(self)
+    }
+}
+
+impl IntoResponse for () {
+    fn into_response(self) -> Response {
+        Response::new(Body::empty())
+    }
+}
+
+impl IntoResponse for StatusCode {
+    fn into_response(self) -> Response {
+        let mut res = Response::new(Body::empty());
+        *res.status_mut() = self;
+        res
+    }
+}
+
+impl IntoResponse for &'static str {
+    fn into_response(self) -> Response {
+        with_type(self, TEXT)
+    }
+}
+
+impl IntoResponse for String {
+    fn into_response(self) -> Response {
+        with_type(self, TEXT)
+    }
+}
+
+impl IntoResponse for Cow<'static, str> {
+    fn into_response(self) -> Response {
+        match self {
+            Cow::Borrowed(s) => s.into_response(),
+            Cow::Owned(s) => s.into_response(),
+        }
+    }
+}
+
+impl IntoResponse for Bytes {
+    fn into_response(self) -> Response {
+        with_type(self, OCTETS)
+    }
+}
+
+impl IntoResponse for Vec<u8> {
+    fn into_response(self) -> Response {
+        with_type(self, OCTETS)
+    }
+}
+
+impl IntoResponse for &'static [u8] {
+    fn into_response(self) -> Response {
+        with_type(self, OCTETS)
+    }
+}
+
+impl<T: IntoResponse, E: IntoResponse> IntoResponse for Result<T, E> {
+    fn into_response(self) -> Response {
+        self.map_or_else(IntoResponse::into_response, IntoResponse::into_response)
+    }
+}
+
+impl<T: IntoResponse> IntoResponse for (StatusCode, T) {
+    fn into_response(self) -> Response {
+        let mut res = self.1.into_response();
+        *res.status_mut() = self.0;
+        res
+    }
+}
+
+impl<T: IntoResponse> IntoResponse for (HeaderMap, T) {
+    fn into_response(self) -> Response {
+        let mut res = self.1.into_response();
+        res.headers_mut().extend(self.0);
+        res
+    }
+}
+
+impl<T: IntoResponse> IntoResponse for (StatusCode, HeaderMap, T) {
+    fn into_response(self) -> Response {
+        (self.0, (self.1, self.2)).into_response()
+    }
+}
+
+impl<K, V, const N: usize, T> IntoResponse for ([(K, V); N], T)
+where
+    K: TryInto<HeaderName>,
+    V: TryInto<HeaderValue>,
+    T: IntoResponse,
+{
+    fn into_response(self) -> Response {
+        let mut headers = HeaderMap::with_capacity(N);
+        for (k, v) in self.0 {
+            match (k.try_into(), v.try_into()) {
+                (Ok(k), Ok(v)) => headers.append(k, v),
+                _ => return error(StatusCode::INTERNAL_SERVER_ERROR, "invalid response header"),
+            };
+        }
+        (headers, self.1).into_response()
+    }
+}
+
+impl<K, V, const N: usize, T> IntoResponse for (StatusCode, [(K, V); N], T)
+where
+    K: TryInto<HeaderName>,
+    V: TryInto<HeaderValue>,
+    T: IntoResponse,
+{
+    fn into_response(self) -> Response {
+        (self.0, (self.1, self.2)).into_response()
+    }
+}
+
+/// A JSON body: a response serialized with `serde_json`, or a request body extractor.
+///
+/// # Examples
+///
+/// ```
+/// use proscenium::{IntoResponse, Json};
+///
+/// let res = Json(serde_json::json!({"message": "Hello, World!"})).into_response();
+/// assert_eq!(res.headers()["content-type"], "application/json");
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Json<T>(pub T);
+
+impl<T: Serialize> IntoResponse for Json<T> {
+    fn into_response(self) -> Response {
+        match serde_json::to_vec(&self.0) {
+            Ok(bytes) => with_type(bytes, "application/json"),
+            Err(e) => error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("JSON encoding failed: {e}"),
+            ),
+        }
+    }
+}
+
+/// An HTML body (`text/html; charset=utf-8`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Html<T>(pub T);
+
+impl<T: Into<Body>> IntoResponse for Html<T> {
+    fn into_response(self) -> Response {
+        with_type(self.0, "text/html; charset=utf-8")
+    }
+}
+
+/// A future that yields a response, run on the loop that owns the connection.
+pub type LocalResponseFuture = Pin<Box<dyn Future<Output = Response>>>;
+
+/// What a handler or middleware gives back: a response now, or a future of one.
+///
+/// Plain handlers answer at once and cost no allocation; async handlers answer later.
+/// Middleware uses [`Reply::map`] to work on the response either way.
+pub struct Reply(pub(crate) ReplyKind);
+
+pub(crate) enum ReplyKind {
+    Ready(Response),
+    Later(LocalResponseFuture),
+}
+
+impl Reply {
+    /// Returns a reply that is ready now.
+    pub fn ready(res: impl IntoResponse) -> Self {
+        Self(ReplyKind::Ready(res.into_response()))
+    }
+
+    /// Returns a reply that `future` will produce.
+    pub fn later<F>(future: F) -> Self
+    where
+        F: Future + 'static,
+        F::Output: IntoResponse,
+    {
+        Self(ReplyKind::Later(Box::pin(async move {
+            future.await.into_response()
+        })))
+    }
+
+    /// Returns a reply whose response `f` transforms, now or when it arrives.
+    pub fn map(self, f: impl FnOnce(Response) -> Response + 'static) -> Self {
+        match self.0 {
+            ReplyKind::Ready(res) => Self(ReplyKind::Ready(f(res))),
+            ReplyKind::Later(fut) => Self(ReplyKind::Later(Box::pin(async move { f(fut.await) }))),
+        }
+    }
+
+    /// Returns the response, awaiting it if it is not ready.
+    pub async fn into_response(self) -> Response {
+        match self.0 {
+            ReplyKind::Ready(res) => res,
+            ReplyKind::Later(fut) => fut.await,
+        }
+    }
+}
+
+impl std::fmt::Debug for Reply {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.0 {
+            ReplyKind::Ready(res) => f.debug_tuple("Reply::Ready").field(&res.status()).finish(),
+            ReplyKind::Later(_) => f.write_str("Reply::Later"),
+        }
+    }
+}

@@ -1,0 +1,211 @@
+//! The route table: path patterns matched with `matchit`, then the method.
+//!
+//! Each registered (method, pattern) pair gets a route id, its index in `entries`; the
+//! watchdog and the `routes` listing name routes by it.
+
+use http::header::{self, HeaderValue};
+use http::{Method, StatusCode};
+
+use super::handler::{BoxHandler, Mode};
+use super::response::{IntoResponse, Reply, error};
+use crate::http::Request;
+use crate::rt::watchdog;
+
+/// One registered route, as `proscenium routes` lists it.
+#[derive(Debug, Clone)]
+pub struct RouteInfo {
+    /// The method, or `None` for a route that takes any method.
+    pub method: Option<Method>,
+    /// The path pattern as registered.
+    pub pattern: String,
+    /// Where its handler runs.
+    pub mode: Mode,
+}
+
+impl std::fmt::Display for RouteInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let method = self.method.as_ref().map_or("*", Method::as_str);
+        write!(f, "{method:<7} {:<32} {}", self.pattern, self.mode)
+    }
+}
+
+struct Entry {
+    info: RouteInfo,
+    handler: BoxHandler,
+}
+
+/// The methods registered for one path pattern.
+#[derive(Default)]
+struct Endpoint {
+    methods: Vec<(Method, u32)>,
+    any: Option<u32>,
+}
+
+#[derive(Default)]
+pub(crate) struct Routes {
+    matcher: matchit::Router<usize>,
+    by_pattern: std::collections::HashMap<String, usize>,
+    endpoints: Vec<Endpoint>,
+    entries: Vec<Entry>,
+    fallback: Option<u32>,
+}
+
+impl Routes {
+    /// Registers `handler` for `method` (or any method) at `pattern`.
+    ///
+    /// # Panics
+    ///
+    /// When the pattern is invalid or conflicts with another, or the pair is registered
+    /// twice: a programming error, found at start-up.
+    pub(crate) fn add(&mut self, method: Option<Method>, pattern: &str, handler: BoxHandler) {
+        let id = self.push(method.clone(), pattern, handler);
+        let path = to_matchit(pattern);
+        let next = self.endpoints.len();
+        let endpoint = *self.by_pattern.entry(path.clone()).or_insert(next);
+        if endpoint == next {
+            if let Err(e) = self.matcher.insert(&path, endpoint) {
+                panic!("invalid route `{pattern}`: {e}");
+            }
+            self.endpoints.push(Endpoint::default());
+        }
+        let endpoint = &mut self.endpoints[endpoint];
+        match method {
+            Some(m) if endpoint.methods.iter().any(|(have, _)| *have == m) => {
+                panic!("route `{m} {pattern}` registered twice")
+            }
+            Some(m) => endpoint.methods.push((m, id)),
+            None => endpoint.any = Some(id),
+        }
+    }
+
+    /// Registers the handler for requests no route matches.
+    pub(crate) fn set_fallback(&mut self, handler: BoxHandler) {
+        self.fallback = Some(self.push(None, "<fallback>", handler));
+    }
+
+    fn push(&mut self, method: Option<Method>, pattern: &str, handler: BoxHandler) -> u32 {
+        let mode = handler.mode();
+        self.entries.push(Entry {
+            info: RouteInfo {
+                method,
+                pattern: pattern.to_owned(),
+                mode,
+            },
+            handler,
+        });
+        u32::try_from(self.entries.len() - 1).expect("fewer than 4 billion routes")
+    }
+
+    /// Routes `req` to its handler and calls it.
+    pub(crate) fn call(&self, mut req: Request) -> Reply {
+        if req.uri() == "*" {
+            return Reply::ready(options_asterisk());
+        }
+        let Ok(found) = self.matcher.at(req.uri().path()) else {
+            return match self.fallback {
+                Some(id) => self.invoke(id, req),
+                None => Reply::ready(error(StatusCode::NOT_FOUND, "no route for this path")),
+            };
+        };
+        let endpoint = &self.endpoints[*found.value];
+        let Some(id) = select(endpoint, req.method()) else {
+            return Reply::ready(method_not_allowed(endpoint));
+        };
+        req.params = found
+            .params
+            .iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect();
+        self.invoke(id, req)
+    }
+
+    fn invoke(&self, id: u32, req: Request) -> Reply {
+        watchdog::set_route(id);
+        self.entries[id as usize].handler.call(req)
+    }
+
+    /// Returns a label such as `GET /fib` for a route id.
+    pub(crate) fn label(&self, id: u32) -> String {
+        match self.entries.get(id as usize) {
+            Some(e) => format!(
+                "{} {}",
+                e.info.method.as_ref().map_or("*", Method::as_str),
+                e.info.pattern
+            ),
+            None => "(routing)".to_owned(),
+        }
+    }
+
+    pub(crate) fn infos(&self) -> impl Iterator<Item = &RouteInfo> {
+        self.entries.iter().map(|e| &e.info)
+    }
+}
+
+/// Picks the route for `method`: an exact match, GET for HEAD, or the any-method route.
+fn select(endpoint: &Endpoint, method: &Method) -> Option<u32> {
+    let find = |m: &Method| {
+        endpoint
+            .methods
+            .iter()
+            .find(|(have, _)| have == m)
+            .map(|(_, id)| *id)
+    };
+    find(method)
+        .or_else(|| {
+            (method == Method::HEAD)
+                .then(|| find(&Method::GET))
+                .flatten()
+        })
+        .or(endpoint.any)
+}
+
+/// 405 with the methods the path allows (RFC 9110 §15.5.6).
+fn method_not_allowed(endpoint: &Endpoint) -> super::Response {
+    let mut allow: Vec<&str> = endpoint.methods.iter().map(|(m, _)| m.as_str()).collect();
+    if allow.contains(&"GET") && !allow.contains(&"HEAD") {
+        allow.push("HEAD");
+    }
+    let mut res = error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method not allowed for this path",
+    );
+    if let Ok(value) = HeaderValue::from_str(&allow.join(", ")) {
+        res.headers_mut().insert(header::ALLOW, value);
+    }
+    res
+}
+
+/// `OPTIONS *` asks about the server as a whole (RFC 9110 §9.3.7).
+fn options_asterisk() -> super::Response {
+    let allow = "GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS";
+    (StatusCode::OK, [(header::ALLOW, allow)], ()).into_response()
+}
+
+/// Translates `:name` and `*name` segments to matchit's `{name}` and `{*name}`.
+fn to_matchit(pattern: &str) -> String {
+    pattern
+        .split('/')
+        .map(|segment| {
+            if let Some(name) = segment.strip_prefix(':') {
+                format!("{{{name}}}")
+            } else if let Some(name) = segment.strip_prefix('*') {
+                format!("{{*{name}}}")
+            } else {
+                segment.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn translates_colon_and_star_segments() {
+        assert_eq!(to_matchit("/picture/:id/likes"), "/picture/{id}/likes");
+        assert_eq!(to_matchit("/static/*path"), "/static/{*path}");
+        assert_eq!(to_matchit("/a/{b}"), "/a/{b}");
+    }
+}

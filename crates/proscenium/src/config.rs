@@ -1,0 +1,209 @@
+//! Deploy-time configuration: where to listen, how many loops, how to dispatch, and the
+//! limits every connection obeys.
+//!
+//! A [`Config`] is plain data. It deserializes from `proscenium.toml` (every field has a
+//! default, so an empty file is valid) and the CLI overrides single fields from flags.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// The whole deploy-time configuration of a server.
+///
+/// # Examples
+///
+/// ```
+/// let config: proscenium::Config = toml::from_str("loops = 2\ndispatch = \"round-robin\"").unwrap();
+/// assert_eq!(config.loops, Some(2));
+/// ```
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// The address to listen on (Yarn's default, `127.0.0.1:3000`).
+    pub bind: SocketAddr,
+    /// Number of event loops; `None` means one per core.
+    pub loops: Option<usize>,
+    /// How accepted connections are given to loops.
+    pub dispatch: Dispatch,
+    /// Threads of the pool that runs blocking handlers.
+    pub blocking_threads: usize,
+    /// Jobs that may wait for a blocking thread before new ones are refused with 503.
+    pub blocking_queue: usize,
+    /// Per-request limits.
+    pub limits: Limits,
+    /// Connection timeouts.
+    pub timeouts: Timeouts,
+    /// Where the access log goes: `"-"` for stdout, a path for a file, absent for none.
+    pub log: Option<PathBuf>,
+    /// Adds per-request time and loop id to the access log.
+    pub debug: bool,
+    /// A directory served as static files below every route.
+    pub root: Option<PathBuf>,
+    /// Serves dotfiles from `root` (hidden by default).
+    pub show_dotfiles: bool,
+    /// Mounts the diagnostic routes `/_status`, `/_echo` and `/_delay`.
+    pub tools: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            bind: SocketAddr::from(([127, 0, 0, 1], 3000)),
+            loops: None,
+            dispatch: Dispatch::Jsq,
+            blocking_threads: 64,
+            blocking_queue: 1024,
+            limits: Limits::default(),
+            timeouts: Timeouts::default(),
+            log: None,
+            debug: false,
+            root: None,
+            show_dotfiles: false,
+            tools: false,
+        }
+    }
+}
+
+impl Config {
+    /// Returns the number of loops to run: the configured count or one per core.
+    pub fn loop_count(&self) -> usize {
+        self.loops
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
+            .max(1)
+    }
+}
+
+/// The rule that gives each accepted connection to a loop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Dispatch {
+    /// Join the shortest queue: the loop with the fewest live connections plus requests
+    /// in flight (Node.Scala's rule).
+    Jsq,
+    /// Each loop in turn.
+    RoundRobin,
+    /// One `SO_REUSEPORT` listener per loop; the kernel spreads connections.
+    Reuseport,
+}
+
+impl std::str::FromStr for Dispatch {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "jsq" => Ok(Self::Jsq),
+            "round-robin" => Ok(Self::RoundRobin),
+            "reuseport" => Ok(Self::Reuseport),
+            _ => Err(format!(
+                "unknown dispatch `{s}` (expected jsq, round-robin or reuseport)"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for Dispatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Jsq => "jsq",
+            Self::RoundRobin => "round-robin",
+            Self::Reuseport => "reuseport",
+        })
+    }
+}
+
+/// Limits on what one request may contain; past each the client gets its status.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Limits {
+    /// Bytes of request line plus header section (431 past it).
+    pub max_head: usize,
+    /// Header fields in one request (431 past it).
+    pub max_headers: usize,
+    /// Bytes of the request target (414 past it).
+    pub max_uri: usize,
+    /// Bytes of a request body after de-chunking (413 past it).
+    pub max_body: u64,
+    /// Requests served on one connection before it is closed.
+    pub max_requests_per_conn: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_head: 16 * 1024,
+            max_headers: 100,
+            max_uri: 8 * 1024,
+            max_body: 8 * 1024 * 1024,
+            max_requests_per_conn: 100_000,
+        }
+    }
+}
+
+/// Connection timeouts, in the config as seconds (fractions allowed).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Timeouts {
+    /// From the first byte of a request until its header section is complete (408 after).
+    #[serde(with = "seconds")]
+    pub header: Duration,
+    /// Between two reads of a request body (408 after).
+    #[serde(with = "seconds")]
+    pub body: Duration,
+    /// A keep-alive connection with no request is closed after this.
+    #[serde(with = "seconds")]
+    pub idle: Duration,
+    /// How long graceful shutdown waits for in-flight requests.
+    #[serde(with = "seconds")]
+    pub shutdown: Duration,
+    /// A loop busy in one handler longer than this is reported by the watchdog.
+    #[serde(with = "seconds")]
+    pub stall: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            header: Duration::from_secs(10),
+            body: Duration::from_secs(30),
+            idle: Duration::from_secs(60),
+            shutdown: Duration::from_secs(10),
+            stall: Duration::from_millis(100),
+        }
+    }
+}
+
+mod seconds {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer};
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let secs = f64::deserialize(d)?;
+        Duration::try_from_secs_f64(secs).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_file_gives_defaults() {
+        let config: Config = toml::from_str("").unwrap();
+        assert_eq!(config.bind.to_string(), "127.0.0.1:3000");
+        assert_eq!(config.dispatch, Dispatch::Jsq);
+    }
+
+    #[test]
+    fn timeouts_read_as_fractional_seconds() {
+        let config: Config = toml::from_str("[timeouts]\nheader = 0.5").unwrap();
+        assert_eq!(config.timeouts.header, Duration::from_millis(500));
+    }
+
+    #[test]
+    fn unknown_keys_are_refused() {
+        assert!(toml::from_str::<Config>("lops = 2").is_err());
+    }
+}

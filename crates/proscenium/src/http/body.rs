@@ -1,0 +1,160 @@
+//! The response body: bytes in memory, a region of a file, or a stream of chunks.
+
+use std::fs::File;
+
+use bytes::Bytes;
+use http_body_util::BodyExt;
+use http_body_util::combinators::UnsyncBoxBody;
+
+/// A boxed error, as carried by streaming bodies.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// The body of a [`Response`](crate::Response).
+///
+/// Bytes in memory are written with the head in one write; a file region is sent with
+/// `sendfile(2)` without passing through user space; a stream is sent chunk by chunk,
+/// with `Transfer-Encoding: chunked` when its length is not known in advance.
+///
+/// # Examples
+///
+/// ```
+/// use proscenium::Body;
+///
+/// let body = Body::from("Hello, World!");
+/// assert_eq!(body.exact_len(), Some(13));
+/// ```
+pub struct Body {
+    pub(crate) kind: Kind,
+}
+
+pub(crate) enum Kind {
+    Full(Bytes),
+    File(FileRegion),
+    Stream(UnsyncBoxBody<Bytes, BoxError>),
+}
+
+/// A byte range of an open file, sent without copying it into memory.
+#[derive(Debug)]
+pub(crate) struct FileRegion {
+    pub(crate) file: File,
+    pub(crate) offset: u64,
+    pub(crate) len: u64,
+}
+
+impl Body {
+    /// Returns an empty body.
+    pub fn empty() -> Self {
+        Self {
+            kind: Kind::Full(Bytes::new()),
+        }
+    }
+
+    /// Returns a body that sends `len` bytes of `file` from `offset`.
+    pub fn from_file(file: File, offset: u64, len: u64) -> Self {
+        Self {
+            kind: Kind::File(FileRegion { file, offset, len }),
+        }
+    }
+
+    /// Returns a body streamed from a [`futures_util::Stream`] of byte chunks.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use bytes::Bytes;
+    /// use proscenium::Body;
+    ///
+    /// let chunks = futures_util::stream::iter(["a", "b"].map(|s| Ok::<_, std::io::Error>(Bytes::from(s))));
+    /// let body = Body::from_stream(chunks);
+    /// assert_eq!(body.exact_len(), None);
+    /// ```
+    pub fn from_stream<S, E>(stream: S) -> Self
+    where
+        S: futures_util::Stream<Item = Result<Bytes, E>> + Send + 'static,
+        E: Into<BoxError> + 'static,
+    {
+        use futures_util::TryStreamExt;
+        let frames = stream.map_ok(http_body::Frame::data).map_err(Into::into);
+        Self::from_http_body(http_body_util::StreamBody::new(frames))
+    }
+
+    /// Returns a body that relays any [`http_body::Body`], such as a tower service's.
+    pub fn from_http_body<B>(body: B) -> Self
+    where
+        B: http_body::Body + Send + 'static,
+        B::Data: Into<Bytes>,
+        B::Error: Into<BoxError>,
+    {
+        let boxed = body
+            .map_frame(|f| f.map_data(Into::into))
+            .map_err(Into::into);
+        Self {
+            kind: Kind::Stream(UnsyncBoxBody::new(boxed)),
+        }
+    }
+
+    /// Returns the body's length when it is known before sending.
+    pub fn exact_len(&self) -> Option<u64> {
+        match &self.kind {
+            Kind::Full(bytes) => Some(bytes.len() as u64),
+            Kind::File(region) => Some(region.len),
+            Kind::Stream(body) => http_body::Body::size_hint(body).exact(),
+        }
+    }
+
+    /// Returns the bytes of a body held in memory, `None` for files and streams.
+    pub fn as_bytes(&self) -> Option<&Bytes> {
+        match &self.kind {
+            Kind::Full(bytes) => Some(bytes),
+            _ => None,
+        }
+    }
+}
+
+impl Default for Body {
+    fn default() -> Self {
+        Self::empty()
+    }
+}
+
+impl std::fmt::Debug for Body {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.kind {
+            Kind::Full(bytes) => f.debug_tuple("Body::Full").field(&bytes.len()).finish(),
+            Kind::File(region) => f.debug_tuple("Body::File").field(&region.len).finish(),
+            Kind::Stream(_) => f.write_str("Body::Stream"),
+        }
+    }
+}
+
+impl From<Bytes> for Body {
+    fn from(bytes: Bytes) -> Self {
+        Self {
+            kind: Kind::Full(bytes),
+        }
+    }
+}
+
+impl From<&'static str> for Body {
+    fn from(s: &'static str) -> Self {
+        Bytes::from_static(s.as_bytes()).into()
+    }
+}
+
+impl From<&'static [u8]> for Body {
+    fn from(s: &'static [u8]) -> Self {
+        Bytes::from_static(s).into()
+    }
+}
+
+impl From<String> for Body {
+    fn from(s: String) -> Self {
+        Bytes::from(s).into()
+    }
+}
+
+impl From<Vec<u8>> for Body {
+    fn from(v: Vec<u8>) -> Self {
+        Bytes::from(v).into()
+    }
+}

@@ -1,0 +1,367 @@
+//! One HTTP/1.1 connection on a loop: read what is there, answer every complete request
+//! in it, write all the answers at once, repeat.
+//!
+//! States: between requests the connection is idle (idle timeout; shutdown closes it);
+//! inside a head it is bounded by the header deadline (408); inside a body by the body
+//! timeout between reads (408). Every refusal is answered and the connection closed
+//! with a lingering close, so the client reads the answer instead of a reset.
+
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::task::Poll;
+use std::time::Duration;
+
+use bytes::{Buf, BytesMut};
+use http::{Method, Version};
+use http_body_util::BodyExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+
+use super::decode::{Decoder, Message};
+use super::dispatch::{self, Answer};
+use super::encode::{self, Framing};
+use super::error::ParseError;
+use crate::app::Response;
+use crate::http::Request;
+use crate::http::body::{FileRegion, Kind};
+use crate::rt::LoopShared;
+use crate::web::error_page;
+
+/// Bytes a read asks for at least.
+const READ_CHUNK: usize = 8 * 1024;
+/// Bodies larger than this are written from their own buffer instead of being copied.
+const COPY_LIMIT: usize = 64 * 1024;
+/// How long a closing connection keeps reading (and discarding) what the client sends.
+const LINGER: Duration = Duration::from_secs(2);
+
+/// Serves one connection until it closes.
+pub(crate) async fn serve(stream: TcpStream, peer: SocketAddr, shared: Rc<LoopShared>) {
+    let mut conn = Conn {
+        stream,
+        peer,
+        rbuf: BytesMut::with_capacity(READ_CHUNK),
+        wbuf: BytesMut::with_capacity(READ_CHUNK),
+        decoder: Decoder::new(),
+        served: 0,
+        head_deadline: None,
+        shutdown: shared.shutdown.clone(),
+        shared,
+    };
+    if let Err(e) = conn.run().await {
+        tracing::debug!("connection from {peer} ended: {e}");
+    }
+}
+
+struct Conn {
+    stream: TcpStream,
+    peer: SocketAddr,
+    rbuf: BytesMut,
+    wbuf: BytesMut,
+    decoder: Decoder,
+    served: u64,
+    /// When the head being read must be complete.
+    head_deadline: Option<Instant>,
+    shutdown: tokio::sync::watch::Receiver<bool>,
+    shared: Rc<LoopShared>,
+}
+
+/// What a wait for more bytes ended with.
+enum Read {
+    Data,
+    Closed,
+    Refused(ParseError),
+}
+
+/// What to do after answering a request.
+#[derive(PartialEq, Eq)]
+enum Next {
+    KeepAlive,
+    Close,
+}
+
+impl Conn {
+    async fn run(&mut self) -> std::io::Result<()> {
+        loop {
+            match self
+                .decoder
+                .decode(&mut self.rbuf, &self.shared.config.limits)
+            {
+                Ok(Some(message)) => {
+                    self.head_deadline = None;
+                    if self.respond(message).await? == Next::Close {
+                        return self.close().await;
+                    }
+                }
+                Ok(None) => {
+                    if self.decoder.take_continue() {
+                        self.wbuf.extend_from_slice(encode::CONTINUE);
+                    }
+                    self.flush().await?;
+                    match self.read().await? {
+                        Read::Data => {}
+                        Read::Closed => return Ok(()),
+                        Read::Refused(e) => return self.refuse(&e).await,
+                    }
+                }
+                Err(e) => return self.refuse(&e).await,
+            }
+        }
+    }
+
+    /// Waits for more bytes, within the timeout of the connection's state.
+    async fn read(&mut self) -> std::io::Result<Read> {
+        let timeouts = &self.shared.config.timeouts;
+        let idle = self.decoder.is_between_messages() && self.rbuf.is_empty();
+        let deadline = if idle {
+            if *self.shutdown.borrow() {
+                return Ok(Read::Closed);
+            }
+            Instant::now() + timeouts.idle
+        } else if self.decoder.is_reading_body() {
+            Instant::now() + timeouts.body
+        } else {
+            *self
+                .head_deadline
+                .get_or_insert_with(|| Instant::now() + timeouts.header)
+        };
+        self.rbuf.reserve(READ_CHUNK);
+        tokio::select! {
+            biased;
+            read = self.stream.read_buf(&mut self.rbuf) => Ok(match read? {
+                0 => Read::Closed,
+                _ => Read::Data,
+            }),
+            () = tokio::time::sleep_until(deadline) => Ok(match idle {
+                true => Read::Closed,
+                false => Read::Refused(ParseError::Timeout),
+            }),
+            _ = self.shutdown.changed(), if idle => Ok(Read::Closed),
+        }
+    }
+
+    /// Answers one request; returns whether the connection stays open.
+    async fn respond(&mut self, message: Message) -> std::io::Result<Next> {
+        let Message { head, body } = message;
+        self.served += 1;
+        let limit = self.shared.config.limits.max_requests_per_conn;
+        let keep_alive = head.keep_alive && self.served < limit && !*self.shutdown.borrow();
+        let version = head.parts.version;
+        let head_only = head.parts.method == Method::HEAD;
+        let accepts_html = error_page::accepts_html(&head.parts.headers);
+        let req = Request::new(head.parts, body, Some(self.peer));
+        let shared = self.shared.clone();
+        let res = match dispatch::call(&shared.app, req) {
+            Answer::Ready(res) => res,
+            Answer::Later(mut guarded) => {
+                // Poll once: if the answer is not ready, send the earlier pipelined
+                // answers now rather than holding them behind this one.
+                match std::future::poll_fn(|cx| Poll::Ready(guarded.poll_with(cx, &shared.app)))
+                    .await
+                {
+                    Poll::Ready(res) => res,
+                    Poll::Pending => {
+                        self.flush().await?;
+                        guarded.finish(&shared.app).await
+                    }
+                }
+            }
+        };
+        let res = dispatch::fill_error_body(res, accepts_html);
+        let keep_alive = keep_alive && !encode::wants_close(res.headers());
+        self.write_response(res, version, head_only, keep_alive)
+            .await
+    }
+
+    /// Encodes a response and sends or buffers its body.
+    async fn write_response(
+        &mut self,
+        res: Response,
+        version: Version,
+        head_only: bool,
+        keep_alive: bool,
+    ) -> std::io::Result<Next> {
+        let (parts, body) = res.into_parts();
+        let framing = Framing::choose(parts.status, body.exact_len(), version);
+        let keep_alive = keep_alive && framing != Framing::UntilClose;
+        encode::head(
+            &mut self.wbuf,
+            parts.status,
+            &parts.headers,
+            framing,
+            keep_alive,
+            version,
+        );
+        let next = if keep_alive {
+            Next::KeepAlive
+        } else {
+            Next::Close
+        };
+        if head_only || framing == Framing::None {
+            return Ok(next);
+        }
+        match body.kind {
+            Kind::Full(bytes) if bytes.len() <= COPY_LIMIT => self.wbuf.extend_from_slice(&bytes),
+            Kind::Full(mut bytes) => {
+                self.flush().await?;
+                self.with_send_timeout(async |s: &mut TcpStream| s.write_all_buf(&mut bytes).await)
+                    .await?;
+            }
+            Kind::File(region) => {
+                self.flush().await?;
+                self.send_file(region).await?;
+            }
+            Kind::Stream(stream) => self.send_stream(stream, framing).await?,
+        }
+        Ok(next)
+    }
+
+    /// Sends a streamed body chunk by chunk, flushing whenever the stream must wait.
+    async fn send_stream(
+        &mut self,
+        mut body: http_body_util::combinators::UnsyncBoxBody<bytes::Bytes, crate::http::BoxError>,
+        framing: Framing,
+    ) -> std::io::Result<()> {
+        let mut sent = 0u64;
+        loop {
+            let frame = match futures_util::FutureExt::now_or_never(body.frame()) {
+                Some(frame) => frame,
+                None => {
+                    self.flush().await?;
+                    body.frame().await
+                }
+            };
+            let data = match frame {
+                None => break,
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) => data,
+                    Err(_) => continue, // trailers are not sent
+                },
+                Some(Err(e)) => {
+                    return Err(std::io::Error::other(format!("response body failed: {e}")));
+                }
+            };
+            sent += data.len() as u64;
+            match framing {
+                Framing::Chunked => encode::chunk(&mut self.wbuf, &data),
+                _ => self.wbuf.extend_from_slice(&data),
+            }
+            if self.wbuf.len() > COPY_LIMIT {
+                self.flush().await?;
+            }
+        }
+        match framing {
+            Framing::Chunked => encode::last_chunk(&mut self.wbuf),
+            Framing::Length(n) if n != sent => {
+                return Err(std::io::Error::other(format!(
+                    "response body was {sent} bytes, declared {n}"
+                )));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Sends a file region with sendfile(2): the kernel copies page cache to socket.
+    async fn send_file(&mut self, region: FileRegion) -> std::io::Result<()> {
+        let mut offset = i64::try_from(region.offset).map_err(std::io::Error::other)?;
+        let end = offset.saturating_add(i64::try_from(region.len).map_err(std::io::Error::other)?);
+        let timeout = self.shared.config.timeouts.body;
+        while offset < end {
+            let count = usize::try_from(end - offset)
+                .unwrap_or(usize::MAX)
+                .min(1 << 30);
+            let sent = tokio::time::timeout(timeout, async {
+                loop {
+                    self.stream.writable().await?;
+                    let stream = &self.stream;
+                    match stream.try_io(Interest::WRITABLE, || {
+                        nix::sys::sendfile::sendfile64(
+                            stream,
+                            &region.file,
+                            Some(&mut offset),
+                            count,
+                        )
+                        .map_err(std::io::Error::from)
+                    }) {
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                        result => return result,
+                    }
+                }
+            })
+            .await
+            .map_err(|_| {
+                std::io::Error::new(std::io::ErrorKind::TimedOut, "client stopped reading")
+            })??;
+            if sent == 0 {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "file shrank while sent",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes everything buffered, within the send timeout.
+    async fn flush(&mut self) -> std::io::Result<()> {
+        if self.wbuf.is_empty() {
+            return Ok(());
+        }
+        let mut wbuf = std::mem::take(&mut self.wbuf);
+        let result = self
+            .with_send_timeout(async |s: &mut TcpStream| s.write_all_buf(&mut wbuf).await)
+            .await;
+        wbuf.clear();
+        self.wbuf = wbuf;
+        result
+    }
+
+    /// Runs a write on the socket, failing if the client does not take it in time.
+    async fn with_send_timeout(
+        &mut self,
+        write: impl AsyncFnOnce(&mut TcpStream) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        let timeout = self.shared.config.timeouts.body;
+        tokio::time::timeout(timeout, write(&mut self.stream))
+            .await
+            .map_err(|_| {
+                std::io::Error::new(std::io::ErrorKind::TimedOut, "client stopped reading")
+            })?
+    }
+
+    /// Answers a request the server refuses, then closes.
+    async fn refuse(&mut self, e: &ParseError) -> std::io::Result<()> {
+        let partial = !self.decoder.is_between_messages() || !self.rbuf.is_empty();
+        if *e == ParseError::Timeout && !partial {
+            return Ok(());
+        }
+        tracing::info!("refused request from {}: {e} ({})", self.peer, e.status());
+        let res = dispatch::fill_error_body(crate::app::error(e.status(), e.to_string()), false);
+        self.rbuf.clear();
+        self.write_response(res, Version::HTTP_11, false, false)
+            .await?;
+        self.close().await
+    }
+
+    /// Flushes, half-closes, and reads until the client closes too (or a while passes),
+    /// so that unread request bytes do not turn the close into a reset that destroys
+    /// the answer before the client reads it.
+    async fn close(&mut self) -> std::io::Result<()> {
+        self.flush().await?;
+        self.stream.shutdown().await?;
+        let linger = async {
+            let mut discard = [0u8; 4096];
+            let mut left = 1usize << 20;
+            while left > 0 {
+                match self.stream.read(&mut discard).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => left = left.saturating_sub(n),
+                }
+            }
+        };
+        let _ = tokio::time::timeout(LINGER, linger).await;
+        self.rbuf.advance(self.rbuf.len());
+        Ok(())
+    }
+}

@@ -1,0 +1,104 @@
+//! The edge between a connection and the application: routing and calling the handler
+//! with the loop marked busy, panics turned into 500s, and error bodies filled in.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::Ordering;
+use std::task::{Context, Poll};
+
+use http::StatusCode;
+
+use crate::app::{App, ErrorDetail, LocalResponseFuture, ReplyKind, Response, error};
+use crate::http::{Body, Request};
+use crate::rt::{self, watchdog};
+use crate::web::error_page;
+
+/// The app's answer to one request: ready, or a future to poll on this loop.
+pub(crate) enum Answer {
+    Ready(Response),
+    Later(Guarded),
+}
+
+/// Calls the app for `req`, catching a panic in the handler's synchronous part.
+pub(crate) fn call(app: &App, req: Request) -> Answer {
+    rt::context::with_current(|ctx| ctx.stats.requests.fetch_add(1, Ordering::Relaxed));
+    let _inflight = Inflight::enter();
+    let busy = watchdog::Busy::enter(watchdog::NO_ROUTE);
+    let reply = catch_unwind(AssertUnwindSafe(|| app.call(req)));
+    let route = watchdog::current_route();
+    drop(busy);
+    match reply {
+        Ok(reply) => match reply.0 {
+            ReplyKind::Ready(res) => Answer::Ready(res),
+            ReplyKind::Later(future) => Answer::Later(Guarded {
+                future,
+                route,
+                _inflight: Inflight::enter(),
+            }),
+        },
+        Err(panic) => Answer::Ready(panicked(app, route, &*panic)),
+    }
+}
+
+/// A handler's future, polled with the loop marked busy and panics caught.
+pub(crate) struct Guarded {
+    future: LocalResponseFuture,
+    route: u32,
+    _inflight: Inflight,
+}
+
+impl Guarded {
+    /// Polls once; used by the connection to write earlier responses before waiting.
+    pub(crate) fn poll_with(&mut self, cx: &mut Context<'_>, app: &App) -> Poll<Response> {
+        let _busy = watchdog::Busy::enter(self.route);
+        let future = &mut self.future;
+        match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+            Ok(poll) => poll,
+            Err(panic) => Poll::Ready(panicked(app, self.route, &*panic)),
+        }
+    }
+
+    /// Waits for the response.
+    pub(crate) async fn finish(mut self, app: &App) -> Response {
+        std::future::poll_fn(|cx| self.poll_with(cx, app)).await
+    }
+}
+
+fn panicked(app: &App, route: u32, panic: &(dyn std::any::Any + Send)) -> Response {
+    let message = rt::panic_message(panic);
+    tracing::error!("handler panicked in {}: {message}", app.route_label(route));
+    error(StatusCode::INTERNAL_SERVER_ERROR, "the handler failed")
+}
+
+/// Counts a request in flight on the current loop while alive (JSQ reads the count).
+struct Inflight(());
+
+impl Inflight {
+    fn enter() -> Self {
+        rt::context::with_current(|ctx| ctx.stats.inflight.fetch_add(1, Ordering::Relaxed));
+        Self(())
+    }
+}
+
+impl Drop for Inflight {
+    fn drop(&mut self) {
+        rt::context::with_current(|ctx| ctx.stats.inflight.fetch_sub(1, Ordering::Relaxed));
+    }
+}
+
+/// Gives a bodiless error response the server's error page (HTML or plain text).
+pub(crate) fn fill_error_body(res: Response, accepts_html: bool) -> Response {
+    let is_bodiless_error = res.status().is_client_error() || res.status().is_server_error();
+    if !is_bodiless_error
+        || res.body().exact_len() != Some(0)
+        || res.headers().contains_key(http::header::CONTENT_TYPE)
+    {
+        return res;
+    }
+    let (mut parts, _) = res.into_parts();
+    let detail = parts.extensions.remove::<ErrorDetail>();
+    let page = error_page::render(parts.status, detail.as_ref().map(|d| &*d.0), accepts_html);
+    parts
+        .headers
+        .insert(http::header::CONTENT_TYPE, page.content_type);
+    Response::from_parts(parts, Body::from(page.body))
+}

@@ -1,0 +1,198 @@
+//! Response encoding: status line, framing headers and chunk framing (RFC 9112 §4, §7).
+
+use bytes::{BufMut, BytesMut};
+use http::header::{self, HeaderMap};
+use http::{StatusCode, Version};
+
+use crate::http::date;
+
+/// The interim response sent before reading a body the client holds back.
+pub(crate) const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
+
+/// How the body of a response is delimited on the wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Framing {
+    /// No body may follow (1xx, 204, 304).
+    None,
+    /// `Content-Length: n`.
+    Length(u64),
+    /// `Transfer-Encoding: chunked`.
+    Chunked,
+    /// The body ends when the connection closes (HTTP/1.0 clients, unknown length).
+    UntilClose,
+}
+
+impl Framing {
+    /// Chooses the framing for a response with `status` and a body of `len` bytes.
+    pub(crate) fn choose(status: StatusCode, len: Option<u64>, version: Version) -> Self {
+        let bodiless = status.is_informational()
+            || status == StatusCode::NO_CONTENT
+            || status == StatusCode::NOT_MODIFIED;
+        match (bodiless, len) {
+            (true, _) => Self::None,
+            (false, Some(n)) => Self::Length(n),
+            (false, None) if version == Version::HTTP_11 => Self::Chunked,
+            (false, None) => Self::UntilClose,
+        }
+    }
+}
+
+/// Writes the status line and header section of a response into `dst`.
+///
+/// The server owns framing and persistence: the app's `Content-Length`,
+/// `Transfer-Encoding` and `Connection` fields are replaced by what `framing` and
+/// `keep_alive` say.
+pub(crate) fn head(
+    dst: &mut BytesMut,
+    status: StatusCode,
+    headers: &HeaderMap,
+    framing: Framing,
+    keep_alive: bool,
+    request_version: Version,
+) {
+    dst.reserve(128 + headers.len() * 48);
+    dst.put_slice(b"HTTP/1.1 ");
+    dst.put_slice(status.as_str().as_bytes());
+    dst.put_u8(b' ');
+    dst.put_slice(status.canonical_reason().unwrap_or("Unknown").as_bytes());
+    dst.put_slice(b"\r\n");
+    if !headers.contains_key(header::SERVER) {
+        dst.put_slice(b"Server: proscenium\r\n");
+    }
+    if !headers.contains_key(header::DATE) {
+        date::with_date(|d| {
+            dst.put_slice(b"Date: ");
+            dst.put_slice(d);
+            dst.put_slice(b"\r\n");
+        });
+    }
+    match framing {
+        Framing::Length(n) => {
+            dst.put_slice(b"Content-Length: ");
+            dst.put_slice(itoa::Buffer::new().format(n).as_bytes());
+            dst.put_slice(b"\r\n");
+        }
+        Framing::Chunked => dst.put_slice(b"Transfer-Encoding: chunked\r\n"),
+        Framing::None | Framing::UntilClose => {}
+    }
+    if !keep_alive {
+        dst.put_slice(b"Connection: close\r\n");
+    } else if request_version == Version::HTTP_10 {
+        dst.put_slice(b"Connection: keep-alive\r\n");
+    }
+    for (name, value) in headers {
+        if !is_framing_field(name) {
+            dst.put_slice(name.as_str().as_bytes());
+            dst.put_slice(b": ");
+            dst.put_slice(value.as_bytes());
+            dst.put_slice(b"\r\n");
+        }
+    }
+    dst.put_slice(b"\r\n");
+}
+
+fn is_framing_field(name: &header::HeaderName) -> bool {
+    name == header::CONTENT_LENGTH
+        || name == header::TRANSFER_ENCODING
+        || name == header::CONNECTION
+}
+
+/// Returns whether the app asked to close the connection after this response.
+pub(crate) fn wants_close(headers: &HeaderMap) -> bool {
+    headers.get_all(header::CONNECTION).iter().any(|v| {
+        v.as_bytes()
+            .split(|&b| b == b',')
+            .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"))
+    })
+}
+
+/// Writes one chunk of a chunked body.
+pub(crate) fn chunk(dst: &mut BytesMut, data: &[u8]) {
+    if data.is_empty() {
+        return; // an empty chunk would end the body early
+    }
+    dst.reserve(data.len() + 12);
+    dst.put_slice(format!("{:x}\r\n", data.len()).as_bytes());
+    dst.put_slice(data);
+    dst.put_slice(b"\r\n");
+}
+
+/// Writes the last chunk and an empty trailer section.
+pub(crate) fn last_chunk(dst: &mut BytesMut) {
+    dst.put_slice(b"0\r\n\r\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn encode(status: u16, headers: &[(&str, &str)], framing: Framing, keep_alive: bool) -> String {
+        let mut map = HeaderMap::new();
+        for (k, v) in headers {
+            map.append(
+                header::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                v.parse().unwrap(),
+            );
+        }
+        let mut dst = BytesMut::new();
+        head(
+            &mut dst,
+            StatusCode::from_u16(status).unwrap(),
+            &map,
+            framing,
+            keep_alive,
+            Version::HTTP_11,
+        );
+        String::from_utf8(dst.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn writes_status_line_framing_and_fields() {
+        let text = encode(
+            200,
+            &[("content-type", "text/plain")],
+            Framing::Length(5),
+            true,
+        );
+        assert!(text.starts_with("HTTP/1.1 200 OK\r\nServer: proscenium\r\nDate: "));
+        assert!(text.ends_with("Content-Length: 5\r\ncontent-type: text/plain\r\n\r\n"));
+    }
+
+    #[test]
+    fn replaces_the_apps_framing_fields() {
+        let text = encode(
+            200,
+            &[("content-length", "99"), ("connection", "close")],
+            Framing::Chunked,
+            false,
+        );
+        assert!(!text.contains("99"));
+        assert_eq!(text.matches("Connection: close").count(), 1);
+        assert!(text.contains("Transfer-Encoding: chunked\r\n"));
+    }
+
+    #[test]
+    fn chooses_framing_by_status_length_and_version() {
+        assert_eq!(
+            Framing::choose(StatusCode::NO_CONTENT, Some(0), Version::HTTP_11),
+            Framing::None
+        );
+        assert_eq!(
+            Framing::choose(StatusCode::OK, None, Version::HTTP_11),
+            Framing::Chunked
+        );
+        assert_eq!(
+            Framing::choose(StatusCode::OK, None, Version::HTTP_10),
+            Framing::UntilClose
+        );
+    }
+
+    #[test]
+    fn frames_chunks() {
+        let mut dst = BytesMut::new();
+        chunk(&mut dst, b"hello world, more than 15");
+        chunk(&mut dst, b"");
+        last_chunk(&mut dst);
+        assert_eq!(&dst[..], b"19\r\nhello world, more than 15\r\n0\r\n\r\n");
+    }
+}

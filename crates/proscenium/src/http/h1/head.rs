@@ -1,0 +1,399 @@
+//! Request-head parsing: request line and header section, then the framing and
+//! connection rules that follow from them (RFC 9112 §2–§9).
+
+use std::mem::MaybeUninit;
+
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::{Method, Uri, Version};
+
+use super::error::ParseError;
+use crate::config::Limits;
+
+/// The most header fields a request may ever carry, whatever the configuration says.
+const HEADER_CAPACITY: usize = 256;
+
+/// How the body of a request is delimited (RFC 9112 §6.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Framing {
+    /// No body.
+    Empty,
+    /// Exactly this many bytes follow the head.
+    Length(u64),
+    /// A chunked body follows the head.
+    Chunked,
+}
+
+/// A parsed request head and what it implies for the connection.
+#[derive(Debug)]
+pub(crate) struct Head {
+    pub(crate) parts: http::request::Parts,
+    pub(crate) framing: Framing,
+    /// Whether the client allows the connection to stay open after this exchange.
+    pub(crate) keep_alive: bool,
+    /// The client waits for `100 Continue` before sending the body.
+    pub(crate) expect_continue: bool,
+}
+
+/// Parses a request head from the start of `buf`.
+///
+/// Returns the head and the number of bytes it took, `Ok(None)` when more bytes are
+/// needed, or the reason the request is refused.
+pub(crate) fn parse(buf: &[u8], limits: &Limits) -> Result<Option<(Head, usize)>, ParseError> {
+    let mut slots = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; HEADER_CAPACITY];
+    let slots = &mut slots[..limits.max_headers.min(HEADER_CAPACITY)];
+    let mut req = httparse::Request::new(&mut []);
+    let len = match httparse::ParserConfig::default()
+        .parse_request_with_uninit_headers(&mut req, buf, slots)?
+    {
+        httparse::Status::Complete(len) => len,
+        httparse::Status::Partial => return incomplete(buf, limits),
+    };
+    if len > limits.max_head {
+        return Err(ParseError::HeadTooLarge);
+    }
+    let target = req.path.unwrap_or_default();
+    if target.len() > limits.max_uri {
+        return Err(ParseError::UriTooLong);
+    }
+    let version = match req.version {
+        Some(0) => Version::HTTP_10,
+        _ => Version::HTTP_11,
+    };
+    let method = Method::from_bytes(req.method.unwrap_or_default().as_bytes())
+        .map_err(|_| ParseError::Malformed("invalid method"))?;
+    let uri = parse_target(&method, target)?;
+    let headers = collect_headers(req.headers)?;
+    let head = interpret(method, uri, version, headers)?;
+    Ok(Some((head, len)))
+}
+
+/// Decides whether a partial head may still grow, or is already too large.
+fn incomplete(buf: &[u8], limits: &Limits) -> Result<Option<(Head, usize)>, ParseError> {
+    let line_done = buf.contains(&b'\n');
+    if !line_done && buf.len() > limits.max_uri {
+        Err(ParseError::UriTooLong)
+    } else if buf.len() >= limits.max_head {
+        Err(ParseError::HeadTooLarge)
+    } else {
+        Ok(None)
+    }
+}
+
+/// Parses the request target in its four forms (RFC 9112 §3.2).
+fn parse_target(method: &Method, target: &str) -> Result<Uri, ParseError> {
+    let uri: Uri = target
+        .parse()
+        .map_err(|_| ParseError::Malformed("invalid request target"))?;
+    let asterisk = target == "*";
+    let authority_form = uri.scheme().is_none() && uri.authority().is_some();
+    match (asterisk, authority_form) {
+        (true, _) if method != Method::OPTIONS => {
+            Err(ParseError::Malformed("asterisk-form is only for OPTIONS"))
+        }
+        (_, true) if method != Method::CONNECT => {
+            Err(ParseError::Malformed("authority-form is only for CONNECT"))
+        }
+        _ => Ok(uri),
+    }
+}
+
+fn collect_headers(raw: &[httparse::Header<'_>]) -> Result<HeaderMap, ParseError> {
+    let mut headers = HeaderMap::with_capacity(raw.len());
+    for h in raw {
+        let name = HeaderName::from_bytes(h.name.as_bytes())
+            .map_err(|_| ParseError::Malformed("invalid header name"))?;
+        let value = HeaderValue::from_bytes(h.value)
+            .map_err(|_| ParseError::Malformed("invalid header value"))?;
+        headers.append(name, value);
+    }
+    Ok(headers)
+}
+
+/// Applies the rules that turn header fields into framing and connection behaviour.
+fn interpret(
+    method: Method,
+    uri: Uri,
+    version: Version,
+    headers: HeaderMap,
+) -> Result<Head, ParseError> {
+    // RFC 9112 §3.2: a 1.1 request carries exactly one Host.
+    if version == Version::HTTP_11 && headers.get_all(header::HOST).iter().count() != 1 {
+        return Err(ParseError::Malformed(
+            "HTTP/1.1 request without exactly one Host",
+        ));
+    }
+    let framing = framing(version, &headers)?;
+    let keep_alive = keep_alive(version, &headers);
+    let expect_continue = expect_continue(&headers)?;
+    let mut parts = http::Request::new(()).into_parts().0;
+    parts.method = method;
+    parts.uri = uri;
+    parts.version = version;
+    parts.headers = headers;
+    Ok(Head {
+        parts,
+        framing,
+        keep_alive,
+        expect_continue: expect_continue && version == Version::HTTP_11,
+    })
+}
+
+/// Determines the body length (RFC 9112 §6.1–§6.3), refusing every ambiguity.
+fn framing(version: Version, headers: &HeaderMap) -> Result<Framing, ParseError> {
+    let has_te = headers.contains_key(header::TRANSFER_ENCODING);
+    let has_cl = headers.contains_key(header::CONTENT_LENGTH);
+    if has_te {
+        if version == Version::HTTP_10 {
+            // RFC 9112 §6.1: Transfer-Encoding in 1.0 means the framing is faulty.
+            return Err(ParseError::Malformed("Transfer-Encoding in HTTP/1.0"));
+        }
+        if has_cl {
+            return Err(ParseError::Malformed(
+                "both Content-Length and Transfer-Encoding",
+            ));
+        }
+        return transfer_coding(headers);
+    }
+    if has_cl {
+        return content_length(headers).map(|n| match n {
+            0 => Framing::Empty,
+            n => Framing::Length(n),
+        });
+    }
+    Ok(Framing::Empty)
+}
+
+/// Accepts `chunked` as the one and final coding; any other coding is 501.
+fn transfer_coding(headers: &HeaderMap) -> Result<Framing, ParseError> {
+    let mut chunked = 0;
+    let mut last_is_chunked = false;
+    for coding in list_items(headers, &header::TRANSFER_ENCODING) {
+        last_is_chunked = coding.eq_ignore_ascii_case(b"chunked");
+        if last_is_chunked {
+            chunked += 1;
+        } else if coding.is_empty() {
+            return Err(ParseError::Malformed("empty transfer coding"));
+        } else {
+            return Err(ParseError::UnsupportedTransferCoding);
+        }
+    }
+    match (chunked, last_is_chunked) {
+        (1, true) => Ok(Framing::Chunked),
+        _ => Err(ParseError::Malformed(
+            "chunked must be applied exactly once, last",
+        )),
+    }
+}
+
+/// Reads Content-Length: one or more fields whose values all agree (RFC 9110 §8.6).
+fn content_length(headers: &HeaderMap) -> Result<u64, ParseError> {
+    let mut length = None;
+    for digits in list_items(headers, &header::CONTENT_LENGTH) {
+        let n = parse_decimal(digits).ok_or(ParseError::Malformed("invalid Content-Length"))?;
+        if length.is_some_and(|l| l != n) {
+            return Err(ParseError::Malformed("differing Content-Length values"));
+        }
+        length = Some(n);
+    }
+    length.ok_or(ParseError::Malformed("empty Content-Length"))
+}
+
+/// Parses `1*DIGIT` into a u64, refusing signs, spaces and overflow.
+fn parse_decimal(digits: &[u8]) -> Option<u64> {
+    if digits.is_empty() || digits.len() > 19 || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    digits.iter().try_fold(0u64, |n, d| {
+        n.checked_mul(10)?.checked_add(u64::from(d - b'0'))
+    })
+}
+
+/// Iterates the comma-separated items of every field named `name`, trimmed of OWS.
+fn list_items<'a>(
+    headers: &'a HeaderMap,
+    name: &HeaderName,
+) -> impl Iterator<Item = &'a [u8]> + 'a {
+    headers.get_all(name).into_iter().flat_map(|value| {
+        value
+            .as_bytes()
+            .split(|&b| b == b',')
+            .map(<[u8]>::trim_ascii)
+    })
+}
+
+/// Applies the persistence rules of RFC 9112 §9.3.
+fn keep_alive(version: Version, headers: &HeaderMap) -> bool {
+    let mut close = false;
+    let mut keep = false;
+    for value in headers.get_all(header::CONNECTION) {
+        for token in value.as_bytes().split(|&b| b == b',') {
+            let token = token.trim_ascii();
+            close |= token.eq_ignore_ascii_case(b"close");
+            keep |= token.eq_ignore_ascii_case(b"keep-alive");
+        }
+    }
+    !close && (version == Version::HTTP_11 || keep)
+}
+
+/// Reads `Expect`: `100-continue` is the only expectation defined (RFC 9110 §10.1.1).
+fn expect_continue(headers: &HeaderMap) -> Result<bool, ParseError> {
+    match headers.get(header::EXPECT) {
+        None => Ok(false),
+        Some(v) if v.as_bytes().eq_ignore_ascii_case(b"100-continue") => Ok(true),
+        Some(_) => Err(ParseError::Expectation),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_str(raw: &str) -> Result<Option<(Head, usize)>, ParseError> {
+        parse(raw.as_bytes(), &Limits::default())
+    }
+
+    fn refused(raw: &str) -> u16 {
+        parse_str(raw).expect_err(raw).status().as_u16()
+    }
+
+    #[test]
+    fn parses_a_simple_get() {
+        let (head, len) = parse_str("GET /a?b=c HTTP/1.1\r\nHost: x\r\n\r\nrest")
+            .unwrap()
+            .unwrap();
+        assert_eq!(len, 32);
+        assert_eq!(head.parts.method, Method::GET);
+        assert_eq!(head.parts.uri.path(), "/a");
+        assert_eq!(head.framing, Framing::Empty);
+        assert!(head.keep_alive);
+    }
+
+    #[test]
+    fn waits_for_the_rest_of_a_head() {
+        assert!(
+            parse_str("GET / HTTP/1.1\r\nHost: x\r\n")
+                .unwrap()
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn keep_alive_follows_version_and_connection() {
+        let cases = [
+            ("GET / HTTP/1.1\r\nHost: x\r\n\r\n", true),
+            (
+                "GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                false,
+            ),
+            ("GET / HTTP/1.0\r\n\r\n", false),
+            ("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n", true),
+        ];
+        for (raw, keep) in cases {
+            assert_eq!(parse_str(raw).unwrap().unwrap().0.keep_alive, keep, "{raw}");
+        }
+    }
+
+    #[test]
+    fn framing_is_read_from_the_headers() {
+        let cases = [
+            (
+                "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n",
+                Framing::Length(5),
+            ),
+            (
+                "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5, 5\r\n\r\n",
+                Framing::Length(5),
+            ),
+            (
+                "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
+                Framing::Chunked,
+            ),
+            (
+                "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+                Framing::Empty,
+            ),
+        ];
+        for (raw, framing) in cases {
+            assert_eq!(parse_str(raw).unwrap().unwrap().0.framing, framing, "{raw}");
+        }
+    }
+
+    #[test]
+    fn every_refusal_has_its_status() {
+        let long_uri = format!("GET /{} HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(9000));
+        let many = format!(
+            "GET / HTTP/1.1\r\nHost: x\r\n{}\r\n",
+            "A: b\r\n".repeat(101)
+        );
+        let table: &[(&str, u16)] = &[
+            ("GET / HTTP/1.1\r\n\r\n", 400),
+            ("GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400),
+            ("GET / HTTP/2.0\r\nHost: x\r\n\r\n", 505),
+            ("GET / HTTP/1.1\r\nHost : x\r\n\r\n", 400),
+            ("GET / HTTP/1.1\r\nHost: x\r\n folded\r\n\r\n", 400),
+            ("GET / HTTP/1.1\r\nHost: x\0y\r\n\r\n", 400),
+            ("GET / HTTP/1.1\r\nHost: x\ry\r\n\r\n", 400),
+            (
+                "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n",
+                400,
+            ),
+            (
+                "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+                400,
+            ),
+            (
+                "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: +1\r\n\r\n",
+                400,
+            ),
+            (
+                "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1x\r\n\r\n",
+                400,
+            ),
+            (
+                "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 99999999999999999999\r\n\r\n",
+                400,
+            ),
+            (
+                "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n",
+                501,
+            ),
+            (
+                "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, gzip\r\n\r\n",
+                501,
+            ),
+            (
+                "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked, chunked\r\n\r\n",
+                400,
+            ),
+            ("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", 400),
+            ("GET / HTTP/1.1\r\nHost: x\r\nExpect: teapot\r\n\r\n", 417),
+            ("GET * HTTP/1.1\r\nHost: x\r\n\r\n", 400),
+            ("GET example.com:80 HTTP/1.1\r\nHost: x\r\n\r\n", 400),
+            (&long_uri, 414),
+            (&many, 431),
+        ];
+        for (raw, status) in table {
+            assert_eq!(refused(raw), *status, "{raw:?}");
+        }
+    }
+
+    #[test]
+    fn an_oversized_partial_head_is_refused() {
+        let raw = format!("GET / HTTP/1.1\r\nHost: x\r\nA: {}", "b".repeat(17 * 1024));
+        assert_eq!(refused(&raw), 431);
+        let raw = format!("GET /{}", "a".repeat(9000));
+        assert_eq!(refused(&raw), 414);
+    }
+
+    #[test]
+    fn absolute_form_and_asterisk_form_are_accepted() {
+        let (head, _) = parse_str("GET http://h/p?q HTTP/1.1\r\nHost: h\r\n\r\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(head.parts.uri.path(), "/p");
+        let (head, _) = parse_str("OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n")
+            .unwrap()
+            .unwrap();
+        assert_eq!(head.parts.uri, "*");
+    }
+}

@@ -1,0 +1,110 @@
+//! Property tests of the request decoder: it never panics, and it never reads one
+//! byte stream as two different sequences of messages, however the stream is split
+//! into reads.
+
+use bytes::BytesMut;
+use proptest::prelude::*;
+
+use super::decode::Decoder;
+use crate::config::Limits;
+
+/// What a byte stream decodes to: each message's method, target and body, then the
+/// error that stopped decoding, if any.
+fn readings(stream: &[u8], cuts: &[usize]) -> (Vec<(String, String, Vec<u8>)>, Option<u16>) {
+    let limits = Limits {
+        max_body: 4096,
+        ..Limits::default()
+    };
+    let mut decoder = Decoder::new();
+    let mut buf = BytesMut::new();
+    let mut messages = Vec::new();
+    let mut start = 0;
+    let mut ends: Vec<usize> = cuts.iter().map(|c| c % (stream.len() + 1)).collect();
+    ends.sort_unstable();
+    ends.push(stream.len());
+    for end in ends {
+        if end < start {
+            continue;
+        }
+        buf.extend_from_slice(&stream[start..end]);
+        start = end;
+        loop {
+            match decoder.decode(&mut buf, &limits) {
+                Ok(Some(m)) => messages.push((
+                    m.head.parts.method.to_string(),
+                    m.head.parts.uri.to_string(),
+                    m.body.to_vec(),
+                )),
+                Ok(None) => break,
+                Err(e) => return (messages, Some(e.status().as_u16())),
+            }
+        }
+    }
+    (messages, None)
+}
+
+fn request() -> impl Strategy<Value = Vec<u8>> {
+    let method = prop::sample::select(vec!["GET", "POST", "PUT", "HEAD"]);
+    let body = prop::collection::vec(any::<u8>(), 0..64);
+    let framing = 0..4u8;
+    (method, "[a-z/]{1,12}", body, framing).prop_map(|(method, path, body, framing)| {
+        let mut out = format!("{method} /{path} HTTP/1.1\r\nHost: h\r\n").into_bytes();
+        match framing {
+            0 => {
+                out.extend_from_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes())
+            }
+            1 => {
+                out.extend_from_slice(b"Transfer-Encoding: chunked\r\n\r\n");
+                for chunk in body.chunks(7) {
+                    out.extend_from_slice(format!("{:x}\r\n", chunk.len()).as_bytes());
+                    out.extend_from_slice(chunk);
+                    out.extend_from_slice(b"\r\n");
+                }
+                out.extend_from_slice(b"0\r\n\r\n");
+                return out;
+            }
+            2 => out.extend_from_slice(b"\r\n"),
+            _ => out.extend_from_slice(
+                format!(
+                    "Content-Length: {}\r\nTransfer-Encoding: chunked\r\n\r\n",
+                    body.len()
+                )
+                .as_bytes(),
+            ),
+        }
+        if framing == 0 {
+            out.extend_from_slice(&body);
+        }
+        out
+    })
+}
+
+proptest! {
+    #[test]
+    fn arbitrary_bytes_never_panic(stream in prop::collection::vec(any::<u8>(), 0..512), cuts in prop::collection::vec(any::<usize>(), 0..8)) {
+        let _ = readings(&stream, &cuts);
+    }
+
+    #[test]
+    fn one_stream_has_one_reading_however_it_is_split(
+        requests in prop::collection::vec(request(), 1..5),
+        noise in prop::collection::vec(any::<u8>(), 0..16),
+        cuts in prop::collection::vec(any::<usize>(), 0..12),
+    ) {
+        let mut stream: Vec<u8> = requests.concat();
+        stream.extend_from_slice(&noise);
+        let whole = readings(&stream, &[]);
+        let split = readings(&stream, &cuts);
+        prop_assert_eq!(whole, split);
+    }
+
+    #[test]
+    fn mutated_requests_never_panic(request in request(), flips in prop::collection::vec((any::<usize>(), any::<u8>()), 1..6)) {
+        let mut stream = request;
+        for (at, byte) in flips {
+            let at = at % stream.len();
+            stream[at] = byte;
+        }
+        let _ = readings(&stream, &[3, 17, 40]);
+    }
+}

@@ -1,0 +1,194 @@
+//! The blocking pool: threads for handlers that block or compute, so no loop stalls.
+//!
+//! The pool grows a thread when a job arrives and none is idle, up to its size; jobs
+//! beyond that wait in a bounded queue, and past the queue's bound `spawn_blocking`
+//! refuses at once (the client gets 503) rather than queueing without limit.
+
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
+
+use crossbeam_channel::{Receiver, Sender, TrySendError};
+use http::StatusCode;
+use tokio::sync::oneshot;
+
+use crate::app::{IntoResponse, Response, error};
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// A bounded pool of threads for blocking work.
+#[derive(Debug)]
+pub(crate) struct BlockingPool {
+    jobs: Sender<Job>,
+    queue: Receiver<Job>,
+    max_threads: usize,
+    threads: AtomicUsize,
+    idle: Arc<AtomicUsize>,
+}
+
+impl BlockingPool {
+    /// Returns a pool of at most `max_threads` threads and `queue` waiting jobs.
+    pub(crate) fn new(max_threads: usize, queue: usize) -> Arc<Self> {
+        let (jobs, rx) = crossbeam_channel::bounded(queue.max(1));
+        Arc::new(Self {
+            jobs,
+            queue: rx,
+            max_threads: max_threads.max(1),
+            threads: AtomicUsize::new(0),
+            idle: Arc::new(AtomicUsize::new(0)),
+        })
+    }
+
+    /// The pool used outside any server loop (tests, plain threads).
+    pub(crate) fn fallback() -> Arc<Self> {
+        static POOL: OnceLock<Arc<BlockingPool>> = OnceLock::new();
+        POOL.get_or_init(|| Self::new(64, 1024)).clone()
+    }
+
+    fn try_submit(&self, job: Job) -> Result<(), BlockingError> {
+        if self.idle.load(Ordering::Acquire) == 0 {
+            self.grow();
+        }
+        self.jobs.try_send(job).map_err(|e| match e {
+            TrySendError::Full(_) => BlockingError::QueueFull,
+            TrySendError::Disconnected(_) => BlockingError::Closed,
+        })
+    }
+
+    fn grow(&self) {
+        let grew = self
+            .threads
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < self.max_threads).then_some(n + 1)
+            });
+        let Ok(n) = grew else { return };
+        let queue = self.queue.clone();
+        let idle = self.idle.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("proscenium-blocking-{n}"))
+            .spawn(move || {
+                idle.fetch_add(1, Ordering::AcqRel);
+                // The loop ends when the pool, the only sender, is dropped.
+                while let Ok(job) = queue.recv() {
+                    idle.fetch_sub(1, Ordering::AcqRel);
+                    job();
+                    idle.fetch_add(1, Ordering::AcqRel);
+                }
+            });
+        if let Err(e) = spawned {
+            self.threads.fetch_sub(1, Ordering::AcqRel);
+            tracing::error!("cannot start a blocking thread: {e}");
+        }
+    }
+}
+
+/// Why blocking work did not produce its value.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BlockingError {
+    /// The pool's queue is full; the work was not started.
+    #[error("blocking pool queue is full")]
+    QueueFull,
+    /// The pool is shutting down.
+    #[error("blocking pool is closed")]
+    Closed,
+    /// The work panicked.
+    #[error("blocking work panicked: {0}")]
+    Panicked(String),
+}
+
+impl BlockingError {
+    /// Returns whether the work was refused because the pool was full.
+    pub fn is_queue_full(&self) -> bool {
+        matches!(self, Self::QueueFull)
+    }
+}
+
+impl IntoResponse for BlockingError {
+    fn into_response(self) -> Response {
+        let status = match self {
+            Self::QueueFull | Self::Closed => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Panicked(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        if let Self::Panicked(msg) = &self {
+            tracing::error!("blocking handler panicked: {msg}");
+        }
+        let mut res = error(status, self.to_string());
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            res.headers_mut().insert(
+                http::header::RETRY_AFTER,
+                http::HeaderValue::from_static("1"),
+            );
+        }
+        res
+    }
+}
+
+/// The result of work on the blocking pool, awaited from a loop.
+#[derive(Debug)]
+pub struct BlockingTask<T> {
+    rx: oneshot::Receiver<std::thread::Result<T>>,
+}
+
+impl<T> Future for BlockingTask<T> {
+    type Output = Result<T, BlockingError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.rx).poll(cx).map(|r| match r {
+            Ok(Ok(value)) => Ok(value),
+            Ok(Err(panic)) => Err(BlockingError::Panicked(crate::rt::panic_message(&panic))),
+            Err(_) => Err(BlockingError::Closed),
+        })
+    }
+}
+
+/// Runs `f` on the blocking pool of the current loop (or a process-wide one).
+///
+/// # Errors
+///
+/// [`BlockingError::QueueFull`] at once when the pool's queue is full.
+///
+/// # Examples
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let task = proscenium::rt::spawn_blocking(|| 6 * 7).unwrap();
+/// assert_eq!(task.await.unwrap(), 42);
+/// # });
+/// ```
+pub fn spawn_blocking<F, T>(f: F) -> Result<BlockingTask<T>, BlockingError>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    let (tx, rx) = oneshot::channel();
+    let job = Box::new(move || {
+        let _ = tx.send(catch_unwind(AssertUnwindSafe(f)));
+    });
+    super::context::blocking_pool().try_submit(job)?;
+    Ok(BlockingTask { rx })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_work_past_the_queue_bound() {
+        let pool = BlockingPool::new(1, 1);
+        let (release, wait) = crossbeam_channel::bounded::<()>(0);
+        let hold = move || {
+            let _ = wait.recv();
+        };
+        pool.try_submit(Box::new(hold.clone())).unwrap();
+        // The one thread may not have taken the first job yet; fill until refused.
+        let refused = (0..3)
+            .map(|_| pool.try_submit(Box::new(hold.clone())))
+            .find_map(Result::err);
+        assert_eq!(refused, Some(BlockingError::QueueFull));
+        drop(release);
+    }
+}

@@ -1,0 +1,46 @@
+//! The loop a thread runs, as a thread-local: its id, its counters and its blocking pool.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use super::blocking::BlockingPool;
+use super::watchdog::LoopStats;
+
+/// What code running on a loop thread can reach without being handed it.
+#[derive(Debug)]
+pub(crate) struct LoopContext {
+    pub(crate) id: usize,
+    pub(crate) stats: Arc<LoopStats>,
+    pub(crate) pool: Arc<BlockingPool>,
+}
+
+thread_local! {
+    static CURRENT: RefCell<Option<Rc<LoopContext>>> = const { RefCell::new(None) };
+}
+
+/// Makes `ctx` the current thread's loop context.
+pub(crate) fn enter(ctx: LoopContext) {
+    CURRENT.set(Some(Rc::new(ctx)));
+}
+
+/// Calls `f` with the current loop's context, if this thread runs a loop.
+pub(crate) fn with_current<R>(f: impl FnOnce(&LoopContext) -> R) -> Option<R> {
+    CURRENT.with_borrow(|ctx| ctx.as_deref().map(f))
+}
+
+/// Returns the blocking pool of the current loop, or the process-wide one.
+pub(crate) fn blocking_pool() -> Arc<BlockingPool> {
+    with_current(|ctx| ctx.pool.clone()).unwrap_or_else(BlockingPool::fallback)
+}
+
+/// Returns the id of the loop running on this thread, if any.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(proscenium::rt::current_loop(), None);
+/// ```
+pub fn current_loop() -> Option<usize> {
+    with_current(|ctx| ctx.id)
+}

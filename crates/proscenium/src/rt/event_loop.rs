@@ -1,0 +1,175 @@
+//! An event loop: one OS thread running a single-threaded tokio runtime with a
+//! `LocalSet`, serving the connections given to it.
+//!
+//! Shutdown steps: the loop stops taking connections, idle connections close
+//! themselves (they watch the shutdown signal), busy ones finish their request and
+//! close; the loop waits until none is left or the deadline passes, then drops the rest.
+
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+
+use super::context::{self, LoopContext};
+use super::watchdog::LoopStats;
+use super::{BlockingPool, LoopShared};
+use crate::http::h1::conn;
+use crate::{App, Config};
+
+/// A connection handed to a loop.
+pub(crate) type Handoff = (std::net::TcpStream, SocketAddr);
+
+/// The server's side of a running loop.
+#[derive(Debug)]
+pub(crate) struct LoopHandle {
+    pub(crate) conns: mpsc::UnboundedSender<Handoff>,
+    pub(crate) stats: Arc<LoopStats>,
+    pub(crate) thread: JoinHandle<()>,
+}
+
+/// What a loop needs from the server that starts it.
+#[derive(Clone, Debug)]
+pub(crate) struct LoopSpec {
+    pub(crate) app: Arc<App>,
+    pub(crate) config: Arc<Config>,
+    pub(crate) pool: Arc<BlockingPool>,
+    pub(crate) shutdown: watch::Receiver<bool>,
+}
+
+/// Starts loop `id`; with `listener`, the loop also accepts connections itself.
+pub(crate) fn spawn(
+    id: usize,
+    spec: LoopSpec,
+    listener: Option<std::net::TcpListener>,
+) -> std::io::Result<LoopHandle> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let stats = Arc::new(LoopStats::default());
+    let loop_stats = stats.clone();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let thread = std::thread::Builder::new()
+        .name(format!("proscenium-loop-{id}"))
+        .spawn(move || {
+            context::enter(LoopContext {
+                id,
+                stats: loop_stats.clone(),
+                pool: spec.pool.clone(),
+            });
+            let local = tokio::task::LocalSet::new();
+            local.block_on(&runtime, run(spec, rx, listener, loop_stats));
+        })?;
+    Ok(LoopHandle {
+        conns: tx,
+        stats,
+        thread,
+    })
+}
+
+async fn run(
+    spec: LoopSpec,
+    mut handoffs: mpsc::UnboundedReceiver<Handoff>,
+    listener: Option<std::net::TcpListener>,
+    stats: Arc<LoopStats>,
+) {
+    let shared = Rc::new(LoopShared {
+        app: spec.app.clone(),
+        config: spec.config.clone(),
+        shutdown: spec.shutdown.clone(),
+    });
+    if let Some(listener) = listener {
+        tokio::task::spawn_local(accept(listener, shared.clone(), stats.clone()));
+    }
+    let mut shutdown = spec.shutdown.clone();
+    loop {
+        tokio::select! {
+            handoff = handoffs.recv() => match handoff {
+                Some((stream, peer)) => start(stream, peer, &shared, &stats),
+                None => break,
+            },
+            _ = shutdown.changed() => break,
+        }
+    }
+    // Connections handed over but not yet started are closed unserved.
+    handoffs.close();
+    while handoffs.try_recv().is_ok() {
+        stats.conns.fetch_sub(1, Ordering::Relaxed);
+    }
+    drain(&stats, spec.config.timeouts.shutdown).await;
+}
+
+/// Accepts connections on this loop's own `SO_REUSEPORT` listener.
+async fn accept(listener: std::net::TcpListener, shared: Rc<LoopShared>, stats: Arc<LoopStats>) {
+    let listener = match tokio::net::TcpListener::from_std(listener) {
+        Ok(l) => l,
+        Err(e) => return tracing::error!("cannot register listener: {e}"),
+    };
+    let mut shutdown = shared.shutdown.clone();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => match stream.into_std() {
+                    Ok(stream) => {
+                        stats.conns.fetch_add(1, Ordering::Relaxed);
+                        start(stream, peer, &shared, &stats);
+                    }
+                    Err(e) => tracing::warn!("accepted connection unusable: {e}"),
+                },
+                Err(e) => super::dispatcher::pause_after_accept_error(&e).await,
+            },
+            _ = shutdown.changed() => return,
+        }
+    }
+}
+
+/// Starts serving a connection already counted in `stats.conns`.
+fn start(
+    stream: std::net::TcpStream,
+    peer: SocketAddr,
+    shared: &Rc<LoopShared>,
+    stats: &Arc<LoopStats>,
+) {
+    let counted = Counted(stats.clone());
+    let stream = match prepare(stream) {
+        Ok(stream) => stream,
+        Err(e) => return tracing::warn!("cannot serve connection from {peer}: {e}"),
+    };
+    let shared = shared.clone();
+    tokio::task::spawn_local(async move {
+        conn::serve(stream, peer, shared).await;
+        drop(counted);
+    });
+}
+
+fn prepare(stream: std::net::TcpStream) -> std::io::Result<tokio::net::TcpStream> {
+    stream.set_nonblocking(true)?;
+    stream.set_nodelay(true)?;
+    tokio::net::TcpStream::from_std(stream)
+}
+
+/// Takes a connection off its loop's count when dropped.
+struct Counted(Arc<LoopStats>);
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.conns.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Waits until every connection of this loop has closed, or `deadline` has passed.
+async fn drain(stats: &LoopStats, deadline: Duration) {
+    let waited = tokio::time::timeout(deadline, async {
+        while stats.conns.load(Ordering::Relaxed) > 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    if waited.is_err() {
+        let left = stats.conns.load(Ordering::Relaxed);
+        tracing::warn!("shutdown deadline passed with {left} connections open; closing them");
+    }
+}

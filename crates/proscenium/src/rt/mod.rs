@@ -1,0 +1,39 @@
+//! The runtime: event loops (one OS thread each, running a single-threaded tokio
+//! runtime), the dispatcher that gives each accepted connection to a loop, the
+//! blocking pool, and the watchdog.
+//!
+//! Invariants: all work of a connection stays on the loop it was given to; a loop's
+//! counters are written only by that loop; a connection counts toward its loop's load
+//! from the moment the dispatcher picks the loop until it closes.
+
+mod blocking;
+pub(crate) mod context;
+pub(crate) mod dispatcher;
+pub(crate) mod event_loop;
+pub(crate) mod watchdog;
+
+use std::sync::Arc;
+
+pub(crate) use self::blocking::BlockingPool;
+pub use self::blocking::{BlockingError, BlockingTask, spawn_blocking};
+pub use self::context::current_loop;
+
+use crate::{App, Config};
+
+/// What every connection on one loop shares (one `Rc` per loop, so no atomic
+/// reference counting on the request path).
+#[derive(Debug)]
+pub(crate) struct LoopShared {
+    pub(crate) app: Arc<App>,
+    pub(crate) config: Arc<Config>,
+    pub(crate) shutdown: tokio::sync::watch::Receiver<bool>,
+}
+
+/// Returns the message a panic carried, for logs.
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(ToString::to_string)
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "(no message)".to_owned())
+}

@@ -1,0 +1,253 @@
+//! Starting and stopping a server: listeners, loops, dispatcher and watchdog.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+
+use socket2::{Domain, Protocol, Socket, Type};
+use tokio::sync::watch;
+
+use crate::config::Dispatch;
+use crate::rt::dispatcher::{self, Target};
+use crate::rt::event_loop::{self, LoopSpec};
+use crate::rt::{BlockingPool, watchdog};
+use crate::{App, Config, Error, web};
+
+/// Pending connections the kernel holds for each listener.
+const BACKLOG: i32 = 1024;
+
+/// A server: an [`App`] and the [`Config`] that says how to run it.
+///
+/// # Examples
+///
+/// ```no_run
+/// use proscenium::{App, Server, inline};
+///
+/// let app = App::new().get("/", inline(|| "Hello, World!"));
+/// Server::new(app).bind("127.0.0.1:3000".parse().unwrap()).run().unwrap();
+/// ```
+#[derive(Debug)]
+pub struct Server {
+    app: App,
+    config: Config,
+}
+
+impl Server {
+    /// Returns a server for `app` with the default configuration.
+    pub fn new(app: App) -> Self {
+        Self {
+            app,
+            config: Config::default(),
+        }
+    }
+
+    /// Replaces the whole configuration.
+    #[must_use]
+    pub fn config(mut self, config: Config) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Sets the address to listen on.
+    #[must_use]
+    pub fn bind(mut self, addr: SocketAddr) -> Self {
+        self.config.bind = addr;
+        self
+    }
+
+    /// Sets the number of event loops.
+    #[must_use]
+    pub fn loops(mut self, loops: usize) -> Self {
+        self.config.loops = Some(loops);
+        self
+    }
+
+    /// Sets how connections are given to loops.
+    #[must_use]
+    pub fn dispatch(mut self, dispatch: Dispatch) -> Self {
+        self.config.dispatch = dispatch;
+        self
+    }
+
+    /// Starts serving in background threads and returns at once.
+    ///
+    /// # Errors
+    ///
+    /// When the address cannot be bound or a thread cannot start.
+    pub fn start(self) -> Result<ServerHandle, Error> {
+        let loops = self.config.loop_count();
+        let config = Arc::new(self.config);
+        let live = web::LiveStats::default();
+        let app = Arc::new(web::decorate(self.app, &config, &live));
+        let mut listeners = listen(config.bind, config.dispatch, loops)?;
+        let addr = listeners[0]
+            .local_addr()
+            .map_err(Error::io("read the bound address"))?;
+        let (shutdown_tx, shutdown) = watch::channel(false);
+        let spec = LoopSpec {
+            app: app.clone(),
+            config: config.clone(),
+            pool: BlockingPool::new(config.blocking_threads, config.blocking_queue),
+            shutdown: shutdown.clone(),
+        };
+        let own_listeners = config.dispatch == Dispatch::Reuseport;
+        let mut handles = Vec::with_capacity(loops);
+        for id in 0..loops {
+            let listener = own_listeners.then(|| listeners.remove(0));
+            handles.push(
+                event_loop::spawn(id, spec.clone(), listener).map_err(Error::io("start a loop"))?,
+            );
+        }
+        let stats: Vec<_> = handles.iter().map(|h| h.stats.clone()).collect();
+        live.set(stats.clone());
+        let mut threads: Vec<JoinHandle<()>> = Vec::new();
+        if !own_listeners {
+            let targets = handles
+                .iter()
+                .map(|h| Target {
+                    conns: h.conns.clone(),
+                    stats: h.stats.clone(),
+                })
+                .collect();
+            let listener = listeners.remove(0);
+            threads.push(
+                dispatcher::spawn(listener, config.dispatch, targets, shutdown)
+                    .map_err(Error::io("start the dispatcher"))?,
+            );
+        }
+        threads.extend(handles.into_iter().map(|h| h.thread));
+        let running = Arc::new(AtomicBool::new(true));
+        let watchdog = spawn_watchdog(app, stats, config.timeouts.stall, running.clone())?;
+        Ok(ServerHandle {
+            addr,
+            shutdown: shutdown_tx,
+            threads,
+            watchdog: Some((watchdog, running)),
+        })
+    }
+
+    /// Serves until SIGINT or SIGTERM, then shuts down gracefully.
+    ///
+    /// # Errors
+    ///
+    /// When the server cannot start, or signals cannot be watched.
+    pub fn run(self) -> Result<(), Error> {
+        let handle = self.start()?;
+        wait_for_signal()?;
+        tracing::info!("shutting down: finishing requests in flight");
+        handle.shutdown();
+        Ok(())
+    }
+}
+
+fn spawn_watchdog(
+    app: Arc<App>,
+    stats: Vec<Arc<watchdog::LoopStats>>,
+    threshold: std::time::Duration,
+    running: Arc<AtomicBool>,
+) -> Result<JoinHandle<()>, Error> {
+    std::thread::Builder::new()
+        .name("proscenium-watchdog".to_owned())
+        .spawn(move || {
+            watchdog::watch(&stats, threshold, &|id| app.route_label(id), &|| {
+                running.load(Ordering::Relaxed)
+            });
+        })
+        .map_err(Error::io("start the watchdog"))
+}
+
+/// Binds the listeners: one, or one per loop sharing the port with `SO_REUSEPORT`.
+fn listen(
+    addr: SocketAddr,
+    dispatch: Dispatch,
+    loops: usize,
+) -> Result<Vec<std::net::TcpListener>, Error> {
+    let count = if dispatch == Dispatch::Reuseport {
+        loops
+    } else {
+        1
+    };
+    let mut listeners = Vec::with_capacity(count);
+    let mut addr = addr;
+    for _ in 0..count {
+        let listener = bind(addr, dispatch == Dispatch::Reuseport)
+            .map_err(Error::io(format!("listen on {addr}")))?;
+        addr = listener
+            .local_addr()
+            .map_err(Error::io("read the bound address"))?;
+        listeners.push(listener);
+    }
+    Ok(listeners)
+}
+
+fn bind(addr: SocketAddr, reuse_port: bool) -> std::io::Result<std::net::TcpListener> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_reuse_address(true)?;
+    if reuse_port {
+        socket.set_reuse_port(true)?;
+    }
+    socket.bind(&addr.into())?;
+    socket.listen(BACKLOG)?;
+    socket.set_nonblocking(true)?;
+    Ok(socket.into())
+}
+
+/// Blocks until SIGINT or SIGTERM arrives.
+fn wait_for_signal() -> Result<(), Error> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(Error::io("start the signal watcher"))?;
+    runtime.block_on(async {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate()).map_err(Error::io("watch SIGTERM"))?;
+        let mut int = signal(SignalKind::interrupt()).map_err(Error::io("watch SIGINT"))?;
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+        Ok(())
+    })
+}
+
+/// A running server; dropping it shuts the server down gracefully.
+#[derive(Debug)]
+pub struct ServerHandle {
+    addr: SocketAddr,
+    shutdown: watch::Sender<bool>,
+    threads: Vec<JoinHandle<()>>,
+    watchdog: Option<(JoinHandle<()>, Arc<AtomicBool>)>,
+}
+
+impl ServerHandle {
+    /// Returns the address the server listens on (useful after binding port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stops accepting, lets requests in flight finish (up to the shutdown timeout),
+    /// closes idle connections, and returns when every thread has ended.
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        let _ = self.shutdown.send(true);
+        for thread in self.threads.drain(..) {
+            if thread.join().is_err() {
+                tracing::error!("a server thread panicked");
+            }
+        }
+        if let Some((thread, running)) = self.watchdog.take() {
+            running.store(false, Ordering::Relaxed);
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

@@ -1,0 +1,62 @@
+//! The web server around the application: static files and directory listings, error
+//! pages, the access log, and diagnostic routes — each switched on by the [`Config`].
+
+mod access_log;
+pub(crate) mod error_page;
+mod static_files;
+mod tools;
+
+use std::sync::{Arc, OnceLock};
+
+pub use self::static_files::StaticFiles;
+pub use self::tools::echo;
+
+use crate::rt::watchdog::LoopStats;
+use crate::{App, Config};
+
+/// The loops' counters, filled in once the loops have started.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LiveStats(Arc<OnceLock<Vec<Arc<LoopStats>>>>);
+
+impl LiveStats {
+    pub(crate) fn set(&self, stats: Vec<Arc<LoopStats>>) {
+        let _ = self.0.set(stats);
+    }
+
+    fn get(&self) -> &[Arc<LoopStats>] {
+        self.0.get().map_or(&[], Vec::as_slice)
+    }
+}
+
+/// Adds to `app` what the configuration asks for: tools, static files, access log.
+pub(crate) fn decorate(mut app: App, config: &Config, live: &LiveStats) -> App {
+    if config.tools {
+        app = tools::mount(app, live);
+    }
+    if let Some(root) = &config.root {
+        app = app.fallback(StaticFiles::new(root).show_dotfiles(config.show_dotfiles));
+    }
+    if let Some(target) = &config.log {
+        match access_log::AccessLog::open(target, config.debug) {
+            Ok(log) => app = app.layer(log),
+            Err(e) => tracing::error!("cannot open access log {}: {e}", target.display()),
+        }
+    }
+    app
+}
+
+/// Escapes text for HTML element content and attribute values.
+pub(crate) fn html_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}

@@ -1,0 +1,75 @@
+//! Diagnostic routes an operator can switch on (`tools = true`): `/_status` (JSON
+//! counters per loop), `/_echo` (the request exactly as parsed, for debugging clients)
+//! and `/_delay?ms=N` (answers after N ms, for testing timeouts and concurrency).
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::json;
+
+use super::LiveStats;
+use crate::{App, Json, Query, Request, inline};
+
+/// The longest delay `/_delay` accepts.
+const MAX_DELAY_MS: u64 = 10_000;
+
+/// Adds the diagnostic routes to `app`.
+pub(crate) fn mount(app: App, live: &LiveStats) -> App {
+    let live = live.clone();
+    app.get("/_status", inline(move || status(&live)))
+        .any("/_echo", inline(echo))
+        .get("/_delay", delay)
+}
+
+fn status(live: &LiveStats) -> Json<serde_json::Value> {
+    let loops: Vec<_> = live
+        .get()
+        .iter()
+        .enumerate()
+        .map(|(id, s)| {
+            json!({
+                "loop": id,
+                "connections": s.conns.load(Ordering::Relaxed),
+                "in_flight": s.inflight.load(Ordering::Relaxed),
+                "requests": s.requests.load(Ordering::Relaxed),
+            })
+        })
+        .collect();
+    Json(json!({ "server": "proscenium", "version": env!("CARGO_PKG_VERSION"), "loops": loops }))
+}
+
+/// Returns the request as parsed: method, target, version, headers in order, body.
+///
+/// # Examples
+///
+/// ```
+/// let req = proscenium::Request::from(http::Request::new(bytes::Bytes::from("hi")));
+/// let echoed = proscenium::web::echo(req).0;
+/// assert_eq!(echoed["body"], "hi");
+/// ```
+pub fn echo(req: Request) -> Json<serde_json::Value> {
+    let headers: Vec<_> = req
+        .headers()
+        .iter()
+        .map(|(k, v)| json!([k.as_str(), String::from_utf8_lossy(v.as_bytes())]))
+        .collect();
+    Json(json!({
+        "method": req.method().as_str(),
+        "target": req.uri().to_string(),
+        "version": format!("{:?}", req.version()),
+        "headers": headers,
+        "body": String::from_utf8_lossy(req.body()),
+    }))
+}
+
+#[derive(Deserialize)]
+struct DelayQuery {
+    ms: u64,
+}
+
+async fn delay(Query(q): Query<DelayQuery>) -> String {
+    let ms = q.ms.min(MAX_DELAY_MS);
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+    format!("waited {ms} ms\n")
+}
