@@ -1,1 +1,67 @@
-fn main() {}
+//! The `proscenium` command: a thin `main` over a resolved [`proscenium::Config`].
+//!
+//! Exit codes: 0 after a clean shutdown, 1 when the server fails (address in use, ...),
+//! 2 for bad flags or configuration.
+
+mod cli;
+mod settings;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use proscenium::{App, Config, Server};
+
+use crate::cli::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let (Command::Serve(args) | Command::Routes(args)) = &cli.command;
+    let config = match settings::resolve(args) {
+        Ok(config) => config,
+        Err(e) => {
+            eprintln!("proscenium: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    init_tracing(config.debug);
+    match cli.command {
+        Command::Serve(_) => serve(config),
+        Command::Routes(_) => {
+            for route in proscenium::web::configure(App::new(), &config).routes() {
+                println!("{route}");
+            }
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+fn serve(config: Config) -> ExitCode {
+    let what = config.root.as_ref().map_or_else(|| "no directory".to_owned(), |r| r.display().to_string());
+    let (loops, dispatch) = (config.loop_count(), config.dispatch);
+    let handle = match Server::new(App::new()).config(config).start() {
+        Ok(handle) => handle,
+        Err(e) => {
+            eprintln!("proscenium: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    println!(
+        "proscenium {} serving {what} on http://{} (model loops, {loops} loops, dispatch {dispatch}); Ctrl-C stops",
+        env!("CARGO_PKG_VERSION"),
+        handle.local_addr()
+    );
+    match handle.run_until_signal() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("proscenium: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn init_tracing(debug: bool) {
+    let default = if debug { "debug" } else { "info" };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+}

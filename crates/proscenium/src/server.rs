@@ -78,8 +78,9 @@ impl Server {
     pub fn start(self) -> Result<ServerHandle, Error> {
         let loops = self.config.loop_count();
         let config = Arc::new(self.config);
-        let live = web::LiveStats::default();
-        let app = Arc::new(web::decorate(self.app, &config, &live));
+        let app = web::configure(self.app, &config);
+        let live = app.live.clone();
+        let app = Arc::new(app);
         let mut listeners = listen(config.bind, config.dispatch, loops)?;
         let addr = listeners[0]
             .local_addr()
@@ -133,11 +134,7 @@ impl Server {
     ///
     /// When the server cannot start, or signals cannot be watched.
     pub fn run(self) -> Result<(), Error> {
-        let handle = self.start()?;
-        wait_for_signal()?;
-        tracing::info!("shutting down: finishing requests in flight");
-        handle.shutdown();
-        Ok(())
+        self.start()?.run_until_signal()
     }
 }
 
@@ -224,6 +221,18 @@ impl ServerHandle {
     /// Returns the address the server listens on (useful after binding port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Serves until SIGINT or SIGTERM, then shuts down gracefully.
+    ///
+    /// # Errors
+    ///
+    /// When signals cannot be watched (the server is shut down all the same).
+    pub fn run_until_signal(self) -> Result<(), Error> {
+        let waited = wait_for_signal();
+        tracing::info!("shutting down: finishing requests in flight");
+        self.shutdown();
+        waited
     }
 
     /// Stops accepting, lets requests in flight finish (up to the shutdown timeout),

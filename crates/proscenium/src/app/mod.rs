@@ -51,6 +51,7 @@ use crate::http::{BoxError, Request};
 pub struct App {
     routes: Routes,
     middleware: Vec<Arc<dyn Middleware>>,
+    pub(crate) live: crate::web::LiveStats,
 }
 
 macro_rules! method_routes {

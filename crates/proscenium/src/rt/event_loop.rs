@@ -86,11 +86,10 @@ async fn run(
     }
     let mut shutdown = spec.shutdown.clone();
     loop {
+        // With `reuseport` no dispatcher hands connections over and `handoffs` is
+        // closed: the pattern then disables that branch and the loop waits for shutdown.
         tokio::select! {
-            handoff = handoffs.recv() => match handoff {
-                Some((stream, peer)) => start(stream, peer, &shared, &stats),
-                None => break,
-            },
+            Some((stream, peer)) = handoffs.recv() => start(stream, peer, &shared, &stats),
             _ = shutdown.changed() => break,
         }
     }

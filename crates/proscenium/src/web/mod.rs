@@ -14,7 +14,8 @@ pub use self::tools::echo;
 use crate::rt::watchdog::LoopStats;
 use crate::{App, Config};
 
-/// The loops' counters, filled in once the loops have started.
+/// The loops' counters, filled in once the loops have started (an [`App`] carries a
+/// handle to them, so its `/_status` route can read them).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct LiveStats(Arc<OnceLock<Vec<Arc<LoopStats>>>>);
 
@@ -28,10 +29,20 @@ impl LiveStats {
     }
 }
 
-/// Adds to `app` what the configuration asks for: tools, static files, access log.
-pub(crate) fn decorate(mut app: App, config: &Config, live: &LiveStats) -> App {
+/// Returns `app` with what `config` asks for: diagnostic tools, static files from
+/// `root`, and the access log. [`Server`](crate::Server) calls it when it starts.
+///
+/// # Examples
+///
+/// ```
+/// let config = proscenium::Config { tools: true, ..Default::default() };
+/// let app = proscenium::web::configure(proscenium::App::new(), &config);
+/// assert!(app.routes().any(|r| r.pattern == "/_status"));
+/// ```
+pub fn configure(mut app: App, config: &Config) -> App {
     if config.tools {
-        app = tools::mount(app, live);
+        let live = app.live.clone();
+        app = tools::mount(app, &live);
     }
     if let Some(root) = &config.root {
         app = app.fallback(StaticFiles::new(root).show_dotfiles(config.show_dotfiles));

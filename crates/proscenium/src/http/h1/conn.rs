@@ -145,7 +145,7 @@ impl Conn {
         let Message { head, body } = message;
         self.served += 1;
         let limit = self.shared.config.limits.max_requests_per_conn;
-        let keep_alive = head.keep_alive && self.served < limit && !*self.shutdown.borrow();
+        let keep_alive = head.keep_alive && self.served < limit;
         let version = head.parts.version;
         let head_only = head.parts.method == Method::HEAD;
         let accepts_html = error_page::accepts_html(&head.parts.headers);
@@ -168,7 +168,9 @@ impl Conn {
             }
         };
         let res = dispatch::fill_error_body(res, accepts_html);
-        let keep_alive = keep_alive && !encode::wants_close(res.headers());
+        // Read the shutdown flag after the handler: a request that was in flight when
+        // shutdown began announces the close in its answer.
+        let keep_alive = keep_alive && !*self.shutdown.borrow() && !encode::wants_close(res.headers());
         self.write_response(res, version, head_only, keep_alive)
             .await
     }

@@ -1,0 +1,51 @@
+//! The command line, as clap parses it; the doc comments are the help text.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+use proscenium::Dispatch;
+
+/// Proscenium: a web server and runtime whose execution model is chosen at deploy time.
+#[derive(Debug, Parser)]
+#[command(name = "proscenium", version, propagate_version = true)]
+pub(crate) struct Cli {
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Serves DIR (static files, listings, error pages) until Ctrl-C or SIGTERM.
+    Serve(ServeArgs),
+    /// Prints the routes `serve` would answer, with where each handler runs.
+    Routes(ServeArgs),
+}
+
+/// Options of `serve`; each overrides the same setting of the config file.
+#[derive(Debug, Args, Default)]
+pub(crate) struct ServeArgs {
+    /// Directory to serve static files from (its proscenium.toml is read if present).
+    pub(crate) dir: Option<PathBuf>,
+    /// Address to listen on [default: 127.0.0.1:3000].
+    #[arg(long, short)]
+    pub(crate) bind: Option<SocketAddr>,
+    /// Event loops [default: one per core].
+    #[arg(long, short)]
+    pub(crate) loops: Option<usize>,
+    /// How connections are given to loops: jsq, round-robin or reuseport [default: jsq].
+    #[arg(long)]
+    pub(crate) dispatch: Option<Dispatch>,
+    /// Config file [default: DIR/proscenium.toml, else ./proscenium.toml, if present].
+    #[arg(long, short)]
+    pub(crate) config: Option<PathBuf>,
+    /// Access log: a file path, or - for stdout.
+    #[arg(long)]
+    pub(crate) log: Option<PathBuf>,
+    /// Adds request time and loop id to the access log, and debug messages to stderr.
+    #[arg(long)]
+    pub(crate) debug: bool,
+    /// Mounts the diagnostic routes /_status, /_echo and /_delay.
+    #[arg(long)]
+    pub(crate) tools: bool,
+}

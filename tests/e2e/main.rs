@@ -1,0 +1,14 @@
+//! End-to-end tests: real servers on loopback ports, spoken to over real sockets, with
+//! raw bytes wherever the exact wire matters.
+
+// Nothing in a test binary is reachable from outside, so `pub` here means "shared
+// between area modules".
+#![allow(unreachable_pub)]
+
+mod support;
+
+mod http_app;
+mod http_limits;
+mod http_wire;
+mod runtime;
+mod web_static;

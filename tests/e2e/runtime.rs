@@ -1,0 +1,106 @@
+//! The runtime: concurrency across loops and the blocking pool (Yarn's acceptance
+//! test), every dispatch rule, and graceful shutdown.
+
+use std::net::SocketAddr;
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use proscenium::{App, Dispatch, blocking};
+
+use crate::support::{self, Client};
+
+fn slow_app() -> App {
+    App::new()
+        .get("/async/:ms", |proscenium::Path(ms): proscenium::Path<u64>| async move {
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            format!("slept {ms}")
+        })
+        .get(
+            "/blocking/:ms",
+            blocking(|proscenium::Path(ms): proscenium::Path<u64>| {
+                thread::sleep(Duration::from_millis(ms));
+                format!("slept {ms}")
+            }),
+        )
+}
+
+/// Client A asks for a 1 s request, then client B for a 0.1 s one; returns which
+/// answer arrived first.
+fn first_to_answer(addr: SocketAddr, kind: &str) -> &'static str {
+    let (tx, rx) = mpsc::channel();
+    let spawn = |name: &'static str, ms: u64, tx: mpsc::Sender<&'static str>| {
+        let path = format!("/{kind}/{ms}");
+        thread::spawn(move || {
+            let res = support::get(addr, &path);
+            assert_eq!(res.text(), format!("slept {ms}"));
+            tx.send(name).unwrap();
+        })
+    };
+    let a = spawn("A", 1000, tx.clone());
+    thread::sleep(Duration::from_millis(50));
+    let b = spawn("B", 100, tx);
+    let first = rx.recv().unwrap();
+    a.join().unwrap();
+    b.join().unwrap();
+    first
+}
+
+#[test]
+fn a_slow_request_never_holds_up_a_fast_one() {
+    for loops in [1, 2] {
+        let server = support::start_with(slow_app(), |c| c.loops = Some(loops));
+        for kind in ["async", "blocking"] {
+            assert_eq!(first_to_answer(server.local_addr(), kind), "B", "{kind} on {loops} loops");
+        }
+    }
+}
+
+#[test]
+fn every_dispatch_rule_serves_many_connections() {
+    for dispatch in [Dispatch::Jsq, Dispatch::RoundRobin, Dispatch::Reuseport] {
+        let server = support::start_with(slow_app(), |c| c.dispatch = dispatch);
+        let clients: Vec<_> = (0..16)
+            .map(|i| {
+                let addr = server.local_addr();
+                thread::spawn(move || support::get(addr, &format!("/async/{}", i % 3)).status)
+            })
+            .collect();
+        for client in clients {
+            assert_eq!(client.join().unwrap(), 200, "{dispatch}");
+        }
+    }
+}
+
+#[test]
+fn graceful_shutdown_lets_a_request_in_flight_finish() {
+    let server = support::start(slow_app());
+    let addr = server.local_addr();
+    let mut busy = Client::connect(addr);
+    busy.get("/async/500");
+    let mut idle = Client::connect(addr);
+    idle.get("/async/0");
+    assert_eq!(idle.response().status, 200);
+    thread::sleep(Duration::from_millis(100));
+    let started = Instant::now();
+    let stopper = thread::spawn(move || server.shutdown());
+    let res = busy.response();
+    assert_eq!(res.text(), "slept 500");
+    assert_eq!(res.header("connection"), Some("close"), "the last answer announces the close");
+    assert!(idle.is_closed_within(Duration::from_secs(5)), "idle keep-alive connections are closed");
+    stopper.join().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5), "shutdown did not hang");
+    assert!(std::net::TcpStream::connect(addr).is_err(), "no longer accepting");
+}
+
+#[test]
+fn shutdown_gives_up_on_requests_past_the_deadline() {
+    let server = support::start_with(slow_app(), |c| c.timeouts.shutdown = Duration::from_millis(200));
+    let mut busy = Client::connect(server.local_addr());
+    busy.get("/async/5000");
+    thread::sleep(Duration::from_millis(100));
+    let started = Instant::now();
+    server.shutdown();
+    assert!(started.elapsed() < Duration::from_secs(3), "shutdown waited {:?}", started.elapsed());
+    assert!(busy.is_closed_within(Duration::from_secs(2)));
+}

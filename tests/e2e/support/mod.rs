@@ -1,0 +1,167 @@
+//! Fixtures: start a server on a free port, and a raw HTTP/1.1 client that reads
+//! responses exactly as they come off the wire.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+use proscenium::{App, Config, Server, ServerHandle};
+
+/// How long a test waits for any one read before failing.
+const READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Starts `app` on a free loopback port with two loops.
+pub fn start(app: App) -> ServerHandle {
+    start_with(app, |_| {})
+}
+
+/// Starts `app` with a configuration adjusted by `configure`.
+pub fn start_with(app: App, configure: impl FnOnce(&mut Config)) -> ServerHandle {
+    let mut config = Config { bind: "127.0.0.1:0".parse().unwrap(), loops: Some(2), ..Config::default() };
+    configure(&mut config);
+    Server::new(app).config(config).start().expect("server starts")
+}
+
+/// A response as read off the wire.
+#[derive(Debug)]
+pub struct Response {
+    pub status: u16,
+    /// Header fields in order, names lowercased.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    /// Returns the first value of header `name`.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+/// A raw client connection.
+pub struct Client {
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Client {
+    pub fn connect(addr: SocketAddr) -> Self {
+        let stream = TcpStream::connect(addr).expect("connect");
+        stream.set_read_timeout(Some(READ_TIMEOUT)).unwrap();
+        Self { stream, buf: Vec::new() }
+    }
+
+    pub fn send(&mut self, bytes: impl AsRef<[u8]>) -> &mut Self {
+        self.stream.write_all(bytes.as_ref()).expect("write");
+        self
+    }
+
+    /// Sends `GET path` with a Host header.
+    pub fn get(&mut self, path: &str) -> &mut Self {
+        self.send(format!("GET {path} HTTP/1.1\r\nHost: test\r\n\r\n"))
+    }
+
+    /// Reads one response; `head_only` for answers to HEAD (no body follows).
+    pub fn response_to(&mut self, head_only: bool) -> Response {
+        let head_end = self.read_until(|buf| find(buf, b"\r\n\r\n").map(|i| i + 4));
+        let head = String::from_utf8(self.buf.drain(..head_end).collect()).expect("head is UTF-8");
+        let mut lines = head.split("\r\n");
+        let status = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
+        let headers: Vec<(String, String)> = lines
+            .filter(|l| !l.is_empty())
+            .map(|l| {
+                let (k, v) = l.split_once(':').expect("header has a colon");
+                (k.to_ascii_lowercase(), v.trim().to_owned())
+            })
+            .collect();
+        let mut res = Response { status, headers, body: Vec::new() };
+        if head_only || status == 204 || status == 304 || (100..200).contains(&status) {
+            return res;
+        }
+        res.body = if let Some(len) = res.header("content-length") {
+            let len: usize = len.parse().unwrap();
+            self.read_until(|buf| (buf.len() >= len).then_some(len));
+            self.buf.drain(..len).collect()
+        } else if res.header("transfer-encoding") == Some("chunked") {
+            self.read_chunked()
+        } else {
+            self.read_to_close()
+        };
+        res
+    }
+
+    pub fn response(&mut self) -> Response {
+        self.response_to(false)
+    }
+
+    fn read_chunked(&mut self) -> Vec<u8> {
+        let mut body = Vec::new();
+        loop {
+            let line_end = self.read_until(|buf| find(buf, b"\r\n").map(|i| i + 2));
+            let line: Vec<u8> = self.buf.drain(..line_end).collect();
+            let size = usize::from_str_radix(std::str::from_utf8(&line).unwrap().trim(), 16).unwrap();
+            if size == 0 {
+                let end = self.read_until(|buf| find(buf, b"\r\n").map(|i| i + 2));
+                self.buf.drain(..end);
+                return body;
+            }
+            self.read_until(|buf| (buf.len() >= size + 2).then_some(size + 2));
+            body.extend(self.buf.drain(..size));
+            self.buf.drain(..2);
+        }
+    }
+
+    /// Reads until the server closes; returns what came.
+    pub fn read_to_close(&mut self) -> Vec<u8> {
+        let mut chunk = [0u8; 8192];
+        loop {
+            match self.stream.read(&mut chunk) {
+                Ok(0) => return std::mem::take(&mut self.buf),
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return std::mem::take(&mut self.buf),
+                Err(e) => panic!("read failed before close: {e}"),
+            }
+        }
+    }
+
+    /// Returns whether the server has closed the connection (reads EOF within `wait`).
+    pub fn is_closed_within(&mut self, wait: Duration) -> bool {
+        self.stream.set_read_timeout(Some(wait)).unwrap();
+        let mut byte = [0u8; 1];
+        let closed = matches!(self.stream.read(&mut byte), Ok(0) | Err(_) if self.buf.is_empty());
+        self.stream.set_read_timeout(Some(READ_TIMEOUT)).unwrap();
+        closed
+    }
+
+    fn read_until(&mut self, mut done: impl FnMut(&[u8]) -> Option<usize>) -> usize {
+        let mut chunk = [0u8; 8192];
+        loop {
+            if let Some(n) = done(&self.buf) {
+                return n;
+            }
+            match self.stream.read(&mut chunk) {
+                Ok(0) => panic!("connection closed early; got {:?}", String::from_utf8_lossy(&self.buf)),
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(e) => panic!("read failed: {e}; got {:?}", String::from_utf8_lossy(&self.buf)),
+            }
+        }
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Sends one GET on a fresh connection and returns the response.
+pub fn get(addr: SocketAddr, path: &str) -> Response {
+    Client::connect(addr).get(path).response()
+}
+
+/// Sends raw bytes on a fresh connection and returns the first response.
+pub fn exchange(addr: SocketAddr, raw: impl AsRef<[u8]>) -> Response {
+    Client::connect(addr).send(raw).response()
+}
