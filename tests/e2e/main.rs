@@ -11,4 +11,5 @@ mod http_app;
 mod http_limits;
 mod http_wire;
 mod runtime;
+mod web_log;
 mod web_static;

@@ -49,3 +49,8 @@ pub use self::config::{Config, Dispatch, Limits, Timeouts};
 pub use self::error::Error;
 pub use self::http::{Body, Request};
 pub use self::server::{Server, ServerHandle};
+
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

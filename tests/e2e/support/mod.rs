@@ -165,3 +165,49 @@ pub fn get(addr: SocketAddr, path: &str) -> Response {
 pub fn exchange(addr: SocketAddr, raw: impl AsRef<[u8]>) -> Response {
     Client::connect(addr).send(raw).response()
 }
+
+/// Log lines of every server in this test binary, captured from `tracing`.
+static LOGS: std::sync::OnceLock<std::sync::Arc<std::sync::Mutex<Vec<u8>>>> = std::sync::OnceLock::new();
+
+#[derive(Clone)]
+struct Capture(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Write for Capture {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Starts capturing the servers' log messages (idempotent).
+pub fn capture_logs() {
+    LOGS.get_or_init(|| {
+        let buf = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let writer = Capture(buf.clone());
+        tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .with_max_level(tracing_subscriber::filter::LevelFilter::INFO)
+            .init();
+        buf
+    });
+}
+
+/// Waits up to `wait` for a captured log line containing every one of `needles`.
+pub fn logged_within(needles: &[&str], wait: Duration) -> bool {
+    let deadline = std::time::Instant::now() + wait;
+    loop {
+        let found = LOGS.get().is_some_and(|logs| {
+            let text = String::from_utf8_lossy(&logs.lock().unwrap()).into_owned();
+            text.lines().any(|line| needles.iter().all(|n| line.contains(n)))
+        });
+        if found || std::time::Instant::now() > deadline {
+            return found;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -68,6 +68,9 @@ pub trait FromRequestArgs<M>: Sized {
     /// # Errors
     ///
     /// The first extractor's rejection.
+    // A rejection is a whole response; boxing it would only add an allocation to
+    // every rejected request.
+    #[allow(clippy::result_large_err)]
     fn from_request_args(req: Request) -> Result<Self, Response>;
 }
 
@@ -86,7 +89,7 @@ macro_rules! impl_arity {
         }
 
         impl<M, $($head: FromRequestHead,)* $last: FromRequest<M>> FromRequestArgs<M> for ($($head,)* $last,) {
-            #[allow(non_snake_case)]
+            #[allow(non_snake_case, clippy::result_large_err)]
             fn from_request_args(req: Request) -> Result<Self, Response> {
                 $(let $head = $head::from_request_head(&req).map_err(IntoResponse::into_response)?;)*
                 let $last = $last::from_request(req).map_err(IntoResponse::into_response)?;
@@ -117,6 +120,7 @@ where
 }
 
 impl FromRequestArgs<()> for () {
+    #[allow(clippy::result_large_err)]
     fn from_request_args(_: Request) -> Result<Self, Response> {
         Ok(())
     }

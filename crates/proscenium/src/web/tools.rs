@@ -48,6 +48,8 @@ fn status(live: &LiveStats) -> Json<serde_json::Value> {
 /// let echoed = proscenium::web::echo(req).0;
 /// assert_eq!(echoed["body"], "hi");
 /// ```
+// Handlers take their extractors by value; `Request` is the whole-request extractor.
+#[allow(clippy::needless_pass_by_value)]
 pub fn echo(req: Request) -> Json<serde_json::Value> {
     let headers: Vec<_> = req
         .headers()
