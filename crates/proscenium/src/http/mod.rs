@@ -1,7 +1,7 @@
 //! The HTTP layer: request and body types, the Date cache, and the HTTP/1.1 protocol.
 
 pub(crate) mod body;
-mod date;
+pub(crate) mod date;
 pub(crate) mod h1;
 mod request;
 

@@ -81,6 +81,7 @@ async fn run(
         config: spec.config.clone(),
         shutdown: spec.shutdown.clone(),
     });
+    tokio::task::spawn_local(crate::http::date::keep_fresh());
     if let Some(listener) = listener {
         tokio::task::spawn_local(accept(listener, shared.clone(), stats.clone()));
     }

@@ -1,12 +1,12 @@
 //! Per-loop counters and the watchdog that reports loops stalled in one handler.
 //!
-//! A loop marks itself busy (with the route) while it runs handler code, and idle
-//! after; the watchdog thread samples every loop a few times per threshold and warns
-//! once per stall that outlives the threshold, naming the route. The counters also feed
+//! A loop marks itself busy (with a fresh token and the route) while it runs handler
+//! code, and idle after; the watchdog thread samples every loop four times per
+//! threshold and warns once per stall that outlives the threshold, naming the route. The counters also feed
 //! the JSQ dispatcher: a stalled loop's in-flight request makes it look longer.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::context;
@@ -23,12 +23,12 @@ pub(crate) struct LoopStats {
     pub(crate) inflight: AtomicUsize,
     /// Requests handled in all.
     pub(crate) requests: AtomicU64,
-    /// Microseconds since [`epoch`] when handler code began running, or 0.
-    busy_since: AtomicU64,
+    /// A token for the stretch of handler code running now, or 0 when idle.
+    busy: AtomicU64,
+    /// The last token handed out; only the loop itself writes it.
+    tokens: AtomicU64,
     /// The route of the handler code running.
     route: AtomicU32,
-    /// `busy_since` of the last stall reported, so each is reported once.
-    reported: AtomicU64,
 }
 
 impl LoopStats {
@@ -38,25 +38,21 @@ impl LoopStats {
     }
 }
 
-fn epoch() -> Instant {
-    static EPOCH: OnceLock<Instant> = OnceLock::new();
-    *EPOCH.get_or_init(Instant::now)
-}
-
-fn now_micros() -> u64 {
-    // +1 so that a busy mark is never 0, which means idle.
-    u64::try_from(epoch().elapsed().as_micros()).unwrap_or(u64::MAX) + 1
-}
-
 /// Marks the current loop busy in `route` until dropped.
+///
+/// Costs two relaxed stores and no clock read: the watchdog, not the loop, measures
+/// how long a token stays busy.
 #[derive(Debug)]
 pub(crate) struct Busy(());
 
 impl Busy {
     pub(crate) fn enter(route: u32) -> Self {
         context::with_current(|ctx| {
-            ctx.stats.route.store(route, Ordering::Relaxed);
-            ctx.stats.busy_since.store(now_micros(), Ordering::Relaxed);
+            let stats = &ctx.stats;
+            let token = stats.tokens.load(Ordering::Relaxed) + 1;
+            stats.tokens.store(token, Ordering::Relaxed);
+            stats.route.store(route, Ordering::Relaxed);
+            stats.busy.store(token, Ordering::Relaxed);
         });
         Self(())
     }
@@ -64,7 +60,7 @@ impl Busy {
 
 impl Drop for Busy {
     fn drop(&mut self) {
-        context::with_current(|ctx| ctx.stats.busy_since.store(0, Ordering::Relaxed));
+        context::with_current(|ctx| ctx.stats.busy.store(0, Ordering::Relaxed));
     }
 }
 
@@ -78,29 +74,42 @@ pub(crate) fn current_route() -> u32 {
     context::with_current(|ctx| ctx.stats.route.load(Ordering::Relaxed)).unwrap_or(NO_ROUTE)
 }
 
+/// What the watchdog remembers of one loop between samples.
+#[derive(Debug, Clone, Copy, Default)]
+struct Seen {
+    token: u64,
+    since: Option<Instant>,
+    reported: bool,
+}
+
 /// Samples loops and warns about stalls; stops when `running` says so.
+///
+/// A loop is stalled when the same busy token is seen for longer than `threshold`;
+/// with sampling every quarter threshold, a stall is reported within 1.25× of it.
 pub(crate) fn watch(
     loops: &[Arc<LoopStats>],
     threshold: Duration,
     label: &dyn Fn(u32) -> String,
     running: &dyn Fn() -> bool,
 ) {
-    let threshold_us = u64::try_from(threshold.as_micros()).unwrap_or(u64::MAX);
     let period = (threshold / 4).max(Duration::from_millis(5));
+    let mut seen = vec![Seen::default(); loops.len()];
     while running() {
         std::thread::sleep(period);
-        for (id, stats) in loops.iter().enumerate() {
-            let since = stats.busy_since.load(Ordering::Relaxed);
-            if since == 0 || stats.reported.load(Ordering::Relaxed) == since {
+        let now = Instant::now();
+        for (id, (stats, seen)) in loops.iter().zip(&mut seen).enumerate() {
+            let token = stats.busy.load(Ordering::Relaxed);
+            if token == 0 || token != seen.token {
+                *seen = Seen { token, since: Some(now), reported: false };
                 continue;
             }
-            let busy_us = now_micros().saturating_sub(since);
-            if busy_us > threshold_us {
-                stats.reported.store(since, Ordering::Relaxed);
+            let busy = now - seen.since.unwrap_or(now);
+            if busy > threshold && !seen.reported {
+                seen.reported = true;
                 let route = label(stats.route.load(Ordering::Relaxed));
                 tracing::warn!(
                     "loop {id} stalled for {} ms in {route}: mark the handler blocking or make it async",
-                    busy_us / 1000
+                    busy.as_millis()
                 );
             }
         }
