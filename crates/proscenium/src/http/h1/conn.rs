@@ -90,7 +90,7 @@ impl Conn {
                 Ok(Some(message)) => {
                     self.head_deadline = None;
                     if self.respond(message).await? == Next::Close {
-                        return self.close().await;
+                        return Box::pin(self.close()).await;
                     }
                 }
                 Ok(None) => {
@@ -101,10 +101,10 @@ impl Conn {
                     match self.read().await? {
                         Read::Data => {}
                         Read::Closed => return Ok(()),
-                        Read::Refused(e) => return self.refuse(&e).await,
+                        Read::Refused(e) => return Box::pin(self.refuse(&e)).await,
                     }
                 }
-                Err(e) => return self.refuse(&e).await,
+                Err(e) => return Box::pin(self.refuse(&e)).await,
             }
         }
     }
@@ -125,6 +125,9 @@ impl Conn {
                 .head_deadline
                 .get_or_insert_with(|| Instant::now() + timeouts.header)
         };
+        if idle && !self.wait_idle(deadline).await? {
+            return Ok(Read::Closed);
+        }
         self.rbuf.reserve(READ_CHUNK);
         let room = self.rbuf.capacity() - self.rbuf.len();
         tokio::select! {
@@ -143,6 +146,28 @@ impl Conn {
                 false => Read::Refused(ParseError::Timeout),
             }),
             _ = self.shutdown.changed(), if idle => Ok(Read::Closed),
+        }
+    }
+
+    /// Waits until an idle connection has bytes to read, holding no buffers meanwhile;
+    /// returns false when it should close instead (idle timeout, shutdown).
+    ///
+    /// Idle keep-alive connections are most of a busy server's connections: freeing
+    /// their buffers cut resident memory per idle connection from 14 KiB to the figure
+    /// in docs/performance.md.
+    async fn wait_idle(&mut self, deadline: Instant) -> std::io::Result<bool> {
+        let readable = self.stream.readable();
+        tokio::pin!(readable);
+        if futures_util::poll!(readable.as_mut()).is_ready() {
+            return Ok(true);
+        }
+        self.rbuf = BytesMut::new();
+        self.wbuf = BytesMut::new();
+        tokio::select! {
+            biased;
+            ready = readable => ready.map(|()| true),
+            () = tokio::time::sleep_until(deadline) => Ok(false),
+            _ = self.shutdown.changed() => Ok(false),
         }
     }
 
@@ -230,9 +255,9 @@ impl Conn {
             }
             Kind::File(region) => {
                 self.flush().await?;
-                self.send_file(region).await?;
+                Box::pin(self.send_file(region)).await?;
             }
-            Kind::Stream(stream) => self.send_stream(stream, framing).await?,
+            Kind::Stream(stream) => Box::pin(self.send_stream(stream, framing)).await?,
         }
         Ok(next)
     }

@@ -1,0 +1,104 @@
+//! The `proscenium` binary as a user runs it: start line, serving a directory, exit
+//! codes, and a clean exit on SIGTERM and SIGINT.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn proscenium() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_proscenium"))
+}
+
+/// Starts `serve DIR` on a free port and returns the child and its address.
+fn serve(dir: &std::path::Path) -> (Child, String) {
+    let mut child = proscenium()
+        .args(["serve", dir.to_str().unwrap(), "--bind", "127.0.0.1:0", "--loops", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+    let addr = line.split("http://").nth(1).and_then(|rest| rest.split(' ').next()).expect(&line).to_owned();
+    assert!(line.contains("model loops, 1 loops, dispatch jsq"), "start line: {line}");
+    (child, addr)
+}
+
+fn get(addr: &str, path: &str) -> String {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").unwrap();
+    let mut out = String::new();
+    stream.read_to_string(&mut out).unwrap();
+    out
+}
+
+fn signal(child: &Child, name: &str) {
+    let status = Command::new("kill").args([&format!("-{name}"), &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+}
+
+fn wait_exit(child: &mut Child) -> i32 {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status.code().expect("exited, not killed");
+        }
+        assert!(Instant::now() < deadline, "did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn serves_a_directory_and_exits_zero_on_sigterm_and_sigint() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("hello.txt"), "hi from a file").unwrap();
+    for sig in ["TERM", "INT"] {
+        let (mut child, addr) = serve(dir.path());
+        let answer = get(&addr, "/hello.txt");
+        assert!(answer.starts_with("HTTP/1.1 200 OK\r\n"), "{answer}");
+        assert!(answer.ends_with("hi from a file"), "{answer}");
+        signal(&child, sig);
+        assert_eq!(wait_exit(&mut child), 0, "SIG{sig}");
+    }
+}
+
+#[test]
+fn bad_flags_and_config_exit_two_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "loops = \"many\"\n").unwrap();
+    for args in [vec!["serve", "--loops", "x"], vec!["serve", "--config", bad.to_str().unwrap()], vec!["serve", "/no/such/dir"]] {
+        let out = proscenium().args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.trim().is_empty(), "{args:?}");
+        assert!(stderr.trim().lines().count() <= 3, "{args:?}: {stderr}");
+    }
+}
+
+#[test]
+fn an_address_in_use_exits_one() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = proscenium().args(["serve", "--bind", &addr]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("listen on"));
+}
+
+#[test]
+fn routes_lists_the_configured_routes() {
+    let out = proscenium().args(["routes", "--tools"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("GET     /_status"), "{text}");
+    assert!(text.contains("/_delay"), "{text}");
+}
+
+#[test]
+fn help_names_every_serve_flag() {
+    let out = proscenium().args(["serve", "--help"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    for flag in ["--bind", "--loops", "--dispatch", "--config", "--log", "--debug", "--tools"] {
+        assert!(text.contains(flag), "{flag} missing from help");
+    }
+}
