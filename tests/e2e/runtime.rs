@@ -12,10 +12,13 @@ use crate::support::{self, Client};
 
 fn slow_app() -> App {
     App::new()
-        .get("/async/:ms", |proscenium::Path(ms): proscenium::Path<u64>| async move {
-            tokio::time::sleep(Duration::from_millis(ms)).await;
-            format!("slept {ms}")
-        })
+        .get(
+            "/async/:ms",
+            |proscenium::Path(ms): proscenium::Path<u64>| async move {
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                format!("slept {ms}")
+            },
+        )
         .get(
             "/blocking/:ms",
             blocking(|proscenium::Path(ms): proscenium::Path<u64>| {
@@ -51,7 +54,11 @@ fn a_slow_request_never_holds_up_a_fast_one() {
     for loops in [1, 2] {
         let server = support::start_with(slow_app(), |c| c.loops = Some(loops));
         for kind in ["async", "blocking"] {
-            assert_eq!(first_to_answer(server.local_addr(), kind), "B", "{kind} on {loops} loops");
+            assert_eq!(
+                first_to_answer(server.local_addr(), kind),
+                "B",
+                "{kind} on {loops} loops"
+            );
         }
     }
 }
@@ -86,21 +93,40 @@ fn graceful_shutdown_lets_a_request_in_flight_finish() {
     let stopper = thread::spawn(move || server.shutdown());
     let res = busy.response();
     assert_eq!(res.text(), "slept 500");
-    assert_eq!(res.header("connection"), Some("close"), "the last answer announces the close");
-    assert!(idle.is_closed_within(Duration::from_secs(5)), "idle keep-alive connections are closed");
+    assert_eq!(
+        res.header("connection"),
+        Some("close"),
+        "the last answer announces the close"
+    );
+    assert!(
+        idle.is_closed_within(Duration::from_secs(5)),
+        "idle keep-alive connections are closed"
+    );
     stopper.join().unwrap();
-    assert!(started.elapsed() < Duration::from_secs(5), "shutdown did not hang");
-    assert!(std::net::TcpStream::connect(addr).is_err(), "no longer accepting");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "shutdown did not hang"
+    );
+    assert!(
+        std::net::TcpStream::connect(addr).is_err(),
+        "no longer accepting"
+    );
 }
 
 #[test]
 fn shutdown_gives_up_on_requests_past_the_deadline() {
-    let server = support::start_with(slow_app(), |c| c.timeouts.shutdown = Duration::from_millis(200));
+    let server = support::start_with(slow_app(), |c| {
+        c.timeouts.shutdown = Duration::from_millis(200);
+    });
     let mut busy = Client::connect(server.local_addr());
     busy.get("/async/5000");
     thread::sleep(Duration::from_millis(100));
     let started = Instant::now();
     server.shutdown();
-    assert!(started.elapsed() < Duration::from_secs(3), "shutdown waited {:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "shutdown waited {:?}",
+        started.elapsed()
+    );
     assert!(busy.is_closed_within(Duration::from_secs(2)));
 }

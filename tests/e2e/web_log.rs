@@ -30,8 +30,17 @@ fn the_access_log_writes_one_combined_line_per_request() {
     let lines = read_log(&log, 2);
     let line = &lines[0];
     assert!(line.starts_with("127.0.0.1 - - ["), "{line}");
-    assert!(line.contains(" +0000] \"GET /hello?x=1 HTTP/1.1\" 200 13 \"http://r/\" \"test \\\"agent\\\"\""), "{line}");
-    assert!(lines[1].contains("\"GET /missing HTTP/1.1\" 404 - \"-\" \"-\""), "{}", lines[1]);
+    assert!(
+        line.contains(
+            " +0000] \"GET /hello?x=1 HTTP/1.1\" 200 13 \"http://r/\" \"test \\\"agent\\\"\""
+        ),
+        "{line}"
+    );
+    assert!(
+        lines[1].contains("\"GET /missing HTTP/1.1\" 404 - \"-\" \"-\""),
+        "{}",
+        lines[1]
+    );
 }
 
 #[test]
@@ -62,6 +71,12 @@ fn the_watchdog_names_the_route_that_stalls_a_loop() {
         }),
     );
     let server = support::start_with(app, |c| c.timeouts.stall = Duration::from_millis(100));
-    assert_eq!(support::get(server.local_addr(), "/stall-the-loop").status, 200);
-    assert!(support::logged_within(&["stalled", "GET /stall-the-loop"], Duration::from_secs(2)));
+    assert_eq!(
+        support::get(server.local_addr(), "/stall-the-loop").status,
+        200
+    );
+    assert!(support::logged_within(
+        &["stalled", "GET /stall-the-loop"],
+        Duration::from_secs(2)
+    ));
 }

@@ -36,7 +36,10 @@ fn main() -> ExitCode {
 }
 
 fn serve(config: Config) -> ExitCode {
-    let what = config.root.as_ref().map_or_else(|| "no directory".to_owned(), |r| r.display().to_string());
+    let what = config
+        .root
+        .as_ref()
+        .map_or_else(|| "no directory".to_owned(), |r| r.display().to_string());
     let (loops, dispatch) = (config.loop_count(), config.dispatch);
     let handle = match Server::new(App::new()).config(config).start() {
         Ok(handle) => handle,
@@ -63,5 +66,8 @@ fn init_tracing(debug: bool) {
     let default = if debug { "debug" } else { "info" };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
 }

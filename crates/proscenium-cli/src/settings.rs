@@ -29,7 +29,10 @@ pub(crate) fn resolve(args: &ServeArgs) -> Result<Config, SettingsError> {
     };
     if let Some(dir) = &args.dir {
         if !dir.is_dir() {
-            return Err(SettingsError(format!("{} is not a directory", dir.display())));
+            return Err(SettingsError(format!(
+                "{} is not a directory",
+                dir.display()
+            )));
         }
         config.root = Some(dir.clone());
     }
@@ -60,7 +63,10 @@ fn config_file(args: &ServeArgs) -> Option<PathBuf> {
         return Some(path.clone());
     }
     let in_dir = args.dir.as_ref().map(|d| d.join("proscenium.toml"));
-    in_dir.into_iter().chain([PathBuf::from("proscenium.toml")]).find(|p| p.is_file())
+    in_dir
+        .into_iter()
+        .chain([PathBuf::from("proscenium.toml")])
+        .find(|p| p.is_file())
 }
 
 fn load(path: &Path) -> Result<Config, SettingsError> {
@@ -91,7 +97,10 @@ mod tests {
     use crate::cli::{Cli, Command};
 
     fn args(line: &[&str]) -> ServeArgs {
-        match Cli::try_parse_from(["proscenium", "serve"].iter().chain(line)).unwrap().command {
+        match Cli::try_parse_from(["proscenium", "serve"].iter().chain(line))
+            .unwrap()
+            .command
+        {
             Command::Serve(args) | Command::Routes(args) => args,
         }
     }
@@ -110,13 +119,32 @@ mod tests {
 
     #[test]
     fn flags_override_the_file_in_both_spellings() {
-        let file = config_file("bind = \"127.0.0.1:4000\"\nloops = 3\ndispatch = \"round-robin\"\n");
+        let file =
+            config_file("bind = \"127.0.0.1:4000\"\nloops = 3\ndispatch = \"round-robin\"\n");
         let path = file.path().to_str().unwrap();
         let from_file = resolve(&args(&["--config", path])).unwrap();
         assert_eq!((from_file.bind.port(), from_file.loops), (4000, Some(3)));
         for line in [
-            ["--config", path, "--bind", "127.0.0.1:5000", "--loops", "1", "--dispatch", "reuseport"],
-            ["-c", path, "-b", "127.0.0.1:5000", "-l", "1", "--dispatch", "reuseport"],
+            [
+                "--config",
+                path,
+                "--bind",
+                "127.0.0.1:5000",
+                "--loops",
+                "1",
+                "--dispatch",
+                "reuseport",
+            ],
+            [
+                "-c",
+                path,
+                "-b",
+                "127.0.0.1:5000",
+                "-l",
+                "1",
+                "--dispatch",
+                "reuseport",
+            ],
         ] {
             let config = resolve(&args(&line)).unwrap();
             assert_eq!(config.bind.port(), 5000);
@@ -132,7 +160,12 @@ mod tests {
         assert!(!err.0.contains('\n'), "{err}");
         assert!(err.0.contains("loops"), "{err}");
         assert!(Cli::try_parse_from(["proscenium", "serve", "--dispatch", "fastest"]).is_err());
-        assert!(resolve(&args(&["/no/such/dir"])).unwrap_err().0.contains("not a directory"));
+        assert!(
+            resolve(&args(&["/no/such/dir"]))
+                .unwrap_err()
+                .0
+                .contains("not a directory")
+        );
     }
 
     #[test]

@@ -13,28 +13,52 @@ fn proscenium() -> Command {
 /// Starts `serve DIR` on a free port and returns the child and its address.
 fn serve(dir: &std::path::Path) -> (Child, String) {
     let mut child = proscenium()
-        .args(["serve", dir.to_str().unwrap(), "--bind", "127.0.0.1:0", "--loops", "1"])
+        .args([
+            "serve",
+            dir.to_str().unwrap(),
+            "--bind",
+            "127.0.0.1:0",
+            "--loops",
+            "1",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
-    let addr = line.split("http://").nth(1).and_then(|rest| rest.split(' ').next()).expect(&line).to_owned();
-    assert!(line.contains("model loops, 1 loops, dispatch jsq"), "start line: {line}");
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .expect(&line)
+        .to_owned();
+    assert!(
+        line.contains("model loops, 1 loops, dispatch jsq"),
+        "start line: {line}"
+    );
     (child, addr)
 }
 
 fn get(addr: &str, path: &str) -> String {
     let mut stream = TcpStream::connect(addr).unwrap();
-    write!(stream, "GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n").unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
     let mut out = String::new();
     stream.read_to_string(&mut out).unwrap();
     out
 }
 
 fn signal(child: &Child, name: &str) {
-    let status = Command::new("kill").args([&format!("-{name}"), &child.id().to_string()]).status().unwrap();
+    let status = Command::new("kill")
+        .args([&format!("-{name}"), &child.id().to_string()])
+        .status()
+        .unwrap();
     assert!(status.success());
 }
 
@@ -68,7 +92,11 @@ fn bad_flags_and_config_exit_two_with_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.toml");
     std::fs::write(&bad, "loops = \"many\"\n").unwrap();
-    for args in [vec!["serve", "--loops", "x"], vec!["serve", "--config", bad.to_str().unwrap()], vec!["serve", "/no/such/dir"]] {
+    for args in [
+        vec!["serve", "--loops", "x"],
+        vec!["serve", "--config", bad.to_str().unwrap()],
+        vec!["serve", "/no/such/dir"],
+    ] {
         let out = proscenium().args(&args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
         let stderr = String::from_utf8_lossy(&out.stderr);
@@ -81,7 +109,10 @@ fn bad_flags_and_config_exit_two_with_one_line() {
 fn an_address_in_use_exits_one() {
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap().to_string();
-    let out = proscenium().args(["serve", "--bind", &addr]).output().unwrap();
+    let out = proscenium()
+        .args(["serve", "--bind", &addr])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("listen on"));
 }
@@ -98,7 +129,15 @@ fn routes_lists_the_configured_routes() {
 fn help_names_every_serve_flag() {
     let out = proscenium().args(["serve", "--help"]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
-    for flag in ["--bind", "--loops", "--dispatch", "--config", "--log", "--debug", "--tools"] {
+    for flag in [
+        "--bind",
+        "--loops",
+        "--dispatch",
+        "--config",
+        "--log",
+        "--debug",
+        "--tools",
+    ] {
         assert!(text.contains(flag), "{flag} missing from help");
     }
 }

@@ -29,12 +29,17 @@ struct Args {
 fn app() -> App {
     App::new()
         .get("/plaintext", inline(|| "Hello, World!"))
-        .get("/json", inline(|| Json(serde_json::json!({"message": "Hello, World!"}))))
+        .get(
+            "/json",
+            inline(|| Json(serde_json::json!({"message": "Hello, World!"}))),
+        )
         .any("/echo", inline(web::echo))
 }
 
 fn main() {
-    tracing_subscriber::fmt().with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .init();
     let args = Args::parse();
     let mut server = Server::new(app()).bind(args.bind);
     if let Some(loops) = args.loops {

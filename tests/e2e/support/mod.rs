@@ -17,9 +17,16 @@ pub fn start(app: App) -> ServerHandle {
 
 /// Starts `app` with a configuration adjusted by `configure`.
 pub fn start_with(app: App, configure: impl FnOnce(&mut Config)) -> ServerHandle {
-    let mut config = Config { bind: "127.0.0.1:0".parse().unwrap(), loops: Some(2), ..Config::default() };
+    let mut config = Config {
+        bind: "127.0.0.1:0".parse().unwrap(),
+        loops: Some(2),
+        ..Config::default()
+    };
     configure(&mut config);
-    Server::new(app).config(config).start().expect("server starts")
+    Server::new(app)
+        .config(config)
+        .start()
+        .expect("server starts")
 }
 
 /// A response as read off the wire.
@@ -34,7 +41,10 @@ pub struct Response {
 impl Response {
     /// Returns the first value of header `name`.
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
     }
 
     pub fn text(&self) -> String {
@@ -52,7 +62,10 @@ impl Client {
     pub fn connect(addr: SocketAddr) -> Self {
         let stream = TcpStream::connect(addr).expect("connect");
         stream.set_read_timeout(Some(READ_TIMEOUT)).unwrap();
-        Self { stream, buf: Vec::new() }
+        Self {
+            stream,
+            buf: Vec::new(),
+        }
     }
 
     pub fn send(&mut self, bytes: impl AsRef<[u8]>) -> &mut Self {
@@ -70,7 +83,14 @@ impl Client {
         let head_end = self.read_until(|buf| find(buf, b"\r\n\r\n").map(|i| i + 4));
         let head = String::from_utf8(self.buf.drain(..head_end).collect()).expect("head is UTF-8");
         let mut lines = head.split("\r\n");
-        let status = lines.next().unwrap().split(' ').nth(1).unwrap().parse().unwrap();
+        let status = lines
+            .next()
+            .unwrap()
+            .split(' ')
+            .nth(1)
+            .unwrap()
+            .parse()
+            .unwrap();
         let headers: Vec<(String, String)> = lines
             .filter(|l| !l.is_empty())
             .map(|l| {
@@ -78,7 +98,11 @@ impl Client {
                 (k.to_ascii_lowercase(), v.trim().to_owned())
             })
             .collect();
-        let mut res = Response { status, headers, body: Vec::new() };
+        let mut res = Response {
+            status,
+            headers,
+            body: Vec::new(),
+        };
         if head_only || status == 204 || status == 304 || (100..200).contains(&status) {
             return res;
         }
@@ -103,7 +127,8 @@ impl Client {
         loop {
             let line_end = self.read_until(|buf| find(buf, b"\r\n").map(|i| i + 2));
             let line: Vec<u8> = self.buf.drain(..line_end).collect();
-            let size = usize::from_str_radix(std::str::from_utf8(&line).unwrap().trim(), 16).unwrap();
+            let size =
+                usize::from_str_radix(std::str::from_utf8(&line).unwrap().trim(), 16).unwrap();
             if size == 0 {
                 let end = self.read_until(|buf| find(buf, b"\r\n").map(|i| i + 2));
                 self.buf.drain(..end);
@@ -122,7 +147,9 @@ impl Client {
             match self.stream.read(&mut chunk) {
                 Ok(0) => return std::mem::take(&mut self.buf),
                 Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
-                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return std::mem::take(&mut self.buf),
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+                    return std::mem::take(&mut self.buf);
+                }
                 Err(e) => panic!("read failed before close: {e}"),
             }
         }
@@ -144,9 +171,15 @@ impl Client {
                 return n;
             }
             match self.stream.read(&mut chunk) {
-                Ok(0) => panic!("connection closed early; got {:?}", String::from_utf8_lossy(&self.buf)),
+                Ok(0) => panic!(
+                    "connection closed early; got {:?}",
+                    String::from_utf8_lossy(&self.buf)
+                ),
                 Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
-                Err(e) => panic!("read failed: {e}; got {:?}", String::from_utf8_lossy(&self.buf)),
+                Err(e) => panic!(
+                    "read failed: {e}; got {:?}",
+                    String::from_utf8_lossy(&self.buf)
+                ),
             }
         }
     }
@@ -167,7 +200,8 @@ pub fn exchange(addr: SocketAddr, raw: impl AsRef<[u8]>) -> Response {
 }
 
 /// Log lines of every server in this test binary, captured from `tracing`.
-static LOGS: std::sync::OnceLock<std::sync::Arc<std::sync::Mutex<Vec<u8>>>> = std::sync::OnceLock::new();
+static LOGS: std::sync::OnceLock<std::sync::Arc<std::sync::Mutex<Vec<u8>>>> =
+    std::sync::OnceLock::new();
 
 #[derive(Clone)]
 struct Capture(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
@@ -203,7 +237,8 @@ pub fn logged_within(needles: &[&str], wait: Duration) -> bool {
     loop {
         let found = LOGS.get().is_some_and(|logs| {
             let text = String::from_utf8_lossy(&logs.lock().unwrap()).into_owned();
-            text.lines().any(|line| needles.iter().all(|n| line.contains(n)))
+            text.lines()
+                .any(|line| needles.iter().all(|n| line.contains(n)))
         });
         if found || std::time::Instant::now() > deadline {
             return found;

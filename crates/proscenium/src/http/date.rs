@@ -26,7 +26,9 @@ fn refresh(cache: &mut Cached, now: SystemTime) {
     let second = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     if cache.second != second {
         cache.second = second;
-        cache.text.copy_from_slice(httpdate::fmt_http_date(now).as_bytes());
+        cache
+            .text
+            .copy_from_slice(httpdate::fmt_http_date(now).as_bytes());
     }
 }
 
@@ -48,7 +50,9 @@ pub(crate) async fn keep_fresh() {
         let now = SystemTime::now();
         CACHE.with_borrow_mut(|cache| refresh(cache, now));
         TICKING.set(true);
-        let into_second = now.duration_since(UNIX_EPOCH).map_or(Duration::ZERO, |d| d - Duration::from_secs(d.as_secs()));
+        let into_second = now
+            .duration_since(UNIX_EPOCH)
+            .map_or(Duration::ZERO, |d| d - Duration::from_secs(d.as_secs()));
         tokio::time::sleep(Duration::from_secs(1) - into_second).await;
     }
 }

@@ -5,8 +5,8 @@
 //! threshold and warns once per stall that outlives the threshold, naming the route. The counters also feed
 //! the JSQ dispatcher: a stalled loop's in-flight request makes it look longer.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use super::context;
@@ -100,7 +100,11 @@ pub(crate) fn watch(
         for (id, (stats, seen)) in loops.iter().zip(&mut seen).enumerate() {
             let token = stats.busy.load(Ordering::Relaxed);
             if token == 0 || token != seen.token {
-                *seen = Seen { token, since: Some(now), reported: false };
+                *seen = Seen {
+                    token,
+                    since: Some(now),
+                    reported: false,
+                };
                 continue;
             }
             let busy = now - seen.since.unwrap_or(now);

@@ -3,6 +3,7 @@
 
 mod access_log;
 pub(crate) mod error_page;
+mod listing;
 mod static_files;
 mod tools;
 

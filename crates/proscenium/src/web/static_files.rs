@@ -1,11 +1,38 @@
-//! Static files (placeholder: being written).
+//! Static files below a root directory: content types, validators and 304s, single
+//! byte ranges, index files and directory listings, never anything outside the root.
+//!
+//! The handler runs inline on the loop: `stat`, `open` and small reads hit the page
+//! cache and take microseconds; large files are not read at all but sent with
+//! `sendfile(2)` by the connection.
 
-use std::path::{Path, PathBuf};
+use std::fs::{File, Metadata};
+use std::path::{Component, Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::app::{Handler, Mode, Reply};
-use crate::http::Request;
+use http::header::{self, HeaderMap, HeaderValue};
+use http::{Method, StatusCode};
+
+use super::listing;
+use crate::app::{Handler, Mode, Reply, Response, error};
+use crate::http::{Body, Request};
+
+/// Files up to this size are read into memory and written with the head in one write;
+/// larger ones are sent with sendfile.
+const READ_LIMIT: u64 = 64 * 1024;
 
 /// Serves files below a root directory.
+///
+/// Used as the fallback (`App::fallback(StaticFiles::new("site"))`: the request path is
+/// the file path) or on a route with a catch-all parameter
+/// (`app.get("/static/*path", StaticFiles::new("assets"))`: the parameter is).
+///
+/// # Examples
+///
+/// ```
+/// use proscenium::{App, web::StaticFiles};
+///
+/// let app = App::new().fallback(StaticFiles::new("examples/site"));
+/// ```
 #[derive(Debug, Clone)]
 pub struct StaticFiles {
     root: PathBuf,
@@ -27,14 +54,370 @@ impl StaticFiles {
         self.show_dotfiles = show;
         self
     }
+
+    fn serve(&self, req: &Request) -> Response {
+        if req.method() != Method::GET && req.method() != Method::HEAD {
+            let mut res = error(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "static files answer GET and HEAD only",
+            );
+            res.headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+            return res;
+        }
+        let raw = req
+            .param("path")
+            .map_or_else(|| req.uri().path().to_owned(), |p| format!("/{p}"));
+        let relative = match resolve(&raw, self.show_dotfiles) {
+            Ok(relative) => relative,
+            Err(status) => return error(status, "no such file"),
+        };
+        let root = match std::fs::canonicalize(&self.root) {
+            Ok(root) => root,
+            Err(e) => return io_error(&e, &self.root),
+        };
+        let path = match std::fs::canonicalize(root.join(&relative)) {
+            Ok(path) if path.starts_with(&root) => path,
+            Ok(_) => return error(StatusCode::NOT_FOUND, "no such file"),
+            Err(e) => return io_error(&e, &relative),
+        };
+        let meta = match std::fs::metadata(&path) {
+            Ok(meta) => meta,
+            Err(e) => return io_error(&e, &path),
+        };
+        if meta.is_dir() {
+            return self.directory(req, &raw, &path);
+        }
+        file(req, &path, &meta)
+    }
+
+    /// Redirects to the slash form, then serves `index.html` or a listing.
+    fn directory(&self, req: &Request, raw: &str, path: &Path) -> Response {
+        if !raw.ends_with('/') {
+            let query = req
+                .uri()
+                .query()
+                .map_or_else(String::new, |q| format!("?{q}"));
+            let location = format!("{}/{query}", req.uri().path());
+            let mut res = error(StatusCode::MOVED_PERMANENTLY, "a directory");
+            if let Ok(value) = HeaderValue::from_str(&location) {
+                res.headers_mut().insert(header::LOCATION, value);
+            }
+            return res;
+        }
+        let index = path.join("index.html");
+        match std::fs::metadata(&index) {
+            Ok(meta) if meta.is_file() => file(req, &index, &meta),
+            _ => listing::render(req, path, self.show_dotfiles),
+        }
+    }
 }
 
 impl Handler<StaticFiles> for StaticFiles {
-    fn call(&self, _req: Request) -> Reply {
-        Reply::ready(http::StatusCode::NOT_FOUND)
+    fn call(&self, req: Request) -> Reply {
+        Reply::ready(self.serve(&req))
     }
 
     fn mode(&self) -> Mode {
         Mode::Inline
+    }
+}
+
+/// Turns a request path into a relative path below the root, or the status to refuse
+/// it with: 400 for what no client should send (NUL, backslash, bad encoding), 404 for
+/// `..` segments and hidden names, as if they did not exist.
+fn resolve(raw: &str, show_dotfiles: bool) -> Result<PathBuf, StatusCode> {
+    let decoded = percent_encoding::percent_decode_str(raw)
+        .decode_utf8()
+        .map_err(|_| StatusCode::BAD_REQUEST)?;
+    if decoded.contains('\0') || decoded.contains('\\') {
+        return Err(StatusCode::BAD_REQUEST);
+    }
+    let mut relative = PathBuf::new();
+    for component in Path::new(decoded.as_ref()).components() {
+        match component {
+            Component::RootDir | Component::CurDir => {}
+            Component::Normal(name)
+                if !show_dotfiles && name.to_string_lossy().starts_with('.') =>
+            {
+                return Err(StatusCode::NOT_FOUND);
+            }
+            Component::Normal(name) => relative.push(name),
+            Component::ParentDir | Component::Prefix(_) => return Err(StatusCode::NOT_FOUND),
+        }
+    }
+    Ok(relative)
+}
+
+fn io_error(e: &std::io::Error, path: &Path) -> Response {
+    match e.kind() {
+        std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory => {
+            error(StatusCode::NOT_FOUND, "no such file")
+        }
+        std::io::ErrorKind::PermissionDenied => error(StatusCode::FORBIDDEN, "not readable"),
+        _ => {
+            tracing::warn!("cannot serve {}: {e}", path.display());
+            error(StatusCode::INTERNAL_SERVER_ERROR, "cannot read the file")
+        }
+    }
+}
+
+/// The validators of a file: its ETag and modification time.
+struct Validators {
+    etag: String,
+    modified: SystemTime,
+}
+
+impl Validators {
+    fn of(meta: &Metadata) -> Self {
+        let modified = meta.modified().unwrap_or(UNIX_EPOCH);
+        let nanos = modified
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        Self {
+            etag: format!("\"{:x}-{nanos:x}\"", meta.len()),
+            modified,
+        }
+    }
+
+    /// Returns whether the client's copy is current (RFC 9110 §13.1.2, §13.1.3):
+    /// If-None-Match decides when present, else If-Modified-Since.
+    fn is_fresh(&self, headers: &HeaderMap) -> bool {
+        if let Some(tags) = headers
+            .get(header::IF_NONE_MATCH)
+            .and_then(|v| v.to_str().ok())
+        {
+            return tags
+                .split(',')
+                .map(str::trim)
+                .any(|tag| tag == "*" || weak_eq(tag, &self.etag));
+        }
+        headers
+            .get(header::IF_MODIFIED_SINCE)
+            .and_then(|v| httpdate::parse_http_date(v.to_str().ok()?).ok())
+            .is_some_and(|since| seconds(self.modified) <= seconds(since))
+    }
+
+    /// Returns whether an `If-Range` precondition holds (RFC 9110 §13.1.5).
+    fn if_range_holds(&self, headers: &HeaderMap) -> bool {
+        let Some(value) = headers.get(header::IF_RANGE).and_then(|v| v.to_str().ok()) else {
+            return true;
+        };
+        if value.starts_with('"') {
+            return value == self.etag; // strong comparison
+        }
+        httpdate::parse_http_date(value).is_ok_and(|date| seconds(date) == seconds(self.modified))
+    }
+
+    fn insert(&self, headers: &mut HeaderMap) {
+        if let Ok(etag) = HeaderValue::from_str(&self.etag) {
+            headers.insert(header::ETAG, etag);
+        }
+        if let Ok(date) = HeaderValue::from_str(&httpdate::fmt_http_date(self.modified)) {
+            headers.insert(header::LAST_MODIFIED, date);
+        }
+    }
+}
+
+/// Weak comparison: equal once any `W/` prefix is dropped.
+fn weak_eq(a: &str, b: &str) -> bool {
+    a.trim_start_matches("W/") == b.trim_start_matches("W/")
+}
+
+fn seconds(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// A byte range asked for, resolved against the file's length.
+#[derive(Debug, PartialEq, Eq)]
+enum Range {
+    /// No usable Range header: the whole file.
+    Whole,
+    /// First and last byte, inclusive.
+    Part(u64, u64),
+    /// Nothing of the file matches.
+    Unsatisfiable,
+}
+
+/// Parses a single-range `Range` header (RFC 9110 §14.1.2). Multiple or malformed
+/// ranges are ignored, which the RFC allows, and the whole file is sent.
+fn parse_range(value: &str, len: u64) -> Range {
+    let Some(spec) = value.trim().strip_prefix("bytes=") else {
+        return Range::Whole;
+    };
+    if len == 0 {
+        return Range::Whole; // nothing to slice; the empty file itself is the answer
+    }
+    if spec.contains(',') {
+        return Range::Whole;
+    }
+    let Some((first, last)) = spec.trim().split_once('-') else {
+        return Range::Whole;
+    };
+    let number = |s: &str| {
+        (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| s.parse::<u64>().ok())
+            .flatten()
+    };
+    match (number(first), number(last), first.is_empty()) {
+        (None, Some(0), true) => Range::Unsatisfiable,
+        (None, Some(suffix), true) => Range::Part(len.saturating_sub(suffix), len - 1),
+        (Some(first), _, _) if first >= len => Range::Unsatisfiable,
+        (Some(first), None, _) if last.is_empty() => Range::Part(first, len - 1),
+        (Some(first), Some(last), _) if last >= first => Range::Part(first, last.min(len - 1)),
+        _ => Range::Whole,
+    }
+}
+
+/// Serves one regular file: 200, 206, 304 or 416.
+fn file(req: &Request, path: &Path, meta: &Metadata) -> Response {
+    let validators = Validators::of(meta);
+    let len = meta.len();
+    let mut headers = HeaderMap::new();
+    validators.insert(&mut headers);
+    if validators.is_fresh(req.headers()) {
+        return with_headers(StatusCode::NOT_MODIFIED, headers, Body::empty());
+    }
+    headers.insert(header::ACCEPT_RANGES, HeaderValue::from_static("bytes"));
+    headers.insert(header::CONTENT_TYPE, content_type(path));
+    let range = match req
+        .headers()
+        .get(header::RANGE)
+        .and_then(|v| v.to_str().ok())
+    {
+        Some(value) if validators.if_range_holds(req.headers()) => parse_range(value, len),
+        _ => Range::Whole,
+    };
+    let (status, offset, count) = match range {
+        Range::Whole => (StatusCode::OK, 0, len),
+        Range::Part(first, last) => {
+            insert_str(
+                &mut headers,
+                header::CONTENT_RANGE,
+                &format!("bytes {first}-{last}/{len}"),
+            );
+            (StatusCode::PARTIAL_CONTENT, first, last - first + 1)
+        }
+        Range::Unsatisfiable => {
+            insert_str(
+                &mut headers,
+                header::CONTENT_RANGE,
+                &format!("bytes */{len}"),
+            );
+            headers.remove(header::CONTENT_TYPE);
+            return with_headers(StatusCode::RANGE_NOT_SATISFIABLE, headers, Body::empty());
+        }
+    };
+    match body(path, offset, count, req.method() == Method::HEAD) {
+        Ok(body) => with_headers(status, headers, body),
+        Err(e) => io_error(&e, path),
+    }
+}
+
+/// Reads a small region into memory, or opens the file for sendfile. For HEAD nothing
+/// is read, but the length is kept so Content-Length is right.
+fn body(path: &Path, offset: u64, count: u64, head_only: bool) -> std::io::Result<Body> {
+    let file = File::open(path)?;
+    if count > READ_LIMIT || head_only {
+        return Ok(Body::from_file(file, offset, count));
+    }
+    let mut bytes = vec![0; usize::try_from(count).unwrap_or(0)];
+    std::os::unix::fs::FileExt::read_exact_at(&file, &mut bytes, offset)?;
+    Ok(Body::from(bytes))
+}
+
+fn with_headers(status: StatusCode, headers: HeaderMap, body: Body) -> Response {
+    let mut res = Response::new(body);
+    *res.status_mut() = status;
+    *res.headers_mut() = headers;
+    res
+}
+
+fn insert_str(headers: &mut HeaderMap, name: header::HeaderName, value: &str) {
+    if let Ok(value) = HeaderValue::from_str(value) {
+        headers.insert(name, value);
+    }
+}
+
+/// Returns the MIME type for `path`, with `charset=utf-8` for text.
+fn content_type(path: &Path) -> HeaderValue {
+    let mime = mime_guess::from_path(path).first_or_octet_stream();
+    let text = mime.type_() == mime_guess::mime::TEXT
+        || matches!(mime.subtype().as_str(), "javascript" | "json" | "xml");
+    let value = if text {
+        format!("{mime}; charset=utf-8")
+    } else {
+        mime.to_string()
+    };
+    HeaderValue::from_str(&value)
+        .unwrap_or_else(|_| HeaderValue::from_static("application/octet-stream"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolves_paths_below_the_root_and_refuses_escapes() {
+        assert_eq!(resolve("/a/b.txt", false).unwrap(), Path::new("a/b.txt"));
+        assert_eq!(resolve("/a%20b/./c", false).unwrap(), Path::new("a b/c"));
+        let refused = [
+            ("/../etc/passwd", StatusCode::NOT_FOUND),
+            ("/%2e%2e/etc/passwd", StatusCode::NOT_FOUND),
+            ("/a/..%2f..%2fetc", StatusCode::NOT_FOUND),
+            ("/.git/config", StatusCode::NOT_FOUND),
+            ("/a%00b", StatusCode::BAD_REQUEST),
+            ("/a%5c..%5cb", StatusCode::BAD_REQUEST),
+            ("/%ff", StatusCode::BAD_REQUEST),
+        ];
+        for (raw, status) in refused {
+            assert_eq!(resolve(raw, false).unwrap_err(), status, "{raw}");
+        }
+        assert!(resolve("/.well-known/x", true).is_ok());
+    }
+
+    #[test]
+    fn parses_single_ranges() {
+        let cases = [
+            ("bytes=0-9", Range::Part(0, 9)),
+            ("bytes=90-", Range::Part(90, 99)),
+            ("bytes=-10", Range::Part(90, 99)),
+            ("bytes=-500", Range::Part(0, 99)),
+            ("bytes=50-500", Range::Part(50, 99)),
+            ("bytes=100-", Range::Unsatisfiable),
+            ("bytes=-0", Range::Unsatisfiable),
+            ("bytes=0-1,5-6", Range::Whole),
+            ("bytes=9-3", Range::Whole),
+            ("items=0-1", Range::Whole),
+            ("bytes=x-1", Range::Whole),
+        ];
+        for (value, range) in cases {
+            assert_eq!(parse_range(value, 100), range, "{value}");
+        }
+    }
+
+    #[test]
+    fn compares_validators() {
+        let v = Validators {
+            etag: "\"a-1\"".into(),
+            modified: UNIX_EPOCH + std::time::Duration::from_secs(1000),
+        };
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::IF_NONE_MATCH,
+            HeaderValue::from_static("\"x\", W/\"a-1\""),
+        );
+        assert!(v.is_fresh(&headers));
+        headers.insert(header::IF_NONE_MATCH, HeaderValue::from_static("\"x\""));
+        headers.insert(
+            header::IF_MODIFIED_SINCE,
+            HeaderValue::from_str(&httpdate::fmt_http_date(
+                UNIX_EPOCH + std::time::Duration::from_secs(5000),
+            ))
+            .unwrap(),
+        );
+        assert!(!v.is_fresh(&headers), "If-None-Match decides when present");
+        headers.remove(header::IF_NONE_MATCH);
+        assert!(v.is_fresh(&headers));
     }
 }

@@ -214,7 +214,8 @@ impl Conn {
         let res = dispatch::fill_error_body(res, accepts_html);
         // Read the shutdown flag after the handler: a request that was in flight when
         // shutdown began announces the close in its answer.
-        let keep_alive = keep_alive && !*self.shutdown.borrow() && !encode::wants_close(res.headers());
+        let keep_alive =
+            keep_alive && !*self.shutdown.borrow() && !encode::wants_close(res.headers());
         self.write_response(res, version, head_only, keep_alive)
             .await
     }

@@ -8,9 +8,12 @@ use proptest::prelude::*;
 use super::decode::Decoder;
 use crate::config::Limits;
 
-/// What a byte stream decodes to: each message's method, target and body, then the
-/// error that stopped decoding, if any.
-fn readings(stream: &[u8], cuts: &[usize]) -> (Vec<(String, String, Vec<u8>)>, Option<u16>) {
+/// One decoded message: method, target, body.
+type Reading = (String, String, Vec<u8>);
+
+/// What a byte stream decodes to: each message, then the status of the error that
+/// stopped decoding, if any.
+fn readings(stream: &[u8], cuts: &[usize]) -> (Vec<Reading>, Option<u16>) {
     let limits = Limits {
         max_body: 4096,
         ..Limits::default()
@@ -51,7 +54,7 @@ fn request() -> impl Strategy<Value = Vec<u8>> {
         let mut out = format!("{method} /{path} HTTP/1.1\r\nHost: h\r\n").into_bytes();
         match framing {
             0 => {
-                out.extend_from_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes())
+                out.extend_from_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes());
             }
             1 => {
                 out.extend_from_slice(b"Transfer-Encoding: chunked\r\n\r\n");
