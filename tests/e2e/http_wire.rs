@@ -80,18 +80,12 @@ fn the_simplest_response_is_exactly_these_bytes() {
     let (head, body) = raw.split_once("\r\n\r\n").unwrap();
     let lines: Vec<&str> = head.split("\r\n").collect();
     assert_eq!(lines[0], "HTTP/1.1 200 OK");
-    assert_eq!(lines[1], "Server: proscenium");
-    let date = lines[2].strip_prefix("Date: ").unwrap();
+    assert_eq!(lines[1], "content-type: text/plain; charset=utf-8");
+    assert_eq!(lines[2], "Server: proscenium");
+    let date = lines[3].strip_prefix("Date: ").unwrap();
     assert_eq!(date.len(), 29, "IMF-fixdate");
     assert!(date.ends_with(" GMT"));
-    assert_eq!(
-        &lines[3..],
-        [
-            "Content-Length: 7",
-            "Connection: close",
-            "content-type: text/plain; charset=utf-8"
-        ]
-    );
+    assert_eq!(&lines[4..], ["Content-Length: 7", "Connection: close"]);
     assert_eq!(body, "/path/x");
 }
 

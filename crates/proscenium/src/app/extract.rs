@@ -141,7 +141,7 @@ impl<T: DeserializeOwned> FromRequestHead for Path<T> {
     type Rejection = PathRejection;
 
     fn from_request_head(req: &Request) -> Result<Self, Self::Rejection> {
-        let decoded = params::decode(&req.params)
+        let decoded = params::decode(req.raw_params())
             .map_err(|e| PathRejection::new(StatusCode::BAD_REQUEST, e))?;
         T::deserialize(params::ParamsDeserializer::new(&decoded))
             .map(Path)
@@ -205,7 +205,7 @@ impl FromRequest for Bytes {
     type Rejection = std::convert::Infallible;
 
     fn from_request(req: Request) -> Result<Self, Self::Rejection> {
-        Ok(req.body)
+        Ok(req.into_parts().1)
     }
 }
 
@@ -213,7 +213,7 @@ impl FromRequest for String {
     type Rejection = StringRejection;
 
     fn from_request(req: Request) -> Result<Self, Self::Rejection> {
-        String::from_utf8(req.body.into())
+        String::from_utf8(req.into_parts().1.into())
             .map_err(|_| StringRejection::new(StatusCode::BAD_REQUEST, "request body is not UTF-8"))
     }
 }
@@ -228,7 +228,7 @@ impl<T: DeserializeOwned> FromRequest for Json<T> {
                 "expected Content-Type: application/json",
             ));
         }
-        serde_json::from_slice(&req.body).map(Json).map_err(|e| {
+        serde_json::from_slice(req.body()).map(Json).map_err(|e| {
             let status = match e.classify() {
                 serde_json::error::Category::Data => StatusCode::UNPROCESSABLE_ENTITY,
                 _ => StatusCode::BAD_REQUEST,

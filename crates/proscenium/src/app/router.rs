@@ -111,11 +111,13 @@ impl Routes {
         let Some(id) = select(endpoint, req.method()) else {
             return Reply::ready(method_not_allowed(endpoint));
         };
-        req.params = found
-            .params
-            .iter()
-            .map(|(k, v)| (k.to_owned(), v.to_owned()))
-            .collect();
+        req.set_params(
+            found
+                .params
+                .iter()
+                .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                .collect(),
+        );
         self.invoke(id, req)
     }
 

@@ -23,7 +23,6 @@ use super::dispatch::{self, Answer};
 use super::encode::{self, Framing};
 use super::error::ParseError;
 use crate::app::Response;
-use crate::http::Request;
 use crate::http::body::{FileRegion, Kind};
 use crate::rt::LoopShared;
 use crate::web::error_page;
@@ -186,14 +185,18 @@ impl Conn {
 
     /// Answers one request; returns whether the connection stays open.
     async fn respond(&mut self, message: Message) -> std::io::Result<Next> {
-        let Message { head, body } = message;
+        let Message {
+            mut req,
+            keep_alive,
+            ..
+        } = message;
         self.served += 1;
         let limit = self.shared.config.limits.max_requests_per_conn;
-        let keep_alive = head.keep_alive && self.served < limit;
-        let version = head.parts.version;
-        let head_only = head.parts.method == Method::HEAD;
-        let accepts_html = error_page::accepts_html(&head.parts.headers);
-        let req = Request::new(head.parts, body, Some(self.peer));
+        let keep_alive = keep_alive && self.served < limit;
+        let version = req.version();
+        let head_only = req.method() == Method::HEAD;
+        let accepts_html = error_page::accepts_html(req.headers());
+        req.set_peer(self.peer);
         let shared = self.shared.clone();
         let res = match dispatch::call(&shared.app, req) {
             Answer::Ready(res) => res,
@@ -214,8 +217,7 @@ impl Conn {
         let res = dispatch::fill_error_body(res, accepts_html);
         // Read the shutdown flag after the handler: a request that was in flight when
         // shutdown began announces the close in its answer.
-        let keep_alive =
-            keep_alive && !*self.shutdown.borrow() && !encode::wants_close(res.headers());
+        let keep_alive = keep_alive && !*self.shutdown.borrow();
         self.write_response(res, version, head_only, keep_alive)
             .await
     }
@@ -230,8 +232,7 @@ impl Conn {
     ) -> std::io::Result<Next> {
         let (parts, body) = res.into_parts();
         let framing = Framing::choose(parts.status, body.exact_len(), version);
-        let keep_alive = keep_alive && framing != Framing::UntilClose;
-        encode::head(
+        let keep_alive = encode::head(
             &mut self.wbuf,
             parts.status,
             &parts.headers,
@@ -249,9 +250,9 @@ impl Conn {
         }
         match body.kind {
             Kind::Full(bytes) if bytes.len() <= COPY_LIMIT => self.wbuf.extend_from_slice(&bytes),
-            Kind::Full(mut bytes) => {
+            Kind::Full(bytes) => {
                 self.flush().await?;
-                self.with_send_timeout(async |s: &mut TcpStream| s.write_all_buf(&mut bytes).await)
+                self.with_send_timeout(async |s: &mut TcpStream| s.write_all(&bytes).await)
                     .await?;
             }
             Kind::File(region) => {
@@ -357,7 +358,9 @@ impl Conn {
         }
         let mut wbuf = std::mem::take(&mut self.wbuf);
         let result = self
-            .with_send_timeout(async |s: &mut TcpStream| s.write_all_buf(&mut wbuf).await)
+            // `write_all` (send(2)), not `write_all_buf`, which takes the vectored path
+            // (writev(2)) through the VFS layer for what is always one buffer.
+            .with_send_timeout(async |s: &mut TcpStream| s.write_all(&wbuf).await)
             .await;
         wbuf.clear();
         self.wbuf = wbuf;

@@ -4,19 +4,15 @@
 //! extractors never wait on the socket and a body the app ignores is already off the
 //! wire when the next pipelined request is parsed.
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 
 use super::chunked::ChunkedDecoder;
 use super::error::ParseError;
 use super::head::{self, Framing, Head};
 use crate::config::Limits;
 
-/// A complete request: its head and its whole body.
-#[derive(Debug)]
-pub(crate) struct Message {
-    pub(crate) head: Head,
-    pub(crate) body: Bytes,
-}
+/// A complete request: its head, with the whole body in its request.
+pub(crate) type Message = Head;
 
 /// Where the decoder stands between and inside messages.
 // One decoder per connection, so the large variant costs nothing; boxing the head
@@ -82,12 +78,7 @@ impl Decoder {
             };
             let _ = buf.split_to(len);
             let body = match head.framing {
-                Framing::Empty => {
-                    return Ok(Some(Message {
-                        head,
-                        body: Bytes::new(),
-                    }));
-                }
+                Framing::Empty => return Ok(Some(head)),
                 Framing::Length(n) if n > limits.max_body => return Err(ParseError::BodyTooLarge),
                 Framing::Length(n) => {
                     let n = usize::try_from(n).map_err(|_| ParseError::BodyTooLarge)?;
@@ -126,10 +117,11 @@ impl Decoder {
                 std::mem::take(data).freeze()
             }
         };
-        let State::Body { head, .. } = std::mem::replace(&mut self.state, State::Head) else {
+        let State::Body { mut head, .. } = std::mem::replace(&mut self.state, State::Head) else {
             unreachable!("state checked above");
         };
-        Ok(Some(Message { head, body: bytes }))
+        head.req.set_body(bytes);
+        Ok(Some(head))
     }
 
     /// Returns true, once per message, when the client waits for `100 Continue`
@@ -158,7 +150,7 @@ mod tests {
         let mut decoder = Decoder::new();
         let mut out = Vec::new();
         while let Some(m) = decoder.decode(&mut buf, &Limits::default())? {
-            out.push((m.head.parts.uri.to_string(), m.body.to_vec()));
+            out.push((m.req.uri().to_string(), m.req.body().to_vec()));
         }
         Ok(out)
     }
@@ -193,7 +185,7 @@ mod tests {
             .decode(&mut buf, &Limits::default())
             .unwrap()
             .unwrap();
-        assert_eq!(&m.body[..], b"ok");
+        assert_eq!(&m.req.body()[..], b"ok");
         assert!(decoder.is_between_messages());
     }
 

@@ -37,11 +37,13 @@ impl Framing {
     }
 }
 
-/// Writes the status line and header section of a response into `dst`.
+/// Writes the status line and header section of a response into `dst`; returns
+/// whether the connection stays open after it.
 ///
 /// The server owns framing and persistence: the app's `Content-Length`,
 /// `Transfer-Encoding` and `Connection` fields are replaced by what `framing` and
-/// `keep_alive` say.
+/// `keep_alive` say (an app's `Connection: close` is honoured). One pass over the app's
+/// fields, no lookups: `Server` and `Date` are added after them unless the app set them.
 pub(crate) fn head(
     dst: &mut BytesMut,
     status: StatusCode,
@@ -49,61 +51,63 @@ pub(crate) fn head(
     framing: Framing,
     keep_alive: bool,
     request_version: Version,
-) {
+) -> bool {
     dst.reserve(128 + headers.len() * 48);
     dst.put_slice(b"HTTP/1.1 ");
     dst.put_slice(status.as_str().as_bytes());
     dst.put_u8(b' ');
     dst.put_slice(status.canonical_reason().unwrap_or("Unknown").as_bytes());
     dst.put_slice(b"\r\n");
-    if !headers.contains_key(header::SERVER) {
+    let (mut has_server, mut has_date, mut close) = (false, false, false);
+    for (name, value) in headers {
+        if name == header::CONNECTION {
+            close |= has_token(value.as_bytes(), b"close");
+            continue;
+        }
+        if name == header::CONTENT_LENGTH || name == header::TRANSFER_ENCODING {
+            continue;
+        }
+        has_server |= name == header::SERVER;
+        has_date |= name == header::DATE;
+        field(dst, name.as_str().as_bytes(), value.as_bytes());
+    }
+    if !has_server {
         dst.put_slice(b"Server: proscenium\r\n");
     }
-    if !headers.contains_key(header::DATE) {
-        date::with_date(|d| {
-            dst.put_slice(b"Date: ");
-            dst.put_slice(d);
-            dst.put_slice(b"\r\n");
-        });
+    if !has_date {
+        date::with_date(|d| field(dst, b"Date", d));
     }
     match framing {
-        Framing::Length(n) => {
-            dst.put_slice(b"Content-Length: ");
-            dst.put_slice(itoa::Buffer::new().format(n).as_bytes());
-            dst.put_slice(b"\r\n");
-        }
+        Framing::Length(n) => field(
+            dst,
+            b"Content-Length",
+            itoa::Buffer::new().format(n).as_bytes(),
+        ),
         Framing::Chunked => dst.put_slice(b"Transfer-Encoding: chunked\r\n"),
         Framing::None | Framing::UntilClose => {}
     }
+    let keep_alive = keep_alive && !close && framing != Framing::UntilClose;
     if !keep_alive {
         dst.put_slice(b"Connection: close\r\n");
     } else if request_version == Version::HTTP_10 {
         dst.put_slice(b"Connection: keep-alive\r\n");
     }
-    for (name, value) in headers {
-        if !is_framing_field(name) {
-            dst.put_slice(name.as_str().as_bytes());
-            dst.put_slice(b": ");
-            dst.put_slice(value.as_bytes());
-            dst.put_slice(b"\r\n");
-        }
-    }
+    dst.put_slice(b"\r\n");
+    keep_alive
+}
+
+fn field(dst: &mut BytesMut, name: &[u8], value: &[u8]) {
+    dst.put_slice(name);
+    dst.put_slice(b": ");
+    dst.put_slice(value);
     dst.put_slice(b"\r\n");
 }
 
-fn is_framing_field(name: &header::HeaderName) -> bool {
-    name == header::CONTENT_LENGTH
-        || name == header::TRANSFER_ENCODING
-        || name == header::CONNECTION
-}
-
-/// Returns whether the app asked to close the connection after this response.
-pub(crate) fn wants_close(headers: &HeaderMap) -> bool {
-    headers.get_all(header::CONNECTION).iter().any(|v| {
-        v.as_bytes()
-            .split(|&b| b == b',')
-            .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"close"))
-    })
+/// Returns whether a comma-separated field value holds `token` (case-insensitive).
+fn has_token(value: &[u8], token: &[u8]) -> bool {
+    value
+        .split(|&b| b == b',')
+        .any(|t| t.trim_ascii().eq_ignore_ascii_case(token))
 }
 
 /// Writes one chunk of a chunked body.
@@ -154,8 +158,10 @@ mod tests {
             Framing::Length(5),
             true,
         );
-        assert!(text.starts_with("HTTP/1.1 200 OK\r\nServer: proscenium\r\nDate: "));
-        assert!(text.ends_with("Content-Length: 5\r\ncontent-type: text/plain\r\n\r\n"));
+        assert!(text.starts_with(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\nServer: proscenium\r\nDate: "
+        ));
+        assert!(text.ends_with(" GMT\r\nContent-Length: 5\r\n\r\n"));
     }
 
     #[test]
@@ -169,6 +175,38 @@ mod tests {
         assert!(!text.contains("99"));
         assert_eq!(text.matches("Connection: close").count(), 1);
         assert!(text.contains("Transfer-Encoding: chunked\r\n"));
+    }
+
+    #[test]
+    fn honours_the_apps_close_and_closes_after_a_close_delimited_body() {
+        let mut map = HeaderMap::new();
+        map.insert(header::CONNECTION, "Close".parse().unwrap());
+        let mut dst = BytesMut::new();
+        assert!(!head(
+            &mut dst,
+            StatusCode::OK,
+            &map,
+            Framing::Length(0),
+            true,
+            Version::HTTP_11
+        ));
+        let empty = HeaderMap::new();
+        assert!(!head(
+            &mut dst,
+            StatusCode::OK,
+            &empty,
+            Framing::UntilClose,
+            true,
+            Version::HTTP_10
+        ));
+        assert!(head(
+            &mut dst,
+            StatusCode::OK,
+            &empty,
+            Framing::Length(0),
+            true,
+            Version::HTTP_11
+        ));
     }
 
     #[test]

@@ -8,6 +8,7 @@ use http::{Method, Uri, Version};
 
 use super::error::ParseError;
 use crate::config::Limits;
+use crate::http::Request;
 
 /// The most header fields a request may ever carry, whatever the configuration says.
 const HEADER_CAPACITY: usize = 256;
@@ -26,7 +27,8 @@ pub(crate) enum Framing {
 /// A parsed request head and what it implies for the connection.
 #[derive(Debug)]
 pub(crate) struct Head {
-    pub(crate) parts: http::request::Parts,
+    /// The request, its body still empty.
+    pub(crate) req: Request,
     pub(crate) framing: Framing,
     /// Whether the client allows the connection to stay open after this exchange.
     pub(crate) keep_alive: bool,
@@ -62,8 +64,8 @@ pub(crate) fn parse(buf: &[u8], limits: &Limits) -> Result<Option<(Head, usize)>
     let method = Method::from_bytes(req.method.unwrap_or_default().as_bytes())
         .map_err(|_| ParseError::Malformed("invalid method"))?;
     let uri = parse_target(&method, target)?;
-    let headers = collect_headers(req.headers)?;
-    let head = interpret(method, uri, version, headers)?;
+    let (headers, seen) = collect_headers(req.headers)?;
+    let head = interpret(method, uri, version, headers, seen)?;
     Ok(Some((head, len)))
 }
 
@@ -97,16 +99,39 @@ fn parse_target(method: &Method, target: &str) -> Result<Uri, ParseError> {
     }
 }
 
-fn collect_headers(raw: &[httparse::Header<'_>]) -> Result<HeaderMap, ParseError> {
+/// Which framing and persistence fields a request carries, noted while its headers
+/// are collected so that requests without them cost no map lookups.
+#[derive(Debug, Default, Clone, Copy)]
+struct Seen {
+    hosts: usize,
+    transfer_encoding: bool,
+    content_length: bool,
+    connection: bool,
+    expect: bool,
+}
+
+fn collect_headers(raw: &[httparse::Header<'_>]) -> Result<(HeaderMap, Seen), ParseError> {
     let mut headers = HeaderMap::with_capacity(raw.len());
+    let mut seen = Seen::default();
     for h in raw {
         let name = HeaderName::from_bytes(h.name.as_bytes())
             .map_err(|_| ParseError::Malformed("invalid header name"))?;
         let value = HeaderValue::from_bytes(h.value)
             .map_err(|_| ParseError::Malformed("invalid header value"))?;
+        if name == header::HOST {
+            seen.hosts += 1;
+        } else if name == header::TRANSFER_ENCODING {
+            seen.transfer_encoding = true;
+        } else if name == header::CONTENT_LENGTH {
+            seen.content_length = true;
+        } else if name == header::CONNECTION {
+            seen.connection = true;
+        } else if name == header::EXPECT {
+            seen.expect = true;
+        }
         headers.append(name, value);
     }
-    Ok(headers)
+    Ok((headers, seen))
 }
 
 /// Applies the rules that turn header fields into framing and connection behaviour.
@@ -115,23 +140,27 @@ fn interpret(
     uri: Uri,
     version: Version,
     headers: HeaderMap,
+    seen: Seen,
 ) -> Result<Head, ParseError> {
     // RFC 9112 §3.2: a 1.1 request carries exactly one Host.
-    if version == Version::HTTP_11 && headers.get_all(header::HOST).iter().count() != 1 {
+    if version == Version::HTTP_11 && seen.hosts != 1 {
         return Err(ParseError::Malformed(
             "HTTP/1.1 request without exactly one Host",
         ));
     }
-    let framing = framing(version, &headers)?;
-    let keep_alive = keep_alive(version, &headers);
-    let expect_continue = expect_continue(&headers)?;
+    let framing = framing(version, &headers, seen)?;
+    let keep_alive = match seen.connection {
+        true => keep_alive(version, &headers),
+        false => version == Version::HTTP_11,
+    };
+    let expect_continue = seen.expect && expect_continue(&headers)?;
     let mut parts = http::Request::new(()).into_parts().0;
     parts.method = method;
     parts.uri = uri;
     parts.version = version;
     parts.headers = headers;
     Ok(Head {
-        parts,
+        req: Request::new(parts, bytes::Bytes::new(), None),
         framing,
         keep_alive,
         expect_continue: expect_continue && version == Version::HTTP_11,
@@ -139,9 +168,8 @@ fn interpret(
 }
 
 /// Determines the body length (RFC 9112 §6.1–§6.3), refusing every ambiguity.
-fn framing(version: Version, headers: &HeaderMap) -> Result<Framing, ParseError> {
-    let has_te = headers.contains_key(header::TRANSFER_ENCODING);
-    let has_cl = headers.contains_key(header::CONTENT_LENGTH);
+fn framing(version: Version, headers: &HeaderMap, seen: Seen) -> Result<Framing, ParseError> {
+    let (has_te, has_cl) = (seen.transfer_encoding, seen.content_length);
     if has_te {
         if version == Version::HTTP_10 {
             // RFC 9112 §6.1: Transfer-Encoding in 1.0 means the framing is faulty.
@@ -262,8 +290,8 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(len, 32);
-        assert_eq!(head.parts.method, Method::GET);
-        assert_eq!(head.parts.uri.path(), "/a");
+        assert_eq!(*head.req.method(), Method::GET);
+        assert_eq!(head.req.uri().path(), "/a");
         assert_eq!(head.framing, Framing::Empty);
         assert!(head.keep_alive);
     }
@@ -390,10 +418,10 @@ mod tests {
         let (head, _) = parse_str("GET http://h/p?q HTTP/1.1\r\nHost: h\r\n\r\n")
             .unwrap()
             .unwrap();
-        assert_eq!(head.parts.uri.path(), "/p");
+        assert_eq!(head.req.uri().path(), "/p");
         let (head, _) = parse_str("OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n")
             .unwrap()
             .unwrap();
-        assert_eq!(head.parts.uri, "*");
+        assert_eq!(*head.req.uri(), "*");
     }
 }

@@ -34,9 +34,9 @@ fn readings(stream: &[u8], cuts: &[usize]) -> (Vec<Reading>, Option<u16>) {
         loop {
             match decoder.decode(&mut buf, &limits) {
                 Ok(Some(m)) => messages.push((
-                    m.head.parts.method.to_string(),
-                    m.head.parts.uri.to_string(),
-                    m.body.to_vec(),
+                    m.req.method().to_string(),
+                    m.req.uri().to_string(),
+                    m.req.body().to_vec(),
                 )),
                 Ok(None) => break,
                 Err(e) => return (messages, Some(e.status().as_u16())),

@@ -1,0 +1,40 @@
+"""Opens N idle keep-alive connections to a server, each after one request, and
+prints the growth of the server's resident memory per connection.
+
+Usage: python3 bench/idle.py PORT N PID [PID...]   (PIDs: the server's processes)
+"""
+import resource
+import socket
+import sys
+import time
+
+
+def rss_kib(pids):
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS"):
+                    total += int(line.split()[1])
+    return total
+
+
+def main():
+    port, n, pids = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    before = rss_kib(pids)
+    conns = []
+    for _ in range(n):
+        s = socket.create_connection(("127.0.0.1", port))
+        s.sendall(b"GET /plaintext HTTP/1.1\r\nHost: bench\r\n\r\n")
+        conns.append(s)
+    for s in conns:
+        if not s.recv(4096):
+            sys.exit("a connection was closed")
+    time.sleep(1)
+    after = rss_kib(pids)
+    print(f"{n} idle connections: RSS {before} -> {after} KiB, {(after - before) * 1024 / n:.0f} bytes per connection")
+
+
+main()

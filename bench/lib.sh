@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# Shared functions of the benchmark scripts: tools, servers pinned to core 0, wrk
+# pinned to core 1, server CPU time per request, medians, cleanup.
+#
+# Server CPU per request = (utime + stime of the server's process tree over the run)
+#                          / requests completed in the run.
+
+BENCH_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+ROOT_DIR="$(cd "$BENCH_DIR/.." && pwd)"
+PEERS_TARGET="$BENCH_DIR/peers/target"
+SERVER_CORE="${SERVER_CORE:-0}"
+LOAD_CORE="${LOAD_CORE:-1}"
+DURATION="${DURATION:-10}"
+RUNS="${RUNS:-3}"
+CLK_TCK="$(getconf CLK_TCK)"
+SERVER_PIDS=()
+
+# Installs a Debian package when its command is missing, saying so.
+need() {
+  local cmd="$1" pkg="${2:-$1}"
+  command -v "$cmd" >/dev/null 2>&1 && return 0
+  echo "installing $pkg (needed for $cmd)..." >&2
+  if ! { apt-get install -y -qq "$pkg" >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq "$pkg" >/dev/null; }; }; then
+    echo "cannot install $pkg" >&2
+    return 1
+  fi
+}
+
+# Builds Proscenium's release binaries once.
+build_proscenium() {
+  (cd "$ROOT_DIR" && cargo build --release --quiet -p hello -p proscenium-cli)
+}
+
+# Builds one peer from bench/peers/NAME into bench/peers/target.
+build_peer() {
+  CARGO_TARGET_DIR="$PEERS_TARGET" cargo build --release --quiet --manifest-path "$BENCH_DIR/peers/$1/Cargo.toml"
+}
+
+# Starts a server pinned to the server core; prints its pid.
+start_server() {
+  taskset -c "$SERVER_CORE" "$@" >/dev/null 2>&1 &
+  local pid=$!
+  SERVER_PIDS+=("$pid")
+  echo "$pid"
+}
+
+# Waits until URL answers 200, up to 10 s.
+wait_ready() {
+  local url="$1"
+  for _ in $(seq 100); do
+    [ "$(curl -s -o /dev/null -w '%{http_code}' "$url")" = 200 ] && return 0
+    sleep 0.1
+  done
+  echo "server at $url did not come up" >&2
+  return 1
+}
+
+# Checks that URL answers exactly BODY.
+check_answer() {
+  local url="$1" want="$2" got
+  got="$(curl -s "$url")"
+  if [ "$got" != "$want" ]; then
+    echo "wrong answer from $url: '$got'" >&2
+    return 1
+  fi
+}
+
+# Prints the pids of a process and all its descendants.
+tree_pids() {
+  local pid="$1" child
+  echo "$pid"
+  for child in $(pgrep -P "$pid" 2>/dev/null); do
+    tree_pids "$child"
+  done
+}
+
+# Prints the CPU ticks (utime + stime, threads included) of a process tree.
+cpu_ticks() {
+  local total=0 pid ticks
+  for pid in $(tree_pids "$1"); do
+    ticks="$(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo 0)"
+    total=$((total + ticks))
+  done
+  echo "$total"
+}
+
+# Converts a wrk latency such as 1.23ms, 850.00us or 1.02s to microseconds.
+to_us() {
+  awk -v v="$1" 'BEGIN {
+    n = v + 0
+    if (v ~ /us$/) print n; else if (v ~ /ms$/) print n * 1000; else if (v ~ /s$/) print n * 1000000; else print n
+  }'
+}
+
+# Runs wrk once against URL with CONNS connections (and an optional Lua script);
+# prints "requests req_per_s p50_us p99_us cpu_us_per_req" for server PID.
+measure() {
+  local pid="$1" url="$2" conns="$3" script="${4:-}" before after out
+  local args=(-t1 -c"$conns" -d"${DURATION}s" --latency)
+  [ -n "$script" ] && args+=(-s "$script")
+  before="$(cpu_ticks "$pid")"
+  out="$(taskset -c "$LOAD_CORE" wrk "${args[@]}" "$url")"
+  after="$(cpu_ticks "$pid")"
+  local requests rps p50 p99
+  requests="$(echo "$out" | awk '/requests in/ {print $1}')"
+  rps="$(echo "$out" | awk '/Requests\/sec/ {print $2}')"
+  p50="$(to_us "$(echo "$out" | awk '$1 == "50%" {print $2}')")"
+  p99="$(to_us "$(echo "$out" | awk '$1 == "99%" {print $2}')")"
+  awk -v r="$requests" -v rps="$rps" -v p50="$p50" -v p99="$p99" -v t=$((after - before)) -v hz="$CLK_TCK" \
+    'BEGIN { printf "%d %.0f %.0f %.0f %.2f\n", r, rps, p50, p99, (r > 0 ? t / hz * 1e6 / r : 0) }'
+}
+
+# Runs `measure` RUNS times; prints the median of each column.
+measure_median() {
+  local runs i c columns
+  runs="$(for i in $(seq "$RUNS"); do measure "$@"; done)"
+  columns="$(echo "$runs" | head -1 | wc -w)"
+  for c in $(seq "$columns"); do
+    echo "$runs" | awk -v c="$c" '{print $c}' | sort -g |
+      awk '{ v[NR] = $1 } END { printf "%s ", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+  done
+  echo
+}
+
+# Stops a server and its children by pid.
+stop_server() {
+  local pid
+  for pid in $(tree_pids "$1" | sort -r); do
+    kill "$pid" 2>/dev/null || true
+  done
+  wait "$1" 2>/dev/null || true
+}
+
+# Stops every server this script started (trap target).
+stop_all() {
+  local pid
+  for pid in "${SERVER_PIDS[@]:-}"; do
+    [ -n "$pid" ] && stop_server "$pid"
+  done
+}
+
+# Writes an nginx config serving /plaintext, /json and ROOT on PORT, one worker,
+# pid, logs and temp files under DIR; prints the config path.
+nginx_conf() {
+  local dir="$1" port="$2" root="$3"
+  mkdir -p "$dir/logs" "$dir/tmp"
+  cat >"$dir/nginx.conf" <<CONF
+worker_processes 1;
+daemon off;
+pid $dir/nginx.pid;
+error_log $dir/logs/error.log warn;
+events { worker_connections 20000; use epoll; multi_accept on; }
+http {
+  access_log off;
+  sendfile on;
+  tcp_nopush on;
+  tcp_nodelay on;
+  keepalive_requests 10000000;
+  keepalive_timeout 75s;
+  client_body_temp_path $dir/tmp/body;
+  proxy_temp_path $dir/tmp/proxy;
+  fastcgi_temp_path $dir/tmp/fastcgi;
+  uwsgi_temp_path $dir/tmp/uwsgi;
+  scgi_temp_path $dir/tmp/scgi;
+  types { text/plain txt; application/octet-stream bin; }
+  server {
+    listen 127.0.0.1:$port backlog=1024;
+    root $root;
+    location = /plaintext { default_type text/plain; return 200 'Hello, World!'; }
+    location = /json { default_type application/json; return 200 '{"message":"Hello, World!"}'; }
+  }
+}
+CONF
+  echo "$dir/nginx.conf"
+}

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Plaintext: Proscenium vs actix-web, hyper and nginx, one loop/worker each, server on
+# core 0 and wrk on core 1. Prints req/s, p50/p99 and server CPU µs per request for
+# keep-alive (64 and 256 connections) and 16-deep pipelining, and Proscenium's ratios.
+#
+# Usage: bench/plaintext.sh            (DURATION=10 RUNS=3 by default)
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+trap stop_all EXIT INT TERM
+
+need wrk
+need nginx
+need curl
+build_proscenium
+build_peer actix
+build_peer hyper
+
+work="$(mktemp -d)"
+declare -A CMD=(
+  [proscenium]="$ROOT_DIR/target/release/hello --bind 127.0.0.1:8080 --loops 1"
+  [actix]="$PEERS_TARGET/release/peer-actix --bind 127.0.0.1:8081 --workers 1"
+  [hyper]="$PEERS_TARGET/release/peer-hyper --bind 127.0.0.1:8082 --workers 1"
+  [nginx]="nginx -c $(nginx_conf "$work/nginx" 8083 "$work")"
+)
+declare -A PORT=([proscenium]=8080 [actix]=8081 [hyper]=8082 [nginx]=8083)
+SCENARIOS=("keepalive-64:64:" "keepalive-256:256:" "pipeline-16:64:$BENCH_DIR/pipeline.lua")
+results="$work/results.tsv"
+
+for server in proscenium actix hyper nginx; do
+  # shellcheck disable=SC2086 # the command line is split on purpose
+  pid="$(start_server ${CMD[$server]})"
+  url="http://127.0.0.1:${PORT[$server]}/plaintext"
+  wait_ready "$url"
+  check_answer "$url" "Hello, World!"
+  for scenario in "${SCENARIOS[@]}"; do
+    IFS=: read -r name conns script <<<"$scenario"
+    echo "running $server $name..." >&2
+    echo "$server $name $(measure_median "$pid" "$url" "$conns" "$script")" >>"$results"
+  done
+  stop_server "$pid"
+done
+
+mkdir -p "$BENCH_DIR/results"
+cp "$results" "$BENCH_DIR/results/plaintext-$(date +%Y%m%d-%H%M%S).tsv"
+echo
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); ${DURATION}s x ${RUNS} runs, medians"
+printf '%-11s %-14s %10s %9s %9s %12s\n' server scenario req/s p50_us p99_us cpu_us/req
+awk '{ printf "%-11s %-14s %10d %9d %9d %12.2f\n", $1, $2, $4, $5, $6, $7 }' "$results"
+echo
+echo "Proscenium's ratios (CPU/req: lower is better; req/s: higher is better)"
+awk '
+  $1 == "proscenium" { cpu[$2] = $7; rps[$2] = $4; next }
+  { peer_cpu[$1, $2] = $7; peer_rps[$1, $2] = $4; peers[$1] = 1; names[$2] = 1 }
+  END {
+    for (p in peers) for (s in names)
+      if (peer_cpu[p, s] > 0)
+        printf "vs %-6s %-14s cpu/req %.2fx   req/s %.2fx\n", p, s, cpu[s] / peer_cpu[p, s], rps[s] / peer_rps[p, s]
+  }' "$results" | sort
