@@ -11,13 +11,15 @@ build_proscenium
 CONNS="${CONNS:-10000}"
 work="$(mktemp -d)"
 
-pid="$(start_server "$ROOT_DIR/target/release/hello" --bind 127.0.0.1:8080 --loops 1)"
+start_server "$ROOT_DIR/target/release/hello" --bind 127.0.0.1:8080 --loops 1
+pid="$SERVER_PID"
 wait_ready http://127.0.0.1:8080/plaintext
 echo -n "proscenium: "
 python3 "$BENCH_DIR/idle.py" 8080 "$CONNS" "$pid"
 stop_server "$pid"
 
-pid="$(start_server nginx -c "$(nginx_conf "$work/nginx" 8083 "$work")")"
+start_server nginx -c "$(nginx_conf "$work/nginx" 8083 "$work")"
+pid="$SERVER_PID"
 wait_ready http://127.0.0.1:8083/plaintext
 echo -n "nginx:      "
 # shellcheck disable=SC2046 # one pid per word

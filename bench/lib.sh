@@ -36,12 +36,12 @@ build_peer() {
   CARGO_TARGET_DIR="$PEERS_TARGET" cargo build --release --quiet --manifest-path "$BENCH_DIR/peers/$1/Cargo.toml"
 }
 
-# Starts a server pinned to the server core; prints its pid.
+# Starts a server pinned to the server core; sets SERVER_PID (not printed: a command
+# substitution would run this in a subshell and the cleanup trap would never see it).
 start_server() {
   taskset -c "$SERVER_CORE" "$@" >/dev/null 2>&1 &
-  local pid=$!
-  SERVER_PIDS+=("$pid")
-  echo "$pid"
+  SERVER_PID=$!
+  SERVER_PIDS+=("$SERVER_PID")
 }
 
 # Waits until URL answers 200, up to 10 s.
@@ -144,6 +144,8 @@ stop_all() {
 nginx_conf() {
   local dir="$1" port="$2" root="$3"
   mkdir -p "$dir/logs" "$dir/tmp"
+  # nginx's workers run as nobody: they must be able to read the root.
+  chmod -R a+rX "$root" "$(dirname "$root")"
   cat >"$dir/nginx.conf" <<CONF
 worker_processes 1;
 daemon off;
@@ -156,6 +158,7 @@ http {
   tcp_nopush on;
   tcp_nodelay on;
   keepalive_requests 10000000;
+  # idle.sh measures memory per idle connection; timeouts must outlast it.
   keepalive_timeout 75s;
   client_body_temp_path $dir/tmp/body;
   proxy_temp_path $dir/tmp/proxy;

@@ -28,7 +28,8 @@ results="$work/results.tsv"
 
 for server in proscenium actix hyper nginx; do
   # shellcheck disable=SC2086 # the command line is split on purpose
-  pid="$(start_server ${CMD[$server]})"
+  start_server ${CMD[$server]}
+  pid="$SERVER_PID"
   url="http://127.0.0.1:${PORT[$server]}/plaintext"
   wait_ready "$url"
   check_answer "$url" "Hello, World!"

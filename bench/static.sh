@@ -28,7 +28,8 @@ results="$work/results.tsv"
 
 for server in proscenium nginx; do
   # shellcheck disable=SC2086 # the command line is split on purpose
-  pid="$(start_server ${CMD[$server]})"
+  start_server ${CMD[$server]}
+  pid="$SERVER_PID"
   wait_ready "http://127.0.0.1:${PORT[$server]}/1k.bin"
   for file in 1k 300k 5m; do
     url="http://127.0.0.1:${PORT[$server]}/$file.bin"

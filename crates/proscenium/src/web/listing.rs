@@ -1,6 +1,7 @@
 //! Directory listings: an HTML page with links, sizes and dates, or JSON for clients
 //! that ask for `application/json`.
 
+use std::fs::Metadata;
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -39,9 +40,16 @@ struct Entry {
     modified: SystemTime,
 }
 
-/// Renders the listing of `dir`, as JSON when the client asks for it.
-pub(crate) fn render(req: &Request, dir: &Path, show_dotfiles: bool) -> Response {
-    let entries = match read(dir, show_dotfiles) {
+/// Renders the listing of `dir`, as JSON when the client asks for it. `stat` gives an
+/// entry's metadata, or `None` to leave it out (a dangling symlink, or one that leads
+/// outside the root).
+pub(crate) fn render(
+    req: &Request,
+    dir: &Path,
+    show_dotfiles: bool,
+    stat: &dyn Fn(&str) -> Option<Metadata>,
+) -> Response {
+    let entries = match read(dir, show_dotfiles, stat) {
         Ok(entries) => entries,
         Err(e) => {
             tracing::warn!("cannot list {}: {e}", dir.display());
@@ -64,7 +72,11 @@ pub(crate) fn render(req: &Request, dir: &Path, show_dotfiles: bool) -> Response
 }
 
 /// Reads the entries of `dir`: directories first, then by name.
-fn read(dir: &Path, show_dotfiles: bool) -> std::io::Result<Vec<Entry>> {
+fn read(
+    dir: &Path,
+    show_dotfiles: bool,
+    stat: &dyn Fn(&str) -> Option<Metadata>,
+) -> std::io::Result<Vec<Entry>> {
     let mut entries = Vec::new();
     for item in std::fs::read_dir(dir)? {
         let item = item?;
@@ -72,8 +84,7 @@ fn read(dir: &Path, show_dotfiles: bool) -> std::io::Result<Vec<Entry>> {
         if name.starts_with('.') && !show_dotfiles {
             continue;
         }
-        // Follows symlinks, as serving does; a dangling one is left out.
-        let Ok(meta) = std::fs::metadata(item.path()) else {
+        let Some(meta) = stat(&name) else {
             continue;
         };
         entries.push(Entry {

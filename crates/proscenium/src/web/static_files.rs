@@ -6,11 +6,14 @@
 //! `sendfile(2)` by the connection.
 
 use std::fs::{File, Metadata};
+use std::os::fd::OwnedFd;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, StatusCode};
+use nix::fcntl::{OFlag, OpenHow, ResolveFlag, openat2};
 
 use super::listing;
 use crate::app::{Handler, Mode, Reply, Response, error};
@@ -35,15 +38,31 @@ const READ_LIMIT: u64 = 64 * 1024;
 /// ```
 #[derive(Debug, Clone)]
 pub struct StaticFiles {
-    root: PathBuf,
+    root: Arc<Root>,
     show_dotfiles: bool,
+}
+
+/// The root directory, opened once. Every file is opened relative to it with
+/// `openat2(RESOLVE_BENEATH)`: the kernel refuses any path that leads outside — `..`,
+/// absolute, or through a symlink — in the same syscall that opens the file, with no
+/// window between a check and the open.
+#[derive(Debug)]
+struct Root {
+    path: PathBuf,
+    dir: Option<OwnedFd>,
 }
 
 impl StaticFiles {
     /// Returns a handler serving files below `root`.
+    ///
+    /// The directory is opened now; if it does not exist yet, each request tries again.
     pub fn new(root: impl AsRef<Path>) -> Self {
+        let path = root.as_ref().to_owned();
+        let dir = open_dir(&path)
+            .inspect_err(|e| tracing::warn!("static root {}: {e}", path.display()))
+            .ok();
         Self {
-            root: root.as_ref().to_owned(),
+            root: Arc::new(Root { path, dir }),
             show_dotfiles: false,
         }
     }
@@ -72,27 +91,35 @@ impl StaticFiles {
             Ok(relative) => relative,
             Err(status) => return error(status, "no such file"),
         };
-        let root = match std::fs::canonicalize(&self.root) {
-            Ok(root) => root,
-            Err(e) => return io_error(&e, &self.root),
-        };
-        let path = match std::fs::canonicalize(root.join(&relative)) {
-            Ok(path) if path.starts_with(&root) => path,
-            Ok(_) => return error(StatusCode::NOT_FOUND, "no such file"),
-            Err(e) => return io_error(&e, &relative),
-        };
-        let meta = match std::fs::metadata(&path) {
-            Ok(meta) => meta,
-            Err(e) => return io_error(&e, &path),
-        };
-        if meta.is_dir() {
-            return self.directory(req, &raw, &path);
+        let opened = self
+            .open_beneath(&relative)
+            .and_then(|f| Ok((f.metadata()?, f)));
+        match opened {
+            Ok((meta, _)) if meta.is_dir() => self.directory(req, &raw, &relative),
+            Ok((meta, file)) => serve_file(req, file, &relative, &meta),
+            Err(e) => io_error(&e, &relative),
         }
-        file(req, &path, &meta)
+    }
+
+    /// Opens `relative` below the root, refusing any escape (see [`Root`]).
+    fn open_beneath(&self, relative: &Path) -> std::io::Result<File> {
+        let how = OpenHow::new()
+            .flags(OFlag::O_RDONLY | OFlag::O_CLOEXEC)
+            .resolve(ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_MAGICLINKS);
+        let path = if relative.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            relative
+        };
+        let fd = match &self.root.dir {
+            Some(dir) => openat2(dir, path, how),
+            None => openat2(open_dir(&self.root.path)?, path, how),
+        };
+        Ok(File::from(fd.map_err(std::io::Error::from)?))
     }
 
     /// Redirects to the slash form, then serves `index.html` or a listing.
-    fn directory(&self, req: &Request, raw: &str, path: &Path) -> Response {
+    fn directory(&self, req: &Request, raw: &str, relative: &Path) -> Response {
         if !raw.ends_with('/') {
             let query = req
                 .uri()
@@ -105,10 +132,25 @@ impl StaticFiles {
             }
             return res;
         }
-        let index = path.join("index.html");
-        match std::fs::metadata(&index) {
-            Ok(meta) if meta.is_file() => file(req, &index, &meta),
-            _ => listing::render(req, path, self.show_dotfiles),
+        let index = relative.join("index.html");
+        match self
+            .open_beneath(&index)
+            .and_then(|f| Ok((f.metadata()?, f)))
+        {
+            Ok((meta, file)) if meta.is_file() => serve_file(req, file, &index, &meta),
+            _ => {
+                let entry = |name: &str| {
+                    self.open_beneath(&relative.join(name))
+                        .and_then(|f| f.metadata())
+                        .ok()
+                };
+                listing::render(
+                    req,
+                    &self.root.path.join(relative),
+                    self.show_dotfiles,
+                    &entry,
+                )
+            }
         }
     }
 }
@@ -149,7 +191,19 @@ fn resolve(raw: &str, show_dotfiles: bool) -> Result<PathBuf, StatusCode> {
     Ok(relative)
 }
 
+/// Opens a directory as a handle for `openat2`.
+fn open_dir(path: &Path) -> std::io::Result<OwnedFd> {
+    let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+    nix::fcntl::open(path, flags, nix::sys::stat::Mode::empty()).map_err(std::io::Error::from)
+}
+
 fn io_error(e: &std::io::Error, path: &Path) -> Response {
+    // EXDEV: the path would leave the root; ELOOP: a symlink loop or a magic link.
+    if e.raw_os_error()
+        .is_some_and(|code| code == nix::libc::EXDEV || code == nix::libc::ELOOP)
+    {
+        return error(StatusCode::NOT_FOUND, "no such file");
+    }
     match e.kind() {
         std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory => {
             error(StatusCode::NOT_FOUND, "no such file")
@@ -269,8 +323,8 @@ fn parse_range(value: &str, len: u64) -> Range {
     }
 }
 
-/// Serves one regular file: 200, 206, 304 or 416.
-fn file(req: &Request, path: &Path, meta: &Metadata) -> Response {
+/// Serves one opened regular file (`path` names it for its type): 200, 206, 304 or 416.
+fn serve_file(req: &Request, file: File, path: &Path, meta: &Metadata) -> Response {
     let validators = Validators::of(meta);
     let len = meta.len();
     let mut headers = HeaderMap::new();
@@ -308,7 +362,7 @@ fn file(req: &Request, path: &Path, meta: &Metadata) -> Response {
             return with_headers(StatusCode::RANGE_NOT_SATISFIABLE, headers, Body::empty());
         }
     };
-    match body(path, offset, count, req.method() == Method::HEAD) {
+    match body(file, offset, count, req.method() == Method::HEAD) {
         Ok(body) => with_headers(status, headers, body),
         Err(e) => io_error(&e, path),
     }
@@ -316,8 +370,7 @@ fn file(req: &Request, path: &Path, meta: &Metadata) -> Response {
 
 /// Reads a small region into memory, or opens the file for sendfile. For HEAD nothing
 /// is read, but the length is kept so Content-Length is right.
-fn body(path: &Path, offset: u64, count: u64, head_only: bool) -> std::io::Result<Body> {
-    let file = File::open(path)?;
+fn body(file: File, offset: u64, count: u64, head_only: bool) -> std::io::Result<Body> {
     if count > READ_LIMIT || head_only {
         return Ok(Body::from_file(file, offset, count));
     }
