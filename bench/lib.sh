@@ -158,7 +158,6 @@ http {
   tcp_nopush on;
   tcp_nodelay on;
   keepalive_requests 10000000;
-  # idle.sh measures memory per idle connection; timeouts must outlast it.
   keepalive_timeout 75s;
   client_body_temp_path $dir/tmp/body;
   proxy_temp_path $dir/tmp/proxy;
