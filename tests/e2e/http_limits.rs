@@ -174,3 +174,25 @@ fn max_requests_per_connection_closes_after_the_last() {
     );
     assert!(client.is_closed_within(Duration::from_secs(2)));
 }
+
+#[test]
+fn a_client_that_stops_reading_is_dropped_and_others_are_served() {
+    let app = app().get(
+        "/huge",
+        inline(|| proscenium::Body::from(vec![b'x'; 32 * 1024 * 1024])),
+    );
+    let server = support::start_with(app, |c| c.timeouts.body = Duration::from_millis(300));
+    let mut stuck = Client::connect(server.local_addr());
+    stuck.get("/huge");
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(
+        support::get(server.local_addr(), "/").text(),
+        "root",
+        "others are served meanwhile"
+    );
+    let received = stuck.read_to_close();
+    assert!(
+        received.len() < 32 * 1024 * 1024,
+        "the server gave up before sending it all"
+    );
+}

@@ -148,7 +148,8 @@ pub struct Timeouts {
     /// From the first byte of a request until its header section is complete (408 after).
     #[serde(with = "seconds")]
     pub header: Duration,
-    /// Between two reads of a request body (408 after).
+    /// Between two reads of a request body (408 after), and between two writes that
+    /// make progress on a response (the connection is dropped after).
     #[serde(with = "seconds")]
     pub body: Duration,
     /// A keep-alive connection with no request is closed after this.

@@ -252,8 +252,7 @@ impl Conn {
             Kind::Full(bytes) if bytes.len() <= COPY_LIMIT => self.wbuf.extend_from_slice(&bytes),
             Kind::Full(bytes) => {
                 self.flush().await?;
-                self.with_send_timeout(async |s: &mut TcpStream| s.write_all(&bytes).await)
-                    .await?;
+                self.send_all(&bytes).await?;
             }
             Kind::File(region) => {
                 // Corked, the head and the file leave in full segments instead of the
@@ -367,27 +366,30 @@ impl Conn {
             return Ok(());
         }
         let mut wbuf = std::mem::take(&mut self.wbuf);
-        let result = self
-            // `write_all` (send(2)), not `write_all_buf`, which takes the vectored path
-            // (writev(2)) through the VFS layer for what is always one buffer.
-            .with_send_timeout(async |s: &mut TcpStream| s.write_all(&wbuf).await)
-            .await;
+        let result = self.send_all(&wbuf).await;
         wbuf.clear();
         self.wbuf = wbuf;
         result
     }
 
-    /// Runs a write on the socket, failing if the client does not take it in time.
-    async fn with_send_timeout(
-        &mut self,
-        write: impl AsyncFnOnce(&mut TcpStream) -> std::io::Result<()>,
-    ) -> std::io::Result<()> {
+    /// Writes all of `bytes`, failing when the client takes nothing for the send
+    /// timeout: a slow reader may take as long as it keeps reading, a stalled one is
+    /// dropped. Uses `write` (send(2)), not the vectored path (writev(2) through the VFS
+    /// layer) that `write_all_buf` takes for what is always one buffer.
+    async fn send_all(&mut self, mut bytes: &[u8]) -> std::io::Result<()> {
         let timeout = self.shared.config.timeouts.body;
-        tokio::time::timeout(timeout, write(&mut self.stream))
-            .await
-            .map_err(|_| {
-                std::io::Error::new(std::io::ErrorKind::TimedOut, "client stopped reading")
-            })?
+        while !bytes.is_empty() {
+            let written = tokio::time::timeout(timeout, self.stream.write(bytes))
+                .await
+                .map_err(|_| {
+                    std::io::Error::new(std::io::ErrorKind::TimedOut, "client stopped reading")
+                })??;
+            if written == 0 {
+                return Err(std::io::ErrorKind::WriteZero.into());
+            }
+            bytes = &bytes[written..];
+        }
+        Ok(())
     }
 
     /// Answers a request the server refuses, then closes.

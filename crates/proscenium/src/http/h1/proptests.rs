@@ -111,3 +111,33 @@ proptest! {
         let _ = readings(&stream, &[3, 17, 40]);
     }
 }
+
+/// Hand-picked requests, valid and hostile, every one read at every split point.
+const SEED_CORPUS: &[&[u8]] = &[
+    b"GET / HTTP/1.1\r\nHost: a\r\n\r\n",
+    b"\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\nGET /b HTTP/1.1\r\nHost: a\r\n\r\n",
+    b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabcGET / HTTP/1.1\r\nHost: a\r\n\r\n",
+    b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n3;x=y\r\nabc\r\n0\r\nT: v\r\n\r\n",
+    b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    b"POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\nabcd",
+    b"POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\nfffffffffffffffff\r\n",
+    b"GET / HTTP/1.1\r\nHost: a\r\nX: a\r\n b\r\n\r\n",
+    b"GET / HTTP/1.1\r\nHost : a\r\n\r\n",
+    b"GET / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+    b"GET http://h/p HTTP/1.1\r\nHost: h\r\n\r\nOPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n",
+];
+
+#[test]
+fn the_seed_corpus_reads_the_same_at_every_split() {
+    for seed in SEED_CORPUS {
+        let whole = readings(seed, &[]);
+        for at in 0..=seed.len() {
+            assert_eq!(
+                readings(seed, &[at]),
+                whole,
+                "{:?} split at {at}",
+                String::from_utf8_lossy(seed)
+            );
+        }
+    }
+}
