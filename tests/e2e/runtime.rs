@@ -6,7 +6,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use proscenium::{App, Dispatch, blocking};
+use proscenium::{App, Dispatch, Model, blocking};
 
 use crate::support::{self, Client};
 
@@ -61,6 +61,24 @@ fn a_slow_request_never_holds_up_a_fast_one() {
             );
         }
     }
+}
+
+#[test]
+fn event_loop_runs_blocking_handlers_inline_unless_given_a_pool() {
+    // Node.js, faithfully: with no blocking pool a blocking handler holds the one loop,
+    // so the fast request waits behind the slow one (the documented difference).
+    let inline = support::start_with(slow_app(), |c| c.model = Model::EventLoop);
+    assert_eq!(first_to_answer(inline.local_addr(), "blocking"), "A");
+    assert_eq!(
+        first_to_answer(inline.local_addr(), "async"),
+        "B",
+        "awaits never block the loop"
+    );
+    let pooled = support::start_with(slow_app(), |c| {
+        c.model = Model::EventLoop;
+        c.blocking_threads = Some(2);
+    });
+    assert_eq!(first_to_answer(pooled.local_addr(), "blocking"), "B");
 }
 
 #[test]

@@ -4,7 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
-use proscenium::Dispatch;
+use proscenium::{Dispatch, ModelSpec};
 
 /// Proscenium: a web server and runtime whose execution model is chosen at deploy time.
 #[derive(Debug, Parser)]
@@ -30,9 +30,17 @@ pub(crate) struct ServeArgs {
     /// Address to listen on [default: 127.0.0.1:3000].
     #[arg(long, short)]
     pub(crate) bind: Option<SocketAddr>,
-    /// Event loops [default: one per core].
+    /// Execution model: loops, loops:N (N loops) or event-loop (one loop, blocking
+    /// handlers inline unless --blocking-pool is given) [default: loops].
+    #[arg(long, short)]
+    pub(crate) model: Option<ModelSpec>,
+    /// Event loops of the loops model [default: one per core].
     #[arg(long, short)]
     pub(crate) loops: Option<usize>,
+    /// Threads for blocking handlers; 0 runs them inline on the loop
+    /// [default: 64 for loops, 0 for event-loop].
+    #[arg(long)]
+    pub(crate) blocking_pool: Option<usize>,
     /// How connections are given to loops: jsq, round-robin or reuseport [default: jsq].
     #[arg(long)]
     pub(crate) dispatch: Option<Dispatch>,

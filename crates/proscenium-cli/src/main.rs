@@ -40,7 +40,7 @@ fn serve(config: Config) -> ExitCode {
         .root
         .as_ref()
         .map_or_else(|| "no directory".to_owned(), |r| r.display().to_string());
-    let (loops, dispatch) = (config.loop_count(), config.dispatch);
+    let plan = describe(&config);
     let handle = match Server::new(App::new()).config(config).start() {
         Ok(handle) => handle,
         Err(e) => {
@@ -49,7 +49,7 @@ fn serve(config: Config) -> ExitCode {
         }
     };
     println!(
-        "proscenium {} serving {what} on http://{} (model loops, {loops} loops, dispatch {dispatch}); Ctrl-C stops",
+        "proscenium {} serving {what} on http://{} ({plan}); Ctrl-C stops",
         env!("CARGO_PKG_VERSION"),
         handle.local_addr()
     );
@@ -60,6 +60,20 @@ fn serve(config: Config) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Describes how the server runs, for the start line.
+fn describe(config: &Config) -> String {
+    let loops = config.loop_count();
+    let plural = if loops == 1 { "" } else { "s" };
+    let blocking = match config.blocking_pool_size() {
+        0 => "blocking inline".to_owned(),
+        n => format!("blocking pool {n}"),
+    };
+    format!(
+        "model {}, {loops} loop{plural}, dispatch {}, {blocking}",
+        config.model, config.dispatch
+    )
 }
 
 fn init_tracing(debug: bool) {

@@ -44,8 +44,15 @@ fn apply_flags(config: &mut Config, args: &ServeArgs) {
     if let Some(bind) = args.bind {
         config.bind = bind;
     }
+    if let Some(spec) = args.model {
+        config.model = spec.model;
+        config.loops = spec.loops.or(config.loops);
+    }
     if let Some(loops) = args.loops {
         config.loops = Some(loops);
+    }
+    if let Some(threads) = args.blocking_pool {
+        config.blocking_threads = Some(threads);
     }
     if let Some(dispatch) = args.dispatch {
         config.dispatch = dispatch;
@@ -151,6 +158,18 @@ mod tests {
             assert_eq!(config.loops, Some(1));
             assert_eq!(config.dispatch, proscenium::Dispatch::Reuseport);
         }
+    }
+
+    #[test]
+    fn the_model_flag_sets_model_and_loops() {
+        let config = resolve(&args(&["--model", "loops:3"])).unwrap();
+        assert_eq!(
+            (config.model, config.loop_count()),
+            (proscenium::Model::Loops, 3)
+        );
+        let config = resolve(&args(&["-m", "event-loop", "--blocking-pool", "2"])).unwrap();
+        assert_eq!((config.loop_count(), config.blocking_pool_size()), (1, 2));
+        assert!(Cli::try_parse_from(["proscenium", "serve", "--model", "fibers"]).is_err());
     }
 
     #[test]

@@ -36,7 +36,7 @@ fn serve(dir: &std::path::Path) -> (Child, String) {
         .expect(&line)
         .to_owned();
     assert!(
-        line.contains("model loops, 1 loops, dispatch jsq"),
+        line.contains("model loops, 1 loop, dispatch jsq, blocking pool 64"),
         "start line: {line}"
     );
     (child, addr)

@@ -23,12 +23,15 @@ use serde::Deserialize;
 pub struct Config {
     /// The address to listen on (Yarn's default, `127.0.0.1:3000`).
     pub bind: SocketAddr,
-    /// Number of event loops; `None` means one per core.
+    /// How the server executes: `loops` (default) or `event-loop`.
+    pub model: Model,
+    /// Number of event loops of the `loops` model; `None` means one per core.
     pub loops: Option<usize>,
     /// How accepted connections are given to loops.
     pub dispatch: Dispatch,
-    /// Threads of the pool that runs blocking handlers.
-    pub blocking_threads: usize,
+    /// Threads of the pool that runs blocking handlers; 0 runs them inline on the
+    /// loop. `None` means the model's default: 64 for `loops`, 0 for `event-loop`.
+    pub blocking_threads: Option<usize>,
     /// Jobs that may wait for a blocking thread before new ones are refused with 503.
     pub blocking_queue: usize,
     /// Per-request limits.
@@ -51,9 +54,10 @@ impl Default for Config {
     fn default() -> Self {
         Self {
             bind: SocketAddr::from(([127, 0, 0, 1], 3000)),
+            model: Model::Loops,
             loops: None,
             dispatch: Dispatch::Jsq,
-            blocking_threads: 64,
+            blocking_threads: None,
             blocking_queue: 1024,
             limits: Limits::default(),
             timeouts: Timeouts::default(),
@@ -67,11 +71,101 @@ impl Default for Config {
 }
 
 impl Config {
-    /// Returns the number of loops to run: the configured count or one per core.
+    /// Returns the number of loops to run: one for `event-loop`; for `loops` the
+    /// configured count or one per core.
     pub fn loop_count(&self) -> usize {
-        self.loops
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
-            .max(1)
+        match self.model {
+            Model::EventLoop => 1,
+            Model::Loops => self
+                .loops
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
+                .max(1),
+        }
+    }
+
+    /// Returns the size of the blocking pool (0: blocking handlers run inline).
+    pub fn blocking_pool_size(&self) -> usize {
+        self.blocking_threads.unwrap_or(match self.model {
+            Model::EventLoop => 0,
+            Model::Loops => 64,
+        })
+    }
+}
+
+/// An execution model: how the same [`App`](crate::App) is run.
+///
+/// Spelled `loops`, `loops:N` (N loops) or `event-loop` in the config and on the
+/// command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Model {
+    /// One event loop per core (or `loops`), connections dispatched among them.
+    Loops,
+    /// One event loop; blocking handlers run on it unless a blocking pool is
+    /// configured — Node.js, faithfully.
+    EventLoop,
+}
+
+/// A model as written, with the loop count `loops:N` may carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModelSpec {
+    /// The model.
+    pub model: Model,
+    /// The loop count given after a colon.
+    pub loops: Option<usize>,
+}
+
+impl std::str::FromStr for ModelSpec {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (name, count) = match s.split_once(':') {
+            Some((name, n)) => {
+                let n = n.parse::<usize>().ok().filter(|&n| n > 0);
+                (
+                    name,
+                    Some(n.ok_or_else(|| {
+                        format!("`{s}`: the count after `:` must be a positive number")
+                    })?),
+                )
+            }
+            None => (s, None),
+        };
+        match (name, count) {
+            ("loops", loops) => Ok(Self {
+                model: Model::Loops,
+                loops,
+            }),
+            ("event-loop", None) => Ok(Self {
+                model: Model::EventLoop,
+                loops: None,
+            }),
+            _ => Err(format!(
+                "unknown model `{s}` (expected loops, loops:N or event-loop)"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for Model {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Loops => "loops",
+            Self::EventLoop => "event-loop",
+        })
+    }
+}
+
+impl<'de> Deserialize<'de> for Model {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let spec: ModelSpec = String::deserialize(d)?
+            .parse()
+            .map_err(serde::de::Error::custom)?;
+        match spec.loops {
+            None => Ok(spec.model),
+            Some(_) => Err(serde::de::Error::custom(
+                "in the config, set the loop count with `loops = N`",
+            )),
+        }
     }
 }
 
@@ -201,6 +295,24 @@ mod tests {
     fn timeouts_read_as_fractional_seconds() {
         let config: Config = toml::from_str("[timeouts]\nheader = 0.5").unwrap();
         assert_eq!(config.timeouts.header, Duration::from_millis(500));
+    }
+
+    #[test]
+    fn models_parse_with_their_counts() {
+        let spec: ModelSpec = "loops:4".parse().unwrap();
+        assert_eq!((spec.model, spec.loops), (Model::Loops, Some(4)));
+        assert_eq!(
+            "event-loop".parse::<ModelSpec>().unwrap().model,
+            Model::EventLoop
+        );
+        for bad in ["loops:0", "loops:x", "event-loop:2", "fibers"] {
+            assert!(bad.parse::<ModelSpec>().is_err(), "{bad}");
+        }
+        let config: Config = toml::from_str("model = \"event-loop\"").unwrap();
+        assert_eq!((config.loop_count(), config.blocking_pool_size()), (1, 0));
+        let config: Config =
+            toml::from_str("model = \"event-loop\"\nblocking_threads = 4").unwrap();
+        assert_eq!(config.blocking_pool_size(), 4);
     }
 
     #[test]

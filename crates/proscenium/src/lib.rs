@@ -45,7 +45,7 @@ pub use self::app::{
     App, Handler, Html, IntoResponse, Json, Middleware, Next, Path, Query, Reply, Response,
     blocking, inline,
 };
-pub use self::config::{Config, Dispatch, Limits, Timeouts};
+pub use self::config::{Config, Dispatch, Limits, Model, ModelSpec, Timeouts};
 pub use self::error::Error;
 pub use self::http::{Body, Request};
 pub use self::server::{Server, ServerHandle};

@@ -89,7 +89,7 @@ impl Server {
         let spec = LoopSpec {
             app: app.clone(),
             config: config.clone(),
-            pool: BlockingPool::new(config.blocking_threads, config.blocking_queue),
+            pool: BlockingPool::new(config.blocking_pool_size(), config.blocking_queue),
             shutdown: shutdown.clone(),
         };
         let own_listeners = config.dispatch == Dispatch::Reuseport;

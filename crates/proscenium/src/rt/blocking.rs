@@ -2,7 +2,8 @@
 //!
 //! The pool grows a thread when a job arrives and none is idle, up to its size; jobs
 //! beyond that wait in a bounded queue, and past the queue's bound `spawn_blocking`
-//! refuses at once (the client gets 503) rather than queueing without limit.
+//! refuses at once (the client gets 503) rather than queueing without limit. A pool of
+//! size 0 runs each job inline, on the caller's thread.
 
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -36,7 +37,7 @@ impl BlockingPool {
         Arc::new(Self {
             jobs,
             queue: rx,
-            max_threads: max_threads.max(1),
+            max_threads,
             threads: AtomicUsize::new(0),
             idle: Arc::new(AtomicUsize::new(0)),
         })
@@ -49,6 +50,12 @@ impl BlockingPool {
     }
 
     fn try_submit(&self, job: Job) -> Result<(), BlockingError> {
+        if self.max_threads == 0 {
+            // No pool: the work runs here, blocking the caller's loop (`event-loop`
+            // without `--blocking-pool`, as Node.js runs a blocking call).
+            job();
+            return Ok(());
+        }
         if self.idle.load(Ordering::Acquire) == 0 {
             self.grow();
         }
@@ -175,6 +182,18 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pool_of_size_zero_runs_work_inline() {
+        let pool = BlockingPool::new(0, 1);
+        let caller = std::thread::current().id();
+        let (tx, rx) = std::sync::mpsc::channel();
+        pool.try_submit(Box::new(move || {
+            tx.send(std::thread::current().id()).unwrap();
+        }))
+        .unwrap();
+        assert_eq!(rx.try_recv().unwrap(), caller);
+    }
 
     #[test]
     fn refuses_work_past_the_queue_bound() {
