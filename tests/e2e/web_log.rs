@@ -56,11 +56,16 @@ fn debug_adds_request_time_and_loop_to_the_access_log() {
     let line = &read_log(&log, 1)[0];
     let tail: Vec<&str> = line.rsplitn(3, ' ').collect();
     assert!(tail[1].ends_with("ms"), "{line}");
-    assert!(tail[0] == "loop=0" || tail[0] == "loop=1", "{line}");
+    let id = tail[0].strip_prefix("loop=").expect(line);
+    assert!(id.parse::<usize>().is_ok(), "{line}");
 }
 
 #[test]
 fn the_watchdog_names_the_route_that_stalls_a_loop() {
+    if !support::has_loops() {
+        // Documented: the thread models have no watchdog, their threads may block.
+        return;
+    }
     support::capture_logs();
     let app = App::new().get(
         "/stall-the-loop",

@@ -30,8 +30,10 @@ pub(crate) struct ServeArgs {
     /// Address to listen on [default: 127.0.0.1:3000].
     #[arg(long, short)]
     pub(crate) bind: Option<SocketAddr>,
-    /// Execution model: loops, loops:N (N loops) or event-loop (one loop, blocking
-    /// handlers inline unless --blocking-pool is given) [default: loops].
+    /// Execution model: loops or loops:N (N loops), event-loop (one loop; blocking
+    /// handlers inline unless --blocking-pool is given), thread-pool or thread-pool:N
+    /// (N threads, default 200), thread-per-conn or thread-per-conn:N (at most N
+    /// threads, default 10000) [default: loops].
     #[arg(long, short)]
     pub(crate) model: Option<ModelSpec>,
     /// Event loops of the loops model [default: one per core].

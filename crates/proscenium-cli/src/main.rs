@@ -9,7 +9,7 @@ mod settings;
 use std::process::ExitCode;
 
 use clap::Parser;
-use proscenium::{App, Config, Server};
+use proscenium::{App, Config, Model, Server};
 
 use crate::cli::{Cli, Command};
 
@@ -64,6 +64,22 @@ fn serve(config: Config) -> ExitCode {
 
 /// Describes how the server runs, for the start line.
 fn describe(config: &Config) -> String {
+    match config.model {
+        Model::ThreadPool => {
+            return format!(
+                "model thread-pool, {} threads, queue {}",
+                config.thread_count(),
+                config.thread_queue
+            );
+        }
+        Model::ThreadPerConn => {
+            return format!(
+                "model thread-per-conn, at most {} threads",
+                config.thread_count()
+            );
+        }
+        Model::Loops | Model::EventLoop => {}
+    }
     let loops = config.loop_count();
     let plural = if loops == 1 { "" } else { "s" };
     let blocking = match config.blocking_pool_size() {

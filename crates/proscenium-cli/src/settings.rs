@@ -45,8 +45,7 @@ fn apply_flags(config: &mut Config, args: &ServeArgs) {
         config.bind = bind;
     }
     if let Some(spec) = args.model {
-        config.model = spec.model;
-        config.loops = spec.loops.or(config.loops);
+        spec.apply(config);
     }
     if let Some(loops) = args.loops {
         config.loops = Some(loops);
@@ -169,6 +168,11 @@ mod tests {
         );
         let config = resolve(&args(&["-m", "event-loop", "--blocking-pool", "2"])).unwrap();
         assert_eq!((config.loop_count(), config.blocking_pool_size()), (1, 2));
+        let config = resolve(&args(&["--model", "thread-per-conn:50"])).unwrap();
+        assert_eq!(
+            (config.model, config.thread_count()),
+            (proscenium::Model::ThreadPerConn, 50)
+        );
         assert!(Cli::try_parse_from(["proscenium", "serve", "--model", "fibers"]).is_err());
     }
 

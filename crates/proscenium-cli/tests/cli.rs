@@ -141,3 +141,50 @@ fn help_names_every_serve_flag() {
         assert!(text.contains(flag), "{flag} missing from help");
     }
 }
+
+#[test]
+fn every_model_serves_and_names_itself_in_the_start_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f.txt"), "same file").unwrap();
+    let cases = [
+        ("loops:2", "model loops, 2 loops"),
+        (
+            "event-loop",
+            "model event-loop, 1 loop, dispatch jsq, blocking inline",
+        ),
+        ("thread-pool:4", "model thread-pool, 4 threads"),
+        (
+            "thread-per-conn:8",
+            "model thread-per-conn, at most 8 threads",
+        ),
+    ];
+    for (model, says) in cases {
+        let mut child = proscenium()
+            .args([
+                "serve",
+                dir.path().to_str().unwrap(),
+                "--bind",
+                "127.0.0.1:0",
+                "--model",
+                model,
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.as_mut().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert!(line.contains(says), "{model}: {line}");
+        let addr = line
+            .split("http://")
+            .nth(1)
+            .and_then(|r| r.split(' ').next())
+            .unwrap()
+            .to_owned();
+        assert!(get(&addr, "/f.txt").ends_with("same file"), "{model}");
+        signal(&child, "TERM");
+        assert_eq!(wait_exit(&mut child), 0, "{model}");
+    }
+}

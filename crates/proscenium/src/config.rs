@@ -23,10 +23,16 @@ use serde::Deserialize;
 pub struct Config {
     /// The address to listen on (Yarn's default, `127.0.0.1:3000`).
     pub bind: SocketAddr,
-    /// How the server executes: `loops` (default) or `event-loop`.
+    /// How the server executes: `loops` (default), `event-loop`, `thread-pool` or
+    /// `thread-per-conn`.
     pub model: Model,
     /// Number of event loops of the `loops` model; `None` means one per core.
     pub loops: Option<usize>,
+    /// Threads of `thread-pool` (default 200, as Jetty), or the most threads
+    /// `thread-per-conn` runs at once (default 10,000; accepting waits past it).
+    pub threads: Option<usize>,
+    /// Connections that may wait for a `thread-pool` thread; past it new ones get 503.
+    pub thread_queue: usize,
     /// How accepted connections are given to loops.
     pub dispatch: Dispatch,
     /// Threads of the pool that runs blocking handlers; 0 runs them inline on the
@@ -56,6 +62,8 @@ impl Default for Config {
             bind: SocketAddr::from(([127, 0, 0, 1], 3000)),
             model: Model::Loops,
             loops: None,
+            threads: None,
+            thread_queue: 1024,
             dispatch: Dispatch::Jsq,
             blocking_threads: None,
             blocking_queue: 1024,
@@ -72,9 +80,10 @@ impl Default for Config {
 
 impl Config {
     /// Returns the number of loops to run: one for `event-loop`; for `loops` the
-    /// configured count or one per core.
+    /// configured count or one per core; none for the thread models.
     pub fn loop_count(&self) -> usize {
         match self.model {
+            Model::ThreadPerConn | Model::ThreadPool => 0,
             Model::EventLoop => 1,
             Model::Loops => self
                 .loops
@@ -83,19 +92,30 @@ impl Config {
         }
     }
 
-    /// Returns the size of the blocking pool (0: blocking handlers run inline).
+    /// Returns the size of the blocking pool (0: blocking handlers run inline). The
+    /// thread models run them inline: their threads may block.
     pub fn blocking_pool_size(&self) -> usize {
         self.blocking_threads.unwrap_or(match self.model {
-            Model::EventLoop => 0,
+            Model::EventLoop | Model::ThreadPerConn | Model::ThreadPool => 0,
             Model::Loops => 64,
         })
+    }
+
+    /// Returns the thread count of a thread model: the pool's size, or the cap on
+    /// threads per connection.
+    pub fn thread_count(&self) -> usize {
+        let default = match self.model {
+            Model::ThreadPerConn => 10_000,
+            _ => 200,
+        };
+        self.threads.unwrap_or(default).max(1)
     }
 }
 
 /// An execution model: how the same [`App`](crate::App) is run.
 ///
-/// Spelled `loops`, `loops:N` (N loops) or `event-loop` in the config and on the
-/// command line.
+/// Spelled `loops`, `loops:N`, `event-loop`, `thread-pool`, `thread-pool:N`,
+/// `thread-per-conn` or `thread-per-conn:N` in the config and on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Model {
     /// One event loop per core (or `loops`), connections dispatched among them.
@@ -103,15 +123,35 @@ pub enum Model {
     /// One event loop; blocking handlers run on it unless a blocking pool is
     /// configured — Node.js, faithfully.
     EventLoop,
+    /// A fixed pool of threads, each serving one connection at a time from a bounded
+    /// queue; a handler's awaits block its thread (Spring MVC on Jetty).
+    ThreadPool,
+    /// A thread for each connection, up to a cap (classic Apache).
+    ThreadPerConn,
 }
 
-/// A model as written, with the loop count `loops:N` may carry.
+/// A model as written, with the count `loops:N`, `thread-pool:N` or
+/// `thread-per-conn:N` may carry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ModelSpec {
     /// The model.
     pub model: Model,
-    /// The loop count given after a colon.
-    pub loops: Option<usize>,
+    /// The count given after a colon: loops, or threads.
+    pub count: Option<usize>,
+}
+
+impl ModelSpec {
+    /// Sets the model, and its count if one was given, in `config`.
+    pub fn apply(self, config: &mut Config) {
+        config.model = self.model;
+        match self.model {
+            Model::Loops => config.loops = self.count.or(config.loops),
+            Model::ThreadPool | Model::ThreadPerConn => {
+                config.threads = self.count.or(config.threads);
+            }
+            Model::EventLoop => {}
+        }
+    }
 }
 
 impl std::str::FromStr for ModelSpec {
@@ -130,19 +170,18 @@ impl std::str::FromStr for ModelSpec {
             }
             None => (s, None),
         };
-        match (name, count) {
-            ("loops", loops) => Ok(Self {
-                model: Model::Loops,
-                loops,
-            }),
-            ("event-loop", None) => Ok(Self {
-                model: Model::EventLoop,
-                loops: None,
-            }),
-            _ => Err(format!(
-                "unknown model `{s}` (expected loops, loops:N or event-loop)"
-            )),
-        }
+        let model = match (name, count) {
+            ("loops", _) => Model::Loops,
+            ("event-loop", None) => Model::EventLoop,
+            ("thread-pool", _) => Model::ThreadPool,
+            ("thread-per-conn", _) => Model::ThreadPerConn,
+            _ => {
+                return Err(format!(
+                    "unknown model `{s}` (expected loops[:N], event-loop, thread-pool[:N] or thread-per-conn[:N])"
+                ));
+            }
+        };
+        Ok(Self { model, count })
     }
 }
 
@@ -151,6 +190,8 @@ impl std::fmt::Display for Model {
         f.write_str(match self {
             Self::Loops => "loops",
             Self::EventLoop => "event-loop",
+            Self::ThreadPool => "thread-pool",
+            Self::ThreadPerConn => "thread-per-conn",
         })
     }
 }
@@ -160,10 +201,10 @@ impl<'de> Deserialize<'de> for Model {
         let spec: ModelSpec = String::deserialize(d)?
             .parse()
             .map_err(serde::de::Error::custom)?;
-        match spec.loops {
+        match spec.count {
             None => Ok(spec.model),
             Some(_) => Err(serde::de::Error::custom(
-                "in the config, set the loop count with `loops = N`",
+                "in the config, set the count with `loops = N` or `threads = N`",
             )),
         }
     }
@@ -300,7 +341,20 @@ mod tests {
     #[test]
     fn models_parse_with_their_counts() {
         let spec: ModelSpec = "loops:4".parse().unwrap();
-        assert_eq!((spec.model, spec.loops), (Model::Loops, Some(4)));
+        assert_eq!((spec.model, spec.count), (Model::Loops, Some(4)));
+        let mut config = Config::default();
+        "thread-pool:8"
+            .parse::<ModelSpec>()
+            .unwrap()
+            .apply(&mut config);
+        assert_eq!(
+            (
+                config.model,
+                config.thread_count(),
+                config.blocking_pool_size()
+            ),
+            (Model::ThreadPool, 8, 0)
+        );
         assert_eq!(
             "event-loop".parse::<ModelSpec>().unwrap().model,
             Model::EventLoop

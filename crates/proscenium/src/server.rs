@@ -8,10 +8,10 @@ use std::thread::JoinHandle;
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::sync::watch;
 
-use crate::config::Dispatch;
+use crate::config::{Dispatch, Model};
 use crate::rt::dispatcher::{self, Target};
 use crate::rt::event_loop::{self, LoopSpec};
-use crate::rt::{BlockingPool, watchdog};
+use crate::rt::{BlockingPool, threads, watchdog};
 use crate::{App, Config, Error, web};
 
 /// Pending connections the kernel holds for each listener.
@@ -76,55 +76,25 @@ impl Server {
     ///
     /// When the address cannot be bound or a thread cannot start.
     pub fn start(self) -> Result<ServerHandle, Error> {
-        let loops = self.config.loop_count();
         let config = Arc::new(self.config);
         let app = web::configure(self.app, &config);
         let live = app.live.clone();
-        let app = Arc::new(app);
-        let mut listeners = listen(config.bind, config.dispatch, loops)?;
-        let addr = listeners[0]
-            .local_addr()
-            .map_err(Error::io("read the bound address"))?;
         let (shutdown_tx, shutdown) = watch::channel(false);
         let spec = LoopSpec {
-            app: app.clone(),
+            app: Arc::new(app),
             config: config.clone(),
             pool: BlockingPool::new(config.blocking_pool_size(), config.blocking_queue),
-            shutdown: shutdown.clone(),
+            shutdown,
         };
-        let own_listeners = config.dispatch == Dispatch::Reuseport;
-        let mut handles = Vec::with_capacity(loops);
-        for id in 0..loops {
-            let listener = own_listeners.then(|| listeners.remove(0));
-            handles.push(
-                event_loop::spawn(id, spec.clone(), listener).map_err(Error::io("start a loop"))?,
-            );
-        }
-        let stats: Vec<_> = handles.iter().map(|h| h.stats.clone()).collect();
-        live.set(stats.clone());
-        let mut threads: Vec<JoinHandle<()>> = Vec::new();
-        if !own_listeners {
-            let targets = handles
-                .iter()
-                .map(|h| Target {
-                    conns: h.conns.clone(),
-                    stats: h.stats.clone(),
-                })
-                .collect();
-            let listener = listeners.remove(0);
-            threads.push(
-                dispatcher::spawn(listener, config.dispatch, targets, shutdown)
-                    .map_err(Error::io("start the dispatcher"))?,
-            );
-        }
-        threads.extend(handles.into_iter().map(|h| h.thread));
-        let running = Arc::new(AtomicBool::new(true));
-        let watchdog = spawn_watchdog(app, stats, config.timeouts.stall, running.clone())?;
+        let started = match config.model {
+            Model::Loops | Model::EventLoop => start_loops(spec, &live)?,
+            Model::ThreadPool | Model::ThreadPerConn => start_threads(spec)?,
+        };
         Ok(ServerHandle {
-            addr,
+            addr: started.addr,
             shutdown: shutdown_tx,
-            threads,
-            watchdog: Some((watchdog, running)),
+            threads: started.threads,
+            watchdog: started.watchdog,
         })
     }
 
@@ -136,6 +106,77 @@ impl Server {
     pub fn run(self) -> Result<(), Error> {
         self.start()?.run_until_signal()
     }
+}
+
+/// What starting a model left running.
+struct Started {
+    addr: SocketAddr,
+    threads: Vec<JoinHandle<()>>,
+    watchdog: Option<(JoinHandle<()>, Arc<AtomicBool>)>,
+}
+
+/// Starts the loops, their dispatcher (unless each loop accepts for itself) and the
+/// watchdog.
+fn start_loops(spec: LoopSpec, live: &web::LiveStats) -> Result<Started, Error> {
+    let config = spec.config.clone();
+    let loops = config.loop_count();
+    let mut listeners = listen(config.bind, config.dispatch, loops)?;
+    let addr = local_addr(&listeners[0])?;
+    let own_listeners = config.dispatch == Dispatch::Reuseport;
+    let mut handles = Vec::with_capacity(loops);
+    for id in 0..loops {
+        let listener = own_listeners.then(|| listeners.remove(0));
+        handles.push(
+            event_loop::spawn(id, spec.clone(), listener).map_err(Error::io("start a loop"))?,
+        );
+    }
+    let stats: Vec<_> = handles.iter().map(|h| h.stats.clone()).collect();
+    live.set(stats.clone());
+    let mut threads: Vec<JoinHandle<()>> = Vec::new();
+    if !own_listeners {
+        let targets = handles
+            .iter()
+            .map(|h| Target {
+                conns: h.conns.clone(),
+                stats: h.stats.clone(),
+            })
+            .collect();
+        let dispatcher = dispatcher::spawn(
+            listeners.remove(0),
+            config.dispatch,
+            targets,
+            spec.shutdown.clone(),
+        );
+        threads.push(dispatcher.map_err(Error::io("start the dispatcher"))?);
+    }
+    threads.extend(handles.into_iter().map(|h| h.thread));
+    let running = Arc::new(AtomicBool::new(true));
+    let watchdog = spawn_watchdog(spec.app, stats, config.timeouts.stall, running.clone())?;
+    Ok(Started {
+        addr,
+        threads,
+        watchdog: Some((watchdog, running)),
+    })
+}
+
+/// Starts a thread model's acceptor, which owns its threads. No watchdog: these
+/// threads may block by design.
+fn start_threads(spec: LoopSpec) -> Result<Started, Error> {
+    let listener = bind(spec.config.bind, false)
+        .map_err(Error::io(format!("listen on {}", spec.config.bind)))?;
+    let addr = local_addr(&listener)?;
+    let acceptor = threads::spawn(listener, spec).map_err(Error::io("start the acceptor"))?;
+    Ok(Started {
+        addr,
+        threads: vec![acceptor],
+        watchdog: None,
+    })
+}
+
+fn local_addr(listener: &std::net::TcpListener) -> Result<SocketAddr, Error> {
+    listener
+        .local_addr()
+        .map_err(Error::io("read the bound address"))
 }
 
 fn spawn_watchdog(
@@ -170,9 +211,7 @@ fn listen(
     for _ in 0..count {
         let listener = bind(addr, dispatch == Dispatch::Reuseport)
             .map_err(Error::io(format!("listen on {addr}")))?;
-        addr = listener
-            .local_addr()
-            .map_err(Error::io("read the bound address"))?;
+        addr = local_addr(&listener)?;
         listeners.push(listener);
     }
     Ok(listeners)

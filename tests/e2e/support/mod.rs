@@ -5,7 +5,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
-use proscenium::{App, Config, Server, ServerHandle};
+use proscenium::{App, Config, Model, ModelSpec, Server, ServerHandle};
 
 /// How long a test waits for any one read before failing.
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -15,13 +15,31 @@ pub fn start(app: App) -> ServerHandle {
     start_with(app, |_| {})
 }
 
-/// Starts `app` with a configuration adjusted by `configure`.
+/// Returns the execution model this run of the suite tests: `PROSCENIUM_TEST_MODEL`
+/// (as `--model` spells it), `loops` by default. `scripts/test` runs the suite once per
+/// model.
+pub fn model() -> ModelSpec {
+    std::env::var("PROSCENIUM_TEST_MODEL")
+        .unwrap_or_else(|_| "loops".to_owned())
+        .parse()
+        .expect("PROSCENIUM_TEST_MODEL names a model")
+}
+
+/// Returns whether the model under test runs event loops (with a watchdog).
+pub fn has_loops() -> bool {
+    matches!(model().model, Model::Loops | Model::EventLoop)
+}
+
+/// Starts `app` with a configuration adjusted by `configure`, under the model of this
+/// run (two loops, or 16 threads, unless `configure` says otherwise).
 pub fn start_with(app: App, configure: impl FnOnce(&mut Config)) -> ServerHandle {
     let mut config = Config {
         bind: "127.0.0.1:0".parse().unwrap(),
         loops: Some(2),
+        threads: Some(16),
         ..Config::default()
     };
+    model().apply(&mut config);
     configure(&mut config);
     Server::new(app)
         .config(config)

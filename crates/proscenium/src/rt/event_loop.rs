@@ -145,7 +145,7 @@ fn start(
     });
 }
 
-fn prepare(stream: std::net::TcpStream) -> std::io::Result<tokio::net::TcpStream> {
+pub(crate) fn prepare(stream: std::net::TcpStream) -> std::io::Result<tokio::net::TcpStream> {
     stream.set_nonblocking(true)?;
     stream.set_nodelay(true)?;
     tokio::net::TcpStream::from_std(stream)

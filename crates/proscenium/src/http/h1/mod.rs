@@ -13,3 +13,32 @@ mod head;
 
 #[cfg(test)]
 mod proptests;
+
+use bytes::BytesMut;
+use http::{StatusCode, Version, header};
+
+/// Returns the whole answer to a connection refused for overload: 503 with
+/// `Retry-After` and the error page, then the server closes.
+pub(crate) fn overloaded_response() -> BytesMut {
+    let res = crate::app::error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "every thread is busy; try again shortly",
+    );
+    let (mut parts, body) = dispatch::fill_error_body(res, false).into_parts();
+    parts
+        .headers
+        .insert(header::RETRY_AFTER, http::HeaderValue::from_static("1"));
+    let body = body.as_bytes().cloned().unwrap_or_default();
+    let mut out = BytesMut::new();
+    let framing = encode::Framing::Length(body.len() as u64);
+    encode::head(
+        &mut out,
+        parts.status,
+        &parts.headers,
+        framing,
+        false,
+        Version::HTTP_11,
+    );
+    out.extend_from_slice(&body);
+    out
+}
