@@ -10,6 +10,7 @@ mod support;
 mod http_app;
 mod http_limits;
 mod http_wire;
+mod overload;
 mod runtime;
 mod web_log;
 mod web_static;

@@ -262,6 +262,11 @@ pub struct Limits {
     pub max_body: u64,
     /// Requests served on one connection before it is closed.
     pub max_requests_per_conn: u64,
+    /// Live connections of a loops server; accepting pauses at the cap and resumes
+    /// below it (the kernel's backlog holds the rest).
+    pub max_connections: usize,
+    /// Requests one loop handles at once; past it requests get 503 with Retry-After.
+    pub max_inflight: usize,
 }
 
 impl Default for Limits {
@@ -272,6 +277,8 @@ impl Default for Limits {
             max_uri: 8 * 1024,
             max_body: 8 * 1024 * 1024,
             max_requests_per_conn: 100_000,
+            max_connections: 10_000,
+            max_inflight: 1024,
         }
     }
 }

@@ -11,6 +11,7 @@ use tokio::sync::watch;
 use crate::config::{Dispatch, Model};
 use crate::rt::dispatcher::{self, Target};
 use crate::rt::event_loop::{self, LoopSpec};
+use crate::rt::overload::Gate;
 use crate::rt::{BlockingPool, threads, watchdog};
 use crate::{App, Config, Error, web};
 
@@ -85,6 +86,7 @@ impl Server {
             config: config.clone(),
             pool: BlockingPool::new(config.blocking_pool_size(), config.blocking_queue),
             shutdown,
+            gate: Gate::new(config.limits.max_connections),
         };
         let started = match config.model {
             Model::Loops | Model::EventLoop => start_loops(spec, &live)?,
@@ -145,6 +147,7 @@ fn start_loops(spec: LoopSpec, live: &web::LiveStats) -> Result<Started, Error> 
             listeners.remove(0),
             config.dispatch,
             targets,
+            spec.gate.clone(),
             spec.shutdown.clone(),
         );
         threads.push(dispatcher.map_err(Error::io("start the dispatcher"))?);

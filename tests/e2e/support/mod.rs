@@ -182,6 +182,22 @@ impl Client {
         closed
     }
 
+    /// Returns whether any byte of an answer arrives within `wait` (kept for the next
+    /// read if so).
+    pub fn has_answer_within(&mut self, wait: Duration) -> bool {
+        self.stream.set_read_timeout(Some(wait)).unwrap();
+        let mut chunk = [0u8; 4096];
+        let answered = match self.stream.read(&mut chunk) {
+            Ok(n) if n > 0 => {
+                self.buf.extend_from_slice(&chunk[..n]);
+                true
+            }
+            _ => false,
+        };
+        self.stream.set_read_timeout(Some(READ_TIMEOUT)).unwrap();
+        answered
+    }
+
     fn read_until(&mut self, mut done: impl FnMut(&[u8]) -> Option<usize>) -> usize {
         let mut chunk = [0u8; 8192];
         loop {

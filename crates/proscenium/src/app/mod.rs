@@ -23,7 +23,7 @@ pub use self::handler::{
     Blocking, Callable, FromRequestArgs, Handler, Inline, Mode, blocking, inline,
 };
 pub use self::middleware::{Middleware, Next};
-pub(crate) use self::response::{ErrorDetail, ReplyKind, error};
+pub(crate) use self::response::{ErrorDetail, ReplyKind, error, unavailable};
 pub use self::response::{Html, IntoResponse, Json, LocalResponseFuture, Reply, Response};
 pub use self::router::RouteInfo;
 

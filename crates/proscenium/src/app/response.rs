@@ -50,6 +50,14 @@ pub(crate) fn error(status: StatusCode, detail: impl Into<Cow<'static, str>>) ->
     res
 }
 
+/// Returns a bodiless 503 with `Retry-After`, for work refused under overload.
+pub(crate) fn unavailable(detail: impl Into<Cow<'static, str>>) -> Response {
+    let mut res = error(StatusCode::SERVICE_UNAVAILABLE, detail);
+    res.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    res
+}
+
 fn with_type(body: impl Into<Body>, content_type: &'static str) -> Response {
     let mut res = Response::new(body.into());
     res.headers_mut()

@@ -16,7 +16,7 @@ use crossbeam_channel::{Receiver, Sender, TrySendError};
 use http::StatusCode;
 use tokio::sync::oneshot;
 
-use crate::app::{IntoResponse, Response, error};
+use crate::app::{IntoResponse, Response, error, unavailable};
 
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -60,7 +60,10 @@ impl BlockingPool {
             self.grow();
         }
         self.jobs.try_send(job).map_err(|e| match e {
-            TrySendError::Full(_) => BlockingError::QueueFull,
+            TrySendError::Full(_) => {
+                super::overload::note(super::overload::Bound::BlockingQueue);
+                BlockingError::QueueFull
+            }
             TrySendError::Disconnected(_) => BlockingError::Closed,
         })
     }
@@ -116,21 +119,13 @@ impl BlockingError {
 
 impl IntoResponse for BlockingError {
     fn into_response(self) -> Response {
-        let status = match self {
-            Self::QueueFull | Self::Closed => StatusCode::SERVICE_UNAVAILABLE,
-            Self::Panicked(_) => StatusCode::INTERNAL_SERVER_ERROR,
-        };
-        if let Self::Panicked(msg) = &self {
-            tracing::error!("blocking handler panicked: {msg}");
+        match self {
+            Self::QueueFull | Self::Closed => unavailable(self.to_string()),
+            Self::Panicked(msg) => {
+                tracing::error!("blocking handler panicked: {msg}");
+                error(StatusCode::INTERNAL_SERVER_ERROR, "the handler failed")
+            }
         }
-        let mut res = error(status, self.to_string());
-        if status == StatusCode::SERVICE_UNAVAILABLE {
-            res.headers_mut().insert(
-                http::header::RETRY_AFTER,
-                http::HeaderValue::from_static("1"),
-            );
-        }
-        res
     }
 }
 

@@ -13,6 +13,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 
 use super::event_loop::Handoff;
+use super::overload::Gate;
 use super::watchdog::LoopStats;
 use crate::config::Dispatch;
 
@@ -51,6 +52,7 @@ pub(crate) fn spawn(
     listener: std::net::TcpListener,
     rule: Dispatch,
     targets: Vec<Target>,
+    gate: Arc<Gate>,
     shutdown: watch::Receiver<bool>,
 ) -> std::io::Result<JoinHandle<()>> {
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -58,13 +60,14 @@ pub(crate) fn spawn(
         .build()?;
     std::thread::Builder::new()
         .name("proscenium-accept".to_owned())
-        .spawn(move || runtime.block_on(accept(listener, rule, targets, shutdown)))
+        .spawn(move || runtime.block_on(accept(listener, rule, targets, gate, shutdown)))
 }
 
 async fn accept(
     listener: std::net::TcpListener,
     rule: Dispatch,
     targets: Vec<Target>,
+    gate: Arc<Gate>,
     mut shutdown: watch::Receiver<bool>,
 ) {
     let listener = match tokio::net::TcpListener::from_std(listener) {
@@ -74,11 +77,11 @@ async fn accept(
     let mut chooser = Chooser { rule, next: 0 };
     loop {
         tokio::select! {
-            accepted = listener.accept() => match accepted.and_then(|(s, peer)| Ok((s.into_std()?, peer))) {
-                Ok(handoff) => {
+            accepted = async { gate.admit().await; listener.accept().await } => match accepted.and_then(|(s, peer)| Ok((s.into_std()?, peer))) {
+                Ok((stream, peer)) => {
                     let target = &targets[chooser.pick(&targets)];
                     target.stats.conns.fetch_add(1, Ordering::Relaxed);
-                    if target.conns.send(handoff).is_err() {
+                    if target.conns.send((stream, peer, gate.enter())).is_err() {
                         target.stats.conns.fetch_sub(1, Ordering::Relaxed);
                     }
                 }

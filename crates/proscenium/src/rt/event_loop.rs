@@ -15,13 +15,14 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 
 use super::context::{self, LoopContext};
+use super::overload::{Gate, Pass};
 use super::watchdog::LoopStats;
 use super::{BlockingPool, LoopShared};
 use crate::http::h1::conn;
 use crate::{App, Config};
 
 /// A connection handed to a loop.
-pub(crate) type Handoff = (std::net::TcpStream, SocketAddr);
+pub(crate) type Handoff = (std::net::TcpStream, SocketAddr, Pass);
 
 /// The server's side of a running loop.
 #[derive(Debug)]
@@ -38,6 +39,8 @@ pub(crate) struct LoopSpec {
     pub(crate) config: Arc<Config>,
     pub(crate) pool: Arc<BlockingPool>,
     pub(crate) shutdown: watch::Receiver<bool>,
+    /// The cap on live connections, shared by every acceptor.
+    pub(crate) gate: Arc<Gate>,
 }
 
 /// Starts loop `id`; with `listener`, the loop also accepts connections itself.
@@ -83,14 +86,19 @@ async fn run(
     });
     tokio::task::spawn_local(crate::http::date::keep_fresh());
     if let Some(listener) = listener {
-        tokio::task::spawn_local(accept(listener, shared.clone(), stats.clone()));
+        tokio::task::spawn_local(accept(
+            listener,
+            shared.clone(),
+            stats.clone(),
+            spec.gate.clone(),
+        ));
     }
     let mut shutdown = spec.shutdown.clone();
     loop {
         // With `reuseport` no dispatcher hands connections over and `handoffs` is
         // closed: the pattern then disables that branch and the loop waits for shutdown.
         tokio::select! {
-            Some((stream, peer)) = handoffs.recv() => start(stream, peer, &shared, &stats),
+            Some((stream, peer, pass)) = handoffs.recv() => start(stream, peer, pass, &shared, &stats),
             _ = shutdown.changed() => break,
         }
     }
@@ -103,7 +111,12 @@ async fn run(
 }
 
 /// Accepts connections on this loop's own `SO_REUSEPORT` listener.
-async fn accept(listener: std::net::TcpListener, shared: Rc<LoopShared>, stats: Arc<LoopStats>) {
+async fn accept(
+    listener: std::net::TcpListener,
+    shared: Rc<LoopShared>,
+    stats: Arc<LoopStats>,
+    gate: Arc<Gate>,
+) {
     let listener = match tokio::net::TcpListener::from_std(listener) {
         Ok(l) => l,
         Err(e) => return tracing::error!("cannot register listener: {e}"),
@@ -111,11 +124,11 @@ async fn accept(listener: std::net::TcpListener, shared: Rc<LoopShared>, stats: 
     let mut shutdown = shared.shutdown.clone();
     loop {
         tokio::select! {
-            accepted = listener.accept() => match accepted {
+            accepted = async { gate.admit().await; listener.accept().await } => match accepted {
                 Ok((stream, peer)) => match stream.into_std() {
                     Ok(stream) => {
                         stats.conns.fetch_add(1, Ordering::Relaxed);
-                        start(stream, peer, &shared, &stats);
+                        start(stream, peer, gate.enter(), &shared, &stats);
                     }
                     Err(e) => tracing::warn!("accepted connection unusable: {e}"),
                 },
@@ -130,6 +143,7 @@ async fn accept(listener: std::net::TcpListener, shared: Rc<LoopShared>, stats: 
 fn start(
     stream: std::net::TcpStream,
     peer: SocketAddr,
+    pass: Pass,
     shared: &Rc<LoopShared>,
     stats: &Arc<LoopStats>,
 ) {
@@ -141,7 +155,7 @@ fn start(
     let shared = shared.clone();
     tokio::task::spawn_local(async move {
         conn::serve(stream, peer, shared).await;
-        drop(counted);
+        drop((counted, pass));
     });
 }
 

@@ -10,6 +10,7 @@ mod blocking;
 pub(crate) mod context;
 pub(crate) mod dispatcher;
 pub(crate) mod event_loop;
+pub(crate) mod overload;
 pub(crate) mod threads;
 pub(crate) mod watchdog;
 

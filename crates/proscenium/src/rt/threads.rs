@@ -65,10 +65,7 @@ async fn pool(listener: std::net::TcpListener, spec: &LoopSpec) -> std::io::Resu
         match tx.try_send((stream, peer)) {
             Ok(()) => {}
             Err(TrySendError::Full((stream, _)) | TrySendError::Disconnected((stream, _))) => {
-                tracing::warn!(
-                    "all {} threads busy and the queue full: 503",
-                    spec.config.thread_count()
-                );
+                super::overload::note(super::overload::Bound::ThreadQueue);
                 refuse(stream).await;
             }
         }

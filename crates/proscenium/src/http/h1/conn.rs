@@ -198,7 +198,7 @@ impl Conn {
         let accepts_html = error_page::accepts_html(req.headers());
         req.set_peer(self.peer);
         let shared = self.shared.clone();
-        let res = match dispatch::call(&shared.app, req) {
+        let res = match dispatch::call(&shared.app, req, shared.config.limits.max_inflight) {
             Answer::Ready(res) => res,
             Answer::Later(mut guarded) => {
                 // Poll once: if the answer is not ready, send the earlier pipelined

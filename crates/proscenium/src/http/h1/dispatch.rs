@@ -7,7 +7,7 @@ use std::task::{Context, Poll};
 
 use http::StatusCode;
 
-use crate::app::{App, ErrorDetail, LocalResponseFuture, ReplyKind, Response, error};
+use crate::app::{App, ErrorDetail, LocalResponseFuture, ReplyKind, Response, error, unavailable};
 use crate::http::{Body, Request};
 use crate::rt::{self, watchdog};
 use crate::web::error_page;
@@ -18,8 +18,16 @@ pub(crate) enum Answer {
     Later(Guarded),
 }
 
-/// Calls the app for `req`, catching a panic in the handler's synchronous part.
-pub(crate) fn call(app: &App, req: Request) -> Answer {
+/// Calls the app for `req`, catching a panic in the handler's synchronous part; past
+/// `max_inflight` requests on this loop, answers 503 without calling it.
+pub(crate) fn call(app: &App, req: Request, max_inflight: usize) -> Answer {
+    let inflight = rt::context::with_current(|ctx| ctx.stats.inflight.load(Ordering::Relaxed));
+    if inflight.is_some_and(|n| n >= max_inflight) {
+        rt::overload::note(rt::overload::Bound::Inflight);
+        return Answer::Ready(unavailable(
+            "too many requests in flight; try again shortly",
+        ));
+    }
     rt::context::with_current(|ctx| ctx.stats.requests.fetch_add(1, Ordering::Relaxed));
     let _inflight = Inflight::enter();
     let busy = watchdog::Busy::enter(watchdog::NO_ROUTE);

@@ -15,19 +15,13 @@ mod head;
 mod proptests;
 
 use bytes::BytesMut;
-use http::{StatusCode, Version, header};
+use http::Version;
 
 /// Returns the whole answer to a connection refused for overload: 503 with
 /// `Retry-After` and the error page, then the server closes.
 pub(crate) fn overloaded_response() -> BytesMut {
-    let res = crate::app::error(
-        StatusCode::SERVICE_UNAVAILABLE,
-        "every thread is busy; try again shortly",
-    );
-    let (mut parts, body) = dispatch::fill_error_body(res, false).into_parts();
-    parts
-        .headers
-        .insert(header::RETRY_AFTER, http::HeaderValue::from_static("1"));
+    let res = crate::app::unavailable("every thread is busy; try again shortly");
+    let (parts, body) = dispatch::fill_error_body(res, false).into_parts();
     let body = body.as_bytes().cloned().unwrap_or_default();
     let mut out = BytesMut::new();
     let framing = encode::Framing::Length(body.len() as u64);
