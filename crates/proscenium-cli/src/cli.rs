@@ -33,10 +33,15 @@ pub(crate) struct ServeArgs {
     /// Execution model: loops or loops:N (N loops), event-loop (one loop; blocking
     /// handlers inline unless --blocking-pool is given), thread-pool or thread-pool:N
     /// (N threads, default 200), thread-per-conn or thread-per-conn:N (at most N
-    /// threads, default 10000) [default: loops].
+    /// threads, default 10000), prefork or prefork:P (P worker processes, default one
+    /// per core, each running loops) [default: loops].
     #[arg(long, short)]
     pub(crate) model: Option<ModelSpec>,
-    /// Event loops of the loops model [default: one per core].
+    /// Worker processes: short for --model prefork:P (Yarn's -w).
+    #[arg(long, short)]
+    pub(crate) workers: Option<usize>,
+    /// Event loops of the loops model, or of each prefork worker [default: one per
+    /// core, shared among the workers].
     #[arg(long, short)]
     pub(crate) loops: Option<usize>,
     /// Threads for blocking handlers; 0 runs them inline on the loop

@@ -48,11 +48,14 @@ fn serve(config: Config) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    println!(
-        "proscenium {} serving {what} on http://{} ({plan}); Ctrl-C stops",
-        env!("CARGO_PKG_VERSION"),
-        handle.local_addr()
-    );
+    // A prefork worker is this same command re-executed: only the supervisor speaks.
+    if proscenium::rt::prefork_worker().is_none() {
+        println!(
+            "proscenium {} serving {what} on http://{} ({plan}); Ctrl-C stops",
+            env!("CARGO_PKG_VERSION"),
+            handle.local_addr()
+        );
+    }
     match handle.run_until_signal() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -77,6 +80,10 @@ fn describe(config: &Config) -> String {
                 "model thread-per-conn, at most {} threads",
                 config.thread_count()
             );
+        }
+        Model::Prefork => {
+            let (workers, loops) = (config.worker_count(), config.loop_count());
+            return format!("model prefork, {workers} workers, {loops} loops each, dispatch jsq");
         }
         Model::Loops | Model::EventLoop => {}
     }

@@ -47,6 +47,10 @@ fn apply_flags(config: &mut Config, args: &ServeArgs) {
     if let Some(spec) = args.model {
         spec.apply(config);
     }
+    if let Some(workers) = args.workers {
+        config.model = proscenium::Model::Prefork;
+        config.workers = Some(workers);
+    }
     if let Some(loops) = args.loops {
         config.loops = Some(loops);
     }
@@ -172,6 +176,11 @@ mod tests {
         assert_eq!(
             (config.model, config.thread_count()),
             (proscenium::Model::ThreadPerConn, 50)
+        );
+        let config = resolve(&args(&["-w", "4"])).unwrap();
+        assert_eq!(
+            (config.model, config.worker_count()),
+            (proscenium::Model::Prefork, 4)
         );
         assert!(Cli::try_parse_from(["proscenium", "serve", "--model", "fibers"]).is_err());
     }

@@ -188,3 +188,102 @@ fn every_model_serves_and_names_itself_in_the_start_line() {
         assert_eq!(wait_exit(&mut child), 0, "{model}");
     }
 }
+
+/// Returns the pids of the children of `pid`.
+fn children(pid: u32) -> Vec<u32> {
+    let out = Command::new("pgrep")
+        .args(["-P", &pid.to_string()])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+/// Sends requests until `stop` is set; returns how many failed.
+fn keep_asking(
+    addr: String,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> std::thread::JoinHandle<(usize, usize)> {
+    std::thread::spawn(move || {
+        let (mut ok, mut failed) = (0, 0);
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            match std::panic::catch_unwind(|| get(&addr, "/f.txt")) {
+                Ok(answer) if answer.ends_with("same file") => ok += 1,
+                _ => failed += 1,
+            }
+        }
+        (ok, failed)
+    })
+}
+
+fn wait_for(mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn prefork_replaces_a_killed_worker_and_rolls_on_sighup_without_failures() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f.txt"), "same file").unwrap();
+    let mut child = proscenium()
+        .args([
+            "serve",
+            dir.path().to_str().unwrap(),
+            "--bind",
+            "127.0.0.1:0",
+            "--workers",
+            "2",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.contains("model prefork, 2 workers"), "{line}");
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .unwrap()
+        .to_owned();
+    wait_for(|| children(child.id()).len() == 2);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let asking = keep_asking(addr, stop.clone());
+
+    let first = children(child.id());
+    Command::new("kill")
+        .args(["-KILL", &first[0].to_string()])
+        .status()
+        .unwrap();
+    wait_for(|| {
+        let now = children(child.id());
+        now.len() == 2 && !now.contains(&first[0])
+    });
+    assert!(
+        children(child.id()).contains(&first[1]),
+        "the other worker was not touched"
+    );
+
+    let before_hup = children(child.id());
+    signal(&child, "HUP");
+    wait_for(|| {
+        let now = children(child.id());
+        now.len() == 2 && now.iter().all(|pid| !before_hup.contains(pid))
+    });
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let (ok, failed) = asking.join().unwrap();
+    assert!(ok > 0, "requests were answered throughout");
+    // A connection the killed worker had accepted dies with it; the restart itself and
+    // the rolling replacement refuse nothing.
+    assert!(failed <= 1, "{failed} requests failed ({ok} answered)");
+    signal(&child, "TERM");
+    assert_eq!(wait_exit(&mut child), 0);
+}

@@ -33,6 +33,8 @@ pub struct Config {
     pub threads: Option<usize>,
     /// Connections that may wait for a `thread-pool` thread; past it new ones get 503.
     pub thread_queue: usize,
+    /// Worker processes of `prefork` (default: one per core).
+    pub workers: Option<usize>,
     /// How accepted connections are given to loops.
     pub dispatch: Dispatch,
     /// Threads of the pool that runs blocking handlers; 0 runs them inline on the
@@ -64,6 +66,7 @@ impl Default for Config {
             loops: None,
             threads: None,
             thread_queue: 1024,
+            workers: None,
             dispatch: Dispatch::Jsq,
             blocking_threads: None,
             blocking_queue: 1024,
@@ -80,16 +83,23 @@ impl Default for Config {
 
 impl Config {
     /// Returns the number of loops to run: one for `event-loop`; for `loops` the
-    /// configured count or one per core; none for the thread models.
+    /// configured count or one per core; for `prefork`, in each worker, the configured
+    /// count or the cores shared among the workers; none for the thread models.
     pub fn loop_count(&self) -> usize {
         match self.model {
             Model::ThreadPerConn | Model::ThreadPool => 0,
             Model::EventLoop => 1,
-            Model::Loops => self
+            Model::Loops => self.loops.unwrap_or_else(cores).max(1),
+            Model::Prefork => self
                 .loops
-                .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from))
+                .unwrap_or_else(|| cores() / self.worker_count())
                 .max(1),
         }
+    }
+
+    /// Returns the number of worker processes of `prefork`.
+    pub fn worker_count(&self) -> usize {
+        self.workers.unwrap_or_else(cores).max(1)
     }
 
     /// Returns the size of the blocking pool (0: blocking handlers run inline). The
@@ -97,7 +107,7 @@ impl Config {
     pub fn blocking_pool_size(&self) -> usize {
         self.blocking_threads.unwrap_or(match self.model {
             Model::EventLoop | Model::ThreadPerConn | Model::ThreadPool => 0,
-            Model::Loops => 64,
+            Model::Loops | Model::Prefork => 64,
         })
     }
 
@@ -115,7 +125,8 @@ impl Config {
 /// An execution model: how the same [`App`](crate::App) is run.
 ///
 /// Spelled `loops`, `loops:N`, `event-loop`, `thread-pool`, `thread-pool:N`,
-/// `thread-per-conn` or `thread-per-conn:N` in the config and on the command line.
+/// `thread-per-conn`, `thread-per-conn:N`, `prefork` or `prefork:P` in the config and
+/// on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Model {
     /// One event loop per core (or `loops`), connections dispatched among them.
@@ -128,10 +139,13 @@ pub enum Model {
     ThreadPool,
     /// A thread for each connection, up to a cap (classic Apache).
     ThreadPerConn,
+    /// Worker processes (the same binary re-executed, the listening socket inherited),
+    /// each running `loops`, supervised by the first process (Yarn, Unicorn).
+    Prefork,
 }
 
-/// A model as written, with the count `loops:N`, `thread-pool:N` or
-/// `thread-per-conn:N` may carry.
+/// A model as written, with the count `loops:N`, `thread-pool:N`,
+/// `thread-per-conn:N` or `prefork:P` may carry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ModelSpec {
     /// The model.
@@ -149,6 +163,7 @@ impl ModelSpec {
             Model::ThreadPool | Model::ThreadPerConn => {
                 config.threads = self.count.or(config.threads);
             }
+            Model::Prefork => config.workers = self.count.or(config.workers),
             Model::EventLoop => {}
         }
     }
@@ -175,9 +190,10 @@ impl std::str::FromStr for ModelSpec {
             ("event-loop", None) => Model::EventLoop,
             ("thread-pool", _) => Model::ThreadPool,
             ("thread-per-conn", _) => Model::ThreadPerConn,
+            ("prefork", _) => Model::Prefork,
             _ => {
                 return Err(format!(
-                    "unknown model `{s}` (expected loops[:N], event-loop, thread-pool[:N] or thread-per-conn[:N])"
+                    "unknown model `{s}` (expected loops[:N], event-loop, thread-pool[:N], thread-per-conn[:N] or prefork[:P])"
                 ));
             }
         };
@@ -192,6 +208,7 @@ impl std::fmt::Display for Model {
             Self::EventLoop => "event-loop",
             Self::ThreadPool => "thread-pool",
             Self::ThreadPerConn => "thread-per-conn",
+            Self::Prefork => "prefork",
         })
     }
 }
@@ -208,6 +225,10 @@ impl<'de> Deserialize<'de> for Model {
             )),
         }
     }
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
 }
 
 /// The rule that gives each accepted connection to a loop.

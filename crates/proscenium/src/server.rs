@@ -12,7 +12,7 @@ use crate::config::{Dispatch, Model};
 use crate::rt::dispatcher::{self, Target};
 use crate::rt::event_loop::{self, LoopSpec};
 use crate::rt::overload::Gate;
-use crate::rt::{BlockingPool, threads, watchdog};
+use crate::rt::{BlockingPool, prefork, threads, watchdog};
 use crate::{App, Config, Error, web};
 
 /// Pending connections the kernel holds for each listener.
@@ -89,8 +89,16 @@ impl Server {
             gate: Gate::new(config.limits.max_connections),
         };
         let started = match config.model {
-            Model::Loops | Model::EventLoop => start_loops(spec, &live)?,
+            Model::Loops | Model::EventLoop => start_loops(spec, &live, None)?,
             Model::ThreadPool | Model::ThreadPerConn => start_threads(spec)?,
+            Model::Prefork => match prefork::inherited_listener() {
+                Some(listener) => {
+                    let listener =
+                        listener.map_err(Error::io("take the socket from the supervisor"))?;
+                    start_loops(spec, &live, Some(listener))?
+                }
+                None => start_supervisor(spec)?,
+            },
         };
         Ok(ServerHandle {
             addr: started.addr,
@@ -119,12 +127,26 @@ struct Started {
 
 /// Starts the loops, their dispatcher (unless each loop accepts for itself) and the
 /// watchdog.
-fn start_loops(spec: LoopSpec, live: &web::LiveStats) -> Result<Started, Error> {
+///
+/// A `prefork` worker serves the `inherited` socket, dispatching with JSQ.
+fn start_loops(
+    spec: LoopSpec,
+    live: &web::LiveStats,
+    inherited: Option<std::net::TcpListener>,
+) -> Result<Started, Error> {
     let config = spec.config.clone();
     let loops = config.loop_count();
-    let mut listeners = listen(config.bind, config.dispatch, loops)?;
+    let own_listeners = config.dispatch == Dispatch::Reuseport && inherited.is_none();
+    let mut listeners = match inherited {
+        Some(listener) => vec![listener],
+        None => listen(config.bind, config.dispatch, loops)?,
+    };
     let addr = local_addr(&listeners[0])?;
-    let own_listeners = config.dispatch == Dispatch::Reuseport;
+    // A worker has one inherited socket, so there `reuseport` falls back to JSQ.
+    let rule = match config.dispatch {
+        Dispatch::Reuseport => Dispatch::Jsq,
+        rule => rule,
+    };
     let mut handles = Vec::with_capacity(loops);
     for id in 0..loops {
         let listener = own_listeners.then(|| listeners.remove(0));
@@ -145,7 +167,7 @@ fn start_loops(spec: LoopSpec, live: &web::LiveStats) -> Result<Started, Error> 
             .collect();
         let dispatcher = dispatcher::spawn(
             listeners.remove(0),
-            config.dispatch,
+            rule,
             targets,
             spec.gate.clone(),
             spec.shutdown.clone(),
@@ -162,11 +184,24 @@ fn start_loops(spec: LoopSpec, live: &web::LiveStats) -> Result<Started, Error> 
     })
 }
 
+/// Starts the `prefork` supervisor, which starts and watches the worker processes.
+fn start_supervisor(spec: LoopSpec) -> Result<Started, Error> {
+    let bind = spec.config.bind;
+    let listener = bind_listener(bind)?;
+    let addr = local_addr(&listener)?;
+    let supervisor = prefork::spawn(listener, spec.config, spec.shutdown)
+        .map_err(Error::io("start the workers"))?;
+    Ok(Started {
+        addr,
+        threads: vec![supervisor],
+        watchdog: None,
+    })
+}
+
 /// Starts a thread model's acceptor, which owns its threads. No watchdog: these
 /// threads may block by design.
 fn start_threads(spec: LoopSpec) -> Result<Started, Error> {
-    let listener = bind(spec.config.bind, false)
-        .map_err(Error::io(format!("listen on {}", spec.config.bind)))?;
+    let listener = bind_listener(spec.config.bind)?;
     let addr = local_addr(&listener)?;
     let acceptor = threads::spawn(listener, spec).map_err(Error::io("start the acceptor"))?;
     Ok(Started {
@@ -174,6 +209,10 @@ fn start_threads(spec: LoopSpec) -> Result<Started, Error> {
         threads: vec![acceptor],
         watchdog: None,
     })
+}
+
+fn bind_listener(addr: SocketAddr) -> Result<std::net::TcpListener, Error> {
+    bind(addr, false).map_err(Error::io(format!("listen on {addr}")))
 }
 
 fn local_addr(listener: &std::net::TcpListener) -> Result<SocketAddr, Error> {

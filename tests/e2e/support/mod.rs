@@ -19,15 +19,24 @@ pub fn start(app: App) -> ServerHandle {
 /// (as `--model` spells it), `loops` by default. `scripts/test` runs the suite once per
 /// model.
 pub fn model() -> ModelSpec {
-    std::env::var("PROSCENIUM_TEST_MODEL")
+    let spec: ModelSpec = std::env::var("PROSCENIUM_TEST_MODEL")
         .unwrap_or_else(|_| "loops".to_owned())
         .parse()
-        .expect("PROSCENIUM_TEST_MODEL names a model")
+        .expect("PROSCENIUM_TEST_MODEL names a model");
+    // Workers re-execute their binary, which here would be this test harness.
+    assert!(
+        spec.model != Model::Prefork,
+        "prefork is tested through the binary: crates/proscenium-cli/tests"
+    );
+    spec
 }
 
 /// Returns whether the model under test runs event loops (with a watchdog).
 pub fn has_loops() -> bool {
-    matches!(model().model, Model::Loops | Model::EventLoop)
+    matches!(
+        model().model,
+        Model::Loops | Model::EventLoop | Model::Prefork
+    )
 }
 
 /// Starts `app` with a configuration adjusted by `configure`, under the model of this

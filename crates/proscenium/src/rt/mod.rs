@@ -11,6 +11,7 @@ pub(crate) mod context;
 pub(crate) mod dispatcher;
 pub(crate) mod event_loop;
 pub(crate) mod overload;
+pub(crate) mod prefork;
 pub(crate) mod threads;
 pub(crate) mod watchdog;
 
@@ -19,6 +20,7 @@ use std::sync::Arc;
 pub(crate) use self::blocking::BlockingPool;
 pub use self::blocking::{BlockingError, BlockingTask, spawn_blocking};
 pub use self::context::current_loop;
+pub use self::prefork::prefork_worker;
 
 use crate::{App, Config};
 

@@ -1,0 +1,282 @@
+//! `prefork`: P worker processes — this same binary re-executed, never a bare fork of
+//! a threaded process — each running `loops`, supervised by the first process.
+//!
+//! The supervisor binds the listening socket and hands it to every worker as its
+//! standard input (safe descriptor passing: `Stdio::from(OwnedFd)`); a worker knows
+//! itself by `PROSCENIUM_WORKER` and serves that socket. Because the supervisor keeps
+//! the socket open, connections wait in the backlog while workers come and go: none is
+//! refused during a restart.
+//!
+//! Supervision: a worker that dies is started again after a backoff that doubles with
+//! each quick death (100 ms up to 5 s), within a budget of 10 restarts a minute; past
+//! it the slot stays empty and that is logged. SIGHUP replaces the workers one at a
+//! time. Shutdown passes SIGTERM on, waits for the workers to drain, then kills what is
+//! left.
+
+use std::collections::VecDeque;
+use std::os::fd::{AsFd, OwnedFd};
+use std::process::{Child, Command, Stdio};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use tokio::sync::watch;
+
+use crate::Config;
+
+/// Set in a worker's environment to its slot number.
+const WORKER_ENV: &str = "PROSCENIUM_WORKER";
+/// Restarts allowed within [`BUDGET_WINDOW`].
+const BUDGET: usize = 10;
+const BUDGET_WINDOW: Duration = Duration::from_secs(60);
+/// A worker that lived this long is healthy: its next death starts the backoff over.
+const HEALTHY_AFTER: Duration = Duration::from_secs(10);
+const BACKOFF_START: Duration = Duration::from_millis(100);
+const BACKOFF_MAX: Duration = Duration::from_secs(5);
+/// How long a new worker gets to start before the one it replaces is stopped.
+const WARM_UP: Duration = Duration::from_millis(500);
+
+/// Returns this process's slot when it is a `prefork` worker.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(proscenium::rt::prefork_worker(), None);
+/// ```
+pub fn prefork_worker() -> Option<usize> {
+    std::env::var(WORKER_ENV).ok()?.parse().ok()
+}
+
+/// Returns the listening socket handed down by the supervisor, when this process is a
+/// worker.
+pub(crate) fn inherited_listener() -> Option<std::io::Result<std::net::TcpListener>> {
+    std::env::var_os(WORKER_ENV)?;
+    let listener = std::io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .map(std::net::TcpListener::from);
+    Some(listener.and_then(|l| l.set_nonblocking(true).map(|()| l)))
+}
+
+/// Starts the supervisor thread, which starts and watches the workers.
+pub(crate) fn spawn(
+    listener: std::net::TcpListener,
+    config: std::sync::Arc<Config>,
+    shutdown: watch::Receiver<bool>,
+) -> std::io::Result<JoinHandle<()>> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let mut supervisor = Supervisor {
+        listener,
+        config,
+        slots: Vec::new(),
+        restarts: VecDeque::new(),
+    };
+    supervisor.start_all()?;
+    std::thread::Builder::new()
+        .name("proscenium-supervisor".to_owned())
+        .spawn(move || runtime.block_on(supervisor.run(shutdown)))
+}
+
+/// One worker slot: its process (if running) and its recent deaths.
+struct Slot {
+    child: Option<Child>,
+    started: Instant,
+    quick_deaths: u32,
+    restart_at: Option<Instant>,
+}
+
+impl Slot {
+    /// Records that the worker died; returns the backoff before its restart, which
+    /// doubles with each death that follows a short life.
+    fn died(&mut self, now: Instant) -> Duration {
+        self.child = None;
+        let healthy = now - self.started > HEALTHY_AFTER;
+        self.quick_deaths = if healthy { 0 } else { self.quick_deaths + 1 };
+        let doublings = self.quick_deaths.saturating_sub(1).min(6);
+        let backoff = BACKOFF_START
+            .saturating_mul(1 << doublings)
+            .min(BACKOFF_MAX);
+        self.restart_at = Some(now + backoff);
+        backoff
+    }
+}
+
+struct Supervisor {
+    listener: std::net::TcpListener,
+    config: std::sync::Arc<Config>,
+    slots: Vec<Slot>,
+    restarts: VecDeque<Instant>,
+}
+
+impl Supervisor {
+    fn start_all(&mut self) -> std::io::Result<()> {
+        for slot in 0..self.config.worker_count() {
+            let child = self.start_worker(slot)?;
+            self.slots.push(Slot {
+                child: Some(child),
+                started: Instant::now(),
+                quick_deaths: 0,
+                restart_at: None,
+            });
+        }
+        Ok(())
+    }
+
+    /// Re-executes this binary with the same arguments as worker `slot`.
+    fn start_worker(&self, slot: usize) -> std::io::Result<Child> {
+        let socket = OwnedFd::from(self.listener.try_clone()?);
+        let child = Command::new(std::env::current_exe()?)
+            .args(std::env::args_os().skip(1))
+            .env(WORKER_ENV, slot.to_string())
+            .stdin(Stdio::from(socket))
+            .spawn()?;
+        tracing::info!("worker {slot} started (pid {})", child.id());
+        Ok(child)
+    }
+
+    async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
+        let mut hangup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+        {
+            Ok(signal) => Some(signal),
+            Err(e) => {
+                tracing::warn!("cannot watch SIGHUP, rolling restarts are off: {e}");
+                None
+            }
+        };
+        loop {
+            tokio::select! {
+                _ = shutdown.changed() => break,
+                Some(()) = async { hangup.as_mut()?.recv().await } => self.replace_all().await,
+                () = tokio::time::sleep(Duration::from_millis(50)) => self.watch_workers(),
+            }
+        }
+        self.stop_all().await;
+    }
+
+    /// Notices dead workers and starts them again when their backoff has passed.
+    fn watch_workers(&mut self) {
+        let now = Instant::now();
+        for index in 0..self.slots.len() {
+            let slot = &mut self.slots[index];
+            if let Some(child) = &mut slot.child {
+                if let Ok(Some(status)) = child.try_wait() {
+                    let pid = child.id();
+                    let backoff = slot.died(now);
+                    tracing::error!(
+                        "worker {index} (pid {pid}) exited ({status}); restarting in {backoff:?}"
+                    );
+                }
+            }
+            if self.slots[index].restart_at.is_some_and(|at| at <= now) {
+                self.restart(index, now);
+            }
+        }
+    }
+
+    fn restart(&mut self, index: usize, now: Instant) {
+        self.slots[index].restart_at = None;
+        while self
+            .restarts
+            .front()
+            .is_some_and(|t| now - *t > BUDGET_WINDOW)
+        {
+            self.restarts.pop_front();
+        }
+        if self.restarts.len() >= BUDGET {
+            tracing::error!(
+                "worker {index} not restarted: {BUDGET} restarts within {BUDGET_WINDOW:?} already"
+            );
+            return;
+        }
+        self.restarts.push_back(now);
+        match self.start_worker(index) {
+            Ok(child) => {
+                self.slots[index].child = Some(child);
+                self.slots[index].started = now;
+            }
+            Err(e) => tracing::error!("cannot restart worker {index}: {e}"),
+        }
+    }
+
+    /// Replaces the workers one at a time (SIGHUP): start the new one, let it warm up,
+    /// then drain the old one.
+    async fn replace_all(&mut self) {
+        tracing::info!("SIGHUP: replacing workers one at a time");
+        for index in 0..self.slots.len() {
+            let fresh = match self.start_worker(index) {
+                Ok(child) => child,
+                Err(e) => {
+                    tracing::error!("cannot start a replacement for worker {index}: {e}");
+                    continue;
+                }
+            };
+            tokio::time::sleep(WARM_UP).await;
+            let old = self.slots[index].child.replace(fresh);
+            self.slots[index].started = Instant::now();
+            if let Some(old) = old {
+                self.drain([old].into_iter().collect()).await;
+            }
+        }
+    }
+
+    async fn stop_all(&mut self) {
+        let children = self
+            .slots
+            .iter_mut()
+            .filter_map(|s| s.child.take())
+            .collect();
+        self.drain(children).await;
+    }
+
+    /// Sends SIGTERM, waits for the drain deadline, then kills whatever is left.
+    async fn drain(&self, mut children: Vec<Child>) {
+        for child in &children {
+            signal(child, Signal::SIGTERM);
+        }
+        let deadline = Instant::now() + self.config.timeouts.shutdown + Duration::from_secs(1);
+        while !children.is_empty() && Instant::now() < deadline {
+            children.retain_mut(|c| matches!(c.try_wait(), Ok(None)));
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        for mut child in children {
+            tracing::warn!(
+                "worker pid {} did not drain in time; killing it",
+                child.id()
+            );
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn signal(child: &Child, signal: Signal) {
+    let Ok(pid) = i32::try_from(child.id()) else {
+        return;
+    };
+    if let Err(e) = kill(Pid::from_raw(pid), signal) {
+        tracing::warn!("cannot signal worker pid {pid}: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_with_quick_deaths_and_resets_after_a_healthy_life() {
+        let start = Instant::now();
+        let mut slot = Slot {
+            child: None,
+            started: start,
+            quick_deaths: 0,
+            restart_at: None,
+        };
+        let backoffs: Vec<u128> = (0..8).map(|_| slot.died(start).as_millis()).collect();
+        assert_eq!(backoffs, [100, 200, 400, 800, 1600, 3200, 5000, 5000]);
+        slot.started = start;
+        assert_eq!(slot.died(start + HEALTHY_AFTER * 2).as_millis(), 100);
+    }
+}
