@@ -154,3 +154,37 @@ fn shutdown_gives_up_on_requests_past_the_deadline() {
     );
     assert!(busy.is_closed_within(Duration::from_secs(2)));
 }
+
+#[test]
+fn jsq_steers_new_connections_away_from_a_stalled_loop() {
+    if support::model().model != Model::Loops {
+        return; // only `loops` has more than one loop to choose from
+    }
+    let app = App::new()
+        .get(
+            "/which",
+            proscenium::inline(|| format!("{:?}", proscenium::rt::current_loop())),
+        )
+        .get(
+            "/stall",
+            proscenium::inline(|| {
+                // Unmarked heavy work: it holds its loop, as the watchdog reports.
+                thread::sleep(Duration::from_millis(800));
+                format!("{:?}", proscenium::rt::current_loop())
+            }),
+        );
+    let server = support::start_with(app, |c| c.loops = Some(2));
+    let addr = server.local_addr();
+    let mut stalled = Client::connect(addr);
+    stalled.get("/stall");
+    thread::sleep(Duration::from_millis(100));
+    let close = "GET /which HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+    let others: Vec<String> = (0..6)
+        .map(|_| support::exchange(addr, close).text())
+        .collect();
+    let stalled_loop = stalled.response().text();
+    assert!(
+        others.iter().all(|l| *l != stalled_loop),
+        "{stalled_loop} vs {others:?}"
+    );
+}

@@ -1,6 +1,7 @@
 //! TechEmpower's two simplest tests and an echo route, on Proscenium's loops.
 //!
 //! Run with: `cargo run --release -p hello -- --bind 127.0.0.1:8080 --loops 1`
+//! (`--model thread-pool`, `--model prefork:2`, ... runs it under another model).
 //!
 //! - `GET /plaintext` → `Hello, World!`
 //! - `GET /json` → `{"message":"Hello, World!"}`
@@ -13,7 +14,7 @@
 use std::net::SocketAddr;
 
 use clap::Parser;
-use proscenium::{App, Json, Server, inline, web};
+use proscenium::{App, Config, Json, ModelSpec, Server, inline, web};
 
 /// Command-line options.
 #[derive(Parser)]
@@ -24,6 +25,9 @@ struct Args {
     /// Event loops (default: one per core).
     #[arg(long)]
     loops: Option<usize>,
+    /// Execution model, as `proscenium serve --model` takes it (default: loops).
+    #[arg(long)]
+    model: Option<ModelSpec>,
 }
 
 fn app() -> App {
@@ -41,10 +45,17 @@ fn main() {
         .with_writer(std::io::stderr)
         .init();
     let args = Args::parse();
-    let mut server = Server::new(app()).bind(args.bind);
-    if let Some(loops) = args.loops {
-        server = server.loops(loops);
+    let mut config = Config {
+        bind: args.bind,
+        ..Config::default()
+    };
+    if let Some(model) = args.model {
+        model.apply(&mut config);
     }
+    if let Some(loops) = args.loops {
+        config.loops = Some(loops);
+    }
+    let server = Server::new(app()).config(config);
     if let Err(e) = server.run() {
         eprintln!("hello: {e}");
         std::process::exit(1);
