@@ -10,17 +10,12 @@ fn proscenium() -> Command {
     Command::new(env!("CARGO_BIN_EXE_proscenium"))
 }
 
-/// Starts `serve DIR` on a free port and returns the child and its address.
-fn serve(dir: &std::path::Path) -> (Child, String) {
+/// Starts `serve DIR ARGS` on a free port; returns the child, its address and its
+/// start line.
+fn start(dir: &std::path::Path, args: &[&str]) -> (Child, String, String) {
     let mut child = proscenium()
-        .args([
-            "serve",
-            dir.to_str().unwrap(),
-            "--bind",
-            "127.0.0.1:0",
-            "--loops",
-            "1",
-        ])
+        .args(["serve", dir.to_str().unwrap(), "--bind", "127.0.0.1:0"])
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -35,6 +30,12 @@ fn serve(dir: &std::path::Path) -> (Child, String) {
         .and_then(|rest| rest.split(' ').next())
         .expect(&line)
         .to_owned();
+    (child, addr, line)
+}
+
+/// Starts `serve DIR` with one loop and returns the child and its address.
+fn serve(dir: &std::path::Path) -> (Child, String) {
+    let (child, addr, line) = start(dir, &["--loops", "1"]);
     assert!(
         line.contains("model loops, 1 loop, dispatch jsq, blocking pool 64"),
         "start line: {line}"
@@ -230,30 +231,8 @@ fn wait_for(mut done: impl FnMut() -> bool) {
 fn prefork_replaces_a_killed_worker_and_rolls_on_sighup_without_failures() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("f.txt"), "same file").unwrap();
-    let mut child = proscenium()
-        .args([
-            "serve",
-            dir.path().to_str().unwrap(),
-            "--bind",
-            "127.0.0.1:0",
-            "--workers",
-            "2",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
+    let (mut child, addr, line) = start(dir.path(), &["--workers", "2"]);
     assert!(line.contains("model prefork, 2 workers"), "{line}");
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.split(' ').next())
-        .unwrap()
-        .to_owned();
     wait_for(|| children(child.id()).len() == 2);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let asking = keep_asking(addr, stop.clone());
@@ -284,6 +263,47 @@ fn prefork_replaces_a_killed_worker_and_rolls_on_sighup_without_failures() {
     // A connection the killed worker had accepted dies with it; the restart itself and
     // the rolling replacement refuse nothing.
     assert!(failed <= 1, "{failed} requests failed ({ok} answered)");
+    signal(&child, "TERM");
+    assert_eq!(wait_exit(&mut child), 0);
+}
+
+/// Sends `GET /_status` on `stream` (kept alive) and returns the pid that answered.
+fn status_pid(stream: &mut TcpStream) -> u32 {
+    stream
+        .write_all(b"GET /_status HTTP/1.1\r\nHost: t\r\n\r\n")
+        .unwrap();
+    let mut answer = Vec::new();
+    let mut chunk = [0; 4096];
+    while !answer.ends_with(b"}") {
+        let n = stream.read(&mut chunk).unwrap();
+        assert!(n > 0, "closed early");
+        answer.extend_from_slice(&chunk[..n]);
+    }
+    let text = String::from_utf8_lossy(&answer);
+    let pid = text.split("\"pid\":").nth(1).expect(&text);
+    pid.split(|c: char| !c.is_ascii_digit())
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn prefork_workers_take_connections_in_turn() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, addr, _) = start(dir.path(), &["--workers", "2", "--tools"]);
+    wait_for(|| children(child.id()).len() == 2);
+    // Each connection is answered before the next is opened: without the load board
+    // the worker that wakes first tends to take them all.
+    let mut open = Vec::new();
+    let mut per_worker = std::collections::HashMap::<u32, usize>::new();
+    for _ in 0..16 {
+        let mut stream = TcpStream::connect(&addr).unwrap();
+        *per_worker.entry(status_pid(&mut stream)).or_default() += 1;
+        open.push(stream);
+    }
+    assert_eq!(per_worker.len(), 2, "{per_worker:?}");
+    assert!(per_worker.values().all(|&n| n >= 6), "{per_worker:?}");
     signal(&child, "TERM");
     assert_eq!(wait_exit(&mut child), 0);
 }

@@ -81,12 +81,16 @@ impl Server {
         let app = web::configure(self.app, &config);
         let live = app.live.clone();
         let (shutdown_tx, shutdown) = watch::channel(false);
+        let seat = match prefork::inherited_seat() {
+            Some(seat) => Some(seat.map_err(Error::io("take the load board from the supervisor"))?),
+            None => None,
+        };
         let spec = LoopSpec {
             app: Arc::new(app),
             config: config.clone(),
             pool: BlockingPool::new(config.blocking_pool_size(), config.blocking_queue),
             shutdown,
-            gate: Gate::new(config.limits.max_connections),
+            gate: Gate::new(config.limits.max_connections, seat),
         };
         let started = match config.model {
             Model::Loops | Model::EventLoop => start_loops(spec, &live, None)?,

@@ -87,7 +87,7 @@ async fn accept(
                 }
                 Err(e) => pause_after_accept_error(&e).await,
             },
-            _ = shutdown.changed() => return,
+            _ = shutdown.changed() => return gate.withdraw(),
         }
     }
 }

@@ -7,6 +7,7 @@
 //! from the moment the dispatcher picks the loop until it closes.
 
 mod blocking;
+mod board;
 pub(crate) mod context;
 pub(crate) mod dispatcher;
 pub(crate) mod event_loop;

@@ -11,6 +11,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use tokio::sync::Notify;
 
+use super::board::Seat;
+
 /// A bound the server enforces.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Bound {
@@ -56,39 +58,60 @@ pub(crate) fn note(bound: Bound) {
     }
 }
 
-/// The cap on live connections, shared by every acceptor of a server.
+/// The cap on live connections, shared by every acceptor of a server; in a `prefork`
+/// worker also its seat on the load board, so that the workers take turns.
 #[derive(Debug)]
 pub(crate) struct Gate {
     live: AtomicUsize,
     max: usize,
     freed: Notify,
+    seat: Option<Seat>,
 }
 
 impl Gate {
-    pub(crate) fn new(max: usize) -> Arc<Self> {
+    pub(crate) fn new(max: usize, seat: Option<Seat>) -> Arc<Self> {
         Arc::new(Self {
             live: AtomicUsize::new(0),
             max: max.max(1),
             freed: Notify::new(),
+            seat,
         })
     }
 
-    /// Waits until one more connection may be accepted.
+    /// Waits until one more connection may be accepted: below the cap, and in a
+    /// `prefork` worker when no other worker holds fewer connections.
     pub(crate) async fn admit(&self) {
         loop {
             let freed = self.freed.notified();
             if self.live.load(Ordering::Acquire) < self.max {
-                return;
+                break;
             }
             note(Bound::Connections);
             freed.await;
+        }
+        if let Some(seat) = &self.seat {
+            seat.wait_turn().await;
         }
     }
 
     /// Counts a connection until the returned pass is dropped.
     pub(crate) fn enter(self: &Arc<Self>) -> Pass {
-        self.live.fetch_add(1, Ordering::AcqRel);
+        let live = self.live.fetch_add(1, Ordering::AcqRel) + 1;
+        self.publish(live);
         Pass(self.clone())
+    }
+
+    /// Says this server accepts no more (a `prefork` worker leaves the board).
+    pub(crate) fn withdraw(&self) {
+        if let Some(seat) = &self.seat {
+            seat.withdraw();
+        }
+    }
+
+    fn publish(&self, live: usize) {
+        if let Some(seat) = &self.seat {
+            seat.publish(live);
+        }
     }
 }
 
@@ -98,7 +121,8 @@ pub(crate) struct Pass(Arc<Gate>);
 
 impl Drop for Pass {
     fn drop(&mut self) {
-        self.0.live.fetch_sub(1, Ordering::AcqRel);
+        let live = self.0.live.fetch_sub(1, Ordering::AcqRel) - 1;
+        self.0.publish(live);
         self.0.freed.notify_one();
     }
 }

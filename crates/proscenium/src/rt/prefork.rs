@@ -14,8 +14,9 @@
 //! left.
 
 use std::collections::VecDeque;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -23,10 +24,13 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use tokio::sync::watch;
 
+use super::board::{Board, Seat};
 use crate::Config;
 
 /// Set in a worker's environment to its slot number.
 const WORKER_ENV: &str = "PROSCENIUM_WORKER";
+/// Set in a worker's environment to `FD,SEATS,SEAT`: its load board and seat there.
+const BOARD_ENV: &str = "PROSCENIUM_BOARD";
 /// Restarts allowed within [`BUDGET_WINDOW`].
 const BUDGET: usize = 10;
 const BUDGET_WINDOW: Duration = Duration::from_secs(60);
@@ -59,6 +63,21 @@ pub(crate) fn inherited_listener() -> Option<std::io::Result<std::net::TcpListen
     Some(listener.and_then(|l| l.set_nonblocking(true).map(|()| l)))
 }
 
+/// Returns this worker's seat on the load board the supervisor handed down.
+pub(crate) fn inherited_seat() -> Option<std::io::Result<Seat>> {
+    let value = std::env::var(BOARD_ENV).ok()?;
+    let fields: Vec<usize> = value.split(',').filter_map(|f| f.parse().ok()).collect();
+    let &[fd, seats, seat] = fields.as_slice() else {
+        return Some(Err(std::io::Error::other(format!(
+            "bad {BOARD_ENV}: {value}"
+        ))));
+    };
+    let board = i32::try_from(fd)
+        .map_err(std::io::Error::other)
+        .and_then(|fd| Board::inherit(fd, seats));
+    Some(board.map(|b| Seat::new(Arc::new(b), seat)))
+}
+
 /// Starts the supervisor thread, which starts and watches the workers.
 pub(crate) fn spawn(
     listener: std::net::TcpListener,
@@ -70,6 +89,7 @@ pub(crate) fn spawn(
         .build()?;
     let mut supervisor = Supervisor {
         listener,
+        board: Board::create(config.worker_count() * 2)?,
         config,
         slots: Vec::new(),
         restarts: VecDeque::new(),
@@ -80,9 +100,11 @@ pub(crate) fn spawn(
         .spawn(move || runtime.block_on(supervisor.run(shutdown)))
 }
 
-/// One worker slot: its process (if running) and its recent deaths.
+/// One worker slot: its process (if running), its seat on the board, and its recent
+/// deaths.
 struct Slot {
     child: Option<Child>,
+    seat: usize,
     started: Instant,
     quick_deaths: u32,
     restart_at: Option<Instant>,
@@ -106,6 +128,7 @@ impl Slot {
 
 struct Supervisor {
     listener: std::net::TcpListener,
+    board: Board,
     config: std::sync::Arc<Config>,
     slots: Vec<Slot>,
     restarts: VecDeque<Instant>,
@@ -114,9 +137,11 @@ struct Supervisor {
 impl Supervisor {
     fn start_all(&mut self) -> std::io::Result<()> {
         for slot in 0..self.config.worker_count() {
-            let child = self.start_worker(slot)?;
+            let seat = slot * 2;
+            let child = self.start_worker(slot, seat)?;
             self.slots.push(Slot {
                 child: Some(child),
+                seat,
                 started: Instant::now(),
                 quick_deaths: 0,
                 restart_at: None,
@@ -125,12 +150,19 @@ impl Supervisor {
         Ok(())
     }
 
-    /// Re-executes this binary with the same arguments as worker `slot`.
-    fn start_worker(&self, slot: usize) -> std::io::Result<Child> {
+    /// Re-executes this binary with the same arguments as worker `slot`, sitting at
+    /// `seat` on the board.
+    ///
+    /// The board's descriptor is inherited as a copy that is open across exec for as
+    /// long as this call runs; only this thread starts processes in the supervisor.
+    fn start_worker(&self, slot: usize, seat: usize) -> std::io::Result<Child> {
         let socket = OwnedFd::from(self.listener.try_clone()?);
+        let board = self.board.inheritable_fd()?;
+        let seats = self.board.seats();
         let child = Command::new(std::env::current_exe()?)
             .args(std::env::args_os().skip(1))
             .env(WORKER_ENV, slot.to_string())
+            .env(BOARD_ENV, format!("{},{seats},{seat}", board.as_raw_fd()))
             .stdin(Stdio::from(socket))
             .spawn()?;
         tracing::info!("worker {slot} started (pid {})", child.id());
@@ -164,6 +196,7 @@ impl Supervisor {
             if let Some(child) = &mut slot.child {
                 if let Ok(Some(status)) = child.try_wait() {
                     let pid = child.id();
+                    self.board.vacate(slot.seat);
                     let backoff = slot.died(now);
                     tracing::error!(
                         "worker {index} (pid {pid}) exited ({status}); restarting in {backoff:?}"
@@ -192,7 +225,7 @@ impl Supervisor {
             return;
         }
         self.restarts.push_back(now);
-        match self.start_worker(index) {
+        match self.start_worker(index, self.slots[index].seat) {
             Ok(child) => {
                 self.slots[index].child = Some(child);
                 self.slots[index].started = now;
@@ -206,7 +239,10 @@ impl Supervisor {
     async fn replace_all(&mut self) {
         tracing::info!("SIGHUP: replacing workers one at a time");
         for index in 0..self.slots.len() {
-            let fresh = match self.start_worker(index) {
+            // The old and the new worker sit side by side until the old one is gone.
+            let old_seat = self.slots[index].seat;
+            let seat = old_seat ^ 1;
+            let fresh = match self.start_worker(index, seat) {
                 Ok(child) => child,
                 Err(e) => {
                     tracing::error!("cannot start a replacement for worker {index}: {e}");
@@ -216,9 +252,11 @@ impl Supervisor {
             tokio::time::sleep(WARM_UP).await;
             let old = self.slots[index].child.replace(fresh);
             self.slots[index].started = Instant::now();
+            self.slots[index].seat = seat;
             if let Some(old) = old {
                 self.drain([old].into_iter().collect()).await;
             }
+            self.board.vacate(old_seat);
         }
     }
 
@@ -270,6 +308,7 @@ mod tests {
         let start = Instant::now();
         let mut slot = Slot {
             child: None,
+            seat: 0,
             started: start,
             quick_deaths: 0,
             restart_at: None,

@@ -1,5 +1,5 @@
-//! Diagnostic routes an operator can switch on (`tools = true`): `/_status` (JSON
-//! counters per loop), `/_echo` (the request exactly as parsed, for debugging clients),
+//! Diagnostic routes an operator can switch on (`tools = true`): `/_status` (the
+//! process id and JSON counters per loop), `/_echo` (the request exactly as parsed, for debugging clients),
 //! `/_delay?ms=N` (answers after N ms without using the CPU), and `/_cpu?ms=N` /
 //! `/_cpu-blocking?ms=N` (burn N ms of CPU on the loop, or on the blocking pool: what a
 //! stalled loop looks like, for the watchdog and the lab).
@@ -40,7 +40,12 @@ fn status(live: &LiveStats) -> Json<serde_json::Value> {
             })
         })
         .collect();
-    Json(json!({ "server": "proscenium", "version": env!("CARGO_PKG_VERSION"), "loops": loops }))
+    Json(json!({
+        "server": "proscenium",
+        "version": env!("CARGO_PKG_VERSION"),
+        "pid": std::process::id(),
+        "loops": loops,
+    }))
 }
 
 /// Returns the request as parsed: method, target, version, headers in order, body.
