@@ -20,6 +20,28 @@ pub(crate) enum Command {
     Serve(ServeArgs),
     /// Prints the routes `serve` would answer, with where each handler runs.
     Routes(ServeArgs),
+    /// Runs a lab scenario against Proscenium's models and peer servers, and writes
+    /// DIR/report.html (plots, tables, machine, commands) and DIR/results.json.
+    Bench(BenchArgs),
+}
+
+/// Options of `bench`.
+#[derive(Debug, Args)]
+pub(crate) struct BenchArgs {
+    /// The scenario: plaintext, json, static, dynamic, on-system, off-system, mixed,
+    /// scaling, or all.
+    pub(crate) scenario: String,
+    /// Servers, comma-separated: proscenium:MODEL[/pool=N] (e.g. proscenium:loops,
+    /// proscenium:thread-pool, proscenium:loops/pool=0), nginx, node, node-cluster,
+    /// actix, hyper [default: the scenario's list].
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) servers: Option<Vec<proscenium_lab::ServerSpec>>,
+    /// quick (about two minutes a scenario) or full (the sources' parameters).
+    #[arg(long, default_value = "quick")]
+    pub(crate) profile: proscenium_lab::Profile,
+    /// Where results go (with `all`, one subdirectory a scenario).
+    #[arg(long, default_value = "lab-results")]
+    pub(crate) out: PathBuf,
 }
 
 /// Options of `serve`; each overrides the same setting of the config file.

@@ -11,11 +11,14 @@ use std::process::ExitCode;
 use clap::Parser;
 use proscenium::{App, Config, Model, Server};
 
-use crate::cli::{Cli, Command};
+use crate::cli::{BenchArgs, Cli, Command};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let (Command::Serve(args) | Command::Routes(args)) = &cli.command;
+    let args = match &cli.command {
+        Command::Serve(args) | Command::Routes(args) => args,
+        Command::Bench(bench) => return run_bench(bench),
+    };
     let config = match settings::resolve(args) {
         Ok(config) => config,
         Err(e) => {
@@ -31,6 +34,36 @@ fn main() -> ExitCode {
                 println!("{route}");
             }
             ExitCode::SUCCESS
+        }
+        Command::Bench(_) => unreachable!("handled above"),
+    }
+}
+
+fn run_bench(args: &BenchArgs) -> ExitCode {
+    if let Err(e) = proscenium_lab::interrupt_on_signals() {
+        eprintln!("proscenium: cannot watch Ctrl-C: {e}");
+        return ExitCode::FAILURE;
+    }
+    let options = proscenium_lab::Options {
+        scenario: args.scenario.clone(),
+        servers: args.servers.clone(),
+        profile: args.profile,
+        out: args.out.clone(),
+    };
+    match proscenium_lab::run(&options) {
+        Ok(dirs) => {
+            for dir in dirs {
+                println!("report: {}", dir.join("report.html").display());
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e @ proscenium_lab::Error::UnknownScenario(_)) => {
+            eprintln!("proscenium: {e}");
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            eprintln!("proscenium: {e}");
+            ExitCode::FAILURE
         }
     }
 }

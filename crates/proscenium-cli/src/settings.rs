@@ -112,6 +112,7 @@ mod tests {
             .command
         {
             Command::Serve(args) | Command::Routes(args) => args,
+            Command::Bench(_) => unreachable!("serve was parsed"),
         }
     }
 

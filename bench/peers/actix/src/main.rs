@@ -1,4 +1,5 @@
-//! actix-web peer: `GET /plaintext` and `GET /json`, `--bind ADDR --workers N`.
+//! actix-web peer: `GET /plaintext`, `GET /json` and `GET /dynamic` (the lab's
+//! 30,000-iteration page), `--bind ADDR --workers N`.
 
 use actix_web::{web, App, HttpResponse, HttpServer};
 
@@ -8,6 +9,15 @@ fn arg(name: &str, default: &str) -> String {
         .position(|a| a == name)
         .and_then(|i| args.get(i + 1).cloned())
         .unwrap_or_else(|| default.to_owned())
+}
+
+/// The lab's dynamic page: the same 30,000 iterations as examples/lab-app.
+fn dynamic_page() -> String {
+    let mut acc: u32 = 0;
+    for i in 0..30_000u32 {
+        acc = std::hint::black_box(acc.wrapping_mul(31).wrapping_add(i));
+    }
+    format!("<!doctype html><title>dynamic</title><p>30000 iterations: {acc}</p>")
 }
 
 #[actix_web::main]
@@ -21,6 +31,9 @@ async fn main() -> std::io::Result<()> {
             }))
             .route("/json", web::get().to(|| async {
                 HttpResponse::Ok().content_type("application/json").body(r#"{"message":"Hello, World!"}"#)
+            }))
+            .route("/dynamic", web::get().to(|| async {
+                HttpResponse::Ok().content_type("text/html").body(dynamic_page())
             }))
     })
     .workers(workers)

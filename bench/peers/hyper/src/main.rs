@@ -1,4 +1,5 @@
-//! hyper peer: `GET /plaintext` and `GET /json`, `--bind ADDR --workers N`
+//! hyper peer: `GET /plaintext`, `GET /json` and `GET /dynamic` (the lab's 30,000-iteration
+//! page), `--bind ADDR --workers N`
 //! (N = 1: a current-thread runtime; more: a multi-thread runtime with N workers).
 
 use std::convert::Infallible;
@@ -18,7 +19,20 @@ fn arg(name: &str, default: &str) -> String {
         .unwrap_or_else(|| default.to_owned())
 }
 
+/// The lab's dynamic page: the same 30,000 iterations as examples/lab-app.
+fn dynamic_page() -> String {
+    let mut acc: u32 = 0;
+    for i in 0..30_000u32 {
+        acc = std::hint::black_box(acc.wrapping_mul(31).wrapping_add(i));
+    }
+    format!("<!doctype html><title>dynamic</title><p>30000 iterations: {acc}</p>")
+}
+
 async fn handle(req: Request<hyper::body::Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+    if req.uri().path() == "/dynamic" {
+        let page = Full::new(Bytes::from(dynamic_page()));
+        return Ok(Response::builder().header("content-type", "text/html").body(page).unwrap());
+    }
     let (body, kind) = match req.uri().path() {
         "/plaintext" => (&b"Hello, World!"[..], "text/plain"),
         "/json" => (&br#"{"message":"Hello, World!"}"#[..], "application/json"),

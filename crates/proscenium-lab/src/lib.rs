@@ -1,0 +1,97 @@
+//! The lab behind `proscenium bench`: it runs the sources' experiments — TechEmpower's
+//! plaintext and JSON, Leda's static and dynamic pages, the thesis's on- and off-system
+//! ramps, Node.Scala's mix and scaling — against Proscenium's execution models and the
+//! servers people would otherwise pick, with established load generators (`wrk`
+//! closed loop, `vegeta` open loop), and writes `results.json` and a self-contained
+//! `report.html` with its plots (SVG, and PNG beside them).
+//!
+//! # Example
+//!
+//! ```no_run
+//! use proscenium_lab::{Options, Profile};
+//!
+//! let options = Options {
+//!     scenario: "plaintext".into(),
+//!     servers: Some(vec!["proscenium:loops".parse().unwrap(), "nginx".parse().unwrap()]),
+//!     profile: Profile::Quick,
+//!     out: "lab-results".into(),
+//! };
+//! for dir in proscenium_lab::run(&options).unwrap() {
+//!     println!("report: {}", dir.join("report.html").display());
+//! }
+//! ```
+//!
+//! # A tour
+//!
+//! - A scenario (`scenario.rs`) is a plan: default servers, where servers and load run
+//!   (`Split`: server and load on separate cores; `Shared`: all cores for both), the
+//!   answers checked first, the steps of load, the plots.
+//! - The runner (`run.rs`) builds or installs what is needed, starts each server pinned
+//!   to its cores in its own process group, waits until it answers, checks the answers,
+//!   drives each step and records what the server spent, then stops it by pid.
+//! - `load/` drives the generators and reads their output; `report/` writes the files.
+
+mod error;
+mod load;
+mod machine;
+mod process;
+mod progress;
+mod report;
+mod results;
+mod run;
+mod scenario;
+mod servers;
+mod tools;
+
+use std::path::PathBuf;
+
+pub use self::error::Error;
+pub use self::load::{Latency, Measured};
+pub use self::machine::Machine;
+pub use self::results::{Results, ServerRun, Step};
+pub use self::run::{interrupt_on_signals, run};
+pub use self::scenario::SCENARIOS;
+pub use self::servers::ServerSpec;
+
+/// How much effort a run takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Profile {
+    /// About two minutes a scenario on a 2-core machine.
+    Quick,
+    /// The sources' parameters where the machine allows.
+    Full,
+}
+
+impl std::str::FromStr for Profile {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s {
+            "quick" => Ok(Self::Quick),
+            "full" => Ok(Self::Full),
+            _ => Err(Error::UnknownProfile(s.to_owned())),
+        }
+    }
+}
+
+impl Profile {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Quick => "quick",
+            Self::Full => "full",
+        }
+    }
+}
+
+/// What `proscenium bench` was asked to do.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// A name of [`SCENARIOS`], or `all`.
+    pub scenario: String,
+    /// The servers to run, or `None` for the scenario's default list.
+    pub servers: Option<Vec<ServerSpec>>,
+    /// How long and how much.
+    pub profile: Profile,
+    /// Where results go; with `all`, one subdirectory a scenario.
+    pub out: PathBuf,
+}

@@ -1,0 +1,404 @@
+//! The runner: for each server of a scenario, build, start, wait, check, load step by
+//! step while measuring what the server spends, stop; then the report.
+//!
+//! Shutdown steps on Ctrl-C (or SIGTERM): the signal sets a flag, the running load
+//! generator (in the lab's own process group) ends at once, the runner sees the flag
+//! before the next step and returns [`Error::Interrupted`], and dropping each
+//! [`Running`] stops its server's process group by pid. Nothing is left behind.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::machine::{Machine, versions};
+use crate::process::{RssPeak, Running, tree_cpu_seconds};
+use crate::progress::Progress;
+use crate::results::{Results, ServerRun, Step};
+use crate::scenario::{self, Cores, FILES, Plan};
+use crate::servers::{Placement, ServerSpec};
+use crate::tools::Tools;
+use crate::{Error, Options, report};
+
+/// How long a server gets to answer its first request.
+const START_TIMEOUT: Duration = Duration::from_secs(20);
+/// The most a step waits for the server to go quiet after an overload.
+const COOL_DOWN: Duration = Duration::from_secs(15);
+/// The file descriptors the lab asks for (5,000 clients need more than the default).
+const NOFILE: u64 = 65_536;
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+/// Makes SIGINT and SIGTERM stop the run cleanly (see the module's shutdown steps).
+///
+/// # Errors
+///
+/// When the handlers cannot be installed.
+pub fn interrupt_on_signals() -> std::io::Result<()> {
+    let flag = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, flag.clone())?;
+    }
+    std::thread::spawn(move || {
+        while !flag.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        INTERRUPTED.store(true, Ordering::Relaxed);
+    });
+    Ok(())
+}
+
+fn check_interrupt() -> Result<(), Error> {
+    if INTERRUPTED.load(Ordering::Relaxed) {
+        Err(Error::Interrupted)
+    } else {
+        Ok(())
+    }
+}
+
+/// Runs `options.scenario` (or every scenario for `all`); returns the directory of each
+/// scenario's results.
+///
+/// # Errors
+///
+/// For an unknown scenario, a missing tool that cannot be installed, a failed build
+/// of the lab's own app, or an interruption. A server that cannot be built, started or
+/// checked is skipped and the reason recorded instead.
+pub fn run(options: &Options) -> Result<Vec<PathBuf>, Error> {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let names: Vec<&str> = if options.scenario == "all" {
+        scenario::SCENARIOS.to_vec()
+    } else {
+        vec![options.scenario.as_str()]
+    };
+    let plans = names
+        .iter()
+        .map(|n| {
+            scenario::plan(n, options.profile, cores)
+                .ok_or_else(|| Error::UnknownScenario((*n).to_owned()))
+        })
+        .collect::<Result<Vec<Plan>, Error>>()?;
+    raise_file_limit();
+    // The lab builds lab-app and the peers from the checkout it was built from.
+    let root = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    let root = root.canonicalize().unwrap_or(root);
+    let mut dirs = Vec::new();
+    for plan in &plans {
+        let servers = match &options.servers {
+            Some(list) => list.clone(),
+            None => plan
+                .default_servers
+                .iter()
+                .map(|s| s.parse())
+                .collect::<Result<_, _>>()?,
+        };
+        let dir = if plans.len() > 1 {
+            options.out.join(plan.name)
+        } else {
+            options.out.clone()
+        };
+        std::fs::create_dir_all(&dir).map_err(Error::io("create the output directory"))?;
+        let progress = Progress::new((servers.len() * plan.steps.len()) as u64);
+        let tools = Tools::new(root.clone(), progress.clone());
+        let results = run_plan(plan, &servers, options, &tools, &progress, &dir);
+        progress.finish();
+        let results = results?;
+        report::write(&results, &dir)?;
+        dirs.push(dir);
+    }
+    Ok(dirs)
+}
+
+/// The cores of the server and of the load, in `taskset -c` syntax.
+fn core_sets(cores: Cores, count: usize) -> (String, usize, String) {
+    let all = format!("0-{}", count.saturating_sub(1));
+    match cores {
+        Cores::Shared => (all.clone(), count, all),
+        Cores::Split if count < 2 => (all.clone(), count, all),
+        Cores::Split => {
+            let half = count / 2;
+            let server = format!("0-{}", half - 1);
+            (server, half, format!("{half}-{}", count - 1))
+        }
+    }
+}
+
+fn run_plan(
+    plan: &Plan,
+    servers: &[ServerSpec],
+    options: &Options,
+    tools: &Tools,
+    progress: &Progress,
+    dir: &Path,
+) -> Result<Results, Error> {
+    let machine = Machine::read();
+    let (server_cores, server_count, load_cores) = core_sets(plan.cores, machine.cores);
+    let www = dir.join("www");
+    write_files(&www)?;
+    let scratch = dir.join("scratch");
+    std::fs::create_dir_all(&scratch).map_err(Error::io("create the scratch directory"))?;
+    let upstream_port = free_port()?;
+    let upstream_url = format!("http://127.0.0.1:{upstream_port}/page?ms=170&kb=44");
+    let _upstream = if plan.upstream {
+        Some(start_upstream(
+            tools,
+            &load_cores,
+            upstream_port,
+            &www,
+            &upstream_url,
+        )?)
+    } else {
+        None
+    };
+    let mut runs = Vec::new();
+    let mut steps = Vec::new();
+    for server in servers {
+        check_interrupt()?;
+        let placement = Placement {
+            cores: &server_cores,
+            core_count: server_count,
+            port: free_port()?,
+            root: &www,
+            upstream: &upstream_url,
+            workdir: &scratch,
+        };
+        progress.at(plan.name, server.name(), "starting");
+        match start_checked(plan, server, tools, &placement) {
+            Ok(mut running) => {
+                runs.push(ServerRun {
+                    name: server.to_string(),
+                    cores: server_cores.clone(),
+                    command: Some(running.command().to_owned()),
+                    skipped: None,
+                });
+                let base = format!("http://127.0.0.1:{}", placement.port);
+                for step in &plan.steps {
+                    check_interrupt()?;
+                    progress.at(
+                        plan.name,
+                        server.name(),
+                        &format!("{} / {}", step.group, step.label),
+                    );
+                    steps.push(measure(
+                        server,
+                        step,
+                        &mut running,
+                        tools,
+                        &base,
+                        &load_cores,
+                        &scratch,
+                    )?);
+                    progress.advance();
+                    cool_down(running.pid());
+                }
+            }
+            Err(e) => {
+                check_interrupt()?;
+                progress.say(format!("skipping {server}: {e}"));
+                for _ in &plan.steps {
+                    progress.advance();
+                }
+                runs.push(ServerRun {
+                    name: server.to_string(),
+                    cores: server_cores.clone(),
+                    command: None,
+                    skipped: Some(e.to_string()),
+                });
+            }
+        }
+    }
+    Ok(Results {
+        scenario: plan.name.to_owned(),
+        reproduces: plan.reproduces.to_owned(),
+        profile: options.profile.name().to_owned(),
+        machine,
+        versions: versions(tools.vegeta().ok().as_deref()),
+        deviations: plan.deviations.clone(),
+        servers: runs,
+        steps,
+        plots: Vec::new(),
+    })
+}
+
+/// Builds and starts `server`, waits until it answers, and checks its answers.
+fn start_checked(
+    plan: &Plan,
+    server: &ServerSpec,
+    tools: &Tools,
+    at: &Placement<'_>,
+) -> Result<Running, Error> {
+    server.build(tools)?;
+    let mut running = server.start(tools, at)?;
+    let deadline = Instant::now() + START_TIMEOUT;
+    let (first, _) = &plan.checks[0];
+    while get(at.port, first).is_err() {
+        check_interrupt()?;
+        if running.has_exited() || Instant::now() > deadline {
+            return Err(Error::Start {
+                server: server.to_string(),
+                reason: format!("no answer on port {} within {START_TIMEOUT:?}", at.port),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for (path, want) in &plan.checks {
+        let (status, body) = get(at.port, path).map_err(Error::io("check an answer"))?;
+        if status != 200 || !body.contains(want.as_str()) {
+            let shown: String = body.chars().take(120).collect();
+            return Err(Error::Check {
+                server: server.to_string(),
+                path: path.clone(),
+                got: format!("{status} {shown}"),
+            });
+        }
+    }
+    Ok(running)
+}
+
+fn measure(
+    server: &ServerSpec,
+    step: &scenario::StepPlan,
+    running: &mut Running,
+    tools: &Tools,
+    base: &str,
+    load_cores: &str,
+    scratch: &Path,
+) -> Result<Step, Error> {
+    let pid = running.pid();
+    let rss = RssPeak::watch(pid);
+    let cpu_before = tree_cpu_seconds(pid);
+    let (command, measured) = step.load.run(tools, base, load_cores, scratch)?;
+    let cpu = tree_cpu_seconds(pid) - cpu_before;
+    check_interrupt()?;
+    Ok(Step {
+        server: server.to_string(),
+        group: step.group.clone(),
+        label: step.label.clone(),
+        x: step.x,
+        offered_rps: step.load.offered(),
+        cpu_us_per_request: (measured.requests > 0).then(|| cpu * 1e6 / measured.requests as f64),
+        measured,
+        peak_rss_kib: rss.finish(),
+        command,
+    })
+}
+
+/// Waits until the server has used under 5 % of a core for half a second (an
+/// overloaded server may still be working off its queue), at most [`COOL_DOWN`].
+fn cool_down(pid: u32) {
+    let deadline = Instant::now() + COOL_DOWN;
+    let window = Duration::from_millis(500);
+    while Instant::now() < deadline {
+        let before = tree_cpu_seconds(pid);
+        std::thread::sleep(window);
+        if tree_cpu_seconds(pid) - before < 0.05 * window.as_secs_f64() {
+            return;
+        }
+    }
+}
+
+/// The slow upstream of `/relay`: lab-app on the load's cores.
+fn start_upstream(
+    tools: &Tools,
+    cores: &str,
+    port: u16,
+    www: &Path,
+    url: &str,
+) -> Result<Running, Error> {
+    tools.build_lab_app()?;
+    let mut command = std::process::Command::new("taskset");
+    command
+        .args(["-c", cores])
+        .arg(tools.lab_app())
+        .args([
+            "--bind",
+            &format!("127.0.0.1:{port}"),
+            "--model",
+            "loops:1",
+            "--root",
+        ])
+        .arg(www);
+    let running = Running::spawn("upstream", command)?;
+    let deadline = Instant::now() + START_TIMEOUT;
+    let path = &url[url.find("/page").unwrap_or(0)..];
+    while get(port, path).is_err() {
+        if Instant::now() > deadline {
+            return Err(Error::Start {
+                server: "upstream".to_owned(),
+                reason: "no answer".to_owned(),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(running)
+}
+
+/// Writes the static files every server serves (their content is `x` repeated).
+fn write_files(www: &Path) -> Result<(), Error> {
+    std::fs::create_dir_all(www).map_err(Error::io("create the static root"))?;
+    for (name, size) in FILES {
+        let path = www.join(name);
+        if std::fs::metadata(&path).map(|m| m.len()).ok() != Some(size as u64) {
+            std::fs::write(&path, vec![b'x'; size]).map_err(Error::io("write a static file"))?;
+        }
+    }
+    // nginx's workers run as nobody: the root must be readable by all.
+    let _ = std::process::Command::new("chmod")
+        .args(["-R", "a+rX"])
+        .arg(www)
+        .status();
+    Ok(())
+}
+
+fn free_port() -> Result<u16, Error> {
+    let listener = TcpListener::bind("127.0.0.1:0").map_err(Error::io("find a free port"))?;
+    Ok(listener
+        .local_addr()
+        .map_err(Error::io("find a free port"))?
+        .port())
+}
+
+/// A plain HTTP/1.1 GET on loopback; returns the status and body.
+fn get(port: u16, path: &str) -> std::io::Result<(u16, String)> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port))?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: lab\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer)?;
+    let text = String::from_utf8_lossy(&answer);
+    let status = text
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| std::io::Error::other("no status line"))?;
+    let body = text
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, b)| b)
+        .to_owned();
+    Ok((status, body))
+}
+
+fn raise_file_limit() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    if let Ok((_, hard)) = getrlimit(Resource::RLIMIT_NOFILE) {
+        let _ = setrlimit(Resource::RLIMIT_NOFILE, NOFILE.min(hard), NOFILE.min(hard));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_puts_server_and_load_on_separate_cores() {
+        assert_eq!(core_sets(Cores::Split, 2), ("0-0".into(), 1, "1-1".into()));
+        assert_eq!(core_sets(Cores::Split, 8), ("0-3".into(), 4, "4-7".into()));
+        assert_eq!(core_sets(Cores::Shared, 2), ("0-1".into(), 2, "0-1".into()));
+        assert_eq!(core_sets(Cores::Split, 1), ("0-0".into(), 1, "0-0".into()));
+    }
+}

@@ -1,0 +1,561 @@
+//! The scenarios: each reproduces a figure of the sources (../shared/SOURCES.md) as a
+//! plan — which servers by default, where they run, the steps of load every server
+//! gets, the answers checked first, and the plots drawn after.
+
+use crate::Profile;
+use crate::load::Load;
+
+/// Every scenario, in the order `all` runs them.
+pub const SCENARIOS: [&str; 8] = [
+    "plaintext",
+    "json",
+    "static",
+    "dynamic",
+    "on-system",
+    "off-system",
+    "mixed",
+    "scaling",
+];
+
+/// Where servers and load run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Cores {
+    /// The server on the first half of the cores, the load on the rest: what the
+    /// server spends is measured apart from the load.
+    Split,
+    /// Both on every core: the multi-core models need them; the load takes its share.
+    Shared,
+}
+
+/// One step of load, the same for every server.
+#[derive(Debug, Clone)]
+pub(crate) struct StepPlan {
+    /// Steps of a group share a plot (a file size, a Fibonacci n, a route).
+    pub(crate) group: String,
+    pub(crate) label: String,
+    /// Where the step sits on the plot's x axis (clients, rate, share of heavy).
+    pub(crate) x: f64,
+    pub(crate) load: Load,
+}
+
+/// What a plot shows on its y axis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Metric {
+    Rps,
+    CpuPerRequest,
+    MeanLatency,
+    P99Latency,
+}
+
+impl Metric {
+    pub(crate) fn title(self) -> &'static str {
+        match self {
+            Self::Rps => "throughput",
+            Self::CpuPerRequest => "server CPU per request",
+            Self::MeanLatency => "mean response time",
+            Self::P99Latency => "p99 response time",
+        }
+    }
+
+    pub(crate) fn label(self) -> &'static str {
+        match self {
+            Self::Rps => "answers per second (2xx)",
+            Self::CpuPerRequest => "server CPU per request (µs)",
+            Self::MeanLatency => "mean response time (ms)",
+            Self::P99Latency => "p99 response time (ms)",
+        }
+    }
+}
+
+/// A plot: `metric` for one group's steps, one series per server; `x_label` names the
+/// x axis for line plots, while bar plots take the step labels as categories.
+#[derive(Debug, Clone)]
+pub(crate) struct PlotPlan {
+    pub(crate) group: String,
+    pub(crate) metric: Metric,
+    pub(crate) x_label: Option<&'static str>,
+}
+
+/// A scenario, planned for one profile and machine.
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    pub(crate) name: &'static str,
+    pub(crate) reproduces: &'static str,
+    pub(crate) default_servers: Vec<String>,
+    pub(crate) cores: Cores,
+    /// Whether the slow upstream of `/relay` must run.
+    pub(crate) upstream: bool,
+    /// `(path, text the answer must contain)`, checked before any load.
+    pub(crate) checks: Vec<(String, String)>,
+    pub(crate) steps: Vec<StepPlan>,
+    pub(crate) plots: Vec<PlotPlan>,
+    pub(crate) deviations: Vec<String>,
+}
+
+/// Plans scenario `name`, or returns `None` when there is none of that name.
+pub(crate) fn plan(name: &str, profile: Profile, cores: usize) -> Option<Plan> {
+    let quick = profile == Profile::Quick;
+    let mut plan = match name {
+        "plaintext" => closed_max("plaintext", "/plaintext", "Hello, World!", quick),
+        "json" => closed_max("json", "/json", "Hello, World!", quick),
+        "static" => static_files(quick),
+        "dynamic" => dynamic(quick),
+        "on-system" => on_system(quick),
+        "off-system" => off_system(quick),
+        "mixed" => mixed(quick),
+        "scaling" => scaling(quick, cores),
+        _ => return None,
+    };
+    plan.deviations.push(format!(
+        "{cores} cores shared by the servers and the load generator; loopback, not a network{}",
+        if plan.cores == Cores::Split {
+            " (server and load pinned to separate cores)"
+        } else {
+            ""
+        }
+    ));
+    if quick {
+        plan.deviations
+            .push("quick profile: shorter steps and fewer of them than the source".to_owned());
+    }
+    Some(plan)
+}
+
+fn servers(names: &[&str]) -> Vec<String> {
+    names.iter().map(|s| (*s).to_owned()).collect()
+}
+
+fn closed(
+    group: &str,
+    label: String,
+    x: f64,
+    path: &str,
+    conns: usize,
+    depth: usize,
+    seconds: u64,
+) -> StepPlan {
+    StepPlan {
+        group: group.to_owned(),
+        label,
+        x,
+        load: Load::Closed {
+            path: path.to_owned(),
+            conns,
+            depth,
+            seconds,
+        },
+    }
+}
+
+fn open(
+    group: &str,
+    label: String,
+    x: f64,
+    targets: Vec<String>,
+    rate: u64,
+    seconds: u64,
+) -> StepPlan {
+    StepPlan {
+        group: group.to_owned(),
+        label,
+        x,
+        load: Load::Open {
+            targets,
+            rate,
+            seconds,
+        },
+    }
+}
+
+fn plots(groups: &[String], metrics: &[Metric], x_label: Option<&'static str>) -> Vec<PlotPlan> {
+    groups
+        .iter()
+        .flat_map(|group| {
+            metrics.iter().map(|&metric| PlotPlan {
+                group: group.clone(),
+                metric,
+                x_label,
+            })
+        })
+        .collect()
+}
+
+/// TechEmpower's plaintext and JSON tests: closed-loop maximum, keep-alive and 16-deep
+/// pipelining, and what the server spends per request.
+fn closed_max(name: &'static str, path: &str, answer: &str, quick: bool) -> Plan {
+    let seconds = if quick { 5 } else { 15 };
+    let mut steps = vec![
+        closed(
+            name,
+            "keep-alive, 64 connections".into(),
+            64.0,
+            path,
+            64,
+            1,
+            seconds,
+        ),
+        closed(
+            name,
+            "pipelined 16, 64 connections".into(),
+            64.0,
+            path,
+            64,
+            16,
+            seconds,
+        ),
+    ];
+    if !quick {
+        steps.insert(
+            1,
+            closed(
+                name,
+                "keep-alive, 256 connections".into(),
+                256.0,
+                path,
+                256,
+                1,
+                seconds,
+            ),
+        );
+    }
+    Plan {
+        name,
+        reproduces: "TechEmpower's plaintext and JSON tests (server CPU per request, after issue 2's method)",
+        default_servers: servers(&["proscenium:loops", "actix", "hyper", "nginx", "node"]),
+        cores: Cores::Split,
+        upstream: false,
+        checks: vec![(path.to_owned(), answer.to_owned())],
+        steps,
+        plots: plots(
+            &[name.to_owned()],
+            &[Metric::Rps, Metric::CpuPerRequest],
+            None,
+        ),
+        deviations: vec!["one core per server (one loop or worker), wrk on the other".to_owned()],
+    }
+}
+
+/// The static files of the `static` scenario: name and size.
+pub(crate) const FILES: [(&str, usize); 3] = [
+    ("1kb.bin", 1024),
+    ("300kb.bin", 300 * 1024),
+    ("5mb.bin", 5 * 1024 * 1024),
+];
+
+/// Leda Fig. 9a/b: response time and throughput against clients, 300 KB and 5 MB
+/// files (and 1 KB), Proscenium against nginx.
+fn static_files(quick: bool) -> Plan {
+    let (clients, seconds): (&[usize], u64) = if quick {
+        (&[100, 1000, 5000], 3)
+    } else {
+        (&[100, 500, 1000, 2000, 3000, 4000, 5000], 10)
+    };
+    let mut steps = Vec::new();
+    let mut groups = Vec::new();
+    for (file, size) in FILES {
+        let group = format!("{} KB file", size / 1024);
+        for &c in clients {
+            steps.push(closed(
+                &group,
+                format!("{c} clients"),
+                c as f64,
+                &format!("/{file}"),
+                c,
+                1,
+                seconds,
+            ));
+        }
+        groups.push(group);
+    }
+    Plan {
+        name: "static",
+        reproduces: "Leda Fig. 9a/b: static files, response time and throughput against clients, vs nginx",
+        default_servers: servers(&["proscenium:loops", "nginx"]),
+        cores: Cores::Split,
+        upstream: false,
+        checks: vec![("/1kb.bin".to_owned(), "x".repeat(64))],
+        steps,
+        plots: plots(
+            &groups,
+            &[Metric::Rps, Metric::MeanLatency],
+            Some("concurrent clients"),
+        ),
+        deviations: vec![
+            "Leda measured Apache and nginx over a network; here nginx alone, on loopback"
+                .to_owned(),
+        ],
+    }
+}
+
+/// Leda Fig. 9c: a page whose handler runs a 30,000-iteration loop.
+fn dynamic(quick: bool) -> Plan {
+    let (clients, seconds): (&[usize], u64) = if quick {
+        (&[100, 1000, 5000], 5)
+    } else {
+        (&[100, 500, 1000, 2000, 5000], 10)
+    };
+    let steps = clients
+        .iter()
+        .map(|&c| {
+            closed(
+                "dynamic page",
+                format!("{c} clients"),
+                c as f64,
+                "/dynamic",
+                c,
+                1,
+                seconds,
+            )
+        })
+        .collect();
+    Plan {
+        name: "dynamic",
+        reproduces: "Leda Fig. 9c: a dynamic page running a 30,000-iteration loop, against clients",
+        default_servers: servers(&["proscenium:loops", "actix", "hyper", "node"]),
+        cores: Cores::Split,
+        upstream: false,
+        checks: vec![("/dynamic".to_owned(), "30000 iterations".to_owned())],
+        steps,
+        plots: plots(
+            &["dynamic page".to_owned()],
+            &[Metric::Rps, Metric::MeanLatency],
+            Some("concurrent clients"),
+        ),
+        deviations: vec![
+            "Leda's peers ran the page as CGI/PHP; here the same loop is native in each peer"
+                .to_owned(),
+        ],
+    }
+}
+
+/// Rates of a ramp to `top` in `steps` equal steps.
+fn ramp(top: u64, steps: u64) -> Vec<u64> {
+    (1..=steps).map(|i| (top * i / steps).max(1)).collect()
+}
+
+const THESIS_SERVERS: [&str; 4] = [
+    "proscenium:thread-pool",
+    "proscenium:loops",
+    "proscenium:event-loop",
+    "node",
+];
+
+/// Thesis Fig. 5.1–5.4: CPU-bound work on the server (the n-th Fibonacci number with
+/// big integers) while the request rate ramps up.
+fn on_system(quick: bool) -> Plan {
+    // The thesis ramps every n to 5,000/s over 30 s; the quick profile ramps each n to
+    // about where this machine saturates, so the knee shows in a minute.
+    let cases: &[(u32, u64)] = if quick {
+        &[(1_000, 4_000), (10_000, 800)]
+    } else {
+        &[
+            (1_000, 5_000),
+            (5_000, 5_000),
+            (10_000, 5_000),
+            (50_000, 5_000),
+        ]
+    };
+    let (steps_per_ramp, seconds) = if quick { (4, 3) } else { (10, 3) };
+    let mut steps = Vec::new();
+    let mut groups = Vec::new();
+    for &(n, top) in cases {
+        let group = format!("fib({n})");
+        for rate in ramp(top, steps_per_ramp) {
+            steps.push(open(
+                &group,
+                format!("{rate}/s"),
+                rate as f64,
+                vec![format!("/fib-iter?n={n}")],
+                rate,
+                seconds,
+            ));
+        }
+        groups.push(group);
+    }
+    Plan {
+        name: "on-system",
+        reproduces: "thesis Fig. 5.1–5.4: on-system (CPU) work, response time against request rate",
+        default_servers: servers(&THESIS_SERVERS),
+        cores: Cores::Shared,
+        upstream: false,
+        checks: vec![("/fib-iter?n=10".to_owned(), "37".to_owned())],
+        steps,
+        plots: plots(
+            &groups,
+            &[Metric::MeanLatency, Metric::P99Latency],
+            Some("offered requests per second"),
+        ),
+        deviations: vec![
+            "the thesis used a 4-core server with a separate load machine".to_owned(),
+            "the 30 s ramp is run as equal constant-rate steps of 3 s".to_owned(),
+        ],
+    }
+}
+
+/// Thesis Fig. 5.5–5.7: off-system work — each request fetches a 44 KB page that an
+/// upstream answers after 170 ms — at rates ramping to 100, 1,000 and 5,000 a second.
+fn off_system(quick: bool) -> Plan {
+    let tops: &[u64] = if quick {
+        &[100, 1_000]
+    } else {
+        &[100, 1_000, 5_000]
+    };
+    let (steps_per_ramp, seconds) = if quick { (4, 3) } else { (10, 3) };
+    let mut steps = Vec::new();
+    let mut groups = Vec::new();
+    for &top in tops {
+        let group = format!("ramp to {top}/s");
+        for rate in ramp(top, steps_per_ramp) {
+            steps.push(open(
+                &group,
+                format!("{rate}/s"),
+                rate as f64,
+                vec!["/relay".to_owned()],
+                rate,
+                seconds,
+            ));
+        }
+        groups.push(group);
+    }
+    Plan {
+        name: "off-system",
+        reproduces: "thesis Fig. 5.5–5.7: off-system work (a 170 ms upstream), response time against request rate",
+        default_servers: servers(&THESIS_SERVERS),
+        cores: Cores::Shared,
+        upstream: true,
+        checks: vec![("/relay".to_owned(), "xxxxxxxx".to_owned())],
+        steps,
+        plots: plots(
+            &groups,
+            &[Metric::MeanLatency, Metric::P99Latency],
+            Some("offered requests per second"),
+        ),
+        deviations: vec![
+            "the upstream is lab-app on the same machine, not a remote web site".to_owned(),
+        ],
+    }
+}
+
+/// Node.Scala Fig. 1b: 100 requests/s of light (fib 20) and heavy (fib 35) requests
+/// with 0, 5, 10 and 15 % heavy.
+fn mixed(quick: bool) -> Plan {
+    let seconds = if quick { 5 } else { 20 };
+    let steps = [0usize, 5, 10, 15]
+        .into_iter()
+        .map(|heavy| {
+            // One target a percent: the mix repeats every 20 requests.
+            let mut targets = vec!["/fib?n=20".to_owned(); 20 - heavy / 5];
+            targets.extend(std::iter::repeat_n("/fib?n=35".to_owned(), heavy / 5));
+            open(
+                "mix",
+                format!("{heavy} % heavy"),
+                heavy as f64,
+                targets,
+                100,
+                seconds,
+            )
+        })
+        .collect();
+    Plan {
+        name: "mixed",
+        reproduces: "Node.Scala Fig. 1b: light and heavy requests at 100/s, blocking vs non-blocking",
+        default_servers: servers(&["node", "proscenium:event-loop", "proscenium:loops/pool=0", "proscenium:loops"]),
+        cores: Cores::Shared,
+        upstream: false,
+        checks: vec![("/fib?n=20".to_owned(), "6765".to_owned())],
+        steps,
+        plots: plots(&["mix".to_owned()], &[Metric::Rps, Metric::P99Latency], None),
+        deviations: vec![
+            "proscenium:loops runs fib on its blocking pool; /pool=0 and event-loop run it on the loop, as Node.js does".to_owned(),
+        ],
+    }
+}
+
+/// Node.Scala Fig. 4: stateless throughput and CPU per request against the number of
+/// loops, for plaintext and a CPU-bound page.
+fn scaling(quick: bool, cores: usize) -> Plan {
+    let seconds = if quick { 5 } else { 15 };
+    let steps = vec![
+        closed(
+            "plaintext",
+            "plaintext".into(),
+            0.0,
+            "/plaintext",
+            64,
+            1,
+            seconds,
+        ),
+        closed(
+            "dynamic page",
+            "dynamic page".into(),
+            0.0,
+            "/dynamic",
+            64,
+            1,
+            seconds,
+        ),
+    ];
+    Plan {
+        name: "scaling",
+        reproduces: "Node.Scala Fig. 4: throughput against the number of loops",
+        default_servers: (1..=cores)
+            .map(|n| format!("proscenium:loops:{n}"))
+            .collect(),
+        cores: Cores::Shared,
+        upstream: false,
+        checks: vec![("/plaintext".to_owned(), "Hello, World!".to_owned())],
+        steps,
+        plots: plots(
+            &["plaintext".to_owned(), "dynamic page".to_owned()],
+            &[Metric::Rps, Metric::CpuPerRequest],
+            None,
+        ),
+        deviations: vec![format!(
+            "Node.Scala went to 32 threads; this machine has {cores} cores, shared with wrk"
+        )],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_scenario_plans_steps_plots_and_checks() {
+        for name in SCENARIOS {
+            let plan = plan(name, Profile::Quick, 2).unwrap();
+            assert!(
+                !plan.steps.is_empty() && !plan.plots.is_empty() && !plan.checks.is_empty(),
+                "{name}"
+            );
+            assert!(!plan.default_servers.is_empty(), "{name}");
+            for p in &plan.plots {
+                assert!(
+                    plan.steps.iter().any(|s| s.group == p.group),
+                    "{name}: plot of no steps"
+                );
+            }
+        }
+        assert!(plan("nope", Profile::Quick, 2).is_none());
+    }
+
+    #[test]
+    fn quick_scenarios_take_about_two_minutes_of_load() {
+        for name in SCENARIOS {
+            let plan = plan(name, Profile::Quick, 2).unwrap();
+            let per_server: u64 = plan.steps.iter().map(|s| s.load.seconds()).sum();
+            let total = per_server * plan.default_servers.len() as u64;
+            assert!(total <= 110, "{name}: {total} s of load");
+        }
+    }
+
+    #[test]
+    fn the_mix_holds_the_stated_share_of_heavy_requests() {
+        let plan = plan("mixed", Profile::Quick, 2).unwrap();
+        let Load::Open { targets, .. } = &plan.steps[2].load else {
+            panic!("open loop")
+        };
+        let heavy = targets.iter().filter(|t| t.ends_with("=35")).count();
+        assert_eq!((heavy * 100 / targets.len(), targets.len()), (10, 20));
+    }
+}

@@ -1,0 +1,255 @@
+//! The servers the lab compares: how each is named on the command line, built or
+//! located, started pinned to its cores, and checked.
+//!
+//! Proscenium runs `examples/lab-app` (every workload as a route) under the model the
+//! name gives; the peers are `bench/peers/` (actix-web, hyper, Node.js) and nginx with a
+//! generated config. A server runs in a process group of its own, so a Ctrl-C at the
+//! terminal reaches the lab, which stops it by pid, and not the server directly.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::str::FromStr;
+
+use crate::Error;
+use crate::process::Running;
+use crate::tools::Tools;
+
+/// A server to measure, as named on the command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerSpec {
+    name: String,
+    kind: Kind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Kind {
+    /// `proscenium:MODEL[/pool=N]`: lab-app under `--model MODEL`.
+    Proscenium {
+        model: String,
+        pool: Option<usize>,
+    },
+    Nginx,
+    Node {
+        cluster: bool,
+    },
+    Actix,
+    Hyper,
+}
+
+impl FromStr for ServerSpec {
+    type Err = Error;
+
+    /// Parses `proscenium:MODEL[/pool=N]`, `nginx`, `node`, `node-cluster`, `actix` or
+    /// `hyper`.
+    fn from_str(name: &str) -> Result<Self, Error> {
+        let kind = match name {
+            "nginx" => Kind::Nginx,
+            "node" => Kind::Node { cluster: false },
+            "node-cluster" => Kind::Node { cluster: true },
+            "actix" => Kind::Actix,
+            "hyper" => Kind::Hyper,
+            _ => {
+                let rest = name
+                    .strip_prefix("proscenium:")
+                    .ok_or_else(|| Error::UnknownServer(name.to_owned()))?;
+                let (model, pool) = match rest.split_once("/pool=") {
+                    Some((model, pool)) => (
+                        model,
+                        Some(
+                            pool.parse()
+                                .map_err(|_| Error::UnknownServer(name.to_owned()))?,
+                        ),
+                    ),
+                    None => (rest, None),
+                };
+                if model.is_empty() {
+                    return Err(Error::UnknownServer(name.to_owned()));
+                }
+                Kind::Proscenium {
+                    model: model.to_owned(),
+                    pool,
+                }
+            }
+        };
+        Ok(Self {
+            name: name.to_owned(),
+            kind,
+        })
+    }
+}
+
+impl fmt::Display for ServerSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.name)
+    }
+}
+
+/// Where and with what a server starts.
+#[derive(Debug, Clone)]
+pub(crate) struct Placement<'a> {
+    /// The cores it is pinned to (`taskset -c` syntax) and how many they are.
+    pub(crate) cores: &'a str,
+    pub(crate) core_count: usize,
+    pub(crate) port: u16,
+    /// The directory static files come from.
+    pub(crate) root: &'a Path,
+    /// The URL `/relay` fetches.
+    pub(crate) upstream: &'a str,
+    /// A directory for the server's own files (nginx's config, pid and logs).
+    pub(crate) workdir: &'a Path,
+}
+
+impl ServerSpec {
+    /// The name as given.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Builds what the server needs (once per lab run; cargo makes repeats cheap).
+    pub(crate) fn build(&self, tools: &Tools) -> Result<(), Error> {
+        match &self.kind {
+            Kind::Proscenium { .. } => tools.build_lab_app(),
+            Kind::Actix => tools.build_peer("actix"),
+            Kind::Hyper => tools.build_peer("hyper"),
+            Kind::Nginx => tools.need("nginx", "nginx").map(|_| ()),
+            Kind::Node { .. } => tools.need("node", "nodejs").map(|_| ()),
+        }
+    }
+
+    /// Starts the server pinned to `at.cores`.
+    pub(crate) fn start(&self, tools: &Tools, at: &Placement<'_>) -> Result<Running, Error> {
+        let bind = format!("127.0.0.1:{}", at.port);
+        let n = at.core_count.to_string();
+        let mut command = Command::new("taskset");
+        command.args(["-c", at.cores]);
+        match &self.kind {
+            Kind::Proscenium { model, pool } => {
+                command
+                    .arg(tools.lab_app())
+                    .args([
+                        "--bind",
+                        &bind,
+                        "--model",
+                        &proscenium_model(model, at.core_count),
+                    ])
+                    .arg("--root")
+                    .arg(at.root)
+                    .args(["--upstream", at.upstream]);
+                if let Some(pool) = pool {
+                    command.args(["--blocking-pool", &pool.to_string()]);
+                }
+            }
+            Kind::Actix | Kind::Hyper => {
+                let peer = if self.kind == Kind::Actix {
+                    "actix"
+                } else {
+                    "hyper"
+                };
+                command
+                    .arg(tools.peer_binary(peer))
+                    .args(["--bind", &bind, "--workers", &n]);
+            }
+            Kind::Node { cluster } => {
+                command
+                    .arg("node")
+                    .arg(tools.root().join("bench/peers/node/server.js"))
+                    .args(["--bind", &bind, "--upstream", at.upstream]);
+                if *cluster {
+                    command.args(["--cluster", &n]);
+                }
+            }
+            Kind::Nginx => {
+                let conf = nginx_conf(at)?;
+                command.args(["nginx", "-c"]).arg(conf);
+            }
+        }
+        Running::spawn(&self.name, command)
+    }
+}
+
+/// The `--model` argument for `model` on `cores` cores: the multi-loop and
+/// multi-process models get one loop or worker per core unless the name says how many.
+fn proscenium_model(model: &str, cores: usize) -> String {
+    match model {
+        "loops" | "prefork" => format!("{model}:{cores}"),
+        _ => model.to_owned(),
+    }
+}
+
+/// Writes nginx's config for `at` (one worker per core, sendfile on, `/plaintext` and
+/// `/json` as fixed answers, the root below) and returns its path.
+fn nginx_conf(at: &Placement<'_>) -> Result<PathBuf, Error> {
+    let dir = at.workdir.join("nginx");
+    for sub in ["logs", "tmp"] {
+        std::fs::create_dir_all(dir.join(sub)).map_err(Error::io("create nginx's directories"))?;
+    }
+    let dir_s = dir.display();
+    let conf = format!(
+        r"worker_processes {workers};
+daemon off;
+pid {dir_s}/nginx.pid;
+error_log {dir_s}/logs/error.log warn;
+events {{ worker_connections 20000; use epoll; multi_accept on; }}
+http {{
+  access_log off;
+  sendfile on;
+  tcp_nopush on;
+  tcp_nodelay on;
+  keepalive_requests 10000000;
+  keepalive_timeout 75s;
+  client_body_temp_path {dir_s}/tmp/body;
+  proxy_temp_path {dir_s}/tmp/proxy;
+  fastcgi_temp_path {dir_s}/tmp/fastcgi;
+  uwsgi_temp_path {dir_s}/tmp/uwsgi;
+  scgi_temp_path {dir_s}/tmp/scgi;
+  types {{ text/plain txt; text/html html; application/octet-stream bin; }}
+  server {{
+    listen 127.0.0.1:{port} backlog=4096;
+    root {root};
+    location = /plaintext {{ default_type text/plain; return 200 'Hello, World!'; }}
+    location = /json {{ default_type application/json; return 200 '{{\x22message\x22:\x22Hello, World!\x22}}'; }}
+  }}
+}}
+",
+        workers = at.core_count,
+        port = at.port,
+        root = at.root.display(),
+    );
+    let path = dir.join("nginx.conf");
+    std::fs::write(&path, conf).map_err(Error::io("write nginx's config"))?;
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_parse_into_kinds_and_bad_ones_are_refused() {
+        let spec: ServerSpec = "proscenium:loops/pool=0".parse().unwrap();
+        assert_eq!(
+            spec.kind,
+            Kind::Proscenium {
+                model: "loops".into(),
+                pool: Some(0)
+            }
+        );
+        assert_eq!(
+            "node-cluster".parse::<ServerSpec>().unwrap().kind,
+            Kind::Node { cluster: true }
+        );
+        for bad in ["apache", "proscenium:", "proscenium:loops/pool=x"] {
+            assert!(bad.parse::<ServerSpec>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn multi_core_models_take_the_cores_they_are_given() {
+        assert_eq!(proscenium_model("loops", 2), "loops:2");
+        assert_eq!(proscenium_model("prefork", 4), "prefork:4");
+        assert_eq!(proscenium_model("loops:3", 2), "loops:3");
+        assert_eq!(proscenium_model("thread-pool", 2), "thread-pool");
+        assert_eq!(proscenium_model("event-loop", 2), "event-loop");
+    }
+}

@@ -1,0 +1,147 @@
+//! What the lab runs besides the servers: the load generators (wrk, vegeta), nginx
+//! and Node.js, installed on first use (saying so), and the Rust programs it builds
+//! (lab-app from this workspace, the peers from `bench/peers/`).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::Error;
+use crate::progress::Progress;
+
+/// The vegeta release installed from the Go module proxy.
+const VEGETA: &str = "github.com/tsenart/vegeta/v12@v12.12.0";
+
+/// Locates, installs and builds the lab's programs.
+#[derive(Debug, Clone)]
+pub(crate) struct Tools {
+    root: PathBuf,
+    progress: Progress,
+}
+
+impl Tools {
+    /// Tools for the checkout at `root` (where `bench/peers/` and `examples/` are).
+    pub(crate) fn new(root: PathBuf, progress: Progress) -> Self {
+        Self { root, progress }
+    }
+
+    pub(crate) fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Returns the path of `command`, installing Debian's `package` when it is missing.
+    pub(crate) fn need(&self, command: &str, package: &str) -> Result<PathBuf, Error> {
+        if let Some(path) = which(command) {
+            return Ok(path);
+        }
+        self.progress.say(format!(
+            "installing {package} (apt-get), needed for {command}..."
+        ));
+        let install = |update: bool| {
+            let mut script = String::new();
+            if update {
+                script.push_str("apt-get update -qq && ");
+            }
+            script.push_str("DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ");
+            script.push_str(package);
+            quiet(Command::new("sh").args(["-c", &script]))
+        };
+        if !install(false) && !install(true) {
+            return Err(Error::Tool(format!(
+                "{command} is missing and `apt-get install {package}` failed"
+            )));
+        }
+        which(command).ok_or_else(|| Error::Tool(format!("{package} installed no {command}")))
+    }
+
+    /// Returns vegeta, installing it with `go install` into `target/lab-tools` when
+    /// missing.
+    pub(crate) fn vegeta(&self) -> Result<PathBuf, Error> {
+        if let Some(path) = which("vegeta") {
+            return Ok(path);
+        }
+        let bin = self.root.join("target/lab-tools");
+        let path = bin.join("vegeta");
+        if path.exists() {
+            return Ok(path);
+        }
+        let go = self.need("go", "golang-go")?;
+        self.progress
+            .say(format!("installing vegeta ({VEGETA}, go install)..."));
+        let ok = quiet(
+            Command::new(go)
+                .args(["install", VEGETA])
+                .env("GOBIN", &bin),
+        );
+        if ok && path.exists() {
+            Ok(path)
+        } else {
+            Err(Error::Tool(format!("`go install {VEGETA}` failed")))
+        }
+    }
+
+    /// Builds `examples/lab-app` in release mode.
+    pub(crate) fn build_lab_app(&self) -> Result<(), Error> {
+        self.progress
+            .say("building lab-app (cargo build --release)...");
+        let mut cargo = Command::new("cargo");
+        cargo
+            .args(["build", "--release", "--quiet", "-p", "lab-app"])
+            .current_dir(&self.root);
+        run_build(&mut cargo, "lab-app")
+    }
+
+    pub(crate) fn lab_app(&self) -> PathBuf {
+        self.root.join("target/release/lab-app")
+    }
+
+    /// Builds the peer `bench/peers/NAME` into `bench/peers/target`.
+    pub(crate) fn build_peer(&self, name: &str) -> Result<(), Error> {
+        self.progress.say(format!(
+            "building the {name} peer (cargo build --release)..."
+        ));
+        let mut cargo = Command::new("cargo");
+        cargo
+            .args(["build", "--release", "--quiet", "--manifest-path"])
+            .arg(self.root.join(format!("bench/peers/{name}/Cargo.toml")))
+            .env("CARGO_TARGET_DIR", self.root.join("bench/peers/target"));
+        run_build(&mut cargo, name)
+    }
+
+    pub(crate) fn peer_binary(&self, name: &str) -> PathBuf {
+        self.root
+            .join(format!("bench/peers/target/release/peer-{name}"))
+    }
+}
+
+/// Finds `command` on the PATH.
+fn which(command: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|dir| Path::new(dir).join(command))
+        .find(|path| path.is_file())
+}
+
+/// Runs a command with its output discarded; says whether it succeeded.
+fn quiet(command: &mut Command) -> bool {
+    command
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn run_build(cargo: &mut Command, what: &str) -> Result<(), Error> {
+    let output = cargo
+        .stdout(Stdio::null())
+        .output()
+        .map_err(Error::io("run cargo"))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(Error::Build {
+            what: what.to_owned(),
+            log: String::from_utf8_lossy(&output.stderr).into_owned(),
+        })
+    }
+}

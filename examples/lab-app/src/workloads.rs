@@ -1,0 +1,120 @@
+//! The workloads, as handlers. Each is what the source describes, no more: the lab
+//! compares servers doing the same work, so the work must be plain to read.
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Empty};
+use hyper::body::Bytes;
+use num_bigint::BigUint;
+use proscenium::{Html, Query, StatusCode};
+use serde::Deserialize;
+
+/// Leda's dynamic page: a loop of 30,000 iterations, then a small page. The peers
+/// (`bench/peers/`) run the same 32-bit arithmetic.
+pub(crate) fn dynamic_page() -> Html<String> {
+    let mut acc: u32 = 0;
+    for i in 0..30_000u32 {
+        acc = black_box(acc.wrapping_mul(31).wrapping_add(i));
+    }
+    Html(format!(
+        "<!doctype html><title>dynamic</title><p>30000 iterations: {acc}</p>"
+    ))
+}
+
+/// A refused request: its status and why.
+type Rejection = (StatusCode, &'static str);
+
+#[derive(Deserialize)]
+pub(crate) struct N {
+    n: u32,
+}
+
+/// The largest `n` the Fibonacci routes take, so a request cannot hold a core for
+/// minutes.
+const MAX_ITERATIVE: u32 = 200_000;
+const MAX_RECURSIVE: u32 = 40;
+
+/// The n-th Fibonacci number, iteratively with big integers, in hex.
+// Handlers take their extractors by value.
+#[allow(clippy::needless_pass_by_value)]
+pub(crate) fn fib_iterative(Query(q): Query<N>) -> Result<String, Rejection> {
+    if q.n > MAX_ITERATIVE {
+        return Err((StatusCode::BAD_REQUEST, "n is at most 200000"));
+    }
+    let (mut a, mut b) = (BigUint::ZERO, BigUint::from(1u32));
+    for _ in 0..q.n {
+        let next = &a + &b;
+        a = std::mem::replace(&mut b, next);
+    }
+    Ok(format!("{a:x}"))
+}
+
+/// fib(n), recursively: the CPU burn of Node.Scala's light (n = 20) and heavy (n = 35)
+/// requests.
+// Handlers take their extractors by value.
+#[allow(clippy::needless_pass_by_value)]
+pub(crate) fn fib_recursive(Query(q): Query<N>) -> Result<String, Rejection> {
+    fn fib(n: u32) -> u64 {
+        if n < 2 {
+            u64::from(n)
+        } else {
+            fib(n - 1) + fib(n - 2)
+        }
+    }
+    if q.n > MAX_RECURSIVE {
+        return Err((StatusCode::BAD_REQUEST, "n is at most 40"));
+    }
+    Ok(fib(black_box(q.n)).to_string())
+}
+
+#[derive(Deserialize)]
+pub(crate) struct Page {
+    ms: u64,
+    kb: usize,
+}
+
+/// `kb` KiB of text after `ms` milliseconds: the upstream of the off-system test.
+pub(crate) async fn slow_page(Query(q): Query<Page>) -> Result<String, Rejection> {
+    if q.ms > 60_000 || q.kb > 10_240 {
+        return Err((
+            StatusCode::BAD_REQUEST,
+            "ms is at most 60000, kb at most 10240",
+        ));
+    }
+    tokio::time::sleep(Duration::from_millis(q.ms)).await;
+    Ok("x".repeat(q.kb * 1024))
+}
+
+/// Fetches `upstream` and answers with its body; 502 when it cannot.
+///
+/// One connection per request, driven inside this future (no spawned task), so it
+/// runs unchanged under every model: on a loop the await yields, on a thread it blocks.
+pub(crate) async fn relay(upstream: hyper::Uri) -> Result<Bytes, (StatusCode, String)> {
+    fetch(&upstream)
+        .await
+        .map_err(|e| (StatusCode::BAD_GATEWAY, format!("upstream: {e}")))
+}
+
+async fn fetch(upstream: &hyper::Uri) -> Result<Bytes, Box<dyn std::error::Error + Send + Sync>> {
+    let host = upstream.host().ok_or("no host")?;
+    let port = upstream.port_u16().unwrap_or(80);
+    let stream = tokio::net::TcpStream::connect((host, port)).await?;
+    let (mut sender, conn) =
+        hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await?;
+    let request = hyper::Request::get(upstream.path_and_query().map_or("/", |p| p.as_str()))
+        .header(hyper::header::HOST, host)
+        .body(Empty::<Bytes>::new())?;
+    let exchange = async move {
+        let response = sender.send_request(request).await?;
+        if !response.status().is_success() {
+            return Err(format!("status {}", response.status()).into());
+        }
+        Ok::<_, Box<dyn std::error::Error + Send + Sync>>(
+            response.into_body().collect().await?.to_bytes(),
+        )
+    };
+    // The connection ends when the exchange drops its sender; drive both to the end.
+    let (body, _) = tokio::join!(exchange, conn);
+    body
+}
