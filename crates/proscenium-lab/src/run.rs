@@ -102,9 +102,10 @@ pub fn run(options: &Options) -> Result<Vec<PathBuf>, Error> {
         std::fs::create_dir_all(&dir).map_err(Error::io("create the output directory"))?;
         let progress = Progress::new((servers.len() * plan.steps.len()) as u64);
         let tools = Tools::new(root.clone(), progress.clone());
-        let results = run_plan(plan, &servers, options, &tools, &progress, &dir);
+        let results = run_plan(plan, &servers, options, &tools, &progress);
         progress.finish();
         let results = results?;
+        tools.need_file(Path::new(report::FONT), "fonts-dejavu-core")?;
         report::write(&results, &dir)?;
         dirs.push(dir);
     }
@@ -131,13 +132,18 @@ fn run_plan(
     options: &Options,
     tools: &Tools,
     progress: &Progress,
-    dir: &Path,
 ) -> Result<Results, Error> {
     let machine = Machine::read();
     let (server_cores, server_count, load_cores) = core_sets(plan.cores, machine.cores);
-    let www = dir.join("www");
+    // Static files, scripts and generator output live outside DIR, which keeps only
+    // what a reader wants; the directory is removed when the run ends.
+    let work = tempfile::Builder::new()
+        .prefix("proscenium-lab-")
+        .tempdir()
+        .map_err(Error::io("create a work directory"))?;
+    let www = work.path().join("www");
     write_files(&www)?;
-    let scratch = dir.join("scratch");
+    let scratch = work.path().join("scratch");
     std::fs::create_dir_all(&scratch).map_err(Error::io("create the scratch directory"))?;
     let upstream_port = free_port()?;
     let upstream_url = format!("http://127.0.0.1:{upstream_port}/page?ms=170&kb=44");
@@ -214,7 +220,7 @@ fn run_plan(
         reproduces: plan.reproduces.to_owned(),
         profile: options.profile.name().to_owned(),
         machine,
-        versions: versions(tools.vegeta().ok().as_deref()),
+        versions: versions(tools.installed_vegeta().as_deref()),
         deviations: plan.deviations.clone(),
         servers: runs,
         steps,

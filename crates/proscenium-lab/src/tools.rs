@@ -33,8 +33,30 @@ impl Tools {
         if let Some(path) = which(command) {
             return Ok(path);
         }
+        self.install(package, command)?;
+        which(command).ok_or_else(|| Error::Tool(format!("{package} installed no {command}")))
+    }
+
+    /// Makes sure the file at `path` exists, installing Debian's `package` if not.
+    pub(crate) fn need_file(&self, path: &Path, package: &str) -> Result<(), Error> {
+        if !path.exists() {
+            self.install(package, &path.display().to_string())?;
+        }
+        if path.exists() {
+            Ok(())
+        } else {
+            Err(Error::Tool(format!(
+                "{package} installed no {}",
+                path.display()
+            )))
+        }
+    }
+
+    /// Installs Debian's `package` (apt-get, updating the index if the first try
+    /// fails), saying so.
+    fn install(&self, package: &str, needed_for: &str) -> Result<(), Error> {
         self.progress.say(format!(
-            "installing {package} (apt-get), needed for {command}..."
+            "installing {package} (apt-get), needed for {needed_for}..."
         ));
         let install = |update: bool| {
             let mut script = String::new();
@@ -45,25 +67,23 @@ impl Tools {
             script.push_str(package);
             quiet(Command::new("sh").args(["-c", &script]))
         };
-        if !install(false) && !install(true) {
-            return Err(Error::Tool(format!(
-                "{command} is missing and `apt-get install {package}` failed"
-            )));
+        if install(false) || install(true) {
+            Ok(())
+        } else {
+            Err(Error::Tool(format!(
+                "{needed_for} is missing and `apt-get install {package}` failed"
+            )))
         }
-        which(command).ok_or_else(|| Error::Tool(format!("{package} installed no {command}")))
     }
 
     /// Returns vegeta, installing it with `go install` into `target/lab-tools` when
     /// missing.
     pub(crate) fn vegeta(&self) -> Result<PathBuf, Error> {
-        if let Some(path) = which("vegeta") {
+        if let Some(path) = self.installed_vegeta() {
             return Ok(path);
         }
         let bin = self.root.join("target/lab-tools");
         let path = bin.join("vegeta");
-        if path.exists() {
-            return Ok(path);
-        }
         let go = self.need("go", "golang-go")?;
         self.progress
             .say(format!("installing vegeta ({VEGETA}, go install)..."));
@@ -77,6 +97,12 @@ impl Tools {
         } else {
             Err(Error::Tool(format!("`go install {VEGETA}` failed")))
         }
+    }
+
+    /// Returns vegeta when it is installed already.
+    pub(crate) fn installed_vegeta(&self) -> Option<PathBuf> {
+        let local = self.root.join("target/lab-tools/vegeta");
+        which("vegeta").or_else(|| local.exists().then_some(local))
     }
 
     /// Builds `examples/lab-app` in release mode.

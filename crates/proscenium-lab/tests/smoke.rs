@@ -1,0 +1,57 @@
+//! The lab end to end: one scenario, one Proscenium server, a few seconds of load, and
+//! the files a user reads afterwards.
+
+use proscenium_lab::{Options, Profile, Results};
+
+#[test]
+fn a_quick_plaintext_run_writes_results_and_a_report_with_plots() {
+    let out = tempfile::tempdir().unwrap();
+    let options = Options {
+        scenario: "plaintext".into(),
+        servers: Some(vec!["proscenium:loops".parse().unwrap()]),
+        profile: Profile::Quick,
+        out: out.path().to_owned(),
+    };
+    let dirs = proscenium_lab::run(&options).unwrap();
+    assert_eq!(dirs, [out.path().to_owned()]);
+
+    let json = std::fs::read_to_string(out.path().join("results.json")).unwrap();
+    let results: Results = serde_json::from_str(&json).unwrap();
+    assert_eq!(results.scenario, "plaintext");
+    assert!(results.machine.cores >= 1 && !results.versions.is_empty());
+    assert_eq!(results.servers.len(), 1);
+    assert!(
+        results.servers[0].skipped.is_none(),
+        "{:?}",
+        results.servers[0]
+    );
+    assert_eq!(results.steps.len(), 2, "keep-alive and pipelined");
+    for step in &results.steps {
+        let m = &step.measured;
+        assert!(m.achieved_rps > 1_000.0, "{step:?}");
+        assert_eq!(
+            m.statuses["2xx"], m.requests,
+            "every answer a 200: {step:?}"
+        );
+        assert!(
+            m.latency_ms.p50 > 0.0 && m.latency_ms.max >= m.latency_ms.p50,
+            "{step:?}"
+        );
+        let cpu = step.cpu_us_per_request.unwrap();
+        assert!(cpu > 0.1 && cpu < 1_000.0, "CPU per request {cpu} µs");
+        assert!(
+            step.peak_rss_kib > 500 && step.peak_rss_kib < 1_000_000,
+            "{step:?}"
+        );
+        assert!(step.command.contains("wrk"), "{}", step.command);
+    }
+
+    let html = std::fs::read_to_string(out.path().join("report.html")).unwrap();
+    assert_eq!(html.matches("<svg").count(), results.plots.len());
+    assert_eq!(results.plots.len(), 2, "throughput and CPU per request");
+    for plot in &results.plots {
+        let png = std::fs::read(out.path().join(format!("{plot}.png"))).unwrap();
+        assert!(png.starts_with(b"\x89PNG"), "{plot}.png is a PNG");
+        assert!(html.contains(&format!("{plot}.png")));
+    }
+}
