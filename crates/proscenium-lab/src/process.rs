@@ -27,8 +27,8 @@ pub(crate) struct Running {
 }
 
 impl Running {
-    /// Starts `command` in a new process group, its output discarded but for errors,
-    /// which go to the lab's own stderr only when it fails to start.
+    /// Starts `command` in a new process group, its output discarded (a server that
+    /// fails shows as one that never answers, and is skipped with that reason).
     pub(crate) fn spawn(name: &str, mut command: Command) -> Result<Self, Error> {
         let shown = format!("{command:?}").replace('"', "");
         let child = command

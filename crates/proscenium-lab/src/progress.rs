@@ -10,15 +10,21 @@ pub(crate) struct Progress {
 }
 
 impl Progress {
-    /// A bar of `steps` steps, hidden when stderr is not a terminal (tests, CI).
-    pub(crate) fn new(steps: u64) -> Self {
-        let bar = ProgressBar::new(steps);
+    /// A bar, hidden when stderr is not a terminal (tests, CI).
+    pub(crate) fn new() -> Self {
+        let bar = ProgressBar::new(0);
         bar.set_style(
             ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} {msg}")
                 .map(|s| s.progress_chars("=> "))
                 .unwrap_or_else(|_| ProgressStyle::default_bar()),
         );
         Self { bar }
+    }
+
+    /// Starts over for a scenario of `steps` steps.
+    pub(crate) fn restart(&self, steps: u64) {
+        self.bar.reset();
+        self.bar.set_length(steps);
     }
 
     /// Shows where the lab is: `scenario / server / step`.

@@ -84,32 +84,43 @@ pub fn run(options: &Options) -> Result<Vec<PathBuf>, Error> {
     // The lab builds lab-app and the peers from the checkout it was built from.
     let root = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
     let root = root.canonicalize().unwrap_or(root);
-    let mut dirs = Vec::new();
-    for plan in &plans {
-        let servers = match &options.servers {
-            Some(list) => list.clone(),
-            None => plan
-                .default_servers
-                .iter()
-                .map(|s| s.parse())
-                .collect::<Result<_, _>>()?,
-        };
-        let dir = if plans.len() > 1 {
-            options.out.join(plan.name)
-        } else {
-            options.out.clone()
-        };
-        std::fs::create_dir_all(&dir).map_err(Error::io("create the output directory"))?;
-        let progress = Progress::new((servers.len() * plan.steps.len()) as u64);
-        let tools = Tools::new(root.clone(), progress.clone());
-        let results = run_plan(plan, &servers, options, &tools, &progress);
-        progress.finish();
-        let results = results?;
-        tools.need_file(Path::new(report::FONT), "fonts-dejavu-core")?;
-        report::write(&results, &dir)?;
-        dirs.push(dir);
-    }
-    Ok(dirs)
+    let progress = Progress::new();
+    let tools = Tools::new(root, progress.clone());
+    let outcome = plans
+        .iter()
+        .map(|plan| run_scenario(plan, plans.len() > 1, options, &tools, &progress))
+        .collect();
+    progress.finish();
+    outcome
+}
+
+/// Runs one scenario's plan and writes its report; returns the report's directory.
+fn run_scenario(
+    plan: &Plan,
+    one_of_many: bool,
+    options: &Options,
+    tools: &Tools,
+    progress: &Progress,
+) -> Result<PathBuf, Error> {
+    let servers = match &options.servers {
+        Some(list) => list.clone(),
+        None => plan
+            .default_servers
+            .iter()
+            .map(|s| s.parse())
+            .collect::<Result<_, _>>()?,
+    };
+    let dir = if one_of_many {
+        options.out.join(plan.name)
+    } else {
+        options.out.clone()
+    };
+    std::fs::create_dir_all(&dir).map_err(Error::io("create the output directory"))?;
+    progress.restart((servers.len() * plan.steps.len()) as u64);
+    let results = run_plan(plan, &servers, options, tools, progress)?;
+    tools.need_file(Path::new(report::FONT), "fonts-dejavu-core")?;
+    report::write(&results, &dir)?;
+    Ok(dir)
 }
 
 /// The cores of the server and of the load, in `taskset -c` syntax.
@@ -237,18 +248,7 @@ fn start_checked(
 ) -> Result<Running, Error> {
     server.build(tools)?;
     let mut running = server.start(tools, at)?;
-    let deadline = Instant::now() + START_TIMEOUT;
-    let (first, _) = &plan.checks[0];
-    while get(at.port, first).is_err() {
-        check_interrupt()?;
-        if running.has_exited() || Instant::now() > deadline {
-            return Err(Error::Start {
-                server: server.to_string(),
-                reason: format!("no answer on port {} within {START_TIMEOUT:?}", at.port),
-            });
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_for_answer(&mut running, server.name(), at.port, &plan.checks[0].0)?;
     for (path, want) in &plan.checks {
         let (status, body) = get(at.port, path).map_err(Error::io("check an answer"))?;
         if status != 200 || !body.contains(want.as_str()) {
@@ -326,19 +326,26 @@ fn start_upstream(
             "--root",
         ])
         .arg(www);
-    let running = Running::spawn("upstream", command)?;
-    let deadline = Instant::now() + START_TIMEOUT;
+    let mut running = Running::spawn("upstream", command)?;
     let path = &url[url.find("/page").unwrap_or(0)..];
+    wait_for_answer(&mut running, "upstream", port, path)?;
+    Ok(running)
+}
+
+/// Waits until `running` answers `path` on `port`, up to [`START_TIMEOUT`].
+fn wait_for_answer(running: &mut Running, name: &str, port: u16, path: &str) -> Result<(), Error> {
+    let deadline = Instant::now() + START_TIMEOUT;
     while get(port, path).is_err() {
-        if Instant::now() > deadline {
+        check_interrupt()?;
+        if running.has_exited() || Instant::now() > deadline {
             return Err(Error::Start {
-                server: "upstream".to_owned(),
-                reason: "no answer".to_owned(),
+                server: name.to_owned(),
+                reason: format!("no answer on port {port} within {START_TIMEOUT:?}"),
             });
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    Ok(running)
+    Ok(())
 }
 
 /// Writes the static files every server serves (their content is `x` repeated).

@@ -2,6 +2,8 @@
 //! and Node.js, installed on first use (saying so), and the Rust programs it builds
 //! (lab-app from this workspace, the peers from `bench/peers/`).
 
+use std::cell::RefCell;
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -11,17 +13,22 @@ use crate::progress::Progress;
 /// The vegeta release installed from the Go module proxy.
 const VEGETA: &str = "github.com/tsenart/vegeta/v12@v12.12.0";
 
-/// Locates, installs and builds the lab's programs.
-#[derive(Debug, Clone)]
+/// Locates, installs and builds the lab's programs; each is built once a run.
+#[derive(Debug)]
 pub(crate) struct Tools {
     root: PathBuf,
     progress: Progress,
+    built: RefCell<BTreeSet<String>>,
 }
 
 impl Tools {
     /// Tools for the checkout at `root` (where `bench/peers/` and `examples/` are).
     pub(crate) fn new(root: PathBuf, progress: Progress) -> Self {
-        Self { root, progress }
+        Self {
+            root,
+            progress,
+            built: RefCell::default(),
+        }
     }
 
     pub(crate) fn root(&self) -> &Path {
@@ -107,13 +114,11 @@ impl Tools {
 
     /// Builds `examples/lab-app` in release mode.
     pub(crate) fn build_lab_app(&self) -> Result<(), Error> {
-        self.progress
-            .say("building lab-app (cargo build --release)...");
         let mut cargo = Command::new("cargo");
         cargo
             .args(["build", "--release", "--quiet", "-p", "lab-app"])
             .current_dir(&self.root);
-        run_build(&mut cargo, "lab-app")
+        self.build("lab-app", &mut cargo)
     }
 
     pub(crate) fn lab_app(&self) -> PathBuf {
@@ -122,15 +127,33 @@ impl Tools {
 
     /// Builds the peer `bench/peers/NAME` into `bench/peers/target`.
     pub(crate) fn build_peer(&self, name: &str) -> Result<(), Error> {
-        self.progress.say(format!(
-            "building the {name} peer (cargo build --release)..."
-        ));
         let mut cargo = Command::new("cargo");
         cargo
             .args(["build", "--release", "--quiet", "--manifest-path"])
             .arg(self.root.join(format!("bench/peers/{name}/Cargo.toml")))
             .env("CARGO_TARGET_DIR", self.root.join("bench/peers/target"));
-        run_build(&mut cargo, name)
+        self.build(&format!("the {name} peer"), &mut cargo)
+    }
+
+    /// Runs the cargo build of `what` unless this run built it already.
+    fn build(&self, what: &str, cargo: &mut Command) -> Result<(), Error> {
+        if self.built.borrow().contains(what) {
+            return Ok(());
+        }
+        self.progress
+            .say(format!("building {what} (cargo build --release)..."));
+        let output = cargo
+            .stdout(Stdio::null())
+            .output()
+            .map_err(Error::io("run cargo"))?;
+        if !output.status.success() {
+            return Err(Error::Build {
+                what: what.to_owned(),
+                log: String::from_utf8_lossy(&output.stderr).into_owned(),
+            });
+        }
+        self.built.borrow_mut().insert(what.to_owned());
+        Ok(())
     }
 
     pub(crate) fn peer_binary(&self, name: &str) -> PathBuf {
@@ -155,19 +178,4 @@ fn quiet(command: &mut Command) -> bool {
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success())
-}
-
-fn run_build(cargo: &mut Command, what: &str) -> Result<(), Error> {
-    let output = cargo
-        .stdout(Stdio::null())
-        .output()
-        .map_err(Error::io("run cargo"))?;
-    if output.status.success() {
-        Ok(())
-    } else {
-        Err(Error::Build {
-            what: what.to_owned(),
-            log: String::from_utf8_lossy(&output.stderr).into_owned(),
-        })
-    }
 }
