@@ -42,6 +42,20 @@ pub struct ServerRun {
     pub command: Option<String>,
     /// Why it was not measured.
     pub skipped: Option<String>,
+    /// Ramps it collapsed in, and where: their higher rates were not run.
+    #[serde(default)]
+    pub collapsed: Vec<String>,
+}
+
+impl Step {
+    /// Whether an open-loop step overwhelmed the server: under half the offered rate
+    /// answered with a 2xx, or a mean response time above a second. A ramp goes no
+    /// higher for that server — it would only add timeouts and minutes of draining.
+    pub fn collapsed(&self) -> bool {
+        self.offered_rps.is_some_and(|offered| {
+            self.measured.achieved_rps < 0.5 * offered || self.measured.latency_ms.mean > 1000.0
+        })
+    }
 }
 
 /// One step of load against one server.
@@ -66,4 +80,38 @@ pub struct Step {
     pub peak_rss_kib: u64,
     /// The load generator's command line.
     pub command: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(offered: Option<f64>, achieved: f64, mean_ms: f64) -> Step {
+        Step {
+            server: "s".into(),
+            group: "g".into(),
+            label: "l".into(),
+            x: 0.0,
+            offered_rps: offered,
+            measured: Measured {
+                achieved_rps: achieved,
+                latency_ms: crate::load::Latency {
+                    mean: mean_ms,
+                    ..Default::default()
+                },
+                ..Default::default()
+            },
+            cpu_us_per_request: None,
+            peak_rss_kib: 0,
+            command: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_ramp_collapses_on_lost_rate_or_second_long_answers() {
+        assert!(!step(Some(1000.0), 990.0, 2.0).collapsed());
+        assert!(step(Some(1000.0), 450.0, 20.0).collapsed());
+        assert!(step(Some(1000.0), 990.0, 1500.0).collapsed());
+        assert!(!step(None, 10.0, 5000.0).collapsed(), "closed loops never stop");
+    }
 }

@@ -184,21 +184,21 @@ fn run_plan(
         progress.at(plan.name, server.name(), "starting");
         match start_checked(plan, server, tools, &placement) {
             Ok(mut running) => {
-                runs.push(ServerRun {
-                    name: server.to_string(),
-                    cores: server_cores.clone(),
-                    command: Some(running.command().to_owned()),
-                    skipped: None,
-                });
+                let mut collapsed = Vec::new();
+                let mut stopped_groups: Vec<&str> = Vec::new();
                 let base = format!("http://127.0.0.1:{}", placement.port);
                 for step in &plan.steps {
                     check_interrupt()?;
+                    progress.advance();
+                    if stopped_groups.contains(&step.group.as_str()) {
+                        continue;
+                    }
                     progress.at(
                         plan.name,
                         server.name(),
                         &format!("{} / {}", step.group, step.label),
                     );
-                    steps.push(measure(
+                    let done = measure(
                         server,
                         step,
                         &mut running,
@@ -206,10 +206,24 @@ fn run_plan(
                         &base,
                         &load_cores,
                         &scratch,
-                    )?);
-                    progress.advance();
+                    )?;
+                    if done.collapsed() {
+                        stopped_groups.push(&step.group);
+                        collapsed.push(format!(
+                            "{} collapsed at {} ({:.0} answers/s, mean {:.0} ms); higher rates not run",
+                            step.group, step.label, done.measured.achieved_rps, done.measured.latency_ms.mean
+                        ));
+                    }
+                    steps.push(done);
                     cool_down(running.pid());
                 }
+                runs.push(ServerRun {
+                    name: server.to_string(),
+                    cores: server_cores.clone(),
+                    command: Some(running.command().to_owned()),
+                    skipped: None,
+                    collapsed,
+                });
             }
             Err(e) => {
                 check_interrupt()?;
@@ -222,6 +236,7 @@ fn run_plan(
                     cores: server_cores.clone(),
                     command: None,
                     skipped: Some(e.to_string()),
+                    collapsed: Vec::new(),
                 });
             }
         }

@@ -65,7 +65,14 @@ pub(super) fn page(results: &Results, figures: &[Figure]) -> String {
     for s in &results.servers {
         let how = match (&s.command, &s.skipped) {
             (_, Some(why)) => format!("skipped: {}", esc(why)),
-            (Some(command), None) => format!("<code>{}</code>", esc(command)),
+            (Some(command), None) => format!(
+                "<code>{}</code>{}",
+                esc(command),
+                s.collapsed
+                    .iter()
+                    .map(|c| format!("<br>{}", esc(c)))
+                    .collect::<String>()
+            ),
             (None, None) => String::new(),
         };
         let _ = write!(

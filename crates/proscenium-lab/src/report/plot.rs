@@ -8,6 +8,7 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use plotters::coord::Shift;
+use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
 
 /// Where the font is read from.
@@ -83,6 +84,20 @@ fn top(values: impl Iterator<Item = f64>) -> f64 {
     if max > 0.0 { max * 1.1 } else { 1.0 }
 }
 
+/// Whether values spread so wide that a linear axis would flatten all but the largest
+/// (a saturated server's seconds against the others' milliseconds): then y is logarithmic.
+fn wants_log(values: impl Iterator<Item = f64> + Clone) -> bool {
+    let min = values
+        .clone()
+        .filter(|v| *v > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    let max = values.fold(0.0_f64, f64::max);
+    min.is_finite() && max / min > LOG_SPREAD
+}
+
+/// The spread of values above which a line chart's y axis turns logarithmic.
+const LOG_SPREAD: f64 = 50.0;
+
 fn lines<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     title: &str,
@@ -93,15 +108,44 @@ fn lines<DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    let points = || series.iter().flat_map(|(_, p)| p.iter());
-    let x_max = top(points().map(|p| p.0));
-    let y_max = top(points().map(|p| p.1));
+    let ys = series.iter().flat_map(|(_, p)| p.iter().map(|p| p.1));
+    let y_max = top(ys.clone());
+    if wants_log(ys.clone()) {
+        let y_min = ys.filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min) / 1.5;
+        let y_label = format!("{y_label}, log scale");
+        lines_on(
+            root,
+            title,
+            x_label,
+            &y_label,
+            series,
+            (y_min..y_max).log_scale(),
+        )
+    } else {
+        lines_on(root, title, x_label, y_label, series, 0.0..y_max)
+    }
+}
+
+fn lines_on<DB: DrawingBackend, Y>(
+    root: &DrawingArea<DB, Shift>,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+    y_range: Y,
+) -> Result<(), Box<dyn std::error::Error>>
+where
+    DB::ErrorType: 'static,
+    Y: AsRangedCoord<Value = f64>,
+    Y::CoordDescType: ValueFormatter<f64>,
+{
+    let x_max = top(series.iter().flat_map(|(_, p)| p.iter().map(|p| p.0)));
     let mut chart = ChartBuilder::on(root)
         .caption(title, ("sans-serif", 20))
         .margin(12)
         .x_label_area_size(40)
         .y_label_area_size(70)
-        .build_cartesian_2d(0.0..x_max, 0.0..y_max)?;
+        .build_cartesian_2d(0.0..x_max, y_range)?;
     chart
         .configure_mesh()
         .x_desc(x_label)
