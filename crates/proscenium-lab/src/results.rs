@@ -112,6 +112,9 @@ mod tests {
         assert!(!step(Some(1000.0), 990.0, 2.0).collapsed());
         assert!(step(Some(1000.0), 450.0, 20.0).collapsed());
         assert!(step(Some(1000.0), 990.0, 1500.0).collapsed());
-        assert!(!step(None, 10.0, 5000.0).collapsed(), "closed loops never stop");
+        assert!(
+            !step(None, 10.0, 5000.0).collapsed(),
+            "closed loops never stop"
+        );
     }
 }
