@@ -12,5 +12,6 @@ mod http_limits;
 mod http_wire;
 mod overload;
 mod runtime;
+mod state;
 mod web_log;
 mod web_static;

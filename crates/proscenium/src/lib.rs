@@ -36,6 +36,7 @@ mod error;
 pub mod http;
 pub mod rt;
 mod server;
+pub mod state;
 pub mod web;
 
 pub use ::http::{HeaderMap, Method, StatusCode, header};

@@ -79,6 +79,9 @@ impl Server {
     pub fn start(self) -> Result<ServerHandle, Error> {
         let config = Arc::new(self.config);
         let app = web::configure(self.app, &config);
+        app.check_state().map_err(|why| {
+            Error::io("serve the app")(std::io::Error::new(std::io::ErrorKind::InvalidInput, why))
+        })?;
         let live = app.live.clone();
         let (shutdown_tx, shutdown) = watch::channel(false);
         let seat = match prefork::inherited_seat() {

@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 use super::params;
 use super::response::{IntoResponse, Json, Response, error};
 use crate::http::Request;
+use crate::state::StateAccess;
 
 /// A value extracted from the request head; handlers may take any number of them.
 #[diagnostic::on_unimplemented(
@@ -29,6 +30,12 @@ pub trait FromRequestHead: Sized {
     ///
     /// The rejection the client gets instead of the handler's answer.
     fn from_request_head(req: &Request) -> Result<Self, Self::Rejection>;
+
+    /// The shared state this extractor takes, and how: `Read` and `Write` say; every
+    /// other extractor takes none. A route's lock set is made of these.
+    fn state_access() -> Option<StateAccess> {
+        None
+    }
 }
 
 /// A value extracted from the whole request, body included; the last handler argument.
@@ -48,6 +55,11 @@ pub trait FromRequest<M = private::ViaBody>: Sized {
     ///
     /// The rejection the client gets instead of the handler's answer.
     fn from_request(req: Request) -> Result<Self, Self::Rejection>;
+
+    /// The shared state this extractor takes; see [`FromRequestHead::state_access`].
+    fn state_access() -> Option<StateAccess> {
+        None
+    }
 }
 
 pub(crate) mod private {
@@ -64,6 +76,10 @@ impl<T: FromRequestHead> FromRequest<private::ViaHead> for T {
 
     fn from_request(req: Request) -> Result<Self, Self::Rejection> {
         T::from_request_head(&req)
+    }
+
+    fn state_access() -> Option<StateAccess> {
+        T::state_access()
     }
 }
 

@@ -9,8 +9,10 @@ use std::sync::Arc;
 
 use super::extract::{FromRequest, FromRequestHead};
 use super::response::{IntoResponse, Reply, ReplyKind, Response};
+use super::then::HandlerOutput;
 use crate::http::Request;
 use crate::rt;
+use crate::state::StateAccess;
 
 /// Where a handler runs, as `proscenium routes` prints it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,6 +52,11 @@ pub trait Handler<T>: Clone + Send + Sync + 'static {
 
     /// Returns where the handler runs.
     fn mode(&self) -> Mode;
+
+    /// Returns the shared state its arguments take, in signature order.
+    fn state_accesses(&self) -> Vec<StateAccess> {
+        Vec::new()
+    }
 }
 
 /// Calls `self` with a tuple of arguments; generated for every arity.
@@ -72,6 +79,9 @@ pub trait FromRequestArgs<M>: Sized {
     // every rejected request.
     #[allow(clippy::result_large_err)]
     fn from_request_args(req: Request) -> Result<Self, Response>;
+
+    /// The shared state the arguments take, in order.
+    fn state_accesses() -> Vec<StateAccess>;
 }
 
 macro_rules! impl_arity {
@@ -94,6 +104,10 @@ macro_rules! impl_arity {
                 $(let $head = $head::from_request_head(&req).map_err(IntoResponse::into_response)?;)*
                 let $last = $last::from_request(req).map_err(IntoResponse::into_response)?;
                 Ok(($($head,)* $last,))
+            }
+
+            fn state_accesses() -> Vec<StateAccess> {
+                [$($head::state_access(),)* $last::state_access()].into_iter().flatten().collect()
             }
         }
     };
@@ -124,6 +138,10 @@ impl FromRequestArgs<()> for () {
     fn from_request_args(_: Request) -> Result<Self, Response> {
         Ok(())
     }
+
+    fn state_accesses() -> Vec<StateAccess> {
+        Vec::new()
+    }
 }
 
 #[doc(hidden)]
@@ -134,7 +152,7 @@ impl<F, M, Args, Fut> Handler<(AsyncFn, M, Args)> for F
 where
     F: Callable<Args, Output = Fut>,
     Fut: Future + 'static,
-    Fut::Output: IntoResponse,
+    Fut::Output: HandlerOutput,
     Args: FromRequestArgs<M>,
 {
     fn call(&self, req: Request) -> Reply {
@@ -146,6 +164,10 @@ where
 
     fn mode(&self) -> Mode {
         Mode::Async
+    }
+
+    fn state_accesses(&self) -> Vec<StateAccess> {
+        Args::state_accesses()
     }
 }
 
@@ -171,18 +193,22 @@ pub fn inline<F>(f: F) -> Inline<F> {
 impl<F, M, Args> Handler<(Inline<()>, M, Args)> for Inline<F>
 where
     F: Callable<Args>,
-    F::Output: IntoResponse,
+    F::Output: HandlerOutput,
     Args: FromRequestArgs<M>,
 {
     fn call(&self, req: Request) -> Reply {
-        Reply(ReplyKind::Ready(match Args::from_request_args(req) {
-            Ok(args) => self.0.call_with(args).into_response(),
-            Err(rejection) => rejection,
-        }))
+        match Args::from_request_args(req) {
+            Ok(args) => self.0.call_with(args).into_outcome().into_reply(),
+            Err(rejection) => Reply(ReplyKind::Ready(rejection)),
+        }
     }
 
     fn mode(&self) -> Mode {
         Mode::Inline
+    }
+
+    fn state_accesses(&self) -> Vec<StateAccess> {
+        Args::state_accesses()
     }
 }
 
@@ -213,7 +239,7 @@ pub fn blocking<F>(f: F) -> Blocking<F> {
 impl<F, M, Args> Handler<(Blocking<()>, M, Args)> for Blocking<F>
 where
     F: Callable<Args>,
-    F::Output: IntoResponse,
+    F::Output: HandlerOutput,
     Args: FromRequestArgs<M> + Send + 'static,
 {
     fn call(&self, req: Request) -> Reply {
@@ -222,10 +248,15 @@ where
             Err(rejection) => return Reply(ReplyKind::Ready(rejection)),
         };
         let f = self.0.clone();
-        match rt::spawn_blocking(move || f.call_with(args).into_response()) {
-            Ok(task) => {
-                Reply::later(async move { task.await.unwrap_or_else(IntoResponse::into_response) })
-            }
+        // The result becomes an outcome (a response, serialised) on the pool; only a
+        // continuation's next step comes back to the loop.
+        match rt::spawn_blocking(move || f.call_with(args).into_outcome()) {
+            Ok(task) => Reply::later(async move {
+                match task.await {
+                    Ok(outcome) => outcome.into_reply().into_response().await,
+                    Err(failed) => failed.into_response(),
+                }
+            }),
             Err(refused) => Reply::ready(refused),
         }
     }
@@ -233,12 +264,17 @@ where
     fn mode(&self) -> Mode {
         Mode::Blocking
     }
+
+    fn state_accesses(&self) -> Vec<StateAccess> {
+        Args::state_accesses()
+    }
 }
 
 /// A handler with its type erased, as routes store it.
 pub(crate) trait ErasedHandler: Send + Sync {
     fn call(&self, req: Request) -> Reply;
     fn mode(&self) -> Mode;
+    fn state_accesses(&self) -> Vec<StateAccess>;
 }
 
 struct Erased<H, T> {
@@ -253,6 +289,10 @@ impl<H: Handler<T>, T: 'static> ErasedHandler for Erased<H, T> {
 
     fn mode(&self) -> Mode {
         self.handler.mode()
+    }
+
+    fn state_accesses(&self) -> Vec<StateAccess> {
+        self.handler.state_accesses()
     }
 }
 

@@ -8,6 +8,7 @@ mod params;
 mod response;
 mod router;
 mod service;
+mod then;
 
 use std::sync::Arc;
 
@@ -26,6 +27,7 @@ pub use self::middleware::{Middleware, Next};
 pub(crate) use self::response::{ErrorDetail, ReplyKind, error, unavailable};
 pub use self::response::{Html, IntoResponse, Json, LocalResponseFuture, Reply, Response};
 pub use self::router::RouteInfo;
+pub use self::then::{Continuation, HandlerOutput, Outcome, Then};
 
 use self::handler::erase;
 use self::router::Routes;
@@ -166,6 +168,46 @@ impl App {
     pub fn layer(mut self, middleware: impl Middleware) -> Self {
         self.middleware.insert(0, Arc::new(middleware));
         self
+    }
+
+    /// Registers `value` as shared state, reached by handlers through
+    /// [`Read<T>`](crate::state::Read) and [`Write<T>`](crate::state::Write) in their
+    /// signatures; see [`state`](crate::state). Registration order is the global lock
+    /// order.
+    ///
+    /// # Panics
+    ///
+    /// When a `T` is registered already, or the app has served requests.
+    #[must_use]
+    pub fn state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.states_mut().insert(value);
+        self
+    }
+
+    /// Sets how long a write lock may be held before it is logged with its route
+    /// (100 ms by default).
+    ///
+    /// # Panics
+    ///
+    /// When the app has served requests.
+    #[must_use]
+    pub fn write_hold_warning(mut self, after: std::time::Duration) -> Self {
+        self.states_mut().write_hold_warning = after;
+        self
+    }
+
+    fn states_mut(&mut self) -> &mut crate::state::States {
+        Arc::get_mut(&mut self.routes.states)
+            .expect("state is registered before the app serves requests")
+    }
+
+    /// Checks that every state a route takes is registered.
+    ///
+    /// # Errors
+    ///
+    /// The first route taking state the app does not have, named.
+    pub fn check_state(&self) -> Result<(), String> {
+        self.routes.resolve_all()
     }
 
     /// Returns the registered routes in registration order.

@@ -9,6 +9,7 @@ use http::StatusCode;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use serde::Serialize;
 
+use super::then::HandlerOutput;
 use crate::http::Body;
 
 /// An HTTP response with a Proscenium [`Body`].
@@ -249,10 +250,15 @@ impl Reply {
     pub fn later<F>(future: F) -> Self
     where
         F: Future + 'static,
-        F::Output: IntoResponse,
+        F::Output: HandlerOutput,
     {
         Self(ReplyKind::Later(Box::pin(async move {
-            future.await.into_response()
+            future
+                .await
+                .into_outcome()
+                .into_reply()
+                .into_response()
+                .await
         })))
     }
 

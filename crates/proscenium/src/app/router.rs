@@ -3,13 +3,17 @@
 //! Each registered (method, pattern) pair gets a route id, its index in `entries`; the
 //! watchdog and the `routes` listing name routes by it.
 
+use std::sync::{Arc, OnceLock};
+
 use http::header::{self, HeaderValue};
 use http::{Method, StatusCode};
 
 use super::handler::{BoxHandler, Mode};
 use super::response::{IntoResponse, Reply, error};
+use super::then::call_holding;
 use crate::http::Request;
 use crate::rt::watchdog;
+use crate::state::{Class, LockSet, StateAccess, States};
 
 /// One registered route, as `proscenium routes` lists it.
 #[derive(Debug, Clone)]
@@ -20,18 +24,49 @@ pub struct RouteInfo {
     pub pattern: String,
     /// Where its handler runs.
     pub mode: Mode,
+    /// The shared state its handler takes, in signature order.
+    pub state: Vec<StateAccess>,
+}
+
+impl RouteInfo {
+    /// Stateless, reading or writing, by the state its handler takes.
+    pub fn class(&self) -> Class {
+        Class::of(&self.state)
+    }
 }
 
 impl std::fmt::Display for RouteInfo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let method = self.method.as_ref().map_or("*", Method::as_str);
-        write!(f, "{method:<7} {:<32} {}", self.pattern, self.mode)
+        write!(
+            f,
+            "{method:<7} {:<32} {:<9} {:<9}",
+            self.pattern,
+            self.mode,
+            self.class()
+        )?;
+        for (i, s) in self.state.iter().enumerate() {
+            let access = match s.access() {
+                crate::state::Access::Read => "read",
+                crate::state::Access::Write => "write",
+            };
+            write!(
+                f,
+                "{}{} ({access})",
+                if i == 0 { " " } else { ", " },
+                s.name()
+            )?;
+        }
+        Ok(())
     }
 }
 
 struct Entry {
     info: RouteInfo,
     handler: BoxHandler,
+    /// The route's lock set, resolved against the app's states on first use (or at
+    /// start-up, by [`Routes::resolve_all`]).
+    locks: OnceLock<Result<Arc<LockSet>, String>>,
 }
 
 /// The methods registered for one path pattern.
@@ -48,6 +83,7 @@ pub(crate) struct Routes {
     endpoints: Vec<Endpoint>,
     entries: Vec<Entry>,
     fallback: Option<u32>,
+    pub(crate) states: Arc<States>,
 }
 
 impl Routes {
@@ -85,15 +121,44 @@ impl Routes {
 
     fn push(&mut self, method: Option<Method>, pattern: &str, handler: BoxHandler) -> u32 {
         let mode = handler.mode();
+        let state = handler.state_accesses();
+        for (i, s) in state.iter().enumerate() {
+            assert!(
+                !state[..i].iter().any(|t| t.type_id() == s.type_id()),
+                "route `{pattern}` takes state `{}` twice",
+                s.name()
+            );
+        }
         self.entries.push(Entry {
             info: RouteInfo {
                 method,
                 pattern: pattern.to_owned(),
                 mode,
+                state,
             },
             handler,
+            locks: OnceLock::new(),
         });
         u32::try_from(self.entries.len() - 1).expect("fewer than 4 billion routes")
+    }
+
+    /// Resolves every stateful route's lock set now, so a route taking state the app
+    /// never registered stops the server at start-up instead of failing requests.
+    pub(crate) fn resolve_all(&self) -> Result<(), String> {
+        (0..self.entries.len()).try_for_each(|id| self.locks(id as u32).map(drop))
+    }
+
+    fn locks(&self, id: u32) -> Result<Option<&Arc<LockSet>>, String> {
+        let entry = &self.entries[id as usize];
+        if entry.info.state.is_empty() {
+            return Ok(None);
+        }
+        entry
+            .locks
+            .get_or_init(|| self.states.resolve(&entry.info.state, &self.label(id)))
+            .as_ref()
+            .map(Some)
+            .map_err(Clone::clone)
     }
 
     /// Routes `req` to its handler and calls it.
@@ -123,7 +188,18 @@ impl Routes {
 
     fn invoke(&self, id: u32, req: Request) -> Reply {
         watchdog::set_route(id);
-        self.entries[id as usize].handler.call(req)
+        let handler = &self.entries[id as usize].handler;
+        match self.locks(id) {
+            Ok(None) => handler.call(req),
+            Ok(Some(set)) => call_holding(set, handler, req),
+            Err(why) => {
+                tracing::error!(%why, "route not served");
+                Reply::ready(error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "shared state unavailable",
+                ))
+            }
+        }
     }
 
     /// Returns a label such as `GET /fib` for a route id.

@@ -52,6 +52,10 @@ where
     fn mode(&self) -> Mode {
         Mode::Service
     }
+
+    fn state_accesses(&self) -> Vec<crate::state::StateAccess> {
+        Vec::new()
+    }
 }
 
 /// Returns `uri` with `prefix` removed from its path (`/` when nothing is left).

@@ -1,0 +1,107 @@
+//! Node.Scala's Fig. 2, a stateful Fibonacci service: a cache shared by every loop,
+//! read and written without a lock in user code.
+//!
+//! Run with: `cargo run --release -p fib-cache -- --bind 127.0.0.1:8080 --loops 2`
+//!
+//! - `GET /fib?n=30` → `832040`: a reading step looks `n` up in the cache; on a miss
+//!   the request continues in a writing step on the blocking pool, which computes the
+//!   recursive fib(n) — unless a request before it already did — and stores it.
+//! - `GET /stats` → `{"cached":…,"computed":…}`: entries, and fib computations so far
+//!   (each `n` is computed once, however many requests miss it together).
+//!
+//! `proscenium routes`-style listing: `GET /fib` is reading (the cache); its
+//! continuation is writing (the cache and the counter).
+
+use std::net::SocketAddr;
+
+use clap::Parser;
+use proscenium::state::{Counter, Read, SharedMap, Then, Write};
+use proscenium::{App, Config, Json, ModelSpec, Query, Server, StatusCode, blocking, inline};
+use serde::Deserialize;
+
+/// Command-line options.
+#[derive(Parser)]
+struct Args {
+    /// Address to listen on.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    bind: SocketAddr,
+    /// Event loops (default: one per core).
+    #[arg(long)]
+    loops: Option<usize>,
+    /// Execution model, as `proscenium serve --model` takes it (default: loops).
+    #[arg(long)]
+    model: Option<ModelSpec>,
+}
+
+/// The cache: n → fib(n).
+type Cache = SharedMap<u32, u64>;
+
+/// Larger n would keep a pool thread busy for minutes (fib(40) takes about a second).
+const MAX_N: u32 = 40;
+
+#[derive(Deserialize)]
+struct Fib {
+    n: u32,
+}
+
+fn fib_recursive(n: u32) -> u64 {
+    match n {
+        0 | 1 => u64::from(n),
+        _ => fib_recursive(n - 1) + fib_recursive(n - 2),
+    }
+}
+
+fn fib(Query(Fib { n }): Query<Fib>, cache: Read<Cache>) -> Then<(StatusCode, String)> {
+    if n > MAX_N {
+        return Then::Done((
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("n must be at most {MAX_N}\n"),
+        ));
+    }
+    if let Some(value) = cache.get(&n) {
+        return Then::Done((StatusCode::OK, format!("{value}\n")));
+    }
+    cache.then(blocking(
+        move |mut cache: Write<Cache>, mut computed: Write<Counter>| {
+            let value = *cache.get_or_insert_with(n, || {
+                computed.increment();
+                fib_recursive(n)
+            });
+            (StatusCode::OK, format!("{value}\n"))
+        },
+    ))
+}
+
+fn app() -> App {
+    App::new()
+        .state(Cache::new())
+        .state(Counter::default())
+        .get("/fib", inline(fib))
+        .get(
+            "/stats",
+            inline(|cache: Read<Cache>, computed: Read<Counter>| {
+                Json(serde_json::json!({ "cached": cache.len(), "computed": computed.get() }))
+            }),
+        )
+}
+
+fn main() {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .init();
+    let args = Args::parse();
+    let mut config = Config {
+        bind: args.bind,
+        ..Config::default()
+    };
+    if let Some(model) = args.model {
+        model.apply(&mut config);
+    }
+    if let Some(loops) = args.loops {
+        config.loops = Some(loops);
+    }
+    if let Err(e) = Server::new(app()).config(config).run() {
+        eprintln!("fib-cache: {e}");
+        std::process::exit(1);
+    }
+}
