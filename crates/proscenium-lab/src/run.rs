@@ -328,11 +328,11 @@ fn start_upstream(
     www: &Path,
     url: &str,
 ) -> Result<Running, Error> {
-    tools.build_lab_app()?;
+    tools.build_example("lab-app")?;
     let mut command = std::process::Command::new("taskset");
     command
         .args(["-c", cores])
-        .arg(tools.lab_app())
+        .arg(tools.example_binary("lab-app"))
         .args([
             "--bind",
             &format!("127.0.0.1:{port}"),

@@ -6,7 +6,7 @@ use crate::Profile;
 use crate::load::Load;
 
 /// Every scenario, in the order `all` runs them.
-pub const SCENARIOS: [&str; 8] = [
+pub const SCENARIOS: [&str; 9] = [
     "plaintext",
     "json",
     "static",
@@ -15,6 +15,7 @@ pub const SCENARIOS: [&str; 8] = [
     "off-system",
     "mixed",
     "scaling",
+    "stateful",
 ];
 
 /// Where servers and load run.
@@ -104,6 +105,7 @@ pub(crate) fn plan(name: &str, profile: Profile, cores: usize) -> Option<Plan> {
         "off-system" => off_system(quick),
         "mixed" => mixed(quick),
         "scaling" => scaling(quick, cores),
+        "stateful" => stateful(quick),
         _ => return None,
     };
     plan.deviations.push(format!(
@@ -139,7 +141,7 @@ fn closed(
         label,
         x,
         load: Load::Closed {
-            path: path.to_owned(),
+            targets: vec![path.to_owned()],
             conns,
             depth,
             seconds,
@@ -533,6 +535,62 @@ fn scaling(quick: bool, cores: usize) -> Plan {
         deviations: vec![format!(
             "Node.Scala went to 32 threads; this machine has {cores} cores, shared with wrk"
         )],
+    }
+}
+
+/// The Fibonacci number the `stateful` scenario caches, and its value.
+const FIB_N: u32 = 22;
+const FIB_ANSWER: &str = "17711";
+
+/// Node.Scala Fig. 5: peak throughput of a stateful service (examples/fib-cache)
+/// against the share of writing requests, with the same service on one loop as the
+/// reference line.
+fn stateful(quick: bool) -> Plan {
+    let (shares, seconds): (&[usize], u64) = if quick {
+        (&[0, 25, 50, 75, 100], 5)
+    } else {
+        (&[0, 10, 20, 30, 40, 50, 60, 70, 80, 90, 100], 15)
+    };
+    let steps = shares
+        .iter()
+        .map(|&share| {
+            // Twenty targets in turn: share / 5 writes, the rest cache hits.
+            let writes = share / 5;
+            let mut targets = vec![format!("PUT /fib/{FIB_N}"); writes];
+            targets.extend(std::iter::repeat_n(format!("/fib?n={FIB_N}"), 20 - writes));
+            StepPlan {
+                group: "fib-cache".to_owned(),
+                label: format!("{share} % writing"),
+                x: share as f64,
+                load: Load::Closed {
+                    targets,
+                    conns: 64,
+                    depth: 1,
+                    seconds,
+                },
+            }
+        })
+        .collect();
+    Plan {
+        name: "stateful",
+        reproduces: "Node.Scala Fig. 5: stateful throughput against the share of writing requests, one loop as the reference",
+        default_servers: servers(&["fib-cache", "fib-cache:1"]),
+        cores: Cores::Shared,
+        upstream: false,
+        checks: vec![(format!("/fib?n={FIB_N}"), FIB_ANSWER.to_owned())],
+        steps,
+        plots: plots(
+            &["fib-cache".to_owned()],
+            &[Metric::Rps, Metric::CpuPerRequest],
+            Some("share of writing requests (%)"),
+        ),
+        deviations: vec![
+            format!(
+                "Node.Scala's requests ran SciMark kernels on 32 loops; here a reading request is a cache hit \
+                 (GET /fib?n={FIB_N}) and a writing one recomputes fib({FIB_N}) under the write lock (PUT /fib/{FIB_N})"
+            ),
+            "fib-cache:1 (one loop) is the reference line Node.Scala drew".to_owned(),
+        ],
     }
 }
 

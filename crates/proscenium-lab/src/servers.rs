@@ -2,7 +2,7 @@
 //! located, started pinned to its cores, and checked.
 //!
 //! Proscenium runs `examples/lab-app` (every workload as a route) under the model the
-//! name gives; the peers are `bench/peers/` (actix-web, hyper, Node.js) and nginx with a
+//! name gives, or `examples/fib-cache` (the shared-state service) on N loops; the peers are `bench/peers/` (actix-web, hyper, Node.js) and nginx with a
 //! generated config. A server runs in a process group of its own, so a Ctrl-C at the
 //! terminal reaches the lab, which stops it by pid, and not the server directly.
 
@@ -29,6 +29,10 @@ enum Kind {
         model: String,
         pool: Option<usize>,
     },
+    /// `fib-cache[:N]`: the shared-state example on N loops (default: one per core).
+    FibCache {
+        loops: Option<usize>,
+    },
     Nginx,
     Node {
         cluster: bool,
@@ -40,8 +44,8 @@ enum Kind {
 impl FromStr for ServerSpec {
     type Err = Error;
 
-    /// Parses `proscenium:MODEL[/pool=N]`, `nginx`, `node`, `node-cluster`, `actix` or
-    /// `hyper`.
+    /// Parses `proscenium:MODEL[/pool=N]`, `fib-cache[:N]`, `nginx`, `node`,
+    /// `node-cluster`, `actix` or `hyper`.
     fn from_str(name: &str) -> Result<Self, Error> {
         let kind = match name {
             "nginx" => Kind::Nginx,
@@ -49,6 +53,14 @@ impl FromStr for ServerSpec {
             "node-cluster" => Kind::Node { cluster: true },
             "actix" => Kind::Actix,
             "hyper" => Kind::Hyper,
+            "fib-cache" => Kind::FibCache { loops: None },
+            _ if name.starts_with("fib-cache:") => Kind::FibCache {
+                loops: Some(
+                    name["fib-cache:".len()..]
+                        .parse()
+                        .map_err(|_| Error::UnknownServer(name.to_owned()))?,
+                ),
+            },
             _ => {
                 let rest = name
                     .strip_prefix("proscenium:")
@@ -109,7 +121,8 @@ impl ServerSpec {
     /// Builds what the server needs (once per lab run; cargo makes repeats cheap).
     pub(crate) fn build(&self, tools: &Tools) -> Result<(), Error> {
         match &self.kind {
-            Kind::Proscenium { .. } => tools.build_lab_app(),
+            Kind::Proscenium { .. } => tools.build_example("lab-app"),
+            Kind::FibCache { .. } => tools.build_example("fib-cache"),
             Kind::Actix => tools.build_peer("actix"),
             Kind::Hyper => tools.build_peer("hyper"),
             Kind::Nginx => tools.need("nginx", "nginx").map(|_| ()),
@@ -126,7 +139,7 @@ impl ServerSpec {
         match &self.kind {
             Kind::Proscenium { model, pool } => {
                 command
-                    .arg(tools.lab_app())
+                    .arg(tools.example_binary("lab-app"))
                     .args([
                         "--bind",
                         &bind,
@@ -139,6 +152,12 @@ impl ServerSpec {
                 if let Some(pool) = pool {
                     command.args(["--blocking-pool", &pool.to_string()]);
                 }
+            }
+            Kind::FibCache { loops } => {
+                let loops = loops.unwrap_or(at.core_count).to_string();
+                command
+                    .arg(tools.example_binary("fib-cache"))
+                    .args(["--bind", &bind, "--loops", &loops]);
             }
             Kind::Actix | Kind::Hyper => {
                 let peer = if self.kind == Kind::Actix {
@@ -238,6 +257,10 @@ mod tests {
         assert_eq!(
             "node-cluster".parse::<ServerSpec>().unwrap().kind,
             Kind::Node { cluster: true }
+        );
+        assert_eq!(
+            "fib-cache:1".parse::<ServerSpec>().unwrap().kind,
+            Kind::FibCache { loops: Some(1) }
         );
         for bad in ["apache", "proscenium:", "proscenium:loops/pool=x"] {
             assert!(bad.parse::<ServerSpec>().is_err(), "{bad}");

@@ -1,6 +1,6 @@
 //! What the lab runs besides the servers: the load generators (wrk, vegeta), nginx
 //! and Node.js, installed on first use (saying so), and the Rust programs it builds
-//! (lab-app from this workspace, the peers from `bench/peers/`).
+//! (the examples of this workspace, the peers from `bench/peers/`).
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
@@ -112,17 +112,17 @@ impl Tools {
         which("vegeta").or_else(|| local.exists().then_some(local))
     }
 
-    /// Builds `examples/lab-app` in release mode.
-    pub(crate) fn build_lab_app(&self) -> Result<(), Error> {
+    /// Builds the example `examples/NAME` (lab-app, fib-cache) in release mode.
+    pub(crate) fn build_example(&self, name: &str) -> Result<(), Error> {
         let mut cargo = Command::new("cargo");
         cargo
-            .args(["build", "--release", "--quiet", "-p", "lab-app"])
+            .args(["build", "--release", "--quiet", "-p", name])
             .current_dir(&self.root);
-        self.build("lab-app", &mut cargo)
+        self.build(name, &mut cargo)
     }
 
-    pub(crate) fn lab_app(&self) -> PathBuf {
-        self.root.join("target/release/lab-app")
+    pub(crate) fn example_binary(&self, name: &str) -> PathBuf {
+        self.root.join("target/release").join(name)
     }
 
     /// Builds the peer `bench/peers/NAME` into `bench/peers/target`.

@@ -28,6 +28,8 @@
 //!   `reuseport`).
 //! - The HTTP/1.1 layer is sans-I/O: parsing and encoding are pure functions over bytes
 //!   that every execution model drives.
+//! - [`state`] shares values across every loop and thread without a lock in user code:
+//!   handlers take [`state::Read`] / [`state::Write`], and the router takes the locks.
 //! - [`web`] adds static files, listings, error pages and the access log.
 
 pub mod app;

@@ -6,17 +6,20 @@
 //! - `GET /fib?n=30` → `832040`: a reading step looks `n` up in the cache; on a miss
 //!   the request continues in a writing step on the blocking pool, which computes the
 //!   recursive fib(n) — unless a request before it already did — and stores it.
+//! - `PUT /fib/:n` computes fib(n) afresh and stores it: a writing route, the lab's
+//!   `stateful` scenario mixes it with cache hits.
 //! - `GET /stats` → `{"cached":…,"computed":…}`: entries, and fib computations so far
 //!   (each `n` is computed once, however many requests miss it together).
 //!
-//! `proscenium routes`-style listing: `GET /fib` is reading (the cache); its
-//! continuation is writing (the cache and the counter).
+//! `--routes` prints the routes with their class and locks, as `proscenium routes`
+//! does: `GET /fib` is reading (the cache), its continuation writing (the cache and
+//! the counter), `PUT /fib/:n` writing.
 
 use std::net::SocketAddr;
 
 use clap::Parser;
 use proscenium::state::{Counter, Read, SharedMap, Then, Write};
-use proscenium::{App, Config, Json, ModelSpec, Query, Server, StatusCode, blocking, inline};
+use proscenium::{App, Config, Json, ModelSpec, Path, Query, Server, StatusCode, blocking, inline};
 use serde::Deserialize;
 
 /// Command-line options.
@@ -31,6 +34,9 @@ struct Args {
     /// Execution model, as `proscenium serve --model` takes it (default: loops).
     #[arg(long)]
     model: Option<ModelSpec>,
+    /// Prints the routes, their class and locks, and exits.
+    #[arg(long)]
+    routes: bool,
 }
 
 /// The cache: n → fib(n).
@@ -72,11 +78,30 @@ fn fib(Query(Fib { n }): Query<Fib>, cache: Read<Cache>) -> Then<(StatusCode, St
     ))
 }
 
+/// Computes fib(n) afresh under the write lock and stores it.
+fn refresh(
+    Path(n): Path<u32>,
+    mut cache: Write<Cache>,
+    mut computed: Write<Counter>,
+) -> (StatusCode, String) {
+    if n > MAX_N {
+        return (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("n must be at most {MAX_N}\n"),
+        );
+    }
+    let value = fib_recursive(n);
+    computed.increment();
+    cache.insert(n, value);
+    (StatusCode::OK, format!("{value}\n"))
+}
+
 fn app() -> App {
     App::new()
         .state(Cache::new())
         .state(Counter::default())
         .get("/fib", inline(fib))
+        .put("/fib/:n", blocking(refresh))
         .get(
             "/stats",
             inline(|cache: Read<Cache>, computed: Read<Counter>| {
@@ -90,6 +115,12 @@ fn main() {
         .with_writer(std::io::stderr)
         .init();
     let args = Args::parse();
+    if args.routes {
+        for route in app().routes() {
+            println!("{route}");
+        }
+        return;
+    }
     let mut config = Config {
         bind: args.bind,
         ..Config::default()

@@ -18,20 +18,26 @@ use crate::tools::Tools;
 /// What one step sends.
 #[derive(Debug, Clone)]
 pub(crate) enum Load {
-    /// `conns` connections, each keeping `depth` requests in flight (pipelining above 1).
+    /// `conns` connections, each keeping `depth` requests in flight (pipelining above 1),
+    /// sending `targets` in turn (see [`method_and_path`]).
     Closed {
-        path: String,
+        targets: Vec<String>,
         conns: usize,
         depth: usize,
         seconds: u64,
     },
-    /// `rate` requests a second over `targets`, taken in turn (a path repeated k times
-    /// is k shares of the mix).
+    /// `rate` requests a second over `targets`, taken in turn (a target repeated k
+    /// times is k shares of the mix).
     Open {
         targets: Vec<String>,
         rate: u64,
         seconds: u64,
     },
+}
+
+/// Splits a target, `/path` (a GET) or `METHOD /path`, into its method and path.
+pub(crate) fn method_and_path(target: &str) -> (&str, &str) {
+    target.split_once(' ').unwrap_or(("GET", target))
 }
 
 /// Latency figures, in milliseconds.
@@ -76,18 +82,12 @@ impl Load {
     ) -> Result<(String, Measured), Error> {
         match self {
             Self::Closed {
-                path,
+                targets,
                 conns,
                 depth,
                 seconds,
             } => wrk::run(
-                tools,
-                &format!("{base}{path}"),
-                *conns,
-                *depth,
-                *seconds,
-                cores,
-                scratch,
+                tools, base, targets, *conns, *depth, *seconds, cores, scratch,
             ),
             Self::Open {
                 targets,

@@ -11,7 +11,7 @@ use std::process::Command;
 use hdrhistogram::Histogram;
 use serde::Deserialize;
 
-use super::{Latency, Measured, output, shown};
+use super::{Latency, Measured, method_and_path, output, shown};
 use crate::Error;
 use crate::tools::Tools;
 
@@ -30,7 +30,10 @@ pub(super) fn run(
     let vegeta = tools.vegeta()?;
     let list: String = targets
         .iter()
-        .map(|p| format!("GET {base}{p}\n\n"))
+        .map(|t| {
+            let (method, path) = method_and_path(t);
+            format!("{method} {base}{path}\n\n")
+        })
         .collect();
     let targets_file = scratch.join("targets.txt");
     let results = scratch.join("results.bin");

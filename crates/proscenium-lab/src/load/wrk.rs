@@ -8,7 +8,7 @@ use std::process::Command;
 
 use serde::Deserialize;
 
-use super::{Latency, Measured, output, shown};
+use super::{Latency, Measured, method_and_path, output, shown};
 use crate::Error;
 use crate::tools::Tools;
 
@@ -37,6 +37,19 @@ end
 request = function() return pipelined end
 "#;
 
+/// Sends the requests given as `METHOD PATH` pairs after `--`, in turn.
+const MIX: &str = r#"
+init = function(args)
+  mix = {}
+  for i = 1, #args, 2 do mix[#mix + 1] = wrk.format(args[i], args[i + 1]) end
+  turn = 0
+end
+request = function()
+  turn = turn % #mix + 1
+  return mix[turn]
+end
+"#;
+
 #[derive(Deserialize)]
 struct Summary {
     requests: u64,
@@ -53,9 +66,11 @@ struct Summary {
     p99_us: f64,
 }
 
+#[allow(clippy::too_many_arguments)]
 pub(super) fn run(
     tools: &Tools,
-    url: &str,
+    base: &str,
+    targets: &[String],
     conns: usize,
     depth: usize,
     seconds: u64,
@@ -63,17 +78,23 @@ pub(super) fn run(
     scratch: &Path,
 ) -> Result<(String, Measured), Error> {
     let wrk = tools.need("wrk", "wrk")?;
-    let script = scratch.join(if depth > 1 {
-        "pipeline.lua"
+    let first = targets
+        .first()
+        .ok_or_else(|| Error::Load("a closed-loop step without targets".to_owned()))?;
+    let mixed = targets.len() > 1 || method_and_path(first).0 != "GET";
+    if mixed && depth > 1 {
+        return Err(Error::Load("pipelining sends one GET only".to_owned()));
+    }
+    let (name, script) = if mixed {
+        ("mix.lua", MIX)
+    } else if depth > 1 {
+        ("pipeline.lua", PIPELINE)
     } else {
-        "report.lua"
-    });
-    let text = if depth > 1 {
-        format!("{PIPELINE}{REPORT}")
-    } else {
-        REPORT.to_owned()
+        ("report.lua", "")
     };
-    std::fs::write(&script, text).map_err(Error::io("write the wrk script"))?;
+    let script_file = scratch.join(name);
+    std::fs::write(&script_file, format!("{script}{REPORT}"))
+        .map_err(Error::io("write the wrk script"))?;
     let mut command = Command::new("taskset");
     command
         .args(["-c", cores])
@@ -86,9 +107,15 @@ pub(super) fn run(
             "10s",
             "-s",
         ])
-        .arg(&script)
-        .arg(url);
-    if depth > 1 {
+        .arg(&script_file)
+        .arg(format!("{base}{}", method_and_path(first).1));
+    if mixed {
+        command.arg("--");
+        for target in targets {
+            let (method, path) = method_and_path(target);
+            command.args([method, path]);
+        }
+    } else if depth > 1 {
         command.args(["--", &depth.to_string()]);
     }
     let out = output(&mut command, "wrk")?;

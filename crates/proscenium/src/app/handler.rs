@@ -29,7 +29,7 @@ pub enum Mode {
 
 impl std::fmt::Display for Mode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
+        f.pad(match self {
             Self::Async => "async",
             Self::Inline => "inline",
             Self::Blocking => "blocking",
