@@ -121,16 +121,11 @@ fn main() {
         }
         return;
     }
-    let mut config = Config {
+    let config = Config {
         bind: args.bind,
         ..Config::default()
-    };
-    if let Some(model) = args.model {
-        model.apply(&mut config);
     }
-    if let Some(loops) = args.loops {
-        config.loops = Some(loops);
-    }
+    .with_model(args.model, args.loops);
     if let Err(e) = Server::new(app()).config(config).run() {
         eprintln!("fib-cache: {e}");
         std::process::exit(1);

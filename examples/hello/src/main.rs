@@ -45,16 +45,11 @@ fn main() {
         .with_writer(std::io::stderr)
         .init();
     let args = Args::parse();
-    let mut config = Config {
+    let config = Config {
         bind: args.bind,
         ..Config::default()
-    };
-    if let Some(model) = args.model {
-        model.apply(&mut config);
     }
-    if let Some(loops) = args.loops {
-        config.loops = Some(loops);
-    }
+    .with_model(args.model, args.loops);
     let server = Server::new(app()).config(config);
     if let Err(e) = server.run() {
         eprintln!("hello: {e}");

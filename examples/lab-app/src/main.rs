@@ -71,13 +71,8 @@ fn main() {
         bind: args.bind,
         root: args.root,
         ..Config::default()
-    };
-    if let Some(model) = args.model {
-        model.apply(&mut config);
     }
-    if let Some(loops) = args.loops {
-        config.loops = Some(loops);
-    }
+    .with_model(args.model, args.loops);
     if let Some(threads) = args.blocking_pool {
         config.blocking_threads = Some(threads);
     }

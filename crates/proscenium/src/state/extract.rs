@@ -80,27 +80,29 @@ impl IntoResponse for StateRejection {
     }
 }
 
-fn taken<T: Send + Sync + 'static>(req: &Request) -> Result<Taken<T>, StateRejection> {
-    req.extensions()
+/// Takes the request's grant for `T` and turns it into a guard of the value with
+/// `guard` (which cannot fail while the scheduler is right: the grant is the permission).
+fn taken<T: Send + Sync + 'static, G>(
+    req: &Request,
+    access: Access,
+    guard: impl FnOnce(&Arc<parking_lot::RwLock<T>>) -> Option<G>,
+) -> Result<(G, Grant, Arc<LockSet>), StateRejection> {
+    let rejection = StateRejection(std::any::type_name::<T>());
+    let Taken { grant, cell, set } = req
+        .extensions()
         .get::<Held>()
         .and_then(Held::take::<T>)
-        .ok_or(StateRejection(std::any::type_name::<T>()))
+        .ok_or(rejection)?;
+    debug_assert_eq!(grant.access(), access);
+    Ok((guard(&cell).ok_or(rejection)?, grant, set))
 }
 
 impl<T: Send + Sync + 'static> FromRequestHead for Read<T> {
     type Rejection = StateRejection;
 
     fn from_request_head(req: &Request) -> Result<Self, Self::Rejection> {
-        let Taken { grant, cell, set } = taken::<T>(req)?;
-        debug_assert_eq!(grant.access(), Access::Read);
-        let guard = cell
-            .try_read_arc()
-            .ok_or(StateRejection(std::any::type_name::<T>()))?;
-        Ok(Self {
-            guard,
-            _grant: grant,
-            set,
-        })
+        let (guard, _grant, set) = taken(req, Access::Read, parking_lot::RwLock::try_read_arc)?;
+        Ok(Self { guard, _grant, set })
     }
 
     fn state_access() -> Option<StateAccess> {
@@ -112,14 +114,10 @@ impl<T: Send + Sync + 'static> FromRequestHead for Write<T> {
     type Rejection = StateRejection;
 
     fn from_request_head(req: &Request) -> Result<Self, Self::Rejection> {
-        let Taken { grant, cell, set } = taken::<T>(req)?;
-        debug_assert_eq!(grant.access(), Access::Write);
-        let guard = cell
-            .try_write_arc()
-            .ok_or(StateRejection(std::any::type_name::<T>()))?;
+        let (guard, _grant, set) = taken(req, Access::Write, parking_lot::RwLock::try_write_arc)?;
         Ok(Self {
             guard,
-            _grant: grant,
+            _grant,
             set,
             since: Instant::now(),
         })
