@@ -50,7 +50,8 @@ pub struct ServerRun {
 impl Step {
     /// Whether an open-loop step overwhelmed the server: under half the offered rate
     /// answered with a 2xx, or a mean response time above a second. A ramp goes no
-    /// higher for that server — it would only add timeouts and minutes of draining.
+    /// higher for that server — it would only add timeouts and minutes of draining
+    /// (steps at the same rate, such as the `mixed` shares, still run).
     pub fn collapsed(&self) -> bool {
         self.offered_rps.is_some_and(|offered| {
             self.measured.achieved_rps < 0.5 * offered || self.measured.latency_ms.mean > 1000.0

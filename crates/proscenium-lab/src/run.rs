@@ -185,12 +185,17 @@ fn run_plan(
         match start_checked(plan, server, tools, &placement) {
             Ok(mut running) => {
                 let mut collapsed = Vec::new();
-                let mut stopped_groups: Vec<&str> = Vec::new();
+                // (group, rate) where a ramp collapsed: its higher rates are skipped.
+                let mut stopped: Vec<(&str, f64)> = Vec::new();
                 let base = format!("http://127.0.0.1:{}", placement.port);
                 for step in &plan.steps {
                     check_interrupt()?;
                     progress.advance();
-                    if stopped_groups.contains(&step.group.as_str()) {
+                    let offered = step.load.offered().unwrap_or(0.0);
+                    if stopped
+                        .iter()
+                        .any(|&(group, rate)| group == step.group && offered > rate)
+                    {
                         continue;
                     }
                     progress.at(
@@ -208,7 +213,7 @@ fn run_plan(
                         &scratch,
                     )?;
                     if done.collapsed() {
-                        stopped_groups.push(&step.group);
+                        stopped.push((&step.group, offered));
                         collapsed.push(format!(
                             "{} collapsed at {} ({:.0} answers/s, mean {:.0} ms); higher rates not run",
                             step.group, step.label, done.measured.achieved_rps, done.measured.latency_ms.mean
