@@ -32,6 +32,7 @@
 //!   handlers take [`state::Read`] / [`state::Write`], and the router takes the locks.
 //! - [`web`] adds static files, listings, error pages and the access log.
 
+pub mod actor;
 pub mod app;
 mod config;
 mod error;

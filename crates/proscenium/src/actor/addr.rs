@@ -1,0 +1,297 @@
+//! Addresses: `Addr<A>` sends any message `A` handles; `Recipient<M>` sends one message
+//! type to whichever actor handles it. `tell` is fire and forget (waiting only for room
+//! under backpressure); `ask` waits for the reply, within a timeout.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+use super::mailbox::{Mailbox, Overflow, Push};
+use super::system::Shared;
+use super::{Actor, Envelope, Handler, Message, Reason};
+
+/// Why a message was not delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum SendError {
+    /// The mailbox was full and its policy is `fail`.
+    #[error("the mailbox is full")]
+    Full,
+    /// The mailbox was full and the message was dropped (to dead letters).
+    #[error("the mailbox was full; the message went to dead letters")]
+    Dropped,
+    /// The actor has stopped (the message went to dead letters).
+    #[error("the actor has stopped")]
+    Stopped,
+}
+
+/// Why an `ask` got no reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum AskError {
+    /// Not delivered.
+    #[error("not delivered: {0}")]
+    Send(#[from] SendError),
+    /// No reply within the timeout.
+    #[error("no reply within the timeout")]
+    Timeout,
+    /// Delivered, but the actor failed or stopped before replying.
+    #[error("the actor failed or stopped before replying")]
+    NoReply,
+}
+
+/// How long an [`Addr::ask`] waits unless told otherwise.
+pub const ASK_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The address of a running actor of type `A`.
+pub struct Addr<A: Actor> {
+    pub(crate) mailbox: Arc<Mailbox<Box<dyn Envelope<A>>>>,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) name: Arc<str>,
+}
+
+impl<A: Actor> Clone for Addr<A> {
+    fn clone(&self) -> Self {
+        Self {
+            mailbox: self.mailbox.clone(),
+            shared: self.shared.clone(),
+            name: self.name.clone(),
+        }
+    }
+}
+
+impl<A: Actor> std::fmt::Debug for Addr<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Addr({})", self.name)
+    }
+}
+
+/// A sealed message, with where its reply goes.
+struct Sealed<M: Message> {
+    message: M,
+    reply: Option<oneshot::Sender<M::Reply>>,
+}
+
+impl<A: Handler<M>, M: Message> Envelope<A> for Sealed<M> {
+    fn deliver(self: Box<Self>, actor: &mut A, ctx: &mut super::Context<A>) {
+        let reply = actor.handle(self.message, ctx);
+        if let Some(to) = self.reply {
+            // The asker may have timed out and gone; nothing to do then.
+            let _ = to.send(reply);
+        }
+    }
+
+    fn type_name(&self) -> &'static str {
+        std::any::type_name::<M>()
+    }
+}
+
+impl<A: Actor> Addr<A> {
+    /// The actor's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Whether the actor has stopped.
+    pub fn is_stopped(&self) -> bool {
+        self.mailbox.is_closed()
+    }
+
+    /// Messages waiting in the mailbox.
+    pub fn queued(&self) -> usize {
+        self.mailbox.len()
+    }
+
+    /// Sends `message`, waiting only for room when the mailbox is full and its policy
+    /// is `backpressure`. Messages from one sender arrive in the order sent.
+    ///
+    /// # Errors
+    ///
+    /// Full (policy `fail`), dropped (`drop-newest`), or stopped; a dropped or
+    /// undelivered message is reported to dead letters.
+    pub async fn tell<M: Message>(&self, message: M) -> Result<(), SendError>
+    where
+        A: Handler<M>,
+    {
+        self.send(Sealed {
+            message,
+            reply: None,
+        })
+        .await
+    }
+
+    /// Sends `message` without waiting: under `backpressure` a full mailbox is
+    /// [`SendError::Full`].
+    ///
+    /// # Errors
+    ///
+    /// As [`tell`](Self::tell), and `Full` when there is no room now.
+    pub fn try_tell<M: Message>(&self, message: M) -> Result<(), SendError>
+    where
+        A: Handler<M>,
+    {
+        let sealed: Box<dyn Envelope<A>> = Box::new(Sealed {
+            message,
+            reply: None,
+        });
+        self.settle(self.mailbox.push(sealed))
+    }
+
+    /// Sends `message` and waits for the reply, at most [`ASK_TIMEOUT`].
+    ///
+    /// # Errors
+    ///
+    /// Not delivered, no reply in time, or the actor failed before replying.
+    pub async fn ask<M: Message>(&self, message: M) -> Result<M::Reply, AskError>
+    where
+        A: Handler<M>,
+    {
+        self.ask_within(message, ASK_TIMEOUT).await
+    }
+
+    /// Sends `message` and waits for the reply, at most `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// As [`ask`](Self::ask).
+    pub async fn ask_within<M: Message>(
+        &self,
+        message: M,
+        timeout: Duration,
+    ) -> Result<M::Reply, AskError>
+    where
+        A: Handler<M>,
+    {
+        let (tx, rx) = oneshot::channel();
+        let deadline = tokio::time::Instant::now() + timeout;
+        let sent = tokio::time::timeout_at(
+            deadline,
+            self.send(Sealed {
+                message,
+                reply: Some(tx),
+            }),
+        )
+        .await;
+        match sent {
+            Err(_) => return Err(AskError::Timeout),
+            Ok(Err(e)) => return Err(e.into()),
+            Ok(Ok(())) => {}
+        }
+        match tokio::time::timeout_at(deadline, rx).await {
+            Err(_) => Err(AskError::Timeout),
+            Ok(Err(_)) => Err(AskError::NoReply),
+            Ok(Ok(reply)) => Ok(reply),
+        }
+    }
+
+    /// Stops the actor after the message it is handling; what is queued goes to dead
+    /// letters.
+    pub fn stop(&self) {
+        for left in self.mailbox.close() {
+            self.shared
+                .dead_letters
+                .report(&self.name, left.type_name(), Reason::Stopped);
+        }
+    }
+
+    /// A type-erased address for one message type.
+    pub fn recipient<M: Message>(&self) -> Recipient<M>
+    where
+        A: Handler<M>,
+    {
+        Recipient(Arc::new(self.clone()))
+    }
+
+    async fn send<M: Message>(&self, sealed: Sealed<M>) -> Result<(), SendError>
+    where
+        A: Handler<M>,
+    {
+        let sealed: Box<dyn Envelope<A>> = Box::new(sealed);
+        let pushed = match self.mailbox.overflow() {
+            Overflow::Backpressure => self.mailbox.push_waiting(sealed).await,
+            _ => self.mailbox.push(sealed),
+        };
+        self.settle(pushed)
+    }
+
+    /// Turns a push's outcome into the sender's answer, reporting what was lost.
+    fn settle(&self, pushed: Push<Box<dyn Envelope<A>>>) -> Result<(), SendError> {
+        let report = |envelope: &dyn Envelope<A>, reason| {
+            self.shared
+                .dead_letters
+                .report(&self.name, envelope.type_name(), reason);
+        };
+        match pushed {
+            Push::Queued => Ok(()),
+            Push::Full(_) => Err(SendError::Full),
+            Push::Dropped(envelope) => {
+                report(&*envelope, Reason::Overflow);
+                // Drop-oldest queued the new message and dropped an older one.
+                match self.mailbox.overflow() {
+                    Overflow::DropOldest => Ok(()),
+                    _ => Err(SendError::Dropped),
+                }
+            }
+            Push::Closed(envelope) => {
+                report(&*envelope, Reason::Stopped);
+                Err(SendError::Stopped)
+            }
+        }
+    }
+}
+
+/// Sends one message type to an actor whose type is erased.
+pub struct Recipient<M: Message>(Arc<dyn Receives<M>>);
+
+impl<M: Message> Clone for Recipient<M> {
+    fn clone(&self) -> Self {
+        Self(self.0.clone())
+    }
+}
+
+impl<M: Message> std::fmt::Debug for Recipient<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Recipient({})", self.0.name())
+    }
+}
+
+type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+
+trait Receives<M: Message>: Send + Sync {
+    fn tell(&self, message: M) -> BoxFuture<'_, Result<(), SendError>>;
+    fn ask(&self, message: M, timeout: Duration) -> BoxFuture<'_, Result<M::Reply, AskError>>;
+    fn name(&self) -> &str;
+}
+
+impl<A: Handler<M>, M: Message> Receives<M> for Addr<A> {
+    fn tell(&self, message: M) -> BoxFuture<'_, Result<(), SendError>> {
+        Box::pin(Addr::tell(self, message))
+    }
+
+    fn ask(&self, message: M, timeout: Duration) -> BoxFuture<'_, Result<M::Reply, AskError>> {
+        Box::pin(self.ask_within(message, timeout))
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl<M: Message> Recipient<M> {
+    /// As [`Addr::tell`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Addr::tell`].
+    pub async fn tell(&self, message: M) -> Result<(), SendError> {
+        self.0.tell(message).await
+    }
+
+    /// As [`Addr::ask_within`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Addr::ask`].
+    pub async fn ask_within(&self, message: M, timeout: Duration) -> Result<M::Reply, AskError> {
+        self.0.ask(message, timeout).await
+    }
+}

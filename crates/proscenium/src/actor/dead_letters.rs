@@ -1,0 +1,72 @@
+//! Dead letters: every message not delivered — dropped by a full mailbox, sent to or
+//! left in a stopped actor, or the message a handler panicked on — is logged, counted
+//! and published to subscribers.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tokio::sync::broadcast;
+
+/// Why a message became a dead letter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reason {
+    /// A full mailbox dropped it (policy `drop-newest` or `drop-oldest`).
+    Overflow,
+    /// Its actor had stopped, or stopped with it still queued.
+    Stopped,
+    /// Its handler panicked with this message; the actor was restarted.
+    Failed(String),
+}
+
+/// One undelivered message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadLetter {
+    /// The actor it was for.
+    pub actor: String,
+    /// The message's type.
+    pub message: &'static str,
+    /// Why it was not delivered.
+    pub reason: Reason,
+}
+
+/// The dead-letter office of one actor system.
+#[derive(Debug)]
+pub struct DeadLetters {
+    count: AtomicU64,
+    published: broadcast::Sender<DeadLetter>,
+}
+
+/// Dead letters a slow subscriber may fall behind by before it misses some (it is told
+/// how many it missed).
+const BACKLOG: usize = 1024;
+
+impl Default for DeadLetters {
+    fn default() -> Self {
+        Self {
+            count: AtomicU64::new(0),
+            published: broadcast::channel(BACKLOG).0,
+        }
+    }
+}
+
+impl DeadLetters {
+    /// How many dead letters there have been.
+    pub fn count(&self) -> u64 {
+        self.count.load(Ordering::Relaxed)
+    }
+
+    /// Every dead letter from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<DeadLetter> {
+        self.published.subscribe()
+    }
+
+    pub(crate) fn report(&self, actor: &str, message: &'static str, reason: Reason) {
+        self.count.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!(actor, message, ?reason, "dead letter");
+        // No subscriber is not an error: the letter is logged and counted.
+        let _ = self.published.send(DeadLetter {
+            actor: actor.to_owned(),
+            message,
+            reason,
+        });
+    }
+}

@@ -1,0 +1,194 @@
+//! A bounded mailbox with a policy for when it is full. Nothing leaves it unaccounted
+//! for: what the policy drops, and what is left when it closes, is handed back to the
+//! caller, who reports it to dead letters.
+
+use std::collections::VecDeque;
+use std::sync::{Mutex, PoisonError};
+
+use tokio::sync::Notify;
+
+/// What a full mailbox does with one more message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Overflow {
+    /// The sender waits for room (`tell` is pending until then).
+    #[default]
+    Backpressure,
+    /// The send fails at once with [`SendError::Full`](super::SendError::Full).
+    Fail,
+    /// The new message goes to dead letters.
+    DropNewest,
+    /// The oldest queued message goes to dead letters; the new one is queued.
+    DropOldest,
+}
+
+/// The outcome of one push.
+pub(crate) enum Push<T> {
+    Queued,
+    /// Full: the item back (policy `Backpressure` or `Fail`).
+    Full(T),
+    /// Full, and this item was dropped to make room or refused: to dead letters.
+    Dropped(T),
+    /// Closed: the item back.
+    Closed(T),
+}
+
+pub(crate) struct Mailbox<T> {
+    state: Mutex<State<T>>,
+    capacity: usize,
+    overflow: Overflow,
+    /// Signalled when a message arrives or the mailbox closes.
+    arrived: Notify,
+    /// Signalled when room frees up or the mailbox closes.
+    room: Notify,
+}
+
+struct State<T> {
+    queue: VecDeque<T>,
+    closed: bool,
+}
+
+impl<T> Mailbox<T> {
+    pub(crate) fn new(capacity: usize, overflow: Overflow) -> Self {
+        Self {
+            state: Mutex::new(State {
+                queue: VecDeque::with_capacity(capacity.min(64)),
+                closed: false,
+            }),
+            capacity: capacity.max(1),
+            overflow,
+            arrived: Notify::new(),
+            room: Notify::new(),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, State<T>> {
+        // No code panics while holding it; poison carries no meaning.
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub(crate) fn overflow(&self) -> Overflow {
+        self.overflow
+    }
+
+    /// Queues `item` unless the mailbox is full or closed.
+    pub(crate) fn push(&self, item: T) -> Push<T> {
+        let mut state = self.state();
+        if state.closed {
+            return Push::Closed(item);
+        }
+        let outcome = if state.queue.len() < self.capacity {
+            state.queue.push_back(item);
+            Push::Queued
+        } else {
+            match self.overflow {
+                Overflow::Backpressure | Overflow::Fail => return Push::Full(item),
+                Overflow::DropNewest => return Push::Dropped(item),
+                Overflow::DropOldest => {
+                    let oldest = state.queue.pop_front();
+                    state.queue.push_back(item);
+                    match oldest {
+                        Some(oldest) => Push::Dropped(oldest),
+                        None => Push::Queued,
+                    }
+                }
+            }
+        };
+        drop(state);
+        self.arrived.notify_one();
+        outcome
+    }
+
+    /// Queues `item`, waiting for room when full (for `Backpressure`).
+    pub(crate) async fn push_waiting(&self, mut item: T) -> Push<T> {
+        loop {
+            // Registered before the attempt, so a slot freed in between is not missed.
+            let room = self.room.notified();
+            tokio::pin!(room);
+            room.as_mut().enable();
+            match self.push(item) {
+                Push::Full(back) => item = back,
+                done => return done,
+            }
+            room.await;
+        }
+    }
+
+    /// The next message; `None` once closed.
+    pub(crate) async fn recv(&self) -> Option<T> {
+        loop {
+            let arrived = self.arrived.notified();
+            tokio::pin!(arrived);
+            arrived.as_mut().enable();
+            {
+                let mut state = self.state();
+                if let Some(item) = state.queue.pop_front() {
+                    drop(state);
+                    self.room.notify_one();
+                    return Some(item);
+                }
+                if state.closed {
+                    return None;
+                }
+            }
+            arrived.await;
+        }
+    }
+
+    /// Closes the mailbox; returns what was still queued. Waiting senders wake to find
+    /// it closed.
+    pub(crate) fn close(&self) -> Vec<T> {
+        let left = {
+            let mut state = self.state();
+            state.closed = true;
+            state.queue.drain(..).collect()
+        };
+        self.arrived.notify_waiters();
+        self.arrived.notify_one();
+        self.room.notify_waiters();
+        left
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.state().closed
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.state().queue.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn full(overflow: Overflow) -> Mailbox<u32> {
+        let mailbox = Mailbox::new(2, overflow);
+        assert!(matches!(mailbox.push(1), Push::Queued));
+        assert!(matches!(mailbox.push(2), Push::Queued));
+        mailbox
+    }
+
+    #[test]
+    fn each_policy_does_its_thing_when_full() {
+        assert!(matches!(full(Overflow::Fail).push(3), Push::Full(3)));
+        assert!(matches!(
+            full(Overflow::Backpressure).push(3),
+            Push::Full(3)
+        ));
+        assert!(matches!(
+            full(Overflow::DropNewest).push(3),
+            Push::Dropped(3)
+        ));
+        let oldest = full(Overflow::DropOldest);
+        assert!(matches!(oldest.push(3), Push::Dropped(1)));
+        assert_eq!(oldest.close(), [2, 3]);
+    }
+
+    #[test]
+    fn a_closed_mailbox_hands_back_what_is_left_and_refuses_more() {
+        let mailbox = full(Overflow::Fail);
+        assert_eq!(mailbox.close(), [1, 2]);
+        assert!(matches!(mailbox.push(3), Push::Closed(3)));
+    }
+}

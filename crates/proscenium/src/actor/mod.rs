@@ -1,0 +1,102 @@
+//! Actors — Akka's model on Proscenium's threads and loops: typed messages, bounded
+//! mailboxes with an overflow policy, `tell` and `ask`, dispatchers named by
+//! configuration, restart from the actor's factory on a panic, and dead letters for
+//! every message that is not delivered — none is lost silently.
+//!
+//! # Example
+//!
+//! ```
+//! use proscenium::actor::{Actor, Context, Handler, Message, Props, System};
+//!
+//! #[derive(Default)]
+//! struct Counter(u64);
+//! impl Actor for Counter {}
+//!
+//! struct Add(u64);
+//! impl Message for Add {
+//!     type Reply = u64;
+//! }
+//! impl Handler<Add> for Counter {
+//!     fn handle(&mut self, Add(n): Add, _: &mut Context<Self>) -> u64 {
+//!         self.0 += n;
+//!         self.0
+//!     }
+//! }
+//!
+//! let system = System::new();
+//! let counter = system.spawn(Props::named("counter"), Counter::default);
+//! let total = system.block_on(async {
+//!     counter.tell(Add(2)).await.unwrap();
+//!     counter.ask(Add(3)).await.unwrap()
+//! });
+//! assert_eq!(total, 5);
+//! system.shutdown();
+//! ```
+
+mod addr;
+mod dead_letters;
+mod dispatcher;
+mod mailbox;
+mod system;
+
+pub use self::addr::{ASK_TIMEOUT, Addr, AskError, Recipient, SendError};
+pub use self::dead_letters::{DeadLetter, DeadLetters, Reason};
+pub use self::dispatcher::{DispatcherKind, DispatcherSpec};
+pub use self::mailbox::Overflow;
+pub use self::system::{Props, System};
+
+/// An actor: state, lifecycle hooks, and a [`Handler`] per message type it takes.
+///
+/// Its state is touched only by its own handlers, one message at a time, so it needs
+/// no lock.
+pub trait Actor: Sized + Send + 'static {
+    /// Runs before the first message (and again after a restart).
+    fn started(&mut self, _ctx: &mut Context<Self>) {}
+
+    /// Runs when the actor is asked to stop, before its mailbox closes.
+    fn stopping(&mut self, _ctx: &mut Context<Self>) {}
+
+    /// Runs last; what is left in the mailbox has gone to dead letters.
+    fn stopped(&mut self) {}
+}
+
+/// A message, and the type of its reply (`()` for messages only told).
+pub trait Message: Send + 'static {
+    /// What a handler answers.
+    type Reply: Send + 'static;
+}
+
+/// How actor `Self` handles message `M`.
+pub trait Handler<M: Message>: Actor {
+    /// Handles one message; the reply goes to the asker, if any.
+    fn handle(&mut self, message: M, ctx: &mut Context<Self>) -> M::Reply;
+}
+
+/// What a handler can do besides changing its state: reach its own address, stop.
+pub struct Context<A: Actor> {
+    addr: Addr<A>,
+    stopping: bool,
+}
+
+impl<A: Actor> Context<A> {
+    /// The actor's own address.
+    pub fn addr(&self) -> Addr<A> {
+        self.addr.clone()
+    }
+
+    /// The actor's name.
+    pub fn name(&self) -> &str {
+        self.addr.name()
+    }
+
+    /// Stops the actor once this message is handled.
+    pub fn stop(&mut self) {
+        self.stopping = true;
+    }
+}
+
+/// A message of any type `A` handles, sealed with where its reply goes.
+pub(crate) trait Envelope<A: Actor>: Send {
+    fn deliver(self: Box<Self>, actor: &mut A, ctx: &mut Context<A>);
+    fn type_name(&self) -> &'static str;
+}

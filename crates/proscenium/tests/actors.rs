@@ -1,0 +1,265 @@
+//! Actors: ordering, ask and its timeout, every overflow policy with its dead letters,
+//! restart after a panic, a two-thread dispatcher's cap, and a clean shutdown.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use proscenium::actor::{
+    Actor, AskError, Context, DispatcherSpec, Handler, Message, Overflow, Props, Reason, SendError,
+    System,
+};
+
+/// Records every number it is told, in order.
+#[derive(Default)]
+struct Log(Vec<u64>);
+
+impl Actor for Log {}
+
+struct Push(u64);
+impl Message for Push {
+    type Reply = ();
+}
+impl Handler<Push> for Log {
+    fn handle(&mut self, Push(n): Push, _: &mut Context<Self>) {
+        assert_ne!(n, 13, "thirteen is unlucky");
+        self.0.push(n);
+    }
+}
+
+struct Dump;
+impl Message for Dump {
+    type Reply = Vec<u64>;
+}
+impl Handler<Dump> for Log {
+    fn handle(&mut self, _: Dump, _: &mut Context<Self>) -> Vec<u64> {
+        self.0.clone()
+    }
+}
+
+struct Sleep(Duration);
+impl Message for Sleep {
+    type Reply = ();
+}
+impl Handler<Sleep> for Log {
+    fn handle(&mut self, Sleep(d): Sleep, _: &mut Context<Self>) {
+        std::thread::sleep(d);
+    }
+}
+
+#[test]
+fn messages_from_one_sender_arrive_in_order() {
+    let system = System::new();
+    let log = system.spawn(Props::named("log"), Log::default);
+    let senders: Vec<_> = (0..4u64)
+        .map(|s| {
+            let log = log.clone();
+            std::thread::spawn(move || {
+                System::new().block_on(async {
+                    for i in 0..250 {
+                        log.tell(Push(s * 1000 + 500 + i)).await.unwrap();
+                    }
+                });
+            })
+        })
+        .collect();
+    for s in senders {
+        s.join().unwrap();
+    }
+    let seen = system.block_on(log.ask(Dump)).unwrap();
+    assert_eq!(seen.len(), 1000);
+    for s in 0..4 {
+        let mine: Vec<u64> = seen.iter().copied().filter(|n| n / 1000 == s).collect();
+        assert!(
+            mine.windows(2).all(|w| w[0] < w[1]),
+            "sender {s} out of order"
+        );
+    }
+}
+
+#[test]
+fn an_ask_times_out_when_the_actor_is_busy() {
+    let system = System::new();
+    let log = system.spawn(Props::named("busy"), Log::default);
+    system.block_on(async {
+        log.tell(Sleep(Duration::from_millis(300))).await.unwrap();
+        assert_eq!(
+            log.ask_within(Dump, Duration::from_millis(50)).await,
+            Err(AskError::Timeout)
+        );
+        assert_eq!(log.ask(Dump).await, Ok(vec![]));
+    });
+}
+
+/// Fills a one-slot mailbox behind a sleeping handler, then sends two more.
+fn overflow(policy: Overflow) -> (Vec<Result<(), SendError>>, Vec<u64>, Vec<Reason>) {
+    let system = System::new();
+    let mut letters = system.dead_letters().subscribe();
+    let log = system.spawn(Props::named("small").mailbox(1, policy), Log::default);
+    system.block_on(async {
+        log.tell(Sleep(Duration::from_millis(200))).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let sent = vec![log.try_tell(Push(1)), log.try_tell(Push(2))];
+        // Room again once the sleeper is done, so the question is not refused.
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let kept = log.ask(Dump).await.unwrap_or_default();
+        let mut reasons = Vec::new();
+        while let Ok(letter) = letters.try_recv() {
+            reasons.push(letter.reason);
+        }
+        (sent, kept, reasons)
+    })
+}
+
+#[test]
+fn each_overflow_policy_accounts_for_every_message() {
+    let (sent, kept, dead) = overflow(Overflow::Fail);
+    assert_eq!(sent, [Ok(()), Err(SendError::Full)]);
+    assert_eq!((kept, dead), (vec![1], vec![]));
+
+    let (sent, kept, dead) = overflow(Overflow::DropNewest);
+    assert_eq!(sent, [Ok(()), Err(SendError::Dropped)]);
+    assert_eq!((kept, dead), (vec![1], vec![Reason::Overflow]));
+
+    let (sent, kept, dead) = overflow(Overflow::DropOldest);
+    assert_eq!(sent, [Ok(()), Ok(())]);
+    assert_eq!((kept, dead), (vec![2], vec![Reason::Overflow]));
+
+    // Backpressure: `try_tell` finds no room; `tell` waits for it.
+    let (sent, kept, _) = overflow(Overflow::Backpressure);
+    assert_eq!(sent, [Ok(()), Err(SendError::Full)]);
+    assert_eq!(kept, [1]);
+}
+
+#[test]
+fn a_panic_restarts_the_actor_and_loses_only_the_failing_message() {
+    let system = System::new();
+    let mut letters = system.dead_letters().subscribe();
+    let log = system.spawn(Props::named("fragile"), Log::default);
+    let seen = system.block_on(async {
+        log.tell(Sleep(Duration::from_millis(100))).await.unwrap();
+        for n in [11, 12, 13, 14, 15] {
+            log.tell(Push(n)).await.unwrap();
+        }
+        log.ask(Dump).await.unwrap()
+    });
+    // The fresh actor has lost 11 and 12 with the old state, but 14 and 15 — queued
+    // behind the failing 13 — are kept.
+    assert_eq!(seen, [14, 15]);
+    let letter = letters.try_recv().unwrap();
+    assert!(matches!(letter.reason, Reason::Failed(ref why) if why.contains("unlucky")));
+    assert_eq!(system.dead_letters().count(), 1);
+}
+
+/// Counts how many of its instances are inside a handler at once.
+struct Worker {
+    inside: Arc<AtomicUsize>,
+    most: Arc<AtomicUsize>,
+}
+
+impl Actor for Worker {}
+
+struct Work;
+impl Message for Work {
+    type Reply = ();
+}
+impl Handler<Work> for Worker {
+    fn handle(&mut self, _: Work, _: &mut Context<Self>) {
+        let now = self.inside.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most.fetch_max(now, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_millis(20));
+        self.inside.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn a_two_thread_dispatcher_never_runs_more_than_two_handlers_at_once() {
+    // The thesis's image-processing dispatcher, capped at two threads.
+    let system = System::with_dispatchers(HashMap::from([(
+        "images".to_owned(),
+        DispatcherSpec::pool(2),
+    )]));
+    let inside = Arc::<AtomicUsize>::default();
+    let most = Arc::<AtomicUsize>::default();
+    let workers: Vec<_> = (0..6)
+        .map(|i| {
+            let (inside, most) = (Arc::clone(&inside), Arc::clone(&most));
+            system.spawn(
+                Props::named(format!("resize-{i}")).dispatcher("images"),
+                move || Worker {
+                    inside: inside.clone(),
+                    most: most.clone(),
+                },
+            )
+        })
+        .collect();
+    system.block_on(async {
+        for _ in 0..3 {
+            for w in &workers {
+                w.tell(Work).await.unwrap();
+            }
+        }
+        for w in &workers {
+            w.ask(Work).await.unwrap();
+        }
+    });
+    assert_eq!(most.load(Ordering::SeqCst), 2);
+}
+
+/// Records its lifecycle hooks.
+struct Hooks(Arc<Mutex<Vec<&'static str>>>);
+
+use std::sync::Mutex;
+
+impl Actor for Hooks {
+    fn started(&mut self, _: &mut Context<Self>) {
+        self.0.lock().unwrap().push("started");
+    }
+
+    fn stopping(&mut self, _: &mut Context<Self>) {
+        self.0.lock().unwrap().push("stopping");
+    }
+
+    fn stopped(&mut self) {
+        self.0.lock().unwrap().push("stopped");
+    }
+}
+
+impl Handler<Push> for Hooks {
+    fn handle(&mut self, _: Push, _: &mut Context<Self>) {}
+}
+
+#[test]
+fn shutdown_stops_every_actor_runs_its_hooks_and_reports_what_was_queued() {
+    let hooks = Arc::new(Mutex::new(Vec::new()));
+    let system = System::with_dispatchers(HashMap::from([(
+        "pinned".to_owned(),
+        DispatcherSpec {
+            kind: proscenium::actor::DispatcherKind::Pinned,
+            ..DispatcherSpec::default()
+        },
+    )]));
+    let log = system.spawn(Props::named("sleepy"), Log::default);
+    let h = hooks.clone();
+    let hooked = system.spawn(Props::named("hooked").dispatcher("pinned"), move || {
+        Hooks(h.clone())
+    });
+    system.block_on(async {
+        log.tell(Sleep(Duration::from_millis(100))).await.unwrap();
+        log.tell(Push(1)).await.unwrap();
+        hooked.tell(Push(1)).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    });
+    assert_eq!(system.live_actors(), 2);
+    system.shutdown();
+    assert_eq!(system.live_actors(), 0);
+    assert_eq!(*hooks.lock().unwrap(), ["started", "stopping", "stopped"]);
+    assert_eq!(system.dead_letters().count(), 1, "the queued Push(1)");
+    assert_eq!(
+        system.block_on(log.tell(Push(2))),
+        Err(SendError::Stopped),
+        "a stopped actor refuses, to dead letters"
+    );
+    assert_eq!(system.dead_letters().count(), 2);
+}
