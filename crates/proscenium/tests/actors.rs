@@ -263,3 +263,90 @@ fn shutdown_stops_every_actor_runs_its_hooks_and_reports_what_was_queued() {
     );
     assert_eq!(system.dead_letters().count(), 2);
 }
+
+/// Counts ticks; sets timers when told.
+#[derive(Default)]
+struct Ticker {
+    ticks: u64,
+    timers: Vec<proscenium::actor::TimerHandle>,
+}
+
+impl Actor for Ticker {}
+
+struct Tick;
+impl Message for Tick {
+    type Reply = ();
+}
+impl Handler<Tick> for Ticker {
+    fn handle(&mut self, _: Tick, _: &mut Context<Self>) {
+        self.ticks += 1;
+    }
+}
+
+struct Arm;
+impl Message for Arm {
+    type Reply = ();
+}
+impl Handler<Arm> for Ticker {
+    fn handle(&mut self, _: Arm, ctx: &mut Context<Self>) {
+        self.timers
+            .push(ctx.run_interval(Duration::from_millis(20), || Tick));
+        let once = ctx.run_later(Duration::from_millis(30), Tick);
+        once.cancel();
+        self.timers.push(once);
+    }
+}
+
+struct Disarm;
+impl Message for Disarm {
+    type Reply = u64;
+}
+impl Handler<Disarm> for Ticker {
+    fn handle(&mut self, _: Disarm, _: &mut Context<Self>) -> u64 {
+        self.timers
+            .iter()
+            .for_each(proscenium::actor::TimerHandle::cancel);
+        self.ticks
+    }
+}
+
+#[test]
+fn timers_fire_on_time_and_stop_when_cancelled() {
+    let system = System::new();
+    let ticker = system.spawn(Props::named("ticker"), Ticker::default);
+    let (at_cancel, later) = system.block_on(async {
+        ticker.tell(Arm).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(210)).await;
+        let at_cancel = ticker.ask(Disarm).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        (at_cancel, ticker.ask(Disarm).await.unwrap())
+    });
+    // Every 20 ms for 210 ms is 10; a loaded machine may lose some, never gain.
+    assert!((3..=10).contains(&at_cancel), "{at_cancel} ticks");
+    assert!(
+        later <= at_cancel + 1,
+        "ticks after cancel: {at_cancel} → {later}"
+    );
+
+    let fired = Arc::new(AtomicUsize::new(0));
+    let (once, periodic) = (fired.clone(), fired.clone());
+    system.schedule_once(Duration::from_millis(10), move || {
+        once.fetch_add(100, Ordering::SeqCst);
+    });
+    let renewal = system.schedule_periodic(Duration::from_millis(20), move || {
+        periodic.fetch_add(1, Ordering::SeqCst);
+    });
+    std::thread::sleep(Duration::from_millis(110));
+    renewal.cancel();
+    let at_cancel = fired.load(Ordering::SeqCst);
+    std::thread::sleep(Duration::from_millis(60));
+    assert!(
+        at_cancel >= 100 + 3,
+        "once fired, periodic several times: {at_cancel}"
+    );
+    assert_eq!(
+        fired.load(Ordering::SeqCst),
+        at_cancel,
+        "nothing after cancel"
+    );
+}

@@ -38,12 +38,18 @@ mod dead_letters;
 mod dispatcher;
 mod mailbox;
 mod system;
+mod timer;
+
+use std::time::Duration;
+
+use self::timer::Schedule;
 
 pub use self::addr::{ASK_TIMEOUT, Addr, AskError, Recipient, SendError};
 pub use self::dead_letters::{DeadLetter, DeadLetters, Reason};
 pub use self::dispatcher::{DispatcherKind, DispatcherSpec};
 pub use self::mailbox::Overflow;
 pub use self::system::{Props, System};
+pub use self::timer::TimerHandle;
 
 /// An actor: state, lifecycle hooks, and a [`Handler`] per message type it takes.
 ///
@@ -92,6 +98,56 @@ impl<A: Actor> Context<A> {
     /// Stops the actor once this message is handled.
     pub fn stop(&mut self) {
         self.stopping = true;
+    }
+
+    /// Sends `message` to this actor after `delay`.
+    pub fn run_later<M: Message>(&self, delay: Duration, message: M) -> TimerHandle
+    where
+        A: Handler<M>,
+    {
+        let mut message = Some(message);
+        self.every(delay, None, move || message.take())
+    }
+
+    /// Sends the message `make` returns to this actor every `period`, until the timer
+    /// is cancelled or the actor stops.
+    pub fn run_interval<M: Message>(
+        &self,
+        period: Duration,
+        mut make: impl FnMut() -> M + 'static,
+    ) -> TimerHandle
+    where
+        A: Handler<M>,
+    {
+        self.every(period, Some(period), move || Some(make()))
+    }
+
+    fn every<M: Message>(
+        &self,
+        delay: Duration,
+        period: Option<Duration>,
+        mut make: impl FnMut() -> Option<M> + 'static,
+    ) -> TimerHandle
+    where
+        A: Handler<M>,
+    {
+        let handle = TimerHandle::default();
+        let addr = self.addr();
+        timer::start(Schedule { delay, period }, &handle, move || {
+            if addr.is_stopped() {
+                return false;
+            }
+            let Some(message) = make() else {
+                return false;
+            };
+            let addr = addr.clone();
+            // Sent as a task of its own: under backpressure the timer does not wait.
+            tokio::task::spawn_local(async move {
+                let _ = addr.tell(message).await;
+            });
+            true
+        });
+        handle
     }
 }
 

@@ -5,9 +5,11 @@ use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
 use super::dispatcher::{Dispatcher, DispatcherSpec, Job};
 use super::mailbox::{Mailbox, Overflow};
+use super::timer::{self, Schedule, TimerHandle};
 use super::{Actor, Addr, Context, DeadLetters, Reason};
 
 /// How to spawn one actor: its name, dispatcher and mailbox.
@@ -144,6 +146,49 @@ impl System {
         });
         dispatcher.run(job);
         addr
+    }
+
+    /// Runs `f` once after `delay` on the default dispatcher.
+    pub fn schedule_once(&self, delay: Duration, f: impl FnOnce() + Send + 'static) -> TimerHandle {
+        let mut f = Some(f);
+        self.schedule(
+            Schedule {
+                delay,
+                period: None,
+            },
+            move || {
+                if let Some(f) = f.take() {
+                    f();
+                }
+            },
+        )
+    }
+
+    /// Runs `f` every `period` on the default dispatcher, until cancelled.
+    pub fn schedule_periodic(
+        &self,
+        period: Duration,
+        f: impl FnMut() + Send + 'static,
+    ) -> TimerHandle {
+        self.schedule(
+            Schedule {
+                delay: period,
+                period: Some(period),
+            },
+            f,
+        )
+    }
+
+    fn schedule(&self, schedule: Schedule, mut f: impl FnMut() + Send + 'static) -> TimerHandle {
+        let handle = TimerHandle::default();
+        let timer = handle.clone();
+        self.dispatchers[DEFAULT].run(Box::new(move || {
+            timer::start(schedule, &timer, move || {
+                f();
+                true
+            });
+        }));
+        handle
     }
 
     /// The system's dead letters.
