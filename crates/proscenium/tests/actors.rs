@@ -350,3 +350,248 @@ fn timers_fire_on_time_and_stop_when_cancelled() {
         "nothing after cancel"
     );
 }
+
+/// A child that counts its starts (shared across restarts) and panics on `Boom`.
+struct Kid {
+    starts: Arc<Mutex<Vec<std::time::Instant>>>,
+    kept: u64,
+}
+
+impl Actor for Kid {
+    fn started(&mut self, _: &mut Context<Self>) {
+        self.starts.lock().unwrap().push(std::time::Instant::now());
+    }
+}
+
+struct Boom;
+impl Message for Boom {
+    type Reply = ();
+}
+impl Handler<Boom> for Kid {
+    fn handle(&mut self, _: Boom, _: &mut Context<Self>) {
+        self.kept += 1;
+        panic!("boom");
+    }
+}
+
+struct Kept;
+impl Message for Kept {
+    type Reply = u64;
+}
+impl Handler<Kept> for Kid {
+    fn handle(&mut self, _: Kept, _: &mut Context<Self>) -> u64 {
+        self.kept
+    }
+}
+
+type Starts = Arc<Mutex<Vec<std::time::Instant>>>;
+
+/// A parent of `n` kids under `strategy`; counts its own starts too.
+struct Parent {
+    strategy: proscenium::actor::Strategy,
+    kid_starts: Vec<Starts>,
+    own_starts: Starts,
+    kids: Vec<proscenium::actor::Addr<Kid>>,
+}
+
+impl Actor for Parent {
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        self.own_starts
+            .lock()
+            .unwrap()
+            .push(std::time::Instant::now());
+        self.kids = self
+            .kid_starts
+            .iter()
+            .enumerate()
+            .map(|(i, starts)| {
+                let starts = starts.clone();
+                ctx.spawn_child(Props::named(format!("kid-{i}")), move || Kid {
+                    starts: starts.clone(),
+                    kept: 0,
+                })
+            })
+            .collect();
+    }
+
+    fn supervisor_strategy(&self) -> proscenium::actor::Strategy {
+        self.strategy.clone()
+    }
+}
+
+struct Kids;
+impl Message for Kids {
+    type Reply = Vec<proscenium::actor::Addr<Kid>>;
+}
+impl Handler<Kids> for Parent {
+    fn handle(&mut self, _: Kids, _: &mut Context<Self>) -> Vec<proscenium::actor::Addr<Kid>> {
+        self.kids.clone()
+    }
+}
+
+/// A family of `n` kids under `strategy`; returns the system, the parent, the kids'
+/// and the parent's start records.
+fn family(
+    strategy: proscenium::actor::Strategy,
+    n: usize,
+) -> (System, proscenium::actor::Addr<Parent>, Vec<Starts>, Starts) {
+    let system = System::new();
+    let kid_starts: Vec<Starts> = (0..n).map(|_| Starts::default()).collect();
+    let own_starts = Starts::default();
+    let (k, o) = (kid_starts.clone(), own_starts.clone());
+    let parent = system.spawn(Props::named("parent"), move || Parent {
+        strategy: strategy.clone(),
+        kid_starts: k.clone(),
+        own_starts: o.clone(),
+        kids: Vec::new(),
+    });
+    (system, parent, kid_starts, own_starts)
+}
+
+fn starts(of: &Starts) -> usize {
+    of.lock().unwrap().len()
+}
+
+fn quick_backoff() -> proscenium::actor::Backoff {
+    proscenium::actor::Backoff {
+        min: Duration::from_millis(5),
+        max: Duration::from_millis(5),
+        jitter: 0.0,
+    }
+}
+
+#[test]
+fn all_for_one_restarts_the_siblings_and_one_for_one_only_the_failed() {
+    use proscenium::actor::Strategy;
+    for (strategy, want) in [
+        (Strategy::all_for_one(), [2, 2, 2]),
+        (Strategy::one_for_one(), [1, 2, 1]),
+        (Strategy::rest_for_one(), [1, 2, 2]),
+    ] {
+        let (system, parent, kids, _) = family(strategy.backoff(quick_backoff()), 3);
+        system.block_on(async {
+            let addrs = parent.ask(Kids).await.unwrap();
+            addrs[1].tell(Boom).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        });
+        let got: Vec<usize> = kids.iter().map(starts).collect();
+        assert_eq!(got, want);
+    }
+}
+
+#[test]
+fn resume_keeps_the_state_and_stop_stops() {
+    use proscenium::actor::{Directive, Strategy};
+    let (system, parent, kids, _) =
+        family(Strategy::one_for_one().deciding(|_| Directive::Resume), 1);
+    let kept = system.block_on(async {
+        let kid = parent.ask(Kids).await.unwrap().remove(0);
+        kid.tell(Boom).await.unwrap();
+        kid.tell(Boom).await.unwrap();
+        kid.ask(Kept).await.unwrap()
+    });
+    assert_eq!(
+        (kept, starts(&kids[0])),
+        (2, 1),
+        "resumed twice, never restarted"
+    );
+
+    let (system, parent, _, _) = family(Strategy::one_for_one().deciding(|_| Directive::Stop), 1);
+    let kid = system.block_on(async {
+        let kid = parent.ask(Kids).await.unwrap().remove(0);
+        kid.tell(Boom).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        kid
+    });
+    assert!(kid.is_stopped());
+}
+
+#[test]
+fn a_spent_restart_budget_escalates_to_the_parent() {
+    use proscenium::actor::Strategy;
+    let strategy = Strategy::one_for_one()
+        .restarts(2, Duration::from_secs(60))
+        .backoff(quick_backoff());
+    let (system, parent, kids, own) = family(strategy, 1);
+    system.block_on(async {
+        let kid = parent.ask(Kids).await.unwrap().remove(0);
+        for _ in 0..3 {
+            kid.tell(Boom).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(40)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    });
+    // Two restarts of the kid, then the third failure escalates: the (top-level)
+    // parent is restarted by the system, and its fresh `started` spawns a new kid.
+    assert_eq!(starts(&own), 2, "the parent restarted");
+    assert_eq!(starts(&kids[0]), 4, "1 + 2 restarts + the new parent's kid");
+}
+
+#[test]
+fn backoff_between_restarts_grows() {
+    use proscenium::actor::{Backoff, Strategy};
+    let strategy = Strategy::one_for_one().backoff(Backoff {
+        min: Duration::from_millis(20),
+        max: Duration::from_secs(1),
+        jitter: 0.1,
+    });
+    let (system, parent, kids, _) = family(strategy, 1);
+    system.block_on(async {
+        let kid = parent.ask(Kids).await.unwrap().remove(0);
+        for _ in 0..4 {
+            kid.tell(Boom).await.unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(600)).await;
+    });
+    let at = kids[0].lock().unwrap().clone();
+    assert_eq!(at.len(), 5);
+    let gaps: Vec<u128> = at.windows(2).map(|w| (w[1] - w[0]).as_millis()).collect();
+    for (gap, least) in gaps.iter().zip([20, 40, 80, 160]) {
+        assert!(*gap >= least, "gaps {gaps:?}");
+    }
+}
+
+/// Remembers who it saw stop.
+#[derive(Default)]
+struct Watcher(Vec<String>);
+impl Actor for Watcher {}
+impl Handler<proscenium::actor::Terminated> for Watcher {
+    fn handle(&mut self, t: proscenium::actor::Terminated, _: &mut Context<Self>) {
+        self.0.push(t.name);
+    }
+}
+
+struct WatchLog(proscenium::actor::Addr<Log>);
+impl Message for WatchLog {
+    type Reply = ();
+}
+impl Handler<WatchLog> for Watcher {
+    fn handle(&mut self, WatchLog(addr): WatchLog, ctx: &mut Context<Self>) {
+        ctx.watch(&addr);
+    }
+}
+
+struct Seen;
+impl Message for Seen {
+    type Reply = Vec<String>;
+}
+impl Handler<Seen> for Watcher {
+    fn handle(&mut self, _: Seen, _: &mut Context<Self>) -> Vec<String> {
+        self.0.clone()
+    }
+}
+
+#[test]
+fn a_watcher_is_told_when_the_watched_actor_stops() {
+    let system = System::new();
+    let watcher = system.spawn(Props::named("watcher"), Watcher::default);
+    let log = system.spawn(Props::named("watched"), Log::default);
+    let seen = system.block_on(async {
+        watcher.tell(WatchLog(log.clone())).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        log.stop();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        watcher.ask(Seen).await.unwrap()
+    });
+    assert_eq!(seen, ["watched"]);
+}

@@ -2,14 +2,66 @@
 //! type to whichever actor handles it. `tell` is fire and forget (waiting only for room
 //! under backpressure); `ask` waits for the reply, within a timeout.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot};
 
 use super::mailbox::{Mailbox, Overflow, Push};
 use super::system::Shared;
 use super::{Actor, Envelope, Handler, Message, Reason};
+
+/// Orders to an actor that go ahead of its messages: from its supervisor, about its
+/// children, or to stop.
+#[derive(Debug)]
+pub(crate) enum Control {
+    Restart,
+    Resume,
+    Stop,
+    /// The child with id `child` failed with `why`; it waits for a directive.
+    Failed {
+        child: u64,
+        why: String,
+    },
+    /// The child with id `child` has stopped.
+    Stopped {
+        child: u64,
+    },
+}
+
+/// Told an actor's name when it stops.
+pub(crate) type Watcher = Box<dyn FnOnce(&str) + Send>;
+
+/// What every address of one actor shares.
+pub(crate) struct Cell<A: Actor> {
+    pub(crate) mailbox: Mailbox<Box<dyn Envelope<A>>>,
+    pub(crate) control: mpsc::UnboundedSender<Control>,
+    /// Told the actor's name when it stops (`Context::watch`).
+    pub(crate) watchers: Mutex<Option<Vec<Watcher>>>,
+}
+
+impl<A: Actor> Cell<A> {
+    /// Runs `watcher` when the actor stops — now, if it has.
+    pub(crate) fn on_stop(&self, name: &str, watcher: Watcher) {
+        let mut watchers = self.watchers.lock().unwrap_or_else(PoisonError::into_inner);
+        match watchers.as_mut() {
+            Some(list) => list.push(watcher),
+            None => {
+                drop(watchers);
+                watcher(name);
+            }
+        }
+    }
+
+    /// Takes the watchers, once, as the actor stops.
+    pub(crate) fn stopped(&self) -> Vec<Watcher> {
+        self.watchers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()
+            .unwrap_or_default()
+    }
+}
 
 /// Why a message was not delivered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -44,7 +96,7 @@ pub const ASK_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The address of a running actor of type `A`.
 pub struct Addr<A: Actor> {
-    pub(crate) mailbox: Arc<Mailbox<Box<dyn Envelope<A>>>>,
+    pub(crate) cell: Arc<Cell<A>>,
     pub(crate) shared: Arc<Shared>,
     pub(crate) name: Arc<str>,
 }
@@ -52,7 +104,7 @@ pub struct Addr<A: Actor> {
 impl<A: Actor> Clone for Addr<A> {
     fn clone(&self) -> Self {
         Self {
-            mailbox: self.mailbox.clone(),
+            cell: self.cell.clone(),
             shared: self.shared.clone(),
             name: self.name.clone(),
         }
@@ -93,12 +145,12 @@ impl<A: Actor> Addr<A> {
 
     /// Whether the actor has stopped.
     pub fn is_stopped(&self) -> bool {
-        self.mailbox.is_closed()
+        self.cell.mailbox.is_closed()
     }
 
     /// Messages waiting in the mailbox.
     pub fn queued(&self) -> usize {
-        self.mailbox.len()
+        self.cell.mailbox.len()
     }
 
     /// Sends `message`, waiting only for room when the mailbox is full and its policy
@@ -133,7 +185,7 @@ impl<A: Actor> Addr<A> {
             message,
             reply: None,
         });
-        self.settle(self.mailbox.push(sealed))
+        self.settle(self.cell.mailbox.push(sealed))
     }
 
     /// Sends `message` and waits for the reply, at most [`ASK_TIMEOUT`].
@@ -186,11 +238,13 @@ impl<A: Actor> Addr<A> {
     /// Stops the actor after the message it is handling; what is queued goes to dead
     /// letters.
     pub fn stop(&self) {
-        for left in self.mailbox.close() {
+        for left in self.cell.mailbox.close() {
             self.shared
                 .dead_letters
                 .report(&self.name, left.type_name(), Reason::Stopped);
         }
+        // Wakes an actor waiting for its supervisor; a stopped one has gone already.
+        let _ = self.cell.control.send(Control::Stop);
     }
 
     /// A type-erased address for one message type.
@@ -206,9 +260,9 @@ impl<A: Actor> Addr<A> {
         A: Handler<M>,
     {
         let sealed: Box<dyn Envelope<A>> = Box::new(sealed);
-        let pushed = match self.mailbox.overflow() {
-            Overflow::Backpressure => self.mailbox.push_waiting(sealed).await,
-            _ => self.mailbox.push(sealed),
+        let pushed = match self.cell.mailbox.overflow() {
+            Overflow::Backpressure => self.cell.mailbox.push_waiting(sealed).await,
+            _ => self.cell.mailbox.push(sealed),
         };
         self.settle(pushed)
     }
@@ -226,7 +280,7 @@ impl<A: Actor> Addr<A> {
             Push::Dropped(envelope) => {
                 report(&*envelope, Reason::Overflow);
                 // Drop-oldest queued the new message and dropped an older one.
-                match self.mailbox.overflow() {
+                match self.cell.mailbox.overflow() {
                     Overflow::DropOldest => Ok(()),
                     _ => Err(SendError::Dropped),
                 }

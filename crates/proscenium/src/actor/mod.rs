@@ -1,7 +1,9 @@
 //! Actors — Akka's model on Proscenium's threads and loops: typed messages, bounded
 //! mailboxes with an overflow policy, `tell` and `ask`, dispatchers named by
-//! configuration, restart from the actor's factory on a panic, and dead letters for
-//! every message that is not delivered — none is lost silently.
+//! configuration, supervision trees (one-for-one, all-for-one, rest-for-one; restart
+//! from the actor's factory, resume, stop or escalate; a restart budget and backoff),
+//! watching, timers, and dead letters for every message that is not delivered — none
+//! is lost silently.
 //!
 //! # Example
 //!
@@ -37,17 +39,22 @@ mod addr;
 mod dead_letters;
 mod dispatcher;
 mod mailbox;
+mod run;
+mod supervise;
 mod system;
 mod timer;
 
 use std::time::Duration;
 
+use self::run::{Child, Parent};
+use self::supervise::Budget;
 use self::timer::Schedule;
 
 pub use self::addr::{ASK_TIMEOUT, Addr, AskError, Recipient, SendError};
 pub use self::dead_letters::{DeadLetter, DeadLetters, Reason};
 pub use self::dispatcher::{DispatcherKind, DispatcherSpec};
 pub use self::mailbox::Overflow;
+pub use self::supervise::{Backoff, Directive, Scope, Strategy};
 pub use self::system::{Props, System};
 pub use self::timer::TimerHandle;
 
@@ -64,6 +71,23 @@ pub trait Actor: Sized + Send + 'static {
 
     /// Runs last; what is left in the mailbox has gone to dead letters.
     fn stopped(&mut self) {}
+
+    /// How this actor supervises the children it spawns (one-for-one restart by
+    /// default, with [`Strategy::one_for_one`]'s budget and backoff).
+    fn supervisor_strategy(&self) -> Strategy {
+        Strategy::one_for_one()
+    }
+}
+
+/// Told to a watcher when an actor it watches has stopped ([`Context::watch`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Terminated {
+    /// The stopped actor's name.
+    pub name: String,
+}
+
+impl Message for Terminated {
+    type Reply = ();
 }
 
 /// A message, and the type of its reply (`()` for messages only told).
@@ -78,13 +102,77 @@ pub trait Handler<M: Message>: Actor {
     fn handle(&mut self, message: M, ctx: &mut Context<Self>) -> M::Reply;
 }
 
-/// What a handler can do besides changing its state: reach its own address, stop.
+/// What a handler can do besides changing its state: reach its own address, stop,
+/// spawn and watch actors, set timers.
 pub struct Context<A: Actor> {
     addr: Addr<A>,
     stopping: bool,
+    parent: Option<Parent>,
+    children: Vec<Child>,
 }
 
 impl<A: Actor> Context<A> {
+    fn new(addr: Addr<A>, parent: Option<Parent>) -> Self {
+        Self {
+            addr,
+            stopping: false,
+            parent,
+            children: Vec::new(),
+        }
+    }
+
+    /// Starts a child actor supervised by this one under its
+    /// [`supervisor_strategy`](Actor::supervisor_strategy). Children stop when their
+    /// parent stops or restarts (a restarted parent's `started` spawns them afresh).
+    pub fn spawn_child<C: Actor>(
+        &mut self,
+        props: Props,
+        factory: impl Fn() -> C + Send + Sync + 'static,
+    ) -> Addr<C> {
+        static NEXT_CHILD: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        // An id, not a position: reports from the children of an earlier incarnation
+        // must not land on the new ones.
+        let id = NEXT_CHILD.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let parent = Parent {
+            control: self.addr.cell.control.clone(),
+            child: id,
+        };
+        let child = system::spawn(&self.addr.shared, props, factory, Some(parent));
+        let stopper = child.clone();
+        self.children.push(Child {
+            id,
+            control: child.cell.control.clone(),
+            stop: Box::new(move || stopper.stop()),
+            budget: Budget::default(),
+            alive: true,
+        });
+        child
+    }
+
+    /// Tells this actor [`Terminated`] when `other` stops (at once if it has).
+    pub fn watch<B: Actor>(&self, other: &Addr<B>)
+    where
+        A: Handler<Terminated>,
+    {
+        let me = self.addr();
+        other.cell.on_stop(
+            other.name(),
+            Box::new(move |name| {
+                let name = name.to_owned();
+                // A task of its own (on the thread of whoever stopped or watched): the
+                // watcher's mailbox may make the tell wait.
+                tokio::task::spawn_local(async move {
+                    let _ = me.tell(Terminated { name }).await;
+                });
+            }),
+        );
+    }
+
+    fn stop_children(&mut self) {
+        for child in self.children.drain(..).filter(|c| c.alive) {
+            (child.stop)();
+        }
+    }
     /// The actor's own address.
     pub fn addr(&self) -> Addr<A> {
         self.addr.clone()

@@ -1,16 +1,19 @@
-//! The actor system: dispatchers by name, spawning, each actor's run loop (handle,
-//! restart on a panic, yield every `throughput` messages), dead letters, shutdown.
+//! The actor system: dispatchers by name, spawning (top-level actors here, children
+//! through their parent's context), dead letters, timers, shutdown.
 
 use std::collections::HashMap;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use tokio::sync::mpsc;
+
+use super::addr::Cell;
 use super::dispatcher::{Dispatcher, DispatcherSpec, Job};
 use super::mailbox::{Mailbox, Overflow};
+use super::run::{Parent, run};
 use super::timer::{self, Schedule, TimerHandle};
-use super::{Actor, Addr, Context, DeadLetters, Reason};
+use super::{Actor, Addr, Context, DeadLetters};
 
 /// How to spawn one actor: its name, dispatcher and mailbox.
 #[derive(Debug, Clone)]
@@ -55,24 +58,28 @@ impl Props {
 /// The dispatcher actors run on unless their `Props` name another.
 const DEFAULT: &str = "default";
 
-/// What every address of a system shares.
-#[derive(Debug, Default)]
+/// What a system's actors and addresses share.
 pub(crate) struct Shared {
     pub(crate) dead_letters: DeadLetters,
-    live: AtomicUsize,
+    pub(crate) live: AtomicUsize,
+    dispatchers: HashMap<String, Dispatcher>,
+    /// Stops every actor at shutdown (emptied then, which also ends the cycle through
+    /// the addresses these hold).
+    stoppers: Mutex<Vec<Box<dyn Fn() + Send + Sync>>>,
 }
 
 /// A set of actors, their dispatchers and their dead letters.
 pub struct System {
     shared: Arc<Shared>,
-    dispatchers: HashMap<String, Dispatcher>,
-    stoppers: Mutex<Vec<Box<dyn Fn() + Send + Sync>>>,
 }
 
 impl std::fmt::Debug for System {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("System")
-            .field("dispatchers", &self.dispatchers.keys().collect::<Vec<_>>())
+            .field(
+                "dispatchers",
+                &self.shared.dispatchers.keys().collect::<Vec<_>>(),
+            )
             .field("live", &self.live_actors())
             .finish()
     }
@@ -104,48 +111,25 @@ impl System {
             .entry(DEFAULT.to_owned())
             .or_insert_with(|| Dispatcher::new(DEFAULT, DispatcherSpec::default()));
         Self {
-            shared: Arc::default(),
-            dispatchers,
-            stoppers: Mutex::default(),
+            shared: Arc::new(Shared {
+                dead_letters: DeadLetters::default(),
+                live: AtomicUsize::new(0),
+                dispatchers,
+                stoppers: Mutex::default(),
+            }),
         }
     }
 
-    /// Starts an actor made by `factory` — called again for a fresh actor whenever a
-    /// handler panics (the mailbox is kept; the failing message goes to dead letters).
+    /// Starts a top-level actor made by `factory` — called again for a fresh actor
+    /// whenever the actor is restarted (its mailbox is kept). A top-level actor that
+    /// fails is restarted with [`Strategy::one_for_one`](super::Strategy::one_for_one)'s
+    /// budget and backoff, and stopped once the budget is spent.
     pub fn spawn<A: Actor>(
         &self,
         props: Props,
         factory: impl Fn() -> A + Send + Sync + 'static,
     ) -> Addr<A> {
-        let dispatcher = self.dispatchers.get(&props.dispatcher).unwrap_or_else(|| {
-            tracing::error!(
-                actor = %props.name,
-                dispatcher = %props.dispatcher,
-                "no such dispatcher; the actor runs on the default one"
-            );
-            &self.dispatchers[DEFAULT]
-        });
-        let addr = Addr {
-            mailbox: Arc::new(Mailbox::new(props.capacity, props.overflow)),
-            shared: self.shared.clone(),
-            name: props.name.into(),
-        };
-        let stopper = addr.clone();
-        self.stoppers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(Box::new(move || stopper.stop()));
-        self.shared.live.fetch_add(1, Ordering::SeqCst);
-        let ctx = Context {
-            addr: addr.clone(),
-            stopping: false,
-        };
-        let throughput = dispatcher.throughput();
-        let job: Job = Box::new(move || {
-            tokio::task::spawn_local(run(factory, ctx, throughput));
-        });
-        dispatcher.run(job);
-        addr
+        spawn(&self.shared, props, factory, None)
     }
 
     /// Runs `f` once after `delay` on the default dispatcher.
@@ -182,7 +166,7 @@ impl System {
     fn schedule(&self, schedule: Schedule, mut f: impl FnMut() + Send + 'static) -> TimerHandle {
         let handle = TimerHandle::default();
         let timer = handle.clone();
-        self.dispatchers[DEFAULT].run(Box::new(move || {
+        self.shared.dispatchers[DEFAULT].run(Box::new(move || {
             timer::start(schedule, &timer, move || {
                 f();
                 true
@@ -214,12 +198,17 @@ impl System {
     /// Stops every actor (queued messages go to dead letters; the hooks run) and waits
     /// for the dispatcher threads to finish.
     pub fn shutdown(&self) {
-        let stoppers =
-            std::mem::take(&mut *self.stoppers.lock().unwrap_or_else(PoisonError::into_inner));
+        let stoppers = std::mem::take(
+            &mut *self
+                .shared
+                .stoppers
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
         for stop in &stoppers {
             stop();
         }
-        for dispatcher in self.dispatchers.values() {
+        for dispatcher in self.shared.dispatchers.values() {
             dispatcher.shutdown();
         }
     }
@@ -231,41 +220,46 @@ impl Drop for System {
     }
 }
 
-/// An actor's life: started, one message at a time (a fresh actor after a panic),
-/// stopping, stopped.
-async fn run<A: Actor>(
+/// Starts an actor under `parent` (none: top-level) on the dispatcher `props` names.
+pub(crate) fn spawn<A: Actor>(
+    shared: &Arc<Shared>,
+    props: Props,
     factory: impl Fn() -> A + Send + Sync + 'static,
-    mut ctx: Context<A>,
-    throughput: usize,
-) {
-    let mut actor = factory();
-    actor.started(&mut ctx);
-    let mut turn = 0;
-    while !ctx.stopping {
-        let Some(envelope) = ctx.addr.mailbox.recv().await else {
-            break;
-        };
-        let message = envelope.type_name();
-        if let Err(panic) =
-            catch_unwind(AssertUnwindSafe(|| envelope.deliver(&mut actor, &mut ctx)))
-        {
-            let why = crate::rt::panic_message(&*panic);
-            tracing::error!(actor = ctx.name(), message, %why, "actor failed; restarting it");
-            ctx.addr
-                .shared
-                .dead_letters
-                .report(ctx.name(), message, Reason::Failed(why));
-            actor = factory();
-            actor.started(&mut ctx);
-        }
-        turn += 1;
-        if turn >= throughput {
-            turn = 0;
-            tokio::task::yield_now().await;
-        }
-    }
-    actor.stopping(&mut ctx);
-    ctx.addr.stop();
-    actor.stopped();
-    ctx.addr.shared.live.fetch_sub(1, Ordering::SeqCst);
+    parent: Option<Parent>,
+) -> Addr<A> {
+    let dispatcher = shared
+        .dispatchers
+        .get(&props.dispatcher)
+        .unwrap_or_else(|| {
+            tracing::error!(
+                actor = %props.name,
+                dispatcher = %props.dispatcher,
+                "no such dispatcher; the actor runs on the default one"
+            );
+            &shared.dispatchers[DEFAULT]
+        });
+    let (control, orders) = mpsc::unbounded_channel();
+    let addr = Addr {
+        cell: Arc::new(Cell {
+            mailbox: Mailbox::new(props.capacity, props.overflow),
+            control,
+            watchers: Mutex::new(Some(Vec::new())),
+        }),
+        shared: shared.clone(),
+        name: props.name.into(),
+    };
+    let stopper = addr.clone();
+    shared
+        .stoppers
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push(Box::new(move || stopper.stop()));
+    shared.live.fetch_add(1, Ordering::SeqCst);
+    let ctx = Context::new(addr.clone(), parent);
+    let throughput = dispatcher.throughput();
+    let job: Job = Box::new(move || {
+        tokio::task::spawn_local(run(factory, ctx, orders, throughput));
+    });
+    dispatcher.run(job);
+    addr
 }

@@ -1,0 +1,175 @@
+//! An actor's life: started; then orders (ahead of messages) and one message at a
+//! time; on a panic, suspended until its supervisor (its parent, or the system for a
+//! top-level actor) decides; stopping, stopped, its watchers and parent told.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+use super::addr::Control;
+use super::supervise::{Budget, Directive, Scope, Strategy};
+use super::{Actor, Context, Reason};
+
+/// Where a child reports to: its parent's orders, and its id there.
+#[derive(Debug, Clone)]
+pub(crate) struct Parent {
+    pub(crate) control: mpsc::UnboundedSender<Control>,
+    pub(crate) child: u64,
+}
+
+/// A parent's record of one child.
+pub(crate) struct Child {
+    pub(crate) id: u64,
+    pub(crate) control: mpsc::UnboundedSender<Control>,
+    pub(crate) stop: Box<dyn Fn() + Send>,
+    pub(crate) budget: Budget,
+    pub(crate) alive: bool,
+}
+
+pub(crate) async fn run<A: Actor>(
+    factory: impl Fn() -> A + Send + Sync + 'static,
+    mut ctx: Context<A>,
+    mut orders: mpsc::UnboundedReceiver<Control>,
+    throughput: usize,
+) {
+    let mut actor = factory();
+    actor.started(&mut ctx);
+    // A top-level actor's own restarts, under the system's strategy.
+    let mut own = Budget::default();
+    let mut suspended = false;
+    let mut turn = 0;
+    loop {
+        tokio::select! {
+            biased;
+            Some(order) = orders.recv() => match order {
+                Control::Stop => break,
+                Control::Resume => suspended = false,
+                Control::Restart => {
+                    ctx.stop_children();
+                    actor = factory();
+                    actor.started(&mut ctx);
+                    suspended = false;
+                }
+                Control::Failed { child, why } => {
+                    if supervise(&actor.supervisor_strategy(), &mut ctx, child, &why) {
+                        suspended = fail(&mut ctx, &mut own, why);
+                    }
+                }
+                Control::Stopped { child } => {
+                    if let Some(c) = ctx.children.iter_mut().find(|c| c.id == child) {
+                        c.alive = false;
+                    }
+                }
+            },
+            envelope = ctx.addr.cell.mailbox.recv(), if !suspended => {
+                let Some(envelope) = envelope else { break };
+                let message = envelope.type_name();
+                let handled = catch_unwind(AssertUnwindSafe(|| envelope.deliver(&mut actor, &mut ctx)));
+                if let Err(panic) = handled {
+                    let why = crate::rt::panic_message(&*panic);
+                    tracing::error!(actor = ctx.name(), message, %why, "actor failed");
+                    ctx.addr.shared.dead_letters.report(ctx.name(), message, Reason::Failed(why.clone()));
+                    suspended = fail(&mut ctx, &mut own, why);
+                }
+                if ctx.stopping {
+                    break;
+                }
+                turn += 1;
+                if turn >= throughput {
+                    turn = 0;
+                    tokio::task::yield_now().await;
+                }
+            }
+        }
+    }
+    actor.stopping(&mut ctx);
+    ctx.stop_children();
+    ctx.addr.stop();
+    actor.stopped();
+    if let Some(parent) = &ctx.parent {
+        let _ = parent.control.send(Control::Stopped {
+            child: parent.child,
+        });
+    }
+    for watcher in ctx.addr.cell.stopped() {
+        watcher(ctx.name());
+    }
+    ctx.addr.shared.live.fetch_sub(1, Ordering::SeqCst);
+}
+
+/// Reports a failure to the supervisor; returns whether the actor now waits for its
+/// order. A top-level actor is its own supervisor under the default strategy: restart
+/// after the backoff, or stop once the budget is spent.
+fn fail<A: Actor>(ctx: &mut Context<A>, own: &mut Budget, why: String) -> bool {
+    if let Some(parent) = &ctx.parent {
+        let _ = parent.control.send(Control::Failed {
+            child: parent.child,
+            why,
+        });
+        return true;
+    }
+    let strategy = Strategy::one_for_one();
+    match own.spend(&strategy) {
+        Some(attempt) => order_later(
+            &ctx.addr.cell.control,
+            Control::Restart,
+            strategy.backoff.delay(attempt),
+        ),
+        None => {
+            tracing::error!(actor = ctx.name(), "restart budget spent; stopping");
+            let _ = ctx.addr.cell.control.send(Control::Stop);
+        }
+    }
+    true
+}
+
+/// Applies `strategy` to the failure of the child with id `child`; returns whether to
+/// escalate.
+fn supervise<A: Actor>(strategy: &Strategy, ctx: &mut Context<A>, child: u64, why: &str) -> bool {
+    let Some(at) = ctx.children.iter().position(|c| c.id == child) else {
+        return false;
+    };
+    let mut directive = strategy.decide(why);
+    let mut attempt = 0;
+    if directive == Directive::Restart {
+        match ctx.children[at].budget.spend(strategy) {
+            Some(n) => attempt = n,
+            None => directive = Directive::Escalate,
+        }
+    }
+    let targets = match strategy.scope {
+        Scope::OneForOne => at..at + 1,
+        Scope::AllForOne => 0..ctx.children.len(),
+        Scope::RestForOne => at..ctx.children.len(),
+    };
+    let alive = ctx.children[targets].iter().filter(|c| c.alive);
+    match directive {
+        Directive::Escalate => return true,
+        Directive::Resume => {
+            let _ = ctx.children[at].control.send(Control::Resume);
+        }
+        Directive::Restart => {
+            let delay = strategy.backoff.delay(attempt);
+            for c in alive {
+                order_later(&c.control, Control::Restart, delay);
+            }
+        }
+        Directive::Stop => {
+            for c in alive {
+                (c.stop)();
+            }
+        }
+    }
+    false
+}
+
+/// Sends `order` after `delay`, from a task on this thread.
+fn order_later(to: &mpsc::UnboundedSender<Control>, order: Control, delay: Duration) {
+    let to = to.clone();
+    tokio::task::spawn_local(async move {
+        tokio::time::sleep(delay).await;
+        let _ = to.send(order);
+    });
+}
