@@ -595,3 +595,62 @@ fn a_watcher_is_told_when_the_watched_actor_stops() {
     });
     assert_eq!(seen, ["watched"]);
 }
+
+#[test]
+fn named_actors_are_found_until_they_stop() {
+    let system = System::new();
+    let log = system.spawn(Props::named("journal"), Log::default);
+    system.register(&log).unwrap();
+    assert!(system.register(&log).is_err(), "a name is taken once");
+    let found = system.lookup::<Log>("journal").expect("registered");
+    assert!(system.lookup::<Worker>("journal").is_none(), "another type");
+    system.block_on(found.tell(Push(7))).unwrap();
+    assert_eq!(system.block_on(log.ask(Dump)), Ok(vec![7]));
+    log.stop();
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(system.lookup::<Log>("journal").is_none());
+}
+
+#[test]
+fn routers_spread_messages_in_turn_or_to_the_emptiest_mailbox() {
+    use proscenium::actor::Routing;
+    let system = System::new();
+    let pool = system.spawn_pool(&Props::named("log"), 3, Routing::RoundRobin, Log::default);
+    let counts = system.block_on(async {
+        for n in 0..9 {
+            pool.tell(Push(n)).await.unwrap();
+        }
+        let mut counts = Vec::new();
+        for r in pool.routees() {
+            counts.push(r.ask(Dump).await.unwrap().len());
+        }
+        counts
+    });
+    assert_eq!(counts, [3, 3, 3]);
+    assert_eq!(pool.routees()[2].name(), "log-2");
+
+    let pool = system.spawn_pool(
+        &Props::named("busy"),
+        2,
+        Routing::SmallestMailbox,
+        Log::default,
+    );
+    let second = system.block_on(async {
+        // The first routee is kept busy with queued work; new messages avoid it.
+        pool.routees()[0]
+            .tell(Sleep(Duration::from_millis(150)))
+            .await
+            .unwrap();
+        for _ in 0..5 {
+            pool.routees()[0]
+                .tell(Sleep(Duration::from_millis(1)))
+                .await
+                .unwrap();
+        }
+        for n in 0..3 {
+            pool.tell(Push(n)).await.unwrap();
+        }
+        pool.routees()[1].ask(Dump).await.unwrap()
+    });
+    assert_eq!(second.len(), 3);
+}

@@ -46,6 +46,14 @@ impl Props {
         self
     }
 
+    /// The same props for member `i` of a pool: named `NAME-i`.
+    pub(crate) fn numbered(&self, i: usize) -> Self {
+        Self {
+            name: format!("{}-{i}", self.name),
+            ..self.clone()
+        }
+    }
+
     /// A mailbox of `capacity` messages, and what to do when it is full.
     #[must_use]
     pub fn mailbox(mut self, capacity: usize, overflow: Overflow) -> Self {
@@ -62,6 +70,8 @@ const DEFAULT: &str = "default";
 pub(crate) struct Shared {
     pub(crate) dead_letters: DeadLetters,
     pub(crate) live: AtomicUsize,
+    /// Named actors (`System::register`): `Addr<A>`s, removed when they stop.
+    registry: Mutex<HashMap<String, Box<dyn std::any::Any + Send + Sync>>>,
     dispatchers: HashMap<String, Dispatcher>,
     /// Stops every actor at shutdown (emptied then, which also ends the cycle through
     /// the addresses these hold).
@@ -114,6 +124,7 @@ impl System {
             shared: Arc::new(Shared {
                 dead_letters: DeadLetters::default(),
                 live: AtomicUsize::new(0),
+                registry: Mutex::default(),
                 dispatchers,
                 stoppers: Mutex::default(),
             }),
@@ -130,6 +141,47 @@ impl System {
         factory: impl Fn() -> A + Send + Sync + 'static,
     ) -> Addr<A> {
         spawn(&self.shared, props, factory, None)
+    }
+
+    /// Registers `addr` under its name, for [`lookup`](Self::lookup) anywhere; the entry
+    /// goes when the actor stops.
+    ///
+    /// # Errors
+    ///
+    /// The name is taken by a running actor.
+    pub fn register<A: Actor>(&self, addr: &Addr<A>) -> Result<(), String> {
+        let name = addr.name().to_owned();
+        {
+            let mut registry = self.registry();
+            if registry.contains_key(&name) {
+                return Err(format!("an actor named `{name}` is registered already"));
+            }
+            registry.insert(name.clone(), Box::new(addr.clone()));
+        }
+        let shared = Arc::downgrade(&self.shared);
+        addr.cell.on_stop(
+            &name,
+            Box::new(move |name| {
+                if let Some(shared) = shared.upgrade() {
+                    lock(&shared.registry).remove(name);
+                }
+            }),
+        );
+        Ok(())
+    }
+
+    /// The registered actor named `name`, if it is an `A`.
+    pub fn lookup<A: Actor>(&self, name: &str) -> Option<Addr<A>> {
+        self.registry()
+            .get(name)?
+            .downcast_ref::<Addr<A>>()
+            .cloned()
+    }
+
+    fn registry(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<String, Box<dyn std::any::Any + Send + Sync>>> {
+        lock(&self.shared.registry)
     }
 
     /// Runs `f` once after `delay` on the default dispatcher.
@@ -198,13 +250,7 @@ impl System {
     /// Stops every actor (queued messages go to dead letters; the hooks run) and waits
     /// for the dispatcher threads to finish.
     pub fn shutdown(&self) {
-        let stoppers = std::mem::take(
-            &mut *self
-                .shared
-                .stoppers
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner),
-        );
+        let stoppers = std::mem::take(&mut *lock(&self.shared.stoppers));
         for stop in &stoppers {
             stop();
         }
@@ -249,11 +295,7 @@ pub(crate) fn spawn<A: Actor>(
         name: props.name.into(),
     };
     let stopper = addr.clone();
-    shared
-        .stoppers
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .push(Box::new(move || stopper.stop()));
+    lock(&shared.stoppers).push(Box::new(move || stopper.stop()));
     shared.live.fetch_add(1, Ordering::SeqCst);
     let ctx = Context::new(addr.clone(), parent);
     let throughput = dispatcher.throughput();
@@ -262,4 +304,8 @@ pub(crate) fn spawn<A: Actor>(
     });
     dispatcher.run(job);
     addr
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
