@@ -30,12 +30,16 @@
 //!   that every execution model drives.
 //! - [`state`] shares values across every loop and thread without a lock in user code:
 //!   handlers take [`state::Read`] / [`state::Write`], and the router takes the locks.
+//! - [`actor`]: typed, supervised actors with bounded mailboxes, `tell` / `ask`,
+//!   dispatchers named in configuration, timers and dead letters; [`events`]: an
+//!   `EventEmitter`, `defer` and `next_tick`.
 //! - [`web`] adds static files, listings, error pages and the access log.
 
 pub mod actor;
 pub mod app;
 mod config;
 mod error;
+pub mod events;
 pub mod http;
 pub mod rt;
 mod server;
