@@ -17,6 +17,10 @@ use serde::Deserialize;
 /// ```
 /// let config: proscenium::Config = toml::from_str("loops = 2\ndispatch = \"round-robin\"").unwrap();
 /// assert_eq!(config.loops, Some(2));
+///
+/// let config: proscenium::Config =
+///     toml::from_str("[dispatchers.images]\nkind = \"pool\"\nthreads = 2").unwrap();
+/// assert_eq!(config.dispatchers["images"], proscenium::actor::DispatcherSpec::pool(2));
 /// ```
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -56,6 +60,9 @@ pub struct Config {
     pub show_dotfiles: bool,
     /// Mounts the diagnostic routes `/_status`, `/_echo` and `/_delay`.
     pub tools: bool,
+    /// Actor dispatchers by name (`[dispatchers.images] kind = "pool"`, `threads = 2`),
+    /// for [`System::with_dispatchers`](crate::actor::System::with_dispatchers).
+    pub dispatchers: std::collections::HashMap<String, crate::actor::DispatcherSpec>,
 }
 
 impl Default for Config {
@@ -77,6 +84,7 @@ impl Default for Config {
             root: None,
             show_dotfiles: false,
             tools: false,
+            dispatchers: std::collections::HashMap::new(),
         }
     }
 }

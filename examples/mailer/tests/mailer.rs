@@ -1,0 +1,140 @@
+//! The mailer over real sockets: mails answered at once and all sent by the two-thread
+//! mailer pool, none lost; a full queue refused with 503; an album answered first and
+//! its files deleted after.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The mailer binary on a free port; stopped on drop.
+struct Mailer {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Mailer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start(albums: &std::path::Path, mail_ms: u64) -> Mailer {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mailer"))
+        .args(["--bind", "127.0.0.1:0", "--mail-ms", &mail_ms.to_string()])
+        .arg("--albums")
+        .arg(albums)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line.split("http://").nth(1).expect(&line).trim().to_owned();
+    Mailer { child, addr }
+}
+
+/// One request on a fresh connection; returns the status and body.
+fn request(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    let raw = format!(
+        "{method} {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(raw.as_bytes()).unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let status = answer[9..12].parse().unwrap();
+    let body = answer.split("\r\n\r\n").nth(1).unwrap_or("").to_owned();
+    (status, body)
+}
+
+const MAIL: &str = r#"{"email":"ada@example.org","content":"your album is ready"}"#;
+
+fn sent(addr: &str) -> u64 {
+    request(addr, "GET", "/mail/sent", "")
+        .1
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn every_mail_is_answered_at_once_and_sent_exactly_once() {
+    let albums = tempfile::tempdir().unwrap();
+    let mailer = start(albums.path(), 200);
+    let began = Instant::now();
+    for _ in 0..10 {
+        assert_eq!(request(&mailer.addr, "POST", "/mail", MAIL).0, 202);
+    }
+    // Ten answers before two 200 ms mailers could have sent them all.
+    assert!(sent(&mailer.addr) < 10, "answered before sending");
+    let deadline = began + Duration::from_secs(5);
+    while sent(&mailer.addr) < 10 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(sent(&mailer.addr), 10, "none lost");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(sent(&mailer.addr), 10, "none twice");
+}
+
+#[test]
+fn a_full_mail_queue_is_refused_with_503_and_retry_after() {
+    let albums = tempfile::tempdir().unwrap();
+    // Slow mailers: the 2 × 1,000-mail queues fill.
+    let mailer = start(albums.path(), 5_000);
+    let mut stream = TcpStream::connect(&mailer.addr).unwrap();
+    stream.set_nodelay(true).unwrap();
+    let mut statuses = Vec::new();
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let post = format!(
+        "POST /mail HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{MAIL}",
+        MAIL.len()
+    );
+    for _ in 0..2_005 {
+        stream.write_all(post.as_bytes()).unwrap();
+        let mut status = String::new();
+        reader.read_line(&mut status).unwrap();
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                length = v.trim().parse().unwrap();
+            }
+            if line == "\r\n" {
+                break;
+            }
+        }
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).unwrap();
+        statuses.push(status[9..12].to_owned());
+    }
+    let refused = statuses.iter().filter(|s| *s == "503").count();
+    assert!(refused >= 3, "refused {refused}");
+    assert_eq!(
+        statuses.iter().filter(|s| *s == "202").count() + refused,
+        2_005
+    );
+}
+
+#[test]
+fn an_album_is_answered_first_and_its_files_deleted_after() {
+    let albums = tempfile::tempdir().unwrap();
+    let mailer = start(albums.path(), 200);
+    assert_eq!(request(&mailer.addr, "GET", "/albums", "").1, "[1,2,3]");
+    let (status, _) = request(&mailer.addr, "DELETE", "/albums/2", "");
+    assert_eq!(status, 202);
+    assert_eq!(request(&mailer.addr, "GET", "/albums", "").1, "[1,3]");
+    let dir = albums.path().join("album-2");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while dir.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!dir.exists(), "the files were deleted");
+    assert!(albums.path().join("album-1").exists());
+    assert_eq!(request(&mailer.addr, "DELETE", "/albums/2", "").0, 404);
+}
