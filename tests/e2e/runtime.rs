@@ -138,6 +138,24 @@ fn graceful_shutdown_lets_a_request_in_flight_finish() {
 }
 
 #[test]
+fn a_connection_accepted_before_shutdown_gets_its_first_request_answered() {
+    if !support::has_loops() {
+        // The thread models hand a connection to its thread at once; nothing waits.
+        return;
+    }
+    let server = support::start(slow_app());
+    let mut fresh = Client::connect(server.local_addr());
+    thread::sleep(Duration::from_millis(100));
+    let stopper = thread::spawn(move || server.shutdown());
+    // Its request is late, as one on the wire when shutdown began would be.
+    thread::sleep(Duration::from_millis(200));
+    let res = fresh.get("/async/0").response();
+    assert_eq!(res.text(), "slept 0", "served, not dropped");
+    assert_eq!(res.header("connection"), Some("close"));
+    stopper.join().unwrap();
+}
+
+#[test]
 fn shutdown_gives_up_on_requests_past_the_deadline() {
     let server = support::start_with(slow_app(), |c| {
         c.timeouts.shutdown = Duration::from_millis(200);

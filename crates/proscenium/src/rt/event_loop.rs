@@ -102,10 +102,11 @@ async fn run(
             _ = shutdown.changed() => break,
         }
     }
-    // Connections handed over but not yet started are closed unserved.
+    // Connections handed over but not yet started were accepted: they are served
+    // (their request gets an answer announcing the close), not dropped unanswered.
     handoffs.close();
-    while handoffs.try_recv().is_ok() {
-        stats.conns.fetch_sub(1, Ordering::Relaxed);
+    while let Ok((stream, peer, pass)) = handoffs.try_recv() {
+        start(stream, peer, pass, &shared, &stats);
     }
     drain(&stats, spec.config.timeouts.shutdown).await;
 }

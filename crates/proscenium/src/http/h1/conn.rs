@@ -1,7 +1,8 @@
 //! One HTTP/1.1 connection on a loop: read what is there, answer every complete request
 //! in it, write all the answers at once, repeat.
 //!
-//! States: between requests the connection is idle (idle timeout; shutdown closes it);
+//! States: between requests the connection is idle (idle timeout; shutdown closes it,
+//! unless its first request has yet to come);
 //! inside a head it is bounded by the header deadline (408); inside a body by the body
 //! timeout between reads (408). Every refusal is answered and the connection closed
 //! with a lingering close, so the client reads the answer instead of a reset.
@@ -26,6 +27,11 @@ use crate::app::Response;
 use crate::http::body::{FileRegion, Kind};
 use crate::rt::LoopShared;
 use crate::web::error_page;
+
+/// How long a connection accepted just before shutdown, with no request yet, may take
+/// to send its first: a request already on the wire arrives well within it, while a
+/// silent preconnect holds up shutdown no longer.
+const FIRST_REQUEST_GRACE: Duration = Duration::from_secs(1);
 
 /// Bytes a read asks for at least.
 const READ_CHUNK: usize = 8 * 1024;
@@ -113,10 +119,17 @@ impl Conn {
         let timeouts = &self.shared.config.timeouts;
         let idle = self.decoder.is_between_messages() && self.rbuf.is_empty();
         let deadline = if idle {
+            // A connection that has not had its first request yet is no idle
+            // keep-alive: its request may be on the way (accepted just as shutdown
+            // began), so it gets a short grace to arrive.
             if *self.shutdown.borrow() {
-                return Ok(Read::Closed);
+                if self.served > 0 {
+                    return Ok(Read::Closed);
+                }
+                Instant::now() + FIRST_REQUEST_GRACE.min(timeouts.header)
+            } else {
+                Instant::now() + timeouts.idle
             }
-            Instant::now() + timeouts.idle
         } else if self.decoder.is_reading_body() {
             Instant::now() + timeouts.body
         } else {
@@ -144,7 +157,7 @@ impl Conn {
                 true => Read::Closed,
                 false => Read::Refused(ParseError::Timeout),
             }),
-            _ = self.shutdown.changed(), if idle => Ok(Read::Closed),
+            _ = self.shutdown.changed(), if idle && self.served > 0 => Ok(Read::Closed),
         }
     }
 
@@ -162,11 +175,22 @@ impl Conn {
         }
         self.rbuf = BytesMut::new();
         self.wbuf = BytesMut::new();
-        tokio::select! {
-            biased;
-            ready = readable => ready.map(|()| true),
-            () = tokio::time::sleep_until(deadline) => Ok(false),
-            _ = self.shutdown.changed() => Ok(false),
+        let mut deadline = deadline;
+        let mut watching = true;
+        loop {
+            tokio::select! {
+                biased;
+                ready = &mut readable => return ready.map(|()| true),
+                () = tokio::time::sleep_until(deadline) => return Ok(false),
+                _ = self.shutdown.changed(), if watching => {
+                    if self.served > 0 {
+                        return Ok(false);
+                    }
+                    // No request yet: the grace for a first request starts now.
+                    watching = false;
+                    deadline = deadline.min(Instant::now() + FIRST_REQUEST_GRACE);
+                }
+            }
         }
     }
 
