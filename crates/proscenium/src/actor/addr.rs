@@ -5,28 +5,21 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
-use super::mailbox::{Mailbox, Overflow, Push};
+use super::mailbox::{Control, Mailbox, Overflow, Push};
 use super::system::Shared;
 use super::{Actor, Envelope, Handler, Message, Reason};
 
-/// Orders to an actor that go ahead of its messages: from its supervisor, about its
-/// children, or to stop.
-#[derive(Debug)]
-pub(crate) enum Control {
-    Restart,
-    Resume,
-    Stop,
-    /// The child with id `child` failed with `why`; it waits for a directive.
-    Failed {
-        child: u64,
-        why: String,
-    },
-    /// The child with id `child` has stopped.
-    Stopped {
-        child: u64,
-    },
+/// Where orders to an actor go, whatever its type.
+pub(crate) trait Orders: Send + Sync {
+    fn order(&self, order: Control);
+}
+
+impl<A: Actor> Orders for Cell<A> {
+    fn order(&self, order: Control) {
+        self.mailbox.order(order);
+    }
 }
 
 /// Told an actor's name when it stops.
@@ -35,7 +28,6 @@ pub(crate) type Watcher = Box<dyn FnOnce(&str) + Send>;
 /// What every address of one actor shares.
 pub(crate) struct Cell<A: Actor> {
     pub(crate) mailbox: Mailbox<Box<dyn Envelope<A>>>,
-    pub(crate) control: mpsc::UnboundedSender<Control>,
     /// Told the actor's name when it stops (`Context::watch`).
     pub(crate) watchers: Mutex<Option<Vec<Watcher>>>,
 }
@@ -243,8 +235,6 @@ impl<A: Actor> Addr<A> {
                 .dead_letters
                 .report(&self.name, left.type_name(), Reason::Stopped);
         }
-        // Wakes an actor waiting for its supervisor; a stopped one has gone already.
-        let _ = self.cell.control.send(Control::Stop);
     }
 
     /// A type-erased address for one message type.

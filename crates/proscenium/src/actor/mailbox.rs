@@ -1,6 +1,11 @@
-//! A bounded mailbox with a policy for when it is full. Nothing leaves it unaccounted
-//! for: what the policy drops, and what is left when it closes, is handed back to the
-//! caller, who reports it to dead letters.
+//! A bounded mailbox with a policy for when it is full, and beside it the orders an
+//! actor takes ahead of its messages (from its supervisor, about its children). Nothing
+//! leaves it unaccounted for: what the policy drops, and what is left when it closes,
+//! is handed back to the caller, who reports it to dead letters.
+//!
+//! Orders share the messages' lock and wake-up rather than having a channel of their
+//! own: an idle actor is then one mutex, two queues that allocate nothing until used,
+//! and two `Notify`s — what a million idle actors cost.
 
 use std::collections::VecDeque;
 use std::sync::{Mutex, PoisonError};
@@ -20,6 +25,29 @@ pub enum Overflow {
     DropNewest,
     /// The oldest queued message goes to dead letters; the new one is queued.
     DropOldest,
+}
+
+/// Orders to an actor that go ahead of its messages.
+#[derive(Debug)]
+pub(crate) enum Control {
+    Restart,
+    Resume,
+    Stop,
+    /// The child with id `child` failed with `why`; it waits for a directive.
+    Failed {
+        child: u64,
+        why: String,
+    },
+    /// The child with id `child` has stopped.
+    Stopped {
+        child: u64,
+    },
+}
+
+/// What an actor takes next.
+pub(crate) enum Next<T> {
+    Order(Control),
+    Message(T),
 }
 
 /// The outcome of one push.
@@ -45,6 +73,7 @@ pub(crate) struct Mailbox<T> {
 
 struct State<T> {
     queue: VecDeque<T>,
+    orders: VecDeque<Control>,
     closed: bool,
 }
 
@@ -52,7 +81,8 @@ impl<T> Mailbox<T> {
     pub(crate) fn new(capacity: usize, overflow: Overflow) -> Self {
         Self {
             state: Mutex::new(State {
-                queue: VecDeque::with_capacity(capacity.min(64)),
+                queue: VecDeque::new(),
+                orders: VecDeque::new(),
                 closed: false,
             }),
             capacity: capacity.max(1),
@@ -114,21 +144,40 @@ impl<T> Mailbox<T> {
         }
     }
 
-    /// The next message; `None` once closed.
-    pub(crate) async fn recv(&self) -> Option<T> {
+    /// Queues an order ahead of every message; none is taken once closed.
+    pub(crate) fn order(&self, order: Control) {
+        let mut state = self.state();
+        if state.closed {
+            return;
+        }
+        state.orders.push_back(order);
+        drop(state);
+        self.arrived.notify_one();
+    }
+
+    /// The next order, or else (when `messages`) the next message; `None` once closed.
+    pub(crate) async fn recv(&self, messages: bool) -> Option<Next<T>> {
         loop {
             let arrived = self.arrived.notified();
             tokio::pin!(arrived);
             arrived.as_mut().enable();
             {
                 let mut state = self.state();
-                if let Some(item) = state.queue.pop_front() {
-                    drop(state);
-                    self.room.notify_one();
-                    return Some(item);
-                }
                 if state.closed {
                     return None;
+                }
+                if let Some(order) = state.orders.pop_front() {
+                    return Some(Next::Order(order));
+                }
+                let item = if messages {
+                    state.queue.pop_front()
+                } else {
+                    None
+                };
+                if let Some(item) = item {
+                    drop(state);
+                    self.room.notify_one();
+                    return Some(Next::Message(item));
                 }
             }
             arrived.await;
@@ -141,6 +190,7 @@ impl<T> Mailbox<T> {
         let left = {
             let mut state = self.state();
             state.closed = true;
+            state.orders.clear();
             state.queue.drain(..).collect()
         };
         self.arrived.notify_waiters();

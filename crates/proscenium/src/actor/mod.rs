@@ -136,14 +136,14 @@ impl<A: Actor> Context<A> {
         // must not land on the new ones.
         let id = NEXT_CHILD.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let parent = Parent {
-            control: self.addr.cell.control.clone(),
+            orders: self.addr.cell.clone(),
             child: id,
         };
         let child = system::spawn(&self.addr.shared, props, factory, Some(parent));
         let stopper = child.clone();
         self.children.push(Child {
             id,
-            control: child.cell.control.clone(),
+            orders: child.cell.clone(),
             stop: Box::new(move || stopper.stop()),
             budget: Budget::default(),
             alive: true,

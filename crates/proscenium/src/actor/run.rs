@@ -6,23 +6,24 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use tokio::sync::mpsc;
+use std::sync::Arc;
 
-use super::addr::Control;
+use super::addr::Orders;
+use super::mailbox::{Control, Next};
 use super::supervise::{Budget, Directive, Scope, Strategy};
 use super::{Actor, Context, Reason};
 
 /// Where a child reports to: its parent's orders, and its id there.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub(crate) struct Parent {
-    pub(crate) control: mpsc::UnboundedSender<Control>,
+    pub(crate) orders: Arc<dyn Orders>,
     pub(crate) child: u64,
 }
 
 /// A parent's record of one child.
 pub(crate) struct Child {
     pub(crate) id: u64,
-    pub(crate) control: mpsc::UnboundedSender<Control>,
+    pub(crate) orders: Arc<dyn Orders>,
     pub(crate) stop: Box<dyn Fn() + Send>,
     pub(crate) budget: Budget,
     pub(crate) alive: bool,
@@ -31,7 +32,6 @@ pub(crate) struct Child {
 pub(crate) async fn run<A: Actor>(
     factory: impl Fn() -> A + Send + Sync + 'static,
     mut ctx: Context<A>,
-    mut orders: mpsc::UnboundedReceiver<Control>,
     throughput: usize,
 ) {
     let mut actor = factory();
@@ -40,37 +40,38 @@ pub(crate) async fn run<A: Actor>(
     let mut own = Budget::default();
     let mut suspended = false;
     let mut turn = 0;
-    loop {
-        tokio::select! {
-            biased;
-            Some(order) = orders.recv() => match order {
-                Control::Stop => break,
-                Control::Resume => suspended = false,
-                Control::Restart => {
-                    ctx.stop_children();
-                    actor = factory();
-                    actor.started(&mut ctx);
-                    suspended = false;
+    while let Some(next) = ctx.addr.cell.mailbox.recv(!suspended).await {
+        match next {
+            Next::Order(Control::Stop) => break,
+            Next::Order(Control::Resume) => suspended = false,
+            Next::Order(Control::Restart) => {
+                ctx.stop_children();
+                actor = factory();
+                actor.started(&mut ctx);
+                suspended = false;
+            }
+            Next::Order(Control::Failed { child, why }) => {
+                if supervise(&actor.supervisor_strategy(), &mut ctx, child, &why) {
+                    suspended = fail(&mut ctx, &mut own, why);
                 }
-                Control::Failed { child, why } => {
-                    if supervise(&actor.supervisor_strategy(), &mut ctx, child, &why) {
-                        suspended = fail(&mut ctx, &mut own, why);
-                    }
+            }
+            Next::Order(Control::Stopped { child }) => {
+                if let Some(c) = ctx.children.iter_mut().find(|c| c.id == child) {
+                    c.alive = false;
                 }
-                Control::Stopped { child } => {
-                    if let Some(c) = ctx.children.iter_mut().find(|c| c.id == child) {
-                        c.alive = false;
-                    }
-                }
-            },
-            envelope = ctx.addr.cell.mailbox.recv(), if !suspended => {
-                let Some(envelope) = envelope else { break };
+            }
+            Next::Message(envelope) => {
                 let message = envelope.type_name();
-                let handled = catch_unwind(AssertUnwindSafe(|| envelope.deliver(&mut actor, &mut ctx)));
+                let handled =
+                    catch_unwind(AssertUnwindSafe(|| envelope.deliver(&mut actor, &mut ctx)));
                 if let Err(panic) = handled {
                     let why = crate::rt::panic_message(&*panic);
                     tracing::error!(actor = ctx.name(), message, %why, "actor failed");
-                    ctx.addr.shared.dead_letters.report(ctx.name(), message, Reason::Failed(why.clone()));
+                    ctx.addr.shared.dead_letters.report(
+                        ctx.name(),
+                        message,
+                        Reason::Failed(why.clone()),
+                    );
                     suspended = fail(&mut ctx, &mut own, why);
                 }
                 if ctx.stopping {
@@ -89,7 +90,7 @@ pub(crate) async fn run<A: Actor>(
     ctx.addr.stop();
     actor.stopped();
     if let Some(parent) = &ctx.parent {
-        let _ = parent.control.send(Control::Stopped {
+        parent.orders.order(Control::Stopped {
             child: parent.child,
         });
     }
@@ -104,7 +105,7 @@ pub(crate) async fn run<A: Actor>(
 /// after the backoff, or stop once the budget is spent.
 fn fail<A: Actor>(ctx: &mut Context<A>, own: &mut Budget, why: String) -> bool {
     if let Some(parent) = &ctx.parent {
-        let _ = parent.control.send(Control::Failed {
+        parent.orders.order(Control::Failed {
             child: parent.child,
             why,
         });
@@ -113,13 +114,13 @@ fn fail<A: Actor>(ctx: &mut Context<A>, own: &mut Budget, why: String) -> bool {
     let strategy = Strategy::one_for_one();
     match own.spend(&strategy) {
         Some(attempt) => order_later(
-            &ctx.addr.cell.control,
+            ctx.addr.cell.clone(),
             Control::Restart,
             strategy.backoff.delay(attempt),
         ),
         None => {
             tracing::error!(actor = ctx.name(), "restart budget spent; stopping");
-            let _ = ctx.addr.cell.control.send(Control::Stop);
+            ctx.addr.cell.order(Control::Stop);
         }
     }
     true
@@ -148,12 +149,12 @@ fn supervise<A: Actor>(strategy: &Strategy, ctx: &mut Context<A>, child: u64, wh
     match directive {
         Directive::Escalate => return true,
         Directive::Resume => {
-            let _ = ctx.children[at].control.send(Control::Resume);
+            ctx.children[at].orders.order(Control::Resume);
         }
         Directive::Restart => {
             let delay = strategy.backoff.delay(attempt);
             for c in alive {
-                order_later(&c.control, Control::Restart, delay);
+                order_later(c.orders.clone(), Control::Restart, delay);
             }
         }
         Directive::Stop => {
@@ -166,10 +167,9 @@ fn supervise<A: Actor>(strategy: &Strategy, ctx: &mut Context<A>, child: u64, wh
 }
 
 /// Sends `order` after `delay`, from a task on this thread.
-fn order_later(to: &mpsc::UnboundedSender<Control>, order: Control, delay: Duration) {
-    let to = to.clone();
+fn order_later(to: Arc<dyn Orders>, order: Control, delay: Duration) {
     tokio::task::spawn_local(async move {
         tokio::time::sleep(delay).await;
-        let _ = to.send(order);
+        to.order(order);
     });
 }

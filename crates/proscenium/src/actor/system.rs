@@ -6,8 +6,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use tokio::sync::mpsc;
-
 use super::addr::Cell;
 use super::dispatcher::{Dispatcher, DispatcherSpec, Job};
 use super::mailbox::{Mailbox, Overflow};
@@ -284,11 +282,9 @@ pub(crate) fn spawn<A: Actor>(
             );
             &shared.dispatchers[DEFAULT]
         });
-    let (control, orders) = mpsc::unbounded_channel();
     let addr = Addr {
         cell: Arc::new(Cell {
             mailbox: Mailbox::new(props.capacity, props.overflow),
-            control,
             watchers: Mutex::new(Some(Vec::new())),
         }),
         shared: shared.clone(),
@@ -300,7 +296,7 @@ pub(crate) fn spawn<A: Actor>(
     let ctx = Context::new(addr.clone(), parent);
     let throughput = dispatcher.throughput();
     let job: Job = Box::new(move || {
-        tokio::task::spawn_local(run(factory, ctx, orders, throughput));
+        tokio::task::spawn_local(run(factory, ctx, throughput));
     });
     dispatcher.run(job);
     addr
