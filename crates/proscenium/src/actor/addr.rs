@@ -7,18 +7,29 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use super::mailbox::{Control, Mailbox, Overflow, Push};
+use super::mailbox::{Control, Mailbox, Overflow, Push, spin_turn};
 use super::system::Shared;
 use super::{Actor, Envelope, Handler, Message, Reason};
 
-/// Where orders to an actor go, whatever its type.
-pub(crate) trait Orders: Send + Sync {
+/// An actor's cell with its type erased: for its parent, and for shutdown.
+pub(crate) trait AnyCell: Send + Sync {
+    /// Queues an order ahead of its messages.
     fn order(&self, order: Control);
+    /// Stops it: closes the mailbox, reporting what was queued to dead letters.
+    fn stop(&self, shared: &Shared);
 }
 
-impl<A: Actor> Orders for Cell<A> {
+impl<A: Actor> AnyCell for Cell<A> {
     fn order(&self, order: Control) {
         self.mailbox.order(order);
+    }
+
+    fn stop(&self, shared: &Shared) {
+        for left in self.mailbox.close() {
+            shared
+                .dead_letters
+                .report(&self.name, left.type_name(), Reason::Stopped);
+        }
     }
 }
 
@@ -27,6 +38,7 @@ pub(crate) type Watcher = Box<dyn FnOnce(&str) + Send>;
 
 /// What every address of one actor shares.
 pub(crate) struct Cell<A: Actor> {
+    pub(crate) name: Arc<str>,
     pub(crate) mailbox: Mailbox<Box<dyn Envelope<A>>>,
     /// Told the actor's name when it stops (`Context::watch`).
     pub(crate) watchers: Mutex<Option<Vec<Watcher>>>,
@@ -90,7 +102,6 @@ pub const ASK_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct Addr<A: Actor> {
     pub(crate) cell: Arc<Cell<A>>,
     pub(crate) shared: Arc<Shared>,
-    pub(crate) name: Arc<str>,
 }
 
 impl<A: Actor> Clone for Addr<A> {
@@ -98,14 +109,13 @@ impl<A: Actor> Clone for Addr<A> {
         Self {
             cell: self.cell.clone(),
             shared: self.shared.clone(),
-            name: self.name.clone(),
         }
     }
 }
 
 impl<A: Actor> std::fmt::Debug for Addr<A> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Addr({})", self.name)
+        write!(f, "Addr({})", self.cell.name)
     }
 }
 
@@ -132,7 +142,7 @@ impl<A: Handler<M>, M: Message> Envelope<A> for Sealed<M> {
 impl<A: Actor> Addr<A> {
     /// The actor's name.
     pub fn name(&self) -> &str {
-        &self.name
+        &self.cell.name
     }
 
     /// Whether the actor has stopped.
@@ -220,6 +230,21 @@ impl<A: Actor> Addr<A> {
             Ok(Err(e)) => return Err(e.into()),
             Ok(Ok(())) => {}
         }
+        // A reply is often µs away: look for it between turns of a short spin before
+        // parking this thread to wait (see `mailbox::spin_turn`).
+        let mut rx = rx;
+        let mut spinning = None;
+        loop {
+            match rx.try_recv() {
+                Ok(reply) => return Ok(reply),
+                Err(oneshot::error::TryRecvError::Closed) => return Err(AskError::NoReply),
+                Err(oneshot::error::TryRecvError::Empty) => {}
+            }
+            let Some(_turn) = spin_turn(&mut spinning) else {
+                break;
+            };
+            tokio::task::yield_now().await;
+        }
         match tokio::time::timeout_at(deadline, rx).await {
             Err(_) => Err(AskError::Timeout),
             Ok(Err(_)) => Err(AskError::NoReply),
@@ -230,11 +255,7 @@ impl<A: Actor> Addr<A> {
     /// Stops the actor after the message it is handling; what is queued goes to dead
     /// letters.
     pub fn stop(&self) {
-        for left in self.cell.mailbox.close() {
-            self.shared
-                .dead_letters
-                .report(&self.name, left.type_name(), Reason::Stopped);
-        }
+        self.cell.stop(&self.shared);
     }
 
     /// A type-erased address for one message type.
@@ -262,7 +283,7 @@ impl<A: Actor> Addr<A> {
         let report = |envelope: &dyn Envelope<A>, reason| {
             self.shared
                 .dead_letters
-                .report(&self.name, envelope.type_name(), reason);
+                .report(&self.cell.name, envelope.type_name(), reason);
         };
         match pushed {
             Push::Queued => Ok(()),
@@ -316,7 +337,7 @@ impl<A: Handler<M>, M: Message> Receives<M> for Addr<A> {
     }
 
     fn name(&self) -> &str {
-        &self.name
+        &self.cell.name
     }
 }
 

@@ -140,11 +140,9 @@ impl<A: Actor> Context<A> {
             child: id,
         };
         let child = system::spawn(&self.addr.shared, props, factory, Some(parent));
-        let stopper = child.clone();
         self.children.push(Child {
             id,
-            orders: child.cell.clone(),
-            stop: Box::new(move || stopper.stop()),
+            cell: child.cell.clone(),
             budget: Budget::default(),
             alive: true,
         });
@@ -172,9 +170,10 @@ impl<A: Actor> Context<A> {
 
     fn stop_children(&mut self) {
         for child in self.children.drain(..).filter(|c| c.alive) {
-            (child.stop)();
+            child.cell.stop(&self.addr.shared);
         }
     }
+
     /// The actor's own address.
     pub fn addr(&self) -> Addr<A> {
         self.addr.clone()

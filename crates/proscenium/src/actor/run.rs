@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
-use super::addr::Orders;
+use super::addr::AnyCell;
 use super::mailbox::{Control, Next};
 use super::supervise::{Budget, Directive, Scope, Strategy};
 use super::{Actor, Context, Reason};
@@ -16,15 +16,14 @@ use super::{Actor, Context, Reason};
 /// Where a child reports to: its parent's orders, and its id there.
 #[derive(Clone)]
 pub(crate) struct Parent {
-    pub(crate) orders: Arc<dyn Orders>,
+    pub(crate) orders: Arc<dyn AnyCell>,
     pub(crate) child: u64,
 }
 
 /// A parent's record of one child.
 pub(crate) struct Child {
     pub(crate) id: u64,
-    pub(crate) orders: Arc<dyn Orders>,
-    pub(crate) stop: Box<dyn Fn() + Send>,
+    pub(crate) cell: Arc<dyn AnyCell>,
     pub(crate) budget: Budget,
     pub(crate) alive: bool,
 }
@@ -149,17 +148,17 @@ fn supervise<A: Actor>(strategy: &Strategy, ctx: &mut Context<A>, child: u64, wh
     match directive {
         Directive::Escalate => return true,
         Directive::Resume => {
-            ctx.children[at].orders.order(Control::Resume);
+            ctx.children[at].cell.order(Control::Resume);
         }
         Directive::Restart => {
             let delay = strategy.backoff.delay(attempt);
             for c in alive {
-                order_later(c.orders.clone(), Control::Restart, delay);
+                order_later(c.cell.clone(), Control::Restart, delay);
             }
         }
         Directive::Stop => {
             for c in alive {
-                (c.stop)();
+                c.cell.stop(&ctx.addr.shared);
             }
         }
     }
@@ -167,7 +166,7 @@ fn supervise<A: Actor>(strategy: &Strategy, ctx: &mut Context<A>, child: u64, wh
 }
 
 /// Sends `order` after `delay`, from a task on this thread.
-fn order_later(to: Arc<dyn Orders>, order: Control, delay: Duration) {
+fn order_later(to: Arc<dyn AnyCell>, order: Control, delay: Duration) {
     tokio::task::spawn_local(async move {
         tokio::time::sleep(delay).await;
         to.order(order);

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use super::addr::Cell;
+use super::addr::{AnyCell, Cell};
 use super::dispatcher::{Dispatcher, DispatcherSpec, Job};
 use super::mailbox::{Mailbox, Overflow};
 use super::run::{Parent, run};
@@ -71,9 +71,9 @@ pub(crate) struct Shared {
     /// Named actors (`System::register`): `Addr<A>`s, removed when they stop.
     registry: Mutex<HashMap<String, Box<dyn std::any::Any + Send + Sync>>>,
     dispatchers: HashMap<String, Dispatcher>,
-    /// Stops every actor at shutdown (emptied then, which also ends the cycle through
-    /// the addresses these hold).
-    stoppers: Mutex<Vec<Box<dyn Fn() + Send + Sync>>>,
+    /// Every actor, to stop at shutdown (emptied then, which also ends the cycle
+    /// through the cells these hold).
+    cells: Mutex<Vec<Arc<dyn AnyCell>>>,
 }
 
 /// A set of actors, their dispatchers and their dead letters.
@@ -124,7 +124,7 @@ impl System {
                 live: AtomicUsize::new(0),
                 registry: Mutex::default(),
                 dispatchers,
-                stoppers: Mutex::default(),
+                cells: Mutex::default(),
             }),
         }
     }
@@ -248,9 +248,9 @@ impl System {
     /// Stops every actor (queued messages go to dead letters; the hooks run) and waits
     /// for the dispatcher threads to finish.
     pub fn shutdown(&self) {
-        let stoppers = std::mem::take(&mut *lock(&self.shared.stoppers));
-        for stop in &stoppers {
-            stop();
+        let cells = std::mem::take(&mut *lock(&self.shared.cells));
+        for cell in &cells {
+            cell.stop(&self.shared);
         }
         for dispatcher in self.shared.dispatchers.values() {
             dispatcher.shutdown();
@@ -284,14 +284,13 @@ pub(crate) fn spawn<A: Actor>(
         });
     let addr = Addr {
         cell: Arc::new(Cell {
+            name: props.name.into(),
             mailbox: Mailbox::new(props.capacity, props.overflow),
             watchers: Mutex::new(Some(Vec::new())),
         }),
         shared: shared.clone(),
-        name: props.name.into(),
     };
-    let stopper = addr.clone();
-    lock(&shared.stoppers).push(Box::new(move || stopper.stop()));
+    lock(&shared.cells).push(addr.cell.clone());
     shared.live.fetch_add(1, Ordering::SeqCst);
     let ctx = Context::new(addr.clone(), parent);
     let throughput = dispatcher.throughput();
