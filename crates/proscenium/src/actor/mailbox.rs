@@ -71,14 +71,13 @@ impl Drop for Turn {
 }
 
 /// Starts one turn of a spin that began at `since` (set on the first call): the caller
-/// yields to the thread's other work while holding it, then looks again. `None`,
-/// resetting `since`, once the spin has lasted [`SPIN`] or while another waiter on
-/// this thread spins — the caller then parks. Not an `async fn`: its state would
-/// enlarge every idle actor's task.
+/// yields to the thread's other work while holding it, then looks again. `None` once
+/// the spin has lasted [`SPIN`] — for good: a wake-up that finds nothing does not start
+/// another — or while another waiter on this thread spins; the caller then parks. Not
+/// an `async fn`: its state would enlarge every idle actor's task.
 pub(crate) fn spin_turn(since: &mut Option<Instant>) -> Option<Turn> {
     let began = *since.get_or_insert_with(Instant::now);
     if began.elapsed() >= SPIN || SPINNING.get() {
-        *since = None;
         return None;
     }
     SPINNING.set(true);
@@ -172,6 +171,11 @@ impl<T> Mailbox<T> {
 
     /// Queues `item`, waiting for room when full (for `Backpressure`).
     pub(crate) async fn push_waiting(&self, mut item: T) -> Push<T> {
+        // Registering as a waiter takes the `Notify`'s own lock: only when full.
+        match self.push(item) {
+            Push::Full(back) => item = back,
+            done => return done,
+        }
         loop {
             // Registered before the attempt, so a slot freed in between is not missed.
             let room = self.room.notified();
@@ -200,34 +204,47 @@ impl<T> Mailbox<T> {
     pub(crate) async fn recv(&self, messages: bool) -> Option<Next<T>> {
         let mut idle_since = None;
         loop {
-            let arrived = self.arrived.notified();
-            tokio::pin!(arrived);
-            arrived.as_mut().enable();
-            {
-                let mut state = self.state();
-                if state.closed {
-                    return None;
-                }
-                if let Some(order) = state.orders.pop_front() {
-                    return Some(Next::Order(order));
-                }
-                let item = if messages {
-                    state.queue.pop_front()
-                } else {
-                    None
-                };
-                if let Some(item) = item {
-                    drop(state);
-                    self.room.notify_one();
-                    return Some(Next::Message(item));
-                }
+            // Look first; register as a waiter (the `Notify`'s own lock) only to park.
+            if let Some(next) = self.take(messages) {
+                return next;
             }
             if let Some(_turn) = spin_turn(&mut idle_since) {
                 tokio::task::yield_now().await;
                 continue;
             }
+            let arrived = self.arrived.notified();
+            tokio::pin!(arrived);
+            arrived.as_mut().enable();
+            // Registered: what arrives from here on wakes it.
+            if let Some(next) = self.take(messages) {
+                return next;
+            }
             arrived.await;
         }
+    }
+
+    /// The next order or message if there is one (`Some(None)`: closed).
+    fn take(&self, messages: bool) -> Option<Option<Next<T>>> {
+        let mut state = self.state();
+        if state.closed {
+            return Some(None);
+        }
+        if let Some(order) = state.orders.pop_front() {
+            return Some(Some(Next::Order(order)));
+        }
+        let item = if messages {
+            state.queue.pop_front()
+        } else {
+            None
+        };
+        let item = item?;
+        let was_full = state.queue.len() + 1 == self.capacity;
+        drop(state);
+        // Only a full mailbox has senders waiting for room.
+        if was_full {
+            self.room.notify_one();
+        }
+        Some(Some(Next::Message(item)))
     }
 
     /// Closes the mailbox; returns what was still queued. Waiting senders wake to find
