@@ -24,6 +24,9 @@ use crate::{App, Config};
 /// A connection handed to a loop.
 pub(crate) type Handoff = (std::net::TcpStream, SocketAddr, Pass);
 
+/// How long a stopping loop waits for the dispatcher to stop handing it connections.
+const DISPATCHER_STOP: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// The server's side of a running loop.
 #[derive(Debug)]
 pub(crate) struct LoopHandle {
@@ -103,10 +106,15 @@ async fn run(
         }
     }
     // Connections handed over but not yet started were accepted: they are served
-    // (their request gets an answer announcing the close), not dropped unanswered.
-    handoffs.close();
-    while let Ok((stream, peer, pass)) = handoffs.try_recv() {
-        start(stream, peer, pass, &shared, &stats);
+    // (their request gets an answer announcing the close), not dropped unanswered —
+    // until the dispatcher, which may accept one more as it stops, drops its senders.
+    let late = async {
+        while let Some((stream, peer, pass)) = handoffs.recv().await {
+            start(stream, peer, pass, &shared, &stats);
+        }
+    };
+    if tokio::time::timeout(DISPATCHER_STOP, late).await.is_err() {
+        tracing::warn!("the dispatcher did not stop within {DISPATCHER_STOP:?}");
     }
     drain(&stats, spec.config.timeouts.shutdown).await;
 }
