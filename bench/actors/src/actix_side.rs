@@ -73,7 +73,7 @@ pub(crate) fn run(bench: &str, n: u64) -> Measure {
     let system = System::new();
     system.block_on(async move {
         match bench {
-            "tell" => {
+            "tell" | "tell-local" => {
                 let sink = Sink::default().start();
                 let began = Instant::now();
                 for _ in 0..n {

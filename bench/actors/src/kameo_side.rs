@@ -67,7 +67,7 @@ pub(crate) fn run(bench: &str, n: u64) -> Measure {
         .unwrap();
     runtime.block_on(async move {
         match bench {
-            "tell" => {
+            "tell" | "tell-local" => {
                 let sink = Sink::spawn(Sink::default());
                 let began = Instant::now();
                 for _ in 0..n {

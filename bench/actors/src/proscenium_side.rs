@@ -66,7 +66,26 @@ impl Handler<Ball> for Player {
     }
 }
 
+/// Tells a sink `n` messages from its own thread.
+struct Driver(Addr<Sink>);
+impl Actor for Driver {}
+
+struct Drive(u64);
+impl Message for Drive {
+    type Reply = ();
+}
+impl Handler<Drive> for Driver {
+    fn handle(&mut self, Drive(n): Drive, _: &mut Context<Self>) {
+        for _ in 0..n {
+            self.0.try_tell(Inc).unwrap();
+        }
+    }
+}
+
 pub(crate) fn run(bench: &str, n: u64) -> Measure {
+    if bench == "tell-local" {
+        return tell_local(n);
+    }
     let system = System::new();
     match bench {
         "tell" => {
@@ -158,5 +177,38 @@ pub(crate) fn run(bench: &str, n: u64) -> Measure {
             std::process::exit(report(measure, n));
         }
         other => panic!("unknown benchmark {other}"),
+    }
+}
+
+/// `tell` with the sender on the actor's thread: both on a one-thread dispatcher, the
+/// sink's mailbox large enough to take every message at once.
+fn tell_local(n: u64) -> Measure {
+    let system = System::with_dispatchers(
+        [(
+            "solo".to_owned(),
+            proscenium::actor::DispatcherSpec::pool(1),
+        )]
+        .into(),
+    );
+    let capacity = usize::try_from(n).unwrap_or(usize::MAX);
+    let sink = system.spawn(
+        Props::named("sink")
+            .dispatcher("solo")
+            .mailbox(capacity, proscenium::actor::Overflow::Fail),
+        Sink::default,
+    );
+    let target = sink.clone();
+    let driver = system.spawn(Props::named("driver").dispatcher("solo"), move || {
+        Driver(target.clone())
+    });
+    let began = Instant::now();
+    let got = system.block_on(async {
+        driver.ask(Drive(n)).await.unwrap();
+        sink.ask(Get).await.unwrap()
+    });
+    assert_eq!(got, n);
+    Measure {
+        elapsed: began.elapsed(),
+        rss_kib: None,
     }
 }
