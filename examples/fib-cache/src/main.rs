@@ -50,6 +50,16 @@ struct Fib {
     n: u32,
 }
 
+/// The answer to an `n` past [`MAX_N`].
+fn too_large(n: u32) -> Option<(StatusCode, String)> {
+    (n > MAX_N).then(|| {
+        (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            format!("n must be at most {MAX_N}\n"),
+        )
+    })
+}
+
 fn fib_recursive(n: u32) -> u64 {
     match n {
         0 | 1 => u64::from(n),
@@ -58,11 +68,8 @@ fn fib_recursive(n: u32) -> u64 {
 }
 
 fn fib(Query(Fib { n }): Query<Fib>, cache: Read<Cache>) -> Then<(StatusCode, String)> {
-    if n > MAX_N {
-        return Then::Done((
-            StatusCode::UNPROCESSABLE_ENTITY,
-            format!("n must be at most {MAX_N}\n"),
-        ));
+    if let Some(refused) = too_large(n) {
+        return Then::Done(refused);
     }
     if let Some(value) = cache.get(&n) {
         return Then::Done((StatusCode::OK, format!("{value}\n")));
@@ -84,11 +91,8 @@ fn refresh(
     mut cache: Write<Cache>,
     mut computed: Write<Counter>,
 ) -> (StatusCode, String) {
-    if n > MAX_N {
-        return (
-            StatusCode::UNPROCESSABLE_ENTITY,
-            format!("n must be at most {MAX_N}\n"),
-        );
+    if let Some(refused) = too_large(n) {
+        return refused;
     }
     let value = fib_recursive(n);
     computed.increment();

@@ -80,9 +80,8 @@ impl<R> Then<R> {
     /// Continues in `handler`, resolving its state against the app `from` belongs to.
     pub(crate) fn after<H: Handler<A>, A: 'static>(from: &Arc<LockSet>, handler: H) -> Self {
         let handler = erase(handler);
-        let route = format!("{} (then)", from.route);
         Self::Next(Continuation {
-            locks: from.states.resolve(&handler.state_accesses(), &route),
+            locks: from.continuation::<H>(|| handler.state_accesses()),
             handler,
         })
     }

@@ -2,6 +2,7 @@
 //! request holds while its handler runs.
 
 use std::any::{Any, TypeId};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -174,6 +175,7 @@ impl States {
                 .collect(),
             route: route.into(),
             states: self.clone(),
+            continuations: Mutex::default(),
         }))
     }
 }
@@ -185,6 +187,9 @@ pub(crate) struct LockSet {
     values: Vec<(TypeId, Arc<dyn Any + Send + Sync>)>,
     pub(crate) route: Arc<str>,
     pub(crate) states: Arc<States>,
+    /// The lock sets of the handlers this route continues in (`then`), by handler
+    /// type: resolved on a continuation's first use, not on every request.
+    continuations: Mutex<HashMap<TypeId, Result<Arc<LockSet>, String>>>,
 }
 
 /// How many times a request tries its whole lock set, letting its loop serve others
@@ -192,6 +197,24 @@ pub(crate) struct LockSet {
 const TRIES: usize = 4;
 
 impl LockSet {
+    /// The lock set of continuation handler `H`, whose state `needs` gives.
+    pub(crate) fn continuation<H: 'static>(
+        &self,
+        needs: impl FnOnce() -> Vec<StateAccess>,
+    ) -> Result<Arc<LockSet>, String> {
+        let mut cache = self
+            .continuations
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        cache
+            .entry(TypeId::of::<H>())
+            .or_insert_with(|| {
+                let route = format!("{} (then)", self.route);
+                self.states.resolve(&needs(), &route)
+            })
+            .clone()
+    }
+
     /// Takes every lock now, if none is contended.
     pub(crate) fn try_hold(self: &Arc<Self>) -> Option<Held> {
         lock::try_acquire_all(&self.locks).map(|grants| self.held(grants))
