@@ -74,7 +74,14 @@ pub(crate) fn run(bench: &str, n: u64) -> Measure {
     system.block_on(async move {
         match bench {
             "tell" | "tell-local" => {
-                let sink = Sink::default().start();
+                // `tell`: the sink on an arbiter of its own, so the messages cross
+                // threads as they do for the others; `tell-local`: on this one.
+                let arbiter = Arbiter::new();
+                let sink = if bench == "tell" {
+                    Sink::start_in_arbiter(&arbiter.handle(), |_| Sink::default())
+                } else {
+                    Sink::default().start()
+                };
                 let began = Instant::now();
                 for _ in 0..n {
                     sink.do_send(Inc);

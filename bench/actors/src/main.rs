@@ -1,9 +1,10 @@
 //! Proscenium's actors side by side with actix, ractor and kameo (issue 6's
 //! benchmarks): tell throughput into one actor, ping-pong between two actors on two
 //! threads, ask round trip, fan-out of one message to 10,000 actors, and spawning
-//! 1,000,000 actors (time and resident memory). `tell-local` tells from the actor's own
-//! thread, as a route on a loop tells an actor spawned there: actix's `tell` already
-//! does (one arbiter), and the others run their `tell`.
+//! 1,000,000 actors (time and resident memory). `tell` sends from another thread than
+//! the actor's (actix: the actor on an arbiter of its own); `tell-local` from the
+//! actor's own thread, as a route on a loop tells an actor spawned there (actix: one
+//! arbiter; ractor and kameo, on a tokio runtime, run their `tell`).
 //!
 //! `actor-bench` runs every benchmark of every framework, each in a fresh process,
 //! three times, and prints the medians and Proscenium's ratios;
@@ -23,7 +24,11 @@ const FRAMEWORKS: [&str; 4] = ["proscenium", "actix", "ractor", "kameo"];
 
 /// The benchmarks: name, operations, and what one operation is.
 const BENCHES: [(&str, u64, &str); 6] = [
-    ("tell", 1_000_000, "messages told to one actor"),
+    (
+        "tell",
+        1_000_000,
+        "messages told to one actor from another thread",
+    ),
     (
         "tell-local",
         1_000_000,

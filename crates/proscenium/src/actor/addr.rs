@@ -25,11 +25,7 @@ impl<A: Actor> AnyCell for Cell<A> {
     }
 
     fn stop(&self, shared: &Shared) {
-        for left in self.mailbox.close() {
-            shared
-                .dead_letters
-                .report(&self.name, left.type_name(), Reason::Stopped);
-        }
+        self.report_stopped(shared, self.mailbox.close());
     }
 }
 
@@ -54,6 +50,19 @@ impl<A: Actor> Cell<A> {
                 drop(watchers);
                 watcher(name);
             }
+        }
+    }
+
+    /// Reports messages that will not be handled, the actor having stopped.
+    pub(crate) fn report_stopped(
+        &self,
+        shared: &Shared,
+        left: impl IntoIterator<Item = Box<dyn Envelope<A>>>,
+    ) {
+        for left in left {
+            shared
+                .dead_letters
+                .report(&self.name, left.type_name(), Reason::Stopped);
         }
     }
 
@@ -150,7 +159,8 @@ impl<A: Actor> Addr<A> {
         self.cell.mailbox.is_closed()
     }
 
-    /// Messages waiting in the mailbox.
+    /// Messages not yet handled: waiting in the mailbox, or taken for the turn in
+    /// progress.
     pub fn queued(&self) -> usize {
         self.cell.mailbox.len()
     }

@@ -52,7 +52,9 @@ impl Props {
         }
     }
 
-    /// A mailbox of `capacity` messages, and what to do when it is full.
+    /// A mailbox of `capacity` messages, and what to do when it is full. (Besides these,
+    /// the actor holds the messages of the turn it is in: at most its dispatcher's
+    /// `throughput`.)
     #[must_use]
     pub fn mailbox(mut self, capacity: usize, overflow: Overflow) -> Self {
         self.capacity = capacity;
@@ -285,7 +287,7 @@ pub(crate) fn spawn<A: Actor>(
     let addr = Addr {
         cell: Arc::new(Cell {
             name: props.name.into(),
-            mailbox: Mailbox::new(props.capacity, props.overflow),
+            mailbox: Mailbox::new(props.capacity, props.overflow, dispatcher.throughput()),
             watchers: Mutex::new(Some(Vec::new())),
         }),
         shared: shared.clone(),
@@ -293,9 +295,12 @@ pub(crate) fn spawn<A: Actor>(
     lock(&shared.cells).push(addr.cell.clone());
     shared.live.fetch_add(1, Ordering::SeqCst);
     let ctx = Context::new(addr.clone(), parent);
-    let throughput = dispatcher.throughput();
     let job: Job = Box::new(move || {
-        tokio::task::spawn_local(run(factory, ctx, throughput));
+        let f = run(factory, ctx);
+        if std::env::var("FSIZE").is_ok() {
+            eprintln!("future {}", std::mem::size_of_val(&f));
+        }
+        tokio::task::spawn_local(f);
     });
     dispatcher.run(job);
     addr
