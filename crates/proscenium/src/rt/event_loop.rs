@@ -82,11 +82,11 @@ async fn run(
     listener: Option<std::net::TcpListener>,
     stats: Arc<LoopStats>,
 ) {
-    let shared = Rc::new(LoopShared {
-        app: spec.app.clone(),
-        config: spec.config.clone(),
-        shutdown: spec.shutdown.clone(),
-    });
+    let shared = Rc::new(LoopShared::new(
+        spec.app.clone(),
+        spec.config.clone(),
+        spec.shutdown.clone(),
+    ));
     tokio::task::spawn_local(crate::http::date::keep_fresh());
     if let Some(listener) = listener {
         tokio::task::spawn_local(accept(
@@ -105,6 +105,7 @@ async fn run(
             _ = shutdown.changed() => break,
         }
     }
+    shared.begin_closing();
     // Connections handed over but not yet started were accepted: they are served
     // (their request gets an answer announcing the close), not dropped unanswered —
     // until the dispatcher, which may accept one more as it stops, drops its senders.
@@ -161,11 +162,7 @@ fn start(
         Ok(stream) => stream,
         Err(e) => return tracing::warn!("cannot serve connection from {peer}: {e}"),
     };
-    let shared = shared.clone();
-    tokio::task::spawn_local(async move {
-        conn::serve(stream, peer, shared).await;
-        drop((counted, pass));
-    });
+    tokio::task::spawn_local(conn::serve(stream, peer, shared.clone(), (counted, pass)));
 }
 
 pub(crate) fn prepare(stream: std::net::TcpStream) -> std::io::Result<tokio::net::TcpStream> {

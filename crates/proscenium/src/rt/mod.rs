@@ -13,15 +13,18 @@ pub(crate) mod dispatcher;
 pub(crate) mod event_loop;
 pub(crate) mod overload;
 pub(crate) mod prefork;
+mod sleepers;
 pub(crate) mod threads;
 pub(crate) mod watchdog;
 
+use std::cell::Cell;
 use std::sync::Arc;
 
 pub(crate) use self::blocking::BlockingPool;
 pub use self::blocking::{BlockingError, BlockingTask, spawn_blocking};
 pub use self::context::current_loop;
 pub use self::prefork::prefork_worker;
+pub(crate) use self::sleepers::{Sleepers, Sleeping};
 
 use crate::{App, Config};
 
@@ -32,6 +35,38 @@ pub(crate) struct LoopShared {
     pub(crate) app: Arc<App>,
     pub(crate) config: Arc<Config>,
     pub(crate) shutdown: tokio::sync::watch::Receiver<bool>,
+    /// Whether shutdown has begun, as this loop learnt it: read on every request, so a
+    /// `Cell` rather than the `watch` (a lock).
+    closing: Cell<bool>,
+    /// The idle connections to wake when shutdown begins.
+    pub(crate) sleepers: Sleepers,
+}
+
+impl LoopShared {
+    pub(crate) fn new(
+        app: Arc<App>,
+        config: Arc<Config>,
+        shutdown: tokio::sync::watch::Receiver<bool>,
+    ) -> Self {
+        Self {
+            app,
+            config,
+            shutdown,
+            closing: Cell::new(false),
+            sleepers: Sleepers::default(),
+        }
+    }
+
+    pub(crate) fn closing(&self) -> bool {
+        self.closing.get()
+    }
+
+    /// Shutdown has begun: connections answer with `Connection: close`, idle ones wake
+    /// to close.
+    pub(crate) fn begin_closing(&self) {
+        self.closing.set(true);
+        self.sleepers.wake_all();
+    }
 }
 
 /// Returns the message a panic carried, for logs.

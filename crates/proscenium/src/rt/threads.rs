@@ -166,11 +166,11 @@ fn serve(
     peer: SocketAddr,
     spec: &LoopSpec,
 ) {
-    let shared = Rc::new(LoopShared {
-        app: spec.app.clone(),
-        config: spec.config.clone(),
-        shutdown: spec.shutdown.clone(),
-    });
+    let shared = Rc::new(LoopShared::new(
+        spec.app.clone(),
+        spec.config.clone(),
+        spec.shutdown.clone(),
+    ));
     let mut shutdown = spec.shutdown.clone();
     let deadline = spec.config.timeouts.shutdown;
     let local = tokio::task::LocalSet::new();
@@ -185,10 +185,11 @@ fn serve(
                     break;
                 }
             }
+            shared.begin_closing();
             tokio::time::sleep(deadline).await;
         };
         tokio::select! {
-            () = conn::serve(stream, peer, shared) => {}
+            () = conn::serve(stream, peer, shared.clone(), ()) => {}
             () = give_up => tracing::warn!("shutdown deadline passed; closing the connection from {peer}"),
         }
     });

@@ -6,10 +6,17 @@
 //! inside a head it is bounded by the header deadline (408); inside a body by the body
 //! timeout between reads (408). Every refusal is answered and the connection closed
 //! with a lingering close, so the client reads the answer instead of a reset.
+//!
+//! Every wait is a `poll_fn` over the socket and the connection's one timer: an idle
+//! connection's task then holds little beyond the connection itself (its future was
+//! 1,056 bytes with a `Sleep` and a shutdown future in each waiting state; see
+//! docs/performance.md for memory per idle connection).
 
+use std::future::{Future, poll_fn};
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::rc::Rc;
-use std::task::Poll;
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
@@ -17,7 +24,7 @@ use http::{Method, Version};
 use http_body_util::BodyExt;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
 use tokio::net::TcpStream;
-use tokio::time::Instant;
+use tokio::time::{Instant, Sleep};
 
 use super::decode::{Decoder, Message};
 use super::dispatch::{self, Answer};
@@ -25,7 +32,7 @@ use super::encode::{self, Framing};
 use super::error::ParseError;
 use crate::app::Response;
 use crate::http::body::{FileRegion, Kind};
-use crate::rt::LoopShared;
+use crate::rt::{LoopShared, Sleeping};
 use crate::web::error_page;
 
 /// How long a connection accepted just before shutdown, with no request yet, may take
@@ -40,21 +47,31 @@ const COPY_LIMIT: usize = 64 * 1024;
 /// How long a closing connection keeps reading (and discarding) what the client sends.
 const LINGER: Duration = Duration::from_secs(2);
 
-/// Serves one connection until it closes.
-pub(crate) async fn serve(stream: TcpStream, peer: SocketAddr, shared: Rc<LoopShared>) {
+/// Serves one connection until it closes, then drops `guard`. (The connection is built
+/// before the future, not in it, and the guard is held here rather than by a wrapping
+/// future: each saves the task from holding the same bytes twice.)
+pub(crate) fn serve(
+    stream: TcpStream,
+    peer: SocketAddr,
+    shared: Rc<LoopShared>,
+    guard: impl Sized,
+) -> impl Future<Output = ()> {
     let mut conn = Conn {
         stream,
         peer,
-        rbuf: BytesMut::with_capacity(READ_CHUNK),
-        wbuf: BytesMut::with_capacity(READ_CHUNK),
+        rbuf: BytesMut::new(),
+        wbuf: BytesMut::new(),
         decoder: Decoder::new(),
         served: 0,
         head_deadline: None,
-        shutdown: shared.shutdown.clone(),
+        timer: Box::pin(tokio::time::sleep_until(Instant::now())),
         shared,
     };
-    if let Err(e) = conn.run().await {
-        tracing::debug!("connection from {peer} ended: {e}");
+    async move {
+        if let Err(e) = conn.run().await {
+            tracing::debug!("connection from {} ended: {e}", conn.peer);
+        }
+        drop(guard);
     }
 }
 
@@ -67,7 +84,8 @@ struct Conn {
     served: u64,
     /// When the head being read must be complete.
     head_deadline: Option<Instant>,
-    shutdown: tokio::sync::watch::Receiver<bool>,
+    /// The one timer of every wait (idle, head, body, send), set anew for each.
+    timer: Pin<Box<Sleep>>,
     shared: Rc<LoopShared>,
 }
 
@@ -122,7 +140,7 @@ impl Conn {
             // A connection that has not had its first request yet is no idle
             // keep-alive: its request may be on the way (accepted just as shutdown
             // began), so it gets a short grace to arrive.
-            if *self.shutdown.borrow() {
+            if self.shared.closing() {
                 if self.served > 0 {
                     return Ok(Read::Closed);
                 }
@@ -142,9 +160,12 @@ impl Conn {
         }
         self.rbuf.reserve(READ_CHUNK);
         let room = self.rbuf.capacity() - self.rbuf.len();
-        tokio::select! {
-            biased;
-            read = self.stream.read_buf(&mut self.rbuf) => Ok(match read? {
+        let (stream, rbuf) = (&self.stream, &mut self.rbuf);
+        let read = until(&mut self.timer, deadline, |cx| poll_read(stream, rbuf, cx)).await;
+        Ok(match read {
+            None if idle => Read::Closed,
+            None => Read::Refused(ParseError::Timeout),
+            Some(read) => match read? {
                 0 => Read::Closed,
                 n => {
                     if n < room {
@@ -152,13 +173,8 @@ impl Conn {
                     }
                     Read::Data
                 }
-            }),
-            () = tokio::time::sleep_until(deadline) => Ok(match idle {
-                true => Read::Closed,
-                false => Read::Refused(ParseError::Timeout),
-            }),
-            _ = self.shutdown.changed(), if idle && self.served > 0 => Ok(Read::Closed),
-        }
+            },
+        })
     }
 
     /// Waits until an idle connection has bytes to read, holding no buffers meanwhile;
@@ -167,31 +183,50 @@ impl Conn {
     /// Idle keep-alive connections are most of a busy server's connections: freeing
     /// their buffers cut resident memory per idle connection from 14 KiB to the figure
     /// in docs/performance.md.
-    async fn wait_idle(&mut self, deadline: Instant) -> std::io::Result<bool> {
-        let readable = self.stream.readable();
-        tokio::pin!(readable);
-        if futures_util::poll!(readable.as_mut()).is_ready() {
-            return Ok(true);
-        }
-        self.rbuf = BytesMut::new();
-        self.wbuf = BytesMut::new();
-        let mut deadline = deadline;
-        let mut watching = true;
-        loop {
-            tokio::select! {
-                biased;
-                ready = &mut readable => return ready.map(|()| true),
-                () = tokio::time::sleep_until(deadline) => return Ok(false),
-                _ = self.shutdown.changed(), if watching => {
-                    if self.served > 0 {
-                        return Ok(false);
-                    }
-                    // No request yet: the grace for a first request starts now.
-                    watching = false;
-                    deadline = deadline.min(Instant::now() + FIRST_REQUEST_GRACE);
+    ///
+    /// A `poll_fn`, not an `async fn`: it is what an idle connection's task holds.
+    fn wait_idle(&mut self, deadline: Instant) -> impl Future<Output = std::io::Result<bool>> + '_ {
+        let Self {
+            stream,
+            rbuf,
+            wbuf,
+            timer,
+            shared,
+            served,
+            ..
+        } = self;
+        let shared: &LoopShared = shared;
+        let served = *served;
+        let mut sleeping = Sleeping::new(&shared.sleepers);
+        let mut waited = false;
+        let mut graced = false;
+        poll_fn(move |cx| {
+            if let Poll::Ready(ready) = stream.poll_read_ready(cx) {
+                return Poll::Ready(ready.map(|()| true));
+            }
+            if !waited {
+                waited = true;
+                *rbuf = BytesMut::new();
+                *wbuf = BytesMut::new();
+                timer.as_mut().reset(deadline);
+            }
+            if shared.closing() && !graced {
+                if served > 0 {
+                    return Poll::Ready(Ok(false));
+                }
+                // No request yet: the grace for a first request starts now.
+                graced = true;
+                let grace = Instant::now() + FIRST_REQUEST_GRACE;
+                if grace < timer.deadline() {
+                    timer.as_mut().reset(grace);
                 }
             }
-        }
+            if timer.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(Ok(false));
+            }
+            sleeping.park(cx.waker());
+            Poll::Pending
+        })
     }
 
     /// Marks the socket not readable after a short read, which drained it.
@@ -241,7 +276,7 @@ impl Conn {
         let res = dispatch::fill_error_body(res, accepts_html);
         // Read the shutdown flag after the handler: a request that was in flight when
         // shutdown began announces the close in its answer.
-        let keep_alive = keep_alive && !*self.shutdown.borrow();
+        let keep_alive = keep_alive && !self.shared.closing();
         self.write_response(res, version, head_only, keep_alive)
             .await
     }
@@ -276,7 +311,8 @@ impl Conn {
             Kind::Full(bytes) if bytes.len() <= COPY_LIMIT => self.wbuf.extend_from_slice(&bytes),
             Kind::Full(bytes) => {
                 self.flush().await?;
-                self.send_all(&bytes).await?;
+                let timeout = self.shared.config.timeouts.body;
+                send_all(&self.stream, &mut self.timer, timeout, &bytes).await?;
             }
             Kind::File(region) => {
                 // Corked, the head and the file leave in full segments instead of the
@@ -348,15 +384,14 @@ impl Conn {
         let mut offset = i64::try_from(region.offset).map_err(std::io::Error::other)?;
         let end = offset.saturating_add(i64::try_from(region.len).map_err(std::io::Error::other)?);
         let timeout = self.shared.config.timeouts.body;
+        let stream = &self.stream;
         while offset < end {
             let count = usize::try_from(end - offset)
                 .unwrap_or(usize::MAX)
                 .min(1 << 30);
-            let sent = tokio::time::timeout(timeout, async {
-                loop {
-                    self.stream.writable().await?;
-                    let stream = &self.stream;
-                    match stream.try_io(Interest::WRITABLE, || {
+            let sendfile = |cx: &mut Context<'_>| {
+                poll_write_with(stream, cx, || {
+                    stream.try_io(Interest::WRITABLE, || {
                         nix::sys::sendfile::sendfile64(
                             stream,
                             &region.file,
@@ -364,16 +399,12 @@ impl Conn {
                             count,
                         )
                         .map_err(std::io::Error::from)
-                    }) {
-                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-                        result => return result,
-                    }
-                }
-            })
-            .await
-            .map_err(|_| {
-                std::io::Error::new(std::io::ErrorKind::TimedOut, "client stopped reading")
-            })??;
+                    })
+                })
+            };
+            let sent = until(&mut self.timer, Instant::now() + timeout, sendfile)
+                .await
+                .ok_or_else(stalled)??;
             if sent == 0 {
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::UnexpectedEof,
@@ -389,31 +420,10 @@ impl Conn {
         if self.wbuf.is_empty() {
             return Ok(());
         }
-        let mut wbuf = std::mem::take(&mut self.wbuf);
-        let result = self.send_all(&wbuf).await;
-        wbuf.clear();
-        self.wbuf = wbuf;
-        result
-    }
-
-    /// Writes all of `bytes`, failing when the client takes nothing for the send
-    /// timeout: a slow reader may take as long as it keeps reading, a stalled one is
-    /// dropped. Uses `write` (send(2)), not the vectored path (writev(2) through the VFS
-    /// layer) that `write_all_buf` takes for what is always one buffer.
-    async fn send_all(&mut self, mut bytes: &[u8]) -> std::io::Result<()> {
         let timeout = self.shared.config.timeouts.body;
-        while !bytes.is_empty() {
-            let written = tokio::time::timeout(timeout, self.stream.write(bytes))
-                .await
-                .map_err(|_| {
-                    std::io::Error::new(std::io::ErrorKind::TimedOut, "client stopped reading")
-                })??;
-            if written == 0 {
-                return Err(std::io::ErrorKind::WriteZero.into());
-            }
-            bytes = &bytes[written..];
-        }
-        Ok(())
+        let result = send_all(&self.stream, &mut self.timer, timeout, &self.wbuf).await;
+        self.wbuf.clear();
+        result
     }
 
     /// Answers a request the server refuses, then closes.
@@ -450,4 +460,101 @@ impl Conn {
         self.rbuf.advance(self.rbuf.len());
         Ok(())
     }
+}
+
+/// Polls `io` until it is ready (`Some`), or until `deadline` passes on `timer`
+/// (`None`). The timer is set only once `io` has to wait: most reads and writes
+/// complete at once. (A `poll_fn`, not an `async fn`, so that its state is not stored
+/// twice in the connection's task.)
+fn until<'a, T>(
+    timer: &'a mut Pin<Box<Sleep>>,
+    deadline: Instant,
+    mut io: impl FnMut(&mut Context<'_>) -> Poll<T> + 'a,
+) -> impl Future<Output = Option<T>> + 'a {
+    let mut set = false;
+    poll_fn(move |cx| {
+        if let Poll::Ready(out) = io(cx) {
+            return Poll::Ready(Some(out));
+        }
+        if !set {
+            set = true;
+            if timer.deadline() != deadline {
+                timer.as_mut().reset(deadline);
+            }
+        }
+        timer.as_mut().poll(cx).map(|()| None)
+    })
+}
+
+/// Writes all of `bytes`, failing when the client takes nothing for `timeout`: a slow
+/// reader may take as long as it keeps reading, a stalled one is dropped. The timer is
+/// read and set only when the socket is full. Uses `send(2)` (`try_write`), not the
+/// vectored path (writev(2) through the VFS layer) for what is always one buffer.
+fn send_all<'a>(
+    stream: &'a TcpStream,
+    timer: &'a mut Pin<Box<Sleep>>,
+    timeout: Duration,
+    mut bytes: &'a [u8],
+) -> impl Future<Output = std::io::Result<()>> + 'a {
+    let mut waiting = false;
+    poll_fn(move |cx| {
+        while !bytes.is_empty() {
+            match poll_write_with(stream, cx, || stream.try_write(bytes)) {
+                Poll::Ready(Ok(0)) => {
+                    return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into()));
+                }
+                Poll::Ready(Ok(n)) => {
+                    bytes = &bytes[n..];
+                    waiting = false;
+                }
+                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                Poll::Pending => {
+                    if !waiting {
+                        waiting = true;
+                        timer.as_mut().reset(Instant::now() + timeout);
+                    }
+                    if timer.as_mut().poll(cx).is_ready() {
+                        return Poll::Ready(Err(stalled()));
+                    }
+                    return Poll::Pending;
+                }
+            }
+        }
+        Poll::Ready(Ok(()))
+    })
+}
+
+/// Reads what the socket has into `rbuf`, once it is readable.
+fn poll_read(
+    stream: &TcpStream,
+    rbuf: &mut BytesMut,
+    cx: &mut Context<'_>,
+) -> Poll<std::io::Result<usize>> {
+    loop {
+        ready!(stream.poll_read_ready(cx))?;
+        match stream.try_read_buf(rbuf) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            result => return Poll::Ready(result),
+        }
+    }
+}
+
+/// Runs the write `io` (a `try_` call of the stream, which clears the readiness tokio
+/// had cached when it would block) once the socket is writable.
+fn poll_write_with(
+    stream: &TcpStream,
+    cx: &mut Context<'_>,
+    mut io: impl FnMut() -> std::io::Result<usize>,
+) -> Poll<std::io::Result<usize>> {
+    loop {
+        ready!(stream.poll_write_ready(cx))?;
+        match io() {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            result => return Poll::Ready(result),
+        }
+    }
+}
+
+fn stalled() -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::TimedOut, "client stopped reading")
 }

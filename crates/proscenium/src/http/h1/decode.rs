@@ -22,12 +22,16 @@ pub(crate) type Message = Head;
 enum State {
     /// Waiting for (the rest of) a head.
     Head,
-    /// The head is parsed; reading its body.
-    Body {
-        head: Head,
-        body: BodyState,
-        continue_sent: bool,
-    },
+    /// The head is parsed; reading its body. Boxed: it lives in every connection, most
+    /// of them idle, and a body that came with its head never enters it.
+    Body(Box<Body>),
+}
+
+#[derive(Debug)]
+struct Body {
+    head: Head,
+    body: BodyState,
+    continue_sent: bool,
 }
 
 #[derive(Debug)]
@@ -57,7 +61,7 @@ impl Decoder {
 
     /// Returns whether a body is being read (as opposed to a head).
     pub(crate) fn is_reading_body(&self) -> bool {
-        matches!(self.state, State::Body { .. })
+        matches!(self.state, State::Body(_))
     }
 
     /// Decodes the next complete message from the front of `buf`.
@@ -82,7 +86,12 @@ impl Decoder {
                 Framing::Length(n) if n > limits.max_body => return Err(ParseError::BodyTooLarge),
                 Framing::Length(n) => {
                     let n = usize::try_from(n).map_err(|_| ParseError::BodyTooLarge)?;
-                    buf.reserve(n.saturating_sub(buf.len()));
+                    if buf.len() >= n {
+                        let mut head = head;
+                        head.req.set_body(buf.split_to(n).freeze());
+                        return Ok(Some(head));
+                    }
+                    buf.reserve(n - buf.len());
                     BodyState::Length(n)
                 }
                 Framing::Chunked => BodyState::Chunked {
@@ -90,11 +99,11 @@ impl Decoder {
                     data: BytesMut::new(),
                 },
             };
-            self.state = State::Body {
+            self.state = State::Body(Box::new(Body {
                 head,
                 body,
                 continue_sent: false,
-            };
+            }));
         }
         self.decode_body(buf, limits)
     }
@@ -104,10 +113,10 @@ impl Decoder {
         buf: &mut BytesMut,
         limits: &Limits,
     ) -> Result<Option<Message>, ParseError> {
-        let State::Body { body, .. } = &mut self.state else {
+        let State::Body(progress) = &mut self.state else {
             return Ok(None);
         };
-        let bytes = match body {
+        let bytes = match &mut progress.body {
             BodyState::Length(n) if buf.len() >= *n => buf.split_to(*n).freeze(),
             BodyState::Length(_) => return Ok(None),
             BodyState::Chunked { decoder, data } => {
@@ -117,9 +126,10 @@ impl Decoder {
                 std::mem::take(data).freeze()
             }
         };
-        let State::Body { mut head, .. } = std::mem::replace(&mut self.state, State::Head) else {
+        let State::Body(progress) = std::mem::replace(&mut self.state, State::Head) else {
             unreachable!("state checked above");
         };
+        let mut head = progress.head;
         head.req.set_body(bytes);
         Ok(Some(head))
     }
@@ -128,12 +138,8 @@ impl Decoder {
     /// before sending the body it announced (RFC 9110 §10.1.1).
     pub(crate) fn take_continue(&mut self) -> bool {
         match &mut self.state {
-            State::Body {
-                head,
-                continue_sent,
-                ..
-            } if head.expect_continue && !*continue_sent => {
-                *continue_sent = true;
+            State::Body(progress) if progress.head.expect_continue && !progress.continue_sent => {
+                progress.continue_sent = true;
                 true
             }
             _ => false,
