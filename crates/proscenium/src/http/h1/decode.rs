@@ -77,10 +77,9 @@ impl Decoder {
         limits: &Limits,
     ) -> Result<Option<Message>, ParseError> {
         if let State::Head = self.state {
-            let Some((head, len)) = head::parse(buf, limits)? else {
+            let Some(head) = head::parse(buf, limits)? else {
                 return Ok(None);
             };
-            let _ = buf.split_to(len);
             let body = match head.framing {
                 Framing::Empty => return Ok(Some(head)),
                 Framing::Length(n) if n > limits.max_body => return Err(ParseError::BodyTooLarge),

@@ -3,6 +3,7 @@
 
 use std::mem::MaybeUninit;
 
+use bytes::{Bytes, BytesMut};
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Method, Uri, Version};
 
@@ -36,41 +37,86 @@ pub(crate) struct Head {
     pub(crate) expect_continue: bool,
 }
 
-/// Parses a request head from the start of `buf`.
+/// Where a field's name and value lie in the head: byte ranges from its start.
+#[derive(Clone, Copy)]
+struct Field {
+    name: (u32, u32),
+    value: (u32, u32),
+}
+
+/// Parses a request head from the start of `buf` and takes it off.
 ///
-/// Returns the head and the number of bytes it took, `Ok(None)` when more bytes are
-/// needed, or the reason the request is refused.
-pub(crate) fn parse(buf: &[u8], limits: &Limits) -> Result<Option<(Head, usize)>, ParseError> {
-    let mut slots = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; HEADER_CAPACITY];
-    let slots = &mut slots[..limits.max_headers.min(HEADER_CAPACITY)];
-    let mut req = httparse::Request::new(&mut []);
-    let len = match httparse::ParserConfig::default()
-        .parse_request_with_uninit_headers(&mut req, buf, slots)?
-    {
-        httparse::Status::Complete(len) => len,
-        httparse::Status::Partial => return incomplete(buf, limits),
+/// Returns the head, `Ok(None)` when more bytes are needed (nothing taken), or the
+/// reason the request is refused.
+///
+/// The request target and the header values share the head's bytes instead of being
+/// copied out of them: the head is parsed into byte ranges first, then taken off the
+/// buffer as one `Bytes` that they slice (one allocation fewer per header field and
+/// for the target). A value kept past the request keeps the head's buffer alive, as in
+/// hyper.
+pub(crate) fn parse(buf: &mut BytesMut, limits: &Limits) -> Result<Option<Head>, ParseError> {
+    FIELDS.with_borrow_mut(|fields| parse_with(buf, limits, fields))
+}
+
+thread_local! {
+    /// The field ranges of the head being parsed: reused, so that parsing a head
+    /// neither allocates nor clears a table for the most fields a head may have.
+    static FIELDS: std::cell::RefCell<Vec<Field>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn parse_with(
+    buf: &mut BytesMut,
+    limits: &Limits,
+    fields: &mut Vec<Field>,
+) -> Result<Option<Head>, ParseError> {
+    let (len, method, version, target) = {
+        let mut slots = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; HEADER_CAPACITY];
+        let slots = &mut slots[..limits.max_headers.min(HEADER_CAPACITY)];
+        let mut req = httparse::Request::new(&mut []);
+        let len = match httparse::ParserConfig::default()
+            .parse_request_with_uninit_headers(&mut req, buf, slots)?
+        {
+            httparse::Status::Complete(len) => len,
+            httparse::Status::Partial => return incomplete(buf, limits),
+        };
+        if len > limits.max_head {
+            return Err(ParseError::HeadTooLarge);
+        }
+        let target = req.path.unwrap_or_default();
+        if target.len() > limits.max_uri {
+            return Err(ParseError::UriTooLong);
+        }
+        let version = match req.version {
+            Some(0) => Version::HTTP_10,
+            _ => Version::HTTP_11,
+        };
+        let method = Method::from_bytes(req.method.unwrap_or_default().as_bytes())
+            .map_err(|_| ParseError::Malformed("invalid method"))?;
+        let at = |part: &[u8]| span(buf, part);
+        fields.clear();
+        fields.extend(req.headers.iter().map(|h| Field {
+            name: at(h.name.as_bytes()),
+            value: at(h.value),
+        }));
+        (len, method, version, at(target.as_bytes()))
     };
-    if len > limits.max_head {
-        return Err(ParseError::HeadTooLarge);
-    }
-    let target = req.path.unwrap_or_default();
-    if target.len() > limits.max_uri {
-        return Err(ParseError::UriTooLong);
-    }
-    let version = match req.version {
-        Some(0) => Version::HTTP_10,
-        _ => Version::HTTP_11,
-    };
-    let method = Method::from_bytes(req.method.unwrap_or_default().as_bytes())
-        .map_err(|_| ParseError::Malformed("invalid method"))?;
-    let uri = parse_target(&method, target)?;
-    let (headers, seen) = collect_headers(req.headers)?;
-    let head = interpret(method, uri, version, headers, seen)?;
-    Ok(Some((head, len)))
+    let head = buf.split_to(len).freeze();
+    let slice = |(from, to): (u32, u32)| head.slice(from as usize..to as usize);
+    let uri = parse_target(&method, slice(target))?;
+    let (headers, seen) = collect_headers(fields, &head)?;
+    interpret(method, uri, version, headers, seen).map(Some)
+}
+
+/// The byte range of `part`, a slice of `buf`, within it. (The head is at most
+/// `max_head` bytes, so `u32` holds it.)
+fn span(buf: &[u8], part: &[u8]) -> (u32, u32) {
+    let from = part.as_ptr() as usize - buf.as_ptr() as usize;
+    let range = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    (range(from), range(from + part.len()))
 }
 
 /// Decides whether a partial head may still grow, or is already too large.
-fn incomplete(buf: &[u8], limits: &Limits) -> Result<Option<(Head, usize)>, ParseError> {
+fn incomplete(buf: &[u8], limits: &Limits) -> Result<Option<Head>, ParseError> {
     let line_done = buf.contains(&b'\n');
     if !line_done && buf.len() > limits.max_uri {
         Err(ParseError::UriTooLong)
@@ -82,11 +128,10 @@ fn incomplete(buf: &[u8], limits: &Limits) -> Result<Option<(Head, usize)>, Pars
 }
 
 /// Parses the request target in its four forms (RFC 9112 §3.2).
-fn parse_target(method: &Method, target: &str) -> Result<Uri, ParseError> {
-    let uri: Uri = target
-        .parse()
+fn parse_target(method: &Method, target: Bytes) -> Result<Uri, ParseError> {
+    let asterisk = &target[..] == b"*";
+    let uri = Uri::from_maybe_shared(target)
         .map_err(|_| ParseError::Malformed("invalid request target"))?;
-    let asterisk = target == "*";
     let authority_form = uri.scheme().is_none() && uri.authority().is_some();
     match (asterisk, authority_form) {
         (true, _) if method != Method::OPTIONS => {
@@ -110,13 +155,15 @@ struct Seen {
     expect: bool,
 }
 
-fn collect_headers(raw: &[httparse::Header<'_>]) -> Result<(HeaderMap, Seen), ParseError> {
-    let mut headers = HeaderMap::with_capacity(raw.len());
+fn collect_headers(fields: &[Field], head: &Bytes) -> Result<(HeaderMap, Seen), ParseError> {
+    let mut headers = HeaderMap::with_capacity(fields.len());
     let mut seen = Seen::default();
-    for h in raw {
-        let name = HeaderName::from_bytes(h.name.as_bytes())
+    for field in fields {
+        let (from, to) = field.name;
+        let name = HeaderName::from_bytes(&head[from as usize..to as usize])
             .map_err(|_| ParseError::Malformed("invalid header name"))?;
-        let value = HeaderValue::from_bytes(h.value)
+        let (from, to) = field.value;
+        let value = HeaderValue::from_maybe_shared(head.slice(from as usize..to as usize))
             .map_err(|_| ParseError::Malformed("invalid header value"))?;
         if name == header::HOST {
             seen.hosts += 1;
@@ -276,8 +323,11 @@ fn expect_continue(headers: &HeaderMap) -> Result<bool, ParseError> {
 mod tests {
     use super::*;
 
+    /// The head parsed from `raw`, and how many bytes it took.
     fn parse_str(raw: &str) -> Result<Option<(Head, usize)>, ParseError> {
-        parse(raw.as_bytes(), &Limits::default())
+        let mut buf = BytesMut::from(raw);
+        let head = parse(&mut buf, &Limits::default())?;
+        Ok(head.map(|head| (head, raw.len() - buf.len())))
     }
 
     fn refused(raw: &str) -> u16 {
