@@ -67,5 +67,12 @@ fn main() {
     } else {
         tokio::runtime::Builder::new_multi_thread().worker_threads(workers).enable_all().build()
     };
-    runtime.expect("runtime").block_on(serve(bind));
+    // Ends on Ctrl-C (SIGINT) by returning from main, so that tools that report at
+    // exit (bench/instructions.sh runs it under valgrind) see a normal exit.
+    runtime.expect("runtime").block_on(async {
+        tokio::select! {
+            () = serve(bind) => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+    });
 }

@@ -61,6 +61,7 @@ pub(crate) fn unavailable(detail: impl Into<Cow<'static, str>>) -> Response {
 
 fn with_type(body: impl Into<Body>, content_type: &'static str) -> Response {
     let mut res = Response::new(body.into());
+    *res.headers_mut() = crate::http::spare::headers(1);
     res.headers_mut()
         .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     res

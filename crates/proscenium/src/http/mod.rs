@@ -4,6 +4,7 @@ pub(crate) mod body;
 pub(crate) mod date;
 pub(crate) mod h1;
 mod request;
+pub(crate) mod spare;
 
 pub use self::body::{Body, BoxError};
 pub use self::request::Request;

@@ -123,9 +123,21 @@ impl Request {
     }
 
     /// Splits the request into its head and body.
-    pub fn into_parts(self) -> (http::request::Parts, Bytes) {
-        let inner = *self.inner;
-        (inner.parts, inner.body)
+    pub fn into_parts(mut self) -> (http::request::Parts, Bytes) {
+        let parts = std::mem::replace(&mut self.inner.parts, empty_parts());
+        (parts, std::mem::take(&mut self.inner.body))
+    }
+}
+
+/// Head parts with nothing in them (and nothing allocated).
+fn empty_parts() -> http::request::Parts {
+    http::Request::new(()).into_parts().0
+}
+
+impl Drop for Request {
+    /// Keeps the header table for a later request on this thread (`http::spare`).
+    fn drop(&mut self) {
+        super::spare::keep(std::mem::take(&mut self.inner.parts.headers));
     }
 }
 

@@ -33,7 +33,6 @@ use super::error::ParseError;
 use crate::app::Response;
 use crate::http::body::{FileRegion, Kind};
 use crate::rt::{LoopShared, Sleeping};
-use crate::web::error_page;
 
 /// How long a connection accepted just before shutdown, with no request yet, may take
 /// to send its first: a request already on the wire arrives well within it, while a
@@ -107,7 +106,8 @@ enum Next {
 struct Reply {
     version: Version,
     head_only: bool,
-    accepts_html: bool,
+    /// The request's `Accept`, for an error page.
+    accept: Option<http::HeaderValue>,
     keep_alive: bool,
 }
 
@@ -277,6 +277,7 @@ impl Conn {
         let Message {
             mut req,
             keep_alive,
+            accept,
             ..
         } = message;
         self.served += 1;
@@ -284,14 +285,14 @@ impl Conn {
         let reply = Reply {
             version: req.version(),
             head_only: req.method() == Method::HEAD,
-            accepts_html: error_page::accepts_html(req.headers()),
+            accept,
             keep_alive: keep_alive && self.served < limit,
         };
         req.set_peer(self.peer);
         let max_inflight = self.shared.config.limits.max_inflight;
         match dispatch::call(&self.shared.app, req, max_inflight) {
             Answer::Ready(res) => {
-                let res = dispatch::fill_error_body(res, reply.accepts_html);
+                let res = dispatch::fill_error_body(res, reply.accept.as_ref());
                 self.buffer_response(res, &reply).map_err(Later::Body)
             }
             Answer::Later(guarded) => Err(Later::Handler(guarded, reply)),
@@ -314,7 +315,7 @@ impl Conn {
                         guarded.finish(&shared.app).await
                     }
                 };
-                let res = dispatch::fill_error_body(res, reply.accepts_html);
+                let res = dispatch::fill_error_body(res, reply.accept.as_ref());
                 match self.buffer_response(res, &reply) {
                     Ok(next) => return Ok(next),
                     Err(unsent) => unsent,
@@ -340,6 +341,7 @@ impl Conn {
             keep_alive,
             reply.version,
         );
+        crate::http::spare::keep(parts.headers);
         let next = if keep_alive {
             Next::KeepAlive
         } else {
@@ -489,12 +491,12 @@ impl Conn {
             return Ok(());
         }
         tracing::info!("refused request from {}: {e} ({})", self.peer, e.status());
-        let res = dispatch::fill_error_body(crate::app::error(e.status(), e.to_string()), false);
+        let res = dispatch::fill_error_body(crate::app::error(e.status(), e.to_string()), None);
         self.rbuf.clear();
         let reply = Reply {
             version: Version::HTTP_11,
             head_only: false,
-            accepts_html: false,
+            accept: None,
             keep_alive: false,
         };
         if let Err(unsent) = self.buffer_response(res, &reply) {

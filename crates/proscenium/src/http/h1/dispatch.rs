@@ -94,7 +94,7 @@ impl Drop for Inflight {
 }
 
 /// Gives a bodiless error response the server's error page (HTML or plain text).
-pub(crate) fn fill_error_body(res: Response, accepts_html: bool) -> Response {
+pub(crate) fn fill_error_body(res: Response, accept: Option<&http::HeaderValue>) -> Response {
     let is_bodiless_error = res.status().is_client_error() || res.status().is_server_error();
     if !is_bodiless_error
         || res.body().exact_len() != Some(0)
@@ -104,7 +104,8 @@ pub(crate) fn fill_error_body(res: Response, accepts_html: bool) -> Response {
     }
     let (mut parts, _) = res.into_parts();
     let detail = parts.extensions.remove::<ErrorDetail>();
-    let page = error_page::render(parts.status, detail.as_ref().map(|d| &*d.0), accepts_html);
+    let html = error_page::accepts_html(accept);
+    let page = error_page::render(parts.status, detail.as_ref().map(|d| &*d.0), html);
     parts
         .headers
         .insert(http::header::CONTENT_TYPE, page.content_type);

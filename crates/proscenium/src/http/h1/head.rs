@@ -35,6 +35,8 @@ pub(crate) struct Head {
     pub(crate) keep_alive: bool,
     /// The client waits for `100 Continue` before sending the body.
     pub(crate) expect_continue: bool,
+    /// The request's (first) `Accept`: whether an error page is HTML or text.
+    pub(crate) accept: Option<HeaderValue>,
 }
 
 /// Where a field's name and value lie in the head: byte ranges from its start.
@@ -145,18 +147,20 @@ fn parse_target(method: &Method, target: Bytes) -> Result<Uri, ParseError> {
 }
 
 /// Which framing and persistence fields a request carries, noted while its headers
-/// are collected so that requests without them cost no map lookups.
-#[derive(Debug, Default, Clone, Copy)]
+/// are collected so that requests without them cost no map lookups; and its `Accept`,
+/// which an error page is rendered for.
+#[derive(Debug, Default)]
 struct Seen {
     hosts: usize,
     transfer_encoding: bool,
     content_length: bool,
     connection: bool,
     expect: bool,
+    accept: Option<HeaderValue>,
 }
 
 fn collect_headers(fields: &[Field], head: &Bytes) -> Result<(HeaderMap, Seen), ParseError> {
-    let mut headers = HeaderMap::with_capacity(fields.len());
+    let mut headers = crate::http::spare::headers(fields.len());
     let mut seen = Seen::default();
     for field in fields {
         let (from, to) = field.name;
@@ -175,6 +179,8 @@ fn collect_headers(fields: &[Field], head: &Bytes) -> Result<(HeaderMap, Seen), 
             seen.connection = true;
         } else if name == header::EXPECT {
             seen.expect = true;
+        } else if name == header::ACCEPT && seen.accept.is_none() {
+            seen.accept = Some(value.clone());
         }
         headers.append(name, value);
     }
@@ -195,7 +201,7 @@ fn interpret(
             "HTTP/1.1 request without exactly one Host",
         ));
     }
-    let framing = framing(version, &headers, seen)?;
+    let framing = framing(version, &headers, &seen)?;
     let keep_alive = match seen.connection {
         true => keep_alive(version, &headers),
         false => version == Version::HTTP_11,
@@ -211,11 +217,12 @@ fn interpret(
         framing,
         keep_alive,
         expect_continue: expect_continue && version == Version::HTTP_11,
+        accept: seen.accept,
     })
 }
 
 /// Determines the body length (RFC 9112 §6.1–§6.3), refusing every ambiguity.
-fn framing(version: Version, headers: &HeaderMap, seen: Seen) -> Result<Framing, ParseError> {
+fn framing(version: Version, headers: &HeaderMap, seen: &Seen) -> Result<Framing, ParseError> {
     let (has_te, has_cl) = (seen.transfer_encoding, seen.content_length);
     if has_te {
         if version == Version::HTTP_10 {

@@ -21,7 +21,7 @@ use http::Version;
 /// `Retry-After` and the error page, then the server closes.
 pub(crate) fn overloaded_response() -> BytesMut {
     let res = crate::app::unavailable("every thread is busy; try again shortly");
-    let (parts, body) = dispatch::fill_error_body(res, false).into_parts();
+    let (parts, body) = dispatch::fill_error_body(res, None).into_parts();
     let body = body.as_bytes().cloned().unwrap_or_default();
     let mut out = BytesMut::new();
     let framing = encode::Framing::Length(body.len() as u64);

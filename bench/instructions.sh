@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# User-space instructions per pipelined plaintext request (valgrind's callgrind):
+# Proscenium's hello against actix-web and hyper, one loop / worker each, the same
+# client (bench/pipeline_client.py: 4 connections, rounds of 16 pipelined requests).
+#
+# Unlike req/s and CPU time, an instruction count does not move with the machine's
+# noise, so it shows what a change to the request path does before the timed
+# benchmarks can. It counts user space only: the kernel's share (the larger one for
+# keep-alive, ~40 % pipelined) is not in it. Each server runs twice, with 10 and with
+# BATCHES + 10 rounds, and the difference is divided by the requests between them, so
+# start-up and shutdown cancel out.
+#
+# Usage: bench/instructions.sh            (BATCHES=500 by default)
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+trap stop_all EXIT INT TERM
+
+need valgrind
+need curl
+build_proscenium
+build_peer actix
+build_peer hyper
+BATCHES="${BATCHES:-500}"
+CONNS=4
+PORT=8098
+work="$(mktemp -d)"
+
+# Prints the instructions a server ran while answering ROUNDS rounds.
+instructions() {
+  local rounds="$1"
+  shift
+  local out="$work/callgrind.out"
+  rm -f "$out"
+  valgrind --tool=callgrind --callgrind-out-file="$out" "$@" >/dev/null 2>&1 &
+  local pid=$!
+  wait_ready "http://127.0.0.1:$PORT/plaintext"
+  python3 "$BENCH_DIR/pipeline_client.py" "$PORT" "$CONNS" "$rounds" >/dev/null
+  kill -INT "$pid"
+  wait "$pid" || true
+  awk '/^(summary|totals):/ { print $2; exit }' "$out"
+}
+
+declare -A CMD=(
+  [proscenium]="$ROOT_DIR/target/release/hello --bind 127.0.0.1:$PORT --loops 1"
+  [actix]="$PEERS_TARGET/release/peer-actix --bind 127.0.0.1:$PORT --workers 1"
+  [hyper]="$PEERS_TARGET/release/peer-hyper --bind 127.0.0.1:$PORT --workers 1"
+)
+printf '%-11s %14s\n' server instr/request
+for server in proscenium actix hyper; do
+  # shellcheck disable=SC2086 # the command line is split on purpose
+  base=$(instructions 10 ${CMD[$server]})
+  # shellcheck disable=SC2086
+  full=$(instructions $((BATCHES + 10)) ${CMD[$server]})
+  printf '%-11s %14d\n' "$server" $(((full - base) / (BATCHES * CONNS * 16)))
+done
