@@ -22,7 +22,7 @@ site="$(mktemp -d)"
 
 for case in "${CASES[@]}"; do
   read -r model heavy <<<"$case"
-  start_server "$ROOT_DIR/target/release/proscenium" serve "$site" --tools --bind 127.0.0.1:8080 --model "$model"
+  start_server "$RELEASE_DIR/proscenium" serve "$site" --tools --bind 127.0.0.1:8080 --model "$model"
   wait_ready http://127.0.0.1:8080/_echo
   echo "running $model with $heavy..." >&2
   for _ in $(seq "$RUNS"); do

@@ -11,7 +11,7 @@ build_proscenium
 CONNS="${CONNS:-10000}"
 work="$(mktemp -d)"
 
-start_server "$ROOT_DIR/target/release/hello" --bind 127.0.0.1:8080 --loops 1
+start_server "$RELEASE_DIR/hello" --bind 127.0.0.1:8080 --loops 1
 pid="$SERVER_PID"
 wait_ready http://127.0.0.1:8080/plaintext
 echo -n "proscenium: "

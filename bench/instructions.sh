@@ -41,7 +41,7 @@ instructions() {
 }
 
 declare -A CMD=(
-  [proscenium]="$ROOT_DIR/target/release/hello --bind 127.0.0.1:$PORT --loops 1"
+  [proscenium]="$RELEASE_DIR/hello --bind 127.0.0.1:$PORT --loops 1"
   [actix]="$PEERS_TARGET/release/peer-actix --bind 127.0.0.1:$PORT --workers 1"
   [hyper]="$PEERS_TARGET/release/peer-hyper --bind 127.0.0.1:$PORT --workers 1"
 )

@@ -8,6 +8,8 @@
 BENCH_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT_DIR="$(cd "$BENCH_DIR/.." && pwd)"
 PEERS_TARGET="$BENCH_DIR/peers/target"
+# This workspace's release builds (CARGO_TARGET_DIR moves them, as cargo does).
+RELEASE_DIR="$(cd "$ROOT_DIR" && realpath -m "${CARGO_TARGET_DIR:-target}")/release"
 SERVER_CORE="${SERVER_CORE:-0}"
 LOAD_CORE="${LOAD_CORE:-1}"
 DURATION="${DURATION:-10}"

@@ -24,14 +24,14 @@ site="$(mktemp -d)"
 
 for model in "${MODELS[@]}"; do
   # prefork:2 on 2 cores runs one loop per worker (cores / workers).
-  start_server "$ROOT_DIR/target/release/hello" --bind 127.0.0.1:8080 --model "$model"
+  start_server "$RELEASE_DIR/hello" --bind 127.0.0.1:8080 --model "$model"
   wait_ready http://127.0.0.1:8080/plaintext
   check_answer http://127.0.0.1:8080/plaintext "Hello, World!"
   echo "running $model plaintext..." >&2
   echo "$model plaintext $(measure_median "$SERVER_PID" http://127.0.0.1:8080/plaintext 64)" >>"$results"
   stop_server "$SERVER_PID"
 
-  start_server "$ROOT_DIR/target/release/proscenium" serve "$site" --tools --bind 127.0.0.1:8080 --model "$model"
+  start_server "$RELEASE_DIR/proscenium" serve "$site" --tools --bind 127.0.0.1:8080 --model "$model"
   wait_ready "http://127.0.0.1:8080/_cpu?ms=1"
   echo "running $model cpu-1ms..." >&2
   echo "$model cpu-1ms $(measure_median "$SERVER_PID" "http://127.0.0.1:8080/_cpu?ms=1" 64)" >>"$results"

@@ -17,7 +17,7 @@ build_peer hyper
 
 work="$(mktemp -d)"
 declare -A CMD=(
-  [proscenium]="$ROOT_DIR/target/release/hello --bind 127.0.0.1:8080 --loops 1"
+  [proscenium]="$RELEASE_DIR/hello --bind 127.0.0.1:8080 --loops 1"
   [actix]="$PEERS_TARGET/release/peer-actix --bind 127.0.0.1:8081 --workers 1"
   [hyper]="$PEERS_TARGET/release/peer-hyper --bind 127.0.0.1:8082 --workers 1"
   [nginx]="nginx -c $(nginx_conf "$work/nginx" 8083 "$work")"

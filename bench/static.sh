@@ -20,7 +20,7 @@ head -c 1024 /dev/urandom >"$site/1k.bin"
 head -c $((300 * 1024)) /dev/urandom >"$site/300k.bin"
 head -c $((5 * 1024 * 1024)) /dev/urandom >"$site/5m.bin"
 declare -A CMD=(
-  [proscenium]="$ROOT_DIR/target/release/proscenium serve $site --bind 127.0.0.1:8080 --loops 1"
+  [proscenium]="$RELEASE_DIR/proscenium serve $site --bind 127.0.0.1:8080 --loops 1"
   [nginx]="nginx -c $(nginx_conf "$work/nginx" 8083 "$site")"
 )
 declare -A PORT=([proscenium]=8080 [nginx]=8083)

@@ -17,6 +17,9 @@ const VEGETA: &str = "github.com/tsenart/vegeta/v12@v12.12.0";
 #[derive(Debug)]
 pub(crate) struct Tools {
     root: PathBuf,
+    /// Where cargo puts this workspace's builds: `CARGO_TARGET_DIR` when set (the test
+    /// script of a clean checkout sets it), else `target/` under the root.
+    target: PathBuf,
     progress: Progress,
     built: RefCell<BTreeSet<String>>,
 }
@@ -24,8 +27,11 @@ pub(crate) struct Tools {
 impl Tools {
     /// Tools for the checkout at `root` (where `bench/peers/` and `examples/` are).
     pub(crate) fn new(root: PathBuf, progress: Progress) -> Self {
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map_or_else(|| root.join("target"), |dir| root.join(dir));
         Self {
             root,
+            target,
             progress,
             built: RefCell::default(),
         }
@@ -83,13 +89,13 @@ impl Tools {
         }
     }
 
-    /// Returns vegeta, installing it with `go install` into `target/lab-tools` when
-    /// missing.
+    /// Returns vegeta, installing it with `go install` into the target directory's
+    /// `lab-tools` when missing.
     pub(crate) fn vegeta(&self) -> Result<PathBuf, Error> {
         if let Some(path) = self.installed_vegeta() {
             return Ok(path);
         }
-        let bin = self.root.join("target/lab-tools");
+        let bin = self.target.join("lab-tools");
         let path = bin.join("vegeta");
         let go = self.need("go", "golang-go")?;
         self.progress
@@ -108,7 +114,7 @@ impl Tools {
 
     /// Returns vegeta when it is installed already.
     pub(crate) fn installed_vegeta(&self) -> Option<PathBuf> {
-        let local = self.root.join("target/lab-tools/vegeta");
+        let local = self.target.join("lab-tools/vegeta");
         which("vegeta").or_else(|| local.exists().then_some(local))
     }
 
@@ -118,11 +124,20 @@ impl Tools {
         cargo
             .args(["build", "--release", "--quiet", "-p", name])
             .current_dir(&self.root);
-        self.build(name, &mut cargo)
+        self.build(name, &mut cargo)?;
+        let binary = self.example_binary(name);
+        if binary.is_file() {
+            Ok(())
+        } else {
+            Err(Error::Build {
+                what: name.to_owned(),
+                log: format!("cargo succeeded but {} is missing", binary.display()),
+            })
+        }
     }
 
     pub(crate) fn example_binary(&self, name: &str) -> PathBuf {
-        self.root.join("target/release").join(name)
+        self.target.join("release").join(name)
     }
 
     /// Builds the peer `bench/peers/NAME` into `bench/peers/target`.
