@@ -1,5 +1,7 @@
 """Opens N idle keep-alive connections to a server, each after one request, and
-prints the growth of the server's resident memory per connection.
+prints the growth of the server's resident memory per connection: half a second
+after the last answer, and three seconds after (when Proscenium's loops have shelved
+them: rt/shelf.rs).
 
 Usage: python3 bench/idle.py PORT N PID [PID...]   (PIDs: the server's processes)
 """
@@ -32,9 +34,13 @@ def main():
     for s in conns:
         if not s.recv(4096):
             sys.exit("a connection was closed")
-    time.sleep(1)
-    after = rss_kib(pids)
-    print(f"{n} idle connections: RSS {before} -> {after} KiB, {(after - before) * 1024 / n:.0f} bytes per connection")
+    figures = []
+    for idle, wait in ((0.5, 0.5), (3, 2.5)):
+        time.sleep(wait)
+        after = rss_kib(pids)
+        figures.append(f"idle {idle} s: RSS {before} -> {after} KiB, "
+                       f"{(after - before) * 1024 / n:.0f} B per connection")
+    print(f"{n} connections; " + "; ".join(figures))
 
 
 main()

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Resident memory per idle keep-alive connection: 10,000 connections (CONNS to change),
-# each after one request, against Proscenium's hello (one loop) and nginx (one worker).
+# each after one request (memory half a second and three seconds later), against Proscenium's hello (one loop) and nginx (one worker).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 trap stop_all EXIT INT TERM

@@ -10,6 +10,7 @@ mod support;
 mod http_app;
 mod http_limits;
 mod http_wire;
+mod idle;
 mod overload;
 mod runtime;
 mod state;

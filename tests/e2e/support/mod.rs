@@ -191,6 +191,18 @@ impl Client {
         closed
     }
 
+    /// Returns whether the connection is still open, and silent, after `wait`.
+    pub fn is_open_after(&mut self, wait: Duration) -> bool {
+        self.stream.set_read_timeout(Some(wait)).unwrap();
+        let mut byte = [0u8; 1];
+        let open = matches!(
+            self.stream.read(&mut byte),
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)
+        );
+        self.stream.set_read_timeout(Some(READ_TIMEOUT)).unwrap();
+        open
+    }
+
     /// Returns whether any byte of an answer arrives within `wait` (kept for the next
     /// read if so).
     pub fn has_answer_within(&mut self, wait: Duration) -> bool {

@@ -2,7 +2,7 @@
 //! `LocalSet`, serving the connections given to it.
 //!
 //! Shutdown steps: the loop stops taking connections, idle connections close
-//! themselves (they watch the shutdown signal), busy ones finish their request and
+//! themselves (the loop wakes them) and the shelf closes the shelved, busy ones finish their request and
 //! close; the loop waits until none is left or the deadline passes, then drops the rest.
 
 use std::net::SocketAddr;
@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, watch};
 use super::context::{self, LoopContext};
 use super::overload::{Gate, Pass};
 use super::watchdog::LoopStats;
-use super::{BlockingPool, LoopShared};
+use super::{BlockingPool, LoopShared, Shelf};
 use crate::http::h1::conn;
 use crate::{App, Config};
 
@@ -88,6 +88,9 @@ async fn run(
         spec.shutdown.clone(),
     ));
     tokio::task::spawn_local(crate::http::date::keep_fresh());
+    if let Err(e) = Shelf::start(&shared) {
+        tracing::warn!("idle connections stay on their tasks on this loop: {e}");
+    }
     if let Some(listener) = listener {
         tokio::task::spawn_local(accept(
             listener,
@@ -157,12 +160,15 @@ fn start(
     shared: &Rc<LoopShared>,
     stats: &Arc<LoopStats>,
 ) {
-    let counted = Counted(stats.clone());
+    let ticket = Ticket {
+        _counted: Counted(stats.clone()),
+        _pass: pass,
+    };
     let stream = match prepare(stream) {
         Ok(stream) => stream,
         Err(e) => return tracing::warn!("cannot serve connection from {peer}: {e}"),
     };
-    tokio::task::spawn_local(conn::serve(stream, peer, shared.clone(), (counted, pass)));
+    tokio::task::spawn_local(conn::serve(stream, peer, 0, shared.clone(), Some(ticket)));
 }
 
 pub(crate) fn prepare(stream: std::net::TcpStream) -> std::io::Result<tokio::net::TcpStream> {
@@ -171,7 +177,16 @@ pub(crate) fn prepare(stream: std::net::TcpStream) -> std::io::Result<tokio::net
     tokio::net::TcpStream::from_std(stream)
 }
 
+/// What a connection on a loop holds while it lives, shelved or not: its place in the
+/// loop's count and under the server's cap on connections. Dropped, it gives both up.
+#[derive(Debug)]
+pub(crate) struct Ticket {
+    _counted: Counted,
+    _pass: Pass,
+}
+
 /// Takes a connection off its loop's count when dropped.
+#[derive(Debug)]
 struct Counted(Arc<LoopStats>);
 
 impl Drop for Counted {

@@ -13,17 +13,19 @@ pub(crate) mod dispatcher;
 pub(crate) mod event_loop;
 pub(crate) mod overload;
 pub(crate) mod prefork;
+pub(crate) mod shelf;
 mod sleepers;
 pub(crate) mod threads;
 pub(crate) mod watchdog;
 
-use std::cell::Cell;
+use std::cell::{Cell, OnceCell};
 use std::sync::Arc;
 
 pub(crate) use self::blocking::BlockingPool;
 pub use self::blocking::{BlockingError, BlockingTask, spawn_blocking};
 pub use self::context::current_loop;
 pub use self::prefork::prefork_worker;
+pub(crate) use self::shelf::Shelf;
 pub(crate) use self::sleepers::{Sleepers, Sleeping};
 
 use crate::{App, Config};
@@ -40,6 +42,8 @@ pub(crate) struct LoopShared {
     closing: Cell<bool>,
     /// The idle connections to wake when shutdown begins.
     pub(crate) sleepers: Sleepers,
+    /// Where long-idle connections are put away (event loops only; see `shelf`).
+    pub(crate) shelf: OnceCell<Shelf>,
 }
 
 impl LoopShared {
@@ -54,6 +58,7 @@ impl LoopShared {
             shutdown,
             closing: Cell::new(false),
             sleepers: Sleepers::default(),
+            shelf: OnceCell::new(),
         }
     }
 

@@ -189,7 +189,7 @@ fn serve(
             tokio::time::sleep(deadline).await;
         };
         tokio::select! {
-            () = conn::serve(stream, peer, shared.clone(), ()) => {}
+            () = conn::serve(stream, peer, 0, shared.clone(), None) => {}
             () = give_up => tracing::warn!("shutdown deadline passed; closing the connection from {peer}"),
         }
     });
