@@ -10,7 +10,8 @@
 # BATCHES + 10 rounds, and the difference is divided by the requests between them, so
 # start-up and shutdown cancel out.
 #
-# Usage: bench/instructions.sh            (BATCHES=500 by default)
+# Usage: bench/instructions.sh            (BATCHES=500 by default; SERVERS to pick,
+#        e.g. SERVERS=proscenium while working on the request path)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 trap stop_all EXIT INT TERM
@@ -46,7 +47,7 @@ declare -A CMD=(
   [hyper]="$PEERS_TARGET/release/peer-hyper --bind 127.0.0.1:$PORT --workers 1"
 )
 printf '%-11s %14s\n' server instr/request
-for server in proscenium actix hyper; do
+for server in ${SERVERS:-proscenium actix hyper}; do
   # shellcheck disable=SC2086 # the command line is split on purpose
   base=$(instructions 10 ${CMD[$server]})
   # shellcheck disable=SC2086
