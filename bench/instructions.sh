@@ -11,7 +11,8 @@
 # start-up and shutdown cancel out.
 #
 # Usage: bench/instructions.sh            (BATCHES=500 by default; SERVERS to pick,
-#        e.g. SERVERS=proscenium while working on the request path)
+#        e.g. SERVERS=proscenium while working on the request path; DEPTH=1 for
+#        keep-alive without pipelining, 16 by default)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 trap stop_all EXIT INT TERM
@@ -22,6 +23,7 @@ build_proscenium
 build_peer actix
 build_peer hyper
 BATCHES="${BATCHES:-500}"
+DEPTH="${DEPTH:-16}"
 CONNS=4
 PORT=8098
 work="$(mktemp -d)"
@@ -35,7 +37,7 @@ instructions() {
   valgrind --tool=callgrind --callgrind-out-file="$out" "$@" >/dev/null 2>&1 &
   local pid=$!
   wait_ready "http://127.0.0.1:$PORT/plaintext"
-  python3 "$BENCH_DIR/pipeline_client.py" "$PORT" "$CONNS" "$rounds" >/dev/null
+  python3 "$BENCH_DIR/pipeline_client.py" "$PORT" "$CONNS" "$rounds" "$DEPTH" >/dev/null
   kill -INT "$pid"
   wait "$pid" || true
   awk '/^(summary|totals):/ { print $2; exit }' "$out"
@@ -52,5 +54,5 @@ for server in ${SERVERS:-proscenium actix hyper}; do
   base=$(instructions 10 ${CMD[$server]})
   # shellcheck disable=SC2086
   full=$(instructions $((BATCHES + 10)) ${CMD[$server]})
-  printf '%-11s %14d\n' "$server" $(((full - base) / (BATCHES * CONNS * 16)))
+  printf '%-11s %14d\n' "$server" $(((full - base) / (BATCHES * CONNS * DEPTH)))
 done

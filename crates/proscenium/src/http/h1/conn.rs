@@ -41,6 +41,9 @@ use crate::rt::{LoopShared, Shelf, Sleeping};
 /// silent preconnect holds up shutdown no longer.
 const FIRST_REQUEST_GRACE: Duration = Duration::from_secs(1);
 
+/// How long an idle connection keeps its buffers before it frees them.
+const HOLD_BUFFERS: Duration = Duration::from_millis(50);
+
 /// Bytes a read asks for at least.
 const READ_CHUNK: usize = 8 * 1024;
 /// Bodies larger than this are written from their own buffer instead of being copied.
@@ -234,19 +237,30 @@ impl Conn {
         })
     }
 
-    /// Waits until an idle connection has bytes to read, holding no buffers meanwhile;
-    /// says when it should close instead (idle timeout, shutdown), or be shelved (idle
-    /// for [`SHELVE_AFTER`], on a loop with a shelf).
+    /// Waits until an idle connection has bytes to read; says when it should close
+    /// instead (idle timeout, shutdown), or be shelved (idle for [`SHELVE_AFTER`], on a
+    /// loop with a shelf).
     ///
-    /// Idle keep-alive connections are most of a busy server's connections: freeing
-    /// their buffers cut resident memory per idle connection from 14 KiB to the figure
-    /// in docs/performance.md, and shelving them cuts it further.
+    /// The connection keeps its buffers for [`HOLD_BUFFERS`], then frees them. Idle
+    /// keep-alive connections are most of a busy server's connections: freeing their
+    /// buffers cut resident memory per idle connection from 14 KiB to the figure in
+    /// docs/performance.md, and shelving them cuts it further. A connection in use
+    /// comes back sooner and finds its buffers, grown to its answers: freeing them at
+    /// every wait cost a malloc, a free and a chain of reallocs per request or
+    /// pipelined batch (see docs/performance.md).
     ///
     /// A `poll_fn`, not an `async fn`: it is what an idle connection's task holds.
     fn wait_idle(&mut self, deadline: Instant) -> impl Future<Output = std::io::Result<Idle>> + '_ {
         let may_shelve = self.ticket.is_some()
             && self.shared.shelf.get().is_some_and(Shelf::is_open)
             && self.shared.config.timeouts.idle > SHELVE_AFTER;
+        // `deadline` is the idle timeout from now: no clock read for the others.
+        let began = deadline - self.shared.config.timeouts.idle;
+        let end = if may_shelve {
+            began + SHELVE_AFTER
+        } else {
+            deadline
+        };
         let Self {
             stream,
             rbuf,
@@ -261,19 +275,19 @@ impl Conn {
         let mut sleeping = Sleeping::new(&shared.sleepers);
         let mut waited = false;
         let mut graced = false;
+        let holds = |rbuf: &BytesMut, wbuf: &BytesMut| rbuf.capacity() + wbuf.capacity() > 0;
         poll_fn(move |cx| {
             if let Poll::Ready(ready) = stream.poll_read_ready(cx) {
                 return Poll::Ready(ready.map(|()| Idle::Readable));
             }
             if !waited {
                 waited = true;
-                *rbuf = BytesMut::new();
-                *wbuf = BytesMut::new();
-                // `deadline` is the idle timeout from now: no clock read for this.
-                let shelve_at = deadline - shared.config.timeouts.idle + SHELVE_AFTER;
-                timer
-                    .as_mut()
-                    .reset(if may_shelve { shelve_at } else { deadline });
+                let first = if holds(rbuf, wbuf) {
+                    (began + HOLD_BUFFERS).min(end)
+                } else {
+                    end
+                };
+                timer.as_mut().reset(first);
             }
             if shared.closing() && !graced {
                 if served > 0 {
@@ -282,10 +296,18 @@ impl Conn {
                 // No request yet: the grace for a first request starts now, and the
                 // connection is not shelved.
                 graced = true;
+                *rbuf = BytesMut::new();
+                *wbuf = BytesMut::new();
                 let grace = Instant::now() + FIRST_REQUEST_GRACE;
                 timer.as_mut().reset(grace.min(deadline));
             }
-            if timer.as_mut().poll(cx).is_ready() {
+            while timer.as_mut().poll(cx).is_ready() {
+                if holds(rbuf, wbuf) {
+                    *rbuf = BytesMut::new();
+                    *wbuf = BytesMut::new();
+                    timer.as_mut().reset(end);
+                    continue;
+                }
                 let shelve = may_shelve && !graced && !shared.closing();
                 return Poll::Ready(Ok(if shelve { Idle::Shelve } else { Idle::Close }));
             }
