@@ -241,7 +241,8 @@ impl Conn {
     /// instead (idle timeout, shutdown), or be shelved (idle for [`SHELVE_AFTER`], on a
     /// loop with a shelf).
     ///
-    /// The connection keeps its buffers for [`HOLD_BUFFERS`], then frees them. Idle
+    /// A connection that has served more than one request keeps its buffers for
+    /// [`HOLD_BUFFERS`], then frees them; others free them at once. Idle
     /// keep-alive connections are most of a busy server's connections: freeing their
     /// buffers cut resident memory per idle connection from 14 KiB to the figure in
     /// docs/performance.md, and shelving them cuts it further. A connection in use
@@ -282,9 +283,13 @@ impl Conn {
             }
             if !waited {
                 waited = true;
-                let first = if holds(rbuf, wbuf) {
+                // A connection on its first request may be one of a storm of new
+                // ones, each asking once: it keeps nothing.
+                let first = if served > 1 && holds(rbuf, wbuf) {
                     (began + HOLD_BUFFERS).min(end)
                 } else {
+                    *rbuf = BytesMut::new();
+                    *wbuf = BytesMut::new();
                     end
                 };
                 timer.as_mut().reset(first);
