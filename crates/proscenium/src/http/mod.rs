@@ -2,6 +2,7 @@
 
 pub(crate) mod body;
 pub(crate) mod date;
+pub(crate) mod fields;
 pub(crate) mod h1;
 mod request;
 pub(crate) mod spare;

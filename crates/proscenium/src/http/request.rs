@@ -2,9 +2,12 @@
 //! and the peer's address.
 
 use std::net::SocketAddr;
+use std::sync::OnceLock;
 
 use bytes::Bytes;
 use http::{Extensions, HeaderMap, Method, Uri, Version};
+
+use super::fields::Fields;
 
 /// An HTTP request with its body already read.
 ///
@@ -26,17 +29,45 @@ pub struct Request {
 
 #[derive(Debug)]
 struct Inner {
+    /// Method, target, version and extensions; the header table is in `headers`.
     parts: http::request::Parts,
+    /// The header table, built from `fields` the first time it is asked for.
+    headers: OnceLock<HeaderMap>,
+    /// The header fields as parsed, for a request that came over a connection.
+    fields: Option<Fields>,
     body: Bytes,
     params: Vec<(String, String)>,
     peer: Option<SocketAddr>,
 }
 
 impl Request {
-    pub(crate) fn new(parts: http::request::Parts, body: Bytes, peer: Option<SocketAddr>) -> Self {
+    pub(crate) fn new(
+        mut parts: http::request::Parts,
+        body: Bytes,
+        peer: Option<SocketAddr>,
+    ) -> Self {
+        let headers = OnceLock::from(std::mem::take(&mut parts.headers));
+        Self::with(parts, headers, None, body, peer)
+    }
+
+    /// A request parsed from a connection: its header table is built from `fields` when
+    /// a handler or middleware first asks for it.
+    pub(crate) fn parsed(parts: http::request::Parts, fields: Fields) -> Self {
+        Self::with(parts, OnceLock::new(), Some(fields), Bytes::new(), None)
+    }
+
+    fn with(
+        parts: http::request::Parts,
+        headers: OnceLock<HeaderMap>,
+        fields: Option<Fields>,
+        body: Bytes,
+        peer: Option<SocketAddr>,
+    ) -> Self {
         Self {
             inner: Box::new(Inner {
                 parts,
+                headers,
+                fields,
                 body,
                 params: Vec::new(),
                 peer,
@@ -77,12 +108,17 @@ impl Request {
 
     /// Returns the header fields, in the order received.
     pub fn headers(&self) -> &HeaderMap {
-        &self.inner.parts.headers
+        let inner = &*self.inner;
+        inner.headers.get_or_init(|| build(inner.fields.as_ref()))
     }
 
     /// Returns the header fields for changing them (middleware does).
     pub fn headers_mut(&mut self) -> &mut HeaderMap {
-        &mut self.inner.parts.headers
+        self.headers();
+        self.inner
+            .headers
+            .get_mut()
+            .expect("`headers` has built the table")
     }
 
     /// Returns the request's extensions, typed values middleware attaches.
@@ -124,9 +160,19 @@ impl Request {
 
     /// Splits the request into its head and body.
     pub fn into_parts(mut self) -> (http::request::Parts, Bytes) {
-        let parts = std::mem::replace(&mut self.inner.parts, empty_parts());
-        (parts, std::mem::take(&mut self.inner.body))
+        let inner = &mut *self.inner;
+        let mut parts = std::mem::replace(&mut inner.parts, empty_parts());
+        parts.headers = inner
+            .headers
+            .take()
+            .unwrap_or_else(|| build(inner.fields.as_ref()));
+        (parts, std::mem::take(&mut inner.body))
     }
+}
+
+/// The header table of `fields`, or an empty one.
+fn build(fields: Option<&Fields>) -> HeaderMap {
+    fields.map_or_else(HeaderMap::new, Fields::to_map)
 }
 
 /// Head parts with nothing in them (and nothing allocated).
@@ -135,9 +181,12 @@ fn empty_parts() -> http::request::Parts {
 }
 
 impl Drop for Request {
-    /// Keeps the header table for a later request on this thread (`http::spare`).
+    /// Keeps the header table, if one was built, for a later request on this thread
+    /// (`http::spare`).
     fn drop(&mut self) {
-        super::spare::keep(std::mem::take(&mut self.inner.parts.headers));
+        if let Some(headers) = self.inner.headers.take() {
+            super::spare::keep(headers);
+        }
     }
 }
 

@@ -4,12 +4,13 @@
 use std::mem::MaybeUninit;
 
 use bytes::{Bytes, BytesMut};
-use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::header::{self, HeaderName, HeaderValue};
 use http::{Method, Uri, Version};
 
 use super::error::ParseError;
 use crate::config::Limits;
 use crate::http::Request;
+use crate::http::fields::{Field, Fields};
 
 /// The most header fields a request may ever carry, whatever the configuration says.
 const HEADER_CAPACITY: usize = 256;
@@ -39,38 +40,19 @@ pub(crate) struct Head {
     pub(crate) accept: Option<HeaderValue>,
 }
 
-/// Where a field's name and value lie in the head: byte ranges from its start.
-#[derive(Clone, Copy)]
-struct Field {
-    name: (u32, u32),
-    value: (u32, u32),
-}
-
 /// Parses a request head from the start of `buf` and takes it off.
 ///
 /// Returns the head, `Ok(None)` when more bytes are needed (nothing taken), or the
 /// reason the request is refused.
 ///
-/// The request target and the header values share the head's bytes instead of being
+/// The request target and the header fields share the head's bytes instead of being
 /// copied out of them: the head is parsed into byte ranges first, then taken off the
 /// buffer as one `Bytes` that they slice (one allocation fewer per header field and
 /// for the target). A value kept past the request keeps the head's buffer alive, as in
-/// hyper.
+/// hyper. The fields stay ranges until the request's header table is asked for
+/// (`http::fields`).
 pub(crate) fn parse(buf: &mut BytesMut, limits: &Limits) -> Result<Option<Head>, ParseError> {
-    FIELDS.with_borrow_mut(|fields| parse_with(buf, limits, fields))
-}
-
-thread_local! {
-    /// The field ranges of the head being parsed: reused, so that parsing a head
-    /// neither allocates nor clears a table for the most fields a head may have.
-    static FIELDS: std::cell::RefCell<Vec<Field>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-fn parse_with(
-    buf: &mut BytesMut,
-    limits: &Limits,
-    fields: &mut Vec<Field>,
-) -> Result<Option<Head>, ParseError> {
+    let mut ranges = Fields::table();
     let (len, method, version, target) = {
         let mut slots = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; HEADER_CAPACITY];
         let slots = &mut slots[..limits.max_headers.min(HEADER_CAPACITY)];
@@ -95,18 +77,15 @@ fn parse_with(
         let method = Method::from_bytes(req.method.unwrap_or_default().as_bytes())
             .map_err(|_| ParseError::Malformed("invalid method"))?;
         let at = |part: &[u8]| span(buf, part);
-        fields.clear();
-        fields.extend(req.headers.iter().map(|h| Field {
+        ranges.extend(req.headers.iter().map(|h| Field {
             name: at(h.name.as_bytes()),
             value: at(h.value),
         }));
         (len, method, version, at(target.as_bytes()))
     };
     let head = buf.split_to(len).freeze();
-    let slice = |(from, to): (u32, u32)| head.slice(from as usize..to as usize);
-    let uri = parse_target(&method, slice(target))?;
-    let (headers, seen) = collect_headers(fields, &head)?;
-    interpret(method, uri, version, headers, seen).map(Some)
+    let uri = parse_target(&method, head.slice(target.0 as usize..target.1 as usize))?;
+    interpret(method, uri, version, Fields::new(head, ranges)).map(Some)
 }
 
 /// The byte range of `part`, a slice of `buf`, within it. (The head is at most
@@ -146,9 +125,8 @@ fn parse_target(method: &Method, target: Bytes) -> Result<Uri, ParseError> {
     }
 }
 
-/// Which framing and persistence fields a request carries, noted while its headers
-/// are collected so that requests without them cost no map lookups; and its `Accept`,
-/// which an error page is rendered for.
+/// Which framing and persistence fields a request carries, noted in one pass over the
+/// names so that requests without them cost no lookups.
 #[derive(Debug, Default)]
 struct Seen {
     hosts: usize,
@@ -156,35 +134,31 @@ struct Seen {
     content_length: bool,
     connection: bool,
     expect: bool,
-    accept: Option<HeaderValue>,
+    accept: bool,
 }
 
-fn collect_headers(fields: &[Field], head: &Bytes) -> Result<(HeaderMap, Seen), ParseError> {
-    let mut headers = crate::http::spare::headers(fields.len());
-    let mut seen = Seen::default();
-    for field in fields {
-        let (from, to) = field.name;
-        let name = HeaderName::from_bytes(&head[from as usize..to as usize])
-            .map_err(|_| ParseError::Malformed("invalid header name"))?;
-        let (from, to) = field.value;
-        let value = HeaderValue::from_maybe_shared(head.slice(from as usize..to as usize))
-            .map_err(|_| ParseError::Malformed("invalid header value"))?;
-        if name == header::HOST {
-            seen.hosts += 1;
-        } else if name == header::TRANSFER_ENCODING {
-            seen.transfer_encoding = true;
-        } else if name == header::CONTENT_LENGTH {
-            seen.content_length = true;
-        } else if name == header::CONNECTION {
-            seen.connection = true;
-        } else if name == header::EXPECT {
-            seen.expect = true;
-        } else if name == header::ACCEPT && seen.accept.is_none() {
-            seen.accept = Some(value.clone());
+/// The shortest name too long for a `HeaderName`.
+const NAME_TOO_LONG: usize = 1 << 16;
+
+impl Seen {
+    fn of(fields: &Fields) -> Result<Self, ParseError> {
+        let mut seen = Self::default();
+        for (name, _) in fields.iter() {
+            let is = |known: &HeaderName| name.eq_ignore_ascii_case(known.as_str().as_bytes());
+            // The length first: most names are none of these, and differ in it.
+            match name.len() {
+                4 if is(&header::HOST) => seen.hosts += 1,
+                6 if is(&header::EXPECT) => seen.expect = true,
+                6 if is(&header::ACCEPT) => seen.accept = true,
+                10 if is(&header::CONNECTION) => seen.connection = true,
+                14 if is(&header::CONTENT_LENGTH) => seen.content_length = true,
+                17 if is(&header::TRANSFER_ENCODING) => seen.transfer_encoding = true,
+                NAME_TOO_LONG.. => return Err(ParseError::Malformed("invalid header name")),
+                _ => {}
+            }
         }
-        headers.append(name, value);
+        Ok(seen)
     }
-    Ok((headers, seen))
 }
 
 /// Applies the rules that turn header fields into framing and connection behaviour.
@@ -192,37 +166,40 @@ fn interpret(
     method: Method,
     uri: Uri,
     version: Version,
-    headers: HeaderMap,
-    seen: Seen,
+    fields: Fields,
 ) -> Result<Head, ParseError> {
+    let seen = Seen::of(&fields)?;
     // RFC 9112 §3.2: a 1.1 request carries exactly one Host.
     if version == Version::HTTP_11 && seen.hosts != 1 {
         return Err(ParseError::Malformed(
             "HTTP/1.1 request without exactly one Host",
         ));
     }
-    let framing = framing(version, &headers, &seen)?;
+    let framing = framing(version, &fields, &seen)?;
     let keep_alive = match seen.connection {
-        true => keep_alive(version, &headers),
+        true => keep_alive(version, &fields),
         false => version == Version::HTTP_11,
     };
-    let expect_continue = seen.expect && expect_continue(&headers)?;
+    let expect_continue = seen.expect && expect_continue(&fields)?;
+    let accept = match seen.accept {
+        true => fields.first(&header::ACCEPT),
+        false => None,
+    };
     let mut parts = http::Request::new(()).into_parts().0;
     parts.method = method;
     parts.uri = uri;
     parts.version = version;
-    parts.headers = headers;
     Ok(Head {
-        req: Request::new(parts, bytes::Bytes::new(), None),
+        req: Request::parsed(parts, fields),
         framing,
         keep_alive,
         expect_continue: expect_continue && version == Version::HTTP_11,
-        accept: seen.accept,
+        accept,
     })
 }
 
 /// Determines the body length (RFC 9112 §6.1–§6.3), refusing every ambiguity.
-fn framing(version: Version, headers: &HeaderMap, seen: &Seen) -> Result<Framing, ParseError> {
+fn framing(version: Version, fields: &Fields, seen: &Seen) -> Result<Framing, ParseError> {
     let (has_te, has_cl) = (seen.transfer_encoding, seen.content_length);
     if has_te {
         if version == Version::HTTP_10 {
@@ -234,10 +211,10 @@ fn framing(version: Version, headers: &HeaderMap, seen: &Seen) -> Result<Framing
                 "both Content-Length and Transfer-Encoding",
             ));
         }
-        return transfer_coding(headers);
+        return transfer_coding(fields);
     }
     if has_cl {
-        return content_length(headers).map(|n| match n {
+        return content_length(fields).map(|n| match n {
             0 => Framing::Empty,
             n => Framing::Length(n),
         });
@@ -246,10 +223,10 @@ fn framing(version: Version, headers: &HeaderMap, seen: &Seen) -> Result<Framing
 }
 
 /// Accepts `chunked` as the one and final coding; any other coding is 501.
-fn transfer_coding(headers: &HeaderMap) -> Result<Framing, ParseError> {
+fn transfer_coding(fields: &Fields) -> Result<Framing, ParseError> {
     let mut chunked = 0;
     let mut last_is_chunked = false;
-    for coding in list_items(headers, &header::TRANSFER_ENCODING) {
+    for coding in list_items(fields, &header::TRANSFER_ENCODING) {
         last_is_chunked = coding.eq_ignore_ascii_case(b"chunked");
         if last_is_chunked {
             chunked += 1;
@@ -268,9 +245,9 @@ fn transfer_coding(headers: &HeaderMap) -> Result<Framing, ParseError> {
 }
 
 /// Reads Content-Length: one or more fields whose values all agree (RFC 9110 §8.6).
-fn content_length(headers: &HeaderMap) -> Result<u64, ParseError> {
+fn content_length(fields: &Fields) -> Result<u64, ParseError> {
     let mut length = None;
-    for digits in list_items(headers, &header::CONTENT_LENGTH) {
+    for digits in list_items(fields, &header::CONTENT_LENGTH) {
         let n = parse_decimal(digits).ok_or(ParseError::Malformed("invalid Content-Length"))?;
         if length.is_some_and(|l| l != n) {
             return Err(ParseError::Malformed("differing Content-Length values"));
@@ -291,37 +268,28 @@ fn parse_decimal(digits: &[u8]) -> Option<u64> {
 }
 
 /// Iterates the comma-separated items of every field named `name`, trimmed of OWS.
-fn list_items<'a>(
-    headers: &'a HeaderMap,
-    name: &HeaderName,
-) -> impl Iterator<Item = &'a [u8]> + 'a {
-    headers.get_all(name).into_iter().flat_map(|value| {
-        value
-            .as_bytes()
-            .split(|&b| b == b',')
-            .map(<[u8]>::trim_ascii)
-    })
+fn list_items<'a>(fields: &'a Fields, name: &'a HeaderName) -> impl Iterator<Item = &'a [u8]> + 'a {
+    fields
+        .values(name)
+        .flat_map(|value| value.split(|&b| b == b',').map(<[u8]>::trim_ascii))
 }
 
 /// Applies the persistence rules of RFC 9112 §9.3.
-fn keep_alive(version: Version, headers: &HeaderMap) -> bool {
+fn keep_alive(version: Version, fields: &Fields) -> bool {
     let mut close = false;
     let mut keep = false;
-    for value in headers.get_all(header::CONNECTION) {
-        for token in value.as_bytes().split(|&b| b == b',') {
-            let token = token.trim_ascii();
-            close |= token.eq_ignore_ascii_case(b"close");
-            keep |= token.eq_ignore_ascii_case(b"keep-alive");
-        }
+    for token in list_items(fields, &header::CONNECTION) {
+        close |= token.eq_ignore_ascii_case(b"close");
+        keep |= token.eq_ignore_ascii_case(b"keep-alive");
     }
     !close && (version == Version::HTTP_11 || keep)
 }
 
 /// Reads `Expect`: `100-continue` is the only expectation defined (RFC 9110 §10.1.1).
-fn expect_continue(headers: &HeaderMap) -> Result<bool, ParseError> {
-    match headers.get(header::EXPECT) {
+fn expect_continue(fields: &Fields) -> Result<bool, ParseError> {
+    match fields.values(&header::EXPECT).next() {
         None => Ok(false),
-        Some(v) if v.as_bytes().eq_ignore_ascii_case(b"100-continue") => Ok(true),
+        Some(v) if v.eq_ignore_ascii_case(b"100-continue") => Ok(true),
         Some(_) => Err(ParseError::Expectation),
     }
 }
@@ -396,6 +364,14 @@ mod tests {
             (
                 "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
                 Framing::Empty,
+            ),
+            (
+                "POST / HTTP/1.1\r\nhOST: x\r\ncontent-LENGTH: 7\r\n\r\n",
+                Framing::Length(7),
+            ),
+            (
+                "POST / HTTP/1.1\r\nHOST: x\r\nTRANSFER-encoding: chunked\r\n\r\n",
+                Framing::Chunked,
             ),
         ];
         for (raw, framing) in cases {
