@@ -24,7 +24,7 @@ build_peer actix
 build_peer hyper
 BATCHES="${BATCHES:-500}"
 DEPTH="${DEPTH:-16}"
-CONNS=4
+CONNS="${CONNS:-4}"
 PORT=8098
 work="$(mktemp -d)"
 

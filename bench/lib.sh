@@ -114,14 +114,28 @@ measure() {
 
 # Runs `measure` RUNS times; prints the median of each column.
 measure_median() {
-  local runs i c columns
-  runs="$(for i in $(seq "$RUNS"); do measure "$@"; done)"
-  columns="$(echo "$runs" | head -1 | wc -w)"
-  for c in $(seq "$columns"); do
-    echo "$runs" | awk -v c="$c" '{print $c}' | sort -g |
+  for _ in $(seq "$RUNS"); do measure "$@"; done | medians
+}
+
+# Reads rows of numbers on stdin; prints the median of each column.
+medians() {
+  local rows c
+  rows="$(cat)"
+  for c in $(seq "$(echo "$rows" | head -1 | wc -w)"); do
+    echo "$rows" | awk -v c="$c" '{print $c}' | sort -g |
       awk '{ v[NR] = $1 } END { printf "%s ", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
   done
   echo
+}
+
+# Reads rows "NAME SCENARIO numbers..." (several per pair, e.g. one per round) and
+# prints one row per pair, in first-seen order, with the median of each number column.
+medians_by_pair() {
+  local rows pair
+  rows="$(cat)"
+  echo "$rows" | awk '!seen[$1 " " $2]++ { print $1 " " $2 }' | while read -r pair; do
+    echo "$pair $(echo "$rows" | awk -v p="$pair" '$1 " " $2 == p' | cut -d' ' -f3- | medians)"
+  done
 }
 
 # Stops a server and its children by pid.

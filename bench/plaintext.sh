@@ -3,7 +3,14 @@
 # core 0 and wrk on core 1. Prints req/s, p50/p99 and server CPU µs per request for
 # keep-alive (64 and 256 connections) and 16-deep pipelining, and Proscenium's ratios.
 #
-# Usage: bench/plaintext.sh            (DURATION=10 RUNS=3 by default)
+# The servers run side by side (idle ones cost nothing) and the runs go in rounds, each
+# round measuring every server once in turn: the machine is shared, and its noise
+# drifts over minutes, so measuring one server's runs back to back and the next
+# server's later compared different machines. Each round starts with the next server,
+# so that none is always measured first.
+#
+# Usage: bench/plaintext.sh            (DURATION=10 RUNS=3 by default; SERVERS and
+#        SCENARIOS to pick, e.g. SCENARIOS=pipeline-16)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 trap stop_all EXIT INT TERM
@@ -23,26 +30,39 @@ declare -A CMD=(
   [nginx]="nginx -c $(nginx_conf "$work/nginx" 8083 "$work")"
 )
 declare -A PORT=([proscenium]=8080 [actix]=8081 [hyper]=8082 [nginx]=8083)
-SCENARIOS=("keepalive-64:64:" "keepalive-256:256:" "pipeline-16:64:$BENCH_DIR/pipeline.lua")
+ALL_SCENARIOS=("keepalive-64:64:" "keepalive-256:256:" "pipeline-16:64:$BENCH_DIR/pipeline.lua")
+# shellcheck disable=SC2206 # the list is split on purpose
+servers=(${SERVERS:-proscenium actix hyper nginx})
+rounds="$work/rounds.tsv"
 results="$work/results.tsv"
 
-for server in proscenium actix hyper nginx; do
+declare -A PID
+for server in "${servers[@]}"; do
   # shellcheck disable=SC2086 # the command line is split on purpose
   start_server ${CMD[$server]}
-  pid="$SERVER_PID"
+  PID[$server]="$SERVER_PID"
   url="http://127.0.0.1:${PORT[$server]}/plaintext"
   wait_ready "$url"
   check_answer "$url" "Hello, World!"
-  for scenario in "${SCENARIOS[@]}"; do
-    IFS=: read -r name conns script <<<"$scenario"
-    echo "running $server $name..." >&2
-    echo "$server $name $(measure_median "$pid" "$url" "$conns" "$script")" >>"$results"
-  done
-  stop_server "$pid"
 done
+for round in $(seq "$RUNS"); do
+  for scenario in "${ALL_SCENARIOS[@]}"; do
+    IFS=: read -r name conns script <<<"$scenario"
+    [[ " ${SCENARIOS:-$name} " == *" $name "* ]] || continue
+    for i in "${!servers[@]}"; do
+      server="${servers[$(((i + round) % ${#servers[@]}))]}"
+      echo "round $round: $server $name..." >&2
+      url="http://127.0.0.1:${PORT[$server]}/plaintext"
+      echo "$server $name $(measure "${PID[$server]}" "$url" "$conns" "$script")" >>"$rounds"
+    done
+  done
+done
+medians_by_pair <"$rounds" >"$results"
 
 mkdir -p "$BENCH_DIR/results"
-cp "$results" "$BENCH_DIR/results/plaintext-$(date +%Y%m%d-%H%M%S).tsv"
+stamp="$(date +%Y%m%d-%H%M%S)"
+cp "$results" "$BENCH_DIR/results/plaintext-$stamp.tsv"
+cp "$rounds" "$BENCH_DIR/results/plaintext-$stamp-rounds.tsv"
 echo
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); ${DURATION}s x ${RUNS} runs, medians"
 printf '%-11s %-14s %10s %9s %9s %12s\n' server scenario req/s p50_us p99_us cpu_us/req
