@@ -53,11 +53,11 @@ for round in $(seq "$RUNS"); do
       server="${servers[$(((i + round) % ${#servers[@]}))]}"
       echo "round $round: $server $name..." >&2
       url="http://127.0.0.1:${PORT[$server]}/plaintext"
-      echo "$server $name $(measure "${PID[$server]}" "$url" "$conns" "$script")" >>"$rounds"
+      echo "$server $name $round $(measure "${PID[$server]}" "$url" "$conns" "$script")" >>"$rounds"
     done
   done
 done
-medians_by_pair <"$rounds" >"$results"
+awk '{ $3 = ""; print }' "$rounds" | tr -s ' ' | medians_by_pair >"$results"
 
 mkdir -p "$BENCH_DIR/results"
 stamp="$(date +%Y%m%d-%H%M%S)"
@@ -68,12 +68,19 @@ echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -
 printf '%-11s %-14s %10s %9s %9s %12s\n' server scenario req/s p50_us p99_us cpu_us/req
 awk '{ printf "%-11s %-14s %10d %9d %9d %12.2f\n", $1, $2, $4, $5, $6, $7 }' "$results"
 echo
-echo "Proscenium's ratios (CPU/req: lower is better; req/s: higher is better)"
-awk '
-  $1 == "proscenium" { cpu[$2] = $7; rps[$2] = $4; next }
-  { peer_cpu[$1, $2] = $7; peer_rps[$1, $2] = $4; peers[$1] = 1; names[$2] = 1 }
-  END {
-    for (p in peers) for (s in names)
-      if (peer_cpu[p, s] > 0)
-        printf "vs %-6s %-14s cpu/req %.2fx   req/s %.2fx\n", p, s, cpu[s] / peer_cpu[p, s], rps[s] / peer_rps[p, s]
-  }' "$results" | sort
+echo "Proscenium's ratios: within each round, median over rounds (CPU/req: lower is better; req/s: higher is better)"
+for peer in "${servers[@]}"; do
+  [ "$peer" = proscenium ] && continue
+  awk '{ print $2 }' "$rounds" | sort -u | while read -r scenario; do
+    # Columns of a round's row: server scenario round requests req/s p50 p99 cpu/req.
+    ratios="$(awk -v p="$peer" -v s="$scenario" '
+      $2 == s && $1 == "proscenium" { cpu[$3] = $8; rps[$3] = $5 }
+      $2 == s && $1 == p { peer_cpu[$3] = $8; peer_rps[$3] = $5 }
+      END { for (r in cpu) if (peer_cpu[r] > 0 && peer_rps[r] > 0) print cpu[r] / peer_cpu[r], rps[r] / peer_rps[r] }
+    ' "$rounds" | medians)"
+    read -r cpu rps <<<"$ratios"
+    if [ -n "$cpu" ]; then
+      printf 'vs %-6s %-14s cpu/req %.2fx   req/s %.2fx\n' "$peer" "$scenario" "$cpu" "$rps"
+    fi
+  done
+done

@@ -28,7 +28,7 @@ pub(crate) fn call(app: &App, req: Request, max_inflight: usize) -> Answer {
             "too many requests in flight; try again shortly",
         ));
     }
-    rt::context::with_current(|ctx| ctx.stats.requests.fetch_add(1, Ordering::Relaxed));
+    rt::context::with_current(|ctx| ctx.stats.count_request());
     let _inflight = Inflight::enter();
     let busy = watchdog::Busy::enter(watchdog::NO_ROUTE);
     let reply = catch_unwind(AssertUnwindSafe(|| app.call(req)));
@@ -82,14 +82,14 @@ struct Inflight(());
 
 impl Inflight {
     fn enter() -> Self {
-        rt::context::with_current(|ctx| ctx.stats.inflight.fetch_add(1, Ordering::Relaxed));
+        rt::context::with_current(|ctx| ctx.stats.count_inflight(true));
         Self(())
     }
 }
 
 impl Drop for Inflight {
     fn drop(&mut self) {
-        rt::context::with_current(|ctx| ctx.stats.inflight.fetch_sub(1, Ordering::Relaxed));
+        rt::context::with_current(|ctx| ctx.stats.count_inflight(false));
     }
 }
 
