@@ -385,10 +385,7 @@ impl Conn {
         req.set_peer(self.peer);
         let max_inflight = self.shared.config.limits.max_inflight;
         match dispatch::call(&self.shared.app, req, max_inflight) {
-            Answer::Ready(res) => {
-                let res = dispatch::fill_error_body(res, reply.accept.as_ref());
-                self.buffer_response(res, &reply).map_err(Later::Body)
-            }
+            Answer::Ready(res) => self.buffer_response(res, &reply).map_err(Later::Body),
             Answer::Later(guarded) => Err(Later::Handler(guarded, reply)),
         }
     }
@@ -409,7 +406,6 @@ impl Conn {
                         guarded.finish(&shared.app).await
                     }
                 };
-                let res = dispatch::fill_error_body(res, reply.accept.as_ref());
                 match self.buffer_response(res, &reply) {
                     Ok(next) => return Ok(next),
                     Err(unsent) => unsent,
@@ -419,9 +415,11 @@ impl Conn {
         self.send_unsent(unsent).await
     }
 
-    /// Buffers a response's head, and its body when it fits; returns whether the
-    /// connection stays open, or the body still to send.
-    fn buffer_response(&mut self, res: Response, reply: &Reply) -> Result<Next, Unsent> {
+    /// Buffers a response's head, and its body (the error page for a bodiless error)
+    /// when it fits; returns whether the connection stays open, or the body still to
+    /// send.
+    fn buffer_response(&mut self, mut res: Response, reply: &Reply) -> Result<Next, Unsent> {
+        dispatch::fill_error_body(&mut res, reply.accept.as_ref());
         // Read the shutdown flag after the handler: a request that was in flight when
         // shutdown began announces the close in its answer.
         let keep_alive = reply.keep_alive && !self.shared.closing();
@@ -585,7 +583,7 @@ impl Conn {
             return Ok(());
         }
         tracing::info!("refused request from {}: {e} ({})", self.peer, e.status());
-        let res = dispatch::fill_error_body(crate::app::error(e.status(), e.to_string()), None);
+        let res = crate::app::error(e.status(), e.to_string());
         self.rbuf.clear();
         let reply = Reply {
             version: Version::HTTP_11,

@@ -94,20 +94,20 @@ impl Drop for Inflight {
 }
 
 /// Gives a bodiless error response the server's error page (HTML or plain text).
-pub(crate) fn fill_error_body(res: Response, accept: Option<&http::HeaderValue>) -> Response {
+///
+/// In place: a response is some 200 bytes, and every answer passes here.
+pub(crate) fn fill_error_body(res: &mut Response, accept: Option<&http::HeaderValue>) {
     let is_bodiless_error = res.status().is_client_error() || res.status().is_server_error();
     if !is_bodiless_error
         || res.body().exact_len() != Some(0)
         || res.headers().contains_key(http::header::CONTENT_TYPE)
     {
-        return res;
+        return;
     }
-    let (mut parts, _) = res.into_parts();
-    let detail = parts.extensions.remove::<ErrorDetail>();
+    let detail = res.extensions_mut().remove::<ErrorDetail>();
     let html = error_page::accepts_html(accept);
-    let page = error_page::render(parts.status, detail.as_ref().map(|d| &*d.0), html);
-    parts
-        .headers
+    let page = error_page::render(res.status(), detail.as_ref().map(|d| &*d.0), html);
+    res.headers_mut()
         .insert(http::header::CONTENT_TYPE, page.content_type);
-    Response::from_parts(parts, Body::from(page.body))
+    *res.body_mut() = Body::from(page.body);
 }

@@ -53,11 +53,16 @@ pub(crate) fn head(
     request_version: Version,
 ) -> bool {
     dst.reserve(128 + headers.len() * 48);
-    dst.put_slice(b"HTTP/1.1 ");
-    dst.put_slice(status.as_str().as_bytes());
-    dst.put_u8(b' ');
-    dst.put_slice(status.canonical_reason().unwrap_or("Unknown").as_bytes());
-    dst.put_slice(b"\r\n");
+    if status == StatusCode::OK {
+        // Most answers: one copy instead of five.
+        dst.put_slice(b"HTTP/1.1 200 OK\r\n");
+    } else {
+        dst.put_slice(b"HTTP/1.1 ");
+        dst.put_slice(status.as_str().as_bytes());
+        dst.put_u8(b' ');
+        dst.put_slice(status.canonical_reason().unwrap_or("Unknown").as_bytes());
+        dst.put_slice(b"\r\n");
+    }
     let (mut has_server, mut has_date, mut close) = (false, false, false);
     for (name, value) in headers {
         if name == header::CONNECTION {
@@ -75,12 +80,12 @@ pub(crate) fn head(
         dst.put_slice(b"Server: proscenium\r\n");
     }
     if !has_date {
-        date::with_date(|d| field(dst, b"Date", d));
+        date::with_date(|d| known_field(dst, b"Date: ", d));
     }
     match framing {
-        Framing::Length(n) => field(
+        Framing::Length(n) => known_field(
             dst,
-            b"Content-Length",
+            b"Content-Length: ",
             itoa::Buffer::new().format(n).as_bytes(),
         ),
         Framing::Chunked => dst.put_slice(b"Transfer-Encoding: chunked\r\n"),
@@ -98,7 +103,13 @@ pub(crate) fn head(
 
 fn field(dst: &mut BytesMut, name: &[u8], value: &[u8]) {
     dst.put_slice(name);
-    dst.put_slice(b": ");
+    known_field(dst, b": ", value);
+}
+
+/// Writes a field whose `prefix` (its name and the colon, written as one literal: a
+/// copy fewer per field the server adds) is known.
+fn known_field(dst: &mut BytesMut, prefix: &[u8], value: &[u8]) {
+    dst.put_slice(prefix);
     dst.put_slice(value);
     dst.put_slice(b"\r\n");
 }

@@ -20,8 +20,9 @@ use http::Version;
 /// Returns the whole answer to a connection refused for overload: 503 with
 /// `Retry-After` and the error page, then the server closes.
 pub(crate) fn overloaded_response() -> BytesMut {
-    let res = crate::app::unavailable("every thread is busy; try again shortly");
-    let (parts, body) = dispatch::fill_error_body(res, None).into_parts();
+    let mut res = crate::app::unavailable("every thread is busy; try again shortly");
+    dispatch::fill_error_body(&mut res, None);
+    let (parts, body) = res.into_parts();
     let body = body.as_bytes().cloned().unwrap_or_default();
     let mut out = BytesMut::new();
     let framing = encode::Framing::Length(body.len() as u64);
