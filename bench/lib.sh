@@ -57,8 +57,13 @@ wait_ready() {
   return 1
 }
 
-# Checks that URL answers exactly BODY.
+# Checks that URL answers exactly BODY, or (with --file) the bytes of file BODY.
 check_answer() {
+  if [ "$1" = --file ]; then
+    curl -s "$2" | cmp -s - "$3" && return 0
+    echo "wrong answer from $2: not the bytes of $3" >&2
+    return 1
+  fi
   local url="$1" want="$2" got
   got="$(curl -s "$url")"
   if [ "$got" != "$want" ]; then
@@ -128,14 +133,74 @@ medians() {
   echo
 }
 
-# Reads rows "NAME SCENARIO numbers..." (several per pair, e.g. one per round) and
-# prints one row per pair, in first-seen order, with the median of each number column.
+# Starts each named server from the CMD map (server commands) and waits until it
+# answers PATH; fills the PID map (declare -A PID first).
+start_all() {
+  local path="$1" server
+  shift
+  for server in "$@"; do
+    # shellcheck disable=SC2086 # the command line is split on purpose
+    start_server ${CMD[$server]}
+    PID[$server]="$SERVER_PID"
+    wait_ready "http://127.0.0.1:${PORT[$server]}$path"
+  done
+}
+
+# Measures every running server (PID and PORT maps) in every scenario RUNS times, in
+# rounds: each round runs each scenario on every server once, starting with a
+# different server each round, so that drifting machine noise spreads over all
+# servers and none is always first. A scenario is "NAME:CONNS:PATH:SCRIPT" (SCRIPT may
+# be empty); the SCENARIOS variable, when set, names those to run. Prints one row per
+# run: "server scenario round" and `measure`'s columns.
+measure_rounds() {
+  local -a servers=("$@")
+  local round i server name conns path script url
+  for round in $(seq "$RUNS"); do
+    for scenario in "${SCENARIO_LIST[@]}"; do
+      IFS=: read -r name conns path script <<<"$scenario"
+      [[ " ${SCENARIOS:-$name} " == *" $name "* ]] || continue
+      for i in "${!servers[@]}"; do
+        server="${servers[$(((i + round) % ${#servers[@]}))]}"
+        echo "round $round: $server $name..." >&2
+        url="http://127.0.0.1:${PORT[$server]}$path"
+        echo "$server $name $round $(measure "${PID[$server]}" "$url" "$conns" "$script")"
+      done
+    done
+  done
+}
+
+# Reads `measure_rounds` rows; prints one row per server and scenario, in first-seen
+# order: "server scenario" and the median of each of `measure`'s columns.
 medians_by_pair() {
   local rows pair
   rows="$(cat)"
   echo "$rows" | awk '!seen[$1 " " $2]++ { print $1 " " $2 }' | while read -r pair; do
-    echo "$pair $(echo "$rows" | awk -v p="$pair" '$1 " " $2 == p' | cut -d' ' -f3- | medians)"
+    echo "$pair $(echo "$rows" | awk -v p="$pair" '$1 " " $2 == p' | cut -d' ' -f4- | medians)"
   done
+}
+
+# Reads `measure_rounds` rows; prints for each scenario REF's CPU/req and req/s ratios
+# to PEER's taken within each round, median over rounds: "scenario cpu rps".
+round_ratios() {
+  local ref="$1" peer="$2" rows scenario
+  rows="$(cat)"
+  echo "$rows" | awk '!seen[$2]++ { print $2 }' | while read -r scenario; do
+    # Columns: server scenario round requests req/s p50 p99 cpu/req.
+    echo "$scenario $(echo "$rows" | awk -v a="$ref" -v b="$peer" -v s="$scenario" '
+      $2 == s && $1 == a { cpu[$3] = $8; rps[$3] = $5 }
+      $2 == s && $1 == b { peer_cpu[$3] = $8; peer_rps[$3] = $5 }
+      END { for (r in cpu) if (peer_cpu[r] > 0 && peer_rps[r] > 0) print cpu[r] / peer_cpu[r], rps[r] / peer_rps[r] }
+    ' | medians)"
+  done
+}
+
+# Copies a script's rows and medians to bench/results/NAME-DATE{,-rounds}.tsv.
+keep_results() {
+  local name="$1" rounds="$2" results="$3" stamp
+  stamp="$(date +%Y%m%d-%H%M%S)"
+  mkdir -p "$BENCH_DIR/results"
+  cp "$results" "$BENCH_DIR/results/$name-$stamp.tsv"
+  cp "$rounds" "$BENCH_DIR/results/$name-$stamp-rounds.tsv"
 }
 
 # Stops a server and its children by pid.

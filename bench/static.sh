@@ -3,6 +3,9 @@
 # 300 KB and 5 MB files, 64 keep-alive connections, one loop/worker, server on core 0
 # and wrk on core 1. Prints req/s, p50/p99, server CPU per request and per byte.
 #
+# Measured in rounds like plaintext.sh (`measure_rounds` in lib.sh); SCENARIOS=5m
+# picks files.
+#
 # Usage: bench/static.sh               (DURATION=10 RUNS=3 by default)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -24,29 +27,31 @@ declare -A CMD=(
   [nginx]="nginx -c $(nginx_conf "$work/nginx" 8083 "$site")"
 )
 declare -A PORT=([proscenium]=8080 [nginx]=8083)
+SCENARIO_LIST=("1k:64:/1k.bin:" "300k:64:/300k.bin:" "5m:64:/5m.bin:")
+servers=(proscenium nginx)
+rounds="$work/rounds.tsv"
 results="$work/results.tsv"
 
-for server in proscenium nginx; do
-  # shellcheck disable=SC2086 # the command line is split on purpose
-  start_server ${CMD[$server]}
-  pid="$SERVER_PID"
-  wait_ready "http://127.0.0.1:${PORT[$server]}/1k.bin"
+declare -A PID
+start_all /1k.bin "${servers[@]}"
+for server in "${servers[@]}"; do
   for file in 1k 300k 5m; do
-    url="http://127.0.0.1:${PORT[$server]}/$file.bin"
-    [ "$(curl -s "$url" | cmp - "$site/$file.bin" && echo same)" = same ] || { echo "wrong bytes from $server" >&2; exit 1; }
-    echo "running $server $file..." >&2
-    echo "$server $file $(stat -c %s "$site/$file.bin") $(measure_median "$pid" "$url" 64)" >>"$results"
+    check_answer --file "http://127.0.0.1:${PORT[$server]}/$file.bin" "$site/$file.bin"
   done
-  stop_server "$pid"
 done
+measure_rounds "${servers[@]}" >"$rounds"
+medians_by_pair <"$rounds" >"$results"
+keep_results static "$rounds" "$results"
 
-mkdir -p "$BENCH_DIR/results"
-cp "$results" "$BENCH_DIR/results/static-$(date +%Y%m%d-%H%M%S).tsv"
 echo
-echo "machine: $(nproc) cores; ${DURATION}s x ${RUNS} runs, medians, 64 connections"
+echo "machine: $(nproc) cores; ${DURATION}s x ${RUNS} rounds, medians, 64 connections"
 printf '%-11s %-5s %10s %9s %9s %12s %12s\n' server file req/s p50_us p99_us cpu_us/req cpu_ns/byte
-awk '{ printf "%-11s %-5s %10d %9d %9d %12.2f %12.3f\n", $1, $2, $5, $6, $7, $8, $8 * 1000 / $3 }' "$results"
+while read -r server file _ rps p50 p99 cpu; do
+  bytes="$(stat -c %s "$site/$file.bin")"
+  awk -v s="$server" -v f="$file" -v rps="$rps" -v p50="$p50" -v p99="$p99" -v cpu="$cpu" -v b="$bytes" \
+    'BEGIN { printf "%-11s %-5s %10d %9d %9d %12.2f %12.3f\n", s, f, rps, p50, p99, cpu, cpu * 1000 / b }'
+done <"$results"
 echo
-awk '
-  $1 == "proscenium" { cpu[$2] = $8; rps[$2] = $5; next }
-  { printf "vs nginx %-5s req/s %.2fx   cpu/req %.2fx\n", $2, rps[$2] / $5, cpu[$2] / $8 }' "$results"
+echo "Proscenium's ratios to nginx: within each round, median over rounds"
+round_ratios proscenium nginx <"$rounds" | awk 'NF == 3 {
+  printf "vs nginx %-5s req/s %.2fx   cpu/req (and per byte) %.2fx\n", $1, $3, $2 }'
