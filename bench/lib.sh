@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2034,SC2153,SC2004 # RELEASE_DIR and the like are for the scripts that source this file; CMD, PORT and PID are their associative arrays
 # Shared functions of the benchmark scripts: tools, servers pinned to core 0, wrk
 # pinned to core 1, server CPU time per request, medians, cleanup.
 #
