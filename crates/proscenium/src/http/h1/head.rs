@@ -322,6 +322,22 @@ mod tests {
     }
 
     #[test]
+    fn the_header_table_is_built_on_first_look_and_keeps_changes() {
+        let (mut head, _) = parse_str("GET / HTTP/1.1\r\nHost: x\r\nX-A: 1\r\nx-a: 2\r\n\r\n")
+            .unwrap()
+            .unwrap();
+        let all: Vec<_> = head.req.headers().get_all("x-a").iter().collect();
+        assert_eq!(all, ["1", "2"]);
+        head.req
+            .headers_mut()
+            .insert("x-b", HeaderValue::from_static("3"));
+        assert_eq!(head.req.headers()["x-b"], "3");
+        let (parts, _) = head.req.into_parts();
+        assert_eq!(parts.headers.len(), 4);
+        assert_eq!(parts.headers[header::HOST], "x");
+    }
+
+    #[test]
     fn waits_for_the_rest_of_a_head() {
         assert!(
             parse_str("GET / HTTP/1.1\r\nHost: x\r\n")
