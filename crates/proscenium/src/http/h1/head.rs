@@ -52,8 +52,7 @@ pub(crate) struct Head {
 /// hyper. The fields stay ranges until the request's header table is asked for
 /// (`http::fields`).
 pub(crate) fn parse(buf: &mut BytesMut, limits: &Limits) -> Result<Option<Head>, ParseError> {
-    let mut ranges = Fields::table();
-    let (len, method, version, target) = {
+    let (len, method, version, target, ranges) = {
         let mut slots = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; HEADER_CAPACITY];
         let slots = &mut slots[..limits.max_headers.min(HEADER_CAPACITY)];
         let mut req = httparse::Request::new(&mut []);
@@ -77,11 +76,14 @@ pub(crate) fn parse(buf: &mut BytesMut, limits: &Limits) -> Result<Option<Head>,
         let method = Method::from_bytes(req.method.unwrap_or_default().as_bytes())
             .map_err(|_| ParseError::Malformed("invalid method"))?;
         let at = |part: &[u8]| span(buf, part);
+        // Taken only for a whole head: a partial one (the look for a next request after
+        // every keep-alive answer) would drop the thread's spare table.
+        let mut ranges = Fields::table();
         ranges.extend(req.headers.iter().map(|h| Field {
             name: at(h.name.as_bytes()),
             value: at(h.value),
         }));
-        (len, method, version, at(target.as_bytes()))
+        (len, method, version, at(target.as_bytes()), ranges)
     };
     let head = buf.split_to(len).freeze();
     let uri = parse_target(&method, head.slice(target.0 as usize..target.1 as usize))?;
