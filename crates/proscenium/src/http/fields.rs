@@ -59,22 +59,23 @@ impl Fields {
             .map(|f| (self.bytes(f.name), self.bytes(f.value)))
     }
 
-    /// The values of the fields named `name` (lower case, as `HeaderName`s are).
-    pub(crate) fn values<'a>(&'a self, name: &'a HeaderName) -> impl Iterator<Item = &'a [u8]> {
+    /// The fields named `name` (lower case, as `HeaderName`s are), whatever the case
+    /// they were sent in.
+    fn named<'a>(&'a self, name: &'a HeaderName) -> impl Iterator<Item = &'a Field> {
         let name = name.as_str().as_bytes();
-        self.iter()
-            .filter(move |(n, _)| n.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v)
+        self.ranges
+            .iter()
+            .filter(move |f| self.bytes(f.name).eq_ignore_ascii_case(name))
+    }
+
+    /// The values of the fields named `name`.
+    pub(crate) fn values<'a>(&'a self, name: &'a HeaderName) -> impl Iterator<Item = &'a [u8]> {
+        self.named(name).map(|f| self.bytes(f.value))
     }
 
     /// The first value of the field named `name`, sharing the head's bytes.
     pub(crate) fn first(&self, name: &HeaderName) -> Option<HeaderValue> {
-        let name = name.as_str().as_bytes();
-        let field = self
-            .ranges
-            .iter()
-            .find(|f| self.bytes(f.name).eq_ignore_ascii_case(name))?;
-        self.value(field)
+        self.value(self.named(name).next()?)
     }
 
     /// The value of `field`, sharing the head's bytes. Never `None`: `httparse` lets

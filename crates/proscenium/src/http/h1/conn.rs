@@ -277,6 +277,10 @@ impl Conn {
         let mut waited = false;
         let mut graced = false;
         let holds = |rbuf: &BytesMut, wbuf: &BytesMut| rbuf.capacity() + wbuf.capacity() > 0;
+        let free = |rbuf: &mut BytesMut, wbuf: &mut BytesMut| {
+            *rbuf = BytesMut::new();
+            *wbuf = BytesMut::new();
+        };
         poll_fn(move |cx| {
             if let Poll::Ready(ready) = stream.poll_read_ready(cx) {
                 return Poll::Ready(ready.map(|()| Idle::Readable));
@@ -288,8 +292,7 @@ impl Conn {
                 let first = if served > 1 && holds(rbuf, wbuf) {
                     (began + HOLD_BUFFERS).min(end)
                 } else {
-                    *rbuf = BytesMut::new();
-                    *wbuf = BytesMut::new();
+                    free(rbuf, wbuf);
                     end
                 };
                 timer.as_mut().reset(first);
@@ -301,15 +304,13 @@ impl Conn {
                 // No request yet: the grace for a first request starts now, and the
                 // connection is not shelved.
                 graced = true;
-                *rbuf = BytesMut::new();
-                *wbuf = BytesMut::new();
+                free(rbuf, wbuf);
                 let grace = Instant::now() + FIRST_REQUEST_GRACE;
                 timer.as_mut().reset(grace.min(deadline));
             }
             while timer.as_mut().poll(cx).is_ready() {
                 if holds(rbuf, wbuf) {
-                    *rbuf = BytesMut::new();
-                    *wbuf = BytesMut::new();
+                    free(rbuf, wbuf);
                     timer.as_mut().reset(end);
                     continue;
                 }
