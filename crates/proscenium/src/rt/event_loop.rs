@@ -1,9 +1,10 @@
 //! An event loop: one OS thread running a single-threaded tokio runtime with a
 //! `LocalSet`, serving the connections given to it.
 //!
-//! Shutdown steps: the loop stops taking connections, idle connections close
-//! themselves (the loop wakes them) and the shelf closes the shelved, busy ones finish their request and
-//! close; the loop waits until none is left or the deadline passes, then drops the rest.
+//! Shutdown steps: the loop stops taking connections; idle connections close
+//! themselves (the loop wakes them) and the shelf closes the shelved ones; busy ones
+//! finish their request and close; the loop waits until none is left or the deadline
+//! passes, then drops the rest.
 
 use std::net::SocketAddr;
 use std::rc::Rc;
