@@ -37,7 +37,7 @@
 
 pub mod actor;
 pub mod app;
-mod config;
+pub mod config;
 mod error;
 pub mod events;
 pub mod http;

@@ -11,7 +11,7 @@ use std::thread::JoinHandle;
 use tokio::sync::mpsc;
 
 /// How a dispatcher runs its actors.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DispatcherKind {
     /// On the server loop that spawns the actor (the default).
@@ -24,7 +24,7 @@ pub enum DispatcherKind {
 }
 
 /// A dispatcher as `proscenium.toml` describes it (`[dispatchers.NAME]`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct DispatcherSpec {
     /// How it runs actors.

@@ -2,13 +2,22 @@
 //! limits every connection obeys.
 //!
 //! A [`Config`] is plain data. It deserializes from `proscenium.toml` (every field has a
-//! default, so an empty file is valid) and the CLI overrides single fields from flags.
+//! default, so an empty file is valid); [`Settings`] resolves it from every source a
+//! deployment has — defaults, the app's own defaults, the file, `PROSCENIUM_*`
+//! variables and flags, in that order — and remembers where each value came from.
 
+mod sources;
+mod value;
+
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+
+pub use self::sources::{ConfigError, Entry, Flag, Origin, Settings, Sources};
+pub use self::value::parse_bind;
 
 /// The whole deploy-time configuration of a server.
 ///
@@ -22,29 +31,37 @@ use serde::Deserialize;
 ///     toml::from_str("[dispatchers.images]\nkind = \"pool\"\nthreads = 2").unwrap();
 /// assert_eq!(config.dispatchers["images"], proscenium::actor::DispatcherSpec::pool(2));
 /// ```
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
-    /// The address to listen on (Yarn's default, `127.0.0.1:3000`).
+    /// The address to listen on (Yarn's default, `127.0.0.1:3000`); see [`parse_bind`]
+    /// for the spellings taken.
+    #[serde(deserialize_with = "value::bind")]
     pub bind: SocketAddr,
     /// How the server executes: `loops` (default), `event-loop`, `thread-pool` or
     /// `thread-per-conn`.
     pub model: Model,
     /// Number of event loops of the `loops` model; `None` means one per core.
+    #[serde(deserialize_with = "value::some_count::<_, 1, 1024>")]
     pub loops: Option<usize>,
     /// Threads of `thread-pool` (default 200, as Jetty), or the most threads
     /// `thread-per-conn` runs at once (default 10,000; accepting waits past it).
+    #[serde(deserialize_with = "value::some_count::<_, 1, 100_000>")]
     pub threads: Option<usize>,
     /// Connections that may wait for a `thread-pool` thread; past it new ones get 503.
+    #[serde(deserialize_with = "value::count::<_, 1, 1_000_000>")]
     pub thread_queue: usize,
     /// Worker processes of `prefork` (default: one per core).
+    #[serde(deserialize_with = "value::some_count::<_, 1, 1024>")]
     pub workers: Option<usize>,
     /// How accepted connections are given to loops.
     pub dispatch: Dispatch,
     /// Threads of the pool that runs blocking handlers; 0 runs them inline on the
     /// loop. `None` means the model's default: 64 for `loops`, 0 for `event-loop`.
+    #[serde(deserialize_with = "value::some_count::<_, 0, 10_000>")]
     pub blocking_threads: Option<usize>,
     /// Jobs that may wait for a blocking thread before new ones are refused with 503.
+    #[serde(deserialize_with = "value::count::<_, 1, 1_000_000>")]
     pub blocking_queue: usize,
     /// Per-request limits.
     pub limits: Limits,
@@ -61,8 +78,42 @@ pub struct Config {
     /// Mounts the diagnostic routes `/_status`, `/_echo` and `/_delay`.
     pub tools: bool,
     /// Actor dispatchers by name (`[dispatchers.images] kind = "pool"`, `threads = 2`),
-    /// for [`System::with_dispatchers`](crate::actor::System::with_dispatchers).
-    pub dispatchers: std::collections::HashMap<String, crate::actor::DispatcherSpec>,
+    /// for [`System::with_dispatchers`](crate::actor::System::with_dispatchers); an app
+    /// started by [`Launcher`](crate::launch::Launcher) gets a system built with them.
+    pub dispatchers: HashMap<String, crate::actor::DispatcherSpec>,
+    /// Named blocking pools (`[pools.images] threads = 2`), for handlers made with
+    /// [`blocking_on`](crate::blocking_on): blocking work on a dedicated set of
+    /// threads, bounded apart from the rest.
+    pub pools: HashMap<String, PoolSpec>,
+}
+
+/// A named blocking pool: its threads and the jobs that may wait for them.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct PoolSpec {
+    /// Threads of the pool.
+    #[serde(deserialize_with = "value::count::<_, 1, 10_000>")]
+    pub threads: usize,
+    /// Jobs that may wait for a thread before new ones are refused with 503.
+    #[serde(
+        default = "PoolSpec::default_queue",
+        deserialize_with = "value::count::<_, 1, 1_000_000>"
+    )]
+    pub queue: usize,
+}
+
+impl PoolSpec {
+    /// Returns a pool of `threads` threads with the default queue of 1,024 jobs.
+    pub fn threads(threads: usize) -> Self {
+        Self {
+            threads,
+            queue: Self::default_queue(),
+        }
+    }
+
+    fn default_queue() -> usize {
+        1024
+    }
 }
 
 impl Default for Config {
@@ -84,7 +135,8 @@ impl Default for Config {
             root: None,
             show_dotfiles: false,
             tools: false,
-            dispatchers: std::collections::HashMap::new(),
+            dispatchers: HashMap::new(),
+            pools: HashMap::new(),
         }
     }
 }
@@ -234,6 +286,12 @@ impl std::fmt::Display for Model {
     }
 }
 
+impl Serialize for Model {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
 impl<'de> Deserialize<'de> for Model {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let spec: ModelSpec = String::deserialize(d)?
@@ -253,7 +311,7 @@ fn cores() -> usize {
 }
 
 /// The rule that gives each accepted connection to a loop.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Dispatch {
     /// Join the shortest queue: the loop with the fewest live connections plus requests
@@ -291,23 +349,30 @@ impl std::fmt::Display for Dispatch {
 }
 
 /// Limits on what one request may contain; past each the client gets its status.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Limits {
     /// Bytes of request line plus header section (431 past it).
+    #[serde(deserialize_with = "value::count::<_, 256, 1_048_576>")]
     pub max_head: usize,
     /// Header fields in one request (431 past it).
+    #[serde(deserialize_with = "value::count::<_, 1, 10_000>")]
     pub max_headers: usize,
     /// Bytes of the request target (414 past it).
+    #[serde(deserialize_with = "value::count::<_, 16, 1_048_576>")]
     pub max_uri: usize,
     /// Bytes of a request body after de-chunking (413 past it).
+    #[serde(deserialize_with = "value::bytes::<_, 0, { 1 << 40 }>")]
     pub max_body: u64,
     /// Requests served on one connection before it is closed.
+    #[serde(deserialize_with = "value::bytes::<_, 1, { u64::MAX >> 1 }>")]
     pub max_requests_per_conn: u64,
     /// Live connections of a loops server; accepting pauses at the cap and resumes
     /// below it (the kernel's backlog holds the rest).
+    #[serde(deserialize_with = "value::count::<_, 1, 10_000_000>")]
     pub max_connections: usize,
     /// Requests one loop handles at once; past it requests get 503 with Retry-After.
+    #[serde(deserialize_with = "value::count::<_, 1, 1_000_000>")]
     pub max_inflight: usize,
 }
 
@@ -326,24 +391,24 @@ impl Default for Limits {
 }
 
 /// Connection timeouts, in the config as seconds (fractions allowed).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Timeouts {
     /// From the first byte of a request until its header section is complete (408 after).
-    #[serde(with = "seconds")]
+    #[serde(with = "value::seconds")]
     pub header: Duration,
     /// Between two reads of a request body (408 after), and between two writes that
     /// make progress on a response (the connection is dropped after).
-    #[serde(with = "seconds")]
+    #[serde(with = "value::seconds")]
     pub body: Duration,
     /// A keep-alive connection with no request is closed after this.
-    #[serde(with = "seconds")]
+    #[serde(with = "value::seconds")]
     pub idle: Duration,
     /// How long graceful shutdown waits for in-flight requests.
-    #[serde(with = "seconds")]
+    #[serde(with = "value::seconds")]
     pub shutdown: Duration,
     /// A loop busy in one handler longer than this is reported by the watchdog.
-    #[serde(with = "seconds")]
+    #[serde(with = "value::seconds")]
     pub stall: Duration,
 }
 
@@ -356,17 +421,6 @@ impl Default for Timeouts {
             shutdown: Duration::from_secs(10),
             stall: Duration::from_millis(100),
         }
-    }
-}
-
-mod seconds {
-    use std::time::Duration;
-
-    use serde::{Deserialize, Deserializer};
-
-    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        let secs = f64::deserialize(d)?;
-        Duration::try_from_secs_f64(secs).map_err(serde::de::Error::custom)
     }
 }
 
