@@ -146,7 +146,6 @@ impl ServerSpec {
                         "--model",
                         &proscenium_model(model, at.core_count),
                     ])
-                    .arg("--root")
                     .arg(at.root)
                     .args(["--upstream", at.upstream]);
                 if let Some(pool) = pool {

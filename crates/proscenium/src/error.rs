@@ -15,6 +15,11 @@ impl Error {
         move |source| Self { action, source }
     }
 
+    /// An app the server cannot run as configured: `why` names the route at fault.
+    pub(crate) fn app(why: String) -> Self {
+        Self::io("serve the app")(std::io::Error::new(std::io::ErrorKind::InvalidInput, why))
+    }
+
     /// Returns whether the address to listen on was in use.
     pub fn is_addr_in_use(&self) -> bool {
         self.source.kind() == std::io::ErrorKind::AddrInUse

@@ -41,6 +41,7 @@ pub mod config;
 mod error;
 pub mod events;
 pub mod http;
+pub mod launch;
 pub mod rt;
 mod server;
 pub mod state;
@@ -51,11 +52,12 @@ pub use bytes::Bytes;
 
 pub use self::app::{
     App, Handler, Html, IntoResponse, Json, Middleware, Next, Path, Query, Reply, Response,
-    blocking, inline,
+    blocking, blocking_on, inline,
 };
 pub use self::config::{Config, Dispatch, Limits, Model, ModelSpec, Timeouts};
 pub use self::error::Error;
 pub use self::http::{Body, Request};
+pub use self::launch::main;
 pub use self::server::{Server, ServerHandle};
 
 /// The README's examples, compiled and run as doc tests.

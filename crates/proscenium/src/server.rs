@@ -8,12 +8,13 @@ use std::thread::JoinHandle;
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::sync::watch;
 
+use crate::app::Mode;
 use crate::config::{Dispatch, Model};
 use crate::rt::dispatcher::{self, Target};
 use crate::rt::event_loop::{self, LoopSpec};
 use crate::rt::overload::Gate;
-use crate::rt::{BlockingPool, prefork, threads, watchdog};
-use crate::{App, Config, Error, web};
+use crate::rt::{Pools, prefork, threads, watchdog};
+use crate::{App, Config, Error, Method, web};
 
 /// Pending connections the kernel holds for each listener.
 const BACKLOG: i32 = 1024;
@@ -79,9 +80,8 @@ impl Server {
     pub fn start(self) -> Result<ServerHandle, Error> {
         let config = Arc::new(self.config);
         let app = web::configure(self.app, &config);
-        app.check_state().map_err(|why| {
-            Error::io("serve the app")(std::io::Error::new(std::io::ErrorKind::InvalidInput, why))
-        })?;
+        app.check_state().map_err(Error::app)?;
+        check_pools(&app, &config)?;
         let live = app.live.clone();
         let (shutdown_tx, shutdown) = watch::channel(false);
         let seat = match prefork::inherited_seat() {
@@ -91,7 +91,7 @@ impl Server {
         let spec = LoopSpec {
             app: Arc::new(app),
             config: config.clone(),
-            pool: BlockingPool::new(config.blocking_pool_size(), config.blocking_queue),
+            pool: Pools::new(&config),
             shutdown,
             gate: Gate::new(config.limits.max_connections, seat),
         };
@@ -122,6 +122,22 @@ impl Server {
     /// When the server cannot start, or signals cannot be watched.
     pub fn run(self) -> Result<(), Error> {
         self.start()?.run_until_signal()
+    }
+}
+
+/// Refuses an app with a route on a blocking pool the configuration does not define.
+fn check_pools(app: &App, config: &Config) -> Result<(), Error> {
+    let missing = app.routes().find_map(|route| match route.mode {
+        Mode::Pool(name) if !config.pools.contains_key(name) => Some((route, name)),
+        _ => None,
+    });
+    match missing {
+        Some((route, name)) => Err(Error::app(format!(
+            "route {} {} runs on blocking pool `{name}`, which the configuration does not define ([pools.{name}] threads = N)",
+            route.method.as_ref().map_or("*", Method::as_str),
+            route.pattern
+        ))),
+        None => Ok(()),
     }
 }
 

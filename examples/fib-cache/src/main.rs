@@ -11,33 +11,15 @@
 //! - `GET /stats` → `{"cached":…,"computed":…}`: entries, and fib computations so far
 //!   (each `n` is computed once, however many requests miss it together).
 //!
-//! `--routes` prints the routes with their class and locks, as `proscenium routes`
-//! does: `GET /fib` is reading (the cache), its continuation writing (the cache and
-//! the counter), `PUT /fib/:n` writing.
+//! `fib-cache routes` prints the routes with their class and locks: `GET /fib` is
+//! reading (the cache), `PUT /fib/:n` writing (the cache and the counter); the
+//! continuation of a miss, a writing step too, is not a route of its own.
 
-use std::net::SocketAddr;
+use std::process::ExitCode;
 
-use clap::Parser;
 use proscenium::state::{Counter, Read, SharedMap, Then, Write};
-use proscenium::{App, Config, Json, ModelSpec, Path, Query, Server, StatusCode, blocking, inline};
+use proscenium::{App, Json, Path, Query, StatusCode, blocking, inline};
 use serde::Deserialize;
-
-/// Command-line options.
-#[derive(Parser)]
-struct Args {
-    /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1:8080")]
-    bind: SocketAddr,
-    /// Event loops (default: one per core).
-    #[arg(long)]
-    loops: Option<usize>,
-    /// Execution model, as `proscenium serve --model` takes it (default: loops).
-    #[arg(long)]
-    model: Option<ModelSpec>,
-    /// Prints the routes, their class and locks, and exits.
-    #[arg(long)]
-    routes: bool,
-}
 
 /// The cache: n → fib(n).
 type Cache = SharedMap<u32, u64>;
@@ -114,24 +96,6 @@ fn app() -> App {
         )
 }
 
-fn main() {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .init();
-    let args = Args::parse();
-    if args.routes {
-        for route in app().routes() {
-            println!("{route}");
-        }
-        return;
-    }
-    let config = Config {
-        bind: args.bind,
-        ..Config::default()
-    }
-    .with_model(args.model, args.loops);
-    if let Err(e) = Server::new(app()).config(config).run() {
-        eprintln!("fib-cache: {e}");
-        std::process::exit(1);
-    }
+fn main() -> ExitCode {
+    proscenium::main(|_| app())
 }

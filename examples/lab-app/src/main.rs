@@ -15,34 +15,18 @@
 //!   work, Fig. 5.5–5.7); under the thread models the await blocks the thread.
 //! - `GET /page?ms=N&kb=K`: K KiB after N ms without using the CPU: the slow upstream
 //!   the lab starts for `/relay`.
-//! - With `--root DIR`, the files below DIR.
+//! - With a directory (`lab-app DIR`), the files below DIR.
 
 mod workloads;
 
-use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::process::ExitCode;
 
-use clap::Parser;
-use proscenium::{App, Config, Json, ModelSpec, Server, blocking, inline};
+use proscenium::launch::Launcher;
+use proscenium::{App, Json, blocking, inline};
 
-/// Command-line options.
-#[derive(Parser)]
-struct Args {
-    /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1:8080")]
-    bind: SocketAddr,
-    /// Execution model, as `proscenium serve --model` takes it (default: loops).
-    #[arg(long)]
-    model: Option<ModelSpec>,
-    /// Event loops (default: one per core).
-    #[arg(long)]
-    loops: Option<usize>,
-    /// Threads of the blocking pool; 0 runs blocking handlers on the loop.
-    #[arg(long)]
-    blocking_pool: Option<usize>,
-    /// A directory served as static files below the routes.
-    #[arg(long)]
-    root: Option<PathBuf>,
+/// The lab-app's own option; how it runs comes from the deploy flags.
+#[derive(clap::Args)]
+struct Upstream {
     /// The URL `/relay` fetches.
     #[arg(long, default_value = "http://127.0.0.1:9090/page?ms=170&kb=44")]
     upstream: hyper::Uri,
@@ -62,23 +46,8 @@ fn app(upstream: hyper::Uri) -> App {
         .get("/relay", move || workloads::relay(upstream.clone()))
 }
 
-fn main() {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .init();
-    let args = Args::parse();
-    let mut config = Config {
-        bind: args.bind,
-        root: args.root,
-        ..Config::default()
-    }
-    .with_model(args.model, args.loops);
-    if let Some(threads) = args.blocking_pool {
-        config.blocking_threads = Some(threads);
-    }
-    let server = Server::new(app(args.upstream)).config(config);
-    if let Err(e) = server.run() {
-        eprintln!("lab-app: {e}");
-        std::process::exit(1);
-    }
+fn main() -> ExitCode {
+    Launcher::new()
+        .options::<Upstream>()
+        .run(|deploy| app(deploy.options().upstream.clone()))
 }

@@ -3,35 +3,36 @@
 //! Run with: `cargo run --release -p mailer -- --bind 127.0.0.1:8080`
 //!
 //! - `POST /mail` with `{"email": ..., "content": ...}` answers 202 at once; a pool of
-//!   two `Mailer` actors on their own two-thread dispatcher (`mailer`) does the slow
-//!   part, about 200 ms a mail (simulated). A full mailbox answers 503 with
+//!   two `Mailer` actors on their own dispatcher (`mailer`) does the slow part, about
+//!   200 ms a mail (simulated). The dispatcher's two threads are configuration, not
+//!   code: `examples/mailer/proscenium.toml`, embedded as the app's defaults, says
+//!   `[dispatchers.mailer] kind = "pool"`, `threads = 2`, and a deployment's own
+//!   `proscenium.toml` may say otherwise. A full mailbox answers 503 with
 //!   `Retry-After`: the queue is bounded, and a refused mail is one the client knows of.
 //! - `GET /mail/sent` → how many mails were sent so far, so a client can see none was
-//!   lost.
+//!   lost; `GET /mail/stats` → `{"sent":…,"most_at_once":…}`, the most mails ever
+//!   being sent at one time (at most the dispatcher's threads).
 //! - `GET /albums` lists the albums; `DELETE /albums/:id` answers 202 first and deletes
 //!   the album's files afterwards, on the blocking pool (a deferred side effect).
 
-use std::net::SocketAddr;
 use std::path::{Path as FsPath, PathBuf};
+use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use clap::Parser;
 use proscenium::actor::{
-    Actor, Context, DispatcherSpec, Handler, Message, Overflow, Props, Router, Routing, SendError,
-    System,
+    Actor, Context, Handler, Message, Overflow, Props, Router, Routing, SendError, System,
 };
+use proscenium::launch::Launcher;
 use proscenium::state::{Read, SharedMap, Write};
-use proscenium::{App, Config, Json, Path, Server, StatusCode, header, inline};
+use proscenium::{App, Json, Path, StatusCode, header, inline};
 use serde::Deserialize;
 
-/// Command-line options.
-#[derive(Parser)]
-struct Args {
-    /// Address to listen on.
-    #[arg(long, default_value = "127.0.0.1:8080")]
-    bind: SocketAddr,
+/// The mailer's own options; how it runs comes from the deploy flags and its
+/// configuration.
+#[derive(clap::Args)]
+struct Options {
     /// Where the albums' files are (default: three sample albums in a fresh temporary
     /// directory).
     #[arg(long)]
@@ -52,9 +53,9 @@ impl Message for Mail {
     type Reply = ();
 }
 
-/// Sends mails, one at a time; counts them in `sent`.
+/// Sends mails, one at a time; counts them in the outbox.
 struct Mailer {
-    sent: Arc<AtomicU64>,
+    outbox: Arc<Outbox>,
     takes: Duration,
 }
 
@@ -62,15 +63,23 @@ impl Actor for Mailer {}
 
 impl Handler<Mail> for Mailer {
     fn handle(&mut self, mail: Mail, _: &mut Context<Self>) {
+        let now = self.outbox.sending.fetch_add(1, Ordering::SeqCst) + 1;
+        self.outbox.most_at_once.fetch_max(now, Ordering::SeqCst);
         // The slow part: an SMTP exchange, simulated.
         std::thread::sleep(self.takes);
         tracing::info!(to = %mail.email, bytes = mail.content.len(), "mail sent");
-        self.sent.fetch_add(1, Ordering::SeqCst);
+        self.outbox.sending.fetch_sub(1, Ordering::SeqCst);
+        self.outbox.sent.fetch_add(1, Ordering::SeqCst);
     }
 }
 
-/// Mails sent so far.
-struct Sent(Arc<AtomicU64>);
+/// Mails sent so far, being sent now, and the most ever sent at once.
+#[derive(Default)]
+struct Outbox {
+    sent: AtomicU64,
+    sending: AtomicUsize,
+    most_at_once: AtomicUsize,
+}
 
 /// Album id → its directory.
 type Albums = SharedMap<u32, PathBuf>;
@@ -120,15 +129,24 @@ fn delete_album(Path(id): Path<u32>, mut albums: Write<Albums>) -> (StatusCode, 
     (StatusCode::ACCEPTED, format!("album {id} deleted\n"))
 }
 
-fn app(mailers: Router<Mailer>, sent: Arc<AtomicU64>, albums: Albums) -> App {
+fn routes(mailers: Router<Mailer>, outbox: Arc<Outbox>, albums: Albums) -> App {
     App::new()
         .state(mailers)
-        .state(Sent(sent))
+        .state(outbox)
         .state(albums)
         .post("/mail", post_mail)
         .get(
             "/mail/sent",
-            inline(|sent: Read<Sent>| format!("{}\n", sent.0.load(Ordering::SeqCst))),
+            inline(|outbox: Read<Arc<Outbox>>| format!("{}\n", outbox.sent.load(Ordering::SeqCst))),
+        )
+        .get(
+            "/mail/stats",
+            inline(|outbox: Read<Arc<Outbox>>| {
+                Json(serde_json::json!({
+                    "sent": outbox.sent.load(Ordering::SeqCst),
+                    "most_at_once": outbox.most_at_once.load(Ordering::SeqCst),
+                }))
+            }),
         )
         .get(
             "/albums",
@@ -155,57 +173,40 @@ fn sample_albums(root: &FsPath) -> std::io::Result<Albums> {
     Ok(albums)
 }
 
-fn main() {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .init();
-    let args = Args::parse();
-    let root = args.albums.unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("proscenium-mailer-{}", std::process::id()))
-    });
-    let albums = match sample_albums(&root) {
-        Ok(albums) => albums,
-        Err(e) => {
-            eprintln!(
-                "mailer: cannot create the albums in {}: {e}",
-                root.display()
-            );
-            std::process::exit(1);
-        }
-    };
-    // The mailers' own dispatcher, capped at two threads, as in the thesis.
-    let system = System::with_dispatchers([("mailer".to_owned(), DispatcherSpec::pool(2))].into());
-    let sent = Arc::new(AtomicU64::new(0));
-    let takes = Duration::from_millis(args.mail_ms);
-    let count = sent.clone();
-    let mailers = system.spawn_pool(
+/// The mailers, on the `mailer` dispatcher the configuration describes.
+fn mailers(system: &System, outbox: &Arc<Outbox>, takes: Duration) -> Router<Mailer> {
+    let outbox = outbox.clone();
+    system.spawn_pool(
         &Props::named("mailer")
             .dispatcher("mailer")
             .mailbox(1000, Overflow::Fail),
         2,
         Routing::SmallestMailbox,
         move || Mailer {
-            sent: count.clone(),
+            outbox: outbox.clone(),
             takes,
         },
-    );
-    let config = Config {
-        bind: args.bind,
-        ..Config::default()
-    };
-    let server = match Server::new(app(mailers, sent, albums))
-        .config(config)
-        .start()
-    {
-        Ok(server) => server,
-        Err(e) => {
-            eprintln!("mailer: {e}");
-            std::process::exit(1);
-        }
-    };
-    println!("mailer: listening on http://{}", server.local_addr());
-    if let Err(e) = server.run_until_signal() {
-        eprintln!("mailer: {e}");
-    }
-    system.shutdown();
+    )
+}
+
+fn main() -> ExitCode {
+    Launcher::new()
+        .defaults(include_str!("../proscenium.toml"))
+        .options::<Options>()
+        .run(|deploy| {
+            let options = deploy.options();
+            let root = options.albums.clone().unwrap_or_else(|| {
+                std::env::temp_dir().join(format!("proscenium-mailer-{}", std::process::id()))
+            });
+            let albums = sample_albums(&root).unwrap_or_else(|e| {
+                eprintln!(
+                    "mailer: cannot create the albums in {}: {e}",
+                    root.display()
+                );
+                std::process::exit(1);
+            });
+            let outbox = Arc::new(Outbox::default());
+            let takes = Duration::from_millis(options.mail_ms);
+            routes(mailers(deploy.actors(), &outbox, takes), outbox, albums)
+        })
 }

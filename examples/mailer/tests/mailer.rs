@@ -21,10 +21,16 @@ impl Drop for Mailer {
 }
 
 fn start(albums: &std::path::Path, mail_ms: u64) -> Mailer {
+    start_with(albums, mail_ms, &[])
+}
+
+/// The mailer started with `args` besides the usual ones.
+fn start_with(albums: &std::path::Path, mail_ms: u64, args: &[&str]) -> Mailer {
     let mut child = Command::new(env!("CARGO_BIN_EXE_mailer"))
         .args(["--bind", "127.0.0.1:0", "--mail-ms", &mail_ms.to_string()])
         .arg("--albums")
         .arg(albums)
+        .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -33,7 +39,12 @@ fn start(albums: &std::path::Path, mail_ms: u64) -> Mailer {
     BufReader::new(child.stdout.as_mut().unwrap())
         .read_line(&mut line)
         .unwrap();
-    let addr = line.split("http://").nth(1).expect(&line).trim().to_owned();
+    let addr = line
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .expect(&line)
+        .to_owned();
     Mailer { child, addr }
 }
 
@@ -137,4 +148,49 @@ fn an_album_is_answered_first_and_its_files_deleted_after() {
     assert!(!dir.exists(), "the files were deleted");
     assert!(albums.path().join("album-1").exists());
     assert_eq!(request(&mailer.addr, "DELETE", "/albums/2", "").0, 404);
+}
+
+/// Posts `count` mails and returns the most sent at once once all are sent.
+fn most_at_once(mailer: &Mailer, count: u64) -> u64 {
+    for _ in 0..count {
+        assert_eq!(request(&mailer.addr, "POST", "/mail", MAIL).0, 202);
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while sent(&mailer.addr) < count && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(sent(&mailer.addr), count, "none lost");
+    let stats: serde_json::Value =
+        serde_json::from_str(&request(&mailer.addr, "GET", "/mail/stats", "").1).unwrap();
+    stats["most_at_once"].as_u64().unwrap()
+}
+
+#[test]
+fn the_mailers_dispatcher_comes_from_configuration() {
+    let albums = tempfile::tempdir().unwrap();
+    // The embedded default: two threads.
+    let mailer = start(albums.path(), 300);
+    assert_eq!(most_at_once(&mailer, 6), 2);
+    // A deployment's file narrows it to one.
+    let file = albums.path().join("proscenium.toml");
+    std::fs::write(
+        &file,
+        "[dispatchers.mailer]\nkind = \"pool\"\nthreads = 1\n",
+    )
+    .unwrap();
+    let mailer = start_with(albums.path(), 300, &["--config", file.to_str().unwrap()]);
+    assert_eq!(most_at_once(&mailer, 4), 1);
+    let out = Command::new(env!("CARGO_BIN_EXE_mailer"))
+        .args(["config", "--config", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("dispatchers.mailer.threads"))
+        .expect(&text);
+    assert!(
+        line.contains("= 1") && line.ends_with(&format!("# {}:3", file.display())),
+        "{line}"
+    );
 }

@@ -23,18 +23,21 @@ pub enum Mode {
     Inline,
     /// A plain fn run on the blocking pool.
     Blocking,
+    /// A plain fn run on the named blocking pool (`[pools.NAME]`).
+    Pool(&'static str),
     /// A mounted tower service.
     Service,
 }
 
 impl std::fmt::Display for Mode {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.pad(match self {
-            Self::Async => "async",
-            Self::Inline => "inline",
-            Self::Blocking => "blocking",
-            Self::Service => "service",
-        })
+        match self {
+            Self::Async => f.pad("async"),
+            Self::Inline => f.pad("inline"),
+            Self::Blocking => f.pad("blocking"),
+            Self::Pool(name) => f.pad(&format!("pool:{name}")),
+            Self::Service => f.pad("service"),
+        }
     }
 }
 
@@ -212,10 +215,13 @@ where
     }
 }
 
-/// A plain fn run on the blocking pool, so it may block or compute without stalling
-/// the loop.
+/// A plain fn run on the blocking pool (or a named one), so it may block or compute
+/// without stalling the loop.
 #[derive(Debug, Clone, Copy)]
-pub struct Blocking<F>(F);
+pub struct Blocking<F> {
+    f: F,
+    pool: Option<&'static str>,
+}
 
 /// Returns a handler that runs the plain fn `f` on the blocking pool.
 ///
@@ -233,7 +239,30 @@ pub struct Blocking<F>(F);
 /// }));
 /// ```
 pub fn blocking<F>(f: F) -> Blocking<F> {
-    Blocking(f)
+    Blocking { f, pool: None }
+}
+
+/// Returns a handler that runs the plain fn `f` on the blocking pool named `pool`:
+/// blocking work on threads of its own (the thesis's dedicated dispatcher), as many
+/// as the deployment's `[pools.NAME] threads = N` says.
+///
+/// A server whose configuration has no such pool refuses to start, naming the route.
+///
+/// # Examples
+///
+/// ```
+/// use proscenium::{App, blocking_on};
+///
+/// let app = App::new().post("/thumbnail", blocking_on("images", |body: bytes::Bytes| {
+///     format!("{} bytes resized", body.len())
+/// }));
+/// assert_eq!(app.routes().next().unwrap().mode.to_string(), "pool:images");
+/// ```
+pub fn blocking_on<F>(pool: &'static str, f: F) -> Blocking<F> {
+    Blocking {
+        f,
+        pool: Some(pool),
+    }
 }
 
 impl<F, M, Args> Handler<(Blocking<()>, M, Args)> for Blocking<F>
@@ -247,10 +276,10 @@ where
             Ok(args) => args,
             Err(rejection) => return Reply(ReplyKind::Ready(rejection)),
         };
-        let f = self.0.clone();
+        let f = self.f.clone();
         // The result becomes an outcome (a response, serialised) on the pool; only a
         // continuation's next step comes back to the loop.
-        match rt::spawn_blocking(move || f.call_with(args).into_outcome()) {
+        match rt::spawn_blocking_in(self.pool, move || f.call_with(args).into_outcome()) {
             Ok(task) => Reply::later(async move {
                 match task.await {
                     Ok(outcome) => outcome.into_reply().into_response().await,
@@ -262,7 +291,7 @@ where
     }
 
     fn mode(&self) -> Mode {
-        Mode::Blocking
+        self.pool.map_or(Mode::Blocking, Mode::Pool)
     }
 
     fn state_accesses(&self) -> Vec<StateAccess> {

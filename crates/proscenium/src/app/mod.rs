@@ -21,7 +21,7 @@ pub use self::extract::{
     StringRejection,
 };
 pub use self::handler::{
-    Blocking, Callable, FromRequestArgs, Handler, Inline, Mode, blocking, inline,
+    Blocking, Callable, FromRequestArgs, Handler, Inline, Mode, blocking, blocking_on, inline,
 };
 pub use self::middleware::{Middleware, Next};
 pub(crate) use self::response::{ErrorDetail, ReplyKind, error, unavailable};

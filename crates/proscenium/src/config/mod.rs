@@ -142,19 +142,6 @@ impl Default for Config {
 }
 
 impl Config {
-    /// Returns this configuration under `model` (when given), then with `loops` loops
-    /// (when given): what an example's `--model` and `--loops` flags ask for.
-    #[must_use]
-    pub fn with_model(mut self, model: Option<ModelSpec>, loops: Option<usize>) -> Self {
-        if let Some(model) = model {
-            model.apply(&mut self);
-        }
-        if loops.is_some() {
-            self.loops = loops;
-        }
-        self
-    }
-
     /// Returns the number of loops to run: one for `event-loop`; for `loops` the
     /// configured count or one per core; for `prefork`, in each worker, the configured
     /// count or the cores shared among the workers; none for the thread models.

@@ -63,8 +63,9 @@ impl fmt::Display for Origin {
 ///
 /// Displays as one line, such as
 /// `proscenium.toml:7: loops: expected a number from 1 to 1024, got "two"`.
+/// The key is left out where the origin, a variable or a flag, names it already.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{origin}: {}{message}", key.as_ref().map(|k| format!("{k}: ")).unwrap_or_default())]
+#[error("{origin}: {}{message}", self.key_prefix())]
 pub struct ConfigError {
     /// The source at fault.
     pub origin: Origin,
@@ -75,6 +76,13 @@ pub struct ConfigError {
 }
 
 impl ConfigError {
+    fn key_prefix(&self) -> String {
+        match (&self.origin, &self.key) {
+            (Origin::Env(_) | Origin::Flag(_), _) | (_, None) => String::new(),
+            (_, Some(key)) => format!("{key}: "),
+        }
+    }
+
     fn new(origin: Origin, key: Option<&str>, message: impl Into<String>) -> Self {
         Self {
             origin,
@@ -643,7 +651,7 @@ mod tests {
         .unwrap_err();
         assert_eq!(
             err.to_string(),
-            "PROSCENIUM_LIMITS_MAX_HEADERS: limits.max_headers: expected a number from 1 to 10000, got 0"
+            "PROSCENIUM_LIMITS_MAX_HEADERS: expected a number from 1 to 10000, got 0"
         );
         let err = Settings::resolve(&Sources {
             flags: vec![flag("--bind", "bind", "3000")],
@@ -651,8 +659,7 @@ mod tests {
         })
         .unwrap_err();
         assert!(
-            err.to_string()
-                .starts_with("--bind: bind: expected an address"),
+            err.to_string().starts_with("--bind: expected an address"),
             "{err}"
         );
         let err = Settings::resolve(&Sources {
@@ -662,7 +669,7 @@ mod tests {
         .unwrap_err();
         assert!(
             err.to_string()
-                .starts_with("--model: model: unknown model `fibers`"),
+                .starts_with("--model: unknown model `fibers`"),
             "{err}"
         );
     }

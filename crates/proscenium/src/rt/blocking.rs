@@ -4,7 +4,12 @@
 //! beyond that wait in a bounded queue, and past the queue's bound `spawn_blocking`
 //! refuses at once (the client gets 503) rather than queueing without limit. A pool of
 //! size 0 runs each job inline, on the caller's thread.
+//!
+//! A server has its main pool and the named pools of its configuration
+//! (`[pools.NAME]`), which run the work of [`blocking_on`](crate::blocking_on)
+//! handlers apart from the rest.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
@@ -41,12 +46,6 @@ impl BlockingPool {
             threads: AtomicUsize::new(0),
             idle: Arc::new(AtomicUsize::new(0)),
         })
-    }
-
-    /// The pool used outside any server loop (tests, plain threads).
-    pub(crate) fn fallback() -> Arc<Self> {
-        static POOL: OnceLock<Arc<BlockingPool>> = OnceLock::new();
-        POOL.get_or_init(|| Self::new(64, 1024)).clone()
     }
 
     fn try_submit(&self, job: Job) -> Result<(), BlockingError> {
@@ -95,6 +94,54 @@ impl BlockingPool {
     }
 }
 
+/// A server's blocking pools: the main one and the named ones.
+#[derive(Debug)]
+pub(crate) struct Pools {
+    main: Arc<BlockingPool>,
+    named: HashMap<String, Arc<BlockingPool>>,
+}
+
+impl Pools {
+    /// Returns the pools `config` describes. Named pools have their threads under
+    /// every model: they bound work on a resource, not the model's threads.
+    pub(crate) fn new(config: &crate::Config) -> Arc<Self> {
+        let named = config
+            .pools
+            .iter()
+            .map(|(name, spec)| (name.clone(), BlockingPool::new(spec.threads, spec.queue)))
+            .collect();
+        Arc::new(Self {
+            main: BlockingPool::new(config.blocking_pool_size(), config.blocking_queue),
+            named,
+        })
+    }
+
+    /// The pools used outside any server loop (tests, plain threads).
+    pub(crate) fn fallback() -> Arc<Self> {
+        static POOLS: OnceLock<Arc<Pools>> = OnceLock::new();
+        POOLS
+            .get_or_init(|| {
+                Arc::new(Self {
+                    main: BlockingPool::new(64, 1024),
+                    named: HashMap::new(),
+                })
+            })
+            .clone()
+    }
+
+    /// Returns the pool called `name`, or the main pool for `None`.
+    fn get(&self, name: Option<&str>) -> Result<&BlockingPool, BlockingError> {
+        match name {
+            None => Ok(&self.main),
+            Some(name) => self
+                .named
+                .get(name)
+                .map(|pool| &**pool)
+                .ok_or_else(|| BlockingError::NoSuchPool(name.to_owned())),
+        }
+    }
+}
+
 /// Why blocking work did not produce its value.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -108,6 +155,9 @@ pub enum BlockingError {
     /// The work panicked.
     #[error("blocking work panicked: {0}")]
     Panicked(String),
+    /// No pool of this name is configured (`[pools.NAME]`).
+    #[error("no blocking pool `{0}` is configured ([pools.{0}] threads = N)")]
+    NoSuchPool(String),
 }
 
 impl BlockingError {
@@ -123,6 +173,10 @@ impl IntoResponse for BlockingError {
             Self::QueueFull | Self::Closed => unavailable(self.to_string()),
             Self::Panicked(msg) => {
                 tracing::error!("blocking handler panicked: {msg}");
+                error(StatusCode::INTERNAL_SERVER_ERROR, "the handler failed")
+            }
+            Self::NoSuchPool(_) => {
+                tracing::error!("{self}");
                 error(StatusCode::INTERNAL_SERVER_ERROR, "the handler failed")
             }
         }
@@ -166,11 +220,39 @@ where
     F: FnOnce() -> T + Send + 'static,
     T: Send + 'static,
 {
+    spawn_blocking_in(None, f)
+}
+
+/// Runs `f` on the named blocking pool of the current server (`[pools.NAME]` in its
+/// configuration).
+///
+/// # Errors
+///
+/// [`BlockingError::NoSuchPool`] when the server has no pool of that name (outside a
+/// server there are none); [`BlockingError::QueueFull`] at once when its queue is full.
+pub fn spawn_blocking_on<F, T>(pool: &str, f: F) -> Result<BlockingTask<T>, BlockingError>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
+    spawn_blocking_in(Some(pool), f)
+}
+
+pub(crate) fn spawn_blocking_in<F, T>(
+    pool: Option<&str>,
+    f: F,
+) -> Result<BlockingTask<T>, BlockingError>
+where
+    F: FnOnce() -> T + Send + 'static,
+    T: Send + 'static,
+{
     let (tx, rx) = oneshot::channel();
     let job = Box::new(move || {
         let _ = tx.send(catch_unwind(AssertUnwindSafe(f)));
     });
-    super::context::blocking_pool().try_submit(job)?;
+    super::context::blocking_pools()
+        .get(pool)?
+        .try_submit(job)?;
     Ok(BlockingTask { rx })
 }
 

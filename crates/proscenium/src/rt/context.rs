@@ -4,7 +4,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use super::blocking::BlockingPool;
+use super::blocking::Pools;
 use super::watchdog::LoopStats;
 
 /// What code running on a loop thread can reach without being handed it.
@@ -12,7 +12,7 @@ use super::watchdog::LoopStats;
 pub(crate) struct LoopContext {
     pub(crate) id: usize,
     pub(crate) stats: Arc<LoopStats>,
-    pub(crate) pool: Arc<BlockingPool>,
+    pub(crate) pool: Arc<Pools>,
 }
 
 thread_local! {
@@ -29,9 +29,9 @@ pub(crate) fn with_current<R>(f: impl FnOnce(&LoopContext) -> R) -> Option<R> {
     CURRENT.with_borrow(|ctx| ctx.as_deref().map(f))
 }
 
-/// Returns the blocking pool of the current loop, or the process-wide one.
-pub(crate) fn blocking_pool() -> Arc<BlockingPool> {
-    with_current(|ctx| ctx.pool.clone()).unwrap_or_else(BlockingPool::fallback)
+/// Returns the blocking pools of the current loop, or the process-wide ones.
+pub(crate) fn blocking_pools() -> Arc<Pools> {
+    with_current(|ctx| ctx.pool.clone()).unwrap_or_else(Pools::fallback)
 }
 
 /// Returns the id of the loop running on this thread, if any.

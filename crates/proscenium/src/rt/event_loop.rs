@@ -18,7 +18,7 @@ use tokio::sync::{mpsc, watch};
 use super::context::{self, LoopContext};
 use super::overload::{Gate, Pass};
 use super::watchdog::LoopStats;
-use super::{BlockingPool, LoopShared, Shelf};
+use super::{LoopShared, Pools, Shelf};
 use crate::http::h1::conn;
 use crate::{App, Config};
 
@@ -41,7 +41,7 @@ pub(crate) struct LoopHandle {
 pub(crate) struct LoopSpec {
     pub(crate) app: Arc<App>,
     pub(crate) config: Arc<Config>,
-    pub(crate) pool: Arc<BlockingPool>,
+    pub(crate) pool: Arc<Pools>,
     pub(crate) shutdown: watch::Receiver<bool>,
     /// The cap on live connections, shared by every acceptor.
     pub(crate) gate: Arc<Gate>,

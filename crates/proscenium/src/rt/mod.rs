@@ -21,8 +21,8 @@ pub(crate) mod watchdog;
 use std::cell::{Cell, OnceCell};
 use std::sync::Arc;
 
-pub(crate) use self::blocking::BlockingPool;
-pub use self::blocking::{BlockingError, BlockingTask, spawn_blocking};
+pub use self::blocking::{BlockingError, BlockingTask, spawn_blocking, spawn_blocking_on};
+pub(crate) use self::blocking::{Pools, spawn_blocking_in};
 pub use self::context::current_loop;
 pub use self::prefork::prefork_worker;
 pub(crate) use self::shelf::Shelf;

@@ -1,0 +1,250 @@
+//! The command line every app shares, as clap parses it; the doc comments are the
+//! help text. Deploy flags are taken as text and read by
+//! [`Settings`](crate::config::Settings), so a bad value is reported the same way
+//! whether it came from a flag, a variable or the file.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::config::{Flag, Sources};
+
+/// An app's command line: `serve` (the default), `routes` or `config`.
+#[derive(Debug, Parser)]
+pub(super) struct Cli<O: Args> {
+    #[command(subcommand)]
+    pub(super) command: Command<O>,
+}
+
+/// What to do with the app.
+#[derive(Debug, Subcommand)]
+pub enum Command<O: Args = NoOptions> {
+    /// Serves the app (and DIR's files, if given) until Ctrl-C or SIGTERM.
+    Serve(Options<O>),
+    /// Prints the app's routes: method, pattern, where the handler runs, its class
+    /// (stateless, reading, writing) and the shared state it locks.
+    Routes(Options<O>),
+    /// Prints the effective configuration, each value with where it came from
+    /// (default, app default, file:line, environment variable, flag).
+    Config(Options<O>),
+}
+
+impl<O: Args> Command<O> {
+    pub(super) fn into_parts(self) -> (Action, Options<O>) {
+        match self {
+            Self::Serve(options) => (Action::Serve, options),
+            Self::Routes(options) => (Action::Routes, options),
+            Self::Config(options) => (Action::Config, options),
+        }
+    }
+}
+
+/// A [`Command`] without its options.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Action {
+    Serve,
+    Routes,
+    Config,
+}
+
+/// The options of every command: how to deploy, then the app's own.
+#[derive(Debug, Args)]
+#[group(skip)]
+pub struct Options<O: Args = NoOptions> {
+    /// How to deploy.
+    #[command(flatten)]
+    pub deploy: DeployArgs,
+    /// The app's own options.
+    #[command(flatten)]
+    pub app: O,
+}
+
+/// An app without options of its own.
+#[derive(Debug, Clone, Copy, Default, Args)]
+#[group(skip)]
+pub struct NoOptions {}
+
+/// The deploy flags; each overrides the same setting of the environment and the file.
+#[derive(Debug, Clone, Default, Args)]
+#[group(skip)]
+pub struct DeployArgs {
+    /// Directory of static files served below the app's routes (its proscenium.toml
+    /// is read if present).
+    pub dir: Option<PathBuf>,
+    /// Address to listen on: 127.0.0.1:3000, localhost:3000, :3000 (every interface),
+    /// [::1]:3000 [default: 127.0.0.1:3000].
+    #[arg(long, short)]
+    pub bind: Option<String>,
+    /// Execution model: loops or loops:N (N loops), event-loop (one loop; blocking
+    /// handlers inline unless --blocking-pool is given), thread-pool or thread-pool:N
+    /// (N threads, default 200), thread-per-conn or thread-per-conn:N (at most N
+    /// threads, default 10000), prefork or prefork:P (P worker processes, default one
+    /// per core, each running loops) [default: loops].
+    #[arg(long, short)]
+    pub model: Option<String>,
+    /// Worker processes: short for --model prefork:P (Yarn's -w).
+    #[arg(long, short)]
+    pub workers: Option<String>,
+    /// Event loops of the loops model, or of each prefork worker [default: one per
+    /// core, shared among the workers].
+    #[arg(long, short)]
+    pub loops: Option<String>,
+    /// Threads for blocking handlers; 0 runs them inline on the loop
+    /// [default: 64 for loops, 0 for event-loop].
+    #[arg(long)]
+    pub blocking_pool: Option<String>,
+    /// How connections are given to loops: jsq, round-robin or reuseport [default: jsq].
+    #[arg(long)]
+    pub dispatch: Option<String>,
+    /// Config file [default: $PROSCENIUM_CONFIG, else DIR/proscenium.toml, else
+    /// ./proscenium.toml, if present].
+    #[arg(long, short)]
+    pub config: Option<PathBuf>,
+    /// Access log: a file path, or - for stdout.
+    #[arg(long)]
+    pub log: Option<String>,
+    /// Adds request time and loop id to the access log, and debug messages to stderr.
+    #[arg(long)]
+    pub debug: bool,
+    /// Mounts the diagnostic routes /_status (loops and counters), /_echo (the
+    /// request as parsed), /_delay?ms=N (a slow answer), /_cpu?ms=N and
+    /// /_cpu-blocking?ms=N (N ms of CPU, on the loop or the blocking pool).
+    #[arg(long)]
+    pub tools: bool,
+}
+
+impl DeployArgs {
+    /// Returns the sources these flags name, with the app's defaults and `env`.
+    pub fn sources(&self, app_defaults: Option<&str>, env: Vec<(String, String)>) -> Sources {
+        let mut flags = Vec::new();
+        let mut flag = |name: &str, key: &str, text: &str| {
+            flags.push(Flag {
+                name: name.to_owned(),
+                key: key.to_owned(),
+                text: text.to_owned(),
+            });
+        };
+        if let Some(dir) = &self.dir {
+            flag("DIR", "root", &dir.to_string_lossy());
+        }
+        if let Some(workers) = &self.workers {
+            flag("--workers", "model", "prefork");
+            flag("--workers", "workers", workers);
+        }
+        for (name, key, value) in [
+            ("--bind", "bind", &self.bind),
+            ("--model", "model", &self.model),
+            ("--loops", "loops", &self.loops),
+            ("--blocking-pool", "blocking_threads", &self.blocking_pool),
+            ("--dispatch", "dispatch", &self.dispatch),
+            ("--log", "log", &self.log),
+        ] {
+            if let Some(value) = value {
+                flag(name, key, value);
+            }
+        }
+        for (name, key, on) in [
+            ("--debug", "debug", self.debug),
+            ("--tools", "tools", self.tools),
+        ] {
+            if on {
+                flag(name, key, "true");
+            }
+        }
+        Sources {
+            app_defaults: app_defaults.map(str::to_owned),
+            file: self.config.clone(),
+            search: self
+                .dir
+                .iter()
+                .cloned()
+                .chain([PathBuf::from(".")])
+                .collect(),
+            env,
+            flags,
+        }
+    }
+}
+
+/// Returns `args` with `serve` put first when no command is named, so that
+/// `app --bind :8080` means `app serve --bind :8080`.
+pub(super) fn default_to_serve(mut args: Vec<OsString>) -> Vec<OsString> {
+    const NAMED: [&str; 8] = [
+        "serve",
+        "routes",
+        "config",
+        "help",
+        "-h",
+        "--help",
+        "-V",
+        "--version",
+    ];
+    let named = args
+        .get(1)
+        .and_then(|a| a.to_str())
+        .is_some_and(|a| NAMED.contains(&a));
+    if !named {
+        args.insert(1.min(args.len()), OsString::from("serve"));
+    }
+    args
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(line: &[&str]) -> Command {
+        let args = default_to_serve(line.iter().map(OsString::from).collect());
+        Cli::<NoOptions>::try_parse_from(args).unwrap().command
+    }
+
+    #[test]
+    fn serve_is_the_default_command() {
+        let Command::Serve(options) = parse(&["app", "--bind", ":8080"]) else {
+            panic!("not serve");
+        };
+        assert_eq!(options.deploy.bind.as_deref(), Some(":8080"));
+        assert!(matches!(parse(&["app"]), Command::Serve(_)));
+        assert!(matches!(parse(&["app", "routes"]), Command::Routes(_)));
+        assert!(matches!(
+            parse(&["app", "config", "-l", "2"]),
+            Command::Config(_)
+        ));
+    }
+
+    #[test]
+    fn flags_become_settings_with_their_names() {
+        let Command::Serve(options) = parse(&[
+            "app",
+            "site",
+            "-w",
+            "3",
+            "--blocking-pool",
+            "0",
+            "--tools",
+            "-m",
+            "loops:2",
+        ]) else {
+            panic!("not serve");
+        };
+        let sources = options.deploy.sources(None, Vec::new());
+        let named: Vec<_> = sources
+            .flags
+            .iter()
+            .map(|f| (f.name.as_str(), f.key.as_str(), f.text.as_str()))
+            .collect();
+        assert_eq!(
+            named,
+            [
+                ("DIR", "root", "site"),
+                ("--workers", "model", "prefork"),
+                ("--workers", "workers", "3"),
+                ("--model", "model", "loops:2"),
+                ("--blocking-pool", "blocking_threads", "0"),
+                ("--tools", "tools", "true"),
+            ]
+        );
+        assert_eq!(sources.search, [PathBuf::from("site"), PathBuf::from(".")]);
+    }
+}

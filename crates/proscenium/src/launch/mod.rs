@@ -1,0 +1,275 @@
+//! One command line for every app built on Proscenium: how an app runs is chosen where
+//! it is deployed — `proscenium.toml`, `PROSCENIUM_*` variables, flags — never in its
+//! code.
+//!
+//! [`main`] (or a [`Launcher`], for an app with defaults or options of its own) gives a
+//! binary the commands `serve` (the default), `routes` and `config`, with the deploy
+//! flags of `proscenium serve`. The app is built after the configuration is resolved,
+//! by a function handed a [`Deploy`]: the configuration, the app's options, and an
+//! actor system with the configured dispatchers.
+//!
+//! Exit codes: 0 after a clean shutdown, 1 when the server fails (address in use, ...),
+//! 2 for a bad flag, variable or file.
+//!
+//! # Examples
+//!
+//! ```no_run
+//! use proscenium::{App, inline};
+//!
+//! fn main() -> std::process::ExitCode {
+//!     proscenium::main(|_| App::new().get("/", inline(|| "Hello, World!")))
+//! }
+//! ```
+
+mod args;
+mod report;
+
+use std::cell::OnceCell;
+use std::marker::PhantomData;
+use std::process::ExitCode;
+
+use clap::{Args, CommandFactory, FromArgMatches};
+
+use self::args::{Action, Cli};
+pub use self::args::{Command, DeployArgs, NoOptions, Options};
+use crate::actor::System;
+use crate::config::{ConfigError, Settings};
+use crate::{App, Config};
+
+/// Runs the app `build` returns with the command line and configuration of the
+/// deployment: `serve` (the default), `routes` or `config`.
+///
+/// # Examples
+///
+/// ```no_run
+/// use proscenium::{App, inline};
+///
+/// fn main() -> std::process::ExitCode {
+///     proscenium::main(|_| App::new().get("/plaintext", inline(|| "Hello, World!")))
+/// }
+/// ```
+pub fn main(build: impl FnOnce(&Deploy) -> App) -> ExitCode {
+    Launcher::new().run(build)
+}
+
+/// Starts an app from its command line, for apps with defaults or options of their
+/// own; [`main`] is `Launcher::new().run(build)`.
+///
+/// # Examples
+///
+/// ```no_run
+/// use proscenium::{App, inline};
+/// use proscenium::launch::Launcher;
+///
+/// /// The app's own options, after the deploy flags in `--help`.
+/// #[derive(clap::Args)]
+/// struct Greeting {
+///     /// Whom to greet.
+///     #[arg(long, default_value = "World")]
+///     name: String,
+/// }
+///
+/// fn main() -> std::process::ExitCode {
+///     Launcher::new()
+///         .defaults("loops = 1\n")
+///         .options::<Greeting>()
+///         .run(|deploy| {
+///             let text = format!("Hello, {}!", deploy.options().name);
+///             App::new().get("/", inline(move || text.clone()))
+///         })
+/// }
+/// ```
+#[derive(Debug)]
+pub struct Launcher<O = NoOptions> {
+    name: Option<String>,
+    version: Option<String>,
+    defaults: Option<String>,
+    options: PhantomData<fn() -> O>,
+}
+
+impl Launcher {
+    /// Returns a launcher for an app without options of its own.
+    pub fn new() -> Self {
+        Self {
+            name: None,
+            version: None,
+            defaults: None,
+            options: PhantomData,
+        }
+    }
+}
+
+impl Default for Launcher {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<O: Args + FromArgMatches> Launcher<O> {
+    /// Sets the name the app gives itself in messages [default: the binary's name].
+    #[must_use]
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// Sets the version `--version` and the start line print.
+    #[must_use]
+    pub fn version(mut self, version: impl Into<String>) -> Self {
+        self.version = Some(version.into());
+        self
+    }
+
+    /// Sets the app's own defaults, as TOML (`include_str!("../proscenium.toml")`):
+    /// above Proscenium's defaults, below the file, the environment and the flags.
+    #[must_use]
+    pub fn defaults(mut self, toml: &str) -> Self {
+        self.defaults = Some(toml.to_owned());
+        self
+    }
+
+    /// Adds the app's own options (a `clap::Args` type) to every command.
+    #[must_use]
+    pub fn options<P: Args + FromArgMatches>(self) -> Launcher<P> {
+        Launcher {
+            name: self.name,
+            version: self.version,
+            defaults: self.defaults,
+            options: PhantomData,
+        }
+    }
+
+    /// Parses the process's command line and runs the command it names.
+    pub fn run(self, build: impl FnOnce(&Deploy<O>) -> App) -> ExitCode {
+        let args = args::default_to_serve(std::env::args_os().collect());
+        let name = self.name_or_binary(args.first());
+        let mut command = Cli::<O>::command().name(name.clone());
+        if let Some(version) = &self.version {
+            command = command.version(version.clone());
+        }
+        let parsed = command
+            .try_get_matches_from(args)
+            .and_then(|matches| Cli::<O>::from_arg_matches(&matches));
+        match parsed {
+            Ok(cli) => self.name(name).execute(cli.command, build),
+            Err(e) if e.use_stderr() => {
+                eprintln!("{name}: {}", report::one_line(&e.render().to_string()));
+                ExitCode::from(2)
+            }
+            Err(e) => {
+                let _ = e.print();
+                ExitCode::SUCCESS
+            }
+        }
+    }
+
+    /// Runs `command` (parsed by the caller, as a binary with commands of its own
+    /// does) on the app `build` returns.
+    pub fn execute(self, command: Command<O>, build: impl FnOnce(&Deploy<O>) -> App) -> ExitCode {
+        let name = self.name_or_binary(std::env::args_os().next().as_ref());
+        let (action, options) = command.into_parts();
+        let env = std::env::vars().collect();
+        let sources = options.deploy.sources(self.defaults.as_deref(), env);
+        let settings = match Settings::resolve(&sources).and_then(check_root) {
+            Ok(settings) => settings,
+            Err(e) => {
+                eprintln!("{name}: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        init_tracing(settings.config.debug);
+        let deploy = Deploy {
+            settings,
+            options: options.app,
+            actors: OnceCell::new(),
+        };
+        let code = match action {
+            Action::Serve => {
+                let heading = report::Heading {
+                    name: &name,
+                    version: self.version.as_deref(),
+                };
+                report::serve(&heading, build(&deploy), deploy.config().clone())
+            }
+            Action::Routes => {
+                report::routes(build(&deploy), deploy.config());
+                ExitCode::SUCCESS
+            }
+            // The app is not built: printing the configuration has no side effects.
+            Action::Config => {
+                report::config(&deploy.settings);
+                ExitCode::SUCCESS
+            }
+        };
+        if let Some(system) = deploy.actors.get() {
+            system.shutdown();
+        }
+        code
+    }
+
+    fn name_or_binary(&self, argv0: Option<&std::ffi::OsString>) -> String {
+        self.name.clone().unwrap_or_else(|| {
+            argv0
+                .map(std::path::Path::new)
+                .and_then(std::path::Path::file_stem)
+                .map_or_else(|| "app".to_owned(), |s| s.to_string_lossy().into_owned())
+        })
+    }
+}
+
+/// A served directory must be one.
+fn check_root(settings: Settings) -> Result<Settings, ConfigError> {
+    match &settings.config.root {
+        Some(root) if !root.is_dir() => Err(ConfigError {
+            origin: settings.origin("root").clone(),
+            key: Some("root".to_owned()),
+            message: format!("{}: not a directory", root.display()),
+        }),
+        _ => Ok(settings),
+    }
+}
+
+/// What an app is built from: the deployment's configuration, the app's options and
+/// its actor system.
+#[derive(Debug)]
+pub struct Deploy<O = NoOptions> {
+    settings: Settings,
+    options: O,
+    actors: OnceCell<System>,
+}
+
+impl<O> Deploy<O> {
+    /// Returns the resolved configuration.
+    pub fn config(&self) -> &Config {
+        &self.settings.config
+    }
+
+    /// Returns the configuration with where each value came from.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Returns the app's own options.
+    pub fn options(&self) -> &O {
+        &self.options
+    }
+
+    /// Returns the app's actor system, with the dispatchers the configuration names
+    /// (`[dispatchers.NAME]`); it is shut down after the server stops.
+    pub fn actors(&self) -> &System {
+        self.actors
+            .get_or_init(|| System::with_dispatchers(self.settings.config.dispatchers.clone()))
+    }
+}
+
+/// Sends log messages to stderr: `debug` and up with `--debug`, else `info` and up;
+/// `RUST_LOG` overrides. An app that set its own subscriber keeps it.
+fn init_tracing(debug: bool) {
+    let default = if debug { "debug" } else { "info" };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}

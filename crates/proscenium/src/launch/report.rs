@@ -1,0 +1,121 @@
+//! What the commands print: the start line of `serve`, the route table of `routes`,
+//! the effective configuration of `config`.
+
+use std::process::ExitCode;
+
+use crate::config::Settings;
+use crate::{App, Config, Model, Server, web};
+
+/// How the app names itself.
+pub(super) struct Heading<'a> {
+    pub(super) name: &'a str,
+    pub(super) version: Option<&'a str>,
+}
+
+/// Serves `app` until SIGINT or SIGTERM; prints one start line first (a prefork
+/// worker, the same binary re-executed, stays quiet).
+pub(super) fn serve(heading: &Heading<'_>, app: App, config: Config) -> ExitCode {
+    let name = heading.name;
+    let what = match &config.root {
+        Some(root) => root.display().to_string(),
+        None => {
+            let routes = app.routes().count();
+            format!("{routes} route{}", if routes == 1 { "" } else { "s" })
+        }
+    };
+    let plan = describe(&config);
+    let handle = match Server::new(app).config(config).start() {
+        Ok(handle) => handle,
+        Err(e) => {
+            eprintln!("{name}: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if crate::rt::prefork_worker().is_none() {
+        let version = heading.version.map(|v| format!(" {v}")).unwrap_or_default();
+        println!(
+            "{name}{version} serving {what} on http://{} ({plan}); Ctrl-C stops",
+            handle.local_addr()
+        );
+    }
+    match handle.run_until_signal() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{name}: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Prints the routes `serve` would answer, the web server's own included.
+pub(super) fn routes(app: App, config: &Config) {
+    for route in web::configure(app, config).routes() {
+        println!("{route}");
+    }
+}
+
+/// Prints every setting as TOML with its origin, unset ones as comments, and how the
+/// server would run.
+pub(super) fn config(settings: &Settings) {
+    let entries = settings.entries();
+    let lines: Vec<(String, String)> = entries
+        .iter()
+        .map(|e| {
+            let line = match &e.value {
+                Some(value) => format!("{} = {value}", e.key),
+                None => format!("# {} unset", e.key),
+            };
+            (line, e.origin.to_string())
+        })
+        .collect();
+    let width = lines.iter().map(|(line, _)| line.len()).max().unwrap_or(0);
+    for (line, origin) in lines {
+        println!("{line:<width$}  # {origin}");
+    }
+    println!("# runs as: {}", describe(&settings.config));
+}
+
+/// Describes how the server runs, for the start line and `config`.
+pub(super) fn describe(config: &Config) -> String {
+    match config.model {
+        Model::ThreadPool => {
+            return format!(
+                "model thread-pool, {} threads, queue {}",
+                config.thread_count(),
+                config.thread_queue
+            );
+        }
+        Model::ThreadPerConn => {
+            return format!(
+                "model thread-per-conn, at most {} threads",
+                config.thread_count()
+            );
+        }
+        Model::Prefork => {
+            let (workers, loops) = (config.worker_count(), config.loop_count());
+            return format!("model prefork, {workers} workers, {loops} loops each, dispatch jsq");
+        }
+        Model::Loops | Model::EventLoop => {}
+    }
+    let loops = config.loop_count();
+    let plural = if loops == 1 { "" } else { "s" };
+    let blocking = match config.blocking_pool_size() {
+        0 => "blocking inline".to_owned(),
+        n => format!("blocking pool {n}"),
+    };
+    format!(
+        "model {}, {loops} loop{plural}, dispatch {}, {blocking}",
+        config.model, config.dispatch
+    )
+}
+
+/// Folds clap's error (message, tip, usage) into one line: the message and its tip.
+pub(super) fn one_line(rendered: &str) -> String {
+    rendered
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("Usage:") && !l.starts_with("For more"))
+        .map(|l| l.strip_prefix("error: ").unwrap_or(l))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
