@@ -206,3 +206,60 @@ fn jsq_steers_new_connections_away_from_a_stalled_loop() {
         "{stalled_loop} vs {others:?}"
     );
 }
+
+/// A route on the pool `images`: the thread it ran on, after `ms` ms; `most` keeps the
+/// most jobs ever running at once. A job waits (up to 5 s) until two have run at once,
+/// so a loaded machine that sends the requests slowly still shows two threads.
+fn images_app(most: &std::sync::Arc<std::sync::atomic::AtomicUsize>) -> App {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static NOW: AtomicUsize = AtomicUsize::new(0);
+    let most = most.clone();
+    App::new().get(
+        "/resize/:ms",
+        proscenium::blocking_on(
+            "images",
+            move |proscenium::Path(ms): proscenium::Path<u64>| {
+                let now = NOW.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                thread::sleep(Duration::from_millis(ms));
+                NOW.fetch_sub(1, Ordering::SeqCst);
+                thread::current().name().unwrap_or("").to_owned()
+            },
+        ),
+    )
+}
+
+#[test]
+fn a_named_pool_runs_its_routes_on_as_many_threads_as_configured() {
+    let most = std::sync::Arc::default();
+    let server = support::start_with(images_app(&most), |c| {
+        c.pools.insert(
+            "images".to_owned(),
+            proscenium::config::PoolSpec::threads(2),
+        );
+    });
+    let addr = server.local_addr();
+    let answers: Vec<String> = (0..6)
+        .map(|_| thread::spawn(move || support::get(addr, "/resize/50").text()))
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(|t| t.join().unwrap())
+        .collect();
+    for answer in &answers {
+        assert!(answer.starts_with("pool-images-"), "ran on {answer}");
+    }
+    assert_eq!(most.load(std::sync::atomic::Ordering::SeqCst), 2);
+}
+
+#[test]
+fn a_route_on_an_unconfigured_pool_stops_the_start() {
+    let refused = proscenium::Server::new(images_app(&std::sync::Arc::default()))
+        .bind("127.0.0.1:0".parse().unwrap())
+        .start()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("GET /resize/:ms") && refused.contains("[pools.images] threads = N"),
+        "{refused}"
+    );
+}

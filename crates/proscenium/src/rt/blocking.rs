@@ -25,9 +25,14 @@ use crate::app::{IntoResponse, Response, error, unavailable};
 
 type Job = Box<dyn FnOnce() + Send>;
 
+/// The prefix of the main pool's thread names.
+const MAIN_POOL: &str = "proscenium-blocking";
+
 /// A bounded pool of threads for blocking work.
 #[derive(Debug)]
 pub(crate) struct BlockingPool {
+    /// Its threads are called `NAME-N`.
+    name: String,
     jobs: Sender<Job>,
     queue: Receiver<Job>,
     max_threads: usize,
@@ -37,9 +42,10 @@ pub(crate) struct BlockingPool {
 
 impl BlockingPool {
     /// Returns a pool of at most `max_threads` threads and `queue` waiting jobs.
-    pub(crate) fn new(max_threads: usize, queue: usize) -> Arc<Self> {
+    pub(crate) fn new(name: &str, max_threads: usize, queue: usize) -> Arc<Self> {
         let (jobs, rx) = crossbeam_channel::bounded(queue.max(1));
         Arc::new(Self {
+            name: name.to_owned(),
             jobs,
             queue: rx,
             max_threads,
@@ -77,7 +83,7 @@ impl BlockingPool {
         let queue = self.queue.clone();
         let idle = self.idle.clone();
         let spawned = std::thread::Builder::new()
-            .name(format!("proscenium-blocking-{n}"))
+            .name(format!("{}-{n}", self.name))
             .spawn(move || {
                 idle.fetch_add(1, Ordering::AcqRel);
                 // The loop ends when the pool, the only sender, is dropped.
@@ -108,10 +114,17 @@ impl Pools {
         let named = config
             .pools
             .iter()
-            .map(|(name, spec)| (name.clone(), BlockingPool::new(spec.threads, spec.queue)))
+            .map(|(name, spec)| {
+                let pool = BlockingPool::new(&format!("pool-{name}"), spec.threads, spec.queue);
+                (name.clone(), pool)
+            })
             .collect();
         Arc::new(Self {
-            main: BlockingPool::new(config.blocking_pool_size(), config.blocking_queue),
+            main: BlockingPool::new(
+                MAIN_POOL,
+                config.blocking_pool_size(),
+                config.blocking_queue,
+            ),
             named,
         })
     }
@@ -122,7 +135,7 @@ impl Pools {
         POOLS
             .get_or_init(|| {
                 Arc::new(Self {
-                    main: BlockingPool::new(64, 1024),
+                    main: BlockingPool::new(MAIN_POOL, 64, 1024),
                     named: HashMap::new(),
                 })
             })
@@ -262,7 +275,7 @@ mod tests {
 
     #[test]
     fn a_pool_of_size_zero_runs_work_inline() {
-        let pool = BlockingPool::new(0, 1);
+        let pool = BlockingPool::new("test", 0, 1);
         let caller = std::thread::current().id();
         let (tx, rx) = std::sync::mpsc::channel();
         pool.try_submit(Box::new(move || {
@@ -274,7 +287,7 @@ mod tests {
 
     #[test]
     fn refuses_work_past_the_queue_bound() {
-        let pool = BlockingPool::new(1, 1);
+        let pool = BlockingPool::new("test", 1, 1);
         let (release, wait) = crossbeam_channel::bounded::<()>(0);
         let hold = move || {
             let _ = wait.recv();
