@@ -1,19 +1,25 @@
 //! Proscenium is a Rust runtime for web services whose execution is chosen at deploy
-//! time: the same [`App`] runs on one loop per core (the default), and — as the
-//! project grows — on threads, processes and stage graphs, configured in
-//! `proscenium.toml` rather than in code.
+//! time: the same [`App`] runs on one loop per core (the default), one loop, a thread
+//! pool, a thread per connection or worker processes, as `proscenium.toml`,
+//! `PROSCENIUM_*` variables or flags say — never the code.
 //!
 //! # Example
 //!
 //! ```no_run
-//! use proscenium::{App, Json, Path, Server, blocking, inline};
+//! use proscenium::{App, Json, Path, blocking, inline};
 //!
-//! let app = App::new()
-//!     .get("/plaintext", inline(|| "Hello, World!"))
-//!     .get("/users/:id", |Path(id): Path<u32>| async move { Json(serde_json::json!({ "id": id })) })
-//!     .get("/report", blocking(|| std::fs::read_to_string("/etc/hostname").unwrap_or_default()));
-//! Server::new(app).bind("127.0.0.1:3000".parse().unwrap()).run().unwrap();
+//! fn main() -> std::process::ExitCode {
+//!     proscenium::main(|_| {
+//!         App::new()
+//!             .get("/plaintext", inline(|| "Hello, World!"))
+//!             .get("/users/:id", |Path(id): Path<u32>| async move { Json(serde_json::json!({ "id": id })) })
+//!             .get("/report", blocking(|| std::fs::read_to_string("/etc/hostname").unwrap_or_default()))
+//!     })
+//! }
 //! ```
+//!
+//! The binary then takes `serve` (the default), `routes` and `config`, with the deploy
+//! flags of `proscenium serve` (`--model`, `--loops`, `--bind`, ...); see [`launch`].
 //!
 //! # A tour
 //!
@@ -23,9 +29,12 @@
 //!   fns (run on the blocking pool). Their arguments are extractors ([`Path`], [`Query`],
 //!   [`Json`], `HeaderMap`, `Bytes`, `String`, [`Request`]); their results implement
 //!   [`IntoResponse`].
+//! - [`main`] and [`launch::Launcher`] give an app its command line;
+//!   [`config::Settings`] resolves its [`Config`] from defaults, the app's defaults,
+//!   the file, the environment and flags, remembering where each value came from.
 //! - [`Server`] runs an app by a [`Config`]: N event loops, each an OS thread with its
 //!   own single-threaded tokio runtime, fed by a dispatcher (`jsq`, `round-robin` or
-//!   `reuseport`).
+//!   `reuseport`); or threads, or worker processes.
 //! - The HTTP/1.1 layer is sans-I/O: parsing and encoding are pure functions over bytes
 //!   that every execution model drives.
 //! - [`state`] shares values across every loop and thread without a lock in user code:
@@ -64,3 +73,8 @@ pub use self::server::{Server, ServerHandle};
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;
+
+/// The deployment guide's examples, compiled as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/guide/deploy.md")]
+pub struct DeployGuideDoctests;
