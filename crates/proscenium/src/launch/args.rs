@@ -72,9 +72,12 @@ pub struct DeployArgs {
     /// Directory of static files served below the app's routes (its proscenium.toml
     /// is read if present).
     pub dir: Option<PathBuf>,
-    /// Address to listen on: 127.0.0.1:3000, localhost:3000, :3000 (every interface),
-    /// [::1]:3000 [default: 127.0.0.1:3000].
-    #[arg(long, short)]
+    /// Address to listen on, as [`parse_bind`](crate::config::parse_bind) takes it.
+    #[arg(
+        long,
+        short,
+        help = "Address to listen on: 127.0.0.1:3000, localhost:3000, :3000 (every interface), [::1]:3000 [default: 127.0.0.1:3000]"
+    )]
     pub bind: Option<String>,
     /// Execution model: loops or loops:N (N loops), event-loop (one loop; blocking
     /// handlers inline unless --blocking-pool is given), thread-pool or thread-pool:N
