@@ -296,11 +296,7 @@ pub(crate) fn spawn<A: Actor>(
     shared.live.fetch_add(1, Ordering::SeqCst);
     let ctx = Context::new(addr.clone(), parent);
     let job: Job = Box::new(move || {
-        let f = run(factory, ctx);
-        if std::env::var("FSIZE").is_ok() {
-            eprintln!("future {}", std::mem::size_of_val(&f));
-        }
-        tokio::task::spawn_local(f);
+        tokio::task::spawn_local(run(factory, ctx));
     });
     dispatcher.run(job);
     addr
