@@ -38,6 +38,8 @@ pub(crate) struct Cell<A: Actor> {
     pub(crate) mailbox: Mailbox<Box<dyn Envelope<A>>>,
     /// Told the actor's name when it stops (`Context::watch`).
     pub(crate) watchers: Mutex<Option<Vec<Watcher>>>,
+    /// Its key in the system's table of actors to stop at shutdown.
+    pub(crate) slot: usize,
 }
 
 impl<A: Actor> Cell<A> {
