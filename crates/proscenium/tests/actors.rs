@@ -2,13 +2,13 @@
 //! restart after a panic, a two-thread dispatcher's cap, and a clean shutdown.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 use proscenium::actor::{
-    Actor, AskError, Context, DispatcherSpec, Handler, Message, Overflow, Props, Reason, SendError,
-    System,
+    Actor, Addr, AskError, Context, DispatcherSpec, Handler, Message, Overflow, Props, Reason,
+    SendError, System, TryTellError,
 };
 
 /// Records every number it is told, in order.
@@ -17,6 +17,7 @@ struct Log(Vec<u64>);
 
 impl Actor for Log {}
 
+#[derive(Debug, PartialEq)]
 struct Push(u64);
 impl Message for Push {
     type Reply = ();
@@ -46,6 +47,27 @@ impl Handler<Sleep> for Log {
     fn handle(&mut self, Sleep(d): Sleep, _: &mut Context<Self>) {
         std::thread::sleep(d);
     }
+}
+
+/// Holds its handler: passes `0` once inside, then again to finish.
+struct Hold(Arc<Barrier>);
+impl Message for Hold {
+    type Reply = ();
+}
+impl Handler<Hold> for Log {
+    fn handle(&mut self, Hold(gate): Hold, _: &mut Context<Self>) {
+        gate.wait();
+        gate.wait();
+    }
+}
+
+/// Tells `log` to hold its handler; returns once it is inside, with the gate that
+/// lets it go.
+async fn hold(log: &Addr<Log>) -> Arc<Barrier> {
+    let gate = Arc::new(Barrier::new(2));
+    log.tell(Hold(gate.clone())).await.unwrap();
+    gate.wait();
+    gate
 }
 
 #[test]
@@ -92,17 +114,25 @@ fn an_ask_times_out_when_the_actor_is_busy() {
     });
 }
 
-/// Fills a one-slot mailbox behind a sleeping handler, then sends two more.
-fn overflow(policy: Overflow) -> (Vec<Result<(), SendError>>, Vec<u64>, Vec<Reason>) {
+/// Fills a one-slot mailbox behind a held handler, then sends two more.
+fn overflow(
+    policy: Overflow,
+) -> (
+    Vec<Result<(), TryTellError<Push>>>,
+    Vec<u64>,
+    Vec<Reason>,
+) {
     let system = System::new();
     let mut letters = system.dead_letters().subscribe();
     let log = system.spawn(Props::named("small").mailbox(1, policy), Log::default);
     system.block_on(async {
-        log.tell(Sleep(Duration::from_millis(200))).await.unwrap();
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        let gate = hold(&log).await;
         let sent = vec![log.try_tell(Push(1)), log.try_tell(Push(2))];
-        // Room again once the sleeper is done, so the question is not refused.
-        tokio::time::sleep(Duration::from_millis(250)).await;
+        gate.wait();
+        // Room again, so the question is not refused.
+        while log.queued() > 0 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
         let kept = log.ask(Dump).await.unwrap_or_default();
         let mut reasons = Vec::new();
         while let Ok(letter) = letters.try_recv() {
@@ -114,22 +144,47 @@ fn overflow(policy: Overflow) -> (Vec<Result<(), SendError>>, Vec<u64>, Vec<Reas
 
 #[test]
 fn each_overflow_policy_accounts_for_every_message() {
-    let (sent, kept, dead) = overflow(Overflow::Fail);
-    assert_eq!(sent, [Ok(()), Err(SendError::Full)]);
-    assert_eq!((kept, dead), (vec![1], vec![]));
-
-    let (sent, kept, dead) = overflow(Overflow::DropNewest);
-    assert_eq!(sent, [Ok(()), Err(SendError::Dropped)]);
-    assert_eq!((kept, dead), (vec![1], vec![Reason::Overflow]));
-
+    // `try_tell` hands back what finds no room, whatever the policy; only drop-oldest
+    // makes room, by dropping the oldest to dead letters.
+    for policy in [Overflow::Fail, Overflow::DropNewest, Overflow::Backpressure] {
+        let (sent, kept, dead) = overflow(policy);
+        assert_eq!(sent, [Ok(()), Err(TryTellError::Full(Push(2)))], "{policy:?}");
+        assert_eq!((kept, dead), (vec![1], vec![]), "{policy:?}");
+    }
     let (sent, kept, dead) = overflow(Overflow::DropOldest);
     assert_eq!(sent, [Ok(()), Ok(())]);
     assert_eq!((kept, dead), (vec![2], vec![Reason::Overflow]));
+}
 
-    // Backpressure: `try_tell` finds no room; `tell` waits for it.
-    let (sent, kept, _) = overflow(Overflow::Backpressure);
-    assert_eq!(sent, [Ok(()), Err(SendError::Full)]);
-    assert_eq!(kept, [1]);
+#[test]
+fn a_tell_that_finds_no_room_goes_to_dead_letters() {
+    for (policy, refused) in [
+        (Overflow::Fail, SendError::Full),
+        (Overflow::DropNewest, SendError::Dropped),
+    ] {
+        let system = System::new();
+        let log = system.spawn(Props::named("small").mailbox(1, policy), Log::default);
+        let sent = system.block_on(async {
+            let gate = hold(&log).await;
+            log.tell(Push(1)).await.unwrap();
+            let sent = log.tell(Push(2)).await;
+            gate.wait();
+            sent
+        });
+        assert_eq!(sent, Err(refused), "{policy:?}");
+        assert_eq!(system.dead_letters().count(), 1, "{policy:?}");
+    }
+}
+
+#[test]
+fn try_tell_hands_a_stopped_actor_s_message_back() {
+    let system = System::new();
+    let log = system.spawn(Props::named("gone"), Log::default);
+    log.stop();
+    let refused = log.try_tell(Push(7)).unwrap_err();
+    assert!(refused.is_stopped());
+    assert_eq!(refused.into_inner(), Push(7));
+    assert_eq!(system.dead_letters().count(), 0, "handed back, not lost");
 }
 
 #[test]

@@ -38,6 +38,8 @@ pub(crate) struct Cell<A: Actor> {
     pub(crate) mailbox: Mailbox<Box<dyn Envelope<A>>>,
     /// Told the actor's name when it stops (`Context::watch`).
     pub(crate) watchers: Mutex<Option<Vec<Watcher>>>,
+    /// Its key in the system's table of actors to stop at shutdown.
+    pub(crate) slot: usize,
 }
 
 impl<A: Actor> Cell<A> {
@@ -76,18 +78,67 @@ impl<A: Actor> Cell<A> {
     }
 }
 
-/// Why a message was not delivered.
+/// Why a told message was not delivered; the message went to dead letters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum SendError {
     /// The mailbox was full and its policy is `fail`.
-    #[error("the mailbox is full")]
+    #[error("the mailbox is full; the message went to dead letters")]
     Full,
-    /// The mailbox was full and the message was dropped (to dead letters).
-    #[error("the mailbox was full; the message went to dead letters")]
+    /// The mailbox was full and its policy dropped the message.
+    #[error("the mailbox was full and dropped the message to dead letters")]
     Dropped,
-    /// The actor has stopped (the message went to dead letters).
-    #[error("the actor has stopped")]
+    /// The actor has stopped.
+    #[error("the actor has stopped; the message went to dead letters")]
     Stopped,
+}
+
+/// Why [`Addr::try_tell`] did not queue a message: the message is handed back, and is
+/// no dead letter.
+#[derive(Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum TryTellError<M> {
+    /// The mailbox has no room now (whatever its policy: `try_tell` neither waits nor
+    /// drops).
+    #[error("the mailbox is full")]
+    Full(M),
+    /// The actor has stopped.
+    #[error("the actor has stopped")]
+    Stopped(M),
+}
+
+impl<M> TryTellError<M> {
+    /// Returns the message that was not queued.
+    pub fn into_inner(self) -> M {
+        match self {
+            Self::Full(message) | Self::Stopped(message) => message,
+        }
+    }
+
+    /// Whether the mailbox was full.
+    pub fn is_full(&self) -> bool {
+        matches!(self, Self::Full(_))
+    }
+
+    /// Whether the actor has stopped.
+    pub fn is_stopped(&self) -> bool {
+        matches!(self, Self::Stopped(_))
+    }
+
+    fn map<N>(self, f: impl FnOnce(M) -> N) -> TryTellError<N> {
+        match self {
+            Self::Full(message) => TryTellError::Full(f(message)),
+            Self::Stopped(message) => TryTellError::Stopped(f(message)),
+        }
+    }
+}
+
+// By hand: a message need not be `Debug` for its error to be (as tokio's `TrySendError`).
+impl<M> std::fmt::Debug for TryTellError<M> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Full(_) => f.write_str("Full(..)"),
+            Self::Stopped(_) => f.write_str("Stopped(..)"),
+        }
+    }
 }
 
 /// Why an `ask` got no reply.
@@ -146,6 +197,21 @@ impl<A: Handler<M>, M: Message> Envelope<A> for Sealed<M> {
     fn type_name(&self) -> &'static str {
         std::any::type_name::<M>()
     }
+
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any + Send> {
+        self
+    }
+}
+
+impl<M: Message> Sealed<M> {
+    /// The message in an envelope the mailbox handed back.
+    fn open<A: Handler<M>>(envelope: Box<dyn Envelope<A>>) -> M {
+        match envelope.into_any().downcast::<Self>() {
+            Ok(sealed) => sealed.message,
+            // The mailbox hands back the very envelope that was pushed, sealed here.
+            Err(_) => unreachable!("an envelope changed its type in the mailbox"),
+        }
+    }
 }
 
 impl<A: Actor> Addr<A> {
@@ -170,8 +236,9 @@ impl<A: Actor> Addr<A> {
     ///
     /// # Errors
     ///
-    /// Full (policy `fail`), dropped (`drop-newest`), or stopped; a dropped or
-    /// undelivered message is reported to dead letters.
+    /// Full (policy `fail`), dropped (`drop-newest`, or `drop-oldest` with every
+    /// waiting message already in the actor's hand), or stopped; the message is
+    /// reported to dead letters.
     pub async fn tell<M: Message>(&self, message: M) -> Result<(), SendError>
     where
         A: Handler<M>,
@@ -183,13 +250,14 @@ impl<A: Actor> Addr<A> {
         .await
     }
 
-    /// Sends `message` without waiting: under `backpressure` a full mailbox is
-    /// [`SendError::Full`].
+    /// Sends `message` if there is room now, without waiting and without dropping it:
+    /// a full mailbox (whatever its policy) hands it back. A `drop-oldest` mailbox makes
+    /// room by dropping its oldest message to dead letters.
     ///
     /// # Errors
     ///
-    /// As [`tell`](Self::tell), and `Full` when there is no room now.
-    pub fn try_tell<M: Message>(&self, message: M) -> Result<(), SendError>
+    /// [`TryTellError::Full`] or [`TryTellError::Stopped`], with the message.
+    pub fn try_tell<M: Message>(&self, message: M) -> Result<(), TryTellError<M>>
     where
         A: Handler<M>,
     {
@@ -198,6 +266,7 @@ impl<A: Actor> Addr<A> {
             reply: None,
         });
         self.settle(self.cell.mailbox.push(sealed))
+            .map_err(|refused| refused.map(Sealed::open))
     }
 
     /// Sends `message` and waits for the reply, at most [`ASK_TIMEOUT`].
@@ -276,41 +345,53 @@ impl<A: Actor> Addr<A> {
         Recipient(Arc::new(self.clone()))
     }
 
+    /// Sends `sealed` as `tell` does: what is not queued goes to dead letters.
     async fn send<M: Message>(&self, sealed: Sealed<M>) -> Result<(), SendError>
     where
         A: Handler<M>,
     {
         let sealed: Box<dyn Envelope<A>> = Box::new(sealed);
-        let pushed = match self.cell.mailbox.overflow() {
+        let overflow = self.cell.mailbox.overflow();
+        let pushed = match overflow {
             Overflow::Backpressure => self.cell.mailbox.push_waiting(sealed).await,
             _ => self.cell.mailbox.push(sealed),
         };
-        self.settle(pushed)
-    }
-
-    /// Turns a push's outcome into the sender's answer, reporting what was lost.
-    fn settle(&self, pushed: Push<Box<dyn Envelope<A>>>) -> Result<(), SendError> {
-        let report = |envelope: &dyn Envelope<A>, reason| {
-            self.shared
-                .dead_letters
-                .report(&self.cell.name, envelope.type_name(), reason);
-        };
-        match pushed {
-            Push::Queued => Ok(()),
-            Push::Full(_) => Err(SendError::Full),
-            Push::Dropped(envelope) => {
-                report(&*envelope, Reason::Overflow);
-                // Drop-oldest queued the new message and dropped an older one.
-                match self.cell.mailbox.overflow() {
-                    Overflow::DropOldest => Ok(()),
-                    _ => Err(SendError::Dropped),
+        self.settle(pushed).map_err(|refused| match refused {
+            TryTellError::Full(envelope) => {
+                self.report(&*envelope, Reason::Overflow);
+                match overflow {
+                    Overflow::Backpressure | Overflow::Fail => SendError::Full,
+                    Overflow::DropNewest | Overflow::DropOldest => SendError::Dropped,
                 }
             }
-            Push::Closed(envelope) => {
-                report(&*envelope, Reason::Stopped);
-                Err(SendError::Stopped)
+            TryTellError::Stopped(envelope) => {
+                self.report(&*envelope, Reason::Stopped);
+                SendError::Stopped
             }
+        })
+    }
+
+    /// Turns a push's outcome into `Ok` once queued (reporting a message the policy
+    /// displaced) or the envelope refused, for the caller to account for.
+    fn settle(
+        &self,
+        pushed: Push<Box<dyn Envelope<A>>>,
+    ) -> Result<(), TryTellError<Box<dyn Envelope<A>>>> {
+        match pushed {
+            Push::Queued => Ok(()),
+            Push::Displaced(oldest) => {
+                self.report(&*oldest, Reason::Overflow);
+                Ok(())
+            }
+            Push::Full(envelope) => Err(TryTellError::Full(envelope)),
+            Push::Closed(envelope) => Err(TryTellError::Stopped(envelope)),
         }
+    }
+
+    fn report(&self, envelope: &dyn Envelope<A>, reason: Reason) {
+        self.shared
+            .dead_letters
+            .report(&self.cell.name, envelope.type_name(), reason);
     }
 }
 

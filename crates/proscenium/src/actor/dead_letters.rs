@@ -1,6 +1,7 @@
-//! Dead letters: every message not delivered — dropped by a full mailbox, sent to or
-//! left in a stopped actor, or the message a handler panicked on — is logged, counted
-//! and published to subscribers.
+//! Dead letters: every message not delivered — told to a full mailbox, sent to or left
+//! in a stopped actor, or the message a handler panicked on — is logged, counted and
+//! published to subscribers. (A message `try_tell` hands back is its sender's again,
+//! not a dead letter.)
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -9,7 +10,8 @@ use tokio::sync::broadcast;
 /// Why a message became a dead letter.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reason {
-    /// A full mailbox dropped it (policy `drop-newest` or `drop-oldest`).
+    /// A full mailbox refused it (policy `fail`) or dropped it (`drop-newest`,
+    /// `drop-oldest`).
     Overflow,
     /// Its actor had stopped, or stopped with it still queued.
     Stopped,

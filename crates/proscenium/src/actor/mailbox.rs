@@ -30,7 +30,7 @@ pub enum Overflow {
     Backpressure,
     /// The send fails at once with [`SendError::Full`](super::SendError::Full).
     Fail,
-    /// The new message goes to dead letters.
+    /// The new message goes to dead letters. (`try_tell` hands it back instead.)
     DropNewest,
     /// The oldest queued message goes to dead letters; the new one is queued.
     DropOldest,
@@ -98,13 +98,14 @@ pub(crate) enum Next {
     Turn,
 }
 
-/// The outcome of one push.
+/// The outcome of one push. What comes back is the caller's to account for: the mailbox
+/// drops nothing itself.
 pub(crate) enum Push<T> {
     Queued,
-    /// Full: the item back (policy `Backpressure` or `Fail`).
+    /// Queued, in place of this oldest waiting item (policy `DropOldest`).
+    Displaced(T),
+    /// Full: the item back (any policy but `DropOldest` with an item to displace).
     Full(T),
-    /// Full, and this item was dropped to make room or refused: to dead letters.
-    Dropped(T),
     /// Closed: the item back.
     Closed(T),
 }
@@ -186,17 +187,17 @@ impl<T> Mailbox<T> {
             state.queue.push_back(item);
             Push::Queued
         } else {
-            match self.overflow {
-                Overflow::Backpressure | Overflow::Fail => return Push::Full(item),
-                Overflow::DropNewest => return Push::Dropped(item),
-                Overflow::DropOldest => match state.queue.pop_front() {
-                    Some(oldest) => {
-                        state.queue.push_back(item);
-                        Push::Dropped(oldest)
-                    }
-                    // Every unhandled message is in the actor's hand: the newest goes.
-                    None => return Push::Dropped(item),
-                },
+            let oldest = match self.overflow {
+                Overflow::DropOldest => state.queue.pop_front(),
+                _ => None,
+            };
+            match oldest {
+                Some(oldest) => {
+                    state.queue.push_back(item);
+                    Push::Displaced(oldest)
+                }
+                // Every unhandled message may be in the actor's hand: none to displace.
+                None => return Push::Full(item),
             }
         };
         let wake = std::mem::take(&mut state.idle);
@@ -352,12 +353,9 @@ mod tests {
             full(Overflow::Backpressure).push(3),
             Push::Full(3)
         ));
-        assert!(matches!(
-            full(Overflow::DropNewest).push(3),
-            Push::Dropped(3)
-        ));
+        assert!(matches!(full(Overflow::DropNewest).push(3), Push::Full(3)));
         let oldest = full(Overflow::DropOldest);
-        assert!(matches!(oldest.push(3), Push::Dropped(1)));
+        assert!(matches!(oldest.push(3), Push::Displaced(1)));
         assert_eq!(oldest.close(), [2, 3]);
     }
 

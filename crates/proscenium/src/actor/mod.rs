@@ -51,7 +51,7 @@ use self::run::{Child, Parent};
 use self::supervise::Budget;
 use self::timer::Schedule;
 
-pub use self::addr::{ASK_TIMEOUT, Addr, AskError, Recipient, SendError};
+pub use self::addr::{ASK_TIMEOUT, Addr, AskError, Recipient, SendError, TryTellError};
 pub use self::dead_letters::{DeadLetter, DeadLetters, Reason};
 pub use self::dispatcher::{DispatcherKind, DispatcherSpec};
 pub use self::mailbox::Overflow;
@@ -244,4 +244,6 @@ impl<A: Actor> Context<A> {
 pub(crate) trait Envelope<A: Actor>: Send {
     fn deliver(self: Box<Self>, actor: &mut A, ctx: &mut Context<A>);
     fn type_name(&self) -> &'static str;
+    /// The envelope as itself, for a sender handed it back to take its message out.
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any + Send>;
 }

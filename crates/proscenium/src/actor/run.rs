@@ -105,6 +105,7 @@ pub(crate) async fn run<A: Actor>(
     for watcher in ctx.addr.cell.stopped() {
         watcher(ctx.name());
     }
+    ctx.addr.shared.forget(&ctx.addr.cell);
     ctx.addr.shared.live.fetch_sub(1, Ordering::SeqCst);
 }
 

@@ -6,6 +6,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use slab::Slab;
+
 use super::addr::{AnyCell, Cell};
 use super::dispatcher::{Dispatcher, DispatcherSpec, Job};
 use super::mailbox::{Mailbox, Overflow};
@@ -73,9 +75,25 @@ pub(crate) struct Shared {
     /// Named actors (`System::register`): `Addr<A>`s, removed when they stop.
     registry: Mutex<HashMap<String, Box<dyn std::any::Any + Send + Sync>>>,
     dispatchers: HashMap<String, Dispatcher>,
-    /// Every actor, to stop at shutdown (emptied then, which also ends the cycle
-    /// through the cells these hold).
-    cells: Mutex<Vec<Arc<dyn AnyCell>>>,
+    /// Every actor not yet stopped, to stop at shutdown (emptied then, which also ends
+    /// the cycle through the cells these hold). An actor leaves when its task ends
+    /// ([`Shared::forget`]), and its slot is reused: spawning and stopping actors
+    /// without end keeps this as large as the most actors alive at once.
+    cells: Mutex<Slab<Arc<dyn AnyCell>>>,
+}
+
+impl Shared {
+    /// Takes a stopped actor's cell out of [`cells`](Self::cells) — unless shutdown
+    /// took them all first, and another actor already has its slot.
+    pub(crate) fn forget<A: Actor>(&self, cell: &Cell<A>) {
+        let mut cells = lock(&self.cells);
+        let mine = cells
+            .get(cell.slot)
+            .is_some_and(|held| std::ptr::addr_eq(Arc::as_ptr(held), cell));
+        if mine {
+            cells.remove(cell.slot);
+        }
+    }
 }
 
 /// A set of actors, their dispatchers and their dead letters.
@@ -251,7 +269,7 @@ impl System {
     /// for the dispatcher threads to finish.
     pub fn shutdown(&self) {
         let cells = std::mem::take(&mut *lock(&self.shared.cells));
-        for cell in &cells {
+        for (_, cell) in &cells {
             cell.stop(&self.shared);
         }
         for dispatcher in self.shared.dispatchers.values() {
@@ -284,23 +302,26 @@ pub(crate) fn spawn<A: Actor>(
             );
             &shared.dispatchers[DEFAULT]
         });
-    let addr = Addr {
-        cell: Arc::new(Cell {
+    let cell = {
+        let mut cells = lock(&shared.cells);
+        let slot = cells.vacant_entry();
+        let cell = Arc::new(Cell {
             name: props.name.into(),
             mailbox: Mailbox::new(props.capacity, props.overflow, dispatcher.throughput()),
             watchers: Mutex::new(Some(Vec::new())),
-        }),
+            slot: slot.key(),
+        });
+        slot.insert(cell.clone());
+        cell
+    };
+    let addr = Addr {
+        cell,
         shared: shared.clone(),
     };
-    lock(&shared.cells).push(addr.cell.clone());
     shared.live.fetch_add(1, Ordering::SeqCst);
     let ctx = Context::new(addr.clone(), parent);
     let job: Job = Box::new(move || {
-        let f = run(factory, ctx);
-        if std::env::var("FSIZE").is_ok() {
-            eprintln!("future {}", std::mem::size_of_val(&f));
-        }
-        tokio::task::spawn_local(f);
+        tokio::task::spawn_local(run(factory, ctx));
     });
     dispatcher.run(job);
     addr
@@ -308,4 +329,40 @@ pub(crate) fn spawn<A: Actor>(
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Idle;
+    impl Actor for Idle {}
+
+    /// Waits for every actor of `system` to have stopped.
+    fn all_stopped(system: &System) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while system.live_actors() > 0 {
+            assert!(std::time::Instant::now() < deadline, "actors still live");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn actors_spawned_and_stopped_without_end_reuse_their_slots() {
+        const BATCH: usize = 10_000;
+        let system = System::new();
+        let mut first = None;
+        for batch in 0..100 {
+            let actors: Vec<_> = (0..BATCH)
+                .map(|_| system.spawn(Props::named("brief"), || Idle))
+                .collect();
+            actors.iter().for_each(Addr::stop);
+            all_stopped(&system);
+            let cells = lock(&system.shared.cells);
+            assert!(cells.is_empty(), "batch {batch}: {} cells left", cells.len());
+            // The table's size, set by the first batch, stays flat.
+            let slots = *first.get_or_insert(cells.capacity());
+            assert_eq!(cells.capacity(), slots, "batch {batch}");
+        }
+    }
 }
