@@ -19,9 +19,10 @@ trap stop_all EXIT INT TERM
 
 need valgrind
 need curl
-build_proscenium
-build_peer actix
-build_peer hyper
+SERVERS="${SERVERS:-proscenium actix hyper}"
+for server in $SERVERS; do
+  if [ "$server" = proscenium ]; then build_proscenium; else build_peer "$server"; fi
+done
 BATCHES="${BATCHES:-500}"
 DEPTH="${DEPTH:-16}"
 CONNS="${CONNS:-4}"
@@ -49,7 +50,7 @@ declare -A CMD=(
   [hyper]="$PEERS_TARGET/release/peer-hyper --bind 127.0.0.1:$PORT --workers 1"
 )
 printf '%-11s %14s\n' server instr/request
-for server in ${SERVERS:-proscenium actix hyper}; do
+for server in $SERVERS; do
   # shellcheck disable=SC2086 # the command line is split on purpose
   base=$(instructions 10 ${CMD[$server]})
   # shellcheck disable=SC2086

@@ -81,12 +81,50 @@ fn the_simplest_response_is_exactly_these_bytes() {
     let lines: Vec<&str> = head.split("\r\n").collect();
     assert_eq!(lines[0], "HTTP/1.1 200 OK");
     assert_eq!(lines[1], "content-type: text/plain; charset=utf-8");
-    assert_eq!(lines[2], "Server: proscenium");
-    let date = lines[3].strip_prefix("Date: ").unwrap();
+    assert_eq!(lines[2], "server: proscenium");
+    let date = lines[3].strip_prefix("date: ").unwrap();
     assert_eq!(date.len(), 29, "IMF-fixdate");
     assert!(date.ends_with(" GMT"));
-    assert_eq!(&lines[4..], ["Content-Length: 7", "Connection: close"]);
+    assert_eq!(&lines[4..], ["content-length: 7", "connection: close"]);
     assert_eq!(body, "/path/x");
+}
+
+/// Issue 14: the server wrote its own field names capitalised (`Server`) and the
+/// app's and the static files' in lower case (`etag`).
+#[test]
+fn issue_14_every_field_name_goes_out_in_lower_case() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "file").unwrap();
+    let app = app().get("/tagged", inline(|| ([("ETag", "\"v1\"")], "tagged")));
+    let server = support::start_with(app, |c| c.root = Some(dir.path().to_owned()));
+    // The answer to `path` on its own connection, its date masked.
+    let raw = |path: &str| {
+        let mut client = Client::connect(server.local_addr());
+        client.send(format!(
+            "GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+        ));
+        let raw = String::from_utf8(client.read_to_close()).unwrap();
+        let at = raw.find("\r\ndate: ").expect("a date field") + 8;
+        format!("{}<date>{}", &raw[..at], &raw[at + 29..])
+    };
+    assert_eq!(
+        raw("/tagged"),
+        "HTTP/1.1 200 OK\r\ncontent-type: text/plain; charset=utf-8\r\netag: \"v1\"\r\n\
+         server: proscenium\r\ndate: <date>\r\ncontent-length: 6\r\nconnection: close\r\n\r\n\
+         tagged"
+    );
+    assert_eq!(
+        raw("/stream"),
+        "HTTP/1.1 200 OK\r\nserver: proscenium\r\ndate: <date>\r\n\
+         transfer-encoding: chunked\r\nconnection: close\r\n\r\n\
+         3\r\none\r\n3\r\ntwo\r\n5\r\nthree\r\n0\r\n\r\n"
+    );
+    let file = raw("/a.txt");
+    let (head, _) = file.split_once("\r\n\r\n").unwrap();
+    for line in head.split("\r\n").skip(1) {
+        let name = line.split_once(':').unwrap().0;
+        assert_eq!(name, name.to_ascii_lowercase(), "{head}");
+    }
 }
 
 #[test]
@@ -140,7 +178,7 @@ fn a_streamed_body_goes_out_chunked_or_until_close() {
     let mut client = Client::connect(server.local_addr());
     client.send("GET /stream HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
     let raw = String::from_utf8(client.read_to_close()).unwrap();
-    assert!(raw.contains("Transfer-Encoding: chunked\r\n"), "{raw}");
+    assert!(raw.contains("transfer-encoding: chunked\r\n"), "{raw}");
     assert!(
         raw.ends_with("\r\n\r\n3\r\none\r\n3\r\ntwo\r\n5\r\nthree\r\n0\r\n\r\n"),
         "{raw}"
@@ -151,7 +189,7 @@ fn a_streamed_body_goes_out_chunked_or_until_close() {
     let raw = String::from_utf8(client.read_to_close()).unwrap();
     assert!(!raw.contains("chunked"), "{raw}");
     assert!(
-        raw.contains("Connection: close\r\n"),
+        raw.contains("connection: close\r\n"),
         "no length, so the close delimits the body"
     );
     assert!(raw.ends_with("\r\n\r\nonetwothree"), "{raw}");

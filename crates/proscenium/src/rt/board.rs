@@ -74,10 +74,27 @@ impl Board {
         Self::map(unsafe { OwnedFd::from_raw_fd(fd) }, seats)
     }
 
+    /// Maps `seats` counters of the memfd `fd`, once its size is checked to be theirs.
+    ///
+    /// # Errors
+    ///
+    /// `InvalidData` when the memfd is not `seats` counters long: a descriptor that
+    /// is not the board, or a seat count in the environment that is not its own.
+    /// Mapping past the end of a memfd and touching it would raise SIGBUS.
     fn map(fd: OwnedFd, seats: usize) -> std::io::Result<Self> {
         let bytes = NonZeroUsize::new(seats * 4).ok_or(std::io::ErrorKind::InvalidInput)?;
-        // SAFETY: a fresh shared mapping of a memfd at least `bytes` long; u32 atomics
-        // need 4-byte alignment and mappings are page aligned.
+        let size = nix::sys::stat::fstat(&fd)?.st_size;
+        if u64::try_from(size).ok() != Some(bytes.get() as u64) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                format!(
+                    "the load board is {size} bytes, not the {bytes} of {seats} seats \
+                     (4 bytes a seat)"
+                ),
+            ));
+        }
+        // SAFETY: a fresh shared mapping of a memfd `bytes` long (checked above); u32
+        // atomics need 4-byte alignment and mappings are page aligned.
         let counters = unsafe {
             mmap(
                 None,
@@ -192,5 +209,16 @@ mod tests {
         let other = Arc::new(Board::inherit(copy, 2).unwrap());
         Seat::new(other, 1).publish(7);
         assert_eq!(board.counters()[1].load(Ordering::Acquire), 7);
+    }
+
+    #[test]
+    fn a_descriptor_of_another_size_than_the_seats_is_refused() {
+        let board = Board::create(2).unwrap();
+        for seats in [1, 4] {
+            let err = Board::map(board.inheritable_fd().unwrap(), seats).unwrap_err();
+            assert_eq!(err.kind(), std::io::ErrorKind::InvalidData);
+            assert!(err.to_string().contains("is 8 bytes"), "{err}");
+        }
+        assert!(Board::map(board.inheritable_fd().unwrap(), 2).is_ok());
     }
 }

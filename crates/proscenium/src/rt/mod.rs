@@ -6,6 +6,12 @@
 //! counters are written only by that loop; a connection counts toward its loop's load
 //! from the moment the dispatcher picks the loop until it closes.
 
+// openat2 (static files), memfd (the prefork load board) and epoll (the shelf) are
+// Linux's: elsewhere the build stops here, with the reason, rather than at the first
+// missing symbol.
+#[cfg(not(target_os = "linux"))]
+compile_error!("Proscenium runs on Linux only: it needs openat2(2), memfd_create(2) and epoll(7)");
+
 mod blocking;
 mod board;
 pub(crate) mod context;

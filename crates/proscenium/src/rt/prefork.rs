@@ -75,7 +75,14 @@ pub(crate) fn inherited_seat() -> Option<std::io::Result<Seat>> {
     let board = i32::try_from(fd)
         .map_err(std::io::Error::other)
         .and_then(|fd| Board::inherit(fd, seats));
-    Some(board.map(|b| Seat::new(Arc::new(b), seat)))
+    Some(board.and_then(|b| {
+        if seat >= b.seats() {
+            return Err(std::io::Error::other(format!(
+                "bad {BOARD_ENV}: seat {seat} of a board of {seats}"
+            )));
+        }
+        Ok(Seat::new(Arc::new(b), seat))
+    }))
 }
 
 /// Starts the supervisor thread, which starts and watches the workers.

@@ -44,6 +44,10 @@ impl Framing {
 /// `Transfer-Encoding` and `Connection` fields are replaced by what `framing` and
 /// `keep_alive` say (an app's `Connection: close` is honoured). One pass over the app's
 /// fields, no lookups: `Server` and `Date` are added after them unless the app set them.
+///
+/// Every field name goes out in lower case, the server's own as the app's: a
+/// `HeaderMap` holds names in lower case, so that is the one style both can share
+/// without rewriting each name (field names are case-insensitive, RFC 9110 §5.1).
 pub(crate) fn head(
     dst: &mut BytesMut,
     status: StatusCode,
@@ -77,25 +81,25 @@ pub(crate) fn head(
         field(dst, name.as_str().as_bytes(), value.as_bytes());
     }
     if !has_server {
-        dst.put_slice(b"Server: proscenium\r\n");
+        dst.put_slice(b"server: proscenium\r\n");
     }
     if !has_date {
-        date::with_date(|d| known_field(dst, b"Date: ", d));
+        date::with_date(|d| known_field(dst, b"date: ", d));
     }
     match framing {
         Framing::Length(n) => known_field(
             dst,
-            b"Content-Length: ",
+            b"content-length: ",
             itoa::Buffer::new().format(n).as_bytes(),
         ),
-        Framing::Chunked => dst.put_slice(b"Transfer-Encoding: chunked\r\n"),
+        Framing::Chunked => dst.put_slice(b"transfer-encoding: chunked\r\n"),
         Framing::None | Framing::UntilClose => {}
     }
     let keep_alive = keep_alive && !close && framing != Framing::UntilClose;
     if !keep_alive {
-        dst.put_slice(b"Connection: close\r\n");
+        dst.put_slice(b"connection: close\r\n");
     } else if request_version == Version::HTTP_10 {
-        dst.put_slice(b"Connection: keep-alive\r\n");
+        dst.put_slice(b"connection: keep-alive\r\n");
     }
     dst.put_slice(b"\r\n");
     keep_alive
@@ -170,9 +174,9 @@ mod tests {
             true,
         );
         assert!(text.starts_with(
-            "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\nServer: proscenium\r\nDate: "
+            "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\nserver: proscenium\r\ndate: "
         ));
-        assert!(text.ends_with(" GMT\r\nContent-Length: 5\r\n\r\n"));
+        assert!(text.ends_with(" GMT\r\ncontent-length: 5\r\n\r\n"));
     }
 
     #[test]
@@ -184,8 +188,8 @@ mod tests {
             false,
         );
         assert!(!text.contains("99"));
-        assert_eq!(text.matches("Connection: close").count(), 1);
-        assert!(text.contains("Transfer-Encoding: chunked\r\n"));
+        assert_eq!(text.matches("connection: close").count(), 1);
+        assert!(text.contains("transfer-encoding: chunked\r\n"));
     }
 
     #[test]
