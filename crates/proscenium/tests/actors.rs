@@ -115,13 +115,7 @@ fn an_ask_times_out_when_the_actor_is_busy() {
 }
 
 /// Fills a one-slot mailbox behind a held handler, then sends two more.
-fn overflow(
-    policy: Overflow,
-) -> (
-    Vec<Result<(), TryTellError<Push>>>,
-    Vec<u64>,
-    Vec<Reason>,
-) {
+fn overflow(policy: Overflow) -> (Vec<Result<(), TryTellError<Push>>>, Vec<u64>, Vec<Reason>) {
     let system = System::new();
     let mut letters = system.dead_letters().subscribe();
     let log = system.spawn(Props::named("small").mailbox(1, policy), Log::default);
@@ -148,7 +142,11 @@ fn each_overflow_policy_accounts_for_every_message() {
     // makes room, by dropping the oldest to dead letters.
     for policy in [Overflow::Fail, Overflow::DropNewest, Overflow::Backpressure] {
         let (sent, kept, dead) = overflow(policy);
-        assert_eq!(sent, [Ok(()), Err(TryTellError::Full(Push(2)))], "{policy:?}");
+        assert_eq!(
+            sent,
+            [Ok(()), Err(TryTellError::Full(Push(2)))],
+            "{policy:?}"
+        );
         assert_eq!((kept, dead), (vec![1], vec![]), "{policy:?}");
     }
     let (sent, kept, dead) = overflow(Overflow::DropOldest);

@@ -359,7 +359,11 @@ mod tests {
             actors.iter().for_each(Addr::stop);
             all_stopped(&system);
             let cells = lock(&system.shared.cells);
-            assert!(cells.is_empty(), "batch {batch}: {} cells left", cells.len());
+            assert!(
+                cells.is_empty(),
+                "batch {batch}: {} cells left",
+                cells.len()
+            );
             // The table's size, set by the first batch, stays flat.
             let slots = *first.get_or_insert(cells.capacity());
             assert_eq!(cells.capacity(), slots, "batch {batch}");

@@ -3,10 +3,10 @@
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 
 use super::lock::{self, Access, Grant, Lock};
 
@@ -202,10 +202,7 @@ impl LockSet {
         &self,
         needs: impl FnOnce() -> Vec<StateAccess>,
     ) -> Result<Arc<LockSet>, String> {
-        let mut cache = self
-            .continuations
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut cache = self.continuations.lock();
         cache
             .entry(TypeId::of::<H>())
             .or_insert_with(|| {
@@ -261,12 +258,7 @@ impl Held {
             .values
             .iter()
             .position(|(id, _)| *id == TypeId::of::<T>())?;
-        let grant = inner
-            .grants
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get_mut(at)?
-            .take()?;
+        let grant = inner.grants.lock().get_mut(at)?.take()?;
         let cell = inner.set.values[at]
             .1
             .clone()
