@@ -24,12 +24,9 @@ fn start(dir: &std::path::Path, args: &[&str]) -> (Child, String, String) {
     BufReader::new(child.stdout.as_mut().unwrap())
         .read_line(&mut line)
         .unwrap();
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split(' ').next())
+    let addr = proscenium::launch::served_address(&line)
         .expect(&line)
-        .to_owned();
+        .to_string();
     (child, addr, line)
 }
 

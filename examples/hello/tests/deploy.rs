@@ -56,13 +56,10 @@ fn start_on(bind: &str, dir: &Path, env: &[(&str, &str)], args: &[&str]) -> Runn
     BufReader::new(child.stdout.as_mut().unwrap())
         .read_line(&mut line)
         .unwrap();
-    let port = line
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split(' ').next())
-        .and_then(|addr| addr.rsplit(':').next())
+    let port = proscenium::launch::served_address(&line)
         .expect(&line)
-        .to_owned();
+        .port()
+        .to_string();
     Running { child, line, port }
 }
 

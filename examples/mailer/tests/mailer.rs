@@ -39,12 +39,9 @@ fn start_with(albums: &std::path::Path, mail_ms: u64, args: &[&str]) -> Mailer {
     BufReader::new(child.stdout.as_mut().unwrap())
         .read_line(&mut line)
         .unwrap();
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split(' ').next())
+    let addr = proscenium::launch::served_address(&line)
         .expect(&line)
-        .to_owned();
+        .to_string();
     Mailer { child, addr }
 }
 

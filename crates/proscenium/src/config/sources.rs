@@ -544,6 +544,27 @@ mod tests {
             .collect()
     }
 
+    fn resolve_file(f: &tempfile::NamedTempFile) -> Result<Settings, ConfigError> {
+        Settings::resolve(&Sources {
+            file: Some(f.path().to_owned()),
+            ..Sources::default()
+        })
+    }
+
+    fn resolve_env(pairs: &[(&str, &str)]) -> Result<Settings, ConfigError> {
+        Settings::resolve(&Sources {
+            env: env(pairs),
+            ..Sources::default()
+        })
+    }
+
+    fn resolve_flag(name: &str, key: &str, text: &str) -> Result<Settings, ConfigError> {
+        Settings::resolve(&Sources {
+            flags: vec![flag(name, key, text)],
+            ..Sources::default()
+        })
+    }
+
     fn flag(name: &str, key: &str, text: &str) -> Flag {
         Flag {
             name: name.to_owned(),
@@ -621,22 +642,14 @@ mod tests {
         );
         assert_eq!(s.origin("threads"), &Origin::Env("PROSCENIUM_MODEL".into()));
         let f = file("model = \"prefork:3\"\n");
-        let s = Settings::resolve(&Sources {
-            file: Some(f.path().to_owned()),
-            ..Sources::default()
-        })
-        .unwrap();
+        let s = resolve_file(&f).unwrap();
         assert_eq!(s.config.workers, Some(3));
     }
 
     #[test]
     fn bad_values_name_source_key_and_expectation() {
         let f = file("# a comment\n\nloops = \"two\"\n");
-        let err = Settings::resolve(&Sources {
-            file: Some(f.path().to_owned()),
-            ..Sources::default()
-        })
-        .unwrap_err();
+        let err = resolve_file(&f).unwrap_err();
         assert_eq!(
             err.to_string(),
             format!(
@@ -644,29 +657,17 @@ mod tests {
                 f.path().display()
             )
         );
-        let err = Settings::resolve(&Sources {
-            env: env(&[("PROSCENIUM_LIMITS_MAX_HEADERS", "0")]),
-            ..Sources::default()
-        })
-        .unwrap_err();
+        let err = resolve_env(&[("PROSCENIUM_LIMITS_MAX_HEADERS", "0")]).unwrap_err();
         assert_eq!(
             err.to_string(),
             "PROSCENIUM_LIMITS_MAX_HEADERS: expected a number from 1 to 10000, got 0"
         );
-        let err = Settings::resolve(&Sources {
-            flags: vec![flag("--bind", "bind", "3000")],
-            ..Sources::default()
-        })
-        .unwrap_err();
+        let err = resolve_flag("--bind", "bind", "3000").unwrap_err();
         assert!(
             err.to_string().starts_with("--bind: expected an address"),
             "{err}"
         );
-        let err = Settings::resolve(&Sources {
-            flags: vec![flag("--model", "model", "fibers")],
-            ..Sources::default()
-        })
-        .unwrap_err();
+        let err = resolve_flag("--model", "model", "fibers").unwrap_err();
         assert!(
             err.to_string()
                 .starts_with("--model: unknown model `fibers`"),
@@ -677,11 +678,7 @@ mod tests {
     #[test]
     fn unknown_keys_and_variables_are_refused_with_a_suggestion() {
         let f = file("loops = 1\n[limits]\nmax_bdy = 5\n");
-        let err = Settings::resolve(&Sources {
-            file: Some(f.path().to_owned()),
-            ..Sources::default()
-        })
-        .unwrap_err();
+        let err = resolve_file(&f).unwrap_err();
         assert_eq!(
             err.to_string(),
             format!(
@@ -689,43 +686,27 @@ mod tests {
                 f.path().display()
             )
         );
-        let err = Settings::resolve(&Sources {
-            env: env(&[("PROSCENIUM_LOPS", "2"), ("PROSCENIUM_WORKER", "1")]),
-            ..Sources::default()
-        })
-        .unwrap_err();
+        let err = resolve_env(&[("PROSCENIUM_LOPS", "2"), ("PROSCENIUM_WORKER", "1")]).unwrap_err();
         assert_eq!(
             err.to_string(),
             "PROSCENIUM_LOPS: no such setting, did you mean `PROSCENIUM_LOOPS`?"
         );
         let f = file("[pools.images]\nthread = 2\n");
-        let err = Settings::resolve(&Sources {
-            file: Some(f.path().to_owned()),
-            ..Sources::default()
-        })
-        .unwrap_err();
+        let err = resolve_file(&f).unwrap_err();
         assert!(err.to_string().contains("threads"), "{err}");
     }
 
     #[test]
     fn a_syntax_error_names_its_line_and_a_named_file_must_exist() {
         let f = file("loops = 1\nbind = \n");
-        let err = Settings::resolve(&Sources {
-            file: Some(f.path().to_owned()),
-            ..Sources::default()
-        })
-        .unwrap_err();
+        let err = resolve_file(&f).unwrap_err();
         assert!(
             err.to_string()
                 .starts_with(&format!("{}:2: ", f.path().display())),
             "{err}"
         );
         assert!(!err.to_string().contains('\n'), "{err}");
-        let err = Settings::resolve(&Sources {
-            env: env(&[("PROSCENIUM_CONFIG", "/no/such.toml")]),
-            ..Sources::default()
-        })
-        .unwrap_err();
+        let err = resolve_env(&[("PROSCENIUM_CONFIG", "/no/such.toml")]).unwrap_err();
         assert_eq!(
             err.to_string(),
             "PROSCENIUM_CONFIG: /no/such.toml: no such file"

@@ -47,6 +47,20 @@ pub(super) fn serve(heading: &Heading<'_>, app: App, config: Config) -> ExitCode
     }
 }
 
+/// Returns the address an app's start line (`NAME serving WHAT on http://ADDR (...)`)
+/// names, for tools and tests that start an app and read its first line.
+///
+/// # Examples
+///
+/// ```
+/// let line = "hello serving 3 routes on http://127.0.0.1:41234 (model loops, 2 loops); Ctrl-C stops";
+/// assert_eq!(proscenium::launch::served_address(line).unwrap().port(), 41234);
+/// ```
+pub fn served_address(start_line: &str) -> Option<std::net::SocketAddr> {
+    let rest = start_line.split_once(" on http://")?.1;
+    rest.split(' ').next()?.parse().ok()
+}
+
 /// Prints the routes `serve` would answer, the web server's own included.
 pub(super) fn routes(app: App, config: &Config) {
     for route in web::configure(app, config).routes() {
