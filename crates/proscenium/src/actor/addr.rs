@@ -414,6 +414,7 @@ type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + 
 
 trait Receives<M: Message>: Send + Sync {
     fn tell(&self, message: M) -> BoxFuture<'_, Result<(), SendError>>;
+    fn try_tell(&self, message: M) -> Result<(), TryTellError<M>>;
     fn ask(&self, message: M, timeout: Duration) -> BoxFuture<'_, Result<M::Reply, AskError>>;
     fn name(&self) -> &str;
 }
@@ -421,6 +422,10 @@ trait Receives<M: Message>: Send + Sync {
 impl<A: Handler<M>, M: Message> Receives<M> for Addr<A> {
     fn tell(&self, message: M) -> BoxFuture<'_, Result<(), SendError>> {
         Box::pin(Addr::tell(self, message))
+    }
+
+    fn try_tell(&self, message: M) -> Result<(), TryTellError<M>> {
+        Addr::try_tell(self, message)
     }
 
     fn ask(&self, message: M, timeout: Duration) -> BoxFuture<'_, Result<M::Reply, AskError>> {
@@ -440,6 +445,24 @@ impl<M: Message> Recipient<M> {
     /// As [`Addr::tell`].
     pub async fn tell(&self, message: M) -> Result<(), SendError> {
         self.0.tell(message).await
+    }
+
+    /// As [`Addr::try_tell`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Addr::try_tell`]: the message comes back.
+    pub fn try_tell(&self, message: M) -> Result<(), TryTellError<M>> {
+        self.0.try_tell(message)
+    }
+
+    /// As [`Addr::ask`]: waits at most [`ASK_TIMEOUT`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Addr::ask`].
+    pub async fn ask(&self, message: M) -> Result<M::Reply, AskError> {
+        self.ask_within(message, ASK_TIMEOUT).await
     }
 
     /// As [`Addr::ask_within`].

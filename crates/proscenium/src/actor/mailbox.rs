@@ -21,6 +21,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Notify;
 
+use super::Failure;
+
 /// What a full mailbox does with one more message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -45,7 +47,7 @@ pub(crate) enum Control {
     /// The child with id `child` failed with `why`; it waits for a directive.
     Failed {
         child: u64,
-        why: String,
+        why: Failure,
     },
     /// The child with id `child` has stopped.
     Stopped {

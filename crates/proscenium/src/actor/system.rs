@@ -96,6 +96,20 @@ impl Shared {
     }
 }
 
+/// Why [`System::register`] refused an actor.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("an actor named `{name}` is registered already")]
+pub struct RegisterError {
+    name: String,
+}
+
+impl RegisterError {
+    /// Returns the name that is taken.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
 /// A set of actors, their dispatchers and their dead letters.
 pub struct System {
     shared: Arc<Shared>,
@@ -167,12 +181,12 @@ impl System {
     /// # Errors
     ///
     /// The name is taken by a running actor.
-    pub fn register<A: Actor>(&self, addr: &Addr<A>) -> Result<(), String> {
+    pub fn register<A: Actor>(&self, addr: &Addr<A>) -> Result<(), RegisterError> {
         let name = addr.name().to_owned();
         {
             let mut registry = self.registry();
             if registry.contains_key(&name) {
-                return Err(format!("an actor named `{name}` is registered already"));
+                return Err(RegisterError { name });
             }
             registry.insert(name.clone(), Box::new(addr.clone()));
         }
