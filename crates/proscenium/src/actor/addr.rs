@@ -2,9 +2,10 @@
 //! type to whichever actor handles it. `tell` is fire and forget (waiting only for room
 //! under backpressure); `ask` waits for the reply, within a timeout.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
 use super::mailbox::{Control, Mailbox, Overflow, Push, spin_turn};
@@ -45,7 +46,7 @@ pub(crate) struct Cell<A: Actor> {
 impl<A: Actor> Cell<A> {
     /// Runs `watcher` when the actor stops — now, if it has.
     pub(crate) fn on_stop(&self, name: &str, watcher: Watcher) {
-        let mut watchers = self.watchers.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut watchers = self.watchers.lock();
         match watchers.as_mut() {
             Some(list) => list.push(watcher),
             None => {
@@ -70,11 +71,7 @@ impl<A: Actor> Cell<A> {
 
     /// Takes the watchers, once, as the actor stops.
     pub(crate) fn stopped(&self) -> Vec<Watcher> {
-        self.watchers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-            .unwrap_or_default()
+        self.watchers.lock().take().unwrap_or_default()
     }
 }
 

@@ -16,9 +16,9 @@
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::Notify;
 
 use super::Failure;
@@ -166,9 +166,8 @@ impl<T> Mailbox<T> {
         }
     }
 
-    fn state(&self) -> std::sync::MutexGuard<'_, State<T>> {
-        // No code panics while holding it; poison carries no meaning.
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    fn state(&self) -> MutexGuard<'_, State<T>> {
+        self.state.lock()
     }
 
     pub(crate) fn turn(&self) -> usize {
