@@ -181,7 +181,7 @@ pub(crate) fn run(bench: &str, n: u64) -> Measure {
 }
 
 /// `tell` with the sender on the actor's thread: both on a one-thread dispatcher, the
-/// sink's mailbox large enough to take every message at once.
+/// sink's mailbox large enough to take every message at once and the closing `Get`.
 fn tell_local(n: u64) -> Measure {
     let system = System::with_dispatchers(
         [(
@@ -190,7 +190,7 @@ fn tell_local(n: u64) -> Measure {
         )]
         .into(),
     );
-    let capacity = usize::try_from(n).unwrap_or(usize::MAX);
+    let capacity = usize::try_from(n + 1).unwrap_or(usize::MAX);
     let sink = system.spawn(
         Props::named("sink")
             .dispatcher("solo")

@@ -16,8 +16,10 @@
 //! assert_eq!(*seen.lock().unwrap(), ["cat.jpg"]);
 //! ```
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+
+use parking_lot::Mutex;
 
 use crate::rt::{BlockingError, spawn_blocking};
 
@@ -45,7 +47,7 @@ impl<E> Default for EventEmitter<E> {
 impl<E> std::fmt::Debug for EventEmitter<E> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("EventEmitter")
-            .field("listeners", &self.lock().len())
+            .field("listeners", &self.listeners.lock().len())
             .finish()
     }
 }
@@ -56,15 +58,9 @@ impl<E> EventEmitter<E> {
         Self::default()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(ListenerId, Listener<E>, bool)>> {
-        self.listeners
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-
     fn add(&self, listener: Listener<E>, once: bool) -> ListenerId {
         let id = ListenerId(self.next.fetch_add(1, Ordering::Relaxed));
-        self.lock().push((id, listener, once));
+        self.listeners.lock().push((id, listener, once));
         id
     }
 
@@ -80,7 +76,7 @@ impl<E> EventEmitter<E> {
 
     /// Removes a listener; returns whether it was there.
     pub fn off(&self, id: ListenerId) -> bool {
-        let mut listeners = self.lock();
+        let mut listeners = self.listeners.lock();
         let before = listeners.len();
         listeners.retain(|(have, _, _)| *have != id);
         listeners.len() < before
@@ -90,7 +86,7 @@ impl<E> EventEmitter<E> {
     /// or removed by a listener take effect from the next event, as in Node.js.
     pub fn emit(&self, event: &E) -> usize {
         let called: Vec<Listener<E>> = {
-            let mut listeners = self.lock();
+            let mut listeners = self.listeners.lock();
             let now = listeners.iter().map(|(_, l, _)| l.clone()).collect();
             listeners.retain(|(_, _, once)| !once);
             now

@@ -70,6 +70,13 @@ async fn hold(log: &Addr<Log>) -> Arc<Barrier> {
     gate
 }
 
+/// Waits until `log` has taken every message queued for it.
+async fn room(log: &Addr<Log>) {
+    while log.queued() > 0 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
 #[test]
 fn messages_from_one_sender_arrive_in_order() {
     let system = System::new();
@@ -124,9 +131,7 @@ fn overflow(policy: Overflow) -> (Vec<Result<(), TryTellError<Push>>>, Vec<u64>,
         let sent = vec![log.try_tell(Push(1)), log.try_tell(Push(2))];
         gate.wait();
         // Room again, so the question is not refused.
-        while log.queued() > 0 {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
+        room(&log).await;
         let kept = log.ask(Dump).await.unwrap_or_default();
         let mut reasons = Vec::new();
         while let Ok(letter) = letters.try_recv() {
@@ -427,6 +432,21 @@ impl Handler<Boom> for Kid {
     }
 }
 
+/// What a kid panics with on `Trip`, for its parent's decider to tell apart from a
+/// panic's message.
+#[derive(Debug)]
+struct Transient;
+
+struct Trip;
+impl Message for Trip {
+    type Reply = ();
+}
+impl Handler<Trip> for Kid {
+    fn handle(&mut self, _: Trip, _: &mut Context<Self>) {
+        std::panic::panic_any(Transient);
+    }
+}
+
 struct Kept;
 impl Message for Kept {
     type Reply = u64;
@@ -572,6 +592,62 @@ fn resume_keeps_the_state_and_stop_stops() {
 }
 
 #[test]
+fn the_decider_gets_the_value_the_handler_panicked_with() {
+    use proscenium::actor::{Directive, Strategy};
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let strategy = Strategy::one_for_one().deciding(move |failure| {
+        log.lock()
+            .unwrap()
+            .push(failure.message().map(str::to_owned));
+        if failure.downcast_ref::<Transient>().is_some() {
+            Directive::Resume
+        } else {
+            Directive::Stop
+        }
+    });
+    let (system, parent, kids, _) = family(strategy, 1);
+    let kid = system.block_on(async {
+        let kid = parent.ask(Kids).await.unwrap().remove(0);
+        kid.tell(Trip).await.unwrap();
+        assert_eq!(
+            kid.ask(Kept).await,
+            Ok(0),
+            "resumed after the transient fault"
+        );
+        kid.tell(Boom).await.unwrap();
+        kid
+    });
+    assert!(
+        eventually(|| kid.is_stopped()),
+        "stopped: a message is not Transient"
+    );
+    assert_eq!(starts(&kids[0]), 1, "never restarted");
+    assert_eq!(*seen.lock().unwrap(), [None, Some("boom".to_owned())]);
+}
+
+#[test]
+fn a_recipient_tells_tries_and_asks_as_its_address_does() {
+    let system = System::new();
+    let log = system.spawn(
+        Props::named("small").mailbox(1, Overflow::Fail),
+        Log::default,
+    );
+    let (push, dump) = (log.recipient::<Push>(), log.recipient::<Dump>());
+    let (sent, seen) = system.block_on(async {
+        let gate = hold(&log).await;
+        let sent = [push.try_tell(Push(1)), push.try_tell(Push(2))];
+        gate.wait();
+        room(&log).await;
+        push.tell(Push(3)).await.unwrap();
+        room(&log).await;
+        (sent, dump.ask(Dump).await)
+    });
+    assert_eq!(sent, [Ok(()), Err(TryTellError::Full(Push(2)))]);
+    assert_eq!(seen, Ok(vec![1, 3]));
+}
+
+#[test]
 fn a_spent_restart_budget_escalates_to_the_parent() {
     use proscenium::actor::Strategy;
     let strategy = Strategy::one_for_one()
@@ -668,7 +744,8 @@ fn named_actors_are_found_until_they_stop() {
     let system = System::new();
     let log = system.spawn(Props::named("journal"), Log::default);
     system.register(&log).unwrap();
-    assert!(system.register(&log).is_err(), "a name is taken once");
+    let taken = system.register(&log).unwrap_err();
+    assert_eq!(taken.name(), "journal", "a name is taken once");
     let found = system.lookup::<Log>("journal").expect("registered");
     assert!(system.lookup::<Worker>("journal").is_none(), "another type");
     system.block_on(found.tell(Push(7))).unwrap();

@@ -2,9 +2,10 @@
 //! type to whichever actor handles it. `tell` is fire and forget (waiting only for room
 //! under backpressure); `ask` waits for the reply, within a timeout.
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
 use super::mailbox::{Control, Mailbox, Overflow, Push, spin_turn};
@@ -45,7 +46,7 @@ pub(crate) struct Cell<A: Actor> {
 impl<A: Actor> Cell<A> {
     /// Runs `watcher` when the actor stops — now, if it has.
     pub(crate) fn on_stop(&self, name: &str, watcher: Watcher) {
-        let mut watchers = self.watchers.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut watchers = self.watchers.lock();
         match watchers.as_mut() {
             Some(list) => list.push(watcher),
             None => {
@@ -70,11 +71,7 @@ impl<A: Actor> Cell<A> {
 
     /// Takes the watchers, once, as the actor stops.
     pub(crate) fn stopped(&self) -> Vec<Watcher> {
-        self.watchers
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()
-            .unwrap_or_default()
+        self.watchers.lock().take().unwrap_or_default()
     }
 }
 
@@ -414,6 +411,7 @@ type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + 
 
 trait Receives<M: Message>: Send + Sync {
     fn tell(&self, message: M) -> BoxFuture<'_, Result<(), SendError>>;
+    fn try_tell(&self, message: M) -> Result<(), TryTellError<M>>;
     fn ask(&self, message: M, timeout: Duration) -> BoxFuture<'_, Result<M::Reply, AskError>>;
     fn name(&self) -> &str;
 }
@@ -421,6 +419,10 @@ trait Receives<M: Message>: Send + Sync {
 impl<A: Handler<M>, M: Message> Receives<M> for Addr<A> {
     fn tell(&self, message: M) -> BoxFuture<'_, Result<(), SendError>> {
         Box::pin(Addr::tell(self, message))
+    }
+
+    fn try_tell(&self, message: M) -> Result<(), TryTellError<M>> {
+        Addr::try_tell(self, message)
     }
 
     fn ask(&self, message: M, timeout: Duration) -> BoxFuture<'_, Result<M::Reply, AskError>> {
@@ -440,6 +442,24 @@ impl<M: Message> Recipient<M> {
     /// As [`Addr::tell`].
     pub async fn tell(&self, message: M) -> Result<(), SendError> {
         self.0.tell(message).await
+    }
+
+    /// As [`Addr::try_tell`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Addr::try_tell`]: the message comes back.
+    pub fn try_tell(&self, message: M) -> Result<(), TryTellError<M>> {
+        self.0.try_tell(message)
+    }
+
+    /// As [`Addr::ask`]: waits at most [`ASK_TIMEOUT`].
+    ///
+    /// # Errors
+    ///
+    /// As [`Addr::ask`].
+    pub async fn ask(&self, message: M) -> Result<M::Reply, AskError> {
+        self.ask_within(message, ASK_TIMEOUT).await
     }
 
     /// As [`Addr::ask_within`].

@@ -15,7 +15,8 @@ pub enum Reason {
     Overflow,
     /// Its actor had stopped, or stopped with it still queued.
     Stopped,
-    /// Its handler panicked with this message; the actor was restarted.
+    /// Its handler panicked with this message (the [`Failure`](super::Failure) as
+    /// text); the actor's supervisor decided what came next.
     Failed(String),
 }
 

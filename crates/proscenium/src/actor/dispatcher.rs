@@ -5,9 +5,9 @@
 //! runtime, so an actor's task never moves between threads.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
 use std::thread::JoinHandle;
 
+use parking_lot::Mutex;
 use tokio::sync::mpsc;
 
 /// How a dispatcher runs its actors.
@@ -95,7 +95,7 @@ impl Dispatcher {
         if self.spec.kind == DispatcherKind::Loops && crate::rt::current_loop().is_some() {
             return job();
         }
-        let mut workers = self.workers.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut workers = self.workers.lock();
         if self.spec.kind == DispatcherKind::Pinned {
             let name = format!("{}-{}", self.name, workers.len());
             workers.push(Worker::start(&name));
@@ -109,8 +109,7 @@ impl Dispatcher {
 
     /// Lets every thread finish its actors (whose mailboxes are closed) and joins it.
     pub(crate) fn shutdown(&self) {
-        let workers =
-            std::mem::take(&mut *self.workers.lock().unwrap_or_else(PoisonError::into_inner));
+        let workers = std::mem::take(&mut *self.workers.lock());
         for worker in workers {
             drop(worker.jobs);
             if worker.thread.join().is_err() {

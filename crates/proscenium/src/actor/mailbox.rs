@@ -16,10 +16,12 @@
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::Notify;
+
+use super::Failure;
 
 /// What a full mailbox does with one more message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
@@ -45,7 +47,7 @@ pub(crate) enum Control {
     /// The child with id `child` failed with `why`; it waits for a directive.
     Failed {
         child: u64,
-        why: String,
+        why: Failure,
     },
     /// The child with id `child` has stopped.
     Stopped {
@@ -164,9 +166,8 @@ impl<T> Mailbox<T> {
         }
     }
 
-    fn state(&self) -> std::sync::MutexGuard<'_, State<T>> {
-        // No code panics while holding it; poison carries no meaning.
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    fn state(&self) -> MutexGuard<'_, State<T>> {
+        self.state.lock()
     }
 
     pub(crate) fn turn(&self) -> usize {

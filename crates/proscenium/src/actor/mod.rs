@@ -56,8 +56,8 @@ pub use self::dead_letters::{DeadLetter, DeadLetters, Reason};
 pub use self::dispatcher::{DispatcherKind, DispatcherSpec};
 pub use self::mailbox::Overflow;
 pub use self::router::{Router, Routing};
-pub use self::supervise::{Backoff, Directive, Scope, Strategy};
-pub use self::system::{Props, System};
+pub use self::supervise::{Backoff, Directive, Failure, Scope, Strategy};
+pub use self::system::{Props, RegisterError, System};
 pub use self::timer::TimerHandle;
 
 /// An actor: state, lifecycle hooks, and a [`Handler`] per message type it takes.

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use super::addr::AnyCell;
 use super::mailbox::{Control, Next};
 use super::supervise::{Budget, Directive, Scope, Strategy};
-use super::{Actor, Context, Reason};
+use super::{Actor, Context, Failure, Reason};
 
 /// Where a child reports to: its parent's orders, and its id there.
 #[derive(Clone)]
@@ -68,12 +68,12 @@ pub(crate) async fn run<A: Actor>(
                         envelope.deliver(&mut actor, &mut ctx);
                     }));
                     if let Err(panic) = handled {
-                        let why = crate::rt::panic_message(&*panic);
+                        let why = Failure::new(panic);
                         tracing::error!(actor = ctx.name(), message, %why, "actor failed");
                         ctx.addr.shared.dead_letters.report(
                             ctx.name(),
                             message,
-                            Reason::Failed(why.clone()),
+                            Reason::Failed(why.to_string()),
                         );
                         // What is left in hand waits, as in the mailbox, for the order.
                         suspended = fail(&mut ctx, &mut own, why);
@@ -112,7 +112,7 @@ pub(crate) async fn run<A: Actor>(
 /// Reports a failure to the supervisor; returns whether the actor now waits for its
 /// order. A top-level actor is its own supervisor under the default strategy: restart
 /// after the backoff, or stop once the budget is spent.
-fn fail<A: Actor>(ctx: &mut Context<A>, own: &mut Budget, why: String) -> bool {
+fn fail<A: Actor>(ctx: &mut Context<A>, own: &mut Budget, why: Failure) -> bool {
     if let Some(parent) = &ctx.parent {
         parent.orders.order(Control::Failed {
             child: parent.child,
@@ -137,7 +137,12 @@ fn fail<A: Actor>(ctx: &mut Context<A>, own: &mut Budget, why: String) -> bool {
 
 /// Applies `strategy` to the failure of the child with id `child`; returns whether to
 /// escalate.
-fn supervise<A: Actor>(strategy: &Strategy, ctx: &mut Context<A>, child: u64, why: &str) -> bool {
+fn supervise<A: Actor>(
+    strategy: &Strategy,
+    ctx: &mut Context<A>,
+    child: u64,
+    why: &Failure,
+) -> bool {
     let Some(at) = ctx.children.iter().position(|c| c.id == child) else {
         return false;
     };

@@ -2,6 +2,7 @@
 //! strategies) — the directive, the children it applies to, a restart budget within a
 //! window, and exponential backoff with jitter between restarts.
 
+use std::any::Any;
 use std::collections::VecDeque;
 use std::hash::BuildHasher;
 use std::sync::Arc;
@@ -18,6 +19,63 @@ pub enum Directive {
     Stop,
     /// Fail the parent in turn, for its own parent to decide.
     Escalate,
+}
+
+/// Why an actor failed: the value its handler panicked with, for a supervisor's
+/// [`deciding`](Strategy::deciding) function to look at by type.
+///
+/// # Examples
+///
+/// ```
+/// use proscenium::actor::{Directive, Strategy};
+///
+/// /// What a handler panics with (`std::panic::panic_any(Fault::Transient)`).
+/// enum Fault {
+///     Transient,
+///     Corrupt,
+/// }
+///
+/// let strategy = Strategy::one_for_one().deciding(|failure| match failure.downcast_ref() {
+///     Some(Fault::Transient) => Directive::Resume,
+///     Some(Fault::Corrupt) => Directive::Restart,
+///     None => Directive::Escalate,
+/// });
+/// # let _ = strategy;
+/// ```
+pub struct Failure {
+    payload: Box<dyn Any + Send>,
+}
+
+impl Failure {
+    pub(crate) fn new(payload: Box<dyn Any + Send>) -> Self {
+        Self { payload }
+    }
+
+    /// Returns the panic's message, when it panicked with one (`panic!("...")`).
+    pub fn message(&self) -> Option<&str> {
+        self.payload
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| self.payload.downcast_ref::<String>().map(String::as_str))
+    }
+
+    /// Returns the value the handler panicked with, if it is a `T`
+    /// ([`std::panic::panic_any`]).
+    pub fn downcast_ref<T: Any>(&self) -> Option<&T> {
+        self.payload.downcast_ref()
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.message().unwrap_or("(a panic with no message)"))
+    }
+}
+
+impl std::fmt::Debug for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Failure").field(&self.message()).finish()
+    }
 }
 
 /// Which children a directive applies to.
@@ -61,7 +119,7 @@ impl Backoff {
 #[derive(Clone)]
 pub struct Strategy {
     pub(crate) scope: Scope,
-    decide: Arc<dyn Fn(&str) -> Directive + Send + Sync>,
+    decide: Arc<dyn Fn(&Failure) -> Directive + Send + Sync>,
     pub(crate) max_restarts: usize,
     pub(crate) within: Duration,
     pub(crate) backoff: Backoff,
@@ -112,9 +170,13 @@ impl Strategy {
         }
     }
 
-    /// Decides the directive from the panic's message.
+    /// Decides the directive from the failure: the value the child's handler panicked
+    /// with.
     #[must_use]
-    pub fn deciding(mut self, decide: impl Fn(&str) -> Directive + Send + Sync + 'static) -> Self {
+    pub fn deciding(
+        mut self,
+        decide: impl Fn(&Failure) -> Directive + Send + Sync + 'static,
+    ) -> Self {
         self.decide = Arc::new(decide);
         self
     }
@@ -134,7 +196,7 @@ impl Strategy {
         self
     }
 
-    pub(crate) fn decide(&self, why: &str) -> Directive {
+    pub(crate) fn decide(&self, why: &Failure) -> Directive {
         (self.decide)(why)
     }
 }

@@ -2,10 +2,11 @@
 //! through their parent's context), dead letters, timers, shutdown.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use parking_lot::{Mutex, MutexGuard};
 use slab::Slab;
 
 use super::addr::{AnyCell, Cell};
@@ -86,13 +87,27 @@ impl Shared {
     /// Takes a stopped actor's cell out of [`cells`](Self::cells) — unless shutdown
     /// took them all first, and another actor already has its slot.
     pub(crate) fn forget<A: Actor>(&self, cell: &Cell<A>) {
-        let mut cells = lock(&self.cells);
+        let mut cells = self.cells.lock();
         let mine = cells
             .get(cell.slot)
             .is_some_and(|held| std::ptr::addr_eq(Arc::as_ptr(held), cell));
         if mine {
             cells.remove(cell.slot);
         }
+    }
+}
+
+/// Why [`System::register`] refused an actor.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("an actor named `{name}` is registered already")]
+pub struct RegisterError {
+    name: String,
+}
+
+impl RegisterError {
+    /// Returns the name that is taken.
+    pub fn name(&self) -> &str {
+        &self.name
     }
 }
 
@@ -167,12 +182,12 @@ impl System {
     /// # Errors
     ///
     /// The name is taken by a running actor.
-    pub fn register<A: Actor>(&self, addr: &Addr<A>) -> Result<(), String> {
+    pub fn register<A: Actor>(&self, addr: &Addr<A>) -> Result<(), RegisterError> {
         let name = addr.name().to_owned();
         {
             let mut registry = self.registry();
             if registry.contains_key(&name) {
-                return Err(format!("an actor named `{name}` is registered already"));
+                return Err(RegisterError { name });
             }
             registry.insert(name.clone(), Box::new(addr.clone()));
         }
@@ -181,7 +196,7 @@ impl System {
             &name,
             Box::new(move |name| {
                 if let Some(shared) = shared.upgrade() {
-                    lock(&shared.registry).remove(name);
+                    shared.registry.lock().remove(name);
                 }
             }),
         );
@@ -196,10 +211,8 @@ impl System {
             .cloned()
     }
 
-    fn registry(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<String, Box<dyn std::any::Any + Send + Sync>>> {
-        lock(&self.shared.registry)
+    fn registry(&self) -> MutexGuard<'_, HashMap<String, Box<dyn std::any::Any + Send + Sync>>> {
+        self.shared.registry.lock()
     }
 
     /// Runs `f` once after `delay` on the default dispatcher.
@@ -268,7 +281,7 @@ impl System {
     /// Stops every actor (queued messages go to dead letters; the hooks run) and waits
     /// for the dispatcher threads to finish.
     pub fn shutdown(&self) {
-        let cells = std::mem::take(&mut *lock(&self.shared.cells));
+        let cells = std::mem::take(&mut *self.shared.cells.lock());
         for (_, cell) in &cells {
             cell.stop(&self.shared);
         }
@@ -303,7 +316,7 @@ pub(crate) fn spawn<A: Actor>(
             &shared.dispatchers[DEFAULT]
         });
     let cell = {
-        let mut cells = lock(&shared.cells);
+        let mut cells = shared.cells.lock();
         let slot = cells.vacant_entry();
         let cell = Arc::new(Cell {
             name: props.name.into(),
@@ -325,10 +338,6 @@ pub(crate) fn spawn<A: Actor>(
     });
     dispatcher.run(job);
     addr
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 #[cfg(test)]
@@ -358,7 +367,7 @@ mod tests {
                 .collect();
             actors.iter().for_each(Addr::stop);
             all_stopped(&system);
-            let cells = lock(&system.shared.cells);
+            let cells = system.shared.cells.lock();
             assert!(
                 cells.is_empty(),
                 "batch {batch}: {} cells left",
