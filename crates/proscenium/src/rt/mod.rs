@@ -19,6 +19,7 @@ pub(crate) mod dispatcher;
 pub(crate) mod event_loop;
 pub(crate) mod overload;
 pub(crate) mod prefork;
+pub(crate) mod runtime;
 pub(crate) mod shelf;
 mod sleepers;
 pub(crate) mod threads;
