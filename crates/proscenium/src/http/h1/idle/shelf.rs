@@ -1,4 +1,5 @@
-//! The shelf: a loop's long-idle keep-alive connections, put away without a task.
+//! The shelf: a loop's long-idle keep-alive connections, put away without a task (the
+//! last step of the idle policy, `idle`).
 //!
 //! A connection idle for [`SHELVE_AFTER`] gives up what tokio holds for it — its task
 //! (512 bytes), its registration with the reactor (256) — and its timer (112): the
@@ -42,9 +43,9 @@ use slab::Slab;
 use tokio::io::unix::AsyncFd;
 use tokio::time::Instant;
 
-use super::event_loop::Ticket;
-use super::{LoopShared, Sleeping};
-use crate::http::h1::conn;
+use super::super::conn;
+use super::super::service::LoopShared;
+use crate::rt::{Sleeping, Ticket};
 
 /// How long a keep-alive connection stays idle on its task before it is shelved. Long
 /// enough that a connection in use — a browser's between two clicks, a client's under
