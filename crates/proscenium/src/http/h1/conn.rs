@@ -319,8 +319,8 @@ impl Conn {
             }
             Kind::File(region) => {
                 // Corked, the head and the file leave in full segments instead of the
-                // head alone first (nodelay): measured 2.3x nginx's CPU per 300 KB
-                // response without it, see docs/performance.md.
+                // head alone first (nodelay), which cost CPU per response for every
+                // file (docs/performance.md, what each measured change bought).
                 self.socket.set_cork(true)?;
                 self.flush().await?;
                 let sent = Box::pin(self.socket.send_file(region, timeout)).await;

@@ -4,9 +4,8 @@
 //! (unless its first request has yet to come: that may be on the wire, so it gets a
 //! short grace). A connection that has served more than one request keeps its buffers
 //! for [`HOLD_BUFFERS`], then frees them; others free them at once. Idle keep-alive
-//! connections are most of a busy server's connections: freeing their buffers cut
-//! resident memory per idle connection from 14 KiB to the figure in
-//! docs/performance.md, and shelving them cuts it further. A connection in use comes
+//! connections are most of a busy server's connections, and their buffers were most of
+//! what each cost (docs/performance.md, idle connections); shelving them cuts the rest. A connection in use comes
 //! back sooner and finds its buffers, grown to its answers: freeing them at every wait
 //! cost a malloc, a free and a chain of reallocs per request or pipelined batch (see
 //! docs/performance.md).
