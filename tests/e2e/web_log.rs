@@ -1,11 +1,19 @@
 //! What the server writes down: the access log in Combined Log Format, and the
 //! watchdog's warning about a stalled loop.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use proscenium::{App, inline};
+use proscenium::{App, Model, inline};
 
 use crate::support::{self, Client};
+
+/// A path for an access log in a directory of its own (removed when dropped).
+fn log_file() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("access.log");
+    (dir, log)
+}
 
 fn read_log(path: &std::path::Path, lines: usize) -> Vec<String> {
     for _ in 0..100 {
@@ -20,13 +28,12 @@ fn read_log(path: &std::path::Path, lines: usize) -> Vec<String> {
 
 #[test]
 fn the_access_log_writes_one_combined_line_per_request() {
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("access.log");
+    let (_dir, log) = log_file();
     let app = App::new().get("/hello", inline(|| "Hello, World!"));
     let server = support::start_with(app, |c| c.log = Some(log.clone()));
     let mut client = Client::connect(server.local_addr());
     client.send("GET /hello?x=1 HTTP/1.1\r\nHost: t\r\nReferer: http://r/\r\nUser-Agent: test \"agent\"\r\n\r\n").response();
-    client.get("/missing").response();
+    let missing = client.get("/missing").response();
     let lines = read_log(&log, 2);
     let line = &lines[0];
     assert!(line.starts_with("127.0.0.1 - - ["), "{line}");
@@ -36,17 +43,125 @@ fn the_access_log_writes_one_combined_line_per_request() {
         ),
         "{line}"
     );
-    assert!(
-        lines[1].contains("\"GET /missing HTTP/1.1\" 404 - \"-\" \"-\""),
-        "{}",
-        lines[1]
+    // The error page's size, not `-`: issue 14.
+    let logged = format!(
+        "\"GET /missing HTTP/1.1\" 404 {} \"-\" \"-\"",
+        missing.body.len()
     );
+    assert!(lines[1].contains(&logged), "{}", lines[1]);
+}
+
+/// Issue 14: requests the HTTP layer refuses never reached the access log.
+#[test]
+fn issue_14_refused_requests_are_logged_with_what_was_parsed() {
+    let (_dir, log) = log_file();
+    let app = App::new().post("/upload", inline(|| "stored"));
+    let server = support::start_with(app, |c| {
+        c.log = Some(log.clone());
+        c.limits.max_uri = 256;
+        c.limits.max_headers = 10;
+        c.limits.max_body = 64;
+        c.timeouts.body = Duration::from_millis(200);
+    });
+    let long_uri = format!("GET /{} HTTP/1.1\r\nHost: t\r\n\r\n", "u".repeat(300));
+    let many = format!(
+        "GET / HTTP/1.1\r\nHost: t\r\n{}\r\n",
+        "X-A: b\r\n".repeat(11)
+    );
+    let table: Vec<(String, &str)> = vec![
+        ("G@T / HTTP/1.1\r\nHost: t\r\n\r\n".to_owned(), "\"-\" 400"),
+        (long_uri, "\"-\" 414"),
+        (many, "\"-\" 431"),
+        (
+            "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n".to_owned(),
+            "\"-\" 501",
+        ),
+        ("GET / HTTP/2.0\r\nHost: t\r\n\r\n".to_owned(), "\"-\" 505"),
+        (
+            "POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: 65\r\n\r\n".to_owned(),
+            "\"POST /upload HTTP/1.1\" 413",
+        ),
+        (
+            "POST /upload HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nabc".to_owned(),
+            "\"POST /upload HTTP/1.1\" 408",
+        ),
+    ];
+    let mut sizes = Vec::new();
+    for (raw, _) in &table {
+        let res = Client::connect(server.local_addr()).send(raw).response();
+        sizes.push(res.body.len());
+    }
+    let lines = read_log(&log, table.len());
+    for ((line, (_, logged)), size) in lines.iter().zip(&table).zip(sizes) {
+        assert!(line.starts_with("127.0.0.1 - - ["), "{line}");
+        assert!(line.contains(&format!("{logged} {size} ")), "{line}");
+    }
+}
+
+/// Issue 14: overload 503s — past the in-flight bound of a loop, past the thread
+/// pool's queue — never reached the access log.
+#[test]
+fn issue_14_overload_answers_are_logged() {
+    let (_dir, log) = log_file();
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let (entered_tx, entered) = std::sync::mpsc::channel();
+    let held = gate.clone();
+    let app = App::new().get("/hold", move || {
+        let (held, entered) = (held.clone(), entered_tx.clone());
+        async move {
+            let _ = entered.send(());
+            let _ = held.acquire().await;
+            "released"
+        }
+    });
+    let thread_pool = support::model().model == Model::ThreadPool;
+    if !support::has_loops() && !thread_pool {
+        // Documented: thread-per-conn bounds neither requests in flight (one thread
+        // serves one request at a time) nor a queue (accepting waits at the cap).
+        return;
+    }
+    let server = support::start_with(app, |c| {
+        c.log = Some(log.clone());
+        c.loops = Some(1);
+        c.limits.max_inflight = 1;
+        c.threads = Some(1);
+        c.thread_queue = 1;
+    });
+    let addr = server.local_addr();
+    let hold = "GET /hold HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+    let mut holding = Client::connect(addr);
+    // Closed after its answer, so that the one thread goes on to the queued connection.
+    holding.send(hold);
+    entered.recv().unwrap();
+    // Under thread-pool the one thread is held and the next connection waits in the
+    // queue; the one after it is refused.
+    let mut queued = thread_pool.then(|| Client::connect(addr));
+    if let Some(queued) = &mut queued {
+        queued.get("/hold");
+    }
+    let refused = Client::connect(addr).send(hold).response();
+    assert_eq!(refused.status, 503);
+    gate.add_permits(2);
+    assert_eq!(holding.response().text(), "released");
+    let expected_lines = if let Some(mut queued) = queued {
+        assert_eq!(queued.response().text(), "released");
+        3
+    } else {
+        2
+    };
+    let lines = read_log(&log, expected_lines);
+    let request_line = if thread_pool {
+        "\"-\""
+    } else {
+        "\"GET /hold HTTP/1.1\""
+    };
+    let logged = format!("{request_line} 503 {} ", refused.body.len());
+    assert!(lines.iter().any(|l| l.contains(&logged)), "{lines:?}");
 }
 
 #[test]
 fn debug_adds_request_time_and_loop_to_the_access_log() {
-    let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("access.log");
+    let (_dir, log) = log_file();
     let app = App::new().get("/hello", inline(|| "Hello"));
     let server = support::start_with(app, |c| {
         c.log = Some(log.clone());

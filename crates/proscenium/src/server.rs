@@ -10,6 +10,7 @@ use tokio::sync::watch;
 
 use crate::app::Mode;
 use crate::config::{Dispatch, Model};
+use crate::http::h1::Http1;
 use crate::rt::dispatcher::{self, Target};
 use crate::rt::event_loop::{self, LoopSpec};
 use crate::rt::overload::Gate;
@@ -88,21 +89,22 @@ impl Server {
             Some(seat) => Some(seat.map_err(Error::io("take the load board from the supervisor"))?),
             None => None,
         };
+        let app = Arc::new(app);
         let spec = LoopSpec {
-            app: Arc::new(app),
+            protocol: Arc::new(Http1::new(app.clone(), config.clone())),
             config: config.clone(),
             pool: Pools::new(&config),
             shutdown,
             gate: Gate::new(config.limits.max_connections, seat),
         };
         let started = match config.model {
-            Model::Loops | Model::EventLoop => start_loops(spec, &live, None)?,
+            Model::Loops | Model::EventLoop => start_loops(&spec, app, &live, None)?,
             Model::ThreadPool | Model::ThreadPerConn => start_threads(spec)?,
             Model::Prefork => match prefork::inherited_listener() {
                 Some(listener) => {
                     let listener =
                         listener.map_err(Error::io("take the socket from the supervisor"))?;
-                    start_loops(spec, &live, Some(listener))?
+                    start_loops(&spec, app, &live, Some(listener))?
                 }
                 None => start_supervisor(spec)?,
             },
@@ -153,7 +155,8 @@ struct Started {
 ///
 /// A `prefork` worker serves the `inherited` socket, dispatching with JSQ.
 fn start_loops(
-    spec: LoopSpec,
+    spec: &LoopSpec<Http1>,
+    app: Arc<App>,
     live: &web::LiveStats,
     inherited: Option<std::net::TcpListener>,
 ) -> Result<Started, Error> {
@@ -199,7 +202,7 @@ fn start_loops(
     }
     threads.extend(handles.into_iter().map(|h| h.thread));
     let running = Arc::new(AtomicBool::new(true));
-    let watchdog = spawn_watchdog(spec.app, stats, config.timeouts.stall, running.clone())?;
+    let watchdog = spawn_watchdog(app, stats, config.timeouts.stall, running.clone())?;
     Ok(Started {
         addr,
         threads,
@@ -208,7 +211,7 @@ fn start_loops(
 }
 
 /// Starts the `prefork` supervisor, which starts and watches the worker processes.
-fn start_supervisor(spec: LoopSpec) -> Result<Started, Error> {
+fn start_supervisor(spec: LoopSpec<Http1>) -> Result<Started, Error> {
     let bind = spec.config.bind;
     let listener = bind_listener(bind)?;
     let addr = local_addr(&listener)?;
@@ -223,7 +226,7 @@ fn start_supervisor(spec: LoopSpec) -> Result<Started, Error> {
 
 /// Starts a thread model's acceptor, which owns its threads. No watchdog: these
 /// threads may block by design.
-fn start_threads(spec: LoopSpec) -> Result<Started, Error> {
+fn start_threads(spec: LoopSpec<Http1>) -> Result<Started, Error> {
     let listener = bind_listener(spec.config.bind)?;
     let addr = local_addr(&listener)?;
     let acceptor = threads::spawn(listener, spec).map_err(Error::io("start the acceptor"))?;

@@ -24,7 +24,7 @@ pub use self::handler::{
     Blocking, Callable, FromRequestArgs, Handler, Inline, Mode, blocking, blocking_on, inline,
 };
 pub use self::middleware::{Middleware, Next};
-pub(crate) use self::response::{ErrorDetail, ReplyKind, error, unavailable};
+pub(crate) use self::response::{ErrorDetail, error, unavailable};
 pub use self::response::{Html, IntoResponse, Json, LocalResponseFuture, Reply, Response};
 pub use self::router::RouteInfo;
 pub use self::then::{Continuation, HandlerOutput, Outcome, Then};

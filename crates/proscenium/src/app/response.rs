@@ -236,10 +236,7 @@ pub type LocalResponseFuture = Pin<Box<dyn Future<Output = Response>>>;
 /// Middleware uses [`Reply::map`] to work on the response either way.
 pub struct Reply(pub(crate) ReplyKind);
 
-pub(crate) enum ReplyKind {
-    Ready(Response),
-    Later(LocalResponseFuture),
-}
+pub(crate) type ReplyKind = crate::http::Soon<Response, LocalResponseFuture>;
 
 impl Reply {
     /// Returns a reply that is ready now.

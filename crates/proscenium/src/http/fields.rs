@@ -2,10 +2,10 @@
 //! head, turned into a [`HeaderMap`] only when something asks for one.
 //!
 //! Building the map — a checked, lower-cased name and a hashed insert per field, and a
-//! table to drop — was a fifth of the instructions of a pipelined plaintext request,
-//! spent for handlers that never look at a header (`bench/instructions.sh`: 5,441 →
-//! the figure in docs/performance.md). The parser reads what the connection needs
-//! (framing, persistence, `Expect`, `Accept`) from the ranges directly.
+//! table to drop — is work spent for handlers that never look at a header, and it was
+//! the largest part of a pipelined plaintext request (docs/performance.md, instructions
+//! per request). The parser reads what the connection needs (framing, persistence,
+//! `Expect`, `Accept`) from the ranges directly.
 
 use std::cell::RefCell;
 

@@ -1,5 +1,7 @@
-//! The HTTP layer: request and body types, the Date cache, and the HTTP/1.1 protocol.
+//! The HTTP layer: request and body types, the Date cache, the access log, and the
+//! HTTP/1.1 protocol.
 
+pub(crate) mod access_log;
 pub(crate) mod body;
 pub(crate) mod date;
 pub(crate) mod fields;
@@ -9,3 +11,13 @@ pub(crate) mod spare;
 
 pub use self::body::{Body, BoxError};
 pub use self::request::Request;
+
+/// A value ready now, or what to wait on for it: the one shape of every answer that
+/// may come at once or later — a handler's reply (`app::Reply`), the app's answer to a
+/// connection, a response the connection has still to send.
+pub(crate) enum Soon<T, L> {
+    /// Ready now.
+    Ready(T),
+    /// To be waited for.
+    Later(L),
+}

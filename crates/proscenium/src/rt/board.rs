@@ -3,9 +3,8 @@
 //!
 //! Workers accept from one shared listening socket, and the kernel wakes all of them
 //! for each connection: whichever runs first takes it, so a burst of connections
-//! lands on one worker while the other idles (measured: of wrk's 64 connections one
-//! of two workers took about 60, and a CPU-bound route ran at half the machine's
-//! rate, 968 against 1,894 req/s for `loops:2`).
+//! lands on one worker while the other idles, and a CPU-bound route runs at half the
+//! machine's rate (docs/performance.md, prefork).
 //! With the board a worker accepts only while it holds no more connections than the
 //! least loaded worker — join-shortest-queue across processes, as the dispatcher does
 //! across loops.

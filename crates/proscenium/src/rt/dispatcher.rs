@@ -55,12 +55,9 @@ pub(crate) fn spawn(
     gate: Arc<Gate>,
     shutdown: watch::Receiver<bool>,
 ) -> std::io::Result<JoinHandle<()>> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    std::thread::Builder::new()
-        .name("proscenium-accept".to_owned())
-        .spawn(move || runtime.block_on(accept(listener, rule, targets, gate, shutdown)))
+    super::runtime::spawn_thread("proscenium-accept".to_owned(), move |runtime| {
+        runtime.block_on(accept(listener, rule, targets, gate, shutdown));
+    })
 }
 
 async fn accept(

@@ -1,10 +1,9 @@
 //! An event loop: one OS thread running a single-threaded tokio runtime with a
 //! `LocalSet`, serving the connections given to it.
 //!
-//! Shutdown steps: the loop stops taking connections; idle connections close
-//! themselves (the loop wakes them) and the shelf closes the shelved ones; busy ones
-//! finish their request and close; the loop waits until none is left or the deadline
-//! passes, then drops the rest.
+//! Shutdown steps: the loop stops taking connections; it tells its protocol, whose
+//! idle connections close and busy ones finish their request and close; the loop
+//! waits until none is left or the deadline passes, then drops the rest.
 
 use std::net::SocketAddr;
 use std::rc::Rc;
@@ -17,10 +16,10 @@ use tokio::sync::{mpsc, watch};
 
 use super::context::{self, LoopContext};
 use super::overload::{Gate, Pass};
+use super::protocol::{Host, LocalProtocol, Protocol};
 use super::watchdog::LoopStats;
-use super::{LoopShared, Pools, Shelf};
-use crate::http::h1::conn;
-use crate::{App, Config};
+use super::{Pools, runtime};
+use crate::Config;
 
 /// A connection handed to a loop.
 pub(crate) type Handoff = (std::net::TcpStream, SocketAddr, Pass);
@@ -37,9 +36,10 @@ pub(crate) struct LoopHandle {
 }
 
 /// What a loop needs from the server that starts it.
-#[derive(Clone, Debug)]
-pub(crate) struct LoopSpec {
-    pub(crate) app: Arc<App>,
+#[derive(Debug)]
+pub(crate) struct LoopSpec<P> {
+    /// What the loop's connections speak.
+    pub(crate) protocol: Arc<P>,
     pub(crate) config: Arc<Config>,
     pub(crate) pool: Arc<Pools>,
     pub(crate) shutdown: watch::Receiver<bool>,
@@ -47,29 +47,37 @@ pub(crate) struct LoopSpec {
     pub(crate) gate: Arc<Gate>,
 }
 
+// Not derived: a derived `Clone` would ask `P: Clone` of the protocol behind the `Arc`.
+impl<P> Clone for LoopSpec<P> {
+    fn clone(&self) -> Self {
+        Self {
+            protocol: self.protocol.clone(),
+            config: self.config.clone(),
+            pool: self.pool.clone(),
+            shutdown: self.shutdown.clone(),
+            gate: self.gate.clone(),
+        }
+    }
+}
+
 /// Starts loop `id`; with `listener`, the loop also accepts connections itself.
-pub(crate) fn spawn(
+pub(crate) fn spawn<P: Protocol>(
     id: usize,
-    spec: LoopSpec,
+    spec: LoopSpec<P>,
     listener: Option<std::net::TcpListener>,
 ) -> std::io::Result<LoopHandle> {
     let (tx, rx) = mpsc::unbounded_channel();
     let stats = Arc::new(LoopStats::default());
     let loop_stats = stats.clone();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let thread = std::thread::Builder::new()
-        .name(format!("proscenium-loop-{id}"))
-        .spawn(move || {
-            context::enter(LoopContext {
-                id,
-                stats: loop_stats.clone(),
-                pool: spec.pool.clone(),
-            });
-            let local = tokio::task::LocalSet::new();
-            local.block_on(&runtime, run(spec, rx, listener, loop_stats));
-        })?;
+    let thread = runtime::spawn_thread(format!("proscenium-loop-{id}"), move |runtime| {
+        context::enter(LoopContext {
+            id,
+            stats: loop_stats.clone(),
+            pool: spec.pool.clone(),
+        });
+        let local = tokio::task::LocalSet::new();
+        local.block_on(runtime, run(spec, rx, listener, loop_stats));
+    })?;
     Ok(LoopHandle {
         conns: tx,
         stats,
@@ -77,27 +85,20 @@ pub(crate) fn spawn(
     })
 }
 
-async fn run(
-    spec: LoopSpec,
+async fn run<P: Protocol>(
+    spec: LoopSpec<P>,
     mut handoffs: mpsc::UnboundedReceiver<Handoff>,
     listener: Option<std::net::TcpListener>,
     stats: Arc<LoopStats>,
 ) {
-    let shared = Rc::new(LoopShared::new(
-        spec.app.clone(),
-        spec.config.clone(),
-        spec.shutdown.clone(),
-    ));
-    tokio::task::spawn_local(crate::http::date::keep_fresh());
-    if let Err(e) = Shelf::start(&shared) {
-        tracing::warn!("idle connections stay on their tasks on this loop: {e}");
-    }
+    let shared = spec.protocol.local(Host::Loop);
     if let Some(listener) = listener {
         tokio::task::spawn_local(accept(
             listener,
             shared.clone(),
             stats.clone(),
             spec.gate.clone(),
+            spec.shutdown.clone(),
         ));
     }
     let mut shutdown = spec.shutdown.clone();
@@ -125,17 +126,17 @@ async fn run(
 }
 
 /// Accepts connections on this loop's own `SO_REUSEPORT` listener.
-async fn accept(
+async fn accept<L: LocalProtocol>(
     listener: std::net::TcpListener,
-    shared: Rc<LoopShared>,
+    shared: Rc<L>,
     stats: Arc<LoopStats>,
     gate: Arc<Gate>,
+    mut shutdown: watch::Receiver<bool>,
 ) {
     let listener = match tokio::net::TcpListener::from_std(listener) {
         Ok(l) => l,
         Err(e) => return tracing::error!("cannot register listener: {e}"),
     };
-    let mut shutdown = shared.shutdown.clone();
     loop {
         tokio::select! {
             accepted = async { gate.admit().await; listener.accept().await } => match accepted {
@@ -154,11 +155,11 @@ async fn accept(
 }
 
 /// Starts serving a connection already counted in `stats.conns`.
-fn start(
+fn start<L: LocalProtocol>(
     stream: std::net::TcpStream,
     peer: SocketAddr,
     pass: Pass,
-    shared: &Rc<LoopShared>,
+    shared: &Rc<L>,
     stats: &Arc<LoopStats>,
 ) {
     let ticket = Ticket {
@@ -169,9 +170,11 @@ fn start(
         Ok(stream) => stream,
         Err(e) => return tracing::warn!("cannot serve connection from {peer}: {e}"),
     };
-    tokio::task::spawn_local(conn::serve(stream, peer, 0, shared.clone(), Some(ticket)));
+    tokio::task::spawn_local(shared.serve(stream, peer, Some(ticket)));
 }
 
+/// Turns an accepted socket into a tokio one: non-blocking, and without Nagle's delay
+/// (answers are batched by the protocol, one write for all that is ready).
 pub(crate) fn prepare(stream: std::net::TcpStream) -> std::io::Result<tokio::net::TcpStream> {
     stream.set_nonblocking(true)?;
     stream.set_nodelay(true)?;

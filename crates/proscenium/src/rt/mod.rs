@@ -1,6 +1,7 @@
 //! The runtime: event loops (one OS thread each, running a single-threaded tokio
 //! runtime), the dispatcher that gives each accepted connection to a loop, the
-//! blocking pool, and the watchdog.
+//! blocking pool, and the watchdog. It knows nothing of HTTP: the server hands it a
+//! `Protocol` that serves each connection.
 //!
 //! Invariants: all work of a connection stays on the loop it was given to; a loop's
 //! counters are written only by that loop; a connection counts toward its loop's load
@@ -19,66 +20,19 @@ pub(crate) mod dispatcher;
 pub(crate) mod event_loop;
 pub(crate) mod overload;
 pub(crate) mod prefork;
-pub(crate) mod shelf;
+mod protocol;
+pub(crate) mod runtime;
 mod sleepers;
 pub(crate) mod threads;
 pub(crate) mod watchdog;
 
-use std::cell::{Cell, OnceCell};
-use std::sync::Arc;
-
 pub use self::blocking::{BlockingError, BlockingTask, spawn_blocking, spawn_blocking_on};
 pub(crate) use self::blocking::{Pools, spawn_blocking_in};
 pub use self::context::current_loop;
+pub(crate) use self::event_loop::Ticket;
 pub use self::prefork::prefork_worker;
-pub(crate) use self::shelf::Shelf;
+pub(crate) use self::protocol::{Host, LocalProtocol, Protocol};
 pub(crate) use self::sleepers::{Sleepers, Sleeping};
-
-use crate::{App, Config};
-
-/// What every connection on one loop shares (one `Rc` per loop, so no atomic
-/// reference counting on the request path).
-#[derive(Debug)]
-pub(crate) struct LoopShared {
-    pub(crate) app: Arc<App>,
-    pub(crate) config: Arc<Config>,
-    pub(crate) shutdown: tokio::sync::watch::Receiver<bool>,
-    /// Whether shutdown has begun, as this loop learnt it: read on every request, so a
-    /// `Cell` rather than the `watch` (a lock).
-    closing: Cell<bool>,
-    /// The idle connections to wake when shutdown begins.
-    pub(crate) sleepers: Sleepers,
-    /// Where long-idle connections are put away (event loops only; see `shelf`).
-    pub(crate) shelf: OnceCell<Shelf>,
-}
-
-impl LoopShared {
-    pub(crate) fn new(
-        app: Arc<App>,
-        config: Arc<Config>,
-        shutdown: tokio::sync::watch::Receiver<bool>,
-    ) -> Self {
-        Self {
-            app,
-            config,
-            shutdown,
-            closing: Cell::new(false),
-            sleepers: Sleepers::default(),
-            shelf: OnceCell::new(),
-        }
-    }
-
-    pub(crate) fn closing(&self) -> bool {
-        self.closing.get()
-    }
-
-    /// Shutdown has begun: connections answer with `Connection: close`, idle ones wake
-    /// to close.
-    pub(crate) fn begin_closing(&self) {
-        self.closing.set(true);
-        self.sleepers.wake_all();
-    }
-}
 
 /// Returns the message a panic carried, for logs.
 pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {

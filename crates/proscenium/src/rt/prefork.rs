@@ -91,9 +91,6 @@ pub(crate) fn spawn(
     config: std::sync::Arc<Config>,
     shutdown: watch::Receiver<bool>,
 ) -> std::io::Result<JoinHandle<()>> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
     let mut supervisor = Supervisor {
         listener,
         board: Board::create(config.worker_count() * 2)?,
@@ -102,9 +99,9 @@ pub(crate) fn spawn(
         restarts: VecDeque::new(),
     };
     supervisor.start_all()?;
-    std::thread::Builder::new()
-        .name("proscenium-supervisor".to_owned())
-        .spawn(move || runtime.block_on(supervisor.run(shutdown)))
+    super::runtime::spawn_thread("proscenium-supervisor".to_owned(), move |runtime| {
+        runtime.block_on(supervisor.run(shutdown));
+    })
 }
 
 /// One worker slot: its process (if running), its seat on the board, and its recent

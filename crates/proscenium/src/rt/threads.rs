@@ -14,7 +14,6 @@
 //! every thread has ended.
 
 use std::net::SocketAddr;
-use std::rc::Rc;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -22,43 +21,41 @@ use crossbeam_channel::{Receiver, TrySendError};
 use tokio::io::AsyncWriteExt;
 use tokio::sync::Semaphore;
 
-use super::LoopShared;
 use super::context::{self, LoopContext};
 use super::event_loop::{LoopSpec, prepare};
+use super::protocol::{Host, LocalProtocol, Protocol};
+use super::runtime::spawn_thread;
 use super::watchdog::LoopStats;
 use crate::config::Model;
-use crate::http::h1::{conn, overloaded_response};
 
 /// Starts the acceptor of a thread model; it owns the threads it starts.
-pub(crate) fn spawn(
+pub(crate) fn spawn<P: Protocol>(
     listener: std::net::TcpListener,
-    spec: LoopSpec,
+    spec: LoopSpec<P>,
 ) -> std::io::Result<JoinHandle<()>> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    std::thread::Builder::new()
-        .name("proscenium-accept".to_owned())
-        .spawn(move || {
-            let result = match spec.config.model {
-                Model::ThreadPool => runtime.block_on(pool(listener, &spec)),
-                _ => runtime.block_on(per_conn(listener, &spec)),
-            };
-            if let Err(e) = result {
-                tracing::error!("acceptor failed: {e}");
-            }
-        })
+    spawn_thread("proscenium-accept".to_owned(), move |runtime| {
+        let result = match spec.config.model {
+            Model::ThreadPool => runtime.block_on(pool(listener, &spec)),
+            _ => runtime.block_on(per_conn(listener, &spec)),
+        };
+        if let Err(e) = result {
+            tracing::error!("acceptor failed: {e}");
+        }
+    })
 }
 
 /// `thread-pool`: N threads take connections from a bounded queue.
-async fn pool(listener: std::net::TcpListener, spec: &LoopSpec) -> std::io::Result<()> {
+async fn pool<P: Protocol>(
+    listener: std::net::TcpListener,
+    spec: &LoopSpec<P>,
+) -> std::io::Result<()> {
     let (tx, rx) = crossbeam_channel::bounded(spec.config.thread_queue.max(1));
     let workers = (0..spec.config.thread_count())
         .map(|id| {
             let (rx, spec) = (rx.clone(), spec.clone());
-            std::thread::Builder::new()
-                .name(format!("proscenium-worker-{id}"))
-                .spawn(move || work(id, &rx, &spec))
+            spawn_thread(format!("proscenium-worker-{id}"), move |runtime| {
+                work(runtime, id, &rx, &spec);
+            })
         })
         .collect::<std::io::Result<Vec<_>>>()?;
     accept(listener, spec, async |stream, peer| {
@@ -66,7 +63,7 @@ async fn pool(listener: std::net::TcpListener, spec: &LoopSpec) -> std::io::Resu
             Ok(()) => {}
             Err(TrySendError::Full((stream, _)) | TrySendError::Disconnected((stream, _))) => {
                 super::overload::note(super::overload::Bound::ThreadQueue);
-                refuse(stream).await;
+                refuse(stream, &spec.protocol.overloaded(peer)).await;
             }
         }
     })
@@ -79,22 +76,23 @@ async fn pool(listener: std::net::TcpListener, spec: &LoopSpec) -> std::io::Resu
 }
 
 /// A pool thread: serves queued connections one at a time until the queue closes.
-fn work(id: usize, queue: &Receiver<(std::net::TcpStream, SocketAddr)>, spec: &LoopSpec) {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => return tracing::error!("worker {id} cannot start: {e}"),
-    };
+fn work<P: Protocol>(
+    runtime: &tokio::runtime::Runtime,
+    id: usize,
+    queue: &Receiver<(std::net::TcpStream, SocketAddr)>,
+    spec: &LoopSpec<P>,
+) {
     enter(id, spec);
     while let Ok((stream, peer)) = queue.recv() {
-        serve(&runtime, stream, peer, spec);
+        serve(runtime, stream, peer, spec);
     }
 }
 
 /// `thread-per-conn`: a thread per connection, at most N at once.
-async fn per_conn(listener: std::net::TcpListener, spec: &LoopSpec) -> std::io::Result<()> {
+async fn per_conn<P: Protocol>(
+    listener: std::net::TcpListener,
+    spec: &LoopSpec<P>,
+) -> std::io::Result<()> {
     let cap = u32::try_from(spec.config.thread_count()).unwrap_or(u32::MAX);
     let permits = Arc::new(Semaphore::new(cap as usize));
     let mut next_id = 0;
@@ -106,21 +104,11 @@ async fn per_conn(listener: std::net::TcpListener, spec: &LoopSpec) -> std::io::
         next_id += 1;
         let spec = spec.clone();
         let id = next_id;
-        let started = std::thread::Builder::new()
-            .name(format!("proscenium-conn-{id}"))
-            .spawn(move || {
-                match tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                {
-                    Ok(runtime) => {
-                        enter(id, &spec);
-                        serve(&runtime, stream, peer, &spec);
-                    }
-                    Err(e) => tracing::error!("cannot start a connection thread: {e}"),
-                }
-                drop(permit);
-            });
+        let started = spawn_thread(format!("proscenium-conn-{id}"), move |runtime| {
+            enter(id, &spec);
+            serve(runtime, stream, peer, &spec);
+            drop(permit);
+        });
         if let Err(e) = started {
             tracing::error!("cannot start a connection thread: {e}");
         }
@@ -132,9 +120,9 @@ async fn per_conn(listener: std::net::TcpListener, spec: &LoopSpec) -> std::io::
 }
 
 /// Accepts until shutdown, handing each connection to `give`.
-async fn accept(
+async fn accept<P>(
     listener: std::net::TcpListener,
-    spec: &LoopSpec,
+    spec: &LoopSpec<P>,
     mut give: impl AsyncFnMut(std::net::TcpStream, SocketAddr),
 ) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::from_std(listener)?;
@@ -151,7 +139,7 @@ async fn accept(
 }
 
 /// Makes this thread look like a loop to the code it runs (blocking pool, counters).
-fn enter(id: usize, spec: &LoopSpec) {
+fn enter<P>(id: usize, spec: &LoopSpec<P>) {
     context::enter(LoopContext {
         id,
         stats: Arc::new(LoopStats::default()),
@@ -160,21 +148,17 @@ fn enter(id: usize, spec: &LoopSpec) {
 }
 
 /// Serves one connection on this thread, giving up at the shutdown deadline.
-fn serve(
+fn serve<P: Protocol>(
     runtime: &tokio::runtime::Runtime,
     stream: std::net::TcpStream,
     peer: SocketAddr,
-    spec: &LoopSpec,
+    spec: &LoopSpec<P>,
 ) {
-    let shared = Rc::new(LoopShared::new(
-        spec.app.clone(),
-        spec.config.clone(),
-        spec.shutdown.clone(),
-    ));
     let mut shutdown = spec.shutdown.clone();
     let deadline = spec.config.timeouts.shutdown;
     let local = tokio::task::LocalSet::new();
     local.block_on(runtime, async move {
+        let shared = spec.protocol.local(Host::Thread);
         let stream = match prepare(stream) {
             Ok(stream) => stream,
             Err(e) => return tracing::warn!("cannot serve connection from {peer}: {e}"),
@@ -189,17 +173,17 @@ fn serve(
             tokio::time::sleep(deadline).await;
         };
         tokio::select! {
-            () = conn::serve(stream, peer, 0, shared.clone(), None) => {}
+            () = shared.serve(stream, peer, None) => {}
             () = give_up => tracing::warn!("shutdown deadline passed; closing the connection from {peer}"),
         }
     });
 }
 
-/// Answers a connection no thread can take: 503 with Retry-After, then close.
-async fn refuse(stream: std::net::TcpStream) {
+/// Answers a connection no thread can take with the protocol's `answer`, then closes.
+async fn refuse(stream: std::net::TcpStream, answer: &[u8]) {
     let Ok(mut stream) = prepare(stream) else {
         return;
     };
-    let _ = stream.write_all(&overloaded_response()).await;
+    let _ = stream.write_all(answer).await;
     let _ = stream.shutdown().await;
 }

@@ -1,7 +1,7 @@
 //! The web server around the application: static files and directory listings, error
-//! pages, the access log, and diagnostic routes — each switched on by the [`Config`].
+//! pages, and diagnostic routes — each switched on by the [`Config`]. (The access log
+//! is the connection's: `http::access_log`.)
 
-mod access_log;
 pub(crate) mod error_page;
 mod listing;
 mod static_files;
@@ -30,8 +30,8 @@ impl LiveStats {
     }
 }
 
-/// Returns `app` with what `config` asks for: diagnostic tools, static files from
-/// `root`, and the access log. [`Server`](crate::Server) calls it when it starts.
+/// Returns `app` with what `config` asks for: diagnostic tools and static files from
+/// `root`. [`Server`](crate::Server) calls it when it starts.
 ///
 /// # Examples
 ///
@@ -47,12 +47,6 @@ pub fn configure(mut app: App, config: &Config) -> App {
     }
     if let Some(root) = &config.root {
         app = app.fallback(StaticFiles::new(root).show_dotfiles(config.show_dotfiles));
-    }
-    if let Some(target) = &config.log {
-        match access_log::AccessLog::open(target, config.debug) {
-            Ok(log) => app = app.layer(log),
-            Err(e) => tracing::error!("cannot open access log {}: {e}", target.display()),
-        }
     }
     app
 }

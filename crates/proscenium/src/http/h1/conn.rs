@@ -1,55 +1,44 @@
-//! One HTTP/1.1 connection on a loop: read what is there, answer every complete request
-//! in it, write all the answers at once, repeat.
+//! One HTTP/1.1 connection: read what is there, answer every complete request in it,
+//! write all the answers at once, repeat — a loop over one explicit [`Phase`].
 //!
-//! States: between requests the connection is idle (idle timeout; shutdown closes it,
-//! unless its first request has yet to come);
-//! inside a head it is bounded by the header deadline (408); inside a body by the body
-//! timeout between reads (408). Every refusal is answered and the connection closed
-//! with a lingering close, so the client reads the answer instead of a reset.
+//! Idle between requests, a connection follows the idle policy (`idle`: idle
+//! timeout, shutdown, buffers freed, shelving); inside a head it is bounded by the
+//! header deadline (408); inside a body by the body timeout between reads (408). Every
+//! refusal is answered and the connection closed with a lingering close, so the client
+//! reads the answer instead of a reset. The socket's side of each step is `io`'s.
 //!
 //! Every wait is a `poll_fn` over the socket and the connection's one timer: an idle
-//! connection's task then holds little beyond the connection itself (its future was
-//! 1,056 bytes with a `Sleep` and a shutdown future in each waiting state; see
-//! docs/performance.md for memory per idle connection).
+//! connection's task then holds little beyond the connection itself (see
+//! docs/performance.md for its size and memory per idle connection).
 
 use std::future::{Future, poll_fn};
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::rc::Rc;
-use std::task::{Context, Poll, ready};
-use std::time::Duration;
+use std::task::Poll;
 
 use bytes::{Buf, BytesMut};
-use http::{Method, Version};
+use http::Method;
 use http_body_util::BodyExt;
-use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
 use tokio::net::TcpStream;
-use tokio::time::{Instant, Sleep};
+use tokio::time::Instant;
 
+use super::answer::{self, Next, Reply, Unsent};
 use super::decode::{Decoder, Message};
-use super::dispatch::{self, Answer};
+use super::dispatch::{self, Guarded};
 use super::encode::{self, Framing};
 use super::error::ParseError;
+use super::idle::{self, Idle, Waiting};
+use super::io::Socket;
+use super::service::LoopShared;
 use crate::app::Response;
-use crate::http::body::{FileRegion, Kind};
-use crate::rt::event_loop::Ticket;
-use crate::rt::shelf::{SHELVE_AFTER, Shelved};
-use crate::rt::{LoopShared, Shelf, Sleeping};
-
-/// How long a connection accepted just before shutdown, with no request yet, may take
-/// to send its first: a request already on the wire arrives well within it, while a
-/// silent preconnect holds up shutdown no longer.
-const FIRST_REQUEST_GRACE: Duration = Duration::from_secs(1);
-
-/// How long an idle connection keeps its buffers before it frees them.
-const HOLD_BUFFERS: Duration = Duration::from_millis(50);
+use crate::http::Soon;
+use crate::http::body::Kind;
+use crate::rt::Ticket;
 
 /// Bytes a read asks for at least.
 const READ_CHUNK: usize = 8 * 1024;
-/// Bodies larger than this are written from their own buffer instead of being copied.
-const COPY_LIMIT: usize = 64 * 1024;
-/// How long a closing connection keeps reading (and discarding) what the client sends.
-const LINGER: Duration = Duration::from_secs(2);
+/// Streamed bodies are written whenever this much is buffered.
+const STREAM_FLUSH: usize = 64 * 1024;
 
 /// Serves one connection, which has served `served` requests before (on a task it
 /// left for the loop's shelf), until it closes or is shelved. A connection with a
@@ -64,14 +53,14 @@ pub(crate) fn serve(
     ticket: Option<Ticket>,
 ) -> impl Future<Output = ()> {
     let mut conn = Conn {
-        stream,
+        socket: Socket::new(stream),
         peer,
         rbuf: BytesMut::new(),
         wbuf: BytesMut::new(),
         decoder: Decoder::new(),
         served,
         head_deadline: None,
-        timer: Box::pin(tokio::time::sleep_until(Instant::now())),
+        phase: Phase::Idle,
         shared,
         ticket,
     };
@@ -85,7 +74,7 @@ pub(crate) fn serve(
 }
 
 struct Conn {
-    stream: TcpStream,
+    socket: Socket,
     peer: SocketAddr,
     rbuf: BytesMut,
     wbuf: BytesMut,
@@ -93,10 +82,30 @@ struct Conn {
     served: u64,
     /// When the head being read must be complete.
     head_deadline: Option<Instant>,
-    /// The one timer of every wait (idle, head, body, send), set anew for each.
-    timer: Pin<Box<Sleep>>,
+    phase: Phase,
     shared: Rc<LoopShared>,
     ticket: Option<Ticket>,
+}
+
+/// Where a connection stands, set at each step of [`Conn::run`]: the reading phases
+/// choose the deadline of a wait, and the step after each phase is fixed — reading
+/// until a request is complete, dispatching it, writing what could not be buffered at
+/// once, then reading again or closing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Between requests with nothing buffered: the idle policy's.
+    Idle,
+    /// Inside a head: bounded by the header deadline.
+    ReadingHead,
+    /// Inside a body: bounded by the body timeout between reads.
+    ReadingBody,
+    /// A complete request is with the app.
+    Dispatching,
+    /// Waiting for an answer to write: the handler's, or room to send a body.
+    Writing,
+    /// Answering no more: a refusal (if any) is answered, then the connection
+    /// flushes, half-closes and lingers.
+    Closing,
 }
 
 /// How a connection's task ended.
@@ -115,121 +124,94 @@ enum Read {
     Refused(ParseError),
 }
 
-/// What an idle connection's wait ended with.
-enum Idle {
-    Readable,
-    Close,
-    Shelve,
-}
-
-/// What to do after answering a request.
-#[derive(PartialEq, Eq)]
-enum Next {
-    KeepAlive,
-    Close,
-}
-
-/// How to answer a request, noted before the app takes it.
-struct Reply {
-    version: Version,
-    head_only: bool,
-    /// The request's `Accept`, for an error page.
-    accept: Option<http::HeaderValue>,
-    keep_alive: bool,
-}
-
-/// An answer the connection has to wait for: the handler's, or room to send a body
-/// too large to buffer.
-enum Later {
-    Handler(dispatch::Guarded, Reply),
-    Body(Unsent),
-}
-
-/// A response whose head is buffered and whose body is to be sent, not copied.
-struct Unsent {
-    next: Next,
-    kind: Kind,
-    framing: Framing,
-}
-
 impl Conn {
     async fn run(&mut self) -> std::io::Result<Ended> {
         loop {
-            match self
+            // Reading: a request from what is buffered, or wait for more.
+            let message = match self
                 .decoder
                 .decode(&mut self.rbuf, &self.shared.config.limits)
             {
-                Ok(Some(message)) => {
-                    self.head_deadline = None;
-                    let next = match self.answer_now(message) {
-                        Ok(next) => next,
-                        Err(later) => Box::pin(self.answer_later(later)).await?,
-                    };
-                    if next == Next::Close {
-                        return Box::pin(self.close()).await.map(|()| Ended::Closed);
-                    }
-                }
+                Ok(Some(message)) => message,
                 Ok(None) => {
-                    if self.decoder.take_continue() {
-                        self.wbuf.extend_from_slice(encode::CONTINUE);
-                    }
-                    self.flush().await?;
+                    self.phase = self.reading();
                     match self.read().await? {
-                        Read::Data => {}
+                        Read::Data => continue,
                         Read::Closed => return Ok(Ended::Closed),
                         Read::Shelve(deadline) => return Ok(Ended::Idle(deadline)),
-                        Read::Refused(e) => {
-                            return Box::pin(self.refuse(&e)).await.map(|()| Ended::Closed);
-                        }
+                        Read::Refused(e) => return Box::pin(self.close(Some(e))).await,
                     }
                 }
-                Err(e) => return Box::pin(self.refuse(&e)).await.map(|()| Ended::Closed),
+                Err(e) => return Box::pin(self.close(Some(e))).await,
+            };
+            self.phase = Phase::Dispatching;
+            self.head_deadline = None;
+            let next = match self.answer_now(message) {
+                Ok(next) => next,
+                Err(later) => {
+                    self.phase = Phase::Writing;
+                    Box::pin(self.answer_later(later)).await?
+                }
+            };
+            if next == Next::Close {
+                return Box::pin(self.close(None)).await;
             }
         }
     }
 
-    /// Waits for more bytes, within the timeout of the connection's state.
-    async fn read(&mut self) -> std::io::Result<Read> {
-        let timeouts = &self.shared.config.timeouts;
-        let idle = self.decoder.is_between_messages() && self.rbuf.is_empty();
-        let deadline = if idle {
-            // A connection that has not had its first request yet is no idle
-            // keep-alive: its request may be on the way (accepted just as shutdown
-            // began), so it gets a short grace to arrive.
-            if self.shared.closing() {
-                if self.served > 0 {
-                    return Ok(Read::Closed);
-                }
-                Instant::now() + FIRST_REQUEST_GRACE.min(timeouts.header)
-            } else {
-                Instant::now() + timeouts.idle
-            }
-        } else if self.decoder.is_reading_body() {
-            Instant::now() + timeouts.body
+    /// The reading phase the decoder and the read buffer are in.
+    fn reading(&self) -> Phase {
+        if self.decoder.is_reading_body() {
+            Phase::ReadingBody
+        } else if self.decoder.is_between_messages() && self.rbuf.is_empty() {
+            Phase::Idle
         } else {
-            *self
-                .head_deadline
-                .get_or_insert_with(|| Instant::now() + timeouts.header)
-        };
-        if idle {
-            match self.wait_idle(deadline).await? {
-                Idle::Readable => {}
-                Idle::Close => return Ok(Read::Closed),
-                Idle::Shelve => return Ok(Read::Shelve(deadline)),
-            }
+            Phase::ReadingHead
         }
+    }
+
+    /// Flushes what is buffered and waits for more bytes, within the timeout of the
+    /// reading phase.
+    async fn read(&mut self) -> std::io::Result<Read> {
+        if self.decoder.take_continue() {
+            self.wbuf.extend_from_slice(encode::CONTINUE);
+        }
+        self.flush().await?;
+        let timeouts = &self.shared.config.timeouts;
+        let deadline = match self.phase {
+            Phase::Idle => {
+                let Some(deadline) = idle::deadline(&self.shared, self.served) else {
+                    return Ok(Read::Closed);
+                };
+                let waiting = Waiting {
+                    socket: &mut self.socket,
+                    rbuf: &mut self.rbuf,
+                    wbuf: &mut self.wbuf,
+                    shared: &self.shared,
+                    served: self.served,
+                    has_ticket: self.ticket.is_some(),
+                };
+                match idle::wait(waiting, deadline).await? {
+                    Idle::Readable => deadline,
+                    Idle::Close => return Ok(Read::Closed),
+                    Idle::Shelve => return Ok(Read::Shelve(deadline)),
+                }
+            }
+            Phase::ReadingBody => Instant::now() + timeouts.body,
+            _ => *self
+                .head_deadline
+                .get_or_insert_with(|| Instant::now() + timeouts.header),
+        };
         self.rbuf.reserve(READ_CHUNK);
         let room = self.rbuf.capacity() - self.rbuf.len();
-        let (stream, rbuf) = (&self.stream, &mut self.rbuf);
-        let read = until(&mut self.timer, deadline, |cx| poll_read(stream, rbuf, cx)).await;
-        Ok(match read {
-            None if idle => Read::Closed,
+        Ok(match self.socket.read(&mut self.rbuf, deadline).await {
+            None if self.phase == Phase::Idle => Read::Closed,
             None => Read::Refused(ParseError::Timeout),
             Some(read) => match read? {
                 0 => Read::Closed,
                 n => {
                     if n < room {
-                        self.forget_readable();
+                        self.socket.forget_readable();
                     }
                     Read::Data
                 }
@@ -237,130 +219,18 @@ impl Conn {
         })
     }
 
-    /// Waits until an idle connection has bytes to read; says when it should close
-    /// instead (idle timeout, shutdown), or be shelved (idle for [`SHELVE_AFTER`], on a
-    /// loop with a shelf).
-    ///
-    /// A connection that has served more than one request keeps its buffers for
-    /// [`HOLD_BUFFERS`], then frees them; others free them at once. Idle
-    /// keep-alive connections are most of a busy server's connections: freeing their
-    /// buffers cut resident memory per idle connection from 14 KiB to the figure in
-    /// docs/performance.md, and shelving them cuts it further. A connection in use
-    /// comes back sooner and finds its buffers, grown to its answers: freeing them at
-    /// every wait cost a malloc, a free and a chain of reallocs per request or
-    /// pipelined batch (see docs/performance.md).
-    ///
-    /// A `poll_fn`, not an `async fn`: it is what an idle connection's task holds.
-    fn wait_idle(&mut self, deadline: Instant) -> impl Future<Output = std::io::Result<Idle>> + '_ {
-        let may_shelve = self.ticket.is_some()
-            && self.shared.shelf.get().is_some_and(Shelf::is_open)
-            && self.shared.config.timeouts.idle > SHELVE_AFTER;
-        // `deadline` is the idle timeout from now: no clock read for the others.
-        let began = deadline - self.shared.config.timeouts.idle;
-        let end = if may_shelve {
-            began + SHELVE_AFTER
-        } else {
-            deadline
-        };
-        let Self {
-            stream,
-            rbuf,
-            wbuf,
-            timer,
-            shared,
-            served,
-            ..
-        } = self;
-        let shared: &LoopShared = shared;
-        let served = *served;
-        let mut sleeping = Sleeping::new(&shared.sleepers);
-        let mut waited = false;
-        let mut graced = false;
-        let holds = |rbuf: &BytesMut, wbuf: &BytesMut| rbuf.capacity() + wbuf.capacity() > 0;
-        let free = |rbuf: &mut BytesMut, wbuf: &mut BytesMut| {
-            *rbuf = BytesMut::new();
-            *wbuf = BytesMut::new();
-        };
-        poll_fn(move |cx| {
-            if let Poll::Ready(ready) = stream.poll_read_ready(cx) {
-                return Poll::Ready(ready.map(|()| Idle::Readable));
-            }
-            if !waited {
-                waited = true;
-                // A connection on its first request may be one of a storm of new
-                // ones, each asking once: it keeps nothing.
-                let first = if served > 1 && holds(rbuf, wbuf) {
-                    (began + HOLD_BUFFERS).min(end)
-                } else {
-                    free(rbuf, wbuf);
-                    end
-                };
-                timer.as_mut().reset(first);
-            }
-            if shared.closing() && !graced {
-                if served > 0 {
-                    return Poll::Ready(Ok(Idle::Close));
-                }
-                // No request yet: the grace for a first request starts now, and the
-                // connection is not shelved.
-                graced = true;
-                free(rbuf, wbuf);
-                let grace = Instant::now() + FIRST_REQUEST_GRACE;
-                timer.as_mut().reset(grace.min(deadline));
-            }
-            while timer.as_mut().poll(cx).is_ready() {
-                if holds(rbuf, wbuf) {
-                    free(rbuf, wbuf);
-                    timer.as_mut().reset(end);
-                    continue;
-                }
-                let shelve = may_shelve && !graced && !shared.closing();
-                return Poll::Ready(Ok(if shelve { Idle::Shelve } else { Idle::Close }));
-            }
-            sleeping.park(cx.waker());
-            Poll::Pending
-        })
-    }
-
     /// Gives the connection, idle since before `deadline - the idle timeout`, to its
     /// loop's shelf; its task ends.
     fn shelve(self, deadline: Instant) {
         let Self {
-            stream,
+            socket,
             peer,
             served,
             shared,
             ticket,
             ..
         } = self;
-        let (Some(shelf), Some(ticket)) = (shared.shelf.get(), ticket) else {
-            return;
-        };
-        match stream.into_std() {
-            Ok(stream) => shelf.put(
-                Shelved {
-                    stream,
-                    peer,
-                    served,
-                    ticket,
-                },
-                deadline,
-            ),
-            Err(e) => tracing::debug!("closing idle connection from {peer}: {e}"),
-        }
-    }
-
-    /// Marks the socket not readable after a short read, which drained it.
-    ///
-    /// Without this the next read is a `recv` that fails with EAGAIN before the loop
-    /// waits for epoll: one wasted syscall per request. Safe because epoll is
-    /// edge-triggered and tokio ignores a clear older than the last readiness event, so
-    /// bytes that arrive meanwhile still wake the connection. Measured on `hello`
-    /// plaintext, 64 keep-alive connections, one loop: see docs/performance.md.
-    fn forget_readable(&self) {
-        let _ = self.stream.try_io(Interest::READABLE, || {
-            Err::<(), _>(std::io::Error::from(std::io::ErrorKind::WouldBlock))
-        });
+        idle::shelve(socket.stream, peer, served, &shared, ticket, deadline);
     }
 
     /// Answers one request without waiting when it can — the handler answered at once
@@ -368,7 +238,7 @@ impl Conn {
     /// connection stays open; otherwise returns what is left to wait for. (No future
     /// per request on that path: boxing one, and moving it into its box, was the
     /// largest single cost of a pipelined request.)
-    fn answer_now(&mut self, message: Message) -> Result<Next, Later> {
+    fn answer_now(&mut self, message: Message) -> Result<Next, Soon<Unsent, (Guarded, Reply)>> {
         let Message {
             mut req,
             keep_alive,
@@ -377,25 +247,33 @@ impl Conn {
         } = message;
         self.served += 1;
         let limit = self.shared.config.limits.max_requests_per_conn;
-        let reply = Reply {
+        req.set_peer(self.peer);
+        let mut reply = Reply {
             version: req.version(),
             head_only: req.method() == Method::HEAD,
             accept,
             keep_alive: keep_alive && self.served < limit,
+            line: self
+                .shared
+                .log
+                .as_ref()
+                .map(|log| log.note(self.peer, Some(&req))),
         };
-        req.set_peer(self.peer);
         let max_inflight = self.shared.config.limits.max_inflight;
         match dispatch::call(&self.shared.app, req, max_inflight) {
-            Answer::Ready(res) => self.buffer_response(res, &reply).map_err(Later::Body),
-            Answer::Later(guarded) => Err(Later::Handler(guarded, reply)),
+            Soon::Ready(res) => self.buffer(res, &mut reply).map_err(Soon::Ready),
+            Soon::Later(guarded) => Err(Soon::Later((guarded, reply))),
         }
     }
 
     /// Waits for what [`answer_now`](Self::answer_now) could not finish.
-    async fn answer_later(&mut self, later: Later) -> std::io::Result<Next> {
+    async fn answer_later(
+        &mut self,
+        later: Soon<Unsent, (Guarded, Reply)>,
+    ) -> std::io::Result<Next> {
         let unsent = match later {
-            Later::Body(unsent) => unsent,
-            Later::Handler(mut guarded, reply) => {
+            Soon::Ready(unsent) => unsent,
+            Soon::Later((mut guarded, mut reply)) => {
                 let shared = self.shared.clone();
                 // Poll once: if the answer is not ready, send the earlier pipelined
                 // answers now rather than holding them behind this one.
@@ -407,7 +285,7 @@ impl Conn {
                         guarded.finish(&shared.app).await
                     }
                 };
-                match self.buffer_response(res, &reply) {
+                match self.buffer(res, &mut reply) {
                     Ok(next) => return Ok(next),
                     Err(unsent) => unsent,
                 }
@@ -416,63 +294,37 @@ impl Conn {
         self.send_unsent(unsent).await
     }
 
-    /// Buffers a response's head, and its body (the error page for a bodiless error)
-    /// when it fits; returns whether the connection stays open, or the body still to
-    /// send.
-    fn buffer_response(&mut self, mut res: Response, reply: &Reply) -> Result<Next, Unsent> {
-        dispatch::fill_error_body(&mut res, reply.accept.as_ref());
-        // Read the shutdown flag after the handler: a request that was in flight when
-        // shutdown began announces the close in its answer.
-        let keep_alive = reply.keep_alive && !self.shared.closing();
-        let (parts, body) = res.into_parts();
-        let framing = Framing::choose(parts.status, body.exact_len(), reply.version);
-        let keep_alive = encode::head(
+    /// Buffers an answer (see [`answer::buffer`]). Reads the shutdown flag after the
+    /// handler: a request that was in flight when shutdown began announces the close in
+    /// its answer.
+    fn buffer(&mut self, res: Response, reply: &mut Reply) -> Result<Next, Unsent> {
+        let closing = self.shared.closing();
+        answer::buffer(
             &mut self.wbuf,
-            parts.status,
-            &parts.headers,
-            framing,
-            keep_alive,
-            reply.version,
-        );
-        crate::http::spare::keep(parts.headers);
-        let next = if keep_alive {
-            Next::KeepAlive
-        } else {
-            Next::Close
-        };
-        if reply.head_only || framing == Framing::None {
-            return Ok(next);
-        }
-        match body.kind {
-            Kind::Full(bytes) if bytes.len() <= COPY_LIMIT => {
-                self.wbuf.extend_from_slice(&bytes);
-                Ok(next)
-            }
-            kind => Err(Unsent {
-                next,
-                kind,
-                framing,
-            }),
-        }
+            res,
+            reply,
+            closing,
+            self.shared.log.as_ref(),
+        )
     }
 
     /// Sends a body too large to buffer: a large one from its own buffer, a file with
     /// sendfile, a stream as it comes.
     async fn send_unsent(&mut self, unsent: Unsent) -> std::io::Result<Next> {
+        let timeout = self.shared.config.timeouts.body;
         match unsent.kind {
             Kind::Full(bytes) => {
                 self.flush().await?;
-                let timeout = self.shared.config.timeouts.body;
-                send_all(&self.stream, &mut self.timer, timeout, &bytes).await?;
+                self.socket.send(&bytes, timeout).await?;
             }
             Kind::File(region) => {
                 // Corked, the head and the file leave in full segments instead of the
-                // head alone first (nodelay): measured 2.3x nginx's CPU per 300 KB
-                // response without it, see docs/performance.md.
-                self.set_cork(true)?;
+                // head alone first (nodelay), which cost CPU per response for every
+                // file (docs/performance.md, what each measured change bought).
+                self.socket.set_cork(true)?;
                 self.flush().await?;
-                let sent = Box::pin(self.send_file(region)).await;
-                self.set_cork(false)?;
+                let sent = Box::pin(self.socket.send_file(region, timeout)).await;
+                self.socket.set_cork(false)?;
                 sent?;
             }
             Kind::Stream(stream) => Box::pin(self.send_stream(stream, unsent.framing)).await?,
@@ -510,7 +362,7 @@ impl Conn {
                 Framing::Chunked => encode::chunk(&mut self.wbuf, &data),
                 _ => self.wbuf.extend_from_slice(&data),
             }
-            if self.wbuf.len() > COPY_LIMIT {
+            if self.wbuf.len() > STREAM_FLUSH {
                 self.flush().await?;
             }
         }
@@ -526,193 +378,48 @@ impl Conn {
         Ok(())
     }
 
-    fn set_cork(&self, cork: bool) -> std::io::Result<()> {
-        socket2::SockRef::from(&self.stream).set_tcp_cork(cork)
-    }
-
-    /// Sends a file region with sendfile(2): the kernel copies page cache to socket.
-    async fn send_file(&mut self, region: FileRegion) -> std::io::Result<()> {
-        let mut offset = i64::try_from(region.offset).map_err(std::io::Error::other)?;
-        let end = offset.saturating_add(i64::try_from(region.len).map_err(std::io::Error::other)?);
-        let timeout = self.shared.config.timeouts.body;
-        let stream = &self.stream;
-        while offset < end {
-            let count = usize::try_from(end - offset)
-                .unwrap_or(usize::MAX)
-                .min(1 << 30);
-            let sendfile = |cx: &mut Context<'_>| {
-                poll_write_with(stream, cx, || {
-                    stream.try_io(Interest::WRITABLE, || {
-                        nix::sys::sendfile::sendfile64(
-                            stream,
-                            &region.file,
-                            Some(&mut offset),
-                            count,
-                        )
-                        .map_err(std::io::Error::from)
-                    })
-                })
-            };
-            let sent = until(&mut self.timer, Instant::now() + timeout, sendfile)
-                .await
-                .ok_or_else(stalled)??;
-            if sent == 0 {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::UnexpectedEof,
-                    "file shrank while sent",
-                ));
-            }
-        }
-        Ok(())
-    }
-
     /// Writes everything buffered, within the send timeout.
     async fn flush(&mut self) -> std::io::Result<()> {
         if self.wbuf.is_empty() {
             return Ok(());
         }
         let timeout = self.shared.config.timeouts.body;
-        let result = send_all(&self.stream, &mut self.timer, timeout, &self.wbuf).await;
+        let result = self.socket.send(&self.wbuf, timeout).await;
         self.wbuf.clear();
         result
     }
 
-    /// Answers a request the server refuses, then closes.
-    async fn refuse(&mut self, e: &ParseError) -> std::io::Result<()> {
-        let partial = !self.decoder.is_between_messages() || !self.rbuf.is_empty();
-        if *e == ParseError::Timeout && !partial {
-            return Ok(());
+    /// Answers the request the server `refused` (if any), then flushes and closes with
+    /// a lingering close.
+    async fn close(&mut self, refused: Option<ParseError>) -> std::io::Result<Ended> {
+        self.phase = Phase::Closing;
+        if let Some(e) = refused {
+            let partial = !self.decoder.is_between_messages() || !self.rbuf.is_empty();
+            if e == ParseError::Timeout && !partial {
+                return Ok(Ended::Closed);
+            }
+            self.refuse(&e).await?;
         }
+        self.flush().await?;
+        self.socket.linger().await?;
+        self.rbuf.advance(self.rbuf.len());
+        Ok(Ended::Closed)
+    }
+
+    /// Buffers the answer to a request the server refuses.
+    async fn refuse(&mut self, e: &ParseError) -> std::io::Result<()> {
         tracing::info!("refused request from {}: {e} ({})", self.peer, e.status());
+        let line = self
+            .shared
+            .log
+            .as_ref()
+            .map(|log| log.note(self.peer, self.decoder.pending()));
         let res = crate::app::error(e.status(), e.to_string());
         self.rbuf.clear();
-        let reply = Reply {
-            version: Version::HTTP_11,
-            head_only: false,
-            accept: None,
-            keep_alive: false,
-        };
-        if let Err(unsent) = self.buffer_response(res, &reply) {
+        let mut reply = Reply::refusal(line);
+        if let Err(unsent) = self.buffer(res, &mut reply) {
             self.send_unsent(unsent).await?;
         }
-        self.close().await
-    }
-
-    /// Flushes, half-closes, and reads until the client closes too (or a while passes),
-    /// so that unread request bytes do not turn the close into a reset that destroys
-    /// the answer before the client reads it.
-    async fn close(&mut self) -> std::io::Result<()> {
-        self.flush().await?;
-        self.stream.shutdown().await?;
-        let linger = async {
-            let mut discard = [0u8; 4096];
-            let mut left = 1usize << 20;
-            while left > 0 {
-                match self.stream.read(&mut discard).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => left = left.saturating_sub(n),
-                }
-            }
-        };
-        let _ = tokio::time::timeout(LINGER, linger).await;
-        self.rbuf.advance(self.rbuf.len());
         Ok(())
     }
-}
-
-/// Polls `io` until it is ready (`Some`), or until `deadline` passes on `timer`
-/// (`None`). The timer is set only once `io` has to wait: most reads and writes
-/// complete at once. (A `poll_fn`, not an `async fn`, so that its state is not stored
-/// twice in the connection's task.)
-fn until<'a, T>(
-    timer: &'a mut Pin<Box<Sleep>>,
-    deadline: Instant,
-    mut io: impl FnMut(&mut Context<'_>) -> Poll<T> + 'a,
-) -> impl Future<Output = Option<T>> + 'a {
-    let mut set = false;
-    poll_fn(move |cx| {
-        if let Poll::Ready(out) = io(cx) {
-            return Poll::Ready(Some(out));
-        }
-        if !set {
-            set = true;
-            if timer.deadline() != deadline {
-                timer.as_mut().reset(deadline);
-            }
-        }
-        timer.as_mut().poll(cx).map(|()| None)
-    })
-}
-
-/// Writes all of `bytes`, failing when the client takes nothing for `timeout`: a slow
-/// reader may take as long as it keeps reading, a stalled one is dropped. The timer is
-/// read and set only when the socket is full. Uses `send(2)` (`try_write`), not the
-/// vectored path (writev(2) through the VFS layer) for what is always one buffer.
-fn send_all<'a>(
-    stream: &'a TcpStream,
-    timer: &'a mut Pin<Box<Sleep>>,
-    timeout: Duration,
-    mut bytes: &'a [u8],
-) -> impl Future<Output = std::io::Result<()>> + 'a {
-    let mut waiting = false;
-    poll_fn(move |cx| {
-        while !bytes.is_empty() {
-            match poll_write_with(stream, cx, || stream.try_write(bytes)) {
-                Poll::Ready(Ok(0)) => {
-                    return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into()));
-                }
-                Poll::Ready(Ok(n)) => {
-                    bytes = &bytes[n..];
-                    waiting = false;
-                }
-                Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
-                Poll::Pending => {
-                    if !waiting {
-                        waiting = true;
-                        timer.as_mut().reset(Instant::now() + timeout);
-                    }
-                    if timer.as_mut().poll(cx).is_ready() {
-                        return Poll::Ready(Err(stalled()));
-                    }
-                    return Poll::Pending;
-                }
-            }
-        }
-        Poll::Ready(Ok(()))
-    })
-}
-
-/// Reads what the socket has into `rbuf`, once it is readable.
-fn poll_read(
-    stream: &TcpStream,
-    rbuf: &mut BytesMut,
-    cx: &mut Context<'_>,
-) -> Poll<std::io::Result<usize>> {
-    loop {
-        ready!(stream.poll_read_ready(cx))?;
-        match stream.try_read_buf(rbuf) {
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            result => return Poll::Ready(result),
-        }
-    }
-}
-
-/// Runs the write `io` (a `try_` call of the stream, which clears the readiness tokio
-/// had cached when it would block) once the socket is writable.
-fn poll_write_with(
-    stream: &TcpStream,
-    cx: &mut Context<'_>,
-    mut io: impl FnMut() -> std::io::Result<usize>,
-) -> Poll<std::io::Result<usize>> {
-    loop {
-        ready!(stream.poll_write_ready(cx))?;
-        match io() {
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            result => return Poll::Ready(result),
-        }
-    }
-}
-
-fn stalled() -> std::io::Error {
-    std::io::Error::new(std::io::ErrorKind::TimedOut, "client stopped reading")
 }

@@ -59,6 +59,14 @@ impl Decoder {
         matches!(self.state, State::Head)
     }
 
+    /// Returns the request whose body is being read, or was refused, if any.
+    pub(crate) fn pending(&self) -> Option<&crate::http::Request> {
+        match &self.state {
+            State::Head => None,
+            State::Body(progress) => Some(&progress.head.req),
+        }
+    }
+
     /// Returns whether a body is being read (as opposed to a head).
     pub(crate) fn is_reading_body(&self) -> bool {
         matches!(self.state, State::Body(_))
@@ -82,7 +90,17 @@ impl Decoder {
             };
             let body = match head.framing {
                 Framing::Empty => return Ok(Some(head)),
-                Framing::Length(n) if n > limits.max_body => return Err(ParseError::BodyTooLarge),
+                Framing::Length(n) if n > limits.max_body => {
+                    // Kept as if its body were being read: the refusal names the request
+                    // it refuses (`pending`).
+                    let n = usize::try_from(n).unwrap_or(usize::MAX);
+                    self.state = State::Body(Box::new(Body {
+                        head,
+                        body: BodyState::Length(n),
+                        continue_sent: false,
+                    }));
+                    return Err(ParseError::BodyTooLarge);
+                }
                 Framing::Length(n) => {
                     let n = usize::try_from(n).map_err(|_| ParseError::BodyTooLarge)?;
                     if buf.len() >= n {
@@ -202,7 +220,9 @@ mod tests {
         };
         let mut buf =
             BytesMut::from(&b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n"[..]);
-        let result = Decoder::new().decode(&mut buf, &limits);
+        let mut decoder = Decoder::new();
+        let result = decoder.decode(&mut buf, &limits);
         assert_eq!(result.unwrap_err(), ParseError::BodyTooLarge);
+        assert_eq!(decoder.pending().map(|req| req.uri().path()), Some("/"));
     }
 }

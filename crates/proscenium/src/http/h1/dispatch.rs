@@ -7,16 +7,13 @@ use std::task::{Context, Poll};
 
 use http::StatusCode;
 
-use crate::app::{App, ErrorDetail, LocalResponseFuture, ReplyKind, Response, error, unavailable};
-use crate::http::{Body, Request};
+use crate::app::{App, ErrorDetail, LocalResponseFuture, Response, error, unavailable};
+use crate::http::{Body, Request, Soon};
 use crate::rt::{self, watchdog};
 use crate::web::error_page;
 
 /// The app's answer to one request: ready, or a future to poll on this loop.
-pub(crate) enum Answer {
-    Ready(Response),
-    Later(Guarded),
-}
+pub(crate) type Answer = Soon<Response, Guarded>;
 
 /// Calls the app for `req`, catching a panic in the handler's synchronous part; past
 /// `max_inflight` requests on this loop, answers 503 without calling it.
@@ -36,8 +33,8 @@ pub(crate) fn call(app: &App, req: Request, max_inflight: usize) -> Answer {
     drop(busy);
     match reply {
         Ok(reply) => match reply.0 {
-            ReplyKind::Ready(res) => Answer::Ready(res),
-            ReplyKind::Later(future) => Answer::Later(Guarded {
+            Soon::Ready(res) => Answer::Ready(res),
+            Soon::Later(future) => Answer::Later(Guarded {
                 future,
                 route,
                 _inflight: Inflight::enter(),

@@ -1,10 +1,11 @@
-//! The shelf: a loop's long-idle keep-alive connections, put away without a task.
+//! The shelf: a loop's long-idle keep-alive connections, put away without a task (the
+//! last step of the idle policy, `idle`).
 //!
-//! A connection idle for [`SHELVE_AFTER`] gives up what tokio holds for it — its task
-//! (512 bytes), its registration with the reactor (256) — and its timer (112): the
-//! shelf keeps its socket, peer, count of requests and place in the loop's count
-//! (about 100 bytes), and watches every shelved socket with one epoll instance of its
-//! own, itself a single source in tokio's reactor. When a shelved socket turns readable
+//! A connection idle for [`SHELVE_AFTER`] gives up what tokio holds for it — its task,
+//! its registration with the reactor — and its timer, most of what an idle connection
+//! costs: the shelf keeps only its socket, peer, count of requests and place in the
+//! loop's count, and watches every shelved socket with one epoll instance of its own,
+//! itself a single source in tokio's reactor. When a shelved socket turns readable
 //! (a request, or the client closing) the connection is taken down and served by a new
 //! task; when its idle deadline passes, or shutdown begins, it is closed. Memory per
 //! idle connection, with and without: docs/performance.md.
@@ -16,9 +17,8 @@
 //! meanwhile stay in the queue until their time and are skipped then.
 //!
 //! Freed, the tasks' memory stays with the allocator, which hands it to the next
-//! connections' tasks but not back to the system: glibc returned none of the 12 MB that
-//! 10,000 shelved connections had left (resident memory per connection 1,294 bytes
-//! after shelving, 155 once trimmed). So once [`TRIM_BATCH`] connections are shelved
+//! connections' tasks but not back to the system (glibc kept all of it:
+//! docs/performance.md, idle connections). So once [`TRIM_BATCH`] connections are shelved
 //! the tending task asks the allocator, a second later, to give its free pages back —
 //! at most once a second.
 //!
@@ -42,9 +42,9 @@ use slab::Slab;
 use tokio::io::unix::AsyncFd;
 use tokio::time::Instant;
 
-use super::event_loop::Ticket;
-use super::{LoopShared, Sleeping};
-use crate::http::h1::conn;
+use super::super::conn;
+use super::super::service::LoopShared;
+use crate::rt::{Sleeping, Ticket};
 
 /// How long a keep-alive connection stays idle on its task before it is shelved. Long
 /// enough that a connection in use — a browser's between two clicks, a client's under

@@ -1,10 +1,15 @@
-//! The access log, in Combined Log Format, as a middleware; lines go to a writer
-//! thread so no loop ever waits on the disk or the terminal.
+//! The access log, in Combined Log Format; lines go to a writer thread so no loop ever
+//! waits on the disk or the terminal.
 //!
-//! `%b` is the size of the body the application produced (`-` for none); the server's
-//! own error pages are not counted.
+//! The connection writes a line where it encodes an answer, so every answer is logged:
+//! the app's, and those the server gives on its own — refusals (400, 408, 413, 414,
+//! 431, 501, 505) and overload 503s. What the request line needs is taken from the
+//! request before the app sees it (`-` where no request was parsed). `%b` is the size
+//! of the body sent, error pages included (`-` for none, or one whose length is not
+//! known before it is sent).
 
 use std::io::Write;
+use std::net::SocketAddr;
 use std::path::Path;
 use std::time::Instant;
 
@@ -12,15 +17,14 @@ use crossbeam_channel::{Sender, TrySendError};
 use http::header;
 use time::OffsetDateTime;
 
-use crate::app::{Middleware, Next, Reply};
 use crate::http::Request;
 use crate::rt;
 
 /// Lines that may wait for the writer before new ones are counted as dropped.
 const QUEUE: usize = 64 * 1024;
 
-/// The access-log middleware.
-#[derive(Debug)]
+/// The access log of a server; each loop holds a copy (the sender of its lines).
+#[derive(Debug, Clone)]
 pub(crate) struct AccessLog {
     lines: Sender<String>,
     debug: bool,
@@ -56,43 +60,49 @@ impl AccessLog {
     }
 }
 
-fn emit(lines: &Sender<String>, line: String) {
-    if let Err(TrySendError::Full(_)) = lines.try_send(line) {
-        tracing::warn!("access log writer is behind; a line was dropped");
+impl AccessLog {
+    /// Notes what the line of `req`, from `peer`, needs (or of a request refused before
+    /// it was parsed, with none), before the request moves on.
+    pub(crate) fn note(&self, peer: SocketAddr, req: Option<&Request>) -> Box<LineHead> {
+        let mut head = req.map_or_else(LineHead::unparsed, LineHead::of);
+        head.peer = peer.ip().to_string();
+        head.started = self.debug.then(Instant::now);
+        Box::new(head)
     }
-}
 
-impl Middleware for AccessLog {
-    fn call(&self, req: Request, next: Next<'_>) -> Reply {
-        let started = Instant::now();
-        let head = LineHead::of(&req);
-        let lines = self.lines.clone();
-        let debug = self.debug;
-        next.run(req).map(move |res| {
-            let bytes = res.body().exact_len().filter(|&n| n > 0);
-            emit(
-                &lines,
-                head.finish(
-                    res.status().as_u16(),
-                    bytes,
-                    debug.then(|| started.elapsed()),
-                ),
-            );
-            res
-        })
+    /// Writes the line of an answer: its `status` and the size of its body.
+    pub(crate) fn record(&self, head: LineHead, status: u16, bytes: Option<u64>) {
+        let line = head.finish(status, bytes.filter(|&n| n > 0));
+        if let Err(TrySendError::Full(_)) = self.lines.try_send(line) {
+            tracing::warn!("access log writer is behind; a line was dropped");
+        }
     }
 }
 
 /// What the log line needs from the request, taken before the request moves on.
-struct LineHead {
+#[derive(Debug)]
+pub(crate) struct LineHead {
     peer: String,
     request_line: String,
     referer: String,
     user_agent: String,
     loop_id: Option<usize>,
+    /// When the request was taken, for the time to answer it (`debug` only).
+    started: Option<Instant>,
 }
 
 impl LineHead {
+    fn unparsed() -> Self {
+        Self {
+            peer: "-".to_owned(),
+            request_line: "-".to_owned(),
+            referer: "-".to_owned(),
+            user_agent: "-".to_owned(),
+            loop_id: rt::current_loop(),
+            started: None,
+        }
+    }
+
     fn of(req: &Request) -> Self {
         let header = |name| {
             req.headers()
@@ -101,9 +111,6 @@ impl LineHead {
                 .map_or_else(|| "-".to_owned(), escape)
         };
         Self {
-            peer: req
-                .peer_addr()
-                .map_or_else(|| "-".to_owned(), |a| a.ip().to_string()),
             request_line: escape(&format!(
                 "{} {} {:?}",
                 req.method(),
@@ -112,16 +119,11 @@ impl LineHead {
             )),
             referer: header(header::REFERER),
             user_agent: header(header::USER_AGENT),
-            loop_id: rt::current_loop(),
+            ..Self::unparsed()
         }
     }
 
-    fn finish(
-        self,
-        status: u16,
-        bytes: Option<u64>,
-        elapsed: Option<std::time::Duration>,
-    ) -> String {
+    fn finish(self, status: u16, bytes: Option<u64>) -> String {
         let now = OffsetDateTime::now_utc();
         let bytes = bytes.map_or_else(|| "-".to_owned(), |n| n.to_string());
         let mut line = format!(
@@ -137,7 +139,7 @@ impl LineHead {
             self.referer,
             self.user_agent,
         );
-        if let Some(elapsed) = elapsed {
+        if let Some(elapsed) = self.started.map(|started| started.elapsed()) {
             let loop_id = self
                 .loop_id
                 .map_or_else(|| "-".to_owned(), |id| id.to_string());
@@ -169,7 +171,7 @@ mod tests {
                 .body(bytes::Bytes::new())
                 .unwrap(),
         );
-        let line = LineHead::of(&req).finish(200, Some(13), None);
+        let line = LineHead::of(&req).finish(200, Some(13));
         assert!(line.starts_with("- - - ["), "{line}");
         assert!(
             line.ends_with("] \"GET /a?b HTTP/1.1\" 200 13 \"-\" \"curl/8 \\\"x\\\"\"\n"),

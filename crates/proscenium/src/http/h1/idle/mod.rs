@@ -1,0 +1,174 @@
+//! The idle policy: what a keep-alive connection does between requests.
+//!
+//! It waits on its socket under the idle timeout, and closes when shutdown begins
+//! (unless its first request has yet to come: that may be on the wire, so it gets a
+//! short grace). A connection that has served more than one request keeps its buffers
+//! for [`HOLD_BUFFERS`], then frees them; others free them at once. Idle keep-alive
+//! connections are most of a busy server's connections, and their buffers were most of
+//! what each cost (docs/performance.md, idle connections); shelving them cuts the rest. A connection in use comes
+//! back sooner and finds its buffers, grown to its answers: freeing them at every wait
+//! cost a malloc, a free and a chain of reallocs per request or pipelined batch (see
+//! docs/performance.md).
+//!
+//! On a loop, a connection idle for [`SHELVE_AFTER`] leaves its task for the loop's
+//! [`Shelf`].
+
+mod shelf;
+
+use std::future::{Future, poll_fn};
+use std::net::SocketAddr;
+use std::task::Poll;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+
+pub(crate) use self::shelf::Shelf;
+use self::shelf::{SHELVE_AFTER, Shelved};
+use super::io::Socket;
+use super::service::LoopShared;
+use crate::rt::{Sleeping, Ticket};
+
+/// How long a connection accepted just before shutdown, with no request yet, may take
+/// to send its first: a request already on the wire arrives well within it, while a
+/// silent preconnect holds up shutdown no longer.
+const FIRST_REQUEST_GRACE: Duration = Duration::from_secs(1);
+
+/// How long an idle connection keeps its buffers before it frees them.
+const HOLD_BUFFERS: Duration = Duration::from_millis(50);
+
+/// What an idle connection's wait ended with.
+pub(super) enum Idle {
+    Readable,
+    Close,
+    /// Idle long enough to be shelved.
+    Shelve,
+}
+
+/// Returns when a connection that has served `served` requests, idle from now, must
+/// have its next request; `None` when it is to close at once (shutdown has begun).
+pub(super) fn deadline(shared: &LoopShared, served: u64) -> Option<Instant> {
+    let timeouts = &shared.config.timeouts;
+    if !shared.closing() {
+        return Some(Instant::now() + timeouts.idle);
+    }
+    // A connection that has not had its first request yet is no idle keep-alive: its
+    // request may be on the way (accepted just as shutdown began).
+    (served == 0).then(|| Instant::now() + FIRST_REQUEST_GRACE.min(timeouts.header))
+}
+
+/// A connection's state that its idle wait works on.
+pub(super) struct Waiting<'a> {
+    pub(super) socket: &'a mut Socket,
+    pub(super) rbuf: &'a mut BytesMut,
+    pub(super) wbuf: &'a mut BytesMut,
+    pub(super) shared: &'a LoopShared,
+    pub(super) served: u64,
+    /// Whether the connection may be shelved (it holds a loop's ticket).
+    pub(super) has_ticket: bool,
+}
+
+/// Waits until an idle connection has bytes to read; says when it should close
+/// instead (idle timeout at `deadline`, shutdown), or be shelved (idle for
+/// [`SHELVE_AFTER`], on a loop with a shelf).
+///
+/// A `poll_fn`, not an `async fn`: it is what an idle connection's task holds.
+pub(super) fn wait(
+    waiting: Waiting<'_>,
+    deadline: Instant,
+) -> impl Future<Output = std::io::Result<Idle>> + '_ {
+    let Waiting {
+        socket,
+        rbuf,
+        wbuf,
+        shared,
+        served,
+        has_ticket,
+    } = waiting;
+    let may_shelve = has_ticket
+        && shared.shelf.get().is_some_and(Shelf::is_open)
+        && shared.config.timeouts.idle > SHELVE_AFTER;
+    // `deadline` is the idle timeout from now: no clock read for the others.
+    let began = deadline - shared.config.timeouts.idle;
+    let end = if may_shelve {
+        began + SHELVE_AFTER
+    } else {
+        deadline
+    };
+    let Socket { stream, timer } = socket;
+    let mut sleeping = Sleeping::new(&shared.sleepers);
+    let mut waited = false;
+    let mut graced = false;
+    let holds = |rbuf: &BytesMut, wbuf: &BytesMut| rbuf.capacity() + wbuf.capacity() > 0;
+    let free = |rbuf: &mut BytesMut, wbuf: &mut BytesMut| {
+        *rbuf = BytesMut::new();
+        *wbuf = BytesMut::new();
+    };
+    poll_fn(move |cx| {
+        if let Poll::Ready(ready) = stream.poll_read_ready(cx) {
+            return Poll::Ready(ready.map(|()| Idle::Readable));
+        }
+        if !waited {
+            waited = true;
+            // A connection on its first request may be one of a storm of new ones,
+            // each asking once: it keeps nothing.
+            let first = if served > 1 && holds(rbuf, wbuf) {
+                (began + HOLD_BUFFERS).min(end)
+            } else {
+                free(rbuf, wbuf);
+                end
+            };
+            timer.as_mut().reset(first);
+        }
+        if shared.closing() && !graced {
+            if served > 0 {
+                return Poll::Ready(Ok(Idle::Close));
+            }
+            // No request yet: the grace for a first request starts now, and the
+            // connection is not shelved.
+            graced = true;
+            free(rbuf, wbuf);
+            let grace = Instant::now() + FIRST_REQUEST_GRACE;
+            timer.as_mut().reset(grace.min(deadline));
+        }
+        while timer.as_mut().poll(cx).is_ready() {
+            if holds(rbuf, wbuf) {
+                free(rbuf, wbuf);
+                timer.as_mut().reset(end);
+                continue;
+            }
+            let shelve = may_shelve && !graced && !shared.closing();
+            return Poll::Ready(Ok(if shelve { Idle::Shelve } else { Idle::Close }));
+        }
+        sleeping.park(cx.waker());
+        Poll::Pending
+    })
+}
+
+/// Gives a connection, idle since before `deadline - the idle timeout`, to its loop's
+/// shelf.
+pub(super) fn shelve(
+    stream: TcpStream,
+    peer: SocketAddr,
+    served: u64,
+    shared: &LoopShared,
+    ticket: Option<Ticket>,
+    deadline: Instant,
+) {
+    let (Some(shelf), Some(ticket)) = (shared.shelf.get(), ticket) else {
+        return;
+    };
+    match stream.into_std() {
+        Ok(stream) => shelf.put(
+            Shelved {
+                stream,
+                peer,
+                served,
+                ticket,
+            },
+            deadline,
+        ),
+        Err(e) => tracing::debug!("closing idle connection from {peer}: {e}"),
+    }
+}

@@ -1,0 +1,222 @@
+//! A connection's socket I/O: reads into the read buffer, writes with one `send(2)`
+//! per batch of answers, `sendfile(2)` for file regions, the lingering close — each
+//! wait bounded by the connection's one timer.
+//!
+//! Every wait is a `poll_fn`, not an `async fn`, so that its state is not stored twice
+//! in the connection's task; the timer is set only once the socket has to wait (most
+//! reads and writes complete at once).
+
+use std::future::{Future, poll_fn};
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+use std::time::Duration;
+
+use bytes::BytesMut;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
+use tokio::net::TcpStream;
+use tokio::time::{Instant, Sleep};
+
+use crate::http::body::FileRegion;
+
+/// How long a closing connection keeps reading (and discarding) what the client sends.
+const LINGER: Duration = Duration::from_secs(2);
+
+/// A connection's socket and the one timer of every wait on it (idle, head, body,
+/// send), set anew for each.
+pub(super) struct Socket {
+    pub(super) stream: TcpStream,
+    pub(super) timer: Pin<Box<Sleep>>,
+}
+
+impl Socket {
+    pub(super) fn new(stream: TcpStream) -> Self {
+        Self {
+            stream,
+            timer: Box::pin(tokio::time::sleep_until(Instant::now())),
+        }
+    }
+
+    /// Reads what the socket has into `rbuf`: the bytes read (0 when the client
+    /// closed), or `None` when `deadline` passed first.
+    pub(super) fn read<'a>(
+        &'a mut self,
+        rbuf: &'a mut BytesMut,
+        deadline: Instant,
+    ) -> impl Future<Output = Option<std::io::Result<usize>>> + 'a {
+        let stream = &self.stream;
+        until(&mut self.timer, deadline, move |cx| {
+            poll_read(stream, rbuf, cx)
+        })
+    }
+
+    /// Marks the socket not readable after a short read, which drained it.
+    ///
+    /// Without this the next read is a `recv` that fails with EAGAIN before the loop
+    /// waits for epoll: one wasted syscall per request. Safe because epoll is
+    /// edge-triggered and tokio ignores a clear older than the last readiness event, so
+    /// bytes that arrive meanwhile still wake the connection. Measured on `hello`
+    /// plaintext, 64 keep-alive connections, one loop: see docs/performance.md.
+    pub(super) fn forget_readable(&self) {
+        let _ = self.stream.try_io(Interest::READABLE, || {
+            Err::<(), _>(std::io::Error::from(std::io::ErrorKind::WouldBlock))
+        });
+    }
+
+    /// Writes all of `bytes`, failing when the client takes nothing for `timeout`: a
+    /// slow reader may take as long as it keeps reading, a stalled one is dropped. Uses
+    /// `send(2)` (`try_write`), not the vectored path (writev(2) through the VFS layer)
+    /// for what is always one buffer.
+    pub(super) fn send<'a>(
+        &'a mut self,
+        mut bytes: &'a [u8],
+        timeout: Duration,
+    ) -> impl Future<Output = std::io::Result<()>> + 'a {
+        let Self { stream, timer } = self;
+        let mut waiting = false;
+        poll_fn(move |cx| {
+            while !bytes.is_empty() {
+                match poll_write_with(stream, cx, || stream.try_write(bytes)) {
+                    Poll::Ready(Ok(0)) => {
+                        return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into()));
+                    }
+                    Poll::Ready(Ok(n)) => {
+                        bytes = &bytes[n..];
+                        waiting = false;
+                    }
+                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                    Poll::Pending => {
+                        if !waiting {
+                            waiting = true;
+                            timer.as_mut().reset(Instant::now() + timeout);
+                        }
+                        if timer.as_mut().poll(cx).is_ready() {
+                            return Poll::Ready(Err(stalled()));
+                        }
+                        return Poll::Pending;
+                    }
+                }
+            }
+            Poll::Ready(Ok(()))
+        })
+    }
+
+    /// Sets `TCP_CORK`: while set, the kernel sends only full segments.
+    pub(super) fn set_cork(&self, cork: bool) -> std::io::Result<()> {
+        socket2::SockRef::from(&self.stream).set_tcp_cork(cork)
+    }
+
+    /// Sends a file region with sendfile(2): the kernel copies page cache to socket.
+    pub(super) async fn send_file(
+        &mut self,
+        region: FileRegion,
+        timeout: Duration,
+    ) -> std::io::Result<()> {
+        let mut offset = i64::try_from(region.offset).map_err(std::io::Error::other)?;
+        let end = offset.saturating_add(i64::try_from(region.len).map_err(std::io::Error::other)?);
+        let stream = &self.stream;
+        while offset < end {
+            let count = usize::try_from(end - offset)
+                .unwrap_or(usize::MAX)
+                .min(1 << 30);
+            let sendfile = |cx: &mut Context<'_>| {
+                poll_write_with(stream, cx, || {
+                    stream.try_io(Interest::WRITABLE, || {
+                        nix::sys::sendfile::sendfile64(
+                            stream,
+                            &region.file,
+                            Some(&mut offset),
+                            count,
+                        )
+                        .map_err(std::io::Error::from)
+                    })
+                })
+            };
+            let sent = until(&mut self.timer, Instant::now() + timeout, sendfile)
+                .await
+                .ok_or_else(stalled)??;
+            if sent == 0 {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "file shrank while sent",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Half-closes, and reads until the client closes too (or a while passes), so that
+    /// unread request bytes do not turn the close into a reset that destroys the answer
+    /// before the client reads it.
+    pub(super) async fn linger(&mut self) -> std::io::Result<()> {
+        self.stream.shutdown().await?;
+        let linger = async {
+            let mut discard = [0u8; 4096];
+            let mut left = 1usize << 20;
+            while left > 0 {
+                match self.stream.read(&mut discard).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => left = left.saturating_sub(n),
+                }
+            }
+        };
+        let _ = tokio::time::timeout(LINGER, linger).await;
+        Ok(())
+    }
+}
+
+/// Polls `io` until it is ready (`Some`), or until `deadline` passes on `timer`
+/// (`None`). The timer is set only once `io` has to wait.
+fn until<'a, T>(
+    timer: &'a mut Pin<Box<Sleep>>,
+    deadline: Instant,
+    mut io: impl FnMut(&mut Context<'_>) -> Poll<T> + 'a,
+) -> impl Future<Output = Option<T>> + 'a {
+    let mut set = false;
+    poll_fn(move |cx| {
+        if let Poll::Ready(out) = io(cx) {
+            return Poll::Ready(Some(out));
+        }
+        if !set {
+            set = true;
+            if timer.deadline() != deadline {
+                timer.as_mut().reset(deadline);
+            }
+        }
+        timer.as_mut().poll(cx).map(|()| None)
+    })
+}
+
+/// Reads what the socket has into `rbuf`, once it is readable.
+fn poll_read(
+    stream: &TcpStream,
+    rbuf: &mut BytesMut,
+    cx: &mut Context<'_>,
+) -> Poll<std::io::Result<usize>> {
+    loop {
+        ready!(stream.poll_read_ready(cx))?;
+        match stream.try_read_buf(rbuf) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            result => return Poll::Ready(result),
+        }
+    }
+}
+
+/// Runs the write `io` (a `try_` call of the stream, which clears the readiness tokio
+/// had cached when it would block) once the socket is writable.
+fn poll_write_with(
+    stream: &TcpStream,
+    cx: &mut Context<'_>,
+    mut io: impl FnMut() -> std::io::Result<usize>,
+) -> Poll<std::io::Result<usize>> {
+    loop {
+        ready!(stream.poll_write_ready(cx))?;
+        match io() {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            result => return Poll::Ready(result),
+        }
+    }
+}
+
+fn stalled() -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::TimedOut, "client stopped reading")
+}

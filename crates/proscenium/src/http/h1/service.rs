@@ -1,0 +1,111 @@
+//! HTTP/1.1 as the runtime's [`Protocol`]: what a server hands its loops and threads,
+//! and what each of them shares among its connections.
+
+use std::cell::{Cell, OnceCell};
+use std::net::SocketAddr;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use bytes::BytesMut;
+use tokio::net::TcpStream;
+
+use super::answer::{self, Reply};
+use super::conn;
+use super::idle::Shelf;
+use crate::http::access_log::AccessLog;
+use crate::rt::{Host, LocalProtocol, Protocol, Sleepers, Ticket};
+use crate::{App, Config};
+
+/// HTTP/1.1 serving an [`App`]: the protocol a server hands the runtime.
+#[derive(Debug)]
+pub(crate) struct Http1 {
+    app: Arc<App>,
+    config: Arc<Config>,
+    log: Option<AccessLog>,
+}
+
+impl Http1 {
+    /// Returns the protocol serving `app` as `config` says, with the access log it
+    /// names (opened here; a log that cannot be opened is reported, and not kept).
+    pub(crate) fn new(app: Arc<App>, config: Arc<Config>) -> Self {
+        let log = config.log.as_ref().and_then(|target| {
+            AccessLog::open(target, config.debug)
+                .inspect_err(|e| {
+                    tracing::error!("cannot open access log {}: {e}", target.display());
+                })
+                .ok()
+        });
+        Self { app, config, log }
+    }
+}
+
+impl Protocol for Http1 {
+    type Local = LoopShared;
+
+    fn local(&self, host: Host) -> Rc<LoopShared> {
+        let shared = Rc::new(LoopShared {
+            app: self.app.clone(),
+            config: self.config.clone(),
+            log: self.log.clone(),
+            closing: Cell::new(false),
+            sleepers: Sleepers::default(),
+            shelf: OnceCell::new(),
+        });
+        // A thread serves one connection and reads the clock for its Date; a loop
+        // keeps the date fresh once a second, and shelves its long-idle connections.
+        if host == Host::Loop {
+            tokio::task::spawn_local(crate::http::date::keep_fresh());
+            if let Err(e) = Shelf::start(&shared) {
+                tracing::warn!("idle connections stay on their tasks on this loop: {e}");
+            }
+        }
+        shared
+    }
+
+    fn overloaded(&self, peer: SocketAddr) -> BytesMut {
+        let res = crate::app::unavailable("every thread is busy; try again shortly");
+        let mut out = BytesMut::new();
+        let mut reply = Reply::refusal(self.log.as_ref().map(|log| log.note(peer, None)));
+        // An error page is small enough to buffer whole: nothing is left to send.
+        let _ = answer::buffer(&mut out, res, &mut reply, true, self.log.as_ref());
+        out
+    }
+}
+
+/// What every connection on one loop (or one thread) shares: one `Rc` per loop, so no
+/// atomic reference counting on the request path.
+#[derive(Debug)]
+pub(crate) struct LoopShared {
+    pub(super) app: Arc<App>,
+    pub(super) config: Arc<Config>,
+    pub(super) log: Option<AccessLog>,
+    /// Whether shutdown has begun, as this loop learnt it: read on every request, so a
+    /// `Cell` rather than the runtime's `watch` (a lock).
+    closing: Cell<bool>,
+    /// The idle connections to wake when shutdown begins.
+    pub(super) sleepers: Sleepers,
+    /// Where long-idle connections are put away (event loops only; see `idle`).
+    pub(super) shelf: OnceCell<Shelf>,
+}
+
+impl LoopShared {
+    pub(super) fn closing(&self) -> bool {
+        self.closing.get()
+    }
+}
+
+impl LocalProtocol for LoopShared {
+    fn serve(
+        self: &Rc<Self>,
+        stream: TcpStream,
+        peer: SocketAddr,
+        ticket: Option<Ticket>,
+    ) -> impl Future<Output = ()> + 'static {
+        conn::serve(stream, peer, 0, self.clone(), ticket)
+    }
+
+    fn begin_closing(&self) {
+        self.closing.set(true);
+        self.sleepers.wake_all();
+    }
+}
