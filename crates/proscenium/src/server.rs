@@ -157,7 +157,7 @@ struct Started {
 fn start_loops(
     spec: &LoopSpec<Http1>,
     app: Arc<App>,
-    live: &web::LiveStats,
+    live: &watchdog::LiveStats,
     inherited: Option<std::net::TcpListener>,
 ) -> Result<Started, Error> {
     let config = spec.config.clone();

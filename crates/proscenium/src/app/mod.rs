@@ -53,7 +53,7 @@ use crate::http::{BoxError, Request};
 pub struct App {
     routes: Routes,
     middleware: Vec<Arc<dyn Middleware>>,
-    pub(crate) live: crate::web::LiveStats,
+    pub(crate) live: crate::rt::watchdog::LiveStats,
 }
 
 macro_rules! method_routes {

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use super::then::HandlerOutput;
 use crate::http::Body;
+use crate::rt::BlockingError;
 
 /// An HTTP response with a Proscenium [`Body`].
 pub type Response = http::Response<Body>;
@@ -189,6 +190,24 @@ where
 {
     fn into_response(self) -> Response {
         (self.0, (self.1, self.2)).into_response()
+    }
+}
+
+/// A full queue or a closing pool is 503 with `Retry-After`; a panic or a missing pool
+/// is 500, logged.
+impl IntoResponse for BlockingError {
+    fn into_response(self) -> Response {
+        match self {
+            Self::QueueFull | Self::Closed => unavailable(self.to_string()),
+            Self::Panicked(msg) => {
+                tracing::error!("blocking handler panicked: {msg}");
+                error(StatusCode::INTERNAL_SERVER_ERROR, "the handler failed")
+            }
+            Self::NoSuchPool(_) => {
+                tracing::error!("{self}");
+                error(StatusCode::INTERNAL_SERVER_ERROR, "the handler failed")
+            }
+        }
     }
 }
 

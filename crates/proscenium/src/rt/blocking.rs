@@ -18,10 +18,7 @@ use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll};
 
 use crossbeam_channel::{Receiver, Sender, TrySendError};
-use http::StatusCode;
 use tokio::sync::oneshot;
-
-use crate::app::{IntoResponse, Response, error, unavailable};
 
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -177,22 +174,6 @@ impl BlockingError {
     /// Returns whether the work was refused because the pool was full.
     pub fn is_queue_full(&self) -> bool {
         matches!(self, Self::QueueFull)
-    }
-}
-
-impl IntoResponse for BlockingError {
-    fn into_response(self) -> Response {
-        match self {
-            Self::QueueFull | Self::Closed => unavailable(self.to_string()),
-            Self::Panicked(msg) => {
-                tracing::error!("blocking handler panicked: {msg}");
-                error(StatusCode::INTERNAL_SERVER_ERROR, "the handler failed")
-            }
-            Self::NoSuchPool(_) => {
-                tracing::error!("{self}");
-                error(StatusCode::INTERNAL_SERVER_ERROR, "the handler failed")
-            }
-        }
     }
 }
 

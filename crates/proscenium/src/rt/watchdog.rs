@@ -5,8 +5,8 @@
 //! threshold and warns once per stall that outlives the threshold, naming the route. The counters also feed
 //! the JSQ dispatcher: a stalled loop's in-flight request makes it look longer.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use super::context;
@@ -51,6 +51,21 @@ impl LoopStats {
         let n = self.inflight.load(Ordering::Relaxed);
         let n = if up { n + 1 } else { n.saturating_sub(1) };
         self.inflight.store(n, Ordering::Relaxed);
+    }
+}
+
+/// The loops' counters, filled in once the loops have started (an
+/// [`App`](crate::App) carries a handle to them, so its `/_status` route can read them).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct LiveStats(Arc<OnceLock<Vec<Arc<LoopStats>>>>);
+
+impl LiveStats {
+    pub(crate) fn set(&self, stats: Vec<Arc<LoopStats>>) {
+        let _ = self.0.set(stats);
+    }
+
+    pub(crate) fn get(&self) -> &[Arc<LoopStats>] {
+        self.0.get().map_or(&[], Vec::as_slice)
     }
 }
 

@@ -10,9 +10,9 @@ use http::header;
 use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
 use serde_json::json;
 
-use super::html_escape;
 use crate::app::{Html, IntoResponse, Json, Response, error};
 use crate::http::Request;
+use crate::http::error_page::html_escape;
 
 /// Bytes of a name percent-encoded in a link: controls, space and what would end or
 /// change the meaning of a path segment.

@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::LiveStats;
+use crate::rt::watchdog::LiveStats;
 use crate::{App, Json, Query, Request, blocking, inline};
 
 /// The longest delay `/_delay` accepts.

@@ -8,9 +8,9 @@ use std::task::{Context, Poll};
 use http::StatusCode;
 
 use crate::app::{App, ErrorDetail, LocalResponseFuture, Response, error, unavailable};
+use crate::http::error_page;
 use crate::http::{Body, Request, Soon};
 use crate::rt::{self, watchdog};
-use crate::web::error_page;
 
 /// The app's answer to one request: ready, or a future to poll on this loop.
 pub(crate) type Answer = Soon<Response, Guarded>;

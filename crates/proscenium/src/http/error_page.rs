@@ -24,7 +24,7 @@ pub(crate) fn render(status: StatusCode, detail: Option<&str>, html: bool) -> Pa
     let code = status.as_str();
     let detail = detail.unwrap_or_else(|| default_detail(status));
     if html {
-        let detail = super::html_escape(detail);
+        let detail = html_escape(detail);
         let body = format!(
             "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{code} {reason}</title>\
              <style>body{{font:16px system-ui,sans-serif;margin:4em auto;max-width:40em;color:#222}}\
@@ -52,6 +52,22 @@ fn default_detail(status: StatusCode) -> &'static str {
         s if s.is_client_error() => "The request could not be served.",
         _ => "The server could not answer this request.",
     }
+}
+
+/// Escapes text for HTML element content and attribute values.
+pub(crate) fn html_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
