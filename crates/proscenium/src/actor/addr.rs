@@ -8,7 +8,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
-use super::mailbox::{Control, Mailbox, Overflow, Push, spin_turn};
+use super::mailbox::{Control, Mailbox, Overflow, Parked, Push, spin_turn};
 use super::system::Shared;
 use super::{Actor, Envelope, Handler, Message, Reason};
 
@@ -321,6 +321,7 @@ impl<A: Actor> Addr<A> {
             };
             tokio::task::yield_now().await;
         }
+        let _parked = Parked::new();
         match tokio::time::timeout_at(deadline, rx).await {
             Err(_) => Err(AskError::Timeout),
             Ok(Err(_)) => Err(AskError::NoReply),
