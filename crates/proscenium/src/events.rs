@@ -16,8 +16,8 @@
 //! assert_eq!(*seen.lock().unwrap(), ["cat.jpg"]);
 //! ```
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 

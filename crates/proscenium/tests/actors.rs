@@ -122,13 +122,7 @@ fn an_ask_times_out_when_the_actor_is_busy() {
 }
 
 /// Fills a one-slot mailbox behind a held handler, then sends two more.
-fn overflow(
-    policy: Overflow,
-) -> (
-    Vec<Result<(), TryTellError<Push>>>,
-    Vec<u64>,
-    Vec<Reason>,
-) {
+fn overflow(policy: Overflow) -> (Vec<Result<(), TryTellError<Push>>>, Vec<u64>, Vec<Reason>) {
     let system = System::new();
     let mut letters = system.dead_letters().subscribe();
     let log = system.spawn(Props::named("small").mailbox(1, policy), Log::default);
@@ -153,7 +147,11 @@ fn each_overflow_policy_accounts_for_every_message() {
     // makes room, by dropping the oldest to dead letters.
     for policy in [Overflow::Fail, Overflow::DropNewest, Overflow::Backpressure] {
         let (sent, kept, dead) = overflow(policy);
-        assert_eq!(sent, [Ok(()), Err(TryTellError::Full(Push(2)))], "{policy:?}");
+        assert_eq!(
+            sent,
+            [Ok(()), Err(TryTellError::Full(Push(2)))],
+            "{policy:?}"
+        );
         assert_eq!((kept, dead), (vec![1], vec![]), "{policy:?}");
     }
     let (sent, kept, dead) = overflow(Overflow::DropOldest);
@@ -612,11 +610,18 @@ fn the_decider_gets_the_value_the_handler_panicked_with() {
     let kid = system.block_on(async {
         let kid = parent.ask(Kids).await.unwrap().remove(0);
         kid.tell(Trip).await.unwrap();
-        assert_eq!(kid.ask(Kept).await, Ok(0), "resumed after the transient fault");
+        assert_eq!(
+            kid.ask(Kept).await,
+            Ok(0),
+            "resumed after the transient fault"
+        );
         kid.tell(Boom).await.unwrap();
         kid
     });
-    assert!(eventually(|| kid.is_stopped()), "stopped: a message is not Transient");
+    assert!(
+        eventually(|| kid.is_stopped()),
+        "stopped: a message is not Transient"
+    );
     assert_eq!(starts(&kids[0]), 1, "never restarted");
     assert_eq!(*seen.lock().unwrap(), [None, Some("boom".to_owned())]);
 }
@@ -624,7 +629,10 @@ fn the_decider_gets_the_value_the_handler_panicked_with() {
 #[test]
 fn a_recipient_tells_tries_and_asks_as_its_address_does() {
     let system = System::new();
-    let log = system.spawn(Props::named("small").mailbox(1, Overflow::Fail), Log::default);
+    let log = system.spawn(
+        Props::named("small").mailbox(1, Overflow::Fail),
+        Log::default,
+    );
     let (push, dump) = (log.recipient::<Push>(), log.recipient::<Dump>());
     let (sent, seen) = system.block_on(async {
         let gate = hold(&log).await;
