@@ -8,16 +8,15 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
-use super::mailbox::{Control, Mailbox, Overflow, Push, spin_turn};
-use super::system::Shared;
-use super::{Actor, Envelope, Handler, Message, Reason};
+use super::mailbox::{Control, Mailbox, Overflow, Parked, Push, spin_turn};
+use super::{Actor, DeadLetters, Envelope, Handler, Message, Reason};
 
 /// An actor's cell with its type erased: for its parent, and for shutdown.
 pub(crate) trait AnyCell: Send + Sync {
     /// Queues an order ahead of its messages.
     fn order(&self, order: Control);
     /// Stops it: closes the mailbox, reporting what was queued to dead letters.
-    fn stop(&self, shared: &Shared);
+    fn stop(&self);
 }
 
 impl<A: Actor> AnyCell for Cell<A> {
@@ -25,8 +24,8 @@ impl<A: Actor> AnyCell for Cell<A> {
         self.mailbox.order(order);
     }
 
-    fn stop(&self, shared: &Shared) {
-        self.report_stopped(shared, self.mailbox.close());
+    fn stop(&self) {
+        self.report_stopped(self.mailbox.close());
     }
 }
 
@@ -39,6 +38,8 @@ pub(crate) struct Cell<A: Actor> {
     pub(crate) mailbox: Mailbox<Box<dyn Envelope<A>>>,
     /// Told the actor's name when it stops (`Context::watch`).
     pub(crate) watchers: Mutex<Option<Vec<Watcher>>>,
+    /// Where messages it cannot handle are reported.
+    pub(crate) dead_letters: Arc<DeadLetters>,
     /// Its key in the system's table of actors to stop at shutdown.
     pub(crate) slot: usize,
 }
@@ -57,16 +58,16 @@ impl<A: Actor> Cell<A> {
     }
 
     /// Reports messages that will not be handled, the actor having stopped.
-    pub(crate) fn report_stopped(
-        &self,
-        shared: &Shared,
-        left: impl IntoIterator<Item = Box<dyn Envelope<A>>>,
-    ) {
+    pub(crate) fn report_stopped(&self, left: impl IntoIterator<Item = Box<dyn Envelope<A>>>) {
         for left in left {
-            shared
-                .dead_letters
-                .report(&self.name, left.type_name(), Reason::Stopped);
+            self.report(&*left, Reason::Stopped);
         }
+    }
+
+    /// Reports a message that will not be handled, for `reason`.
+    fn report(&self, envelope: &dyn Envelope<A>, reason: Reason) {
+        self.dead_letters
+            .report(&self.name, envelope.type_name(), reason);
     }
 
     /// Takes the watchers, once, as the actor stops.
@@ -158,14 +159,12 @@ pub const ASK_TIMEOUT: Duration = Duration::from_secs(5);
 /// The address of a running actor of type `A`.
 pub struct Addr<A: Actor> {
     pub(crate) cell: Arc<Cell<A>>,
-    pub(crate) shared: Arc<Shared>,
 }
 
 impl<A: Actor> Clone for Addr<A> {
     fn clone(&self) -> Self {
         Self {
             cell: self.cell.clone(),
-            shared: self.shared.clone(),
         }
     }
 }
@@ -321,6 +320,7 @@ impl<A: Actor> Addr<A> {
             };
             tokio::task::yield_now().await;
         }
+        let _parked = Parked::new();
         match tokio::time::timeout_at(deadline, rx).await {
             Err(_) => Err(AskError::Timeout),
             Ok(Err(_)) => Err(AskError::NoReply),
@@ -331,7 +331,7 @@ impl<A: Actor> Addr<A> {
     /// Stops the actor after the message it is handling; what is queued goes to dead
     /// letters.
     pub fn stop(&self) {
-        self.cell.stop(&self.shared);
+        self.cell.stop();
     }
 
     /// A type-erased address for one message type.
@@ -355,14 +355,14 @@ impl<A: Actor> Addr<A> {
         };
         self.settle(pushed).map_err(|refused| match refused {
             TryTellError::Full(envelope) => {
-                self.report(&*envelope, Reason::Overflow);
+                self.cell.report(&*envelope, Reason::Overflow);
                 match overflow {
                     Overflow::Backpressure | Overflow::Fail => SendError::Full,
                     Overflow::DropNewest | Overflow::DropOldest => SendError::Dropped,
                 }
             }
             TryTellError::Stopped(envelope) => {
-                self.report(&*envelope, Reason::Stopped);
+                self.cell.report(&*envelope, Reason::Stopped);
                 SendError::Stopped
             }
         })
@@ -377,18 +377,12 @@ impl<A: Actor> Addr<A> {
         match pushed {
             Push::Queued => Ok(()),
             Push::Displaced(oldest) => {
-                self.report(&*oldest, Reason::Overflow);
+                self.cell.report(&*oldest, Reason::Overflow);
                 Ok(())
             }
             Push::Full(envelope) => Err(TryTellError::Full(envelope)),
             Push::Closed(envelope) => Err(TryTellError::Stopped(envelope)),
         }
-    }
-
-    fn report(&self, envelope: &dyn Envelope<A>, reason: Reason) {
-        self.shared
-            .dead_letters
-            .report(&self.cell.name, envelope.type_name(), reason);
     }
 }
 

@@ -15,7 +15,7 @@
 
 use std::cell::Cell;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Mutex, MutexGuard};
@@ -57,17 +57,37 @@ pub(crate) enum Control {
 
 /// How long a waiter keeps its thread awake before the thread parks: waking a parked
 /// thread costs several µs, and the next message or reply is often closer than that.
-/// Measured (bench/actors.sh, 2 cores): parking at once, ask round trip 17 µs and
-/// ping-pong 15 µs; spinning 10 µs, 2.2–2.6 and 1.9–2.1 µs. Longer spins win a little
-/// more (20 µs: 1.4 and 1.7) but cost fan-out, where spinners outnumber the cores and
-/// hold up the thread that has the work (20 µs: 15 → 25 µs an actor; 50 µs: 50).
-const SPIN: Duration = Duration::from_micros(10);
+/// (How the figure was chosen: `docs/performance.md`, actors.)
+const SPIN: Duration = Duration::from_micros(20);
 
 thread_local! {
     /// Whether a waiter on this thread is spinning: one at a time, so a thousand idle
     /// actors on one loop do not all spin.
     static SPINNING: Cell<bool> = const { Cell::new(false) };
 }
+
+/// Threads about to want a core: actors woken from their park that have not looked
+/// since, and askers parked for a reply that may come any moment.
+static WAKING: AtomicUsize = AtomicUsize::new(0);
+
+/// An asker parked for its reply, counted in [`WAKING`] while it lives.
+pub(crate) struct Parked(());
+
+impl Parked {
+    pub(crate) fn new() -> Self {
+        WAKING.fetch_add(1, Ordering::Relaxed);
+        Self(())
+    }
+}
+
+impl Drop for Parked {
+    fn drop(&mut self) {
+        WAKING.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// Threads of the process in a turn of a spin now.
+static SPINNERS: AtomicUsize = AtomicUsize::new(0);
 
 /// A turn of a spin: while it lives, other waiters on this thread park instead of
 /// spinning too; dropping it (the turn over, or the future dropped) ends that.
@@ -76,6 +96,7 @@ pub(crate) struct Turn(());
 impl Drop for Turn {
     fn drop(&mut self) {
         SPINNING.set(false);
+        SPINNERS.fetch_sub(1, Ordering::Relaxed);
     }
 }
 
@@ -84,12 +105,23 @@ impl Drop for Turn {
 /// the spin has lasted [`SPIN`] — for good: a wake-up that finds nothing does not start
 /// another — or while another waiter on this thread spins; the caller then parks. Not
 /// an `async fn`: its state would enlarge every idle actor's task.
+///
+/// While another thread of the process spins too, or one is [`WAKING`], each turn also
+/// offers the core to the kernel's other runnable threads (`sched_yield`): with more
+/// threads than cores, the thread with the awaited message or reply may be waiting for
+/// this very core, and would wait until the spin ran out. Not otherwise: a yield lets
+/// any process's thread in for a whole time slice, and would take the core from an
+/// actor whose sender is merely a little slower than it.
 pub(crate) fn spin_turn(since: &mut Option<Instant>) -> Option<Turn> {
     let began = *since.get_or_insert_with(Instant::now);
     if began.elapsed() >= SPIN || SPINNING.get() {
         return None;
     }
     SPINNING.set(true);
+    let others = SPINNERS.fetch_add(1, Ordering::Relaxed);
+    if others > 0 || WAKING.load(Ordering::Relaxed) > 0 {
+        std::thread::yield_now();
+    }
     Some(Turn(()))
 }
 
@@ -123,8 +155,9 @@ pub(crate) enum Push<T> {
 /// 160 (bench/actors.sh `tell`).
 #[repr(C)]
 pub(crate) struct Mailbox<T> {
-    /// Raised (under the lock) by an order or the close, lowered by the actor once it
-    /// has taken every order: the actor's cheap look between the messages of a turn.
+    /// Raised (under the lock) by an order, the close, or a message to an idle actor;
+    /// lowered by the actor once it has taken every order: the actor's cheap look
+    /// between the messages of a turn, and while it spins idle.
     attention: AtomicBool,
     overflow: Overflow,
     capacity: usize,
@@ -143,6 +176,10 @@ struct State<T> {
     closed: bool,
     /// The actor found nothing and waits for `arrived`: the next arrival signals it.
     idle: bool,
+    /// Idle and parked, its spin over: the next arrival wakes its thread.
+    parked: bool,
+    /// Woken from its park (counted in [`WAKING`]) and not yet looking.
+    woken: bool,
     /// Messages taken for the turn and waiting in the actor's hand at its last look.
     in_hand: usize,
 }
@@ -155,6 +192,8 @@ impl<T> Mailbox<T> {
                 orders: VecDeque::new(),
                 closed: false,
                 idle: false,
+                parked: false,
+                woken: false,
                 in_hand: 0,
             }),
             capacity: capacity.max(1),
@@ -201,12 +240,26 @@ impl<T> Mailbox<T> {
                 None => return Push::Full(item),
             }
         };
-        let wake = std::mem::take(&mut state.idle);
+        let wake = self.rouse(&mut state);
         drop(state);
         if wake {
             self.arrived.notify_one();
         }
         outcome
+    }
+
+    /// Marks an idle actor roused by an arrival; returns whether it is to be signalled
+    /// (once the lock is dropped).
+    fn rouse(&self, state: &mut State<T>) -> bool {
+        if !std::mem::take(&mut state.idle) {
+            return false;
+        }
+        self.attention.store(true, Ordering::Release);
+        if std::mem::take(&mut state.parked) {
+            state.woken = true;
+            WAKING.fetch_add(1, Ordering::Relaxed);
+        }
+        true
     }
 
     /// Queues `item`, waiting for room when full (for `Backpressure`).
@@ -237,7 +290,7 @@ impl<T> Mailbox<T> {
         }
         state.orders.push_back(order);
         self.attention.store(true, Ordering::Release);
-        let wake = std::mem::take(&mut state.idle);
+        let wake = self.rouse(&mut state);
         drop(state);
         if wake {
             self.arrived.notify_one();
@@ -249,20 +302,26 @@ impl<T> Mailbox<T> {
     /// not an argument: every argument enlarges every idle actor's task.)
     pub(crate) async fn recv(&self, messages: bool, hand: &mut VecDeque<T>) -> Option<Next> {
         let mut idle_since = None;
+        let mut look = true;
         loop {
             // Look first; register as a waiter (the `Notify`'s own lock) only to park.
-            if let Some(next) = self.take(messages, hand) {
-                return next;
+            if look {
+                if let Some(next) = self.take(messages, hand, false) {
+                    return next;
+                }
             }
             if let Some(_turn) = spin_turn(&mut idle_since) {
                 tokio::task::yield_now().await;
+                // Spinning, look again only once the flag is up: taking the lock at
+                // every turn would slow the very senders the actor waits for.
+                look = self.wants_attention();
                 continue;
             }
             let arrived = self.arrived.notified();
             tokio::pin!(arrived);
             arrived.as_mut().enable();
             // Registered: what arrives from here on wakes it.
-            if let Some(next) = self.take(messages, hand) {
+            if let Some(next) = self.take(messages, hand, true) {
                 return next;
             }
             arrived.await;
@@ -270,9 +329,12 @@ impl<T> Mailbox<T> {
     }
 
     /// The next order or turn if there is one (`Some(None)`: closed); otherwise marks
-    /// the actor idle, so that the next arrival signals it.
-    fn take(&self, messages: bool, hand: &mut VecDeque<T>) -> Option<Option<Next>> {
+    /// the actor idle (and `parking`, parked), so that the next arrival signals it.
+    fn take(&self, messages: bool, hand: &mut VecDeque<T>, parking: bool) -> Option<Option<Next>> {
         let mut state = self.state();
+        if std::mem::take(&mut state.woken) {
+            WAKING.fetch_sub(1, Ordering::Relaxed);
+        }
         if state.closed {
             return Some(None);
         }
@@ -291,6 +353,7 @@ impl<T> Mailbox<T> {
         // A turn starts on its first message at once: the rest wait in hand.
         state.in_hand = hand.len() - usize::from(matches!(next, Some(Next::Turn)));
         state.idle = next.is_none();
+        state.parked = parking && state.idle;
         let freed = before.saturating_sub(state.queue.len() + state.in_hand);
         drop(state);
         // Only a full mailbox has senders waiting for room.
@@ -308,6 +371,7 @@ impl<T> Mailbox<T> {
         let left = {
             let mut state = self.state();
             state.closed = true;
+            self.rouse(&mut state);
             self.attention.store(true, Ordering::Release);
             state.orders.clear();
             state.queue.drain(..).collect()
@@ -333,6 +397,15 @@ impl<T> Mailbox<T> {
     pub(crate) fn len(&self) -> usize {
         let state = self.state();
         state.queue.len() + state.in_hand
+    }
+}
+
+impl<T> Drop for Mailbox<T> {
+    fn drop(&mut self) {
+        // Woken, and its task gone before it looked: spinners must not yield for it.
+        if self.state.get_mut().woken {
+            WAKING.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 }
 
@@ -367,7 +440,7 @@ mod tests {
         assert!(matches!(mailbox.push(1), Push::Queued));
         assert!(matches!(mailbox.push(2), Push::Queued));
         assert!(matches!(
-            mailbox.take(true, &mut hand),
+            mailbox.take(true, &mut hand, false),
             Some(Some(Next::Turn))
         ));
         assert_eq!(hand, [1, 2]);
@@ -377,7 +450,7 @@ mod tests {
         assert_eq!(mailbox.len(), 2);
         hand.clear();
         assert!(matches!(
-            mailbox.take(true, &mut hand),
+            mailbox.take(true, &mut hand, false),
             Some(Some(Next::Turn))
         ));
         assert_eq!(hand, [3]);
@@ -390,7 +463,7 @@ mod tests {
         let mut hand = VecDeque::new();
         assert!(matches!(mailbox.push(1), Push::Queued));
         assert!(matches!(
-            mailbox.take(true, &mut hand),
+            mailbox.take(true, &mut hand, false),
             Some(Some(Next::Turn))
         ));
         assert!(matches!(mailbox.push(2), Push::Queued));
@@ -402,10 +475,30 @@ mod tests {
         assert!(!waiting.is_finished(), "full: 2 waits");
         hand.clear();
         assert!(matches!(
-            mailbox.take(true, &mut hand),
+            mailbox.take(true, &mut hand, false),
             Some(Some(Next::Turn))
         ));
         assert!(waiting.await.unwrap(), "handling 1 made room");
+    }
+
+    #[test]
+    fn only_an_actor_woken_from_its_park_counts_as_waking_and_only_until_it_looks() {
+        let mailbox = Mailbox::new(4, Overflow::Fail, 1);
+        let mut hand = VecDeque::new();
+        // Spinning: idle, not parked; a message rouses it without counting.
+        assert!(mailbox.take(true, &mut hand, false).is_none());
+        assert!(matches!(mailbox.push(1), Push::Queued));
+        assert!(!mailbox.state().woken);
+        assert!(mailbox.wants_attention(), "the spinner's flag is up");
+        assert!(mailbox.take(true, &mut hand, false).is_some());
+        hand.clear();
+        // Parked: the next arrival counts it until it looks.
+        assert!(mailbox.take(true, &mut hand, true).is_none());
+        assert!(matches!(mailbox.push(2), Push::Queued));
+        assert!(matches!(mailbox.push(3), Push::Queued));
+        assert!(mailbox.state().woken, "counted once");
+        assert!(mailbox.take(true, &mut hand, false).is_some());
+        assert!(!mailbox.state().woken);
     }
 
     #[test]

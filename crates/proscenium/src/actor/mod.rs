@@ -34,30 +34,49 @@
 //! assert_eq!(total, 5);
 //! system.shutdown();
 //! ```
+//!
+//! # Inside
+//!
+//! This file holds the vocabulary every other file speaks (the traits `Actor`,
+//! `Message`, `Handler`, and the type-erased `Envelope`). Below it the files import in
+//! one direction only, each from those listed before it:
+//!
+//! ```text
+//! supervise, dead_letters,   leaves: strategies and failures, the dead-letter office,
+//! timer, dispatcher          timers, the threads actors run on
+//! mailbox, props             the bounded queue and its orders (a child's Failure among
+//!                            them), how to spawn an actor
+//! addr                       Cell (what every address of an actor shares), Addr,
+//!                            Recipient, the send errors — knows the mailbox and the
+//!                            dead letters, nothing of the system
+//! shared                     what a system's actors share: dispatchers, dead letters,
+//!                            the tables of actors alive and named
+//! run                        an actor's life: spawn, the loop, its Context (a handler
+//!                            spawns children through it, so the two live together)
+//! system, router             the public front: System, pools of actors
+//! ```
 
 mod addr;
 mod dead_letters;
 mod dispatcher;
 mod mailbox;
+mod props;
 mod router;
 mod run;
+mod shared;
 mod supervise;
 mod system;
 mod timer;
-
-use std::time::Duration;
-
-use self::run::{Child, Parent};
-use self::supervise::Budget;
-use self::timer::Schedule;
 
 pub use self::addr::{ASK_TIMEOUT, Addr, AskError, Recipient, SendError, TryTellError};
 pub use self::dead_letters::{DeadLetter, DeadLetters, Reason};
 pub use self::dispatcher::{DispatcherKind, DispatcherSpec};
 pub use self::mailbox::Overflow;
+pub use self::props::Props;
 pub use self::router::{Router, Routing};
+pub use self::run::Context;
 pub use self::supervise::{Backoff, Directive, Failure, Scope, Strategy};
-pub use self::system::{Props, RegisterError, System};
+pub use self::system::{RegisterError, System};
 pub use self::timer::TimerHandle;
 
 /// An actor: state, lifecycle hooks, and a [`Handler`] per message type it takes.
@@ -102,142 +121,6 @@ pub trait Message: Send + 'static {
 pub trait Handler<M: Message>: Actor {
     /// Handles one message; the reply goes to the asker, if any.
     fn handle(&mut self, message: M, ctx: &mut Context<Self>) -> M::Reply;
-}
-
-/// What a handler can do besides changing its state: reach its own address, stop,
-/// spawn and watch actors, set timers.
-pub struct Context<A: Actor> {
-    addr: Addr<A>,
-    stopping: bool,
-    parent: Option<Parent>,
-    children: Vec<Child>,
-}
-
-impl<A: Actor> Context<A> {
-    fn new(addr: Addr<A>, parent: Option<Parent>) -> Self {
-        Self {
-            addr,
-            stopping: false,
-            parent,
-            children: Vec::new(),
-        }
-    }
-
-    /// Starts a child actor supervised by this one under its
-    /// [`supervisor_strategy`](Actor::supervisor_strategy). Children stop when their
-    /// parent stops or restarts (a restarted parent's `started` spawns them afresh).
-    pub fn spawn_child<C: Actor>(
-        &mut self,
-        props: Props,
-        factory: impl Fn() -> C + Send + Sync + 'static,
-    ) -> Addr<C> {
-        static NEXT_CHILD: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        // An id, not a position: reports from the children of an earlier incarnation
-        // must not land on the new ones.
-        let id = NEXT_CHILD.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let parent = Parent {
-            orders: self.addr.cell.clone(),
-            child: id,
-        };
-        let child = system::spawn(&self.addr.shared, props, factory, Some(parent));
-        self.children.push(Child {
-            id,
-            cell: child.cell.clone(),
-            budget: Budget::default(),
-            alive: true,
-        });
-        child
-    }
-
-    /// Tells this actor [`Terminated`] when `other` stops (at once if it has).
-    pub fn watch<B: Actor>(&self, other: &Addr<B>)
-    where
-        A: Handler<Terminated>,
-    {
-        let me = self.addr();
-        other.cell.on_stop(
-            other.name(),
-            Box::new(move |name| {
-                let name = name.to_owned();
-                // A task of its own (on the thread of whoever stopped or watched): the
-                // watcher's mailbox may make the tell wait.
-                tokio::task::spawn_local(async move {
-                    let _ = me.tell(Terminated { name }).await;
-                });
-            }),
-        );
-    }
-
-    fn stop_children(&mut self) {
-        for child in self.children.drain(..).filter(|c| c.alive) {
-            child.cell.stop(&self.addr.shared);
-        }
-    }
-
-    /// The actor's own address.
-    pub fn addr(&self) -> Addr<A> {
-        self.addr.clone()
-    }
-
-    /// The actor's name.
-    pub fn name(&self) -> &str {
-        self.addr.name()
-    }
-
-    /// Stops the actor once this message is handled.
-    pub fn stop(&mut self) {
-        self.stopping = true;
-    }
-
-    /// Sends `message` to this actor after `delay`.
-    pub fn run_later<M: Message>(&self, delay: Duration, message: M) -> TimerHandle
-    where
-        A: Handler<M>,
-    {
-        let mut message = Some(message);
-        self.every(delay, None, move || message.take())
-    }
-
-    /// Sends the message `make` returns to this actor every `period`, until the timer
-    /// is cancelled or the actor stops.
-    pub fn run_interval<M: Message>(
-        &self,
-        period: Duration,
-        mut make: impl FnMut() -> M + 'static,
-    ) -> TimerHandle
-    where
-        A: Handler<M>,
-    {
-        self.every(period, Some(period), move || Some(make()))
-    }
-
-    fn every<M: Message>(
-        &self,
-        delay: Duration,
-        period: Option<Duration>,
-        mut make: impl FnMut() -> Option<M> + 'static,
-    ) -> TimerHandle
-    where
-        A: Handler<M>,
-    {
-        let handle = TimerHandle::default();
-        let addr = self.addr();
-        timer::start(Schedule { delay, period }, &handle, move || {
-            if addr.is_stopped() {
-                return false;
-            }
-            let Some(message) = make() else {
-                return false;
-            };
-            let addr = addr.clone();
-            // Sent as a task of its own: under backpressure the timer does not wait.
-            tokio::task::spawn_local(async move {
-                let _ = addr.tell(message).await;
-            });
-            true
-        });
-        handle
-    }
 }
 
 /// A message of any type `A` handles, sealed with where its reply goes.

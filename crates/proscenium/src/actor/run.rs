@@ -1,18 +1,24 @@
-//! An actor's life: started; then orders (ahead of messages) and one message at a
-//! time; on a panic, suspended until its supervisor (its parent, or the system for a
-//! top-level actor) decides; stopping, stopped, its watchers and parent told.
+//! An actor's life: spawned on its dispatcher with a [`Context`]; started; then orders
+//! (ahead of messages) and one message at a time; on a panic, suspended until its
+//! supervisor (its parent, or the system for a top-level actor) decides; stopping,
+//! stopped, its watchers and parent told. The context lives here because a handler
+//! spawns children through it, and a child's life is this one.
 
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use std::sync::Arc;
+use parking_lot::Mutex;
 
-use super::addr::AnyCell;
-use super::mailbox::{Control, Next};
+use super::addr::{AnyCell, Cell};
+use super::mailbox::{Control, Mailbox, Next};
+use super::props::Props;
+use super::shared::Shared;
 use super::supervise::{Budget, Directive, Scope, Strategy};
-use super::{Actor, Context, Failure, Reason};
+use super::timer::{self, Schedule, TimerHandle};
+use super::{Actor, Addr, Failure, Handler, Message, Reason, Terminated};
 
 /// Where a child reports to: its parent's orders, and its id there.
 #[derive(Clone)]
@@ -29,10 +35,168 @@ pub(crate) struct Child {
     pub(crate) alive: bool,
 }
 
-pub(crate) async fn run<A: Actor>(
+/// What a handler can do besides changing its state: reach its own address, stop,
+/// spawn and watch actors, set timers.
+pub struct Context<A: Actor> {
+    addr: Addr<A>,
+    system: Arc<Shared>,
+    stopping: bool,
+    parent: Option<Parent>,
+    children: Vec<Child>,
+}
+
+impl<A: Actor> Context<A> {
+    fn new(addr: Addr<A>, system: Arc<Shared>, parent: Option<Parent>) -> Self {
+        Self {
+            addr,
+            system,
+            stopping: false,
+            parent,
+            children: Vec::new(),
+        }
+    }
+
+    /// Starts a child actor supervised by this one under its
+    /// [`supervisor_strategy`](Actor::supervisor_strategy). Children stop when their
+    /// parent stops or restarts (a restarted parent's `started` spawns them afresh).
+    pub fn spawn_child<C: Actor>(
+        &mut self,
+        props: Props,
+        factory: impl Fn() -> C + Send + Sync + 'static,
+    ) -> Addr<C> {
+        static NEXT_CHILD: AtomicU64 = AtomicU64::new(0);
+        // An id, not a position: reports from the children of an earlier incarnation
+        // must not land on the new ones.
+        let id = NEXT_CHILD.fetch_add(1, Ordering::Relaxed);
+        let parent = Parent {
+            orders: self.addr.cell.clone(),
+            child: id,
+        };
+        let child = spawn(&self.system, props, factory, Some(parent));
+        self.children.push(Child {
+            id,
+            cell: child.cell.clone(),
+            budget: Budget::default(),
+            alive: true,
+        });
+        child
+    }
+
+    /// Tells this actor [`Terminated`] when `other` stops (at once if it has).
+    pub fn watch<B: Actor>(&self, other: &Addr<B>)
+    where
+        A: Handler<Terminated>,
+    {
+        let me = self.addr();
+        other.cell.on_stop(
+            other.name(),
+            Box::new(move |name| {
+                let name = name.to_owned();
+                // A task of its own (on the thread of whoever stopped or watched): the
+                // watcher's mailbox may make the tell wait.
+                tokio::task::spawn_local(async move {
+                    let _ = me.tell(Terminated { name }).await;
+                });
+            }),
+        );
+    }
+
+    fn stop_children(&mut self) {
+        for child in self.children.drain(..).filter(|c| c.alive) {
+            child.cell.stop();
+        }
+    }
+
+    /// The actor's own address.
+    pub fn addr(&self) -> Addr<A> {
+        self.addr.clone()
+    }
+
+    /// The actor's name.
+    pub fn name(&self) -> &str {
+        self.addr.name()
+    }
+
+    /// Stops the actor once this message is handled.
+    pub fn stop(&mut self) {
+        self.stopping = true;
+    }
+
+    /// Sends `message` to this actor after `delay`.
+    pub fn run_later<M: Message>(&self, delay: Duration, message: M) -> TimerHandle
+    where
+        A: Handler<M>,
+    {
+        let mut message = Some(message);
+        self.every(delay, None, move || message.take())
+    }
+
+    /// Sends the message `make` returns to this actor every `period`, until the timer
+    /// is cancelled or the actor stops.
+    pub fn run_interval<M: Message>(
+        &self,
+        period: Duration,
+        mut make: impl FnMut() -> M + 'static,
+    ) -> TimerHandle
+    where
+        A: Handler<M>,
+    {
+        self.every(period, Some(period), move || Some(make()))
+    }
+
+    fn every<M: Message>(
+        &self,
+        delay: Duration,
+        period: Option<Duration>,
+        mut make: impl FnMut() -> Option<M> + 'static,
+    ) -> TimerHandle
+    where
+        A: Handler<M>,
+    {
+        let handle = TimerHandle::default();
+        let addr = self.addr();
+        timer::start(Schedule { delay, period }, &handle, move || {
+            if addr.is_stopped() {
+                return false;
+            }
+            let Some(message) = make() else {
+                return false;
+            };
+            let addr = addr.clone();
+            // Sent as a task of its own: under backpressure the timer does not wait.
+            tokio::task::spawn_local(async move {
+                let _ = addr.tell(message).await;
+            });
+            true
+        });
+        handle
+    }
+}
+
+/// Starts an actor under `parent` (none: top-level) on the dispatcher `props` names.
+pub(crate) fn spawn<A: Actor>(
+    shared: &Arc<Shared>,
+    props: Props,
     factory: impl Fn() -> A + Send + Sync + 'static,
-    mut ctx: Context<A>,
-) {
+    parent: Option<Parent>,
+) -> Addr<A> {
+    let dispatcher = shared.dispatcher(&props);
+    let cell = shared.enter(|slot| Cell {
+        name: props.name.into(),
+        mailbox: Mailbox::new(props.capacity, props.overflow, dispatcher.throughput()),
+        watchers: Mutex::new(Some(Vec::new())),
+        dead_letters: shared.dead_letters.clone(),
+        slot,
+    });
+    let addr = Addr { cell };
+    let ctx = Context::new(addr.clone(), shared.clone(), parent);
+    dispatcher.run(Box::new(move || {
+        tokio::task::spawn_local(run(factory, ctx));
+    }));
+    addr
+}
+
+async fn run<A: Actor>(factory: impl Fn() -> A + Send + Sync + 'static, mut ctx: Context<A>) {
     let mut actor = factory();
     actor.started(&mut ctx);
     // A top-level actor's own restarts, under the system's strategy.
@@ -70,7 +234,7 @@ pub(crate) async fn run<A: Actor>(
                     if let Err(panic) = handled {
                         let why = Failure::new(panic);
                         tracing::error!(actor = ctx.name(), message, %why, "actor failed");
-                        ctx.addr.shared.dead_letters.report(
+                        ctx.system.dead_letters.report(
                             ctx.name(),
                             message,
                             Reason::Failed(why.to_string()),
@@ -92,7 +256,7 @@ pub(crate) async fn run<A: Actor>(
             }
         }
     }
-    ctx.addr.cell.report_stopped(&ctx.addr.shared, hand);
+    ctx.addr.cell.report_stopped(hand);
     actor.stopping(&mut ctx);
     ctx.stop_children();
     ctx.addr.stop();
@@ -105,8 +269,7 @@ pub(crate) async fn run<A: Actor>(
     for watcher in ctx.addr.cell.stopped() {
         watcher(ctx.name());
     }
-    ctx.addr.shared.forget(&ctx.addr.cell);
-    ctx.addr.shared.live.fetch_sub(1, Ordering::SeqCst);
+    ctx.system.forget(&ctx.addr.cell);
 }
 
 /// Reports a failure to the supervisor; returns whether the actor now waits for its
@@ -173,7 +336,7 @@ fn supervise<A: Actor>(
         }
         Directive::Stop => {
             for c in alive {
-                c.cell.stop(&ctx.addr.shared);
+                c.cell.stop();
             }
         }
     }

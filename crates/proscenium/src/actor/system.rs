@@ -1,101 +1,19 @@
-//! The actor system: dispatchers by name, spawning (top-level actors here, children
-//! through their parent's context), dead letters, timers, shutdown.
+//! The actor system: dispatchers by name, top-level actors, the registry of named
+//! actors, timers, shutdown.
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use parking_lot::{Mutex, MutexGuard};
-use slab::Slab;
+use parking_lot::MutexGuard;
 
-use super::addr::{AnyCell, Cell};
-use super::dispatcher::{Dispatcher, DispatcherSpec, Job};
-use super::mailbox::{Mailbox, Overflow};
-use super::run::{Parent, run};
+use super::dispatcher::DispatcherSpec;
+use super::props::{DEFAULT, Props};
+use super::run::spawn;
+use super::shared::{Registry, Shared};
 use super::timer::{self, Schedule, TimerHandle};
-use super::{Actor, Addr, Context, DeadLetters};
-
-/// How to spawn one actor: its name, dispatcher and mailbox.
-#[derive(Debug, Clone)]
-pub struct Props {
-    name: String,
-    dispatcher: String,
-    capacity: usize,
-    overflow: Overflow,
-}
-
-/// The default mailbox capacity.
-const CAPACITY: usize = 1024;
-
-impl Props {
-    /// An actor named `name` on the default dispatcher, with a mailbox of 1,024
-    /// messages and backpressure.
-    pub fn named(name: impl Into<String>) -> Self {
-        Self {
-            name: name.into(),
-            dispatcher: DEFAULT.to_owned(),
-            capacity: CAPACITY,
-            overflow: Overflow::default(),
-        }
-    }
-
-    /// Runs the actor on the dispatcher named `name`.
-    #[must_use]
-    pub fn dispatcher(mut self, name: impl Into<String>) -> Self {
-        self.dispatcher = name.into();
-        self
-    }
-
-    /// The same props for member `i` of a pool: named `NAME-i`.
-    pub(crate) fn numbered(&self, i: usize) -> Self {
-        Self {
-            name: format!("{}-{i}", self.name),
-            ..self.clone()
-        }
-    }
-
-    /// A mailbox of `capacity` messages, and what to do when it is full. (Besides these,
-    /// the actor holds the messages of the turn it is in: at most its dispatcher's
-    /// `throughput`.)
-    #[must_use]
-    pub fn mailbox(mut self, capacity: usize, overflow: Overflow) -> Self {
-        self.capacity = capacity;
-        self.overflow = overflow;
-        self
-    }
-}
-
-/// The dispatcher actors run on unless their `Props` name another.
-const DEFAULT: &str = "default";
-
-/// What a system's actors and addresses share.
-pub(crate) struct Shared {
-    pub(crate) dead_letters: DeadLetters,
-    pub(crate) live: AtomicUsize,
-    /// Named actors (`System::register`): `Addr<A>`s, removed when they stop.
-    registry: Mutex<HashMap<String, Box<dyn std::any::Any + Send + Sync>>>,
-    dispatchers: HashMap<String, Dispatcher>,
-    /// Every actor not yet stopped, to stop at shutdown (emptied then, which also ends
-    /// the cycle through the cells these hold). An actor leaves when its task ends
-    /// ([`Shared::forget`]), and its slot is reused: spawning and stopping actors
-    /// without end keeps this as large as the most actors alive at once.
-    cells: Mutex<Slab<Arc<dyn AnyCell>>>,
-}
-
-impl Shared {
-    /// Takes a stopped actor's cell out of [`cells`](Self::cells) — unless shutdown
-    /// took them all first, and another actor already has its slot.
-    pub(crate) fn forget<A: Actor>(&self, cell: &Cell<A>) {
-        let mut cells = self.cells.lock();
-        let mine = cells
-            .get(cell.slot)
-            .is_some_and(|held| std::ptr::addr_eq(Arc::as_ptr(held), cell));
-        if mine {
-            cells.remove(cell.slot);
-        }
-    }
-}
+use super::{Actor, Addr, DeadLetters};
 
 /// Why [`System::register`] refused an actor.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -143,24 +61,8 @@ impl System {
     /// A system with the dispatchers named in `specs` (as `proscenium.toml`'s
     /// `[dispatchers.NAME]` tables give them) besides `default`.
     pub fn with_dispatchers(specs: HashMap<String, DispatcherSpec>) -> Self {
-        let mut dispatchers: HashMap<String, Dispatcher> = specs
-            .into_iter()
-            .map(|(name, spec)| {
-                let dispatcher = Dispatcher::new(&name, spec);
-                (name, dispatcher)
-            })
-            .collect();
-        dispatchers
-            .entry(DEFAULT.to_owned())
-            .or_insert_with(|| Dispatcher::new(DEFAULT, DispatcherSpec::default()));
         Self {
-            shared: Arc::new(Shared {
-                dead_letters: DeadLetters::default(),
-                live: AtomicUsize::new(0),
-                registry: Mutex::default(),
-                dispatchers,
-                cells: Mutex::default(),
-            }),
+            shared: Arc::new(Shared::new(specs)),
         }
     }
 
@@ -211,7 +113,7 @@ impl System {
             .cloned()
     }
 
-    fn registry(&self) -> MutexGuard<'_, HashMap<String, Box<dyn std::any::Any + Send + Sync>>> {
+    fn registry(&self) -> MutexGuard<'_, Registry> {
         self.shared.registry.lock()
     }
 
@@ -283,7 +185,7 @@ impl System {
     pub fn shutdown(&self) {
         let cells = std::mem::take(&mut *self.shared.cells.lock());
         for (_, cell) in &cells {
-            cell.stop(&self.shared);
+            cell.stop();
         }
         for dispatcher in self.shared.dispatchers.values() {
             dispatcher.shutdown();
@@ -295,49 +197,6 @@ impl Drop for System {
     fn drop(&mut self) {
         self.shutdown();
     }
-}
-
-/// Starts an actor under `parent` (none: top-level) on the dispatcher `props` names.
-pub(crate) fn spawn<A: Actor>(
-    shared: &Arc<Shared>,
-    props: Props,
-    factory: impl Fn() -> A + Send + Sync + 'static,
-    parent: Option<Parent>,
-) -> Addr<A> {
-    let dispatcher = shared
-        .dispatchers
-        .get(&props.dispatcher)
-        .unwrap_or_else(|| {
-            tracing::error!(
-                actor = %props.name,
-                dispatcher = %props.dispatcher,
-                "no such dispatcher; the actor runs on the default one"
-            );
-            &shared.dispatchers[DEFAULT]
-        });
-    let cell = {
-        let mut cells = shared.cells.lock();
-        let slot = cells.vacant_entry();
-        let cell = Arc::new(Cell {
-            name: props.name.into(),
-            mailbox: Mailbox::new(props.capacity, props.overflow, dispatcher.throughput()),
-            watchers: Mutex::new(Some(Vec::new())),
-            slot: slot.key(),
-        });
-        slot.insert(cell.clone());
-        cell
-    };
-    let addr = Addr {
-        cell,
-        shared: shared.clone(),
-    };
-    shared.live.fetch_add(1, Ordering::SeqCst);
-    let ctx = Context::new(addr.clone(), parent);
-    let job: Job = Box::new(move || {
-        tokio::task::spawn_local(run(factory, ctx));
-    });
-    dispatcher.run(job);
-    addr
 }
 
 #[cfg(test)]
