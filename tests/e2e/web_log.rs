@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use proscenium::{App, Model, inline};
+use proscenium::{App, Model, blocking, inline};
 
 use crate::support::{self, Client};
 
@@ -156,6 +156,59 @@ fn issue_14_overload_answers_are_logged() {
         "\"GET /hold HTTP/1.1\""
     };
     let logged = format!("{request_line} 503 {} ", refused.body.len());
+    assert!(lines.iter().any(|l| l.contains(&logged)), "{lines:?}");
+}
+
+/// Issue 14: a 503 for a full blocking pool's queue is in the access log too.
+#[test]
+fn issue_14_a_full_blocking_queue_answer_is_logged() {
+    if support::model().model != Model::Loops {
+        // Documented: the other models run blocking work inline (no pool, no queue).
+        return;
+    }
+    let (_dir, log) = log_file();
+    let (entered_tx, entered) = std::sync::mpsc::channel();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    let released = Arc::new(std::sync::Mutex::new(released));
+    let app = App::new().get(
+        "/block",
+        blocking(move || {
+            let _ = entered_tx.send(());
+            // Deliberately blocks a pool thread until the test releases it.
+            let _ = released.lock().unwrap().recv();
+            "released"
+        }),
+    );
+    let server = support::start_with(app, |c| {
+        c.log = Some(log.clone());
+        c.tools = true;
+        c.loops = Some(1);
+        c.blocking_threads = Some(1);
+        c.blocking_queue = 1;
+    });
+    let addr = server.local_addr();
+    let block = "GET /block HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+    let mut running = Client::connect(addr);
+    running.send(block);
+    entered.recv().unwrap();
+    let mut queued = Client::connect(addr);
+    queued.send(block);
+    // Queued once the loop counts it in flight beside the running one (and the status
+    // request itself).
+    while !support::get(addr, "/_status")
+        .text()
+        .contains("\"in_flight\":3")
+    {
+        std::thread::yield_now();
+    }
+    let refused = Client::connect(addr).send(block).response();
+    assert_eq!(refused.status, 503);
+    release.send(()).unwrap();
+    release.send(()).unwrap();
+    assert_eq!(running.response().text(), "released");
+    assert_eq!(queued.response().text(), "released");
+    let lines = read_log(&log, 3);
+    let logged = format!("\"GET /block HTTP/1.1\" 503 {} ", refused.body.len());
     assert!(lines.iter().any(|l| l.contains(&logged)), "{lines:?}");
 }
 
