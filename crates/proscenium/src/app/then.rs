@@ -26,16 +26,16 @@ pub trait HandlerOutput {
 
 impl<T: IntoResponse> HandlerOutput for T {
     fn into_outcome(self) -> Outcome {
-        Outcome(Kind::Respond(self.into_response()))
+        Outcome(Step::Respond(self.into_response()))
     }
 }
 
 /// What a handler's result becomes: a response, or the continuation to run.
 #[derive(Debug)]
-pub struct Outcome(Kind);
+pub struct Outcome(Step);
 
 #[derive(Debug)]
-enum Kind {
+enum Step {
     Respond(Response),
     Continue(Continuation),
 }
@@ -44,8 +44,8 @@ impl Outcome {
     /// The reply on the connection's loop: the response, or the continuation's.
     pub(crate) fn into_reply(self) -> Reply {
         match self.0 {
-            Kind::Respond(res) => Reply::ready(res),
-            Kind::Continue(next) => next.run(),
+            Step::Respond(res) => Reply::ready(res),
+            Step::Continue(next) => next.run(),
         }
     }
 }
@@ -91,7 +91,7 @@ impl<R: HandlerOutput> HandlerOutput for Then<R> {
     fn into_outcome(self) -> Outcome {
         match self {
             Self::Done(answer) => answer.into_outcome(),
-            Self::Next(next) => Outcome(Kind::Continue(next)),
+            Self::Next(next) => Outcome(Step::Continue(next)),
         }
     }
 }

@@ -24,10 +24,11 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// assert_eq!(body.exact_len(), Some(13));
 /// ```
 pub struct Body {
-    pub(crate) kind: Kind,
+    pub(crate) repr: Repr,
 }
 
-pub(crate) enum Kind {
+/// How a body's bytes are held.
+pub(crate) enum Repr {
     Full(Bytes),
     File(FileRegion),
     Stream(UnsyncBoxBody<Bytes, BoxError>),
@@ -45,14 +46,14 @@ impl Body {
     /// Returns an empty body.
     pub fn empty() -> Self {
         Self {
-            kind: Kind::Full(Bytes::new()),
+            repr: Repr::Full(Bytes::new()),
         }
     }
 
     /// Returns a body that sends `len` bytes of `file` from `offset`.
     pub fn from_file(file: File, offset: u64, len: u64) -> Self {
         Self {
-            kind: Kind::File(FileRegion { file, offset, len }),
+            repr: Repr::File(FileRegion { file, offset, len }),
         }
     }
 
@@ -89,23 +90,23 @@ impl Body {
             .map_frame(|f| f.map_data(Into::into))
             .map_err(Into::into);
         Self {
-            kind: Kind::Stream(UnsyncBoxBody::new(boxed)),
+            repr: Repr::Stream(UnsyncBoxBody::new(boxed)),
         }
     }
 
     /// Returns the body's length when it is known before sending.
     pub fn exact_len(&self) -> Option<u64> {
-        match &self.kind {
-            Kind::Full(bytes) => Some(bytes.len() as u64),
-            Kind::File(region) => Some(region.len),
-            Kind::Stream(body) => http_body::Body::size_hint(body).exact(),
+        match &self.repr {
+            Repr::Full(bytes) => Some(bytes.len() as u64),
+            Repr::File(region) => Some(region.len),
+            Repr::Stream(body) => http_body::Body::size_hint(body).exact(),
         }
     }
 
     /// Returns the bytes of a body held in memory, `None` for files and streams.
     pub fn as_bytes(&self) -> Option<&Bytes> {
-        match &self.kind {
-            Kind::Full(bytes) => Some(bytes),
+        match &self.repr {
+            Repr::Full(bytes) => Some(bytes),
             _ => None,
         }
     }
@@ -119,10 +120,10 @@ impl Default for Body {
 
 impl std::fmt::Debug for Body {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match &self.kind {
-            Kind::Full(bytes) => f.debug_tuple("Body::Full").field(&bytes.len()).finish(),
-            Kind::File(region) => f.debug_tuple("Body::File").field(&region.len).finish(),
-            Kind::Stream(_) => f.write_str("Body::Stream"),
+        match &self.repr {
+            Repr::Full(bytes) => f.debug_tuple("Body::Full").field(&bytes.len()).finish(),
+            Repr::File(region) => f.debug_tuple("Body::File").field(&region.len).finish(),
+            Repr::Stream(_) => f.write_str("Body::Stream"),
         }
     }
 }
@@ -130,7 +131,7 @@ impl std::fmt::Debug for Body {
 impl From<Bytes> for Body {
     fn from(bytes: Bytes) -> Self {
         Self {
-            kind: Kind::Full(bytes),
+            repr: Repr::Full(bytes),
         }
     }
 }

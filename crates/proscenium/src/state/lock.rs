@@ -38,13 +38,13 @@ pub(crate) struct Lock {
 struct State {
     readers: usize,
     writer: bool,
-    queue: VecDeque<Arc<Ticket>>,
+    queue: VecDeque<Arc<Waiter>>,
 }
 
 /// A place in a lock's queue. `granted` is set, under the lock's state mutex, when the
 /// lock is handed to it; the waiter's future then completes.
 #[derive(Debug)]
-struct Ticket {
+struct Waiter {
     access: Access,
     granted: AtomicBool,
     waker: Mutex<Option<Waker>>,
@@ -78,26 +78,26 @@ impl State {
     }
 
     /// Hands the lock to the queue's front while it fits; returns whom to wake.
-    fn grant_waiting(&mut self) -> Vec<Arc<Ticket>> {
+    fn grant_waiting(&mut self) -> Vec<Arc<Waiter>> {
         let mut woken = Vec::new();
         while let Some(front) = self.queue.front() {
             if !self.admits(front.access) {
                 break;
             }
             self.take(front.access);
-            if let Some(ticket) = self.queue.pop_front() {
-                ticket.granted.store(true, Ordering::Release);
-                woken.push(ticket);
+            if let Some(waiter) = self.queue.pop_front() {
+                waiter.granted.store(true, Ordering::Release);
+                woken.push(waiter);
             }
         }
         woken
     }
 }
 
-/// Wakes the futures of granted tickets; called with no state mutex held.
-fn wake(tickets: Vec<Arc<Ticket>>) {
-    for ticket in tickets {
-        let waker = locked(&ticket.waker).take();
+/// Wakes the futures of granted waiters; called with no state mutex held.
+fn wake(waiters: Vec<Arc<Waiter>>) {
+    for waiter in waiters {
+        let waker = locked(&waiter.waker).take();
         if let Some(waker) = waker {
             waker.wake();
         }
@@ -123,7 +123,7 @@ impl Lock {
         Acquire {
             lock: Arc::clone(this),
             access,
-            ticket: None,
+            waiter: None,
             done: false,
         }
     }
@@ -164,7 +164,7 @@ impl Drop for Grant {
 pub(crate) struct Acquire {
     lock: Arc<Lock>,
     access: Access,
-    ticket: Option<Arc<Ticket>>,
+    waiter: Option<Arc<Waiter>>,
     done: bool,
 }
 
@@ -182,29 +182,29 @@ impl Future for Acquire {
     type Output = Grant;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Grant> {
-        let Some(ticket) = self.ticket.clone() else {
+        let Some(waiter) = self.waiter.clone() else {
             let mut state = locked(&self.lock.state);
             if state.queue.is_empty() && state.admits(self.access) {
                 state.take(self.access);
                 drop(state);
                 return self.granted();
             }
-            let ticket = Arc::new(Ticket {
+            let waiter = Arc::new(Waiter {
                 access: self.access,
                 granted: AtomicBool::new(false),
                 waker: Mutex::new(Some(cx.waker().clone())),
             });
-            state.queue.push_back(Arc::clone(&ticket));
+            state.queue.push_back(Arc::clone(&waiter));
             drop(state);
-            self.ticket = Some(ticket);
+            self.waiter = Some(waiter);
             return Poll::Pending;
         };
-        if ticket.granted.load(Ordering::Acquire) {
+        if waiter.granted.load(Ordering::Acquire) {
             return self.granted();
         }
-        *locked(&ticket.waker) = Some(cx.waker().clone());
+        *locked(&waiter.waker) = Some(cx.waker().clone());
         // A grant between the check above and storing the waker found no waker to wake.
-        if ticket.granted.load(Ordering::Acquire) {
+        if waiter.granted.load(Ordering::Acquire) {
             return self.granted();
         }
         Poll::Pending
@@ -213,7 +213,7 @@ impl Future for Acquire {
 
 impl Drop for Acquire {
     fn drop(&mut self) {
-        let Some(ticket) = self.ticket.take() else {
+        let Some(waiter) = self.waiter.take() else {
             return;
         };
         if self.done {
@@ -221,10 +221,10 @@ impl Drop for Acquire {
         }
         let woken = {
             let mut state = locked(&self.lock.state);
-            if ticket.granted.load(Ordering::Acquire) {
+            if waiter.granted.load(Ordering::Acquire) {
                 state.give_back(self.access);
             } else {
-                state.queue.retain(|queued| !Arc::ptr_eq(queued, &ticket));
+                state.queue.retain(|queued| !Arc::ptr_eq(queued, &waiter));
             }
             // Leaving the front may let the waiters behind in.
             state.grant_waiting()

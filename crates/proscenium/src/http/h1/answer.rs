@@ -5,17 +5,17 @@
 use bytes::BytesMut;
 use http::{HeaderValue, Version};
 
-use super::dispatch;
-use super::encode::{self, Framing};
+use super::encode::{self, ResponseFraming};
+use super::invoke;
 use crate::app::Response;
 use crate::http::access_log::{AccessLog, LineHead};
-use crate::http::body::Kind;
+use crate::http::body::Repr;
 
 /// Bodies larger than this are written from their own buffer instead of being copied.
 const COPY_LIMIT: usize = 64 * 1024;
 
 /// How to answer a request, noted before the app takes it.
-pub(super) struct Reply {
+pub(super) struct Terms {
     pub(super) version: Version,
     pub(super) head_only: bool,
     /// The request's `Accept`, for an error page.
@@ -25,7 +25,7 @@ pub(super) struct Reply {
     pub(super) line: Option<Box<LineHead>>,
 }
 
-impl Reply {
+impl Terms {
     /// Returns how to answer a request the server refuses: HTTP/1.1, then close.
     pub(super) fn refusal(line: Option<Box<LineHead>>) -> Self {
         Self {
@@ -38,18 +38,18 @@ impl Reply {
     }
 }
 
-/// What to do after answering a request.
+/// Whether the connection stays open after an answer (RFC 9112 §9.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Next {
+pub(super) enum Persistence {
     KeepAlive,
     Close,
 }
 
 /// A response whose head is buffered and whose body is to be sent, not copied.
 pub(super) struct Unsent {
-    pub(super) next: Next,
-    pub(super) kind: Kind,
-    pub(super) framing: Framing,
+    pub(super) next: Persistence,
+    pub(super) repr: Repr,
+    pub(super) framing: ResponseFraming,
 }
 
 /// Buffers a response's head in `wbuf`, and its body (the error page for a bodiless
@@ -59,45 +59,45 @@ pub(super) struct Unsent {
 pub(super) fn buffer(
     wbuf: &mut BytesMut,
     mut res: Response,
-    reply: &mut Reply,
+    terms: &mut Terms,
     closing: bool,
     log: Option<&AccessLog>,
-) -> Result<Next, Unsent> {
-    dispatch::fill_error_body(&mut res, reply.accept.as_ref());
+) -> Result<Persistence, Unsent> {
+    invoke::fill_error_body(&mut res, terms.accept.as_ref());
     let (parts, body) = res.into_parts();
-    let framing = Framing::choose(parts.status, body.exact_len(), reply.version);
+    let framing = ResponseFraming::choose(parts.status, body.exact_len(), terms.version);
     let keep_alive = encode::head(
         wbuf,
         parts.status,
         &parts.headers,
         framing,
-        reply.keep_alive && !closing,
-        reply.version,
+        terms.keep_alive && !closing,
+        terms.version,
     );
-    if let (Some(log), Some(line)) = (log, reply.line.take()) {
+    if let (Some(log), Some(line)) = (log, terms.line.take()) {
         let bytes = match framing {
-            Framing::Length(n) if !reply.head_only => Some(n),
+            ResponseFraming::Length(n) if !terms.head_only => Some(n),
             _ => None,
         };
         log.record(*line, parts.status.as_u16(), bytes);
     }
     crate::http::spare::keep(parts.headers);
     let next = if keep_alive {
-        Next::KeepAlive
+        Persistence::KeepAlive
     } else {
-        Next::Close
+        Persistence::Close
     };
-    if reply.head_only || framing == Framing::None {
+    if terms.head_only || framing == ResponseFraming::None {
         return Ok(next);
     }
-    match body.kind {
-        Kind::Full(bytes) if bytes.len() <= COPY_LIMIT => {
+    match body.repr {
+        Repr::Full(bytes) if bytes.len() <= COPY_LIMIT => {
             wbuf.extend_from_slice(&bytes);
             Ok(next)
         }
-        kind => Err(Unsent {
+        repr => Err(Unsent {
             next,
-            kind,
+            repr,
             framing,
         }),
     }

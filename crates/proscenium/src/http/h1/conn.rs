@@ -22,17 +22,17 @@ use http_body_util::BodyExt;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
-use super::answer::{self, Next, Reply, Unsent};
+use super::answer::{self, Persistence, Terms, Unsent};
 use super::decode::{Decoder, Message};
-use super::dispatch::{self, Guarded};
-use super::encode::{self, Framing};
+use super::encode::{self, ResponseFraming};
 use super::error::ParseError;
 use super::idle::{self, Idle, Waiting};
+use super::invoke::{self, Guarded};
 use super::io::Socket;
 use super::service::LoopShared;
 use crate::app::Response;
 use crate::http::Soon;
-use crate::http::body::Kind;
+use crate::http::body::Repr;
 use crate::rt::Ticket;
 
 /// Bytes a read asks for at least.
@@ -89,7 +89,7 @@ struct Conn {
 
 /// Where a connection stands, set at each step of [`Conn::run`]: the reading phases
 /// choose the deadline of a wait, and the step after each phase is fixed — reading
-/// until a request is complete, dispatching it, writing what could not be buffered at
+/// until a request is complete, invoking the app, writing what could not be buffered at
 /// once, then reading again or closing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
@@ -100,7 +100,7 @@ enum Phase {
     /// Inside a body: bounded by the body timeout between reads.
     ReadingBody,
     /// A complete request is with the app.
-    Dispatching,
+    Calling,
     /// Waiting for an answer to write: the handler's, or room to send a body.
     Writing,
     /// Answering no more: a refusal (if any) is answered, then the connection
@@ -116,7 +116,7 @@ enum Ended {
 }
 
 /// What a wait for more bytes ended with.
-enum Read {
+enum ReadEnd {
     Data,
     Closed,
     /// Idle long enough to be shelved; its idle deadline.
@@ -136,15 +136,15 @@ impl Conn {
                 Ok(None) => {
                     self.phase = self.reading();
                     match self.read().await? {
-                        Read::Data => continue,
-                        Read::Closed => return Ok(Ended::Closed),
-                        Read::Shelve(deadline) => return Ok(Ended::Idle(deadline)),
-                        Read::Refused(e) => return Box::pin(self.close(Some(e))).await,
+                        ReadEnd::Data => continue,
+                        ReadEnd::Closed => return Ok(Ended::Closed),
+                        ReadEnd::Shelve(deadline) => return Ok(Ended::Idle(deadline)),
+                        ReadEnd::Refused(e) => return Box::pin(self.close(Some(e))).await,
                     }
                 }
                 Err(e) => return Box::pin(self.close(Some(e))).await,
             };
-            self.phase = Phase::Dispatching;
+            self.phase = Phase::Calling;
             self.head_deadline = None;
             let next = match self.answer_now(message) {
                 Ok(next) => next,
@@ -153,7 +153,7 @@ impl Conn {
                     Box::pin(self.answer_later(later)).await?
                 }
             };
-            if next == Next::Close {
+            if next == Persistence::Close {
                 return Box::pin(self.close(None)).await;
             }
         }
@@ -172,7 +172,7 @@ impl Conn {
 
     /// Flushes what is buffered and waits for more bytes, within the timeout of the
     /// reading phase.
-    async fn read(&mut self) -> std::io::Result<Read> {
+    async fn read(&mut self) -> std::io::Result<ReadEnd> {
         if self.decoder.take_continue() {
             self.wbuf.extend_from_slice(encode::CONTINUE);
         }
@@ -181,7 +181,7 @@ impl Conn {
         let deadline = match self.phase {
             Phase::Idle => {
                 let Some(deadline) = idle::deadline(&self.shared, self.served) else {
-                    return Ok(Read::Closed);
+                    return Ok(ReadEnd::Closed);
                 };
                 let waiting = Waiting {
                     socket: &mut self.socket,
@@ -193,8 +193,8 @@ impl Conn {
                 };
                 match idle::wait(waiting, deadline).await? {
                     Idle::Readable => deadline,
-                    Idle::Close => return Ok(Read::Closed),
-                    Idle::Shelve => return Ok(Read::Shelve(deadline)),
+                    Idle::Close => return Ok(ReadEnd::Closed),
+                    Idle::Shelve => return Ok(ReadEnd::Shelve(deadline)),
                 }
             }
             Phase::ReadingBody => Instant::now() + timeouts.body,
@@ -205,15 +205,15 @@ impl Conn {
         self.rbuf.reserve(READ_CHUNK);
         let room = self.rbuf.capacity() - self.rbuf.len();
         Ok(match self.socket.read(&mut self.rbuf, deadline).await {
-            None if self.phase == Phase::Idle => Read::Closed,
-            None => Read::Refused(ParseError::Timeout),
+            None if self.phase == Phase::Idle => ReadEnd::Closed,
+            None => ReadEnd::Refused(ParseError::Timeout),
             Some(read) => match read? {
-                0 => Read::Closed,
+                0 => ReadEnd::Closed,
                 n => {
                     if n < room {
                         self.socket.forget_readable();
                     }
-                    Read::Data
+                    ReadEnd::Data
                 }
             },
         })
@@ -238,7 +238,10 @@ impl Conn {
     /// connection stays open; otherwise returns what is left to wait for. (No future
     /// per request on that path: boxing one, and moving it into its box, was the
     /// largest single cost of a pipelined request.)
-    fn answer_now(&mut self, message: Message) -> Result<Next, Soon<Unsent, (Guarded, Reply)>> {
+    fn answer_now(
+        &mut self,
+        message: Message,
+    ) -> Result<Persistence, Soon<Unsent, (Guarded, Terms)>> {
         let Message {
             mut req,
             keep_alive,
@@ -248,7 +251,7 @@ impl Conn {
         self.served += 1;
         let limit = self.shared.config.limits.max_requests_per_conn;
         req.set_peer(self.peer);
-        let mut reply = Reply {
+        let mut terms = Terms {
             version: req.version(),
             head_only: req.method() == Method::HEAD,
             accept,
@@ -260,20 +263,20 @@ impl Conn {
                 .map(|log| log.note(self.peer, Some(&req))),
         };
         let max_inflight = self.shared.config.limits.max_inflight;
-        match dispatch::call(&self.shared.app, req, max_inflight) {
-            Soon::Ready(res) => self.buffer(res, &mut reply).map_err(Soon::Ready),
-            Soon::Later(guarded) => Err(Soon::Later((guarded, reply))),
+        match invoke::call(&self.shared.app, req, max_inflight) {
+            Soon::Ready(res) => self.buffer(res, &mut terms).map_err(Soon::Ready),
+            Soon::Later(guarded) => Err(Soon::Later((guarded, terms))),
         }
     }
 
     /// Waits for what [`answer_now`](Self::answer_now) could not finish.
     async fn answer_later(
         &mut self,
-        later: Soon<Unsent, (Guarded, Reply)>,
-    ) -> std::io::Result<Next> {
+        later: Soon<Unsent, (Guarded, Terms)>,
+    ) -> std::io::Result<Persistence> {
         let unsent = match later {
             Soon::Ready(unsent) => unsent,
-            Soon::Later((mut guarded, mut reply)) => {
+            Soon::Later((mut guarded, mut terms)) => {
                 let shared = self.shared.clone();
                 // Poll once: if the answer is not ready, send the earlier pipelined
                 // answers now rather than holding them behind this one.
@@ -285,7 +288,7 @@ impl Conn {
                         guarded.finish(&shared.app).await
                     }
                 };
-                match self.buffer(res, &mut reply) {
+                match self.buffer(res, &mut terms) {
                     Ok(next) => return Ok(next),
                     Err(unsent) => unsent,
                 }
@@ -297,12 +300,12 @@ impl Conn {
     /// Buffers an answer (see [`answer::buffer`]). Reads the shutdown flag after the
     /// handler: a request that was in flight when shutdown began announces the close in
     /// its answer.
-    fn buffer(&mut self, res: Response, reply: &mut Reply) -> Result<Next, Unsent> {
+    fn buffer(&mut self, res: Response, terms: &mut Terms) -> Result<Persistence, Unsent> {
         let closing = self.shared.closing();
         answer::buffer(
             &mut self.wbuf,
             res,
-            reply,
+            terms,
             closing,
             self.shared.log.as_ref(),
         )
@@ -310,14 +313,14 @@ impl Conn {
 
     /// Sends a body too large to buffer: a large one from its own buffer, a file with
     /// sendfile, a stream as it comes.
-    async fn send_unsent(&mut self, unsent: Unsent) -> std::io::Result<Next> {
+    async fn send_unsent(&mut self, unsent: Unsent) -> std::io::Result<Persistence> {
         let timeout = self.shared.config.timeouts.body;
-        match unsent.kind {
-            Kind::Full(bytes) => {
+        match unsent.repr {
+            Repr::Full(bytes) => {
                 self.flush().await?;
                 self.socket.send(&bytes, timeout).await?;
             }
-            Kind::File(region) => {
+            Repr::File(region) => {
                 // Corked, the head and the file leave in full segments instead of the
                 // head alone first (nodelay), which cost CPU per response for every
                 // file (docs/performance.md, what each measured change bought).
@@ -327,7 +330,7 @@ impl Conn {
                 self.socket.set_cork(false)?;
                 sent?;
             }
-            Kind::Stream(stream) => Box::pin(self.send_stream(stream, unsent.framing)).await?,
+            Repr::Stream(stream) => Box::pin(self.send_stream(stream, unsent.framing)).await?,
         }
         Ok(unsent.next)
     }
@@ -336,7 +339,7 @@ impl Conn {
     async fn send_stream(
         &mut self,
         mut body: http_body_util::combinators::UnsyncBoxBody<bytes::Bytes, crate::http::BoxError>,
-        framing: Framing,
+        framing: ResponseFraming,
     ) -> std::io::Result<()> {
         let mut sent = 0u64;
         loop {
@@ -359,7 +362,7 @@ impl Conn {
             };
             sent += data.len() as u64;
             match framing {
-                Framing::Chunked => encode::chunk(&mut self.wbuf, &data),
+                ResponseFraming::Chunked => encode::chunk(&mut self.wbuf, &data),
                 _ => self.wbuf.extend_from_slice(&data),
             }
             if self.wbuf.len() > STREAM_FLUSH {
@@ -367,8 +370,8 @@ impl Conn {
             }
         }
         match framing {
-            Framing::Chunked => encode::last_chunk(&mut self.wbuf),
-            Framing::Length(n) if n != sent => {
+            ResponseFraming::Chunked => encode::last_chunk(&mut self.wbuf),
+            ResponseFraming::Length(n) if n != sent => {
                 return Err(std::io::Error::other(format!(
                     "response body was {sent} bytes, declared {n}"
                 )));
@@ -416,8 +419,8 @@ impl Conn {
             .map(|log| log.note(self.peer, self.decoder.pending()));
         let res = crate::app::error(e.status(), e.to_string());
         self.rbuf.clear();
-        let mut reply = Reply::refusal(line);
-        if let Err(unsent) = self.buffer(res, &mut reply) {
+        let mut terms = Terms::refusal(line);
+        if let Err(unsent) = self.buffer(res, &mut terms) {
             self.send_unsent(unsent).await?;
         }
         Ok(())

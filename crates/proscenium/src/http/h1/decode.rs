@@ -8,7 +8,7 @@ use bytes::BytesMut;
 
 use super::chunked::ChunkedDecoder;
 use super::error::ParseError;
-use super::head::{self, Framing, Head};
+use super::head::{self, Head, RequestFraming};
 use crate::config::Limits;
 
 /// A complete request: its head, with the whole body in its request.
@@ -89,8 +89,8 @@ impl Decoder {
                 return Ok(None);
             };
             let body = match head.framing {
-                Framing::Empty => return Ok(Some(head)),
-                Framing::Length(n) if n > limits.max_body => {
+                RequestFraming::Empty => return Ok(Some(head)),
+                RequestFraming::Length(n) if n > limits.max_body => {
                     // Kept as if its body were being read: the refusal names the request
                     // it refuses (`pending`).
                     let n = usize::try_from(n).unwrap_or(usize::MAX);
@@ -101,7 +101,7 @@ impl Decoder {
                     }));
                     return Err(ParseError::BodyTooLarge);
                 }
-                Framing::Length(n) => {
+                RequestFraming::Length(n) => {
                     let n = usize::try_from(n).map_err(|_| ParseError::BodyTooLarge)?;
                     if buf.len() >= n {
                         let mut head = head;
@@ -111,7 +111,7 @@ impl Decoder {
                     buf.reserve(n - buf.len());
                     BodyState::Length(n)
                 }
-                Framing::Chunked => BodyState::Chunked {
+                RequestFraming::Chunked => BodyState::Chunked {
                     decoder: ChunkedDecoder::new(),
                     data: BytesMut::new(),
                 },

@@ -11,7 +11,7 @@ pub(crate) const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
 
 /// How the body of a response is delimited on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Framing {
+pub(crate) enum ResponseFraming {
     /// No body may follow (1xx, 204, 304).
     None,
     /// `Content-Length: n`.
@@ -22,7 +22,7 @@ pub(crate) enum Framing {
     UntilClose,
 }
 
-impl Framing {
+impl ResponseFraming {
     /// Chooses the framing for a response with `status` and a body of `len` bytes.
     pub(crate) fn choose(status: StatusCode, len: Option<u64>, version: Version) -> Self {
         let bodiless = status.is_informational()
@@ -52,7 +52,7 @@ pub(crate) fn head(
     dst: &mut BytesMut,
     status: StatusCode,
     headers: &HeaderMap,
-    framing: Framing,
+    framing: ResponseFraming,
     keep_alive: bool,
     request_version: Version,
 ) -> bool {
@@ -87,15 +87,15 @@ pub(crate) fn head(
         date::with_date(|d| known_field(dst, b"date: ", d));
     }
     match framing {
-        Framing::Length(n) => known_field(
+        ResponseFraming::Length(n) => known_field(
             dst,
             b"content-length: ",
             itoa::Buffer::new().format(n).as_bytes(),
         ),
-        Framing::Chunked => dst.put_slice(b"transfer-encoding: chunked\r\n"),
-        Framing::None | Framing::UntilClose => {}
+        ResponseFraming::Chunked => dst.put_slice(b"transfer-encoding: chunked\r\n"),
+        ResponseFraming::None | ResponseFraming::UntilClose => {}
     }
-    let keep_alive = keep_alive && !close && framing != Framing::UntilClose;
+    let keep_alive = keep_alive && !close && framing != ResponseFraming::UntilClose;
     if !keep_alive {
         dst.put_slice(b"connection: close\r\n");
     } else if request_version == Version::HTTP_10 {
@@ -145,7 +145,12 @@ pub(crate) fn last_chunk(dst: &mut BytesMut) {
 mod tests {
     use super::*;
 
-    fn encode(status: u16, headers: &[(&str, &str)], framing: Framing, keep_alive: bool) -> String {
+    fn encode(
+        status: u16,
+        headers: &[(&str, &str)],
+        framing: ResponseFraming,
+        keep_alive: bool,
+    ) -> String {
         let mut map = HeaderMap::new();
         for (k, v) in headers {
             map.append(
@@ -170,7 +175,7 @@ mod tests {
         let text = encode(
             200,
             &[("content-type", "text/plain")],
-            Framing::Length(5),
+            ResponseFraming::Length(5),
             true,
         );
         assert!(text.starts_with(
@@ -184,7 +189,7 @@ mod tests {
         let text = encode(
             200,
             &[("content-length", "99"), ("connection", "close")],
-            Framing::Chunked,
+            ResponseFraming::Chunked,
             false,
         );
         assert!(!text.contains("99"));
@@ -201,7 +206,7 @@ mod tests {
             &mut dst,
             StatusCode::OK,
             &map,
-            Framing::Length(0),
+            ResponseFraming::Length(0),
             true,
             Version::HTTP_11
         ));
@@ -210,7 +215,7 @@ mod tests {
             &mut dst,
             StatusCode::OK,
             &empty,
-            Framing::UntilClose,
+            ResponseFraming::UntilClose,
             true,
             Version::HTTP_10
         ));
@@ -218,7 +223,7 @@ mod tests {
             &mut dst,
             StatusCode::OK,
             &empty,
-            Framing::Length(0),
+            ResponseFraming::Length(0),
             true,
             Version::HTTP_11
         ));
@@ -227,16 +232,16 @@ mod tests {
     #[test]
     fn chooses_framing_by_status_length_and_version() {
         assert_eq!(
-            Framing::choose(StatusCode::NO_CONTENT, Some(0), Version::HTTP_11),
-            Framing::None
+            ResponseFraming::choose(StatusCode::NO_CONTENT, Some(0), Version::HTTP_11),
+            ResponseFraming::None
         );
         assert_eq!(
-            Framing::choose(StatusCode::OK, None, Version::HTTP_11),
-            Framing::Chunked
+            ResponseFraming::choose(StatusCode::OK, None, Version::HTTP_11),
+            ResponseFraming::Chunked
         );
         assert_eq!(
-            Framing::choose(StatusCode::OK, None, Version::HTTP_10),
-            Framing::UntilClose
+            ResponseFraming::choose(StatusCode::OK, None, Version::HTTP_10),
+            ResponseFraming::UntilClose
         );
     }
 

@@ -17,7 +17,7 @@ const HEADER_CAPACITY: usize = 256;
 
 /// How the body of a request is delimited (RFC 9112 §6.3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Framing {
+pub(crate) enum RequestFraming {
     /// No body.
     Empty,
     /// Exactly this many bytes follow the head.
@@ -31,7 +31,7 @@ pub(crate) enum Framing {
 pub(crate) struct Head {
     /// The request, its body still empty.
     pub(crate) req: Request,
-    pub(crate) framing: Framing,
+    pub(crate) framing: RequestFraming,
     /// Whether the client allows the connection to stay open after this exchange.
     pub(crate) keep_alive: bool,
     /// The client waits for `100 Continue` before sending the body.
@@ -201,7 +201,7 @@ fn interpret(
 }
 
 /// Determines the body length (RFC 9112 §6.1–§6.3), refusing every ambiguity.
-fn framing(version: Version, fields: &Fields, seen: &Seen) -> Result<Framing, ParseError> {
+fn framing(version: Version, fields: &Fields, seen: &Seen) -> Result<RequestFraming, ParseError> {
     let (has_te, has_cl) = (seen.transfer_encoding, seen.content_length);
     if has_te {
         if version == Version::HTTP_10 {
@@ -217,15 +217,15 @@ fn framing(version: Version, fields: &Fields, seen: &Seen) -> Result<Framing, Pa
     }
     if has_cl {
         return content_length(fields).map(|n| match n {
-            0 => Framing::Empty,
-            n => Framing::Length(n),
+            0 => RequestFraming::Empty,
+            n => RequestFraming::Length(n),
         });
     }
-    Ok(Framing::Empty)
+    Ok(RequestFraming::Empty)
 }
 
 /// Accepts `chunked` as the one and final coding; any other coding is 501.
-fn transfer_coding(fields: &Fields) -> Result<Framing, ParseError> {
+fn transfer_coding(fields: &Fields) -> Result<RequestFraming, ParseError> {
     let mut chunked = 0;
     let mut last_is_chunked = false;
     for coding in list_items(fields, &header::TRANSFER_ENCODING) {
@@ -239,7 +239,7 @@ fn transfer_coding(fields: &Fields) -> Result<Framing, ParseError> {
         }
     }
     match (chunked, last_is_chunked) {
-        (1, true) => Ok(Framing::Chunked),
+        (1, true) => Ok(RequestFraming::Chunked),
         _ => Err(ParseError::Malformed(
             "chunked must be applied exactly once, last",
         )),
@@ -319,7 +319,7 @@ mod tests {
         assert_eq!(len, 32);
         assert_eq!(*head.req.method(), Method::GET);
         assert_eq!(head.req.uri().path(), "/a");
-        assert_eq!(head.framing, Framing::Empty);
+        assert_eq!(head.framing, RequestFraming::Empty);
         assert!(head.keep_alive);
     }
 
@@ -369,27 +369,27 @@ mod tests {
         let cases = [
             (
                 "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n",
-                Framing::Length(5),
+                RequestFraming::Length(5),
             ),
             (
                 "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5, 5\r\n\r\n",
-                Framing::Length(5),
+                RequestFraming::Length(5),
             ),
             (
                 "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
-                Framing::Chunked,
+                RequestFraming::Chunked,
             ),
             (
                 "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
-                Framing::Empty,
+                RequestFraming::Empty,
             ),
             (
                 "POST / HTTP/1.1\r\nhOST: x\r\ncontent-LENGTH: 7\r\n\r\n",
-                Framing::Length(7),
+                RequestFraming::Length(7),
             ),
             (
                 "POST / HTTP/1.1\r\nHOST: x\r\nTRANSFER-encoding: chunked\r\n\r\n",
-                Framing::Chunked,
+                RequestFraming::Chunked,
             ),
         ];
         for (raw, framing) in cases {

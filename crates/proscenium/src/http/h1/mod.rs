@@ -1,7 +1,7 @@
 //! HTTP/1.1 in the manner of hyper's `proto/h1`: `head` and `chunked` parse, `decode`
 //! assembles messages, `encode` writes responses — all free of I/O and unit-tested on
 //! byte slices — while `conn` drives a connection with them (its socket through `io`,
-//! its waits between requests by the `idle` policy), `dispatch` hands requests to the
+//! its waits between requests by the `idle` policy), `invoke` hands requests to the
 //! application, `answer` encodes and logs every answer, and `service` is what the
 //! runtime is handed to serve connections with.
 
@@ -9,11 +9,11 @@ mod answer;
 mod chunked;
 mod conn;
 mod decode;
-mod dispatch;
 mod encode;
 mod error;
 mod head;
 mod idle;
+mod invoke;
 mod io;
 mod service;
 

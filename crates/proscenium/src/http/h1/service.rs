@@ -9,7 +9,7 @@ use std::sync::Arc;
 use bytes::BytesMut;
 use tokio::net::TcpStream;
 
-use super::answer::{self, Reply};
+use super::answer::{self, Terms};
 use super::conn;
 use super::idle::Shelf;
 use crate::http::access_log::AccessLog;
@@ -65,9 +65,9 @@ impl Protocol for Http1 {
     fn overloaded(&self, peer: SocketAddr) -> BytesMut {
         let res = crate::app::unavailable("every thread is busy; try again shortly");
         let mut out = BytesMut::new();
-        let mut reply = Reply::refusal(self.log.as_ref().map(|log| log.note(peer, None)));
+        let mut terms = Terms::refusal(self.log.as_ref().map(|log| log.note(peer, None)));
         // An error page is small enough to buffer whole: nothing is left to send.
-        let _ = answer::buffer(&mut out, res, &mut reply, true, self.log.as_ref());
+        let _ = answer::buffer(&mut out, res, &mut terms, true, self.log.as_ref());
         out
     }
 }
