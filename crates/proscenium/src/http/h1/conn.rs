@@ -68,7 +68,11 @@ pub(crate) fn serve(
         match conn.run().await {
             Ok(Ended::Closed) => {}
             Ok(Ended::Idle(deadline)) => conn.shelve(deadline),
-            Err(e) => tracing::debug!("connection from {} ended: {e}", conn.peer),
+            Err(e) => tracing::debug!(
+                "connection from {} ended while {:?}: {e}",
+                conn.peer,
+                conn.phase
+            ),
         }
     }
 }
@@ -88,8 +92,9 @@ struct Conn {
 }
 
 /// Where a connection stands, set at each step of [`Conn::run`]: the reading phases
-/// choose the deadline of a wait, and the step after each phase is fixed — reading
-/// until a request is complete, invoking the app, writing what could not be buffered at
+/// choose the deadline of a wait, a connection that fails says in which phase, and
+/// the step after each phase is fixed — reading until a request is complete, invoking
+/// the app, writing what could not be buffered at
 /// once, then reading again or closing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Phase {
