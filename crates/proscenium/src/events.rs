@@ -149,10 +149,7 @@ mod tests {
 
     #[test]
     fn defer_runs_the_operation_off_the_loop_and_the_callback_on_it() {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
+        let runtime = crate::rt::runtime::current_thread().unwrap();
         let local = tokio::task::LocalSet::new();
         let here = std::thread::current().id();
         let (tx, rx) = std::sync::mpsc::channel();

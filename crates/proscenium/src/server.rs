@@ -299,10 +299,8 @@ fn bind(addr: SocketAddr, reuse_port: bool) -> std::io::Result<std::net::TcpList
 
 /// Blocks until SIGINT or SIGTERM arrives.
 fn wait_for_signal() -> Result<(), Error> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(Error::io("start the signal watcher"))?;
+    let runtime =
+        crate::rt::runtime::current_thread().map_err(Error::io("start the signal watcher"))?;
     runtime.block_on(async {
         use tokio::signal::unix::{SignalKind, signal};
         let mut term = signal(SignalKind::terminate()).map_err(Error::io("watch SIGTERM"))?;
