@@ -24,10 +24,11 @@ pub use self::handler::{
     Blocking, Callable, FromRequestArgs, Handler, Inline, Mode, blocking, blocking_on, inline,
 };
 pub use self::middleware::{Middleware, Next};
-pub(crate) use self::response::{ErrorDetail, error, unavailable};
-pub use self::response::{Html, IntoResponse, Json, LocalResponseFuture, Reply, Response};
+pub use self::response::{Html, IntoResponse, Json, Reply};
 pub use self::router::RouteInfo;
 pub use self::then::{Continuation, HandlerOutput, Outcome, Then};
+pub(crate) use crate::http::response::error;
+pub use crate::http::{LocalResponseFuture, Response};
 
 use self::handler::erase;
 use self::router::Routes;
@@ -227,6 +228,16 @@ impl App {
     /// Returns a label such as `GET /fib` for a route id, for logs.
     pub(crate) fn route_label(&self, id: u32) -> String {
         self.routes.label(id)
+    }
+}
+
+impl crate::http::response::Respond for App {
+    fn respond(&self, req: Request) -> crate::http::Soon<Response, LocalResponseFuture> {
+        self.call(req).0
+    }
+
+    fn label(&self, id: u32) -> String {
+        self.route_label(id)
     }
 }
 

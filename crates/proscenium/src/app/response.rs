@@ -2,7 +2,6 @@
 
 use std::borrow::Cow;
 use std::future::Future;
-use std::pin::Pin;
 
 use bytes::Bytes;
 use http::StatusCode;
@@ -11,10 +10,8 @@ use serde::Serialize;
 
 use super::then::HandlerOutput;
 use crate::http::Body;
+pub(super) use crate::http::response::{LocalResponseFuture, Response, error, unavailable};
 use crate::rt::BlockingError;
-
-/// An HTTP response with a Proscenium [`Body`].
-pub type Response = http::Response<Body>;
 
 /// Converts a value into a [`Response`].
 ///
@@ -38,26 +35,6 @@ pub type Response = http::Response<Body>;
 pub trait IntoResponse {
     /// Returns the response.
     fn into_response(self) -> Response;
-}
-
-/// Why a response has no body of its own; the server renders its error page with it.
-#[derive(Debug, Clone)]
-pub(crate) struct ErrorDetail(pub(crate) Cow<'static, str>);
-
-/// Returns a bodiless error response the server completes with its error page.
-pub(crate) fn error(status: StatusCode, detail: impl Into<Cow<'static, str>>) -> Response {
-    let mut res = Response::new(Body::empty());
-    *res.status_mut() = status;
-    res.extensions_mut().insert(ErrorDetail(detail.into()));
-    res
-}
-
-/// Returns a bodiless 503 with `Retry-After`, for work refused under overload.
-pub(crate) fn unavailable(detail: impl Into<Cow<'static, str>>) -> Response {
-    let mut res = error(StatusCode::SERVICE_UNAVAILABLE, detail);
-    res.headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-    res
 }
 
 fn with_type(body: impl Into<Body>, content_type: &'static str) -> Response {
@@ -245,9 +222,6 @@ impl<T: Into<Body>> IntoResponse for Html<T> {
         with_type(self.0, "text/html; charset=utf-8")
     }
 }
-
-/// A future that yields a response, run on the loop that owns the connection.
-pub type LocalResponseFuture = Pin<Box<dyn Future<Output = Response>>>;
 
 /// What a handler or middleware gives back: a response now, or a future of one.
 ///

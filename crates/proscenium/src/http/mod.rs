@@ -1,5 +1,5 @@
-//! The HTTP layer: request and body types, the Date cache, the access log, and the
-//! HTTP/1.1 protocol.
+//! The HTTP layer: request, response and body types, the Date cache, the access log,
+//! error pages, and the HTTP/1.1 protocol. It knows the app only as a [`Respond`](response::Respond).
 
 pub(crate) mod access_log;
 pub(crate) mod body;
@@ -8,10 +8,12 @@ pub(crate) mod error_page;
 pub(crate) mod fields;
 pub(crate) mod h1;
 mod request;
+pub(crate) mod response;
 pub(crate) mod spare;
 
 pub use self::body::{Body, BoxError};
 pub use self::request::Request;
+pub use self::response::{LocalResponseFuture, Response};
 
 /// A value ready now, or what to wait on for it: the one shape of every answer that
 /// may come at once or later — a handler's reply (`app::Reply`), the app's answer to a

@@ -7,7 +7,7 @@ use http::{HeaderValue, Version};
 
 use super::encode::{self, ResponseFraming};
 use super::invoke;
-use crate::app::Response;
+use crate::http::Response;
 use crate::http::access_log::{AccessLog, LineHead};
 use crate::http::body::Repr;
 

@@ -30,7 +30,7 @@ use super::idle::{self, Idle, Waiting};
 use super::invoke::{self, Guarded};
 use super::io::Socket;
 use super::service::LoopShared;
-use crate::app::Response;
+use crate::http::Response;
 use crate::http::Soon;
 use crate::http::body::Repr;
 use crate::rt::Ticket;
@@ -268,7 +268,7 @@ impl Conn {
                 .map(|log| log.note(self.peer, Some(&req))),
         };
         let max_inflight = self.shared.config.limits.max_inflight;
-        match invoke::call(&self.shared.app, req, max_inflight) {
+        match invoke::call(&*self.shared.app, req, max_inflight) {
             Soon::Ready(res) => self.buffer(res, &mut terms).map_err(Soon::Ready),
             Soon::Later(guarded) => Err(Soon::Later((guarded, terms))),
         }
@@ -285,12 +285,12 @@ impl Conn {
                 let shared = self.shared.clone();
                 // Poll once: if the answer is not ready, send the earlier pipelined
                 // answers now rather than holding them behind this one.
-                let res = match poll_fn(|cx| Poll::Ready(guarded.poll_with(cx, &shared.app))).await
+                let res = match poll_fn(|cx| Poll::Ready(guarded.poll_with(cx, &*shared.app))).await
                 {
                     Poll::Ready(res) => res,
                     Poll::Pending => {
                         self.flush().await?;
-                        guarded.finish(&shared.app).await
+                        guarded.finish(&*shared.app).await
                     }
                 };
                 match self.buffer(res, &mut terms) {
@@ -422,7 +422,7 @@ impl Conn {
             .log
             .as_ref()
             .map(|log| log.note(self.peer, self.decoder.pending()));
-        let res = crate::app::error(e.status(), e.to_string());
+        let res = crate::http::response::error(e.status(), e.to_string());
         self.rbuf.clear();
         let mut terms = Terms::refusal(line);
         if let Err(unsent) = self.buffer(res, &mut terms) {

@@ -7,8 +7,10 @@ use std::task::{Context, Poll};
 
 use http::StatusCode;
 
-use crate::app::{App, ErrorDetail, LocalResponseFuture, Response, error, unavailable};
 use crate::http::error_page;
+use crate::http::response::{
+    ErrorDetail, LocalResponseFuture, Respond, Response, error, unavailable,
+};
 use crate::http::{Body, Request, Soon};
 use crate::rt::{self, watchdog};
 
@@ -17,7 +19,7 @@ pub(crate) type Answer = Soon<Response, Guarded>;
 
 /// Calls the app for `req`, catching a panic in the handler's synchronous part; past
 /// `max_inflight` requests on this loop, answers 503 without calling it.
-pub(crate) fn call(app: &App, req: Request, max_inflight: usize) -> Answer {
+pub(crate) fn call(app: &dyn Respond, req: Request, max_inflight: usize) -> Answer {
     let inflight = rt::context::with_current(|ctx| ctx.stats.inflight.load(Ordering::Relaxed));
     if inflight.is_some_and(|n| n >= max_inflight) {
         rt::overload::note(rt::overload::Bound::Inflight);
@@ -28,11 +30,11 @@ pub(crate) fn call(app: &App, req: Request, max_inflight: usize) -> Answer {
     rt::context::with_current(|ctx| ctx.stats.count_request());
     let _inflight = Inflight::enter();
     let busy = watchdog::Busy::enter(watchdog::NO_ROUTE);
-    let reply = catch_unwind(AssertUnwindSafe(|| app.call(req)));
+    let reply = catch_unwind(AssertUnwindSafe(|| app.respond(req)));
     let route = watchdog::current_route();
     drop(busy);
     match reply {
-        Ok(reply) => match reply.0 {
+        Ok(reply) => match reply {
             Soon::Ready(res) => Answer::Ready(res),
             Soon::Later(future) => Answer::Later(Guarded {
                 future,
@@ -53,7 +55,7 @@ pub(crate) struct Guarded {
 
 impl Guarded {
     /// Polls once; used by the connection to write earlier responses before waiting.
-    pub(crate) fn poll_with(&mut self, cx: &mut Context<'_>, app: &App) -> Poll<Response> {
+    pub(crate) fn poll_with(&mut self, cx: &mut Context<'_>, app: &dyn Respond) -> Poll<Response> {
         let _busy = watchdog::Busy::enter(self.route);
         let future = &mut self.future;
         match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
@@ -63,14 +65,14 @@ impl Guarded {
     }
 
     /// Waits for the response.
-    pub(crate) async fn finish(mut self, app: &App) -> Response {
+    pub(crate) async fn finish(mut self, app: &dyn Respond) -> Response {
         std::future::poll_fn(|cx| self.poll_with(cx, app)).await
     }
 }
 
-fn panicked(app: &App, route: u32, panic: &(dyn std::any::Any + Send)) -> Response {
+fn panicked(app: &dyn Respond, route: u32, panic: &(dyn std::any::Any + Send)) -> Response {
     let message = rt::panic_message(panic);
-    tracing::error!("handler panicked in {}: {message}", app.route_label(route));
+    tracing::error!("handler panicked in {}: {message}", app.label(route));
     error(StatusCode::INTERNAL_SERVER_ERROR, "the handler failed")
 }
 

@@ -12,14 +12,15 @@ use tokio::net::TcpStream;
 use super::answer::{self, Terms};
 use super::conn;
 use super::idle::Shelf;
+use crate::Config;
 use crate::http::access_log::AccessLog;
+use crate::http::response::Respond;
 use crate::rt::{Host, LocalProtocol, Protocol, Sleepers, Ticket};
-use crate::{App, Config};
 
-/// HTTP/1.1 serving an [`App`]: the protocol a server hands the runtime.
+/// HTTP/1.1 serving an app: the protocol a server hands the runtime.
 #[derive(Debug)]
 pub(crate) struct Http1 {
-    app: Arc<App>,
+    app: Arc<dyn Respond>,
     config: Arc<Config>,
     log: Option<AccessLog>,
 }
@@ -27,7 +28,7 @@ pub(crate) struct Http1 {
 impl Http1 {
     /// Returns the protocol serving `app` as `config` says, with the access log it
     /// names (opened here; a log that cannot be opened is reported, and not kept).
-    pub(crate) fn new(app: Arc<App>, config: Arc<Config>) -> Self {
+    pub(crate) fn new(app: Arc<dyn Respond>, config: Arc<Config>) -> Self {
         let log = config.log.as_ref().and_then(|target| {
             AccessLog::open(target, config.debug)
                 .inspect_err(|e| {
@@ -63,7 +64,7 @@ impl Protocol for Http1 {
     }
 
     fn overloaded(&self, peer: SocketAddr) -> BytesMut {
-        let res = crate::app::unavailable("every thread is busy; try again shortly");
+        let res = crate::http::response::unavailable("every thread is busy; try again shortly");
         let mut out = BytesMut::new();
         let mut terms = Terms::refusal(self.log.as_ref().map(|log| log.note(peer, None)));
         // An error page is small enough to buffer whole: nothing is left to send.
@@ -76,7 +77,7 @@ impl Protocol for Http1 {
 /// atomic reference counting on the request path.
 #[derive(Debug)]
 pub(crate) struct LoopShared {
-    pub(super) app: Arc<App>,
+    pub(super) app: Arc<dyn Respond>,
     pub(super) config: Arc<Config>,
     pub(super) log: Option<AccessLog>,
     /// Whether shutdown has begun, as this loop learnt it: read on every request, so a
