@@ -121,8 +121,11 @@ fn an_ask_times_out_when_the_actor_is_busy() {
     });
 }
 
+/// What `overflow` saw: each `try_tell`'s result, what the actor kept, the dead letters.
+type Overflowed = (Vec<Result<(), TryTellError<Push>>>, Vec<u64>, Vec<Reason>);
+
 /// Fills a one-slot mailbox behind a held handler, then sends two more.
-fn overflow(policy: Overflow) -> (Vec<Result<(), TryTellError<Push>>>, Vec<u64>, Vec<Reason>) {
+fn overflow(policy: Overflow) -> Overflowed {
     let system = System::new();
     let mut letters = system.dead_letters().subscribe();
     let log = system.spawn(Props::named("small").mailbox(1, policy), Log::default);

@@ -8,7 +8,8 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 
-use super::mailbox::{Control, Mailbox, Overflow, Parked, Push, spin_turn};
+use super::mailbox::{Control, Mailbox, Overflow, Push};
+use super::spin::{Parked, spin_turn};
 use super::{Actor, DeadLetters, Envelope, Handler, Message, Reason};
 
 /// An actor's cell with its type erased: for its parent, and for shutdown.
@@ -306,7 +307,7 @@ impl<A: Actor> Addr<A> {
             Ok(Ok(())) => {}
         }
         // A reply is often µs away: look for it between turns of a short spin before
-        // parking this thread to wait (see `mailbox::spin_turn`).
+        // parking this thread to wait (see `spin::spin_turn`).
         let mut rx = rx;
         let mut spinning = None;
         loop {

@@ -12,16 +12,18 @@
 //! senders then meet on the lock once per turn rather than twice per message. An order
 //! or the close raises a flag the actor looks at before each message in hand, so orders
 //! still go ahead of every message not yet handled.
+//!
+//! This file takes its lock and atomics from its parent's `sync` module and its
+//! spinning from `spin`, so that `tests/mailbox_model.rs` compiles it unchanged against
+//! loom's primitives (and no spinning) and checks every interleaving of the protocol.
 
-use std::cell::Cell;
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
 
-use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::Notify;
 
 use super::Failure;
+use super::spin::{self, spin_turn};
+use super::sync::{AtomicBool, Mutex, MutexGuard, Ordering};
 
 /// What a full mailbox does with one more message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Deserialize)]
@@ -53,76 +55,6 @@ pub(crate) enum Control {
     Stopped {
         child: u64,
     },
-}
-
-/// How long a waiter keeps its thread awake before the thread parks: waking a parked
-/// thread costs several µs, and the next message or reply is often closer than that.
-/// (How the figure was chosen: `docs/performance.md`, actors.)
-const SPIN: Duration = Duration::from_micros(20);
-
-thread_local! {
-    /// Whether a waiter on this thread is spinning: one at a time, so a thousand idle
-    /// actors on one loop do not all spin.
-    static SPINNING: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Threads about to want a core: actors woken from their park that have not looked
-/// since, and askers parked for a reply that may come any moment.
-static WAKING: AtomicUsize = AtomicUsize::new(0);
-
-/// An asker parked for its reply, counted in [`WAKING`] while it lives.
-pub(crate) struct Parked(());
-
-impl Parked {
-    pub(crate) fn new() -> Self {
-        WAKING.fetch_add(1, Ordering::Relaxed);
-        Self(())
-    }
-}
-
-impl Drop for Parked {
-    fn drop(&mut self) {
-        WAKING.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-/// Threads of the process in a turn of a spin now.
-static SPINNERS: AtomicUsize = AtomicUsize::new(0);
-
-/// A turn of a spin: while it lives, other waiters on this thread park instead of
-/// spinning too; dropping it (the turn over, or the future dropped) ends that.
-pub(crate) struct Turn(());
-
-impl Drop for Turn {
-    fn drop(&mut self) {
-        SPINNING.set(false);
-        SPINNERS.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-/// Starts one turn of a spin that began at `since` (set on the first call): the caller
-/// yields to the thread's other work while holding it, then looks again. `None` once
-/// the spin has lasted [`SPIN`] — for good: a wake-up that finds nothing does not start
-/// another — or while another waiter on this thread spins; the caller then parks. Not
-/// an `async fn`: its state would enlarge every idle actor's task.
-///
-/// While another thread of the process spins too, or one is [`WAKING`], each turn also
-/// offers the core to the kernel's other runnable threads (`sched_yield`): with more
-/// threads than cores, the thread with the awaited message or reply may be waiting for
-/// this very core, and would wait until the spin ran out. Not otherwise: a yield lets
-/// any process's thread in for a whole time slice, and would take the core from an
-/// actor whose sender is merely a little slower than it.
-pub(crate) fn spin_turn(since: &mut Option<Instant>) -> Option<Turn> {
-    let began = *since.get_or_insert_with(Instant::now);
-    if began.elapsed() >= SPIN || SPINNING.get() {
-        return None;
-    }
-    SPINNING.set(true);
-    let others = SPINNERS.fetch_add(1, Ordering::Relaxed);
-    if others > 0 || WAKING.load(Ordering::Relaxed) > 0 {
-        std::thread::yield_now();
-    }
-    Some(Turn(()))
 }
 
 /// What an actor does next.
@@ -178,7 +110,7 @@ struct State<T> {
     idle: bool,
     /// Idle and parked, its spin over: the next arrival wakes its thread.
     parked: bool,
-    /// Woken from its park (counted in [`WAKING`]) and not yet looking.
+    /// Woken from its park (counted in `spin::waking`) and not yet looking.
     woken: bool,
     /// Messages taken for the turn and waiting in the actor's hand at its last look.
     in_hand: usize,
@@ -207,6 +139,12 @@ impl<T> Mailbox<T> {
 
     fn state(&self) -> MutexGuard<'_, State<T>> {
         self.state.lock()
+    }
+
+    /// Whether the actor was woken from its park and has not looked since.
+    #[cfg(test)]
+    pub(crate) fn is_woken(&self) -> bool {
+        self.state().woken
     }
 
     pub(crate) fn turn(&self) -> usize {
@@ -257,7 +195,7 @@ impl<T> Mailbox<T> {
         self.attention.store(true, Ordering::Release);
         if std::mem::take(&mut state.parked) {
             state.woken = true;
-            WAKING.fetch_add(1, Ordering::Relaxed);
+            spin::waking();
         }
         true
     }
@@ -330,10 +268,15 @@ impl<T> Mailbox<T> {
 
     /// The next order or turn if there is one (`Some(None)`: closed); otherwise marks
     /// the actor idle (and `parking`, parked), so that the next arrival signals it.
-    fn take(&self, messages: bool, hand: &mut VecDeque<T>, parking: bool) -> Option<Option<Next>> {
+    pub(crate) fn take(
+        &self,
+        messages: bool,
+        hand: &mut VecDeque<T>,
+        parking: bool,
+    ) -> Option<Option<Next>> {
         let mut state = self.state();
         if std::mem::take(&mut state.woken) {
-            WAKING.fetch_sub(1, Ordering::Relaxed);
+            spin::awake();
         }
         if state.closed {
             return Some(None);
@@ -404,107 +347,7 @@ impl<T> Drop for Mailbox<T> {
     fn drop(&mut self) {
         // Woken, and its task gone before it looked: spinners must not yield for it.
         if self.state.get_mut().woken {
-            WAKING.fetch_sub(1, Ordering::Relaxed);
+            spin::awake();
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn full(overflow: Overflow) -> Mailbox<u32> {
-        let mailbox = Mailbox::new(2, overflow, 1);
-        assert!(matches!(mailbox.push(1), Push::Queued));
-        assert!(matches!(mailbox.push(2), Push::Queued));
-        mailbox
-    }
-
-    #[test]
-    fn each_policy_does_its_thing_when_full() {
-        assert!(matches!(full(Overflow::Fail).push(3), Push::Full(3)));
-        assert!(matches!(
-            full(Overflow::Backpressure).push(3),
-            Push::Full(3)
-        ));
-        assert!(matches!(full(Overflow::DropNewest).push(3), Push::Full(3)));
-        let oldest = full(Overflow::DropOldest);
-        assert!(matches!(oldest.push(3), Push::Displaced(1)));
-        assert_eq!(oldest.close(), [2, 3]);
-    }
-
-    #[test]
-    fn a_turn_taken_in_hand_still_counts_toward_the_bound() {
-        let mailbox = Mailbox::new(2, Overflow::Fail, 4);
-        let mut hand = VecDeque::new();
-        assert!(matches!(mailbox.push(1), Push::Queued));
-        assert!(matches!(mailbox.push(2), Push::Queued));
-        assert!(matches!(
-            mailbox.take(true, &mut hand, false),
-            Some(Some(Next::Turn))
-        ));
-        assert_eq!(hand, [1, 2]);
-        // 1 is being handled, 2 waits in hand: room for one more, not three.
-        assert!(matches!(mailbox.push(3), Push::Queued));
-        assert!(matches!(mailbox.push(4), Push::Full(4)));
-        assert_eq!(mailbox.len(), 2);
-        hand.clear();
-        assert!(matches!(
-            mailbox.take(true, &mut hand, false),
-            Some(Some(Next::Turn))
-        ));
-        assert_eq!(hand, [3]);
-        assert!(matches!(mailbox.push(4), Push::Queued));
-    }
-
-    #[tokio::test]
-    async fn a_sender_waiting_for_room_is_let_in_once_the_actor_has_handled_a_message() {
-        let mailbox = std::sync::Arc::new(Mailbox::new(1, Overflow::Backpressure, 4));
-        let mut hand = VecDeque::new();
-        assert!(matches!(mailbox.push(1), Push::Queued));
-        assert!(matches!(
-            mailbox.take(true, &mut hand, false),
-            Some(Some(Next::Turn))
-        ));
-        assert!(matches!(mailbox.push(2), Push::Queued));
-        let waiting = tokio::spawn({
-            let mailbox = mailbox.clone();
-            async move { matches!(mailbox.push_waiting(3).await, Push::Queued) }
-        });
-        tokio::task::yield_now().await;
-        assert!(!waiting.is_finished(), "full: 2 waits");
-        hand.clear();
-        assert!(matches!(
-            mailbox.take(true, &mut hand, false),
-            Some(Some(Next::Turn))
-        ));
-        assert!(waiting.await.unwrap(), "handling 1 made room");
-    }
-
-    #[test]
-    fn only_an_actor_woken_from_its_park_counts_as_waking_and_only_until_it_looks() {
-        let mailbox = Mailbox::new(4, Overflow::Fail, 1);
-        let mut hand = VecDeque::new();
-        // Spinning: idle, not parked; a message rouses it without counting.
-        assert!(mailbox.take(true, &mut hand, false).is_none());
-        assert!(matches!(mailbox.push(1), Push::Queued));
-        assert!(!mailbox.state().woken);
-        assert!(mailbox.wants_attention(), "the spinner's flag is up");
-        assert!(mailbox.take(true, &mut hand, false).is_some());
-        hand.clear();
-        // Parked: the next arrival counts it until it looks.
-        assert!(mailbox.take(true, &mut hand, true).is_none());
-        assert!(matches!(mailbox.push(2), Push::Queued));
-        assert!(matches!(mailbox.push(3), Push::Queued));
-        assert!(mailbox.state().woken, "counted once");
-        assert!(mailbox.take(true, &mut hand, false).is_some());
-        assert!(!mailbox.state().woken);
-    }
-
-    #[test]
-    fn a_closed_mailbox_hands_back_what_is_left_and_refuses_more() {
-        let mailbox = full(Overflow::Fail);
-        assert_eq!(mailbox.close(), [1, 2]);
-        assert!(matches!(mailbox.push(3), Push::Closed(3)));
     }
 }

@@ -44,6 +44,8 @@
 //! ```text
 //! supervise, dead_letters,   leaves: strategies and failures, the dead-letter office,
 //! timer, dispatcher          timers, the threads actors run on
+//! sync, spin                 the mailbox's primitives (loom's under its model), and
+//!                            spinning before parking
 //! mailbox, props             the bounded queue and its orders (a child's Failure among
 //!                            them), how to spawn an actor
 //! addr                       Cell (what every address of an actor shares), Addr,
@@ -60,11 +62,15 @@ mod addr;
 mod dead_letters;
 mod dispatcher;
 mod mailbox;
+#[cfg(test)]
+mod mailbox_tests;
 mod props;
 mod router;
 mod run;
 mod shared;
+mod spin;
 mod supervise;
+mod sync;
 mod system;
 mod timer;
 
