@@ -1,5 +1,6 @@
 //! The HTTP layer: request, response and body types, the Date cache, the access log,
-//! error pages, and the HTTP/1.1 protocol. It knows the app only as a [`Respond`](response::Respond).
+//! error pages, and the HTTP/1.1 protocol. It knows the app only as a
+//! `Respond`: what answers a request and names a route.
 
 pub(crate) mod access_log;
 pub(crate) mod body;

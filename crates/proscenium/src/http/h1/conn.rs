@@ -29,7 +29,7 @@ use super::error::ParseError;
 use super::idle::{self, Idle, Waiting};
 use super::invoke::{self, Guarded};
 use super::io::Socket;
-use super::service::LoopShared;
+use super::service::Http1Loop;
 use crate::http::Response;
 use crate::http::Soon;
 use crate::http::body::Repr;
@@ -49,7 +49,7 @@ pub(crate) fn serve(
     stream: TcpStream,
     peer: SocketAddr,
     served: u64,
-    shared: Rc<LoopShared>,
+    shared: Rc<Http1Loop>,
     ticket: Option<Ticket>,
 ) -> impl Future<Output = ()> {
     let mut conn = Conn {
@@ -87,7 +87,7 @@ struct Conn {
     /// When the head being read must be complete.
     head_deadline: Option<Instant>,
     phase: Phase,
-    shared: Rc<LoopShared>,
+    shared: Rc<Http1Loop>,
     ticket: Option<Ticket>,
 }
 

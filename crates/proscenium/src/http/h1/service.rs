@@ -41,10 +41,10 @@ impl Http1 {
 }
 
 impl Protocol for Http1 {
-    type Local = LoopShared;
+    type Local = Http1Loop;
 
-    fn local(&self, host: Host) -> Rc<LoopShared> {
-        let shared = Rc::new(LoopShared {
+    fn local(&self, host: Host) -> Rc<Http1Loop> {
+        let shared = Rc::new(Http1Loop {
             app: self.app.clone(),
             config: self.config.clone(),
             log: self.log.clone(),
@@ -73,10 +73,10 @@ impl Protocol for Http1 {
     }
 }
 
-/// What every connection on one loop (or one thread) shares: one `Rc` per loop, so no
-/// atomic reference counting on the request path.
+/// HTTP/1.1's part of one loop (or one thread): what every connection on it shares,
+/// one `Rc` per loop, so no atomic reference counting on the request path.
 #[derive(Debug)]
-pub(crate) struct LoopShared {
+pub(crate) struct Http1Loop {
     pub(super) app: Arc<dyn Respond>,
     pub(super) config: Arc<Config>,
     pub(super) log: Option<AccessLog>,
@@ -89,13 +89,13 @@ pub(crate) struct LoopShared {
     pub(super) shelf: OnceCell<Shelf>,
 }
 
-impl LoopShared {
+impl Http1Loop {
     pub(super) fn closing(&self) -> bool {
         self.closing.get()
     }
 }
 
-impl LocalProtocol for LoopShared {
+impl LocalProtocol for Http1Loop {
     fn serve(
         self: &Rc<Self>,
         stream: TcpStream,

@@ -27,7 +27,7 @@ use tokio::time::Instant;
 pub(crate) use self::shelf::Shelf;
 use self::shelf::{SHELVE_AFTER, Shelved};
 use super::io::Socket;
-use super::service::LoopShared;
+use super::service::Http1Loop;
 use crate::rt::{Sleeping, Ticket};
 
 /// How long a connection accepted just before shutdown, with no request yet, may take
@@ -48,7 +48,7 @@ pub(super) enum Idle {
 
 /// Returns when a connection that has served `served` requests, idle from now, must
 /// have its next request; `None` when it is to close at once (shutdown has begun).
-pub(super) fn deadline(shared: &LoopShared, served: u64) -> Option<Instant> {
+pub(super) fn deadline(shared: &Http1Loop, served: u64) -> Option<Instant> {
     let timeouts = &shared.config.timeouts;
     if !shared.closing() {
         return Some(Instant::now() + timeouts.idle);
@@ -63,7 +63,7 @@ pub(super) struct Waiting<'a> {
     pub(super) socket: &'a mut Socket,
     pub(super) rbuf: &'a mut BytesMut,
     pub(super) wbuf: &'a mut BytesMut,
-    pub(super) shared: &'a LoopShared,
+    pub(super) shared: &'a Http1Loop,
     pub(super) served: u64,
     /// Whether the connection may be shelved (it holds a loop's ticket).
     pub(super) has_ticket: bool,
@@ -152,7 +152,7 @@ pub(super) fn shelve(
     stream: TcpStream,
     peer: SocketAddr,
     served: u64,
-    shared: &LoopShared,
+    shared: &Http1Loop,
     ticket: Option<Ticket>,
     deadline: Instant,
 ) {

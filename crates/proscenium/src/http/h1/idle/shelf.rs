@@ -43,7 +43,7 @@ use tokio::io::unix::AsyncFd;
 use tokio::time::Instant;
 
 use super::super::conn;
-use super::super::service::LoopShared;
+use super::super::service::Http1Loop;
 use crate::rt::{Sleeping, Ticket};
 
 /// How long a keep-alive connection stays idle on its task before it is shelved. Long
@@ -70,7 +70,7 @@ pub(crate) struct Shelved {
     pub(crate) ticket: Ticket,
 }
 
-/// One loop's shelf (see the module). Lives in the loop's [`LoopShared`]; its tending
+/// One loop's shelf (see the module). Lives in the loop's [`Http1Loop`]; its tending
 /// task holds the epoll instance.
 #[derive(Debug)]
 pub(crate) struct Shelf {
@@ -112,7 +112,7 @@ impl Shelf {
     ///
     /// When no epoll instance can be made (out of file descriptors): the loop then
     /// keeps its idle connections on their tasks.
-    pub(crate) fn start(shared: &Rc<LoopShared>) -> std::io::Result<()> {
+    pub(crate) fn start(shared: &Rc<Http1Loop>) -> std::io::Result<()> {
         let poll = mio::Poll::new()?;
         let shelf = Self {
             registry: poll.registry().try_clone()?,
@@ -248,7 +248,7 @@ enum Wake {
 
 /// Tends the shelf of `shared`'s loop: takes down connections that turn readable,
 /// closes those whose deadline passes, and all of them when shutdown begins.
-async fn tend(shared: Rc<LoopShared>, mut poll: AsyncFd<mio::Poll>) {
+async fn tend(shared: Rc<Http1Loop>, mut poll: AsyncFd<mio::Poll>) {
     let Some(shelf) = shared.shelf.get() else {
         return;
     };
@@ -331,7 +331,7 @@ fn release_free_memory() {
 }
 
 /// Serves a connection taken down from the shelf on a new task.
-fn resume(conn: Shelved, shared: &Rc<LoopShared>) {
+fn resume(conn: Shelved, shared: &Rc<Http1Loop>) {
     let peer = conn.peer;
     match tokio::net::TcpStream::from_std(conn.stream) {
         Ok(stream) => {
