@@ -93,7 +93,7 @@ impl Server {
         let spec = LoopSpec {
             protocol: Arc::new(Http1::new(app.clone(), config.clone())),
             config: config.clone(),
-            pool: Pools::new(&config),
+            pools: Pools::new(&config),
             shutdown,
             gate: Gate::new(config.limits.max_connections, seat),
         };

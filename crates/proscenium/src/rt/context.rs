@@ -1,4 +1,5 @@
-//! The loop a thread runs, as a thread-local: its id, its counters and its blocking pool.
+//! The loop a thread runs, as a thread-local: its id, its counters and its blocking
+//! pools.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -12,7 +13,7 @@ use super::watchdog::LoopStats;
 pub(crate) struct LoopContext {
     pub(crate) id: usize,
     pub(crate) stats: Arc<LoopStats>,
-    pub(crate) pool: Arc<Pools>,
+    pub(crate) pools: Arc<Pools>,
 }
 
 thread_local! {
@@ -31,7 +32,7 @@ pub(crate) fn with_current<R>(f: impl FnOnce(&LoopContext) -> R) -> Option<R> {
 
 /// Returns the blocking pools of the current loop, or the process-wide ones.
 pub(crate) fn blocking_pools() -> Arc<Pools> {
-    with_current(|ctx| ctx.pool.clone()).unwrap_or_else(Pools::fallback)
+    with_current(|ctx| ctx.pools.clone()).unwrap_or_else(Pools::fallback)
 }
 
 /// Returns the id of the loop running on this thread, if any.

@@ -41,7 +41,7 @@ pub(crate) struct LoopSpec<P> {
     /// What the loop's connections speak.
     pub(crate) protocol: Arc<P>,
     pub(crate) config: Arc<Config>,
-    pub(crate) pool: Arc<Pools>,
+    pub(crate) pools: Arc<Pools>,
     pub(crate) shutdown: watch::Receiver<bool>,
     /// The cap on live connections, shared by every acceptor.
     pub(crate) gate: Arc<Gate>,
@@ -53,7 +53,7 @@ impl<P> Clone for LoopSpec<P> {
         Self {
             protocol: self.protocol.clone(),
             config: self.config.clone(),
-            pool: self.pool.clone(),
+            pools: self.pools.clone(),
             shutdown: self.shutdown.clone(),
             gate: self.gate.clone(),
         }
@@ -73,7 +73,7 @@ pub(crate) fn spawn<P: Protocol>(
         context::enter(LoopContext {
             id,
             stats: loop_stats.clone(),
-            pool: spec.pool.clone(),
+            pools: spec.pools.clone(),
         });
         let local = tokio::task::LocalSet::new();
         local.block_on(runtime, run(spec, rx, listener, loop_stats));

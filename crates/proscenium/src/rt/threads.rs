@@ -143,7 +143,7 @@ fn enter<P>(id: usize, spec: &LoopSpec<P>) {
     context::enter(LoopContext {
         id,
         stats: Arc::new(LoopStats::default()),
-        pool: spec.pool.clone(),
+        pools: spec.pools.clone(),
     });
 }
 
