@@ -27,12 +27,11 @@ pub(crate) struct Parent {
     pub(crate) child: u64,
 }
 
-/// A parent's record of one child.
+/// A parent's record of one child, kept until the child reports it has stopped.
 pub(crate) struct Child {
     pub(crate) id: u64,
     pub(crate) cell: Arc<dyn AnyCell>,
     pub(crate) budget: Budget,
-    pub(crate) alive: bool,
 }
 
 /// What a handler can do besides changing its state: reach its own address, stop,
@@ -77,7 +76,6 @@ impl<A: Actor> Context<A> {
             id,
             cell: child.cell.clone(),
             budget: Budget::default(),
-            alive: true,
         });
         child
     }
@@ -102,7 +100,7 @@ impl<A: Actor> Context<A> {
     }
 
     fn stop_children(&mut self) {
-        for child in self.children.drain(..).filter(|c| c.alive) {
+        for child in self.children.drain(..) {
             child.cell.stop();
         }
     }
@@ -219,10 +217,10 @@ async fn run<A: Actor>(factory: impl Fn() -> A + Send + Sync + 'static, mut ctx:
                     suspended = fail(&mut ctx, &mut own, why);
                 }
             }
+            // The record goes: a parent that spawns and stops children without end
+            // keeps only those alive.
             Next::Order(Control::Stopped { child }) => {
-                if let Some(c) = ctx.children.iter_mut().find(|c| c.id == child) {
-                    c.alive = false;
-                }
+                ctx.children.retain(|c| c.id != child);
             }
             Next::Turn => {
                 let full = hand.len() >= ctx.addr.cell.mailbox.turn();
@@ -322,7 +320,7 @@ fn supervise<A: Actor>(
         Scope::AllForOne => 0..ctx.children.len(),
         Scope::RestForOne => at..ctx.children.len(),
     };
-    let alive = ctx.children[targets].iter().filter(|c| c.alive);
+    let targets = &ctx.children[targets];
     match directive {
         Directive::Escalate => return true,
         Directive::Resume => {
@@ -330,12 +328,12 @@ fn supervise<A: Actor>(
         }
         Directive::Restart => {
             let delay = strategy.backoff.delay(attempt);
-            for c in alive {
+            for c in targets {
                 order_later(c.cell.clone(), Control::Restart, delay);
             }
         }
         Directive::Stop => {
-            for c in alive {
+            for c in targets {
                 c.cell.stop();
             }
         }
@@ -367,4 +365,59 @@ fn order_later(to: Arc<dyn AnyCell>, order: Control, delay: Duration) {
         tokio::time::sleep(delay).await;
         to.order(order);
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::actor::System;
+
+    #[derive(Default)]
+    struct Nursery;
+    impl Actor for Nursery {}
+
+    struct Idle;
+    impl Actor for Idle {}
+
+    /// Spawns a child and stops it at once.
+    struct Brief;
+    impl Message for Brief {
+        type Reply = ();
+    }
+    impl Handler<Brief> for Nursery {
+        fn handle(&mut self, _: Brief, ctx: &mut Context<Self>) {
+            ctx.spawn_child(Props::named("brief"), || Idle).stop();
+        }
+    }
+
+    struct Records;
+    impl Message for Records {
+        type Reply = usize;
+    }
+    impl Handler<Records> for Nursery {
+        fn handle(&mut self, _: Records, ctx: &mut Context<Self>) -> usize {
+            ctx.children.len()
+        }
+    }
+
+    #[test]
+    fn a_parent_forgets_the_children_that_have_stopped() {
+        let system = System::new();
+        let nursery = system.spawn(Props::named("nursery"), Nursery::default);
+        system.block_on(async {
+            for _ in 0..1_000 {
+                nursery.tell(Brief).await.unwrap();
+            }
+            // Answered after every `Brief`: every child has been spawned.
+            nursery.ask(Records).await.unwrap();
+        });
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while system.live_actors() > 1 {
+            assert!(std::time::Instant::now() < deadline, "children still live");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        // Every child told its parent before it counted as stopped, and orders go
+        // ahead of the question.
+        assert_eq!(system.block_on(nursery.ask(Records)), Ok(0));
+    }
 }
