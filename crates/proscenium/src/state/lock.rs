@@ -14,10 +14,9 @@
 use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::PoisonError;
 use std::task::{Context, Poll, Waker};
 
-use super::sync::{Arc, AtomicBool, Mutex, MutexGuard, Ordering};
+use super::sync::{Arc, AtomicBool, Mutex, Ordering};
 
 /// How a lock is held.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -48,11 +47,6 @@ struct Waiter {
     access: Access,
     granted: AtomicBool,
     waker: Mutex<Option<Waker>>,
-}
-
-fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // Nothing panics while these mutexes are held, so poison carries no meaning.
-    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 impl State {
@@ -97,7 +91,7 @@ impl State {
 /// Wakes the futures of granted waiters; called with no state mutex held.
 fn wake(waiters: Vec<Arc<Waiter>>) {
     for waiter in waiters {
-        let waker = locked(&waiter.waker).take();
+        let waker = waiter.waker.lock().take();
         if let Some(waker) = waker {
             waker.wake();
         }
@@ -107,7 +101,7 @@ fn wake(waiters: Vec<Arc<Waiter>>) {
 impl Lock {
     /// Takes the lock now if it is free for `access` and nobody is queued.
     pub(crate) fn try_acquire(this: &Arc<Self>, access: Access) -> Option<Grant> {
-        let mut state = locked(&this.state);
+        let mut state = this.state.lock();
         if !state.queue.is_empty() || !state.admits(access) {
             return None;
         }
@@ -130,7 +124,7 @@ impl Lock {
 
     fn release(&self, access: Access) {
         let woken = {
-            let mut state = locked(&self.state);
+            let mut state = self.state.lock();
             state.give_back(access);
             state.grant_waiting()
         };
@@ -183,7 +177,7 @@ impl Future for Acquire {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Grant> {
         let Some(waiter) = self.waiter.clone() else {
-            let mut state = locked(&self.lock.state);
+            let mut state = self.lock.state.lock();
             if state.queue.is_empty() && state.admits(self.access) {
                 state.take(self.access);
                 drop(state);
@@ -202,7 +196,7 @@ impl Future for Acquire {
         if waiter.granted.load(Ordering::Acquire) {
             return self.granted();
         }
-        *locked(&waiter.waker) = Some(cx.waker().clone());
+        *waiter.waker.lock() = Some(cx.waker().clone());
         // A grant between the check above and storing the waker found no waker to wake.
         if waiter.granted.load(Ordering::Acquire) {
             return self.granted();
@@ -220,7 +214,7 @@ impl Drop for Acquire {
             return;
         }
         let woken = {
-            let mut state = locked(&self.lock.state);
+            let mut state = self.lock.state.lock();
             if waiter.granted.load(Ordering::Acquire) {
                 state.give_back(self.access);
             } else {

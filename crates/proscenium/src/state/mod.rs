@@ -36,11 +36,12 @@ mod lru;
 mod map;
 mod registry;
 
-/// The synchronisation primitives `lock` is written against: `std`'s here, loom's
-/// when `tests/lock_model.rs` model-checks it.
+/// The synchronisation primitives `lock` is written against: parking_lot's lock (no
+/// poisoning) and std's atomics here, loom's when `tests/lock_model.rs` model-checks it.
 mod sync {
+    pub(crate) use parking_lot::Mutex;
+    pub(crate) use std::sync::Arc;
     pub(crate) use std::sync::atomic::{AtomicBool, Ordering};
-    pub(crate) use std::sync::{Arc, Mutex, MutexGuard};
 }
 
 pub use self::counter::Counter;
