@@ -67,6 +67,7 @@ pub use self::config::{Config, Dispatch, Limits, Model, ModelSpec, Timeouts};
 pub use self::error::Error;
 pub use self::http::{Body, Request};
 pub use self::launch::main;
+pub(crate) use self::server::Signals;
 pub use self::server::{Server, ServerHandle};
 
 /// The README's examples, compiled and run as doc tests.

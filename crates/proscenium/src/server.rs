@@ -297,20 +297,37 @@ fn bind(addr: SocketAddr, reuse_port: bool) -> std::io::Result<std::net::TcpList
     Ok(socket.into())
 }
 
-/// Blocks until SIGINT or SIGTERM arrives.
-fn wait_for_signal() -> Result<(), Error> {
-    let runtime =
-        crate::rt::runtime::current_thread().map_err(Error::io("start the signal watcher"))?;
-    runtime.block_on(async {
+/// SIGINT and SIGTERM, watched from the moment this is made: one that arrives before
+/// [`Signals::wait`] is kept for it, not fatal to the process.
+#[derive(Debug)]
+pub(crate) struct Signals {
+    runtime: tokio::runtime::Runtime,
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    /// Starts watching.
+    pub(crate) fn watch() -> Result<Self, Error> {
         use tokio::signal::unix::{SignalKind, signal};
-        let mut term = signal(SignalKind::terminate()).map_err(Error::io("watch SIGTERM"))?;
-        let mut int = signal(SignalKind::interrupt()).map_err(Error::io("watch SIGINT"))?;
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = int.recv() => {}
-        }
-        Ok(())
-    })
+        let runtime =
+            crate::rt::runtime::current_thread().map_err(Error::io("start the signal watcher"))?;
+        let entered = runtime.enter();
+        let term = signal(SignalKind::terminate()).map_err(Error::io("watch SIGTERM"))?;
+        let int = signal(SignalKind::interrupt()).map_err(Error::io("watch SIGINT"))?;
+        drop(entered);
+        Ok(Self { runtime, term, int })
+    }
+
+    /// Blocks until one of them arrives (or has arrived).
+    fn wait(mut self) {
+        self.runtime.block_on(async {
+            tokio::select! {
+                _ = self.term.recv() => {}
+                _ = self.int.recv() => {}
+            }
+        });
+    }
 }
 
 /// A running server; dropping it shuts the server down gracefully.
@@ -334,10 +351,23 @@ impl ServerHandle {
     ///
     /// When signals cannot be watched (the server is shut down all the same).
     pub fn run_until_signal(self) -> Result<(), Error> {
-        let waited = wait_for_signal();
+        match Signals::watch() {
+            Ok(signals) => {
+                self.run_until(signals);
+                Ok(())
+            }
+            Err(e) => {
+                self.shutdown();
+                Err(e)
+            }
+        }
+    }
+
+    /// Serves until one of `signals` arrives, then shuts down gracefully.
+    pub(crate) fn run_until(self, signals: Signals) {
+        signals.wait();
         tracing::info!("shutting down: finishing requests in flight");
         self.shutdown();
-        waited
     }
 
     /// Stops accepting, lets requests in flight finish (up to the shutdown timeout),

@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use crate::config::Settings;
-use crate::{App, Config, Model, Server, web};
+use crate::{App, Config, Model, Server, Signals, web};
 
 /// How the app names itself.
 pub(super) struct Heading<'a> {
@@ -24,8 +24,12 @@ pub(super) fn serve(heading: &Heading<'_>, app: App, config: Config) -> ExitCode
         }
     };
     let plan = describe(&config);
-    let handle = match Server::new(app).config(config).start() {
-        Ok(handle) => handle,
+    // Watched before the start line is printed: a client that reads the line and at
+    // once sends SIGTERM gets a clean shutdown, not a killed process.
+    let started = Signals::watch()
+        .and_then(|signals| Ok((signals, Server::new(app).config(config).start()?)));
+    let (signals, handle) = match started {
+        Ok(started) => started,
         Err(e) => {
             eprintln!("{name}: {e}");
             return ExitCode::FAILURE;
@@ -38,13 +42,8 @@ pub(super) fn serve(heading: &Heading<'_>, app: App, config: Config) -> ExitCode
             handle.local_addr()
         );
     }
-    match handle.run_until_signal() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("{name}: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    handle.run_until(signals);
+    ExitCode::SUCCESS
 }
 
 /// Returns the address an app's start line (`NAME serving WHAT on http://ADDR (...)`)

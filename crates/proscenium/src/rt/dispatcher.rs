@@ -74,11 +74,15 @@ async fn accept(
     let mut chooser = Chooser { rule, next: 0 };
     loop {
         tokio::select! {
-            accepted = async { gate.admit().await; listener.accept().await } => match accepted.and_then(|(s, peer)| Ok((s.into_std()?, peer))) {
-                Ok((stream, peer)) => {
+            accepted = async {
+                let reserved = gate.admit().await;
+                let (stream, peer) = listener.accept().await?;
+                Ok::<_, std::io::Error>((stream.into_std()?, peer, reserved))
+            } => match accepted {
+                Ok((stream, peer, reserved)) => {
                     let target = &targets[chooser.pick(&targets)];
                     target.stats.conns.fetch_add(1, Ordering::Relaxed);
-                    if target.conns.send((stream, peer, gate.enter())).is_err() {
+                    if target.conns.send((stream, peer, reserved.accept())).is_err() {
                         target.stats.conns.fetch_sub(1, Ordering::Relaxed);
                     }
                 }

@@ -139,11 +139,14 @@ async fn accept<L: LocalProtocol>(
     };
     loop {
         tokio::select! {
-            accepted = async { gate.admit().await; listener.accept().await } => match accepted {
-                Ok((stream, peer)) => match stream.into_std() {
+            accepted = async {
+                let reserved = gate.admit().await;
+                listener.accept().await.map(|(stream, peer)| (stream, peer, reserved))
+            } => match accepted {
+                Ok((stream, peer, reserved)) => match stream.into_std() {
                     Ok(stream) => {
                         stats.conns.fetch_add(1, Ordering::Relaxed);
-                        start(stream, peer, gate.enter(), &shared, &stats);
+                        start(stream, peer, reserved.accept(), &shared, &stats);
                     }
                     Err(e) => tracing::warn!("accepted connection unusable: {e}"),
                 },

@@ -23,8 +23,15 @@ pub(crate) mod prefork;
 mod protocol;
 pub(crate) mod runtime;
 mod sleepers;
+mod slots;
 pub(crate) mod threads;
 pub(crate) mod watchdog;
+
+/// The synchronisation primitives `slots` is written against: std's here, loom's when
+/// `tests/slots_model.rs` model-checks it.
+mod sync {
+    pub(crate) use std::sync::atomic::{AtomicUsize, Ordering};
+}
 
 pub use self::blocking::{BlockingError, BlockingTask, spawn_blocking, spawn_blocking_on};
 pub(crate) use self::blocking::{Pools, spawn_blocking_in};

@@ -6,12 +6,13 @@
 //! report here.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use tokio::sync::Notify;
 
 use super::board::Seat;
+use super::slots::Slots;
 
 /// A bound the server enforces.
 #[derive(Debug, Clone, Copy)]
@@ -62,8 +63,7 @@ pub(crate) fn note(bound: Bound) {
 /// worker also its seat on the load board, so that the workers take turns.
 #[derive(Debug)]
 pub(crate) struct Gate {
-    live: AtomicUsize,
-    max: usize,
+    live: Slots,
     freed: Notify,
     seat: Option<Seat>,
 }
@@ -71,34 +71,27 @@ pub(crate) struct Gate {
 impl Gate {
     pub(crate) fn new(max: usize, seat: Option<Seat>) -> Arc<Self> {
         Arc::new(Self {
-            live: AtomicUsize::new(0),
-            max: max.max(1),
+            live: Slots::new(max),
             freed: Notify::new(),
             seat,
         })
     }
 
-    /// Waits until one more connection may be accepted: below the cap, and in a
-    /// `prefork` worker when no other worker holds fewer connections.
-    pub(crate) async fn admit(&self) {
+    /// Waits until one more connection may be accepted — a place under the cap, and in
+    /// a `prefork` worker its turn — and holds that place for the accept to come.
+    pub(crate) async fn admit(self: &Arc<Self>) -> Reservation {
         loop {
             let freed = self.freed.notified();
-            if self.live.load(Ordering::Acquire) < self.max {
-                break;
+            if self.live.try_take().is_some() {
+                let reserved = Reservation(Some(self.clone()));
+                if let Some(seat) = &self.seat {
+                    seat.wait_turn().await;
+                }
+                return reserved;
             }
             note(Bound::Connections);
             freed.await;
         }
-        if let Some(seat) = &self.seat {
-            seat.wait_turn().await;
-        }
-    }
-
-    /// Counts a connection until the returned pass is dropped.
-    pub(crate) fn enter(self: &Arc<Self>) -> Pass {
-        let live = self.live.fetch_add(1, Ordering::AcqRel) + 1;
-        self.publish(live);
-        Pass(self.clone())
     }
 
     /// Says this server accepts no more (a `prefork` worker leaves the board).
@@ -113,6 +106,37 @@ impl Gate {
             seat.publish(live);
         }
     }
+
+    fn release(&self) {
+        let live = self.live.give_back();
+        self.publish(live);
+        self.freed.notify_one();
+    }
+}
+
+/// A place under the cap, held for a connection not yet accepted; given back if it is
+/// dropped before [`Reservation::accept`].
+#[derive(Debug)]
+pub(crate) struct Reservation(Option<Arc<Gate>>);
+
+impl Reservation {
+    /// Gives the place to the accepted connection, and counts it on the load board.
+    pub(crate) fn accept(mut self) -> Pass {
+        let gate = self
+            .0
+            .take()
+            .expect("a reservation holds its gate until accepted");
+        gate.publish(gate.live.taken());
+        Pass(gate)
+    }
+}
+
+impl Drop for Reservation {
+    fn drop(&mut self) {
+        if let Some(gate) = self.0.take() {
+            gate.release();
+        }
+    }
 }
 
 /// A live connection's place under the cap.
@@ -121,8 +145,40 @@ pub(crate) struct Pass(Arc<Gate>);
 
 impl Drop for Pass {
     fn drop(&mut self) {
-        let live = self.0.live.fetch_sub(1, Ordering::AcqRel) - 1;
-        self.0.publish(live);
-        self.0.freed.notify_one();
+        self.0.release();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::future::Future;
+    use std::pin::pin;
+    use std::task::{Context, Poll, Waker};
+
+    use super::*;
+
+    #[test]
+    fn a_place_is_held_from_admission_and_freed_by_its_connection_or_its_failure() {
+        let gate = Gate::new(2, None);
+        let mut cx = Context::from_waker(Waker::noop());
+        let admit = |cx: &mut Context<'_>| match pin!(gate.admit()).poll(cx) {
+            Poll::Ready(reserved) => Some(reserved),
+            Poll::Pending => None,
+        };
+        let first = admit(&mut cx).expect("a place is free").accept();
+        let second = admit(&mut cx).expect("a second place is free");
+        assert!(
+            admit(&mut cx).is_none(),
+            "the cap holds while an accept is pending"
+        );
+        drop(second);
+        let third = admit(&mut cx).expect("a failed accept gives its place back");
+        drop(first);
+        assert!(
+            admit(&mut cx).is_some(),
+            "a closed connection gives its place back"
+        );
+        drop(third);
+        assert_eq!(gate.live.taken(), 0);
     }
 }
