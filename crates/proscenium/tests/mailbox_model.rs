@@ -75,7 +75,7 @@ use loom::future::block_on;
 use loom::sync::Arc;
 use loom::sync::atomic::AtomicBool;
 use loom::thread;
-use mailbox::{Control, Mailbox, Next, Overflow, Push};
+use mailbox::{Control, Mailbox, Work, Overflow, Push};
 use sync::Ordering;
 
 /// Runs `f` under every interleaving; each must leave no actor counted as woken, once
@@ -105,8 +105,8 @@ fn actor(mailbox: &Mailbox<u32>, want: usize) -> Vec<u32> {
     let mut hand = VecDeque::new();
     while handled.len() < want {
         match block_on(mailbox.recv(true, &mut hand)) {
-            Some(Next::Turn) => handled.extend(hand.drain(..)),
-            Some(Next::Order(order)) => panic!("no orders here: {order:?}"),
+            Some(Work::Turn) => handled.extend(hand.drain(..)),
+            Some(Work::Order(order)) => panic!("no orders here: {order:?}"),
             None => break,
         }
     }
@@ -197,8 +197,8 @@ fn an_order_raises_the_flag_until_the_actor_takes_it() {
         let mut handled = 0;
         while !took_order || handled < 2 {
             match block_on(mailbox.recv(true, &mut hand)) {
-                Some(Next::Order(Control::Resume)) => took_order = true,
-                Some(Next::Turn) => {
+                Some(Work::Order(Control::Resume)) => took_order = true,
+                Some(Work::Turn) => {
                     // As the actor goes from one message in hand to the next.
                     while hand.pop_front().is_some() {
                         handled += 1;

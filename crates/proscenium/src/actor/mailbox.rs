@@ -57,8 +57,8 @@ pub(crate) enum Control {
     },
 }
 
-/// What an actor does next.
-pub(crate) enum Next {
+/// The work an actor takes from its mailbox: an order, or a turn of messages.
+pub(crate) enum Work {
     Order(Control),
     /// Handle the messages in hand.
     Turn,
@@ -238,7 +238,7 @@ impl<T> Mailbox<T> {
     /// The next order, or else (when `messages`) a turn: `hand` topped up to a turn's
     /// messages from the queue. `None` once closed. (The turn's length is the mailbox's,
     /// not an argument: every argument enlarges every idle actor's task.)
-    pub(crate) async fn recv(&self, messages: bool, hand: &mut VecDeque<T>) -> Option<Next> {
+    pub(crate) async fn recv(&self, messages: bool, hand: &mut VecDeque<T>) -> Option<Work> {
         let mut idle_since = None;
         let mut look = true;
         loop {
@@ -273,7 +273,7 @@ impl<T> Mailbox<T> {
         messages: bool,
         hand: &mut VecDeque<T>,
         parking: bool,
-    ) -> Option<Option<Next>> {
+    ) -> Option<Option<Work>> {
         let mut state = self.state();
         if std::mem::take(&mut state.woken) {
             spin::awake();
@@ -283,7 +283,7 @@ impl<T> Mailbox<T> {
         }
         let before = state.queue.len() + state.in_hand;
         let next = if let Some(order) = state.orders.pop_front() {
-            Some(Next::Order(order))
+            Some(Work::Order(order))
         } else {
             self.attention.store(false, Ordering::Relaxed);
             if messages {
@@ -291,10 +291,10 @@ impl<T> Mailbox<T> {
                 let taken = wanted.min(state.queue.len());
                 hand.extend(state.queue.drain(..taken));
             }
-            (messages && !hand.is_empty()).then_some(Next::Turn)
+            (messages && !hand.is_empty()).then_some(Work::Turn)
         };
         // A turn starts on its first message at once: the rest wait in hand.
-        state.in_hand = hand.len() - usize::from(matches!(next, Some(Next::Turn)));
+        state.in_hand = hand.len() - usize::from(matches!(next, Some(Work::Turn)));
         state.idle = next.is_none();
         state.parked = parking && state.idle;
         let freed = before.saturating_sub(state.queue.len() + state.in_hand);

@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 
-use super::mailbox::{Mailbox, Next, Overflow, Push};
+use super::mailbox::{Mailbox, Work, Overflow, Push};
 
 fn full(overflow: Overflow) -> Mailbox<u32> {
     let mailbox = Mailbox::new(2, overflow, 1);
@@ -33,7 +33,7 @@ fn a_turn_taken_in_hand_still_counts_toward_the_bound() {
     assert!(matches!(mailbox.push(2), Push::Queued));
     assert!(matches!(
         mailbox.take(true, &mut hand, false),
-        Some(Some(Next::Turn))
+        Some(Some(Work::Turn))
     ));
     assert_eq!(hand, [1, 2]);
     // 1 is being handled, 2 waits in hand: room for one more, not three.
@@ -43,7 +43,7 @@ fn a_turn_taken_in_hand_still_counts_toward_the_bound() {
     hand.clear();
     assert!(matches!(
         mailbox.take(true, &mut hand, false),
-        Some(Some(Next::Turn))
+        Some(Some(Work::Turn))
     ));
     assert_eq!(hand, [3]);
     assert!(matches!(mailbox.push(4), Push::Queued));
@@ -56,7 +56,7 @@ async fn a_sender_waiting_for_room_is_let_in_once_the_actor_has_handled_a_messag
     assert!(matches!(mailbox.push(1), Push::Queued));
     assert!(matches!(
         mailbox.take(true, &mut hand, false),
-        Some(Some(Next::Turn))
+        Some(Some(Work::Turn))
     ));
     assert!(matches!(mailbox.push(2), Push::Queued));
     let waiting = tokio::spawn({
@@ -68,7 +68,7 @@ async fn a_sender_waiting_for_room_is_let_in_once_the_actor_has_handled_a_messag
     hand.clear();
     assert!(matches!(
         mailbox.take(true, &mut hand, false),
-        Some(Some(Next::Turn))
+        Some(Some(Work::Turn))
     ));
     assert!(waiting.await.unwrap(), "handling 1 made room");
 }

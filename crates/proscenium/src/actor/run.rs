@@ -13,7 +13,7 @@ use std::time::Duration;
 use parking_lot::Mutex;
 
 use super::addr::{AnyCell, Cell};
-use super::mailbox::{Control, Mailbox, Next};
+use super::mailbox::{Control, Mailbox, Work};
 use super::props::Props;
 use super::shared::Shared;
 use super::supervise::{Budget, Directive, Scope, Strategy};
@@ -204,25 +204,25 @@ async fn run<A: Actor>(factory: impl Fn() -> A + Send + Sync + 'static, mut ctx:
     let mut hand = VecDeque::new();
     'life: while let Some(next) = ctx.addr.cell.mailbox.recv(!suspended, &mut hand).await {
         match next {
-            Next::Order(Control::Stop) => break,
-            Next::Order(Control::Resume) => suspended = false,
-            Next::Order(Control::Restart) => {
+            Work::Order(Control::Stop) => break,
+            Work::Order(Control::Resume) => suspended = false,
+            Work::Order(Control::Restart) => {
                 ctx.stop_children();
                 actor = factory();
                 actor.started(&mut ctx);
                 suspended = false;
             }
-            Next::Order(Control::Failed { child, why }) => {
+            Work::Order(Control::Failed { child, why }) => {
                 if supervise(&actor.supervisor_strategy(), &mut ctx, child, &why) {
                     suspended = fail(&mut ctx, &mut own, why);
                 }
             }
             // The record goes: a parent that spawns and stops children without end
             // keeps only those alive.
-            Next::Order(Control::Stopped { child }) => {
+            Work::Order(Control::Stopped { child }) => {
                 ctx.children.retain(|c| c.id != child);
             }
-            Next::Turn => {
+            Work::Turn => {
                 let full = hand.len() >= ctx.addr.cell.mailbox.turn();
                 while let Some(envelope) = hand.pop_front() {
                     let message = envelope.type_name();
