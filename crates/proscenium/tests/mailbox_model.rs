@@ -75,7 +75,7 @@ use loom::future::block_on;
 use loom::sync::Arc;
 use loom::sync::atomic::AtomicBool;
 use loom::thread;
-use mailbox::{Control, Mailbox, Work, Overflow, Push};
+use mailbox::{Control, Mailbox, Overflow, Push, Work};
 use sync::Ordering;
 
 /// Runs `f` under every interleaving; each must leave no actor counted as woken, once

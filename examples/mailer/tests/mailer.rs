@@ -191,3 +191,39 @@ fn the_mailers_dispatcher_comes_from_configuration() {
         "{line}"
     );
 }
+
+/// Regression for issue 14: the spawn path printed each actor's task size to stderr
+/// when `FSIZE` was set (a debug probe). With logging off, the mailer — which spawns
+/// actors at start and sends a mail — writes nothing to stderr, whatever the
+/// environment.
+#[test]
+fn with_logging_off_nothing_reaches_stderr() {
+    let albums = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_mailer"))
+        .args(["--bind", "127.0.0.1:0", "--mail-ms", "1", "--albums"])
+        .arg(albums.path())
+        .env("FSIZE", "1")
+        .env("RUST_LOG", "off")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = proscenium::launch::served_address(&line)
+        .expect(&line)
+        .to_string();
+    assert_eq!(request(&addr, "POST", "/mail", MAIL).0, 202);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while sent(&addr) < 1 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{:?}", out.status);
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+}

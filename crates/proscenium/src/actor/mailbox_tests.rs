@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 
-use super::mailbox::{Mailbox, Work, Overflow, Push};
+use super::mailbox::{Mailbox, Overflow, Push, Work};
 
 fn full(overflow: Overflow) -> Mailbox<u32> {
     let mailbox = Mailbox::new(2, overflow, 1);
