@@ -127,23 +127,17 @@ fn send(worker: &Worker, job: Job) {
 impl Worker {
     fn start(name: &str) -> Self {
         let (jobs, mut queue) = mpsc::unbounded_channel::<Job>();
-        let thread = std::thread::Builder::new()
-            .name(name.to_owned())
-            .spawn(move || {
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .expect("a dispatcher thread builds its runtime");
-                let local = tokio::task::LocalSet::new();
-                local.block_on(&runtime, async {
-                    while let Some(job) = queue.recv().await {
-                        job();
-                    }
-                });
-                // Shut down: the actors still running drain and stop.
-                runtime.block_on(local);
-            })
-            .expect("a dispatcher thread starts");
+        let thread = crate::rt::runtime::spawn_thread(name.to_owned(), move |runtime| {
+            let local = tokio::task::LocalSet::new();
+            local.block_on(runtime, async {
+                while let Some(job) = queue.recv().await {
+                    job();
+                }
+            });
+            // Shut down: the actors still running drain and stop.
+            runtime.block_on(local);
+        })
+        .expect("a dispatcher thread starts");
         Self { jobs, thread }
     }
 }

@@ -173,9 +173,7 @@ impl System {
     /// Runs `future` to completion on a runtime of its own: for code outside any loop
     /// (`main`, tests) that talks to actors.
     pub fn block_on<F: std::future::Future>(&self, future: F) -> F::Output {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
+        crate::rt::runtime::current_thread()
             .expect("a runtime builds")
             .block_on(future)
     }
