@@ -58,7 +58,11 @@ pub(crate) fn parse(buf: &mut BytesMut, limits: &Limits) -> Result<Option<Head>,
         let mut req = httparse::Request::new(&mut []);
         let parsed = httparse::ParserConfig::default()
             .parse_request_with_uninit_headers(&mut req, buf, slots);
-        let len = match parsed.map_err(|e| refusal(e, buf))? {
+        let len = match parsed {
+            Ok(status) => status,
+            Err(e) => return refusal(e, buf).map_or_else(|| incomplete(buf, limits), Err),
+        };
+        let len = match len {
             httparse::Status::Complete(len) => len,
             httparse::Status::Partial => return incomplete(buf, limits),
         };
@@ -90,26 +94,38 @@ pub(crate) fn parse(buf: &mut BytesMut, limits: &Limits) -> Result<Option<Head>,
     interpret(method, uri, version, Fields::new(head, ranges)).map(Some)
 }
 
-/// The refusal for a head `httparse` rejects. It calls any bad version token a version
-/// error; only a well-formed `HTTP/x.y` of another version is 505 (RFC 9110 §15.6.6),
-/// anything else on the request line is malformed (400).
-fn refusal(e: httparse::Error, buf: &[u8]) -> ParseError {
+/// The refusal for a head `httparse` rejects, or `None` while the bytes so far could
+/// still become a request line with another HTTP version.
+///
+/// `httparse` calls any bad version token a version error. Only a well-formed
+/// `HTTP/x.y` of another version is 505 (RFC 9110 §15.6.6); anything else on the request
+/// line is malformed (400). Which one must not depend on how the line was split into
+/// reads, so a token that is still a prefix of `HTTP/x.y` waits for its end.
+fn refusal(e: httparse::Error, buf: &[u8]) -> Option<ParseError> {
     if e != httparse::Error::Version {
-        return e.into();
+        return Some(e.into());
     }
-    let line = buf
-        .split(|&b| b == b'\n')
-        .next()
-        .unwrap_or_default()
-        .trim_ascii_end();
-    let version = line.rsplit(|&b| b == b' ').next().unwrap_or_default();
-    match version {
-        [b'H', b'T', b'T', b'P', b'/', major, b'.', minor]
-            if major.is_ascii_digit() && minor.is_ascii_digit() =>
-        {
-            ParseError::Version
-        }
-        _ => ParseError::Malformed("invalid request line"),
+    let start = buf
+        .iter()
+        .position(|&b| b != b'\r' && b != b'\n')
+        .unwrap_or(buf.len());
+    let mut parts = buf[start..].splitn(3, |&b| b == b' ');
+    let version = parts.nth(2).unwrap_or_default();
+    let end = version
+        .iter()
+        .position(|&b| matches!(b, b' ' | b'\r' | b'\n'));
+    let token = &version[..end.unwrap_or(version.len())];
+    let fits = |at: usize, b: u8| match at {
+        0..5 => b == b"HTTP/"[at],
+        5 | 7 => b.is_ascii_digit(),
+        6 => b == b'.',
+        _ => false,
+    };
+    let prefix = token.iter().enumerate().all(|(at, &b)| fits(at, b));
+    match (prefix, end.is_some(), token.len()) {
+        (true, true, 8) => Some(ParseError::Version),
+        (true, false, _) => None,
+        _ => Some(ParseError::Malformed("invalid request line")),
     }
 }
 
