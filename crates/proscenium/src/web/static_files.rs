@@ -3,7 +3,10 @@
 //!
 //! The handler runs inline on the loop: `stat`, `open` and small reads hit the page
 //! cache and take microseconds; large files are not read at all but sent with
-//! `sendfile(2)` by the connection.
+//! `sendfile(2)` by the connection. Nothing it does may wait on anything else: files
+//! are opened with `O_NONBLOCK` (a FIFO would otherwise block the open until a writer
+//! came), only regular files and directories are served, and a listing stats its
+//! entries without opening them.
 
 use std::fs::{File, Metadata};
 use std::os::fd::OwnedFd;
@@ -92,19 +95,22 @@ impl StaticFiles {
             Err(status) => return error(status, "no such file"),
         };
         let opened = self
-            .open_beneath(&relative)
+            .open_beneath(&relative, OFlag::O_RDONLY | OFlag::O_NONBLOCK)
             .and_then(|f| Ok((f.metadata()?, f)));
         match opened {
-            Ok((meta, _)) if meta.is_dir() => self.directory(req, &raw, &relative),
-            Ok((meta, file)) => serve_file(req, file, &relative, &meta),
+            Ok((meta, dir)) if meta.is_dir() => self.directory(req, &raw, &relative, dir),
+            Ok((meta, file)) if meta.is_file() => serve_file(req, file, &relative, &meta),
+            // A FIFO, socket or device: 404 as nginx answers, saying nothing of what the
+            // name is, since nothing but regular files is ever served.
+            Ok(_) => error(StatusCode::NOT_FOUND, "no such file"),
             Err(e) => io_error(&e, &relative),
         }
     }
 
-    /// Opens `relative` below the root, refusing any escape (see [`Root`]).
-    fn open_beneath(&self, relative: &Path) -> std::io::Result<File> {
+    /// Opens `relative` below the root with `flags`, refusing any escape (see [`Root`]).
+    fn open_beneath(&self, relative: &Path, flags: OFlag) -> std::io::Result<File> {
         let how = OpenHow::new()
-            .flags(OFlag::O_RDONLY | OFlag::O_CLOEXEC)
+            .flags(flags | OFlag::O_CLOEXEC)
             .resolve(ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_MAGICLINKS);
         let path = if relative.as_os_str().is_empty() {
             Path::new(".")
@@ -118,8 +124,15 @@ impl StaticFiles {
         Ok(File::from(fd.map_err(std::io::Error::from)?))
     }
 
-    /// Redirects to the slash form, then serves `index.html` or a listing.
-    fn directory(&self, req: &Request, raw: &str, relative: &Path) -> Response {
+    /// Returns what the symlink `relative` leads to, if it stays below the root. The
+    /// `O_PATH` handle resolves the link without opening its target.
+    fn follow(&self, relative: &Path) -> Option<listing::Stat> {
+        let target = self.open_beneath(relative, OFlag::O_PATH).ok()?;
+        listing::Stat::of(&nix::sys::stat::fstat(&target).ok()?)
+    }
+
+    /// Redirects to the slash form, then serves `index.html` or a listing of `dir`.
+    fn directory(&self, req: &Request, raw: &str, relative: &Path, dir: File) -> Response {
         if !raw.ends_with('/') {
             let query = req
                 .uri()
@@ -134,23 +147,17 @@ impl StaticFiles {
         }
         let index = relative.join("index.html");
         match self
-            .open_beneath(&index)
+            .open_beneath(&index, OFlag::O_RDONLY | OFlag::O_NONBLOCK)
             .and_then(|f| Ok((f.metadata()?, f)))
         {
             Ok((meta, file)) if meta.is_file() => serve_file(req, file, &index, &meta),
-            _ => {
-                let entry = |name: &str| {
-                    self.open_beneath(&relative.join(name))
-                        .and_then(|f| f.metadata())
-                        .ok()
-                };
-                listing::render(
-                    req,
-                    &self.root.path.join(relative),
-                    self.show_dotfiles,
-                    &entry,
-                )
-            }
+            _ => listing::render(
+                req,
+                dir.into(),
+                &relative.display().to_string(),
+                self.show_dotfiles,
+                &|name| self.follow(&relative.join(name)),
+            ),
         }
     }
 }
