@@ -74,3 +74,56 @@ fn a_directory_holding_a_fifo_is_listed_without_it() {
         "what is never served is not listed: {html}"
     );
 }
+
+#[test]
+fn a_directory_redirect_never_names_another_host() {
+    let (_dir, root) = site();
+    let (server, _unblock) = serve(&root);
+    let addr = server.local_addr();
+    // `//docs/` would be read by a browser as the host `docs`.
+    for (path, location) in [("//docs", "/docs/"), ("///docs?x=1", "/docs/?x=1")] {
+        let res = support::get(addr, path);
+        let res = (res.status, res.header("location").map(str::to_owned));
+        assert_eq!(res, (301, Some(location.to_owned())), "{path}");
+    }
+}
+
+#[test]
+fn a_file_asked_for_as_a_directory_is_not_found() {
+    let (_dir, root) = site();
+    let (server, _unblock) = serve(&root);
+    let addr = server.local_addr();
+    for path in ["/file.txt/", "/file.txt/.", "/file.txt%2F"] {
+        assert_eq!(support::get(addr, path).status, 404, "{path}");
+    }
+}
+
+#[test]
+fn the_range_unit_is_case_insensitive() {
+    let (_dir, root) = site();
+    let (server, _unblock) = serve(&root);
+    // RFC 9110 §14.1: range units are compared case-insensitively.
+    let res = support::exchange(
+        server.local_addr(),
+        "GET /file.txt HTTP/1.1\r\nHost: t\r\nRange: BYTES=0-1\r\n\r\n",
+    );
+    assert_eq!((res.status, res.text().as_str()), (206, "He"));
+    assert_eq!(res.header("content-range"), Some("bytes 0-1/12"));
+}
+
+#[test]
+fn a_relative_symlink_inside_is_served_and_an_absolute_one_refused() {
+    let (_dir, root) = site();
+    let (server, _unblock) = serve(&root);
+    let addr = server.local_addr();
+    assert_eq!(
+        support::get(addr, "/relative-link.txt").text(),
+        "Hello, file!"
+    );
+    // RESOLVE_BENEATH refuses every absolute symlink, wherever it points: see
+    // docs/security.md.
+    assert_eq!(support::get(addr, "/absolute-link.txt").status, 404);
+    let html = support::get(addr, "/").text();
+    assert!(html.contains("relative-link.txt"), "{html}");
+    assert!(!html.contains("absolute-link.txt"), "{html}");
+}
