@@ -127,3 +127,17 @@ fn a_relative_symlink_inside_is_served_and_an_absolute_one_refused() {
     assert!(html.contains("relative-link.txt"), "{html}");
     assert!(!html.contains("absolute-link.txt"), "{html}");
 }
+
+fn serve_tools() -> proscenium::ServerHandle {
+    support::start_with(App::new(), |c| c.tools = true)
+}
+
+#[test]
+fn tools_mount_no_cpu_burning_route() {
+    let server = serve_tools();
+    let addr = server.local_addr();
+    assert_eq!(support::get(addr, "/_status").status, 200);
+    for path in ["/_cpu?ms=1", "/_cpu-blocking?ms=1"] {
+        assert_eq!(support::get(addr, path).status, 404, "{path}");
+    }
+}

@@ -1,8 +1,8 @@
-//! Diagnostic routes an operator can switch on (`tools = true`): `/_status` (the
-//! process id and JSON counters per loop), `/_echo` (the request exactly as parsed, for debugging clients),
-//! `/_delay?ms=N` (answers after N ms without using the CPU), and `/_cpu?ms=N` /
-//! `/_cpu-blocking?ms=N` (burn N ms of CPU on the loop, or on the blocking pool: what a
-//! stalled loop looks like, for the watchdog and the lab).
+//! Diagnostic routes an operator can switch on (`tools = true`, off by default):
+//! `/_status` (the process id and JSON counters per loop), `/_echo` (the request as
+//! parsed, for debugging clients) and `/_delay?ms=N` (answers after N ms without using
+//! the CPU). Nothing here costs the server more than the
+//! request itself: CPU-burning load-test routes are the lab's (`examples/lab-app`).
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::rt::watchdog::LiveStats;
-use crate::{App, Json, Query, Request, blocking, inline};
+use crate::{App, Json, Query, Request, inline};
 
 /// The longest delay `/_delay` accepts.
 const MAX_DELAY_MS: u64 = 10_000;
@@ -22,8 +22,6 @@ pub(crate) fn mount(app: App, live: &LiveStats) -> App {
     app.get("/_status", inline(move || status(&live)))
         .any("/_echo", inline(echo))
         .get("/_delay", delay)
-        .get("/_cpu", inline(burn))
-        .get("/_cpu-blocking", blocking(burn))
 }
 
 fn status(live: &LiveStats) -> Json<serde_json::Value> {
@@ -77,18 +75,6 @@ pub fn echo(req: Request) -> Json<serde_json::Value> {
 #[derive(Deserialize)]
 struct DelayQuery {
     ms: u64,
-}
-
-/// Burns `ms` of CPU (at most [`MAX_DELAY_MS`]) and says how many rounds it took.
-// Handlers take their extractors by value.
-#[allow(clippy::needless_pass_by_value)]
-fn burn(Query(q): Query<DelayQuery>) -> String {
-    let until = std::time::Instant::now() + Duration::from_millis(q.ms.min(MAX_DELAY_MS));
-    let mut rounds = 0u64;
-    while std::time::Instant::now() < until {
-        rounds = std::hint::black_box(rounds + 1);
-    }
-    format!("burned {} ms in {rounds} rounds\n", q.ms.min(MAX_DELAY_MS))
 }
 
 async fn delay(Query(q): Query<DelayQuery>) -> String {
