@@ -133,6 +133,34 @@ fn serve_tools() -> proscenium::ServerHandle {
 }
 
 #[test]
+fn echo_redacts_credentials() {
+    let server = serve_tools();
+    let res = support::exchange(
+        server.local_addr(),
+        "GET /_echo HTTP/1.1\r\nHost: t\r\nAuthorization: Basic c2VjcmV0\r\n\
+         Proxy-Authorization: Bearer secret\r\nCookie: session=secret\r\n\
+         Set-Cookie: id=secret\r\nX-Kept: visible\r\n\r\n",
+    );
+    let echoed: serde_json::Value = serde_json::from_slice(&res.body).unwrap();
+    let headers = echoed["headers"].as_array().unwrap();
+    for name in [
+        "authorization",
+        "proxy-authorization",
+        "cookie",
+        "set-cookie",
+    ] {
+        let field = headers.iter().find(|h| h[0] == name).unwrap();
+        assert_eq!(field[1], "[redacted]", "{name}");
+    }
+    assert!(
+        headers
+            .iter()
+            .any(|h| h[0] == "x-kept" && h[1] == "visible")
+    );
+    assert!(!res.text().contains("secret") && !res.text().contains("c2VjcmV0"));
+}
+
+#[test]
 fn tools_mount_no_cpu_burning_route() {
     let server = serve_tools();
     let addr = server.local_addr();

@@ -111,7 +111,7 @@ pub struct DeployArgs {
     #[arg(long)]
     pub debug: bool,
     /// Mounts the diagnostic routes (off by default): /_status (loops and counters),
-    /// /_echo (the request as parsed), /_delay?ms=N (a slow answer).
+    /// /_echo (the request as parsed, credentials redacted), /_delay?ms=N (a slow answer).
     #[arg(long)]
     pub tools: bool,
 }

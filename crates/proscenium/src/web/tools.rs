@@ -1,12 +1,13 @@
 //! Diagnostic routes an operator can switch on (`tools = true`, off by default):
 //! `/_status` (the process id and JSON counters per loop), `/_echo` (the request as
-//! parsed, for debugging clients) and `/_delay?ms=N` (answers after N ms without using
-//! the CPU). Nothing here costs the server more than the
+//! parsed, credentials redacted, for debugging clients) and `/_delay?ms=N` (answers
+//! after N ms without using the CPU). Nothing here costs the server more than the
 //! request itself: CPU-burning load-test routes are the lab's (`examples/lab-app`).
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use http::header;
 use serde::Deserialize;
 use serde_json::json;
 
@@ -15,6 +16,18 @@ use crate::{App, Json, Query, Request, inline};
 
 /// The longest delay `/_delay` accepts.
 const MAX_DELAY_MS: u64 = 10_000;
+
+/// Header fields whose values `echo` never reflects: credentials, which a page that
+/// can read the echo (or a log or screenshot of it) would otherwise carry away.
+const CREDENTIALS: [header::HeaderName; 4] = [
+    header::AUTHORIZATION,
+    header::PROXY_AUTHORIZATION,
+    header::COOKIE,
+    header::SET_COOKIE,
+];
+
+/// What `echo` shows in place of a credential's value.
+const REDACTED: &str = "[redacted]";
 
 /// Adds the diagnostic routes to `app`.
 pub(crate) fn mount(app: App, live: &LiveStats) -> App {
@@ -47,6 +60,8 @@ fn status(live: &LiveStats) -> Json<serde_json::Value> {
 }
 
 /// Returns the request as parsed: method, target, version, headers in order, body.
+/// The values of `Authorization`, `Proxy-Authorization`, `Cookie` and `Set-Cookie` are
+/// replaced by `[redacted]`.
 ///
 /// # Examples
 ///
@@ -61,7 +76,13 @@ pub fn echo(req: Request) -> Json<serde_json::Value> {
     let headers: Vec<_> = req
         .headers()
         .iter()
-        .map(|(k, v)| json!([k.as_str(), String::from_utf8_lossy(v.as_bytes())]))
+        .map(|(k, v)| {
+            if CREDENTIALS.contains(k) {
+                json!([k.as_str(), REDACTED])
+            } else {
+                json!([k.as_str(), String::from_utf8_lossy(v.as_bytes())])
+            }
+        })
         .collect();
     Json(json!({
         "method": req.method().as_str(),
