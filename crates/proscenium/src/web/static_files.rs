@@ -109,7 +109,7 @@ impl StaticFiles {
                 serve_file(req, file, &relative, &meta)
             }
             // A FIFO, socket or device: 404 as nginx answers, saying nothing of what the
-            // name is, since nothing but regular files is ever served.
+            // name is, since only regular files and directories are ever served.
             Ok(_) => error(StatusCode::NOT_FOUND, "no such file"),
             Err(e) => io_error(&e, &relative),
         }
