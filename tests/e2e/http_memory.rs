@@ -1,5 +1,5 @@
 //! Issue 15: hostile clients cost bounded memory and no uptime. Pipelining without
-//! reading.
+//! reading, announcing bodies that never come, sending bodies past the server's budget.
 //!
 //! The memory tests measure a server in a child process (this test binary run again,
 //! as the ignored test [`child`]), so that the other tests of the binary, running
@@ -98,6 +98,11 @@ impl ChildServer {
             .expect("status has VmRSS");
         kib * 1024
     }
+
+    /// Returns whether the child is still running.
+    fn is_alive(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
 }
 
 impl Drop for ChildServer {
@@ -176,4 +181,55 @@ fn issue15_pipelining_without_reading_costs_bounded_memory() {
         "kept {after} bytes ({before} before)"
     );
     assert_eq!(client.get("/").response().text(), "root");
+}
+
+/// 400 heads announcing 8 MiB bodies that never come: the server reserved 8 MiB for
+/// each, and under a 2 GiB address-space limit aborted. Now it reserves nothing for
+/// a body before it arrives, and answers the next request.
+#[test]
+fn issue15_announced_bodies_reserve_nothing() {
+    let mut server = ChildServer::start("loops", Some(2 << 30));
+    let head = "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 8388608\r\n\r\n";
+    let conns: Vec<TcpStream> = (0..400)
+        .map(|_| {
+            let mut conn = TcpStream::connect(server.addr).unwrap();
+            conn.write_all(head.as_bytes()).unwrap();
+            conn
+        })
+        .collect();
+    let mut client = Client::connect(server.addr);
+    assert_eq!(client.get("/").response().text(), "root");
+    assert!(server.is_alive(), "the server died");
+    drop(conns);
+}
+
+/// A body that needs more room than the server's budget for buffered bodies gets
+/// 503 with Retry-After, and the server goes on answering others.
+#[test]
+fn issue15_bodies_past_the_budget_get_503() {
+    let server = support::start_with(app(), |c| {
+        c.limits.max_body = 4 * MIB;
+        c.limits.max_buffered_bodies = 256 * 1024;
+    });
+    let addr = server.local_addr();
+    let mut conn = TcpStream::connect(addr).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut writer = conn.try_clone().unwrap();
+    let sending = std::thread::spawn(move || {
+        let head = format!("POST / HTTP/1.1\r\nHost: t\r\nContent-Length: {MIB}\r\n\r\n");
+        // The server refuses partway and closes: the rest may not be taken.
+        let _ = writer.write_all(head.as_bytes());
+        let _ = writer.write_all(&vec![b'b'; MIB as usize]);
+    });
+    let mut answer = Vec::new();
+    let _ = std::io::Read::read_to_end(&mut conn, &mut answer);
+    sending.join().unwrap();
+    let answer = String::from_utf8_lossy(&answer).to_ascii_lowercase();
+    assert!(answer.starts_with("http/1.1 503 "), "{answer}");
+    assert!(answer.contains("\r\nretry-after: 1\r\n"), "{answer}");
+
+    let mut client = Client::connect(addr);
+    client.send("POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello");
+    assert_eq!(client.response().text(), "5 bytes");
 }

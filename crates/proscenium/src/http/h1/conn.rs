@@ -139,10 +139,11 @@ impl Conn {
     async fn run(&mut self) -> std::io::Result<Ended> {
         loop {
             // Reading: a request from what is buffered, or wait for more.
-            let message = match self
-                .decoder
-                .decode(&mut self.rbuf, &self.shared.config.limits)
-            {
+            let message = match self.decoder.decode(
+                &mut self.rbuf,
+                &self.shared.config.limits,
+                &self.shared.bodies,
+            ) {
                 Ok(Some(message)) => message,
                 Ok(None) => {
                     self.phase = self.reading();
@@ -433,7 +434,11 @@ impl Conn {
             .log
             .as_ref()
             .map(|log| log.note(self.peer, self.decoder.pending()));
-        let res = crate::http::response::error(e.status(), e.to_string());
+        let res = if *e == ParseError::NoRoom {
+            crate::http::response::unavailable(e.to_string())
+        } else {
+            crate::http::response::error(e.status(), e.to_string())
+        };
         self.rbuf.clear();
         let mut terms = Terms::refusal(line);
         if let Err(unsent) = self.buffer(res, &mut terms) {

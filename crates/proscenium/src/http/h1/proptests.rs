@@ -32,7 +32,7 @@ fn readings(stream: &[u8], cuts: &[usize]) -> (Vec<Reading>, Option<u16>) {
         buf.extend_from_slice(&stream[start..end]);
         start = end;
         loop {
-            match decoder.decode(&mut buf, &limits) {
+            match decoder.decode(&mut buf, &limits, &super::decode::Budget::new(usize::MAX)) {
                 Ok(Some(m)) => messages.push((
                     m.req.method().to_string(),
                     m.req.uri().to_string(),
