@@ -2,7 +2,8 @@
 # The blocked-loop story: light requests' latency while 10 % of requests burn 50 ms of
 # CPU, under event-loop, loops, loops with the heavy work on the blocking pool, and
 # thread-pool. A background wrk sends the mix (mix.lua); a second wrk measures the
-# light route alone, and its p50/p99 are what a light request sees meanwhile.
+# light route alone, and its p50/p99 are what a light request sees meanwhile. The server
+# is examples/lab-app (its /cpu routes), with --tools for the light route /_echo.
 #
 # Usage: bench/blocked-loop.sh          (DURATION=10 RUNS=3 by default)
 set -euo pipefail
@@ -16,13 +17,12 @@ need curl
 build_proscenium
 
 # model, heavy route
-CASES=("event-loop /_cpu" "loops:2 /_cpu" "loops:2 /_cpu-blocking" "thread-pool /_cpu")
+CASES=("event-loop /cpu" "loops:2 /cpu" "loops:2 /cpu-blocking" "thread-pool /cpu")
 results="$(mktemp)"
-site="$(mktemp -d)"
 
 for case in "${CASES[@]}"; do
   read -r model heavy <<<"$case"
-  start_server "$RELEASE_DIR/proscenium" serve "$site" --tools --bind 127.0.0.1:8080 --model "$model"
+  start_server "$RELEASE_DIR/lab-app" --tools --bind 127.0.0.1:8080 --model "$model"
   wait_ready http://127.0.0.1:8080/_echo
   echo "running $model with $heavy..." >&2
   for _ in $(seq "$RUNS"); do

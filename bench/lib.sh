@@ -31,7 +31,7 @@ need() {
 
 # Builds Proscenium's release binaries once.
 build_proscenium() {
-  (cd "$ROOT_DIR" && cargo build --release --quiet -p hello -p proscenium-cli)
+  (cd "$ROOT_DIR" && cargo build --release --quiet -p hello -p lab-app -p proscenium-cli)
 }
 
 # Builds one peer from bench/peers/NAME into bench/peers/target.

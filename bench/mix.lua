@@ -1,5 +1,5 @@
 -- wrk script: 10 % of requests burn 50 ms of CPU on the route given as wrk's URL path
--- (/_cpu on the loop, /_cpu-blocking on the pool), the rest are light (/_echo).
+-- (lab-app's /cpu on the loop, /cpu-blocking on the pool), the rest are light (/_echo).
 local heavy
 
 init = function(args)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Execution models side by side: plaintext (examples/hello) and a 1 ms CPU route
-# (`proscenium serve --tools`, /_cpu?ms=1) under each model, 64 keep-alive connections.
+# (examples/lab-app, /cpu?ms=1) under each model, 64 keep-alive connections.
 # Prints req/s, p99 and server CPU per request.
 #
 # The multi-core models need both cores, so here the server and wrk share the whole
@@ -20,7 +20,6 @@ build_proscenium
 
 MODELS=(loops:2 prefork:2 event-loop thread-pool thread-per-conn)
 results="$(mktemp)"
-site="$(mktemp -d)"
 
 for model in "${MODELS[@]}"; do
   # prefork:2 on 2 cores runs one loop per worker (cores / workers).
@@ -31,10 +30,10 @@ for model in "${MODELS[@]}"; do
   echo "$model plaintext $(measure_median "$SERVER_PID" http://127.0.0.1:8080/plaintext 64)" >>"$results"
   stop_server "$SERVER_PID"
 
-  start_server "$RELEASE_DIR/proscenium" serve "$site" --tools --bind 127.0.0.1:8080 --model "$model"
-  wait_ready "http://127.0.0.1:8080/_cpu?ms=1"
+  start_server "$RELEASE_DIR/lab-app" --bind 127.0.0.1:8080 --model "$model"
+  wait_ready "http://127.0.0.1:8080/cpu?ms=1"
   echo "running $model cpu-1ms..." >&2
-  echo "$model cpu-1ms $(measure_median "$SERVER_PID" "http://127.0.0.1:8080/_cpu?ms=1" 64)" >>"$results"
+  echo "$model cpu-1ms $(measure_median "$SERVER_PID" "http://127.0.0.1:8080/cpu?ms=1" 64)" >>"$results"
   stop_server "$SERVER_PID"
 done
 

@@ -112,6 +112,15 @@ fn smuggling_attempts_are_refused_and_nothing_behind_them_is_read() {
         format!("GET / HTTP/1.1\r\nHost: t\r\nX-A: a\0b\r\n\r\n{smuggled}"),
         format!("GET / HTTP/1.1\r\nHost: t\r\nX-A: a\rb\r\n\r\n{smuggled}"),
         format!("POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n{smuggled}"),
+        // Issue 15: a list of equal lengths, a chunk extension without `;`, and a
+        // request after a last chunk without its final CRLF (it was read as trailers).
+        format!("POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 4, 4\r\n\r\nabcd{smuggled}"),
+        format!(
+            "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n3 x\r\nabc\r\n0\r\n\r\n{smuggled}"
+        ),
+        format!("POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n{smuggled}"),
+        format!("GET / HTTP/1.1\r\nHost: t/../../etc\r\n\r\n{smuggled}"),
+        format!("GET / HTTP/1.1x\r\nHost: t\r\n\r\n{smuggled}"),
     ];
     for raw in table {
         assert_refused(addr, &raw, 400);

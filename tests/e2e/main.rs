@@ -15,5 +15,6 @@ mod idle;
 mod overload;
 mod runtime;
 mod state;
+mod web_hostile;
 mod web_log;
 mod web_static;

@@ -221,6 +221,11 @@ fn images_app(most: &std::sync::Arc<std::sync::atomic::AtomicUsize>) -> App {
             move |proscenium::Path(ms): proscenium::Path<u64>| {
                 let now = NOW.fetch_add(1, Ordering::SeqCst) + 1;
                 most.fetch_max(now, Ordering::SeqCst);
+                let waiting = Instant::now();
+                while most.load(Ordering::SeqCst) < 2 && waiting.elapsed() < Duration::from_secs(5)
+                {
+                    thread::sleep(Duration::from_millis(5));
+                }
                 thread::sleep(Duration::from_millis(ms));
                 NOW.fetch_sub(1, Ordering::SeqCst);
                 thread::current().name().unwrap_or("").to_owned()

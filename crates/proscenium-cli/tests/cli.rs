@@ -124,6 +124,15 @@ fn routes_lists_the_configured_routes() {
 }
 
 #[test]
+fn the_demo_site_mounts_no_diagnostic_routes() {
+    let site = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/site");
+    let out = proscenium().args(["routes", site]).output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("/_"), "{text}");
+}
+
+#[test]
 fn help_names_every_serve_flag() {
     let out = proscenium().args(["serve", "--help"]).output().unwrap();
     let text = String::from_utf8_lossy(&out.stdout);

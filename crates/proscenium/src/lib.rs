@@ -49,6 +49,9 @@ pub mod app;
 pub mod config;
 mod error;
 pub mod events;
+#[cfg(fuzzing)]
+#[doc(hidden)]
+pub mod fuzz;
 pub mod http;
 pub mod launch;
 pub mod rt;

@@ -11,6 +11,9 @@
 //! - `GET /fib?n=N`: recursive fib(N) (Node.Scala's light and heavy requests); marked
 //!   blocking, so it runs on the blocking pool when one is configured and on the loop
 //!   under `--blocking-pool 0` (Node.js, faithfully).
+//! - `GET /cpu?ms=N`, `GET /cpu-blocking?ms=N`: N ms (at most 10,000) of CPU, on the
+//!   loop or on the blocking pool: what a stalled loop looks like, for the watchdog
+//!   and `bench/models.sh` / `bench/blocked-loop.sh`.
 //! - `GET /relay`: fetches `--upstream` and relays its body (the thesis's off-system
 //!   work, Fig. 5.5–5.7); under the thread models the await blocks the thread.
 //! - `GET /page?ms=N&kb=K`: K KiB after N ms without using the CPU: the slow upstream
@@ -42,6 +45,8 @@ fn app(upstream: hyper::Uri) -> App {
         .get("/dynamic", inline(workloads::dynamic_page))
         .get("/fib-iter", inline(workloads::fib_iterative))
         .get("/fib", blocking(workloads::fib_recursive))
+        .get("/cpu", inline(workloads::burn))
+        .get("/cpu-blocking", blocking(workloads::burn))
         .get("/page", workloads::slow_page)
         .get("/relay", move || workloads::relay(upstream.clone()))
 }

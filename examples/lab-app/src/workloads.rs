@@ -69,6 +69,29 @@ pub(crate) fn fib_recursive(Query(q): Query<N>) -> Result<String, Rejection> {
 }
 
 #[derive(Deserialize)]
+pub(crate) struct Millis {
+    ms: u64,
+}
+
+/// The longest burn `/cpu` accepts, so a request cannot hold a core for minutes.
+const MAX_BURN_MS: u64 = 10_000;
+
+/// Burns `ms` of CPU and says how many rounds it took.
+// Handlers take their extractors by value.
+#[allow(clippy::needless_pass_by_value)]
+pub(crate) fn burn(Query(q): Query<Millis>) -> Result<String, Rejection> {
+    if q.ms > MAX_BURN_MS {
+        return Err((StatusCode::BAD_REQUEST, "ms is at most 10000"));
+    }
+    let until = std::time::Instant::now() + Duration::from_millis(q.ms);
+    let mut rounds = 0u64;
+    while std::time::Instant::now() < until {
+        rounds = black_box(rounds + 1);
+    }
+    Ok(format!("burned {} ms in {rounds} rounds\n", q.ms))
+}
+
+#[derive(Deserialize)]
 pub(crate) struct Page {
     ms: u64,
     kb: usize,

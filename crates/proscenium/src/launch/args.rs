@@ -110,9 +110,8 @@ pub struct DeployArgs {
     /// Adds request time and loop id to the access log, and debug messages to stderr.
     #[arg(long)]
     pub debug: bool,
-    /// Mounts the diagnostic routes /_status (loops and counters), /_echo (the
-    /// request as parsed), /_delay?ms=N (a slow answer), /_cpu?ms=N and
-    /// /_cpu-blocking?ms=N (N ms of CPU, on the loop or the blocking pool).
+    /// Mounts the diagnostic routes (off by default): /_status (loops and counters),
+    /// /_echo (the request as parsed, credentials redacted), /_delay?ms=N (a slow answer).
     #[arg(long)]
     pub tools: bool,
 }

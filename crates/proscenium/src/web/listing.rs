@@ -1,12 +1,14 @@
 //! Directory listings: an HTML page with links, sizes and dates, or JSON for clients
 //! that ask for `application/json`.
 
-use std::fs::Metadata;
-use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::os::fd::OwnedFd;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use http::StatusCode;
 use http::header;
+use nix::dir::Dir;
+use nix::fcntl::AtFlags;
+use nix::sys::stat::{FileStat, SFlag, fstatat};
 use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
 use serde_json::json;
 
@@ -35,24 +37,50 @@ const SEGMENT: &AsciiSet = &CONTROLS
 /// One entry of a directory.
 struct Entry {
     name: String,
+    stat: Stat,
+}
+
+/// What a listing shows of a file or directory.
+pub(crate) struct Stat {
     is_dir: bool,
     size: u64,
     modified: SystemTime,
 }
 
-/// Renders the listing of `dir`, as JSON when the client asks for it. `stat` gives an
-/// entry's metadata, or `None` to leave it out (a dangling symlink, or one that leads
-/// outside the root).
+impl Stat {
+    /// Returns what a listing shows of a regular file or a directory, `None` for
+    /// anything else: FIFOs, sockets and devices are never served, so not listed.
+    pub(crate) fn of(st: &FileStat) -> Option<Self> {
+        let kind = SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT;
+        if kind != SFlag::S_IFREG && kind != SFlag::S_IFDIR {
+            return None;
+        }
+        let modified = u64::try_from(st.st_mtime).map_or(UNIX_EPOCH, |secs| {
+            let nanos = u32::try_from(st.st_mtime_nsec).unwrap_or(0);
+            UNIX_EPOCH + Duration::new(secs, nanos)
+        });
+        Some(Self {
+            is_dir: kind == SFlag::S_IFDIR,
+            size: u64::try_from(st.st_size).unwrap_or(0),
+            modified,
+        })
+    }
+}
+
+/// Renders the listing of the opened directory `dir` (`path` names it in logs), as JSON
+/// when the client asks for it. `follow` gives what a symlink named in `dir` leads to,
+/// or `None` to leave it out (dangling, or leading outside the root).
 pub(crate) fn render(
     req: &Request,
-    dir: &Path,
+    dir: OwnedFd,
+    path: &str,
     show_dotfiles: bool,
-    stat: &dyn Fn(&str) -> Option<Metadata>,
+    follow: &dyn Fn(&str) -> Option<Stat>,
 ) -> Response {
-    let entries = match read(dir, show_dotfiles, stat) {
+    let entries = match read(dir, show_dotfiles, follow) {
         Ok(entries) => entries,
         Err(e) => {
-            tracing::warn!("cannot list {}: {e}", dir.display());
+            tracing::warn!("cannot list {path}: {e}");
             return error(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "cannot list the directory",
@@ -71,30 +99,43 @@ pub(crate) fn render(
     }
 }
 
-/// Reads the entries of `dir`: directories first, then by name.
+/// Reads the entries of `dir`: directories first, then by name. Entries are stat'ed
+/// with `fstatat`, never opened: opening a FIFO would block the loop until a writer
+/// came, and opening a device may have effects of its own.
 fn read(
-    dir: &Path,
+    dir: OwnedFd,
     show_dotfiles: bool,
-    stat: &dyn Fn(&str) -> Option<Metadata>,
-) -> std::io::Result<Vec<Entry>> {
-    let mut entries = Vec::new();
-    for item in std::fs::read_dir(dir)? {
-        let item = item?;
-        let name = item.file_name().to_string_lossy().into_owned();
-        if name.starts_with('.') && !show_dotfiles {
-            continue;
-        }
-        let Some(meta) = stat(&name) else {
+    follow: &dyn Fn(&str) -> Option<Stat>,
+) -> nix::Result<Vec<Entry>> {
+    let mut dir = Dir::from_fd(dir)?;
+    let names: Vec<String> = dir
+        .iter()
+        .filter_map(Result::ok)
+        .map(|item| item.file_name().to_string_lossy().into_owned())
+        .filter(|name| name != "." && name != "..")
+        .filter(|name| show_dotfiles || !name.starts_with('.'))
+        .collect();
+    let mut entries = Vec::with_capacity(names.len());
+    for name in names {
+        let Ok(st) = fstatat(&dir, name.as_str(), AtFlags::AT_SYMLINK_NOFOLLOW) else {
             continue;
         };
-        entries.push(Entry {
-            name,
-            is_dir: meta.is_dir(),
-            size: meta.len(),
-            modified: meta.modified().unwrap_or(UNIX_EPOCH),
-        });
+        let is_link = SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT == SFlag::S_IFLNK;
+        let stat = if is_link {
+            follow(&name)
+        } else {
+            Stat::of(&st)
+        };
+        if let Some(stat) = stat {
+            entries.push(Entry { name, stat });
+        }
     }
-    entries.sort_by(|a, b| b.is_dir.cmp(&a.is_dir).then_with(|| a.name.cmp(&b.name)));
+    entries.sort_by(|a, b| {
+        b.stat
+            .is_dir
+            .cmp(&a.stat.is_dir)
+            .then_with(|| a.name.cmp(&b.name))
+    });
     Ok(entries)
 }
 
@@ -104,9 +145,9 @@ fn json_listing(entries: &[Entry]) -> Json<serde_json::Value> {
         .map(|e| {
             json!({
                 "name": e.name,
-                "type": if e.is_dir { "dir" } else { "file" },
-                "size": if e.is_dir { None } else { Some(e.size) },
-                "modified": httpdate::fmt_http_date(e.modified),
+                "type": if e.stat.is_dir { "dir" } else { "file" },
+                "size": if e.stat.is_dir { None } else { Some(e.stat.size) },
+                "modified": httpdate::fmt_http_date(e.stat.modified),
             })
         })
         .collect();
@@ -120,17 +161,17 @@ fn html_listing(path: &str, entries: &[Entry]) -> String {
         rows.push_str("<tr><td><a href=\"../\">../</a></td><td></td><td></td></tr>\n");
     }
     for e in entries {
-        let slash = if e.is_dir { "/" } else { "" };
+        let slash = if e.stat.is_dir { "/" } else { "" };
         let href = utf8_percent_encode(&e.name, SEGMENT);
-        let size = if e.is_dir {
+        let size = if e.stat.is_dir {
             "-".to_owned()
         } else {
-            human_size(e.size)
+            human_size(e.stat.size)
         };
         rows.push_str(&format!(
             "<tr><td><a href=\"{href}{slash}\">{}{slash}</a></td><td>{size}</td><td>{}</td></tr>\n",
             html_escape(&e.name),
-            httpdate::fmt_http_date(e.modified),
+            httpdate::fmt_http_date(e.stat.modified),
         ));
     }
     format!(
@@ -172,9 +213,11 @@ mod tests {
     fn names_are_escaped_and_links_encoded() {
         let entries = [Entry {
             name: "a <b>&c.txt".into(),
-            is_dir: false,
-            size: 3,
-            modified: UNIX_EPOCH,
+            stat: Stat {
+                is_dir: false,
+                size: 3,
+                modified: UNIX_EPOCH,
+            },
         }];
         let page = html_listing("/docs/", &entries);
         assert!(

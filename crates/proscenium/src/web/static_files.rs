@@ -3,7 +3,10 @@
 //!
 //! The handler runs inline on the loop: `stat`, `open` and small reads hit the page
 //! cache and take microseconds; large files are not read at all but sent with
-//! `sendfile(2)` by the connection.
+//! `sendfile(2)` by the connection. Nothing it does may wait on anything else: files
+//! are opened with `O_NONBLOCK` (a FIFO would otherwise block the open until a writer
+//! came), only regular files and directories are served, and a listing stats its
+//! entries without opening them.
 
 use std::fs::{File, Metadata};
 use std::os::fd::OwnedFd;
@@ -87,24 +90,35 @@ impl StaticFiles {
         let raw = req
             .param("path")
             .map_or_else(|| req.uri().path().to_owned(), |p| format!("/{p}"));
-        let relative = match resolve(&raw, self.show_dotfiles) {
-            Ok(relative) => relative,
+        let Resolved {
+            relative,
+            names_directory,
+        } = match resolve(&raw, self.show_dotfiles) {
+            Ok(resolved) => resolved,
             Err(status) => return error(status, "no such file"),
         };
         let opened = self
-            .open_beneath(&relative)
+            .open_beneath(&relative, OFlag::O_RDONLY | OFlag::O_NONBLOCK)
             .and_then(|f| Ok((f.metadata()?, f)));
         match opened {
-            Ok((meta, _)) if meta.is_dir() => self.directory(req, &raw, &relative),
-            Ok((meta, file)) => serve_file(req, file, &relative, &meta),
+            Ok((meta, _)) if meta.is_dir() && !names_directory => redirect_to_directory(req),
+            Ok((meta, dir)) if meta.is_dir() => self.directory(req, &relative, dir),
+            // `/file.txt/` names a directory, which a file is not (nginx: 404); served,
+            // the file's relative links would resolve below it.
+            Ok((meta, file)) if meta.is_file() && !names_directory => {
+                serve_file(req, file, &relative, &meta)
+            }
+            // A FIFO, socket or device: 404 as nginx answers, saying nothing of what the
+            // name is, since only regular files and directories are ever served.
+            Ok(_) => error(StatusCode::NOT_FOUND, "no such file"),
             Err(e) => io_error(&e, &relative),
         }
     }
 
-    /// Opens `relative` below the root, refusing any escape (see [`Root`]).
-    fn open_beneath(&self, relative: &Path) -> std::io::Result<File> {
+    /// Opens `relative` below the root with `flags`, refusing any escape (see [`Root`]).
+    fn open_beneath(&self, relative: &Path, flags: OFlag) -> std::io::Result<File> {
         let how = OpenHow::new()
-            .flags(OFlag::O_RDONLY | OFlag::O_CLOEXEC)
+            .flags(flags | OFlag::O_CLOEXEC)
             .resolve(ResolveFlag::RESOLVE_BENEATH | ResolveFlag::RESOLVE_NO_MAGICLINKS);
         let path = if relative.as_os_str().is_empty() {
             Path::new(".")
@@ -118,39 +132,28 @@ impl StaticFiles {
         Ok(File::from(fd.map_err(std::io::Error::from)?))
     }
 
-    /// Redirects to the slash form, then serves `index.html` or a listing.
-    fn directory(&self, req: &Request, raw: &str, relative: &Path) -> Response {
-        if !raw.ends_with('/') {
-            let query = req
-                .uri()
-                .query()
-                .map_or_else(String::new, |q| format!("?{q}"));
-            let location = format!("{}/{query}", req.uri().path());
-            let mut res = error(StatusCode::MOVED_PERMANENTLY, "a directory");
-            if let Ok(value) = HeaderValue::from_str(&location) {
-                res.headers_mut().insert(header::LOCATION, value);
-            }
-            return res;
-        }
+    /// Returns what the symlink `relative` leads to, if it stays below the root. The
+    /// `O_PATH` handle resolves the link without opening its target.
+    fn follow(&self, relative: &Path) -> Option<listing::Stat> {
+        let target = self.open_beneath(relative, OFlag::O_PATH).ok()?;
+        listing::Stat::of(&nix::sys::stat::fstat(&target).ok()?)
+    }
+
+    /// Serves `index.html` or a listing of `dir`.
+    fn directory(&self, req: &Request, relative: &Path, dir: File) -> Response {
         let index = relative.join("index.html");
         match self
-            .open_beneath(&index)
+            .open_beneath(&index, OFlag::O_RDONLY | OFlag::O_NONBLOCK)
             .and_then(|f| Ok((f.metadata()?, f)))
         {
             Ok((meta, file)) if meta.is_file() => serve_file(req, file, &index, &meta),
-            _ => {
-                let entry = |name: &str| {
-                    self.open_beneath(&relative.join(name))
-                        .and_then(|f| f.metadata())
-                        .ok()
-                };
-                listing::render(
-                    req,
-                    &self.root.path.join(relative),
-                    self.show_dotfiles,
-                    &entry,
-                )
-            }
+            _ => listing::render(
+                req,
+                dir.into(),
+                &relative.display().to_string(),
+                self.show_dotfiles,
+                &|name| self.follow(&relative.join(name)),
+            ),
         }
     }
 }
@@ -165,10 +168,46 @@ impl Handler<StaticFiles> for StaticFiles {
     }
 }
 
-/// Turns a request path into a relative path below the root, or the status to refuse
-/// it with: 400 for what no client should send (NUL, backslash, bad encoding), 404 for
-/// `..` segments and hidden names, as if they did not exist.
-fn resolve(raw: &str, show_dotfiles: bool) -> Result<PathBuf, StatusCode> {
+/// Redirects a directory asked for without its final slash to the slash form, so that
+/// relative links in its page resolve inside it.
+fn redirect_to_directory(req: &Request) -> Response {
+    let query = req
+        .uri()
+        .query()
+        .map_or_else(String::new, |q| format!("?{q}"));
+    let location = format!("{}/{query}", collapse_slashes(req.uri().path()));
+    let mut res = error(StatusCode::MOVED_PERMANENTLY, "a directory");
+    if let Ok(value) = HeaderValue::from_str(&location) {
+        res.headers_mut().insert(header::LOCATION, value);
+    }
+    res
+}
+
+/// Returns `path` with each run of slashes made one. A Location of `//docs/` is a
+/// network-path reference (RFC 3986 §4.2): a browser would go to the host `docs`.
+fn collapse_slashes(path: &str) -> String {
+    let mut collapsed = String::with_capacity(path.len());
+    for c in path.chars() {
+        if c != '/' || !collapsed.ends_with('/') {
+            collapsed.push(c);
+        }
+    }
+    collapsed
+}
+
+/// A request path resolved below the root.
+#[derive(Debug, PartialEq, Eq)]
+struct Resolved {
+    /// The path relative to the root, with `.` segments and repeated slashes gone.
+    relative: PathBuf,
+    /// Whether the path ends in `/` (or `/.`): only a directory can answer it.
+    names_directory: bool,
+}
+
+/// Resolves a request path below the root, or returns the status to refuse it with:
+/// 400 for what no client should send (NUL, backslash, bad encoding), 404 for `..`
+/// segments and hidden names, as if they did not exist.
+fn resolve(raw: &str, show_dotfiles: bool) -> Result<Resolved, StatusCode> {
     let decoded = percent_encoding::percent_decode_str(raw)
         .decode_utf8()
         .map_err(|_| StatusCode::BAD_REQUEST)?;
@@ -188,7 +227,10 @@ fn resolve(raw: &str, show_dotfiles: bool) -> Result<PathBuf, StatusCode> {
             Component::ParentDir | Component::Prefix(_) => return Err(StatusCode::NOT_FOUND),
         }
     }
-    Ok(relative)
+    Ok(Resolved {
+        relative,
+        names_directory: decoded.ends_with('/') || decoded.ends_with("/."),
+    })
 }
 
 /// Opens a directory as a handle for `openat2`.
@@ -296,8 +338,10 @@ enum Range {
 /// Parses a single-range `Range` header (RFC 9110 §14.1.2). Multiple or malformed
 /// ranges are ignored, which the RFC allows, and the whole file is sent.
 fn parse_range(value: &str, len: u64) -> Range {
-    let Some(spec) = value.trim().strip_prefix("bytes=") else {
-        return Range::Whole;
+    // Range units are case-insensitive (RFC 9110 §14.1).
+    let spec = match value.trim().split_once('=') {
+        Some((unit, spec)) if unit.eq_ignore_ascii_case("bytes") => spec,
+        _ => return Range::Whole,
     };
     if len == 0 {
         return Range::Whole; // nothing to slice; the empty file itself is the answer
@@ -412,8 +456,9 @@ mod tests {
 
     #[test]
     fn resolves_paths_below_the_root_and_refuses_escapes() {
-        assert_eq!(resolve("/a/b.txt", false).unwrap(), Path::new("a/b.txt"));
-        assert_eq!(resolve("/a%20b/./c", false).unwrap(), Path::new("a b/c"));
+        let relative = |raw| resolve(raw, false).unwrap().relative;
+        assert_eq!(relative("/a/b.txt"), Path::new("a/b.txt"));
+        assert_eq!(relative("/a%20b/./c"), Path::new("a b/c"));
         let refused = [
             ("/../etc/passwd", StatusCode::NOT_FOUND),
             ("/%2e%2e/etc/passwd", StatusCode::NOT_FOUND),
@@ -430,9 +475,33 @@ mod tests {
     }
 
     #[test]
+    fn notes_paths_that_name_a_directory() {
+        for (raw, names_directory) in [
+            ("/", true),
+            ("/a", false),
+            ("/a/", true),
+            ("/a/.", true),
+            ("/a%2F", true),
+            ("/a/.b", false),
+        ] {
+            let resolved = resolve(raw, true).unwrap();
+            assert_eq!(resolved.names_directory, names_directory, "{raw}");
+        }
+    }
+
+    #[test]
+    fn collapses_runs_of_slashes() {
+        assert_eq!(collapse_slashes("//docs"), "/docs");
+        assert_eq!(collapse_slashes("/a///b/"), "/a/b/");
+        assert_eq!(collapse_slashes("/a/b"), "/a/b");
+    }
+
+    #[test]
     fn parses_single_ranges() {
         let cases = [
             ("bytes=0-9", Range::Part(0, 9)),
+            ("BYTES=0-9", Range::Part(0, 9)),
+            ("Bytes=-10", Range::Part(90, 99)),
             ("bytes=90-", Range::Part(90, 99)),
             ("bytes=-10", Range::Part(90, 99)),
             ("bytes=-500", Range::Part(0, 99)),

@@ -1,20 +1,33 @@
-//! Diagnostic routes an operator can switch on (`tools = true`): `/_status` (the
-//! process id and JSON counters per loop), `/_echo` (the request exactly as parsed, for debugging clients),
-//! `/_delay?ms=N` (answers after N ms without using the CPU), and `/_cpu?ms=N` /
-//! `/_cpu-blocking?ms=N` (burn N ms of CPU on the loop, or on the blocking pool: what a
-//! stalled loop looks like, for the watchdog and the lab).
+//! Diagnostic routes an operator can switch on (`tools = true`, off by default):
+//! `/_status` (the process id and JSON counters per loop), `/_echo` (the request as
+//! parsed, credentials redacted, for debugging clients) and `/_delay?ms=N` (answers
+//! after N ms without using the CPU). Nothing here costs the server more than the
+//! request itself: CPU-burning load-test routes are the lab's (`examples/lab-app`).
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use http::header;
 use serde::Deserialize;
 use serde_json::json;
 
 use crate::rt::watchdog::LiveStats;
-use crate::{App, Json, Query, Request, blocking, inline};
+use crate::{App, Json, Query, Request, inline};
 
 /// The longest delay `/_delay` accepts.
 const MAX_DELAY_MS: u64 = 10_000;
+
+/// Header fields whose values `echo` never reflects: credentials, which a page that
+/// can read the echo (or a log or screenshot of it) would otherwise carry away.
+const CREDENTIALS: [header::HeaderName; 4] = [
+    header::AUTHORIZATION,
+    header::PROXY_AUTHORIZATION,
+    header::COOKIE,
+    header::SET_COOKIE,
+];
+
+/// What `echo` shows in place of a credential's value.
+const REDACTED: &str = "[redacted]";
 
 /// Adds the diagnostic routes to `app`.
 pub(crate) fn mount(app: App, live: &LiveStats) -> App {
@@ -22,8 +35,6 @@ pub(crate) fn mount(app: App, live: &LiveStats) -> App {
     app.get("/_status", inline(move || status(&live)))
         .any("/_echo", inline(echo))
         .get("/_delay", delay)
-        .get("/_cpu", inline(burn))
-        .get("/_cpu-blocking", blocking(burn))
 }
 
 fn status(live: &LiveStats) -> Json<serde_json::Value> {
@@ -49,6 +60,8 @@ fn status(live: &LiveStats) -> Json<serde_json::Value> {
 }
 
 /// Returns the request as parsed: method, target, version, headers in order, body.
+/// The values of `Authorization`, `Proxy-Authorization`, `Cookie` and `Set-Cookie` are
+/// replaced by `[redacted]`.
 ///
 /// # Examples
 ///
@@ -63,7 +76,13 @@ pub fn echo(req: Request) -> Json<serde_json::Value> {
     let headers: Vec<_> = req
         .headers()
         .iter()
-        .map(|(k, v)| json!([k.as_str(), String::from_utf8_lossy(v.as_bytes())]))
+        .map(|(k, v)| {
+            if CREDENTIALS.contains(k) {
+                json!([k.as_str(), REDACTED])
+            } else {
+                json!([k.as_str(), String::from_utf8_lossy(v.as_bytes())])
+            }
+        })
         .collect();
     Json(json!({
         "method": req.method().as_str(),
@@ -77,18 +96,6 @@ pub fn echo(req: Request) -> Json<serde_json::Value> {
 #[derive(Deserialize)]
 struct DelayQuery {
     ms: u64,
-}
-
-/// Burns `ms` of CPU (at most [`MAX_DELAY_MS`]) and says how many rounds it took.
-// Handlers take their extractors by value.
-#[allow(clippy::needless_pass_by_value)]
-fn burn(Query(q): Query<DelayQuery>) -> String {
-    let until = std::time::Instant::now() + Duration::from_millis(q.ms.min(MAX_DELAY_MS));
-    let mut rounds = 0u64;
-    while std::time::Instant::now() < until {
-        rounds = std::hint::black_box(rounds + 1);
-    }
-    format!("burned {} ms in {rounds} rounds\n", q.ms.min(MAX_DELAY_MS))
 }
 
 async fn delay(Query(q): Query<DelayQuery>) -> String {

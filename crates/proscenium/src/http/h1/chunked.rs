@@ -16,6 +16,9 @@ const MAX_LINE: usize = 4096;
 enum State {
     /// Reading the hex chunk size; `digits` counted so far.
     Size { size: u64, digits: u8 },
+    /// Whitespace after the size, which only a `;` may follow (the BWS before a chunk
+    /// extension); `len` bytes of the line so far.
+    SizeBws { size: u64, len: usize },
     /// Skipping chunk extensions up to CR; `len` bytes of the line so far.
     Extension { size: u64, len: usize },
     /// After the CR that ends a size line.
@@ -26,8 +29,9 @@ enum State {
     DataCr,
     /// After chunk data and CR, expecting LF.
     DataLf,
-    /// Inside a trailer line (or at the start of one when `len` is 0).
-    Trailer { len: usize },
+    /// Inside a trailer line (or at the start of one when `len` is 0); `named` once its
+    /// field name has been ended by a colon.
+    Trailer { len: usize, named: bool },
     /// After the CR that ends a trailer line.
     TrailerLf { len: usize },
     /// The whole body is through.
@@ -104,12 +108,23 @@ impl ChunkedDecoder {
                 }),
                 (_, Some(_)) => bad("chunk size overflows"),
                 (_, None) if digits == 0 => bad("chunk size missing"),
-                (b';' | b' ' | b'\t', None) => Ok(State::Extension {
+                (b';', None) => Ok(State::Extension {
+                    size,
+                    len: digits.into(),
+                }),
+                // RFC 9112 §7.1.1: `chunk-ext = *( BWS ";" ...)` — whitespace, then `;`.
+                (b' ' | b'\t', None) => Ok(State::SizeBws {
                     size,
                     len: digits.into(),
                 }),
                 (b'\r', None) => Ok(State::SizeLf { size }),
                 _ => bad("invalid chunk size"),
+            },
+            State::SizeBws { size, len } => match byte {
+                b';' => Ok(State::Extension { size, len: len + 1 }),
+                _ if len >= MAX_LINE => bad("chunk extension too long"),
+                b' ' | b'\t' => Ok(State::SizeBws { size, len: len + 1 }),
+                _ => bad("chunk extension without `;`"),
             },
             State::Extension { size, len } => match byte {
                 b'\r' => Ok(State::SizeLf { size }),
@@ -118,7 +133,10 @@ impl ChunkedDecoder {
                 _ => bad("control character in chunk extension"),
             },
             State::SizeLf { size } => match byte {
-                b'\n' if size == 0 => Ok(State::Trailer { len: 0 }),
+                b'\n' if size == 0 => Ok(State::Trailer {
+                    len: 0,
+                    named: false,
+                }),
                 b'\n' => {
                     self.total = self.total.saturating_add(size);
                     if self.total > max_body {
@@ -137,22 +155,43 @@ impl ChunkedDecoder {
                 b'\n' => Ok(State::Size { size: 0, digits: 0 }),
                 _ => bad("chunk data not followed by CRLF"),
             },
-            State::Trailer { len } => {
+            // A trailer line is a field line (RFC 9112 §7.1.2, §5): a token, a colon, a
+            // value. Checked, so that a request pipelined after a last chunk that lacks
+            // its final CRLF is refused, not swallowed as trailers.
+            State::Trailer { len, named } => {
                 self.trailer_bytes += 1;
+                let next = State::Trailer {
+                    len: len + 1,
+                    named,
+                };
                 match byte {
                     _ if self.trailer_bytes > max_trailers => Err(ParseError::HeadTooLarge),
-                    b'\r' => Ok(State::TrailerLf { len }),
-                    b'\t' | b' '..=b'~' | 0x80.. => Ok(State::Trailer { len: len + 1 }),
+                    b'\r' if len == 0 || named => Ok(State::TrailerLf { len }),
+                    b':' if !named && len > 0 => Ok(State::Trailer {
+                        len: len + 1,
+                        named: true,
+                    }),
+                    _ if !named && is_tchar(byte) => Ok(next),
+                    _ if !named => bad("invalid trailer field name"),
+                    b'\t' | b' '..=b'~' | 0x80.. => Ok(next),
                     _ => bad("control character in trailer"),
                 }
             }
             State::TrailerLf { len } => match byte {
                 b'\n' if len == 0 => Ok(State::Done),
-                b'\n' => Ok(State::Trailer { len: 0 }),
+                b'\n' => Ok(State::Trailer {
+                    len: 0,
+                    named: false,
+                }),
                 _ => bad("trailer line not ended by CRLF"),
             },
         }
     }
+}
+
+/// A byte of a token (RFC 9110 §5.6.2).
+fn is_tchar(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
 }
 
 fn hex_value(byte: u8) -> Option<u64> {
@@ -174,7 +213,7 @@ mod tests {
     #[test]
     fn decodes_chunks_extensions_and_trailers() {
         let (body, rest) =
-            decode_all(b"5;name=val\r\nhello\r\n6\r\n world\r\n0\r\nX-T: 1\r\n\r\nNEXT").unwrap();
+            decode_all(b"5 ;name=val\r\nhello\r\n6\r\n world\r\n0\r\nX-T: 1\r\n\r\nNEXT").unwrap();
         assert_eq!(body, b"hello world");
         assert_eq!(rest, b"NEXT");
     }
@@ -204,6 +243,12 @@ mod tests {
             b"-1\r\n",
             b"5;\x01\r\n",
             b"0\r\nX: \x00\r\n\r\n",
+            b"5 foo\r\nhello\r\n0\r\n\r\n",
+            b"5 \r\nhello\r\n0\r\n\r\n",
+            b"0\r\nGET /smuggled HTTP/1.1\r\nHost: t\r\n\r\n",
+            b"0\r\nX-T\r\n\r\n",
+            b"0\r\n folded: x\r\n\r\n",
+            b"0\r\n: no-name\r\n\r\n",
         ];
         for raw in cases {
             let mut decoder = ChunkedDecoder::new();

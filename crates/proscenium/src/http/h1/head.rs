@@ -56,9 +56,13 @@ pub(crate) fn parse(buf: &mut BytesMut, limits: &Limits) -> Result<Option<Head>,
         let mut slots = [const { MaybeUninit::<httparse::Header<'_>>::uninit() }; HEADER_CAPACITY];
         let slots = &mut slots[..limits.max_headers.min(HEADER_CAPACITY)];
         let mut req = httparse::Request::new(&mut []);
-        let len = match httparse::ParserConfig::default()
-            .parse_request_with_uninit_headers(&mut req, buf, slots)?
-        {
+        let parsed = httparse::ParserConfig::default()
+            .parse_request_with_uninit_headers(&mut req, buf, slots);
+        let len = match parsed {
+            Ok(status) => status,
+            Err(e) => return refusal(e, buf).map_or_else(|| incomplete(buf, limits), Err),
+        };
+        let len = match len {
             httparse::Status::Complete(len) => len,
             httparse::Status::Partial => return incomplete(buf, limits),
         };
@@ -88,6 +92,41 @@ pub(crate) fn parse(buf: &mut BytesMut, limits: &Limits) -> Result<Option<Head>,
     let head = buf.split_to(len).freeze();
     let uri = parse_target(&method, head.slice(target.0 as usize..target.1 as usize))?;
     interpret(method, uri, version, Fields::new(head, ranges)).map(Some)
+}
+
+/// The refusal for a head `httparse` rejects, or `None` while the bytes so far could
+/// still become a request line with another HTTP version.
+///
+/// `httparse` calls any bad version token a version error. Only a well-formed
+/// `HTTP/x.y` of another version is 505 (RFC 9110 §15.6.6); anything else on the request
+/// line is malformed (400). Which one must not depend on how the line was split into
+/// reads, so a token that is still a prefix of `HTTP/x.y` waits for its end.
+fn refusal(e: httparse::Error, buf: &[u8]) -> Option<ParseError> {
+    if e != httparse::Error::Version {
+        return Some(e.into());
+    }
+    let start = buf
+        .iter()
+        .position(|&b| b != b'\r' && b != b'\n')
+        .unwrap_or(buf.len());
+    let mut parts = buf[start..].splitn(3, |&b| b == b' ');
+    let version = parts.nth(2).unwrap_or_default();
+    let end = version
+        .iter()
+        .position(|&b| matches!(b, b' ' | b'\r' | b'\n'));
+    let token = &version[..end.unwrap_or(version.len())];
+    let fits = |at: usize, b: u8| match at {
+        0..5 => b == b"HTTP/"[at],
+        5 | 7 => b.is_ascii_digit(),
+        6 => b == b'.',
+        _ => false,
+    };
+    let prefix = token.iter().enumerate().all(|(at, &b)| fits(at, b));
+    match (prefix, end.is_some(), token.len()) {
+        (true, true, 8) => Some(ParseError::Version),
+        (true, false, _) => None,
+        _ => Some(ParseError::Malformed("invalid request line")),
+    }
 }
 
 /// The byte range of `part`, a slice of `buf`, within it. (The head is at most
@@ -130,8 +169,10 @@ fn parse_target(method: &Method, target: Bytes) -> Result<Uri, ParseError> {
 /// Which framing and persistence fields a request carries, noted in one pass over the
 /// names so that requests without them cost no lookups.
 #[derive(Debug, Default)]
-struct Seen {
+struct Seen<'a> {
     hosts: usize,
+    /// The (last) Host value.
+    host: &'a [u8],
     transfer_encoding: bool,
     content_length: bool,
     connection: bool,
@@ -142,14 +183,17 @@ struct Seen {
 /// The shortest name too long for a `HeaderName`.
 const NAME_TOO_LONG: usize = 1 << 16;
 
-impl Seen {
-    fn of(fields: &Fields) -> Result<Self, ParseError> {
+impl<'a> Seen<'a> {
+    fn of(fields: &'a Fields) -> Result<Self, ParseError> {
         let mut seen = Self::default();
-        for (name, _) in fields.iter() {
+        for (name, value) in fields.iter() {
             let is = |known: &HeaderName| name.eq_ignore_ascii_case(known.as_str().as_bytes());
             // The length first: most names are none of these, and differ in it.
             match name.len() {
-                4 if is(&header::HOST) => seen.hosts += 1,
+                4 if is(&header::HOST) => {
+                    seen.hosts += 1;
+                    seen.host = value;
+                }
                 6 if is(&header::EXPECT) => seen.expect = true,
                 6 if is(&header::ACCEPT) => seen.accept = true,
                 10 if is(&header::CONNECTION) => seen.connection = true,
@@ -171,11 +215,18 @@ fn interpret(
     fields: Fields,
 ) -> Result<Head, ParseError> {
     let seen = Seen::of(&fields)?;
-    // RFC 9112 §3.2: a 1.1 request carries exactly one Host.
+    // RFC 9112 §3.2: a 1.1 request carries exactly one Host, and a valid one.
     if version == Version::HTTP_11 && seen.hosts != 1 {
         return Err(ParseError::Malformed(
             "HTTP/1.1 request without exactly one Host",
         ));
+    }
+    if seen.hosts > 1 || !is_host(seen.host) {
+        return Err(ParseError::Malformed("invalid Host"));
+    }
+    // RFC 9110 §4.2.4: userinfo in a received URI is to be treated as an error.
+    if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
+        return Err(ParseError::Malformed("userinfo in the request target"));
     }
     let framing = framing(version, &fields, &seen)?;
     let keep_alive = match seen.connection {
@@ -187,12 +238,22 @@ fn interpret(
         true => fields.first(&header::ACCEPT),
         false => None,
     };
+    // RFC 9112 §3.2.2: an absolute-form target's authority is the host; a received
+    // Host is ignored. (Rare — proxies' form — so the header table is built for it.)
+    let authority = match (uri.scheme(), uri.authority()) {
+        (Some(_), Some(authority)) => HeaderValue::from_str(authority.as_str()).ok(),
+        _ => None,
+    };
     let mut parts = http::Request::new(()).into_parts().0;
     parts.method = method;
     parts.uri = uri;
     parts.version = version;
+    let mut req = Request::parsed(parts, fields);
+    if let Some(authority) = authority {
+        req.headers_mut().insert(header::HOST, authority);
+    }
     Ok(Head {
-        req: Request::parsed(parts, fields),
+        req,
         framing,
         keep_alive,
         expect_continue: expect_continue && version == Version::HTTP_11,
@@ -246,18 +307,77 @@ fn transfer_coding(fields: &Fields) -> Result<RequestFraming, ParseError> {
     }
 }
 
-/// Reads Content-Length: one or more fields whose values all agree (RFC 9110 §8.6).
+/// Reads Content-Length: exactly one value. RFC 9110 §8.6 lets a recipient accept a
+/// list of equal values, but nginx and Node.js refuse one, and a front end that reads a
+/// repeated length differently from us is how requests get smuggled: refused (400).
 fn content_length(fields: &Fields) -> Result<u64, ParseError> {
-    let mut length = None;
-    for digits in list_items(fields, &header::CONTENT_LENGTH) {
-        let n = parse_decimal(digits).ok_or(ParseError::Malformed("invalid Content-Length"))?;
-        if length.is_some_and(|l| l != n) {
-            return Err(ParseError::Malformed("differing Content-Length values"));
-        }
-        length = Some(n);
+    let mut items = list_items(fields, &header::CONTENT_LENGTH);
+    let digits = items.next().unwrap_or_default();
+    if items.next().is_some() {
+        return Err(ParseError::Malformed("more than one Content-Length value"));
     }
-    length.ok_or(ParseError::Malformed("empty Content-Length"))
+    parse_decimal(digits).ok_or(ParseError::Malformed("invalid Content-Length"))
 }
+
+/// Whether `host` is `uri-host [ ":" port ]` (RFC 9110 §7.2, RFC 3986 §3.2.2): an IP
+/// literal in brackets, or a reg-name / IPv4 address (unreserved, sub-delims and
+/// percent-encoded bytes), then digits after a colon. Empty is valid (a target without
+/// an authority); spaces, slashes and `@` are not, so `x/../../etc` never reaches an
+/// app as a host. One pass and a table lookup a byte: it runs on every request.
+fn is_host(host: &[u8]) -> bool {
+    let (name, port) = match host.strip_prefix(b"[") {
+        Some(literal) => match literal.iter().position(|&b| b == b']') {
+            Some(end) => {
+                let ip = &literal[..end];
+                let ip_byte = |&b: &u8| b.is_ascii_hexdigit() || b == b':' || b == b'.';
+                if ip.is_empty() || !ip.iter().all(ip_byte) {
+                    return false;
+                }
+                (&[][..], &literal[end + 1..])
+            }
+            None => return false,
+        },
+        None => (host, &[][..]),
+    };
+    let mut in_port = false;
+    for &b in name {
+        let ok = match (in_port, b) {
+            (true, _) => b.is_ascii_digit(),
+            (false, b':') => {
+                in_port = true;
+                true
+            }
+            (false, _) => REG_NAME[usize::from(b)],
+        };
+        if !ok {
+            return false;
+        }
+    }
+    match port {
+        [] => true,
+        [b':', digits @ ..] => digits.iter().all(u8::is_ascii_digit),
+        _ => false,
+    }
+}
+
+/// The bytes of a reg-name: unreserved, sub-delims, and `%` of a percent-encoding
+/// (RFC 3986 §3.2.2).
+static REG_NAME: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        table[b] = c.is_ascii_alphanumeric();
+        b += 1;
+    }
+    let others = b"-._~!$&'()*+,;=%";
+    let mut i = 0;
+    while i < others.len() {
+        table[others[i] as usize] = true;
+        i += 1;
+    }
+    table
+};
 
 /// Parses `1*DIGIT` into a u64, refusing signs, spaces and overflow.
 fn parse_decimal(digits: &[u8]) -> Option<u64> {
@@ -372,10 +492,6 @@ mod tests {
                 RequestFraming::Length(5),
             ),
             (
-                "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5, 5\r\n\r\n",
-                RequestFraming::Length(5),
-            ),
-            (
                 "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n",
                 RequestFraming::Chunked,
             ),
@@ -450,6 +566,26 @@ mod tests {
             ("GET example.com:80 HTTP/1.1\r\nHost: x\r\n\r\n", 400),
             (&long_uri, 414),
             (&many, 431),
+            // Issue 15: leniencies a strict front end does not share.
+            (
+                "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5, 5\r\n\r\n",
+                400,
+            ),
+            (
+                "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n",
+                400,
+            ),
+            ("GET / HTTP/1.1\r\nHost: a b\r\n\r\n", 400),
+            ("GET / HTTP/1.1\r\nHost: a, b\r\n\r\n", 400),
+            ("GET / HTTP/1.1\r\nHost: x/../../etc\r\n\r\n", 400),
+            ("GET / HTTP/1.1\r\nHost: user@x\r\n\r\n", 400),
+            ("GET / HTTP/1.1\r\nHost: [::1\r\n\r\n", 400),
+            ("GET / HTTP/1.1\r\nHost: x:8o\r\n\r\n", 400),
+            ("GET / HTTP/1.0\r\nHost: a\r\nHost: b\r\n\r\n", 400),
+            ("GET http://u:p@h/ HTTP/1.1\r\nHost: h\r\n\r\n", 400),
+            ("GET / FOO\r\nHost: x\r\n\r\n", 400),
+            ("GET / HTTP/1.1x\r\nHost: x\r\n\r\n", 400),
+            ("GET / HTTP/3.0\r\nHost: x\r\n\r\n", 505),
         ];
         for (raw, status) in table {
             assert_eq!(refused(raw), *status, "{raw:?}");
@@ -465,11 +601,29 @@ mod tests {
     }
 
     #[test]
+    fn hosts_people_send_are_taken() {
+        for host in [
+            "x",
+            "",
+            "example.com:8080",
+            "127.0.0.1:80",
+            "[::1]:3000",
+            "a-b.c_d~e",
+            "x%41:",
+        ] {
+            let raw = format!("GET / HTTP/1.1\r\nHost: {host}\r\n\r\n");
+            assert!(parse_str(&raw).is_ok(), "{host:?}");
+        }
+    }
+
+    #[test]
     fn absolute_form_and_asterisk_form_are_accepted() {
-        let (head, _) = parse_str("GET http://h/p?q HTTP/1.1\r\nHost: h\r\n\r\n")
+        let (head, _) = parse_str("GET http://h:81/p?q HTTP/1.1\r\nHost: other\r\n\r\n")
             .unwrap()
             .unwrap();
         assert_eq!(head.req.uri().path(), "/p");
+        // RFC 9112 §3.2.2: the target's authority, not the Host field, names the host.
+        assert_eq!(head.req.headers()["host"], "h:81");
         let (head, _) = parse_str("OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n")
             .unwrap()
             .unwrap();

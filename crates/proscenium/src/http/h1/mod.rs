@@ -19,5 +19,7 @@ mod service;
 
 #[cfg(test)]
 mod proptests;
+#[cfg(any(test, fuzzing))]
+pub(crate) mod readings;
 
 pub(crate) use self::service::Http1;
