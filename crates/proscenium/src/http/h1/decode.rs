@@ -63,6 +63,7 @@ pub(crate) struct Budget {
 }
 
 impl Budget {
+    /// Returns a budget of `max` bytes, none of them taken.
     pub(crate) fn new(max: usize) -> Arc<Self> {
         Arc::new(Self {
             max,
@@ -79,6 +80,7 @@ impl Budget {
             .is_ok()
     }
 
+    /// Gives back `n` bytes of room taken before.
     fn give_back(&self, n: usize) {
         self.used.fetch_sub(n, Ordering::AcqRel);
     }
