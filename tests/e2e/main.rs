@@ -9,6 +9,7 @@ mod support;
 
 mod http_app;
 mod http_limits;
+mod http_memory;
 mod http_wire;
 mod idle;
 mod overload;

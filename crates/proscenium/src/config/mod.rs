@@ -361,6 +361,11 @@ pub struct Limits {
     /// Requests one loop handles at once; past it requests get 503 with Retry-After.
     #[serde(deserialize_with = "value::count::<_, 1, 1_000_000>")]
     pub max_inflight: usize,
+    /// Bytes the whole server buffers for request bodies that wait for more bytes
+    /// (a body that arrives with its head is not counted); past it the request that
+    /// needs more room gets 503 with Retry-After.
+    #[serde(deserialize_with = "value::count::<_, 0, { 1 << 40 }>")]
+    pub max_buffered_bodies: usize,
 }
 
 impl Default for Limits {
@@ -373,6 +378,7 @@ impl Default for Limits {
             max_requests_per_conn: 100_000,
             max_connections: 10_000,
             max_inflight: 1024,
+            max_buffered_bodies: 256 * 1024 * 1024,
         }
     }
 }

@@ -37,8 +37,13 @@ use crate::rt::Ticket;
 
 /// Bytes a read asks for at least.
 const READ_CHUNK: usize = 8 * 1024;
-/// Streamed bodies are written whenever this much is buffered.
-const STREAM_FLUSH: usize = 64 * 1024;
+/// Bytes one read takes in at most: what a read buffer holds beyond a partial head,
+/// whatever it grew to, so one read cannot take in megabytes of pipelined requests.
+const READ_MAX: usize = 64 * 1024;
+/// Answers and streamed bodies are written whenever this much is buffered: a client
+/// that pipelines without reading holds at most this (plus one answer) of the
+/// server's memory, not every answer to one read.
+const WRITE_FLUSH: usize = 64 * 1024;
 
 /// Serves one connection, which has served `served` requests before (on a task it
 /// left for the loop's shelf), until it closes or is shelved. A connection with a
@@ -106,7 +111,8 @@ enum Phase {
     ReadingBody,
     /// A complete request is with the app.
     Calling,
-    /// Waiting for an answer to write: the handler's, or room to send a body.
+    /// Waiting for an answer to write: the handler's, or room to send a body or the
+    /// answers buffered.
     Writing,
     /// Answering no more: a refusal (if any) is answered, then the connection
     /// flushes, half-closes and lingers.
@@ -133,10 +139,11 @@ impl Conn {
     async fn run(&mut self) -> std::io::Result<Ended> {
         loop {
             // Reading: a request from what is buffered, or wait for more.
-            let message = match self
-                .decoder
-                .decode(&mut self.rbuf, &self.shared.config.limits)
-            {
+            let message = match self.decoder.decode(
+                &mut self.rbuf,
+                &self.shared.config.limits,
+                &self.shared.bodies,
+            ) {
                 Ok(Some(message)) => message,
                 Ok(None) => {
                     self.phase = self.reading();
@@ -158,6 +165,10 @@ impl Conn {
                     Box::pin(self.answer_later(later)).await?
                 }
             };
+            if self.wbuf.len() >= WRITE_FLUSH {
+                self.phase = Phase::Writing;
+                Box::pin(self.flush()).await?;
+            }
             if next == Persistence::Close {
                 return Box::pin(self.close(None)).await;
             }
@@ -208,8 +219,9 @@ impl Conn {
                 .get_or_insert_with(|| Instant::now() + timeouts.header),
         };
         self.rbuf.reserve(READ_CHUNK);
-        let room = self.rbuf.capacity() - self.rbuf.len();
-        Ok(match self.socket.read(&mut self.rbuf, deadline).await {
+        let room = (self.rbuf.capacity() - self.rbuf.len()).min(READ_MAX);
+        let read = self.socket.read(&mut self.rbuf, room, deadline).await;
+        Ok(match read {
             None if self.phase == Phase::Idle => ReadEnd::Closed,
             None => ReadEnd::Refused(ParseError::Timeout),
             Some(read) => match read? {
@@ -370,7 +382,7 @@ impl Conn {
                 ResponseFraming::Chunked => encode::chunk(&mut self.wbuf, &data),
                 _ => self.wbuf.extend_from_slice(&data),
             }
-            if self.wbuf.len() > STREAM_FLUSH {
+            if self.wbuf.len() > WRITE_FLUSH {
                 self.flush().await?;
             }
         }
@@ -422,7 +434,11 @@ impl Conn {
             .log
             .as_ref()
             .map(|log| log.note(self.peer, self.decoder.pending()));
-        let res = crate::http::response::error(e.status(), e.to_string());
+        let res = if *e == ParseError::NoRoom {
+            crate::http::response::unavailable(e.to_string())
+        } else {
+            crate::http::response::error(e.status(), e.to_string())
+        };
         self.rbuf.clear();
         let mut terms = Terms::refusal(line);
         if let Err(unsent) = self.buffer(res, &mut terms) {

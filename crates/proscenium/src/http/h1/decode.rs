@@ -3,8 +3,18 @@
 //! Bodies are buffered whole (up to `max_body`) before the request is handed on, so
 //! extractors never wait on the socket and a body the app ignores is already off the
 //! wire when the next pipelined request is parsed.
+//!
+//! A body that came with its head is a slice of the read buffer. One that has to wait
+//! for more bytes moves out of the read buffer into its own, which grows as bytes
+//! arrive (never to the announced length up front: announcing costs a client nothing)
+//! and holds room from the server's [`Budget`] until the app drops the body. No
+//! allocation a client can drive aborts the process: growing is `try_reserve`, and
+//! failing it refuses the request like an exhausted budget (503).
 
-use bytes::BytesMut;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use bytes::{Buf, Bytes, BytesMut};
 
 use super::chunked::ChunkedDecoder;
 use super::error::ParseError;
@@ -36,11 +46,108 @@ struct Body {
 
 #[derive(Debug)]
 enum BodyState {
-    Length(usize),
+    /// The announced length, and what has arrived of it.
+    Length(usize, Buffered),
     Chunked {
         decoder: ChunkedDecoder,
-        data: BytesMut,
+        data: Buffered,
     },
+}
+
+/// The bytes buffered across the server for request bodies that wait for more
+/// (`limits.max_buffered_bodies`): one per server, shared by its loops and threads.
+#[derive(Debug)]
+pub(crate) struct Budget {
+    max: usize,
+    used: AtomicUsize,
+}
+
+impl Budget {
+    /// Returns a budget of `max` bytes, none of them taken.
+    pub(crate) fn new(max: usize) -> Arc<Self> {
+        Arc::new(Self {
+            max,
+            used: AtomicUsize::new(0),
+        })
+    }
+
+    /// Takes `n` bytes of room, if the budget has them.
+    fn try_take(&self, n: usize) -> bool {
+        self.used
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+                used.checked_add(n).filter(|&total| total <= self.max)
+            })
+            .is_ok()
+    }
+
+    /// Gives back `n` bytes of room taken before.
+    fn give_back(&self, n: usize) {
+        self.used.fetch_sub(n, Ordering::AcqRel);
+    }
+}
+
+/// A body's own buffer, and the room it holds in the budget.
+#[derive(Debug)]
+struct Buffered {
+    data: Vec<u8>,
+    /// The bytes of the budget this buffer holds: its capacity when it grew.
+    held: usize,
+    budget: Arc<Budget>,
+}
+
+impl Buffered {
+    fn new(budget: &Arc<Budget>) -> Self {
+        Self {
+            data: Vec::new(),
+            held: 0,
+            budget: budget.clone(),
+        }
+    }
+
+    /// Makes room for `need` bytes in all, growing geometrically up to `ceiling`
+    /// (or past it to `need`).
+    ///
+    /// # Errors
+    ///
+    /// [`ParseError::NoRoom`] when the budget or the allocator has not the room.
+    fn make_room(&mut self, need: usize, ceiling: usize) -> Result<(), ParseError> {
+        if need <= self.data.capacity() {
+            return Ok(());
+        }
+        let cap = self.held.saturating_mul(2).min(ceiling).max(need);
+        let more = cap.saturating_sub(self.held);
+        if !self.budget.try_take(more) {
+            return Err(ParseError::NoRoom);
+        }
+        self.held += more;
+        self.data
+            .try_reserve_exact(cap - self.data.len())
+            .map_err(|_| ParseError::NoRoom)
+    }
+
+    /// Appends `bytes`, making room as [`make_room`](Self::make_room) does.
+    fn append(&mut self, bytes: &[u8], ceiling: usize) -> Result<(), ParseError> {
+        self.make_room(self.data.len() + bytes.len(), ceiling)?;
+        self.data.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    /// Returns the body, which holds its room until the app drops it.
+    fn finish(self) -> Bytes {
+        Bytes::from_owner(self)
+    }
+}
+
+impl AsRef<[u8]> for Buffered {
+    fn as_ref(&self) -> &[u8] {
+        &self.data
+    }
+}
+
+impl Drop for Buffered {
+    fn drop(&mut self) {
+        self.budget.give_back(self.held);
+    }
 }
 
 /// The per-connection request decoder.
@@ -72,7 +179,8 @@ impl Decoder {
         matches!(self.state, State::Body(_))
     }
 
-    /// Decodes the next complete message from the front of `buf`.
+    /// Decodes the next complete message from the front of `buf`; a body that waits
+    /// for more bytes takes its room from `budget`.
     ///
     /// Returns `Ok(None)` when more bytes are needed.
     ///
@@ -83,6 +191,7 @@ impl Decoder {
         &mut self,
         buf: &mut BytesMut,
         limits: &Limits,
+        budget: &Arc<Budget>,
     ) -> Result<Option<Message>, ParseError> {
         if let State::Head = self.state {
             let Some(head) = head::parse(buf, limits)? else {
@@ -96,7 +205,7 @@ impl Decoder {
                     let n = usize::try_from(n).unwrap_or(usize::MAX);
                     self.state = State::Body(Box::new(Body {
                         head,
-                        body: BodyState::Length(n),
+                        body: BodyState::Length(n, Buffered::new(budget)),
                         continue_sent: false,
                     }));
                     return Err(ParseError::BodyTooLarge);
@@ -108,12 +217,11 @@ impl Decoder {
                         head.req.set_body(buf.split_to(n).freeze());
                         return Ok(Some(head));
                     }
-                    buf.reserve(n - buf.len());
-                    BodyState::Length(n)
+                    BodyState::Length(n, Buffered::new(budget))
                 }
                 RequestFraming::Chunked => BodyState::Chunked {
                     decoder: ChunkedDecoder::new(),
-                    data: BytesMut::new(),
+                    data: Buffered::new(budget),
                 },
             };
             self.state = State::Body(Box::new(Body {
@@ -125,6 +233,8 @@ impl Decoder {
         self.decode_body(buf, limits)
     }
 
+    /// Moves what `buf` holds of the body being read into the body's own buffer;
+    /// returns the message once the body is complete.
     fn decode_body(
         &mut self,
         buf: &mut BytesMut,
@@ -133,21 +243,32 @@ impl Decoder {
         let State::Body(progress) = &mut self.state else {
             return Ok(None);
         };
-        let bytes = match &mut progress.body {
-            BodyState::Length(n) if buf.len() >= *n => buf.split_to(*n).freeze(),
-            BodyState::Length(_) => return Ok(None),
+        let complete = match &mut progress.body {
+            BodyState::Length(n, body) => {
+                let take = (*n - body.data.len()).min(buf.len());
+                body.append(&buf[..take], *n)?;
+                buf.advance(take);
+                body.data.len() == *n
+            }
             BodyState::Chunked { decoder, data } => {
-                if !decoder.decode(buf, data, limits.max_body, limits.max_head)? {
-                    return Ok(None);
-                }
-                std::mem::take(data).freeze()
+                // The decoder's data goes through a buffer of at most one read (what
+                // `buf` holds), then into the body's, which grows within the budget.
+                let mut chunk = BytesMut::new();
+                let done = decoder.decode(buf, &mut chunk, limits.max_body, limits.max_head)?;
+                let ceiling = usize::try_from(limits.max_body).unwrap_or(usize::MAX);
+                data.append(&chunk, ceiling)?;
+                done
             }
         };
+        if !complete {
+            return Ok(None);
+        }
         let State::Body(progress) = std::mem::replace(&mut self.state, State::Head) else {
             unreachable!("state checked above");
         };
         let mut head = progress.head;
-        head.req.set_body(bytes);
+        let (BodyState::Length(_, body) | BodyState::Chunked { data: body, .. }) = progress.body;
+        head.req.set_body(body.finish());
         Ok(Some(head))
     }
 
@@ -168,11 +289,15 @@ impl Decoder {
 mod tests {
     use super::*;
 
+    fn budget() -> Arc<Budget> {
+        Budget::new(usize::MAX)
+    }
+
     fn decode_stream(raw: &[u8]) -> Result<Vec<(String, Vec<u8>)>, ParseError> {
         let mut buf = BytesMut::from(raw);
         let mut decoder = Decoder::new();
         let mut out = Vec::new();
-        while let Some(m) = decoder.decode(&mut buf, &Limits::default())? {
+        while let Some(m) = decoder.decode(&mut buf, &Limits::default(), &budget())? {
             out.push((m.req.uri().to_string(), m.req.body().to_vec()));
         }
         Ok(out)
@@ -197,7 +322,7 @@ mod tests {
         );
         assert!(
             decoder
-                .decode(&mut buf, &Limits::default())
+                .decode(&mut buf, &Limits::default(), &budget())
                 .unwrap()
                 .is_none()
         );
@@ -205,7 +330,7 @@ mod tests {
         assert!(!decoder.take_continue());
         buf.extend_from_slice(b"ok");
         let m = decoder
-            .decode(&mut buf, &Limits::default())
+            .decode(&mut buf, &Limits::default(), &budget())
             .unwrap()
             .unwrap();
         assert_eq!(&m.req.body()[..], b"ok");
@@ -221,8 +346,33 @@ mod tests {
         let mut buf =
             BytesMut::from(&b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n"[..]);
         let mut decoder = Decoder::new();
-        let result = decoder.decode(&mut buf, &limits);
+        let result = decoder.decode(&mut buf, &limits, &budget());
         assert_eq!(result.unwrap_err(), ParseError::BodyTooLarge);
         assert_eq!(decoder.pending().map(|req| req.uri().path()), Some("/"));
+    }
+
+    #[test]
+    fn a_waiting_body_holds_room_for_what_arrived_until_dropped() {
+        let budget = Budget::new(1 << 20);
+        let mut buf = BytesMut::from(
+            &b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 8388608\r\n\r\nabcd"[..],
+        );
+        let mut decoder = Decoder::new();
+        let got = decoder.decode(&mut buf, &Limits::default(), &budget);
+        assert!(got.unwrap().is_none());
+        assert_eq!(budget.used.load(Ordering::Acquire), 4);
+        drop(decoder);
+        assert_eq!(budget.used.load(Ordering::Acquire), 0);
+    }
+
+    #[test]
+    fn refuses_a_body_past_the_budget() {
+        let budget = Budget::new(16);
+        let mut buf = BytesMut::from(
+            &b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 32\r\n\r\n0123456789abcdefghij"[..],
+        );
+        let result = Decoder::new().decode(&mut buf, &Limits::default(), &budget);
+        assert_eq!(result.unwrap_err(), ParseError::NoRoom);
+        assert_eq!(budget.used.load(Ordering::Acquire), 0);
     }
 }

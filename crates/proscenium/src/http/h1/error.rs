@@ -35,6 +35,10 @@ pub(crate) enum ParseError {
     /// The header section or body did not arrive in time.
     #[error("request timed out")]
     Timeout,
+    /// No room to buffer the body: the server's budget for bodies is spent, or the
+    /// allocator refused.
+    #[error("no room to buffer the request body; try again shortly")]
+    NoRoom,
 }
 
 impl ParseError {
@@ -51,6 +55,7 @@ impl ParseError {
             Self::Version => StatusCode::HTTP_VERSION_NOT_SUPPORTED,
             Self::Expectation => StatusCode::EXPECTATION_FAILED,
             Self::Timeout => StatusCode::REQUEST_TIMEOUT,
+            Self::NoRoom => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 }
@@ -85,6 +90,7 @@ mod tests {
             (ParseError::Version, 505),
             (ParseError::Expectation, 417),
             (ParseError::Timeout, 408),
+            (ParseError::NoRoom, 503),
         ];
         for (error, status) in table {
             assert_eq!(error.status().as_u16(), status, "{error}");

@@ -11,7 +11,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
-use bytes::BytesMut;
+use bytes::{BufMut, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
 use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
@@ -36,16 +36,17 @@ impl Socket {
         }
     }
 
-    /// Reads what the socket has into `rbuf`: the bytes read (0 when the client
-    /// closed), or `None` when `deadline` passed first.
+    /// Reads what the socket has, `max` bytes at most, into `rbuf`: the bytes read (0
+    /// when the client closed), or `None` when `deadline` passed first.
     pub(super) fn read<'a>(
         &'a mut self,
         rbuf: &'a mut BytesMut,
+        max: usize,
         deadline: Instant,
     ) -> impl Future<Output = Option<std::io::Result<usize>>> + 'a {
         let stream = &self.stream;
         until(&mut self.timer, deadline, move |cx| {
-            poll_read(stream, rbuf, cx)
+            poll_read(stream, rbuf, max, cx)
         })
     }
 
@@ -186,15 +187,16 @@ fn until<'a, T>(
     })
 }
 
-/// Reads what the socket has into `rbuf`, once it is readable.
+/// Reads what the socket has, `max` bytes at most, into `rbuf`, once it is readable.
 fn poll_read(
     stream: &TcpStream,
     rbuf: &mut BytesMut,
+    max: usize,
     cx: &mut Context<'_>,
 ) -> Poll<std::io::Result<usize>> {
     loop {
         ready!(stream.poll_read_ready(cx))?;
-        match stream.try_read_buf(rbuf) {
+        match stream.try_read_buf(&mut (&mut *rbuf).limit(max)) {
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
             result => return Poll::Ready(result),
         }

@@ -4,7 +4,7 @@
 
 use bytes::BytesMut;
 
-use super::decode::Decoder;
+use super::decode::{Budget, Decoder};
 use crate::config::Limits;
 
 /// One decoded message: method, target, body.
@@ -17,6 +17,9 @@ pub(crate) fn readings(stream: &[u8], cuts: &[usize]) -> (Vec<Reading>, Option<u
         max_body: 4096,
         ..Limits::default()
     };
+    // A budget without end: with one, where a body runs out of room would depend on
+    // how it was split into reads.
+    let budget = Budget::new(usize::MAX);
     let mut decoder = Decoder::new();
     let mut buf = BytesMut::new();
     let mut messages = Vec::new();
@@ -31,7 +34,7 @@ pub(crate) fn readings(stream: &[u8], cuts: &[usize]) -> (Vec<Reading>, Option<u
         buf.extend_from_slice(&stream[start..end]);
         start = end;
         loop {
-            match decoder.decode(&mut buf, &limits) {
+            match decoder.decode(&mut buf, &limits, &budget) {
                 Ok(Some(m)) => messages.push((
                     m.req.method().to_string(),
                     m.req.uri().to_string(),

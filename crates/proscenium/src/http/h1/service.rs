@@ -11,6 +11,7 @@ use tokio::net::TcpStream;
 
 use super::answer::{self, Terms};
 use super::conn;
+use super::decode::Budget;
 use super::idle::Shelf;
 use crate::Config;
 use crate::http::access_log::AccessLog;
@@ -23,6 +24,7 @@ pub(crate) struct Http1 {
     app: Arc<dyn Respond>,
     config: Arc<Config>,
     log: Option<AccessLog>,
+    bodies: Arc<Budget>,
 }
 
 impl Http1 {
@@ -36,7 +38,13 @@ impl Http1 {
                 })
                 .ok()
         });
-        Self { app, config, log }
+        let bodies = Budget::new(config.limits.max_buffered_bodies);
+        Self {
+            app,
+            config,
+            log,
+            bodies,
+        }
     }
 }
 
@@ -48,6 +56,7 @@ impl Protocol for Http1 {
             app: self.app.clone(),
             config: self.config.clone(),
             log: self.log.clone(),
+            bodies: self.bodies.clone(),
             closing: Cell::new(false),
             sleepers: Sleepers::default(),
             shelf: OnceCell::new(),
@@ -80,6 +89,8 @@ pub(crate) struct Http1Loop {
     pub(super) app: Arc<dyn Respond>,
     pub(super) config: Arc<Config>,
     pub(super) log: Option<AccessLog>,
+    /// The server's room for request bodies that wait for more bytes.
+    pub(super) bodies: Arc<Budget>,
     /// Whether shutdown has begun, as this loop learnt it: read on every request, so a
     /// `Cell` rather than the runtime's `watch` (a lock).
     closing: Cell<bool>,
