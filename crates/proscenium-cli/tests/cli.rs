@@ -310,3 +310,48 @@ fn prefork_workers_take_connections_in_turn() {
     signal(&child, "TERM");
     assert_eq!(wait_exit(&mut child), 0);
 }
+
+/// Sends `GET /f.txt` and returns the answer, or `None` when there is none within a
+/// second (no worker is serving).
+fn try_get(addr: &str) -> Option<String> {
+    let mut stream = TcpStream::connect(addr).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(1)))
+        .unwrap();
+    stream
+        .write_all(b"GET /f.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        .ok()?;
+    let mut out = String::new();
+    stream.read_to_string(&mut out).ok()?;
+    Some(out)
+}
+
+#[test]
+fn issue_15_prefork_keeps_restarting_workers_past_its_restart_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f.txt"), "same file").unwrap();
+    let (mut child, addr, _) = start(dir.path(), &["--workers", "2"]);
+    // Two workers and the budget's ten restarts: twelve deaths spend it all.
+    for _ in 0..12 {
+        let mut victim = None;
+        wait_for(|| {
+            victim = children(child.id()).first().copied();
+            victim.is_some()
+        });
+        let victim = victim.unwrap();
+        Command::new("kill")
+            .args(["-KILL", &victim.to_string()])
+            .status()
+            .unwrap();
+        wait_for(|| !children(child.id()).contains(&victim));
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !try_get(&addr).is_some_and(|answer| answer.ends_with("same file")) {
+        assert!(
+            Instant::now() < deadline,
+            "no worker came back past the budget"
+        );
+    }
+    signal(&child, "TERM");
+    assert_eq!(wait_exit(&mut child), 0);
+}

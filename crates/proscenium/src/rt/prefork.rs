@@ -9,7 +9,10 @@
 //!
 //! Supervision: a worker that dies is started again after a backoff that doubles with
 //! each quick death (100 ms up to 5 s), within a budget of 10 restarts a minute; past
-//! it the slot stays empty and that is logged. SIGHUP replaces the workers one at a
+//! it the supervisor goes on restarting, but no more than one worker every
+//! [`OVER_BUDGET_PAUSE`], and logs each such restart. A supervisor that gave up would
+//! keep the port open with no worker behind it, where clients wait forever and a load
+//! balancer sees a live server (issue 15). SIGHUP replaces the workers one at a
 //! time. Shutdown passes SIGTERM on, waits for the workers to drain, then kills what is
 //! left.
 
@@ -34,6 +37,8 @@ const BOARD_ENV: &str = "PROSCENIUM_BOARD";
 /// Restarts allowed within [`BUDGET_WINDOW`].
 const BUDGET: usize = 10;
 const BUDGET_WINDOW: Duration = Duration::from_secs(60);
+/// Past the budget, the least time between two restarts.
+const OVER_BUDGET_PAUSE: Duration = Duration::from_secs(5);
 /// A worker that lived this long is healthy: its next death starts the backoff over.
 const HEALTHY_AFTER: Duration = Duration::from_secs(10);
 const BACKOFF_START: Duration = Duration::from_millis(100);
@@ -223,10 +228,15 @@ impl Supervisor {
             self.restarts.pop_front();
         }
         if self.restarts.len() >= BUDGET {
+            let next = self.restarts.back().map(|&last| last + OVER_BUDGET_PAUSE);
+            if let Some(next) = next.filter(|&next| next > now) {
+                self.slots[index].restart_at = Some(next);
+                return;
+            }
             tracing::error!(
-                "worker {index} not restarted: {BUDGET} restarts within {BUDGET_WINDOW:?} already"
+                "worker {index}: {BUDGET} restarts within {BUDGET_WINDOW:?} already; \
+                 restarting it no sooner than {OVER_BUDGET_PAUSE:?} after the last"
             );
-            return;
         }
         self.restarts.push_back(now);
         match self.start_worker(index, self.slots[index].seat) {
