@@ -13,6 +13,7 @@ mod http_wire;
 mod idle;
 mod overload;
 mod runtime;
+mod slow_clients;
 mod state;
 mod web_log;
 mod web_static;
