@@ -15,6 +15,11 @@
 //! balancer sees a live server (issue 15). SIGHUP replaces the workers one at a
 //! time. Shutdown passes SIGTERM on, waits for the workers to drain, then kills what is
 //! left.
+//!
+//! Liveness: each worker beats on the load board (`board.rs`); one silent for
+//! [`SILENT_GRACE`] — stopped, frozen — is killed and so restarted like any worker that
+//! died. (Its connections were stalled already; the other workers stopped deferring
+//! to it a second after its last beat.)
 
 use std::collections::VecDeque;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -43,6 +48,8 @@ const OVER_BUDGET_PAUSE: Duration = Duration::from_secs(5);
 const HEALTHY_AFTER: Duration = Duration::from_secs(10);
 const BACKOFF_START: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
+/// How long a worker may miss its heartbeat before it is killed and replaced.
+const SILENT_GRACE: Duration = Duration::from_secs(3);
 /// How long a new worker gets to start before the one it replaces is stopped.
 const WARM_UP: Duration = Duration::from_millis(500);
 
@@ -86,7 +93,8 @@ pub(crate) fn inherited_seat() -> Option<std::io::Result<Seat>> {
                 "bad {BOARD_ENV}: seat {seat} of a board of {seats}"
             )));
         }
-        Ok(Seat::new(Arc::new(b), seat))
+        let seat = Seat::new(Arc::new(b), seat);
+        seat.keep_beating().map(|()| seat)
     }))
 }
 
@@ -168,6 +176,7 @@ impl Supervisor {
         let socket = OwnedFd::from(self.listener.try_clone()?);
         let board = self.board.inheritable_fd()?;
         let seats = self.board.seats();
+        self.board.unborn(seat);
         let child = Command::new(std::env::current_exe()?)
             .args(std::env::args_os().skip(1))
             .env(WORKER_ENV, slot.to_string())
@@ -197,12 +206,20 @@ impl Supervisor {
         self.stop_all().await;
     }
 
-    /// Notices dead workers and starts them again when their backoff has passed.
+    /// Notices dead workers and starts them again when their backoff has passed; kills
+    /// silent ones, to be restarted the same way.
     fn watch_workers(&mut self) {
         let now = Instant::now();
         for index in 0..self.slots.len() {
             let slot = &mut self.slots[index];
             if let Some(child) = &mut slot.child {
+                if self.board.is_silent_for(slot.seat, SILENT_GRACE) {
+                    tracing::error!(
+                        "worker {index} (pid {}) missed its heartbeat for {SILENT_GRACE:?}; killing it",
+                        child.id()
+                    );
+                    let _ = child.kill().and_then(|()| child.wait());
+                }
                 if let Ok(Some(status)) = child.try_wait() {
                     let pid = child.id();
                     self.board.vacate(slot.seat);
