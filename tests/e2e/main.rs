@@ -14,6 +14,7 @@ mod http_wire;
 mod idle;
 mod overload;
 mod runtime;
+mod slow_clients;
 mod state;
 mod web_hostile;
 mod web_log;

@@ -319,3 +319,77 @@ fn prefork_workers_take_connections_in_turn() {
     signal(&child, "TERM");
     assert_eq!(wait_exit(&mut child), 0);
 }
+
+/// Sends `GET /f.txt` and returns the answer, or `None` when there is none within
+/// five seconds (no worker is serving).
+fn try_get(addr: &str) -> Option<String> {
+    let mut stream = TcpStream::connect(addr).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    stream
+        .write_all(b"GET /f.txt HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        .ok()?;
+    let mut out = String::new();
+    stream.read_to_string(&mut out).ok()?;
+    Some(out)
+}
+
+#[test]
+fn issue_15_prefork_keeps_restarting_workers_past_its_restart_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f.txt"), "same file").unwrap();
+    let (mut child, addr, _) = start(dir.path(), &["--workers", "2"]);
+    // Two workers and the budget's ten restarts: twelve deaths spend it all.
+    for _ in 0..12 {
+        let mut victim = None;
+        wait_for(|| {
+            victim = children(child.id()).first().copied();
+            victim.is_some()
+        });
+        let victim = victim.unwrap();
+        Command::new("kill")
+            .args(["-KILL", &victim.to_string()])
+            .status()
+            .unwrap();
+        wait_for(|| !children(child.id()).contains(&victim));
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !try_get(&addr).is_some_and(|answer| answer.ends_with("same file")) {
+        assert!(
+            Instant::now() < deadline,
+            "no worker came back past the budget"
+        );
+    }
+    signal(&child, "TERM");
+    assert_eq!(wait_exit(&mut child), 0);
+}
+
+#[test]
+fn issue_15_a_stopped_prefork_worker_gets_no_connections_and_is_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f.txt"), "same file").unwrap();
+    let (mut child, addr, _) = start(dir.path(), &["--workers", "2", "--tools"]);
+    wait_for(|| children(child.id()).len() == 2);
+    let workers = children(child.id());
+    Command::new("kill")
+        .args(["-STOP", &workers[0].to_string()])
+        .status()
+        .unwrap();
+    // A connection held open on the running worker puts it above the stopped one,
+    // which it deferred to for every new connection.
+    let mut held = TcpStream::connect(&addr).unwrap();
+    held.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    assert_eq!(status_pid(&mut held), workers[1]);
+    for _ in 0..4 {
+        let answer = try_get(&addr).expect("a new connection is served");
+        assert!(answer.ends_with("same file"), "{answer}");
+    }
+    wait_for(|| {
+        let now = children(child.id());
+        now.len() == 2 && !now.contains(&workers[0])
+    });
+    drop(held);
+    signal(&child, "TERM");
+    assert_eq!(wait_exit(&mut child), 0);
+}

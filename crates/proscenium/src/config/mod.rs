@@ -387,7 +387,8 @@ impl Default for Limits {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Timeouts {
-    /// From the first byte of a request until its header section is complete (408 after).
+    /// From the first byte of a request until its header section is complete (408
+    /// after); a new connection that sends nothing is closed after it too.
     #[serde(with = "value::seconds")]
     pub header: Duration,
     /// Between two reads of a request body (408 after), and between two writes that
@@ -397,6 +398,10 @@ pub struct Timeouts {
     /// A keep-alive connection with no request is closed after this.
     #[serde(with = "value::seconds")]
     pub idle: Duration,
+    /// Under the thread models, how long an accepted connection may wait for a thread
+    /// (503 after).
+    #[serde(with = "value::seconds")]
+    pub queue: Duration,
     /// How long graceful shutdown waits for in-flight requests.
     #[serde(with = "value::seconds")]
     pub shutdown: Duration,
@@ -411,6 +416,7 @@ impl Default for Timeouts {
             header: Duration::from_secs(10),
             body: Duration::from_secs(30),
             idle: Duration::from_secs(60),
+            queue: Duration::from_secs(5),
             shutdown: Duration::from_secs(10),
             stall: Duration::from_millis(100),
         }

@@ -14,6 +14,13 @@
 //! the old and the new worker of a slot count separately. A seat no worker accepts on
 //! is [`VACANT`]: the supervisor vacates the seat of a worker that died, and a worker
 //! vacates its own when it stops accepting.
+//!
+//! Beside each counter is the seat's heartbeat: the monotonic clock, in milliseconds,
+//! when its worker last showed it runs (a thread of the worker beats every
+//! [`BEAT_EVERY`]). A worker whose beat is older than [`STALE_AFTER`] — stopped
+//! (SIGSTOP), frozen, swapped out — holds no other worker back: it cannot accept, and
+//! deferring to its low count stalled every new connection (issue 15). The supervisor
+//! replaces such a worker after its own grace period.
 
 // Shared memory between processes needs `mmap` and owning an inherited descriptor;
 // nothing else in the workspace uses `unsafe`.
@@ -32,11 +39,18 @@ use nix::sys::mman::{MapFlags, ProtFlags, mmap, munmap};
 
 /// A seat with no accepting worker: never the least loaded.
 const VACANT: u32 = u32::MAX;
+/// A heartbeat not given yet: the worker is still starting.
+const UNBORN: u32 = 0;
+/// How often a worker beats.
+pub(crate) const BEAT_EVERY: Duration = Duration::from_millis(100);
+/// A worker that has not beaten for this long is passed over by the others.
+const STALE_AFTER: Duration = Duration::from_secs(1);
 /// How often a worker that is not the least loaded looks again. Short next to a
 /// connection's life; meanwhile the least loaded worker accepts.
 const RECHECK: Duration = Duration::from_millis(1);
 
-/// Counters shared between the supervisor and its workers.
+/// Counters and heartbeats shared between the supervisor and its workers: `len`
+/// counters, then `len` heartbeats.
 #[derive(Debug)]
 pub(crate) struct Board {
     counters: NonNull<AtomicU32>,
@@ -53,10 +67,13 @@ impl Board {
     /// Creates a board of `seats` vacant seats.
     pub(crate) fn create(seats: usize) -> std::io::Result<Self> {
         let fd = memfd_create(c"proscenium-board", MFdFlags::MFD_CLOEXEC)?;
-        nix::unistd::ftruncate(&fd, i64::try_from(seats * 4).unwrap_or(i64::MAX))?;
+        nix::unistd::ftruncate(&fd, i64::try_from(seats * SEAT_BYTES).unwrap_or(i64::MAX))?;
         let board = Self::map(fd, seats)?;
         for seat in board.counters() {
             seat.store(VACANT, Ordering::Release);
+        }
+        for beat in board.beats() {
+            beat.store(UNBORN, Ordering::Release);
         }
         Ok(board)
     }
@@ -77,18 +94,19 @@ impl Board {
     ///
     /// # Errors
     ///
-    /// `InvalidData` when the memfd is not `seats` counters long: a descriptor that
+    /// `InvalidData` when the memfd is not `seats` seats long: a descriptor that
     /// is not the board, or a seat count in the environment that is not its own.
     /// Mapping past the end of a memfd and touching it would raise SIGBUS.
     fn map(fd: OwnedFd, seats: usize) -> std::io::Result<Self> {
-        let bytes = NonZeroUsize::new(seats * 4).ok_or(std::io::ErrorKind::InvalidInput)?;
+        let bytes =
+            NonZeroUsize::new(seats * SEAT_BYTES).ok_or(std::io::ErrorKind::InvalidInput)?;
         let size = nix::sys::stat::fstat(&fd)?.st_size;
         if u64::try_from(size).ok() != Some(bytes.get() as u64) {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::InvalidData,
                 format!(
                     "the load board is {size} bytes, not the {bytes} of {seats} seats \
-                     (4 bytes a seat)"
+                     ({SEAT_BYTES} bytes a seat)"
                 ),
             ));
         }
@@ -116,6 +134,28 @@ impl Board {
         unsafe { std::slice::from_raw_parts(self.counters.as_ptr(), self.len) }
     }
 
+    fn beats(&self) -> &[AtomicU32] {
+        // SAFETY: `len` heartbeats after the `len` counters, inside the mapping of
+        // `2 * len` u32s (`SEAT_BYTES` a seat), for the life of `self`.
+        unsafe { std::slice::from_raw_parts(self.counters.as_ptr().add(self.len), self.len) }
+    }
+
+    /// Marks `seat`'s worker as starting: its heartbeat is not expected yet.
+    pub(crate) fn unborn(&self, seat: usize) {
+        self.beats()[seat].store(UNBORN, Ordering::Release);
+    }
+
+    /// Records that `seat`'s worker runs, now.
+    pub(crate) fn beat(&self, seat: usize) {
+        self.beats()[seat].store(now_ms(), Ordering::Release);
+    }
+
+    /// Returns whether `seat`'s worker has beaten once and not within `grace`.
+    pub(crate) fn is_silent_for(&self, seat: usize, grace: Duration) -> bool {
+        let beat = self.beats()[seat].load(Ordering::Acquire);
+        beat != UNBORN && is_older(beat, now_ms(), grace)
+    }
+
     /// A copy of the board's descriptor that a child process inherits, to hand over
     /// while starting one worker (the original is close-on-exec).
     pub(crate) fn inheritable_fd(&self) -> std::io::Result<OwnedFd> {
@@ -137,7 +177,7 @@ impl Board {
 impl Drop for Board {
     fn drop(&mut self) {
         // SAFETY: the mapping made in `map`; no reference to it outlives `self`.
-        let _ = unsafe { munmap(self.counters.cast(), self.len * 4) };
+        let _ = unsafe { munmap(self.counters.cast(), self.len * SEAT_BYTES) };
     }
 }
 
@@ -150,8 +190,24 @@ pub(crate) struct Seat {
 
 impl Seat {
     pub(crate) fn new(board: Arc<Board>, index: usize) -> Self {
+        board.beat(index);
         board.counters()[index].store(0, Ordering::Release);
         Self { board, index }
+    }
+
+    /// Starts the thread that beats for this worker every [`BEAT_EVERY`], for the life
+    /// of the process.
+    pub(crate) fn keep_beating(&self) -> std::io::Result<()> {
+        let (board, index) = (self.board.clone(), self.index);
+        std::thread::Builder::new()
+            .name("proscenium-heartbeat".to_owned())
+            .spawn(move || {
+                loop {
+                    board.beat(index);
+                    std::thread::sleep(BEAT_EVERY);
+                }
+            })
+            .map(drop)
     }
 
     /// Publishes this worker's live connections.
@@ -170,13 +226,37 @@ impl Seat {
     fn least_loaded(&self) -> bool {
         let counters = self.board.counters();
         let mine = counters[self.index].load(Ordering::Acquire);
-        counters.iter().all(|c| c.load(Ordering::Acquire) >= mine)
+        let now = now_ms();
+        counters.iter().zip(self.board.beats()).all(|(c, beat)| {
+            c.load(Ordering::Acquire) >= mine
+                || is_older(beat.load(Ordering::Acquire), now, STALE_AFTER)
+        })
     }
 
     /// Leaves the board: this worker accepts no more.
     pub(crate) fn withdraw(&self) {
         self.board.vacate(self.index);
     }
+}
+
+/// Bytes a seat takes on the board: its counter and its heartbeat.
+const SEAT_BYTES: usize = 8;
+
+/// Returns the monotonic clock (the same in every process) in milliseconds, as a
+/// heartbeat: wrapping, never [`UNBORN`].
+fn now_ms() -> u32 {
+    let now = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).map_or(0, |t| {
+        t.tv_sec().wrapping_mul(1000) + t.tv_nsec() / 1_000_000
+    });
+    // Truncating wraps every 49 days; heartbeats are compared by wrapping difference.
+    (now as u32).max(1)
+}
+
+/// Returns whether heartbeat `beat` is older than `age` at `now` (a seat never beaten
+/// is not: its worker is starting).
+fn is_older(beat: u32, now: u32, age: Duration) -> bool {
+    let age = u32::try_from(age.as_millis()).unwrap_or(u32::MAX);
+    beat != UNBORN && now.wrapping_sub(beat) > age
 }
 
 #[cfg(test)]
@@ -202,6 +282,26 @@ mod tests {
     }
 
     #[test]
+    fn a_worker_silent_past_its_heartbeat_does_not_hold_the_others_back() {
+        let board = Arc::new(Board::create(2).unwrap());
+        let a = Seat::new(board.clone(), 0);
+        let b = Seat::new(board.clone(), 1);
+        a.publish(3);
+        b.publish(0);
+        assert!(!a.least_loaded());
+        assert!(!board.is_silent_for(1, STALE_AFTER));
+        let long_ago = now_ms().wrapping_sub(2 * 1000).max(1);
+        board.beats()[1].store(long_ago, Ordering::Release);
+        assert!(a.least_loaded(), "b stopped beating two seconds ago");
+        assert!(board.is_silent_for(1, STALE_AFTER));
+        board.unborn(1);
+        assert!(
+            !board.is_silent_for(1, STALE_AFTER),
+            "a starting worker is not silent"
+        );
+    }
+
+    #[test]
     fn a_mapping_of_the_inherited_descriptor_sees_the_same_counters() {
         let board = Board::create(2).unwrap();
         let copy = std::os::fd::IntoRawFd::into_raw_fd(board.inheritable_fd().unwrap());
@@ -216,7 +316,7 @@ mod tests {
         for seats in [1, 4] {
             let err = Board::map(board.inheritable_fd().unwrap(), seats).unwrap_err();
             assert_eq!(err.kind(), std::io::ErrorKind::InvalidData);
-            assert!(err.to_string().contains("is 8 bytes"), "{err}");
+            assert!(err.to_string().contains("is 16 bytes"), "{err}");
         }
         assert!(Board::map(board.inheritable_fd().unwrap(), 2).is_ok());
     }

@@ -2,7 +2,7 @@
 //! below it), and one log line a second for every bound that was hit, with how often.
 //!
 //! The other bounds — requests in flight per loop, the blocking pool's queue, the
-//! thread pool's queue — answer 503 with `Retry-After` where they are checked, and
+//! thread pool's queue and the wait for a thread — answer 503 with `Retry-After` where they are checked, and
 //! report here.
 
 use std::sync::Arc;
@@ -25,6 +25,8 @@ pub(crate) enum Bound {
     BlockingQueue,
     /// `thread_queue`: connections answered 503.
     ThreadQueue,
+    /// `timeouts.queue`: connections that waited too long for a thread answered 503.
+    QueueWait,
 }
 
 impl Bound {
@@ -34,12 +36,13 @@ impl Bound {
             Self::Inflight => "in-flight cap of a loop reached: requests answered 503",
             Self::BlockingQueue => "blocking pool queue full: requests answered 503",
             Self::ThreadQueue => "thread pool queue full: connections answered 503",
+            Self::QueueWait => "no thread free within timeouts.queue: connections answered 503",
         }
     }
 }
 
 /// Per bound: times hit since the last log line, and the second of that line.
-static HITS: [(AtomicU64, AtomicU64); 4] = [const { (AtomicU64::new(0), AtomicU64::new(0)) }; 4];
+static HITS: [(AtomicU64, AtomicU64); 5] = [const { (AtomicU64::new(0), AtomicU64::new(0)) }; 5];
 
 /// Records that `bound` was hit; logs at most once a second per bound.
 pub(crate) fn note(bound: Bound) {

@@ -9,9 +9,17 @@
 //!
 //! Supervision: a worker that dies is started again after a backoff that doubles with
 //! each quick death (100 ms up to 5 s), within a budget of 10 restarts a minute; past
-//! it the slot stays empty and that is logged. SIGHUP replaces the workers one at a
+//! it the supervisor goes on restarting, but no more than one worker every
+//! [`OVER_BUDGET_PAUSE`], and logs each such restart. A supervisor that gave up would
+//! keep the port open with no worker behind it, where clients wait forever and a load
+//! balancer sees a live server (issue 15). SIGHUP replaces the workers one at a
 //! time. Shutdown passes SIGTERM on, waits for the workers to drain, then kills what is
 //! left.
+//!
+//! Liveness: each worker beats on the load board (`board.rs`); one silent for
+//! [`SILENT_GRACE`] — stopped, frozen — is killed and so restarted like any worker that
+//! died. (Its connections were stalled already; the other workers stopped deferring
+//! to it a second after its last beat.)
 
 use std::collections::VecDeque;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -34,10 +42,14 @@ const BOARD_ENV: &str = "PROSCENIUM_BOARD";
 /// Restarts allowed within [`BUDGET_WINDOW`].
 const BUDGET: usize = 10;
 const BUDGET_WINDOW: Duration = Duration::from_secs(60);
+/// Past the budget, the least time between two restarts.
+const OVER_BUDGET_PAUSE: Duration = Duration::from_secs(5);
 /// A worker that lived this long is healthy: its next death starts the backoff over.
 const HEALTHY_AFTER: Duration = Duration::from_secs(10);
 const BACKOFF_START: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
+/// How long a worker may miss its heartbeat before it is killed and replaced.
+const SILENT_GRACE: Duration = Duration::from_secs(3);
 /// How long a new worker gets to start before the one it replaces is stopped.
 const WARM_UP: Duration = Duration::from_millis(500);
 
@@ -81,7 +93,8 @@ pub(crate) fn inherited_seat() -> Option<std::io::Result<Seat>> {
                 "bad {BOARD_ENV}: seat {seat} of a board of {seats}"
             )));
         }
-        Ok(Seat::new(Arc::new(b), seat))
+        let seat = Seat::new(Arc::new(b), seat);
+        seat.keep_beating().map(|()| seat)
     }))
 }
 
@@ -163,6 +176,7 @@ impl Supervisor {
         let socket = OwnedFd::from(self.listener.try_clone()?);
         let board = self.board.inheritable_fd()?;
         let seats = self.board.seats();
+        self.board.unborn(seat);
         let child = Command::new(std::env::current_exe()?)
             .args(std::env::args_os().skip(1))
             .env(WORKER_ENV, slot.to_string())
@@ -192,12 +206,20 @@ impl Supervisor {
         self.stop_all().await;
     }
 
-    /// Notices dead workers and starts them again when their backoff has passed.
+    /// Notices dead workers and starts them again when their backoff has passed; kills
+    /// silent ones, to be restarted the same way.
     fn watch_workers(&mut self) {
         let now = Instant::now();
         for index in 0..self.slots.len() {
             let slot = &mut self.slots[index];
             if let Some(child) = &mut slot.child {
+                if self.board.is_silent_for(slot.seat, SILENT_GRACE) {
+                    tracing::error!(
+                        "worker {index} (pid {}) missed its heartbeat for {SILENT_GRACE:?}; killing it",
+                        child.id()
+                    );
+                    let _ = child.kill().and_then(|()| child.wait());
+                }
                 if let Ok(Some(status)) = child.try_wait() {
                     let pid = child.id();
                     self.board.vacate(slot.seat);
@@ -223,10 +245,15 @@ impl Supervisor {
             self.restarts.pop_front();
         }
         if self.restarts.len() >= BUDGET {
+            let next = self.restarts.back().map(|&last| last + OVER_BUDGET_PAUSE);
+            if let Some(next) = next.filter(|&next| next > now) {
+                self.slots[index].restart_at = Some(next);
+                return;
+            }
             tracing::error!(
-                "worker {index} not restarted: {BUDGET} restarts within {BUDGET_WINDOW:?} already"
+                "worker {index}: {BUDGET} restarts within {BUDGET_WINDOW:?} already; \
+                 restarting it no sooner than {OVER_BUDGET_PAUSE:?} after the last"
             );
-            return;
         }
         self.restarts.push_back(now);
         match self.start_worker(index, self.slots[index].seat) {

@@ -3,7 +3,9 @@
 //! handler's awaits, and its blocking calls, block the thread, as in a servlet
 //! container. `thread-pool` runs a fixed set of threads fed by a bounded queue (503
 //! past it); `thread-per-conn` starts a thread per connection up to a cap (accepting
-//! waits past it).
+//! waits past it). Under both, a connection that waited for a thread longer than
+//! `timeouts.queue` is answered 503 and closed: slow clients holding every thread
+//! would otherwise leave the queued waiting without end (issue 15).
 //!
 //! The socket is read through the thread's own reactor rather than with blocking
 //! reads, so that every model drives the same connection code; with one socket per
@@ -16,6 +18,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::Instant;
 
 use crossbeam_channel::{Receiver, TrySendError};
 use tokio::io::AsyncWriteExt;
@@ -59,9 +62,9 @@ async fn pool<P: Protocol>(
         })
         .collect::<std::io::Result<Vec<_>>>()?;
     accept(listener, spec, async |stream, peer| {
-        match tx.try_send((stream, peer)) {
+        match tx.try_send((stream, peer, Instant::now())) {
             Ok(()) => {}
-            Err(TrySendError::Full((stream, _)) | TrySendError::Disconnected((stream, _))) => {
+            Err(TrySendError::Full((stream, ..)) | TrySendError::Disconnected((stream, ..))) => {
                 super::overload::note(super::overload::Bound::ThreadQueue);
                 refuse(stream, &spec.protocol.overloaded(peer)).await;
             }
@@ -75,16 +78,25 @@ async fn pool<P: Protocol>(
     Ok(())
 }
 
-/// A pool thread: serves queued connections one at a time until the queue closes.
+/// A connection waiting for a pool thread, and since when.
+type Queued = (std::net::TcpStream, SocketAddr, Instant);
+
+/// A pool thread: serves queued connections one at a time until the queue closes;
+/// refuses those that waited past `timeouts.queue`.
 fn work<P: Protocol>(
     runtime: &tokio::runtime::Runtime,
     id: usize,
-    queue: &Receiver<(std::net::TcpStream, SocketAddr)>,
+    queue: &Receiver<Queued>,
     spec: &LoopSpec<P>,
 ) {
     enter(id, spec);
-    while let Ok((stream, peer)) = queue.recv() {
-        serve(runtime, stream, peer, spec);
+    while let Ok((stream, peer, queued)) = queue.recv() {
+        if queued.elapsed() > spec.config.timeouts.queue {
+            super::overload::note(super::overload::Bound::QueueWait);
+            runtime.block_on(refuse(stream, &spec.protocol.overloaded(peer)));
+        } else {
+            serve(runtime, stream, peer, spec);
+        }
     }
 }
 
@@ -97,10 +109,19 @@ async fn per_conn<P: Protocol>(
     let permits = Arc::new(Semaphore::new(cap as usize));
     let mut next_id = 0;
     accept(listener, spec, async |stream, peer| {
-        // At the cap, wait for a thread to end before taking the next connection.
-        let Ok(permit) = permits.clone().acquire_owned().await else {
-            return;
-        };
+        // At the cap, wait for a thread to end before taking the next connection, for
+        // no longer than the queue timeout.
+        let permit =
+            match tokio::time::timeout(spec.config.timeouts.queue, permits.clone().acquire_owned())
+                .await
+            {
+                Ok(Ok(permit)) => permit,
+                Ok(Err(_)) => return,
+                Err(_) => {
+                    super::overload::note(super::overload::Bound::QueueWait);
+                    return refuse(stream, &spec.protocol.overloaded(peer)).await;
+                }
+            };
         next_id += 1;
         let spec = spec.clone();
         let id = next_id;

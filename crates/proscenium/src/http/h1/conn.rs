@@ -64,7 +64,9 @@ pub(crate) fn serve(
         wbuf: BytesMut::new(),
         decoder: Decoder::new(),
         served,
-        head_deadline: None,
+        // A new connection's first head is due a header timeout after the accept:
+        // one that sends nothing holds its place no longer (issue 15).
+        head_deadline: (served == 0).then(|| Instant::now() + shared.config.timeouts.header),
         phase: Phase::Idle,
         shared,
         ticket,
@@ -89,7 +91,7 @@ struct Conn {
     wbuf: BytesMut,
     decoder: Decoder,
     served: u64,
-    /// When the head being read must be complete.
+    /// When the head being read must be complete (the first one's: from the accept).
     head_deadline: Option<Instant>,
     phase: Phase,
     shared: Rc<Http1Loop>,
@@ -206,6 +208,12 @@ impl Conn {
                     shared: &self.shared,
                     served: self.served,
                     has_ticket: self.ticket.is_some(),
+                };
+                // Only a connection that is never shelved (no ticket: the thread models)
+                // may wait less than the idle timeout: shelving counts from it.
+                let deadline = match self.head_deadline {
+                    Some(due) if self.ticket.is_none() => due.min(deadline),
+                    _ => deadline,
                 };
                 match idle::wait(waiting, deadline).await? {
                     Idle::Readable => deadline,
