@@ -26,15 +26,25 @@ fn start(albums: &std::path::Path, mail_ms: u64) -> Mailer {
 
 /// The mailer started with `args` besides the usual ones.
 fn start_with(albums: &std::path::Path, mail_ms: u64, args: &[&str]) -> Mailer {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mailer"))
+    start_as(albums, mail_ms, |command| {
+        command.args(args).stderr(Stdio::null());
+    })
+}
+
+/// The mailer started as `configure` adjusts its command.
+fn start_as(
+    albums: &std::path::Path,
+    mail_ms: u64,
+    configure: impl FnOnce(&mut Command),
+) -> Mailer {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_mailer"));
+    command
         .args(["--bind", "127.0.0.1:0", "--mail-ms", &mail_ms.to_string()])
         .arg("--albums")
         .arg(albums)
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .stdout(Stdio::piped());
+    configure(&mut command);
+    let mut child = command.spawn().unwrap();
     let mut line = String::new();
     BufReader::new(child.stdout.as_mut().unwrap())
         .read_line(&mut line)
@@ -199,31 +209,28 @@ fn the_mailers_dispatcher_comes_from_configuration() {
 #[test]
 fn with_logging_off_nothing_reaches_stderr() {
     let albums = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_mailer"))
-        .args(["--bind", "127.0.0.1:0", "--mail-ms", "1", "--albums"])
-        .arg(albums.path())
-        .env("FSIZE", "1")
-        .env("RUST_LOG", "off")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = proscenium::launch::served_address(&line)
-        .expect(&line)
-        .to_string();
-    assert_eq!(request(&addr, "POST", "/mail", MAIL).0, 202);
+    let mut mailer = start_as(albums.path(), 1, |command| {
+        command
+            .env("FSIZE", "1")
+            .env("RUST_LOG", "off")
+            .stderr(Stdio::piped());
+    });
+    assert_eq!(request(&mailer.addr, "POST", "/mail", MAIL).0, 202);
     let deadline = Instant::now() + Duration::from_secs(5);
-    while sent(&addr) < 1 && Instant::now() < deadline {
+    while sent(&mailer.addr) < 1 && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
     let _ = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
+        .args(["-TERM", &mailer.child.id().to_string()])
         .status();
-    let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{:?}", out.status);
-    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    let mut stderr = String::new();
+    mailer
+        .child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(mailer.child.wait().unwrap().success());
+    assert_eq!(stderr, "");
 }
