@@ -186,7 +186,15 @@ impl Client {
     pub fn is_closed_within(&mut self, wait: Duration) -> bool {
         self.stream.set_read_timeout(Some(wait)).unwrap();
         let mut byte = [0u8; 1];
-        let closed = matches!(self.stream.read(&mut byte), Ok(0) | Err(_) if self.buf.is_empty());
+        // A wait that runs out is an open connection, not a closed one; a reset is closed.
+        let closed = match self.stream.read(&mut byte) {
+            Ok(0) => true,
+            Ok(_) => false,
+            Err(e) => !matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ),
+        } && self.buf.is_empty();
         self.stream.set_read_timeout(Some(READ_TIMEOUT)).unwrap();
         closed
     }
