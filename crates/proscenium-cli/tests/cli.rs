@@ -1,7 +1,7 @@
 //! The `proscenium` binary as a user runs it: start line, serving a directory, exit
 //! codes, and a clean exit on SIGTERM and SIGINT.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -20,13 +20,8 @@ fn start(dir: &std::path::Path, args: &[&str]) -> (Child, String, String) {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = proscenium::launch::served_address(&line)
-        .expect(&line)
-        .to_string();
+    let (line, addr) = proscenium::launch::read_start_line(&mut child).unwrap();
+    let addr = addr.to_string();
     (child, addr, line)
 }
 
@@ -166,30 +161,8 @@ fn every_model_serves_and_names_itself_in_the_start_line() {
         ),
     ];
     for (model, says) in cases {
-        let mut child = proscenium()
-            .args([
-                "serve",
-                dir.path().to_str().unwrap(),
-                "--bind",
-                "127.0.0.1:0",
-                "--model",
-                model,
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.as_mut().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        let (mut child, addr, line) = start(dir.path(), &["--model", model]);
         assert!(line.contains(says), "{model}: {line}");
-        let addr = line
-            .split("http://")
-            .nth(1)
-            .and_then(|r| r.split(' ').next())
-            .unwrap()
-            .to_owned();
         assert!(get(&addr, "/f.txt").ends_with("same file"), "{model}");
         signal(&child, "TERM");
         assert_eq!(wait_exit(&mut child), 0, "{model}");

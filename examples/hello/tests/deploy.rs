@@ -2,7 +2,7 @@
 //! `PROSCENIUM_MODEL` and from a flag, the precedence of the three, `routes`,
 //! `config`, and each kind of bad input refused with one line and exit 2.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -52,14 +52,8 @@ fn start_on(bind: &str, dir: &Path, env: &[(&str, &str)], args: &[&str]) -> Runn
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let port = proscenium::launch::served_address(&line)
-        .expect(&line)
-        .port()
-        .to_string();
+    let (line, addr) = proscenium::launch::read_start_line(&mut child).unwrap();
+    let port = addr.port().to_string();
     Running { child, line, port }
 }
 

@@ -45,13 +45,8 @@ fn start_as(
         .stdout(Stdio::piped());
     configure(&mut command);
     let mut child = command.spawn().unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = proscenium::launch::served_address(&line)
-        .expect(&line)
-        .to_string();
+    let (_, addr) = proscenium::launch::read_start_line(&mut child).unwrap();
+    let addr = addr.to_string();
     Mailer { child, addr }
 }
 

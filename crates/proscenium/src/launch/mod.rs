@@ -32,7 +32,7 @@ use clap::{Args, CommandFactory, FromArgMatches};
 
 use self::args::{Action, Cli};
 pub use self::args::{Command, DeployArgs, NoOptions, Options};
-pub use self::report::served_address;
+pub use self::report::{read_start_line, served_address};
 use crate::actor::System;
 use crate::config::{ConfigError, Settings};
 use crate::{App, Config};

@@ -46,8 +46,32 @@ pub(super) fn serve(heading: &Heading<'_>, app: App, config: Config) -> ExitCode
     ExitCode::SUCCESS
 }
 
-/// Returns the address an app's start line (`NAME serving WHAT on http://ADDR (...)`)
-/// names, for tools and tests that start an app and read its first line.
+/// Reads the start line (`NAME serving WHAT on http://ADDR (...)`) from the piped
+/// standard output of an app started as a child process, and returns it with the
+/// address it names: for tools and tests that start an app and talk to it.
+///
+/// # Errors
+///
+/// When the output cannot be read, or its first line names no address.
+pub fn read_start_line(
+    child: &mut std::process::Child,
+) -> std::io::Result<(String, std::net::SocketAddr)> {
+    use std::io::BufRead;
+    let stdout = child.stdout.as_mut().ok_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, "stdout is not piped")
+    })?;
+    let mut line = String::new();
+    std::io::BufReader::new(stdout).read_line(&mut line)?;
+    let addr = served_address(&line).ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("no address in the start line {line:?}"),
+        )
+    })?;
+    Ok((line, addr))
+}
+
+/// Returns the address a start line names.
 ///
 /// # Examples
 ///
