@@ -354,10 +354,16 @@ pub struct Limits {
     /// Requests served on one connection before it is closed.
     #[serde(deserialize_with = "value::bytes::<_, 1, { u64::MAX >> 1 }>")]
     pub max_requests_per_conn: u64,
-    /// Live connections of a loops server; accepting pauses at the cap and resumes
-    /// below it (the kernel's backlog holds the rest).
+    /// Live connections (under the thread models: those waiting for a request and
+    /// those on a thread); accepting pauses at the cap and resumes below it (the
+    /// kernel's backlog holds the rest).
     #[serde(deserialize_with = "value::count::<_, 1, 10_000_000>")]
     pub max_connections: usize,
+    /// Bytes per second a request must arrive at, and a response be read at, once it
+    /// has taken `timeouts.grace` (as Apache's `mod_reqtimeout` `MinRate`): a request
+    /// behind is answered 408, a reader behind is dropped. 0 turns it off.
+    #[serde(deserialize_with = "value::bytes::<_, 0, 1_000_000_000>")]
+    pub min_rate: u64,
     /// Requests one loop handles at once; past it requests get 503 with Retry-After.
     #[serde(deserialize_with = "value::count::<_, 1, 1_000_000>")]
     pub max_inflight: usize,
@@ -377,6 +383,7 @@ impl Default for Limits {
             max_body: 8 * 1024 * 1024,
             max_requests_per_conn: 100_000,
             max_connections: 10_000,
+            min_rate: 500,
             max_inflight: 1024,
             max_buffered_bodies: 256 * 1024 * 1024,
         }
@@ -395,6 +402,11 @@ pub struct Timeouts {
     /// make progress on a response (the connection is dropped after).
     #[serde(with = "value::seconds")]
     pub body: Duration,
+    /// How long a request, or the writing of a response, may take before
+    /// `limits.min_rate` applies: the time allowed for moving N bytes is this plus N /
+    /// `min_rate` seconds.
+    #[serde(with = "value::seconds")]
+    pub grace: Duration,
     /// A keep-alive connection with no request is closed after this.
     #[serde(with = "value::seconds")]
     pub idle: Duration,
@@ -415,6 +427,7 @@ impl Default for Timeouts {
         Self {
             header: Duration::from_secs(10),
             body: Duration::from_secs(30),
+            grace: Duration::from_secs(5),
             idle: Duration::from_secs(60),
             queue: Duration::from_secs(5),
             shutdown: Duration::from_secs(10),

@@ -173,7 +173,7 @@ fn start<L: LocalProtocol>(
         Ok(stream) => stream,
         Err(e) => return tracing::warn!("cannot serve connection from {peer}: {e}"),
     };
-    tokio::task::spawn_local(shared.serve(stream, peer, Some(ticket)));
+    tokio::task::spawn_local(shared.serve(stream, peer, ticket));
 }
 
 /// Turns an accepted socket into a tokio one: non-blocking, and without Nagle's delay

@@ -19,12 +19,14 @@ pub(crate) mod context;
 pub(crate) mod dispatcher;
 pub(crate) mod event_loop;
 pub(crate) mod overload;
+pub(crate) mod pace;
 pub(crate) mod prefork;
 mod protocol;
 pub(crate) mod runtime;
 mod sleepers;
 mod slots;
 pub(crate) mod threads;
+mod waiting_room;
 pub(crate) mod watchdog;
 
 /// The synchronisation primitives `slots` is written against: std's here, loom's when
@@ -38,7 +40,7 @@ pub(crate) use self::blocking::{Pools, spawn_blocking_in};
 pub use self::context::current_loop;
 pub(crate) use self::event_loop::Ticket;
 pub use self::prefork::prefork_worker;
-pub(crate) use self::protocol::{Host, LocalProtocol, Protocol};
+pub(crate) use self::protocol::{Host, LocalProtocol, Protocol, Readiness, Visit};
 pub(crate) use self::sleepers::{Sleepers, Sleeping};
 
 /// Returns the message a panic carried, for logs.

@@ -97,6 +97,11 @@ impl Gate {
         }
     }
 
+    /// Returns how many connections hold a place.
+    pub(crate) fn live(&self) -> usize {
+        self.live.taken()
+    }
+
     /// Says this server accepts no more (a `prefork` worker leaves the board).
     pub(crate) fn withdraw(&self) {
         if let Some(seat) = &self.seat {

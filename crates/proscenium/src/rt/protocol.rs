@@ -9,6 +9,7 @@ use std::rc::Rc;
 
 use bytes::BytesMut;
 use tokio::net::TcpStream;
+use tokio::time::Instant;
 
 use super::event_loop::Ticket;
 
@@ -33,20 +34,56 @@ pub(crate) trait Protocol: Send + Sync + 'static {
     /// Returns the whole answer to a connection refused for overload (no thread free),
     /// written before it is closed.
     fn overloaded(&self, peer: SocketAddr) -> BytesMut;
+
+    /// Whether `read`, what a connection in a thread model's waiting room has sent,
+    /// is worth a thread: a whole request, or enough to refuse or stream.
+    fn readiness(&self, read: &[u8]) -> Readiness;
+}
+
+/// What a waiting connection's bytes are worth (see [`Protocol::readiness`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Readiness {
+    /// Give it a thread.
+    Now,
+    /// Not before a line ends: ask again when a read brings a newline.
+    AtLine,
+    /// Once this many bytes are read (the rest of a small body).
+    AtLength(usize),
 }
 
 /// A protocol's side of one loop or thread.
 pub(crate) trait LocalProtocol: 'static {
-    /// Serves one connection until it closes or leaves its task on its own. A
-    /// connection on a loop carries its `ticket` (its place in the loop's count and
-    /// under the connection cap) and gives it up by dropping it.
+    /// Serves one connection on a loop until it closes or leaves its task on its own.
+    /// It carries its `ticket` (its place in the loop's count and under the connection
+    /// cap) and gives it up by dropping it.
     fn serve(
         self: &Rc<Self>,
         stream: TcpStream,
         peer: SocketAddr,
-        ticket: Option<Ticket>,
-    ) -> impl Future<Output = ()> + 'static;
+        ticket: Ticket,
+    ) -> impl Future<Output: 'static> + 'static;
+
+    /// Serves a connection given to a thread by its model's waiting room until it
+    /// closes, or waits for its next request: then it is handed back.
+    fn serve_visit(self: &Rc<Self>, visit: Visit) -> impl Future<Output = Option<Visit>> + 'static;
 
     /// Shutdown has begun: idle connections close, busy ones announce the close.
     fn begin_closing(&self);
+}
+
+/// A connection under a thread model, passed between the waiting room, which holds it
+/// while it waits for a request, and a thread, which holds it while it has one
+/// (`rt/waiting_room.rs`).
+#[derive(Debug)]
+pub(crate) struct Visit {
+    pub(crate) stream: std::net::TcpStream,
+    pub(crate) peer: SocketAddr,
+    /// Requests served on it so far.
+    pub(crate) served: u64,
+    /// What it has sent and nothing has read yet: the start of its next request.
+    pub(crate) read: BytesMut,
+    /// When the first of `read`'s bytes came (a request's pace counts from it).
+    pub(crate) since: Instant,
+    /// When its next request must have begun (`read` empty) or its head be whole.
+    pub(crate) due: Instant,
 }

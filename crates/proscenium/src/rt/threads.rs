@@ -1,35 +1,45 @@
-//! The thread models: each connection is served from start to finish by one OS thread,
-//! whose private single-threaded runtime waits on that connection alone — so a
-//! handler's awaits, and its blocking calls, block the thread, as in a servlet
-//! container. `thread-pool` runs a fixed set of threads fed by a bounded queue (503
-//! past it); `thread-per-conn` starts a thread per connection up to a cap (accepting
-//! waits past it). Under both, a connection that waited for a thread longer than
-//! `timeouts.queue` is answered 503 and closed: slow clients holding every thread
-//! would otherwise leave the queued waiting without end (issue 15).
+//! The thread models: a connection with a request is served by one OS thread, whose
+//! private single-threaded runtime waits on that connection alone — so a handler's
+//! awaits, and its blocking calls, block the thread, as in a servlet container.
+//! `thread-pool` runs a fixed set of threads fed by a bounded queue (503 past it);
+//! `thread-per-conn` starts a thread per connection up to a cap. Under both, a
+//! connection that waited for a thread longer than `timeouts.queue` is answered 503
+//! and closed.
+//!
+//! A connection without a request waits in the waiting room (`waiting_room.rs`), on
+//! the acceptor's thread, not on a thread of its own: from accept until its first
+//! request is there, and again whenever it waits for a next request, or the rest of a
+//! head, for more than a moment. So slow, silent and idle clients hold no thread
+//! (issue 15); a thread waits on a client only inside a large body or a response.
 //!
 //! The socket is read through the thread's own reactor rather than with blocking
 //! reads, so that every model drives the same connection code; with one socket per
 //! reactor the thread sleeps in `epoll_wait` where it would sleep in `read`.
 //!
-//! Shutdown steps: the acceptor stops; idle connections close; each thread gives its
-//! connection until the shutdown deadline, then drops it; the acceptor returns when
-//! every thread has ended.
+//! Shutdown steps: the acceptor stops; waiting connections close (those yet to send a
+//! first request get a second); each thread gives its connection until the shutdown
+//! deadline, then drops it; the acceptor returns when every thread has ended.
 
-use std::net::SocketAddr;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, TrySendError};
+use crossbeam_channel::{Receiver, Sender, TrySendError};
 use tokio::io::AsyncWriteExt;
-use tokio::sync::Semaphore;
+use tokio::sync::{Semaphore, mpsc};
 
 use super::context::{self, LoopContext};
 use super::event_loop::{LoopSpec, prepare};
-use super::protocol::{Host, LocalProtocol, Protocol};
+use super::protocol::{Host, LocalProtocol, Protocol, Visit};
 use super::runtime::spawn_thread;
+use super::waiting_room::{self, Held};
 use super::watchdog::LoopStats;
 use crate::config::Model;
+
+/// How often a stopping acceptor looks whether every connection has closed.
+const DRAIN_POLL: Duration = Duration::from_millis(5);
 
 /// Starts the acceptor of a thread model; it owns the threads it starts.
 pub(crate) fn spawn<P: Protocol>(
@@ -37,49 +47,182 @@ pub(crate) fn spawn<P: Protocol>(
     spec: LoopSpec<P>,
 ) -> std::io::Result<JoinHandle<()>> {
     spawn_thread("proscenium-accept".to_owned(), move |runtime| {
-        let result = match spec.config.model {
-            Model::ThreadPool => runtime.block_on(pool(listener, &spec)),
-            _ => runtime.block_on(per_conn(listener, &spec)),
-        };
-        if let Err(e) = result {
+        let local = tokio::task::LocalSet::new();
+        if let Err(e) = local.block_on(runtime, front(listener, spec)) {
             tracing::error!("acceptor failed: {e}");
         }
     })
 }
 
-/// `thread-pool`: N threads take connections from a bounded queue.
-async fn pool<P: Protocol>(
+/// Accepts until shutdown, puts every connection in the waiting room, and takes back
+/// those the threads hand back; returns when every connection has closed (or the
+/// shutdown deadline passed) and every thread has ended.
+async fn front<P: Protocol>(
     listener: std::net::TcpListener,
-    spec: &LoopSpec<P>,
+    spec: LoopSpec<P>,
 ) -> std::io::Result<()> {
-    let (tx, rx) = crossbeam_channel::bounded(spec.config.thread_queue.max(1));
-    let workers = (0..spec.config.thread_count())
-        .map(|id| {
-            let (rx, spec) = (rx.clone(), spec.clone());
-            spawn_thread(format!("proscenium-worker-{id}"), move |runtime| {
-                work(runtime, id, &rx, &spec);
-            })
-        })
-        .collect::<std::io::Result<Vec<_>>>()?;
-    accept(listener, spec, async |stream, peer| {
-        match tx.try_send((stream, peer, Instant::now())) {
-            Ok(()) => {}
-            Err(TrySendError::Full((stream, ..)) | TrySendError::Disconnected((stream, ..))) => {
-                super::overload::note(super::overload::Bound::ThreadQueue);
-                refuse(stream, &spec.protocol.overloaded(peer)).await;
-            }
+    let listener = tokio::net::TcpListener::from_std(listener)?;
+    let (back, mut returned) = mpsc::unbounded_channel();
+    let threads = Rc::new(Threads::start(&spec, back)?);
+    let mut shutdown = spec.shutdown.clone();
+    loop {
+        tokio::select! {
+            accepted = async {
+                let reserved = spec.gate.admit().await;
+                let (stream, peer) = listener.accept().await?;
+                let stream = prepare(stream.into_std()?)?.into_std()?;
+                Ok::<_, std::io::Error>(Held::new(stream, peer, reserved.accept(), &spec))
+            } => match accepted {
+                Ok(held) => enter(held, &threads, &spec),
+                Err(e) => super::dispatcher::pause_after_accept_error(&e).await,
+            },
+            Some(held) = returned.recv() => enter(held, &threads, &spec),
+            _ = shutdown.changed() => break,
         }
-    })
-    .await?;
-    drop(tx);
-    for worker in workers {
-        let _ = worker.join();
     }
+    spec.gate.withdraw();
+    drop(listener);
+    // Waiting connections close or go to a thread within a second; threads give up
+    // theirs at the shutdown deadline.
+    let deadline = tokio::time::Instant::now() + spec.config.timeouts.shutdown + DRAIN_POLL;
+    while spec.gate.live() > 0 && tokio::time::Instant::now() < deadline {
+        tokio::select! {
+            Some(held) = returned.recv() => enter(held, &threads, &spec),
+            () = tokio::time::sleep(DRAIN_POLL) => {}
+        }
+    }
+    threads.stop().await;
     Ok(())
 }
 
-/// A connection waiting for a pool thread, and since when.
-type Queued = (std::net::TcpStream, SocketAddr, Instant);
+/// Puts a connection in the waiting room, and gives it to a thread when it has a
+/// request.
+fn enter<P: Protocol>(held: Held, threads: &Rc<Threads>, spec: &LoopSpec<P>) {
+    let (threads, spec) = (threads.clone(), spec.clone());
+    tokio::task::spawn_local(async move {
+        if let Some(held) = waiting_room::wait(held, &spec).await {
+            threads.give(held, &spec).await;
+        }
+    });
+}
+
+/// A connection ready for a pool thread, and since when.
+type Queued = (Held, Instant);
+
+/// The threads of a model, as the acceptor gives them connections.
+enum Threads {
+    /// `thread-pool`: N threads take connections from a bounded queue, closed (`None`)
+    /// when the server stops.
+    Pool {
+        queue: RefCell<Option<Sender<Queued>>>,
+        workers: RefCell<Vec<JoinHandle<()>>>,
+    },
+    /// `thread-per-conn`: a thread per connection, at most `cap` at once.
+    PerConn {
+        permits: Arc<Semaphore>,
+        cap: u32,
+        back: mpsc::UnboundedSender<Held>,
+        started: Cell<usize>,
+    },
+}
+
+impl Threads {
+    /// Starts the model's threads (a pool's); each hands connections back on `back`.
+    fn start<P: Protocol>(
+        spec: &LoopSpec<P>,
+        back: mpsc::UnboundedSender<Held>,
+    ) -> std::io::Result<Self> {
+        if spec.config.model != Model::ThreadPool {
+            let cap = u32::try_from(spec.config.thread_count()).unwrap_or(u32::MAX);
+            return Ok(Self::PerConn {
+                permits: Arc::new(Semaphore::new(cap as usize)),
+                cap,
+                back,
+                started: Cell::new(0),
+            });
+        }
+        let (tx, rx) = crossbeam_channel::bounded(spec.config.thread_queue.max(1));
+        let workers = (0..spec.config.thread_count())
+            .map(|id| {
+                let (rx, spec, back) = (rx.clone(), spec.clone(), back.clone());
+                spawn_thread(format!("proscenium-worker-{id}"), move |runtime| {
+                    work(runtime, id, &rx, &spec, &back);
+                })
+            })
+            .collect::<std::io::Result<Vec<_>>>()?;
+        Ok(Self::Pool {
+            queue: RefCell::new(Some(tx)),
+            workers: RefCell::new(workers),
+        })
+    }
+
+    /// Gives a connection with a request to a thread: queued for the pool (503 when
+    /// the queue is full), or a thread of its own (503 when none is free within
+    /// `timeouts.queue`).
+    async fn give<P: Protocol>(&self, held: Held, spec: &LoopSpec<P>) {
+        match self {
+            Self::Pool { queue, .. } => {
+                let sent = match &*queue.borrow() {
+                    Some(queue) => queue.try_send((held, Instant::now())),
+                    None => Err(TrySendError::Disconnected((held, Instant::now()))),
+                };
+                if let Err(TrySendError::Full((held, _)) | TrySendError::Disconnected((held, _))) =
+                    sent
+                {
+                    super::overload::note(super::overload::Bound::ThreadQueue);
+                    refuse(held.visit, &*spec.protocol).await;
+                }
+            }
+            Self::PerConn {
+                permits,
+                back,
+                started,
+                ..
+            } => {
+                let waited = tokio::time::timeout(
+                    spec.config.timeouts.queue,
+                    permits.clone().acquire_owned(),
+                )
+                .await;
+                let permit = match waited {
+                    Ok(Ok(permit)) => permit,
+                    Ok(Err(_)) => return,
+                    Err(_) => {
+                        super::overload::note(super::overload::Bound::QueueWait);
+                        return refuse(held.visit, &*spec.protocol).await;
+                    }
+                };
+                let id = started.get() + 1;
+                started.set(id);
+                let (spec, back) = (spec.clone(), back.clone());
+                let thread = spawn_thread(format!("proscenium-conn-{id}"), move |runtime| {
+                    enter_thread(id, &spec);
+                    visit(runtime, held, &spec, &back);
+                    drop(permit);
+                });
+                if let Err(e) = thread {
+                    tracing::error!("cannot start a connection thread: {e}");
+                }
+            }
+        }
+    }
+
+    /// Stops giving connections, and waits for every thread to end.
+    async fn stop(&self) {
+        match self {
+            Self::Pool { queue, workers } => {
+                queue.borrow_mut().take();
+                for worker in workers.take() {
+                    let _ = worker.join();
+                }
+            }
+            // Every thread holds a permit until it ends: taking them all waits for the last.
+            Self::PerConn { permits, cap, .. } => {
+                let _ = permits.acquire_many(*cap).await;
+            }
+        }
+    }
+}
 
 /// A pool thread: serves queued connections one at a time until the queue closes;
 /// refuses those that waited past `timeouts.queue`.
@@ -88,79 +231,21 @@ fn work<P: Protocol>(
     id: usize,
     queue: &Receiver<Queued>,
     spec: &LoopSpec<P>,
+    back: &mpsc::UnboundedSender<Held>,
 ) {
-    enter(id, spec);
-    while let Ok((stream, peer, queued)) = queue.recv() {
+    enter_thread(id, spec);
+    while let Ok((held, queued)) = queue.recv() {
         if queued.elapsed() > spec.config.timeouts.queue {
             super::overload::note(super::overload::Bound::QueueWait);
-            runtime.block_on(refuse(stream, &spec.protocol.overloaded(peer)));
+            runtime.block_on(refuse(held.visit, &*spec.protocol));
         } else {
-            serve(runtime, stream, peer, spec);
-        }
-    }
-}
-
-/// `thread-per-conn`: a thread per connection, at most N at once.
-async fn per_conn<P: Protocol>(
-    listener: std::net::TcpListener,
-    spec: &LoopSpec<P>,
-) -> std::io::Result<()> {
-    let cap = u32::try_from(spec.config.thread_count()).unwrap_or(u32::MAX);
-    let permits = Arc::new(Semaphore::new(cap as usize));
-    let mut next_id = 0;
-    accept(listener, spec, async |stream, peer| {
-        // At the cap, wait for a thread to end before taking the next connection, for
-        // no longer than the queue timeout.
-        let permit =
-            match tokio::time::timeout(spec.config.timeouts.queue, permits.clone().acquire_owned())
-                .await
-            {
-                Ok(Ok(permit)) => permit,
-                Ok(Err(_)) => return,
-                Err(_) => {
-                    super::overload::note(super::overload::Bound::QueueWait);
-                    return refuse(stream, &spec.protocol.overloaded(peer)).await;
-                }
-            };
-        next_id += 1;
-        let spec = spec.clone();
-        let id = next_id;
-        let started = spawn_thread(format!("proscenium-conn-{id}"), move |runtime| {
-            enter(id, &spec);
-            serve(runtime, stream, peer, &spec);
-            drop(permit);
-        });
-        if let Err(e) = started {
-            tracing::error!("cannot start a connection thread: {e}");
-        }
-    })
-    .await?;
-    // Every thread holds a permit until it ends: taking them all waits for the last.
-    let _ = permits.acquire_many(cap).await;
-    Ok(())
-}
-
-/// Accepts until shutdown, handing each connection to `give`.
-async fn accept<P>(
-    listener: std::net::TcpListener,
-    spec: &LoopSpec<P>,
-    mut give: impl AsyncFnMut(std::net::TcpStream, SocketAddr),
-) -> std::io::Result<()> {
-    let listener = tokio::net::TcpListener::from_std(listener)?;
-    let mut shutdown = spec.shutdown.clone();
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => match accepted.and_then(|(s, peer)| Ok((s.into_std()?, peer))) {
-                Ok((stream, peer)) => give(stream, peer).await,
-                Err(e) => super::dispatcher::pause_after_accept_error(&e).await,
-            },
-            _ = shutdown.changed() => return Ok(()),
+            visit(runtime, held, spec, back);
         }
     }
 }
 
 /// Makes this thread look like a loop to the code it runs (blocking pool, counters).
-fn enter<P>(id: usize, spec: &LoopSpec<P>) {
+fn enter_thread<P>(id: usize, spec: &LoopSpec<P>) {
     context::enter(LoopContext {
         id,
         stats: Arc::new(LoopStats::default()),
@@ -168,22 +253,21 @@ fn enter<P>(id: usize, spec: &LoopSpec<P>) {
     });
 }
 
-/// Serves one connection on this thread, giving up at the shutdown deadline.
-fn serve<P: Protocol>(
+/// Serves a connection on this thread until it closes, giving up at the shutdown
+/// deadline, or until it waits again: then it goes `back` to the waiting room.
+fn visit<P: Protocol>(
     runtime: &tokio::runtime::Runtime,
-    stream: std::net::TcpStream,
-    peer: SocketAddr,
+    held: Held,
     spec: &LoopSpec<P>,
+    back: &mpsc::UnboundedSender<Held>,
 ) {
+    let Held { visit, pass } = held;
+    let peer = visit.peer;
     let mut shutdown = spec.shutdown.clone();
     let deadline = spec.config.timeouts.shutdown;
     let local = tokio::task::LocalSet::new();
-    local.block_on(runtime, async move {
+    let returned = local.block_on(runtime, async move {
         let shared = spec.protocol.local(Host::Thread);
-        let stream = match prepare(stream) {
-            Ok(stream) => stream,
-            Err(e) => return tracing::warn!("cannot serve connection from {peer}: {e}"),
-        };
         let give_up = async {
             while !*shutdown.borrow_and_update() {
                 if shutdown.changed().await.is_err() {
@@ -194,17 +278,26 @@ fn serve<P: Protocol>(
             tokio::time::sleep(deadline).await;
         };
         tokio::select! {
-            () = shared.serve(stream, peer, None) => {}
-            () = give_up => tracing::warn!("shutdown deadline passed; closing the connection from {peer}"),
+            returned = shared.serve_visit(visit) => returned,
+            () = give_up => {
+                tracing::warn!("shutdown deadline passed; closing the connection from {peer}");
+                None
+            }
         }
     });
+    if let Some(visit) = returned {
+        // The acceptor is gone only once every connection has closed.
+        let _ = back.send(Held { visit, pass });
+    }
 }
 
-/// Answers a connection no thread can take with the protocol's `answer`, then closes.
-async fn refuse(stream: std::net::TcpStream, answer: &[u8]) {
-    let Ok(mut stream) = prepare(stream) else {
+/// Answers a connection no thread can take with the protocol's overload answer, then
+/// closes it.
+async fn refuse<P: Protocol>(visit: Visit, protocol: &P) {
+    let answer = protocol.overloaded(visit.peer);
+    let Ok(mut stream) = prepare(visit.stream) else {
         return;
     };
-    let _ = stream.write_all(answer).await;
+    let _ = stream.write_all(&answer).await;
     let _ = stream.shutdown().await;
 }

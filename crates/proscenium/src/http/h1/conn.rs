@@ -33,7 +33,8 @@ use super::service::Http1Loop;
 use crate::http::Response;
 use crate::http::Soon;
 use crate::http::body::Repr;
-use crate::rt::Ticket;
+use crate::rt::pace::Pace;
+use crate::rt::{Ticket, Visit};
 
 /// Bytes a read asks for at least.
 const READ_CHUNK: usize = 8 * 1024;
@@ -45,41 +46,78 @@ const READ_MAX: usize = 64 * 1024;
 /// server's memory, not every answer to one read.
 const WRITE_FLUSH: usize = 64 * 1024;
 
-/// Serves one connection, which has served `served` requests before (on a task it
-/// left for the loop's shelf), until it closes or is shelved. A connection with a
-/// `ticket` may be shelved; its ticket is dropped when it closes. (The connection is
-/// built before the future, not in it, and the ticket is held by the connection rather
-/// than by a wrapping future: each saves the task from holding the same bytes twice.)
+/// How a connection comes to its task.
+pub(crate) enum Start {
+    /// On a loop: new (`served` 0), or back from the loop's shelf; its `ticket` is its
+    /// place in the loop's count and under the connection cap, dropped when it closes.
+    Loop { served: u64, ticket: Ticket },
+    /// On a thread, from its model's waiting room, with the start of a request (the
+    /// fields of its [`Visit`]).
+    Thread {
+        served: u64,
+        read: BytesMut,
+        since: Instant,
+        due: Instant,
+    },
+}
+
+/// Serves one connection until it closes, is shelved (on a loop), or goes back to
+/// the waiting room (on a thread: the returned visit). (The connection is built before
+/// the future, not in it, and the ticket is held by the connection rather than by a
+/// wrapping future: each saves the task from holding the same bytes twice.)
 pub(crate) fn serve(
     stream: TcpStream,
     peer: SocketAddr,
-    served: u64,
     shared: Rc<Http1Loop>,
-    ticket: Option<Ticket>,
-) -> impl Future<Output = ()> {
+    start: Start,
+) -> impl Future<Output = Option<Visit>> {
+    let config = &shared.config;
+    let socket = Socket::new(stream, config.timeouts.body, Pace::new(config));
+    let (served, ticket, rbuf, head_deadline, pace) = match start {
+        // A new connection's first head is due a header timeout after the accept:
+        // one that sends nothing holds its place no longer (issue 15).
+        Start::Loop { served, ticket } => (
+            served,
+            Some(ticket),
+            BytesMut::new(),
+            (served == 0).then(|| Instant::now() + config.timeouts.header),
+            None,
+        ),
+        Start::Thread {
+            served,
+            read,
+            since,
+            due,
+        } => {
+            let bytes = read.len() as u64;
+            (served, None, read, Some(due), Some((since, bytes)))
+        }
+    };
     let mut conn = Conn {
-        socket: Socket::new(stream),
+        socket,
         peer,
-        rbuf: BytesMut::new(),
+        rbuf,
         wbuf: BytesMut::new(),
         decoder: Decoder::new(),
         served,
-        // A new connection's first head is due a header timeout after the accept:
-        // one that sends nothing holds its place no longer (issue 15).
-        head_deadline: (served == 0).then(|| Instant::now() + shared.config.timeouts.header),
+        head_deadline,
+        pace,
         phase: Phase::Idle,
         shared,
         ticket,
     };
     async move {
         match conn.run().await {
-            Ok(Ended::Closed) => {}
-            Ok(Ended::Idle(deadline)) => conn.shelve(deadline),
-            Err(e) => tracing::debug!(
-                "connection from {} ended while {:?}: {e}",
-                conn.peer,
-                conn.phase
-            ),
+            Ok(Ended::Closed) => None,
+            Ok(Ended::Idle(due)) => conn.put_away(due),
+            Err(e) => {
+                tracing::debug!(
+                    "connection from {} ended while {:?}: {e}",
+                    conn.peer,
+                    conn.phase
+                );
+                None
+            }
         }
     }
 }
@@ -93,6 +131,8 @@ struct Conn {
     served: u64,
     /// When the head being read must be complete (the first one's: from the accept).
     head_deadline: Option<Instant>,
+    /// The request being read: since when it is paced, and the bytes read since.
+    pace: Option<(Instant, u64)>,
     phase: Phase,
     shared: Rc<Http1Loop>,
     ticket: Option<Ticket>,
@@ -124,7 +164,7 @@ enum Phase {
 /// How a connection's task ended.
 enum Ended {
     Closed,
-    /// Idle long enough to be shelved; its idle deadline.
+    /// Waiting long enough to be put away (see [`ReadEnd::PutAway`]).
     Idle(Instant),
 }
 
@@ -132,8 +172,10 @@ enum Ended {
 enum ReadEnd {
     Data,
     Closed,
-    /// Idle long enough to be shelved; its idle deadline.
-    Shelve(Instant),
+    /// Waiting long enough to be put away: on a loop, idle and shelved; on a thread,
+    /// idle or inside a head, and handed back to the waiting room. When its next
+    /// request (or the head) is due.
+    PutAway(Instant),
     Refused(ParseError),
 }
 
@@ -152,7 +194,7 @@ impl Conn {
                     match self.read().await? {
                         ReadEnd::Data => continue,
                         ReadEnd::Closed => return Ok(Ended::Closed),
-                        ReadEnd::Shelve(deadline) => return Ok(Ended::Idle(deadline)),
+                        ReadEnd::PutAway(due) => return Ok(Ended::Idle(due)),
                         ReadEnd::Refused(e) => return Box::pin(self.close(Some(e))).await,
                     }
                 }
@@ -160,6 +202,7 @@ impl Conn {
             };
             self.phase = Phase::Calling;
             self.head_deadline = None;
+            self.pace = None;
             let next = match self.answer_now(message) {
                 Ok(next) => next,
                 Err(later) => {
@@ -189,47 +232,65 @@ impl Conn {
     }
 
     /// Flushes what is buffered and waits for more bytes, within the timeout of the
-    /// reading phase.
+    /// reading phase and the pace of a request.
     async fn read(&mut self) -> std::io::Result<ReadEnd> {
         if self.decoder.take_continue() {
             self.wbuf.extend_from_slice(encode::CONTINUE);
         }
         self.flush().await?;
         let timeouts = &self.shared.config.timeouts;
+        let on_thread = self.ticket.is_none();
         let deadline = match self.phase {
             Phase::Idle => {
                 let Some(deadline) = idle::deadline(&self.shared, self.served) else {
                     return Ok(ReadEnd::Closed);
                 };
-                let waiting = Waiting {
-                    socket: &mut self.socket,
-                    rbuf: &mut self.rbuf,
-                    wbuf: &mut self.wbuf,
-                    shared: &self.shared,
-                    served: self.served,
-                    has_ticket: self.ticket.is_some(),
-                };
-                // Only a connection that is never shelved (no ticket: the thread models)
-                // may wait less than the idle timeout: shelving counts from it.
+                // Only a connection that is never shelved (the thread models) may wait
+                // less than the idle timeout: shelving counts from it.
                 let deadline = match self.head_deadline {
-                    Some(due) if self.ticket.is_none() => due.min(deadline),
+                    Some(due) if on_thread => due.min(deadline),
                     _ => deadline,
                 };
-                match idle::wait(waiting, deadline).await? {
-                    Idle::Readable => deadline,
-                    Idle::Close => return Ok(ReadEnd::Closed),
-                    Idle::Shelve => return Ok(ReadEnd::Shelve(deadline)),
+                if !on_thread {
+                    let waiting = Waiting {
+                        socket: &mut self.socket,
+                        rbuf: &mut self.rbuf,
+                        wbuf: &mut self.wbuf,
+                        shared: &self.shared,
+                        served: self.served,
+                    };
+                    match idle::wait(waiting, deadline).await? {
+                        Idle::Readable => {}
+                        Idle::Close => return Ok(ReadEnd::Closed),
+                        Idle::Shelve => return Ok(ReadEnd::PutAway(deadline)),
+                    }
                 }
+                deadline
             }
-            Phase::ReadingBody => Instant::now() + timeouts.body,
-            _ => *self
-                .head_deadline
-                .get_or_insert_with(|| Instant::now() + timeouts.header),
+            reading => {
+                let due = match reading {
+                    Phase::ReadingBody => Instant::now() + timeouts.body,
+                    _ => *self
+                        .head_deadline
+                        .get_or_insert_with(|| Instant::now() + timeouts.header),
+                };
+                let (since, bytes) = *self.pace.get_or_insert_with(|| (Instant::now(), 0));
+                Pace::new(&self.shared.config).bound(due, since, bytes)
+            }
         };
+        // On a thread, a wait for a request or the rest of its head is short: then the
+        // connection goes back to the waiting room, and the thread to the next one.
+        let hand_back = (on_thread && self.phase != Phase::ReadingBody)
+            .then(|| Instant::now() + idle::HAND_BACK_AFTER)
+            .filter(|&at| at < deadline);
         self.rbuf.reserve(READ_CHUNK);
         let room = (self.rbuf.capacity() - self.rbuf.len()).min(READ_MAX);
-        let read = self.socket.read(&mut self.rbuf, room, deadline).await;
+        let read = self
+            .socket
+            .read(&mut self.rbuf, room, hand_back.unwrap_or(deadline))
+            .await;
         Ok(match read {
+            None if hand_back.is_some() => ReadEnd::PutAway(deadline),
             None if self.phase == Phase::Idle => ReadEnd::Closed,
             None => ReadEnd::Refused(ParseError::Timeout),
             Some(read) => match read? {
@@ -238,24 +299,46 @@ impl Conn {
                     if n < room {
                         self.socket.forget_readable();
                     }
+                    if let Some((_, bytes)) = &mut self.pace {
+                        *bytes += n as u64;
+                    }
                     ReadEnd::Data
                 }
             },
         })
     }
 
-    /// Gives the connection, idle since before `deadline - the idle timeout`, to its
-    /// loop's shelf; its task ends.
-    fn shelve(self, deadline: Instant) {
+    /// Puts away a connection waiting since before `due` minus the idle timeout (on
+    /// a loop: its shelf; its task ends), or until `due` for the rest of a head (on a
+    /// thread: returned, for the waiting room).
+    fn put_away(self, due: Instant) -> Option<Visit> {
         let Self {
             socket,
             peer,
             served,
             shared,
             ticket,
+            rbuf,
+            pace,
             ..
         } = self;
-        idle::shelve(socket.stream, peer, served, &shared, ticket, deadline);
+        if ticket.is_some() {
+            idle::shelve(socket.stream, peer, served, &shared, ticket, due);
+            return None;
+        }
+        let stream = socket
+            .stream
+            .into_std()
+            .inspect_err(|e| tracing::debug!("closing connection from {peer}: {e}"))
+            .ok()?;
+        Some(Visit {
+            stream,
+            peer,
+            served,
+            since: pace.map_or_else(Instant::now, |(since, _)| since),
+            read: rbuf,
+            due,
+        })
     }
 
     /// Answers one request without waiting when it can — the handler answered at once
@@ -339,11 +422,10 @@ impl Conn {
     /// Sends a body too large to buffer: a large one from its own buffer, a file with
     /// sendfile, a stream as it comes.
     async fn send_unsent(&mut self, unsent: Unsent) -> std::io::Result<Persistence> {
-        let timeout = self.shared.config.timeouts.body;
         match unsent.repr {
             Repr::Full(bytes) => {
                 self.flush().await?;
-                self.socket.send(&bytes, timeout).await?;
+                self.socket.send(&bytes).await?;
             }
             Repr::File(region) => {
                 // Corked, the head and the file leave in full segments instead of the
@@ -351,7 +433,7 @@ impl Conn {
                 // file (docs/performance.md, what each measured change bought).
                 self.socket.set_cork(true)?;
                 self.flush().await?;
-                let sent = Box::pin(self.socket.send_file(region, timeout)).await;
+                let sent = Box::pin(self.socket.send_file(region)).await;
                 self.socket.set_cork(false)?;
                 sent?;
             }
@@ -406,13 +488,12 @@ impl Conn {
         Ok(())
     }
 
-    /// Writes everything buffered, within the send timeout.
+    /// Writes everything buffered, within the send timeout and the pace.
     async fn flush(&mut self) -> std::io::Result<()> {
         if self.wbuf.is_empty() {
             return Ok(());
         }
-        let timeout = self.shared.config.timeouts.body;
-        let result = self.socket.send(&self.wbuf, timeout).await;
+        let result = self.socket.send(&self.wbuf).await;
         self.wbuf.clear();
         result
     }

@@ -17,22 +17,29 @@ use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
 
 use crate::http::body::FileRegion;
+use crate::rt::pace::Pace;
 
 /// How long a closing connection keeps reading (and discarding) what the client sends.
 const LINGER: Duration = Duration::from_secs(2);
 
-/// A connection's socket and the one timer of every wait on it (idle, head, body,
-/// send), set anew for each.
+/// A connection's socket, the one timer of every wait on it (idle, head, body, send),
+/// set anew for each, and the bounds on a write.
 pub(super) struct Socket {
     pub(super) stream: TcpStream,
     pub(super) timer: Pin<Box<Sleep>>,
+    /// How long a write may make no progress (`timeouts.body`).
+    stall: Duration,
+    /// The pace a write must keep.
+    pace: Pace,
 }
 
 impl Socket {
-    pub(super) fn new(stream: TcpStream) -> Self {
+    pub(super) fn new(stream: TcpStream, stall: Duration, pace: Pace) -> Self {
         Self {
             stream,
             timer: Box::pin(tokio::time::sleep_until(Instant::now())),
+            stall,
+            pace,
         }
     }
 
@@ -63,17 +70,26 @@ impl Socket {
         });
     }
 
-    /// Writes all of `bytes`, failing when the client takes nothing for `timeout`: a
-    /// slow reader may take as long as it keeps reading, a stalled one is dropped. Uses
-    /// `send(2)` (`try_write`), not the vectored path (writev(2) through the VFS layer)
-    /// for what is always one buffer.
+    /// Writes all of `bytes`, failing when the client takes nothing for the stall
+    /// timeout or falls behind the pace: a slow reader may take as long as it keeps the
+    /// pace, a stalled one is dropped. Uses `send(2)` (`try_write`), not the vectored
+    /// path (writev(2) through the VFS layer) for what is always one buffer.
     pub(super) fn send<'a>(
         &'a mut self,
         mut bytes: &'a [u8],
-        timeout: Duration,
     ) -> impl Future<Output = std::io::Result<()>> + 'a {
-        let Self { stream, timer } = self;
+        let Self {
+            stream,
+            timer,
+            stall,
+            pace,
+        } = self;
         let mut waiting = false;
+        // The pace counts from the write's first wait, and the bytes sent after it
+        // (what the kernel took at once costs it nothing); the clock is read only then,
+        // and most writes never wait.
+        let mut since = None;
+        let mut sent = 0u64;
         poll_fn(move |cx| {
             while !bytes.is_empty() {
                 match poll_write_with(stream, cx, || stream.try_write(bytes)) {
@@ -82,13 +98,18 @@ impl Socket {
                     }
                     Poll::Ready(Ok(n)) => {
                         bytes = &bytes[n..];
+                        sent += n as u64;
                         waiting = false;
                     }
                     Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
                     Poll::Pending => {
                         if !waiting {
                             waiting = true;
-                            timer.as_mut().reset(Instant::now() + timeout);
+                            let now = Instant::now();
+                            let (began, before) = *since.get_or_insert((now, sent));
+                            timer
+                                .as_mut()
+                                .reset(pace.bound(now + *stall, began, sent - before));
                         }
                         if timer.as_mut().poll(cx).is_ready() {
                             return Poll::Ready(Err(stalled()));
@@ -107,18 +128,19 @@ impl Socket {
     }
 
     /// Sends a file region with sendfile(2): the kernel copies page cache to socket.
-    pub(super) async fn send_file(
-        &mut self,
-        region: FileRegion,
-        timeout: Duration,
-    ) -> std::io::Result<()> {
-        let mut offset = i64::try_from(region.offset).map_err(std::io::Error::other)?;
+    /// Bounded as [`send`](Self::send), the pace counting from the start.
+    pub(super) async fn send_file(&mut self, region: FileRegion) -> std::io::Result<()> {
+        let began = Instant::now();
+        let start = i64::try_from(region.offset).map_err(std::io::Error::other)?;
+        let mut offset = start;
         let end = offset.saturating_add(i64::try_from(region.len).map_err(std::io::Error::other)?);
         let stream = &self.stream;
         while offset < end {
             let count = usize::try_from(end - offset)
                 .unwrap_or(usize::MAX)
                 .min(1 << 30);
+            let moved = u64::try_from(offset - start).unwrap_or(0);
+            let deadline = self.pace.bound(Instant::now() + self.stall, began, moved);
             let sendfile = |cx: &mut Context<'_>| {
                 poll_write_with(stream, cx, || {
                     stream.try_io(Interest::WRITABLE, || {
@@ -132,7 +154,7 @@ impl Socket {
                     })
                 })
             };
-            let sent = until(&mut self.timer, Instant::now() + timeout, sendfile)
+            let sent = until(&mut self.timer, deadline, sendfile)
                 .await
                 .ok_or_else(stalled)??;
             if sent == 0 {

@@ -15,6 +15,7 @@ mod head;
 mod idle;
 mod invoke;
 mod io;
+mod ready;
 mod service;
 
 #[cfg(test)]

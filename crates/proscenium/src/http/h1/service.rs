@@ -10,13 +10,13 @@ use bytes::BytesMut;
 use tokio::net::TcpStream;
 
 use super::answer::{self, Terms};
-use super::conn;
+use super::conn::{self, Start};
 use super::decode::Budget;
 use super::idle::Shelf;
 use crate::Config;
 use crate::http::access_log::AccessLog;
 use crate::http::response::Respond;
-use crate::rt::{Host, LocalProtocol, Protocol, Sleepers, Ticket};
+use crate::rt::{Host, LocalProtocol, Protocol, Readiness, Sleepers, Ticket, Visit};
 
 /// HTTP/1.1 serving an app: the protocol a server hands the runtime.
 #[derive(Debug)]
@@ -80,6 +80,10 @@ impl Protocol for Http1 {
         let _ = answer::buffer(&mut out, res, &mut terms, true, self.log.as_ref());
         out
     }
+
+    fn readiness(&self, read: &[u8]) -> Readiness {
+        super::ready::readiness(read, &self.config.limits)
+    }
 }
 
 /// HTTP/1.1's part of one loop (or one thread): what every connection on it shares,
@@ -111,9 +115,35 @@ impl LocalProtocol for Http1Loop {
         self: &Rc<Self>,
         stream: TcpStream,
         peer: SocketAddr,
-        ticket: Option<Ticket>,
-    ) -> impl Future<Output = ()> + 'static {
-        conn::serve(stream, peer, 0, self.clone(), ticket)
+        ticket: Ticket,
+    ) -> impl Future<Output: 'static> + 'static {
+        conn::serve(
+            stream,
+            peer,
+            self.clone(),
+            Start::Loop { served: 0, ticket },
+        )
+    }
+
+    fn serve_visit(self: &Rc<Self>, visit: Visit) -> impl Future<Output = Option<Visit>> + 'static {
+        let Visit {
+            stream,
+            peer,
+            served,
+            read,
+            since,
+            due,
+        } = visit;
+        let start = Start::Thread {
+            served,
+            read,
+            since,
+            due,
+        };
+        let stream = TcpStream::from_std(stream)
+            .inspect_err(|e| tracing::warn!("cannot serve connection from {peer}: {e}"));
+        let conn = stream.map(|stream| conn::serve(stream, peer, self.clone(), start));
+        async move { conn.ok()?.await }
     }
 
     fn begin_closing(&self) {

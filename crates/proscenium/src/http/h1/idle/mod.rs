@@ -11,7 +11,8 @@
 //! docs/performance.md).
 //!
 //! On a loop, a connection idle for [`SHELVE_AFTER`] leaves its task for the loop's
-//! [`Shelf`].
+//! [`Shelf`]. On a thread, one waiting for [`HAND_BACK_AFTER`] leaves the thread for
+//! its model's waiting room (`rt/waiting_room.rs`); `conn` does that wait itself.
 
 mod shelf;
 
@@ -34,6 +35,12 @@ use crate::rt::{Sleeping, Ticket};
 /// to send its first: a request already on the wire arrives well within it, while a
 /// silent preconnect holds up shutdown no longer.
 const FIRST_REQUEST_GRACE: Duration = Duration::from_secs(1);
+
+/// How long a connection on a thread waits for its next request, or the rest of a
+/// head, before it goes back to its model's waiting room: long enough for a client
+/// that sends its requests back to back to keep its thread, short enough that a client
+/// idle or slow holds no thread to speak of (issue 15).
+pub(super) const HAND_BACK_AFTER: Duration = Duration::from_millis(100);
 
 /// How long an idle connection keeps its buffers before it frees them.
 const HOLD_BUFFERS: Duration = Duration::from_millis(50);
@@ -65,8 +72,6 @@ pub(super) struct Waiting<'a> {
     pub(super) wbuf: &'a mut BytesMut,
     pub(super) shared: &'a Http1Loop,
     pub(super) served: u64,
-    /// Whether the connection may be shelved (it holds a loop's ticket).
-    pub(super) has_ticket: bool,
 }
 
 /// Waits until an idle connection has bytes to read; says when it should close
@@ -84,10 +89,8 @@ pub(super) fn wait(
         wbuf,
         shared,
         served,
-        has_ticket,
     } = waiting;
-    let may_shelve = has_ticket
-        && shared.shelf.get().is_some_and(Shelf::is_open)
+    let may_shelve = shared.shelf.get().is_some_and(Shelf::is_open)
         && shared.config.timeouts.idle > SHELVE_AFTER;
     // `deadline` is the idle timeout from now: no clock read for the others.
     let began = deadline - shared.config.timeouts.idle;
@@ -96,7 +99,7 @@ pub(super) fn wait(
     } else {
         deadline
     };
-    let Socket { stream, timer } = socket;
+    let Socket { stream, timer, .. } = socket;
     let mut sleeping = Sleeping::new(&shared.sleepers);
     let mut waited = false;
     let mut graced = false;

@@ -335,13 +335,11 @@ fn resume(conn: Shelved, shared: &Rc<Http1Loop>) {
     let peer = conn.peer;
     match tokio::net::TcpStream::from_std(conn.stream) {
         Ok(stream) => {
-            tokio::task::spawn_local(conn::serve(
-                stream,
-                peer,
-                conn.served,
-                shared.clone(),
-                Some(conn.ticket),
-            ));
+            let start = conn::Start::Loop {
+                served: conn.served,
+                ticket: conn.ticket,
+            };
+            tokio::task::spawn_local(conn::serve(stream, peer, shared.clone(), start));
         }
         Err(e) => tracing::warn!("cannot serve connection from {peer} again: {e}"),
     }

@@ -1,0 +1,152 @@
+//! A thread model's waiting room: where its connections wait, without a thread, for a
+//! request worth one. The acceptor's thread runs it (its own single-threaded runtime,
+//! a task per waiting connection). A new connection enters at accept; a connection a
+//! thread has served goes back in when it waits for its next request, or the rest of
+//! a head, for more than a moment. It leaves for a thread once the protocol finds in
+//! what it sent a whole request (with its body, when small) or something to refuse;
+//! or is closed when its next request is not begun by its due time; or goes to a
+//! thread at its due time with what it has, for the thread to refuse (408).
+//!
+//! Without it a thread was held from accept to close: every silent, slow or idle
+//! client held one, and a few hundred slow clients held every thread of a pool, so the
+//! normal clients queued behind them until they were refused (issue 15). Servlet
+//! containers do the same (Jetty reads a request's head without a thread).
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::BytesMut;
+use tokio::io::AsyncReadExt;
+use tokio::net::TcpStream;
+use tokio::time::Instant;
+
+use super::event_loop::LoopSpec;
+use super::overload::Pass;
+use super::pace::Pace;
+use super::protocol::{Protocol, Readiness, Visit};
+
+/// How long a connection that has had no request yet may take to send its first when
+/// shutdown begins: one already on the wire arrives well within it.
+const FIRST_REQUEST_GRACE: Duration = Duration::from_secs(1);
+
+/// The least room a read asks for.
+const READ_CHUNK: usize = 4 * 1024;
+
+/// A connection under a thread model, and its place under the connection cap, held
+/// from accept to close wherever it is.
+#[derive(Debug)]
+pub(crate) struct Held {
+    pub(crate) visit: Visit,
+    pub(crate) pass: Pass,
+}
+
+impl Held {
+    /// A connection just accepted: its first request is due a header timeout from now.
+    pub(crate) fn new<P>(
+        stream: std::net::TcpStream,
+        peer: SocketAddr,
+        pass: Pass,
+        spec: &LoopSpec<P>,
+    ) -> Self {
+        let now = Instant::now();
+        let visit = Visit {
+            stream,
+            peer,
+            served: 0,
+            read: BytesMut::new(),
+            since: now,
+            due: now + spec.config.timeouts.header,
+        };
+        Self { visit, pass }
+    }
+}
+
+/// Waits until `held` has a request worth a thread (returned), or closes it (`None`).
+pub(crate) async fn wait<P: Protocol>(held: Held, spec: &LoopSpec<P>) -> Option<Held> {
+    let Held { visit, pass } = held;
+    let Visit {
+        stream,
+        peer,
+        served,
+        mut read,
+        mut since,
+        mut due,
+    } = visit;
+    let mut stream = TcpStream::from_std(stream)
+        .inspect_err(|e| tracing::debug!("cannot wait on the connection from {peer}: {e}"))
+        .ok()?;
+    let (config, protocol) = (&spec.config, &spec.protocol);
+    let pace = Pace::new(config);
+    let mut shutdown = spec.shutdown.clone();
+    let mut closing = false;
+    // Shutdown began, or the server that would say so is gone.
+    let mut ended = false;
+    let mut ready = if read.is_empty() {
+        Readiness::AtLine
+    } else {
+        protocol.readiness(&read)
+    };
+    loop {
+        match ready {
+            Readiness::Now => break,
+            Readiness::AtLength(n) if read.len() >= n => break,
+            _ => {}
+        }
+        if !closing && (ended || *shutdown.borrow_and_update()) {
+            closing = true;
+            if read.is_empty() && served > 0 {
+                return None;
+            }
+            due = due.min(Instant::now() + FIRST_REQUEST_GRACE);
+        }
+        let deadline = if read.is_empty() {
+            due
+        } else {
+            pace.bound(due, since, read.len() as u64)
+        };
+        read.reserve(READ_CHUNK);
+        let before = read.len();
+        tokio::select! {
+            got = stream.read_buf(&mut read) => match got {
+                Ok(0) | Err(_) => return None,
+                Ok(_) => {
+                    if before == 0 {
+                        // The next request has begun: its head is due a header timeout
+                        // from now (a first request's stays due from the accept).
+                        since = Instant::now();
+                        if served > 0 {
+                            due = since + config.timeouts.header;
+                        }
+                    }
+                    // A head can only end with a line, and the rest of a small body is
+                    // counted, not parsed: a client sending a byte at a time costs a
+                    // parse per line, not per byte.
+                    let line = read[before..].contains(&b'\n');
+                    if ready == Readiness::AtLine && (line || read.len() >= config.limits.max_head) {
+                        ready = protocol.readiness(&read);
+                    }
+                }
+            },
+            () = tokio::time::sleep_until(deadline) => {
+                if read.is_empty() {
+                    return None;
+                }
+                break;
+            }
+            changed = shutdown.changed(), if !closing => ended |= changed.is_err(),
+        }
+    }
+    let stream = stream
+        .into_std()
+        .inspect_err(|e| tracing::debug!("closing the connection from {peer}: {e}"))
+        .ok()?;
+    let visit = Visit {
+        stream,
+        peer,
+        served,
+        read,
+        since,
+        due,
+    };
+    Some(Held { visit, pass })
+}
