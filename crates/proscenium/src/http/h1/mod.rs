@@ -2,8 +2,9 @@
 //! assembles messages, `encode` writes responses — all free of I/O and unit-tested on
 //! byte slices — while `conn` drives a connection with them (its socket through `io`,
 //! its waits between requests by the `idle` policy), `invoke` hands requests to the
-//! application, `answer` encodes and logs every answer, and `service` is what the
-//! runtime is handed to serve connections with.
+//! application, `answer` encodes and logs every answer, `ready` tells a thread model's
+//! waiting room when a connection has a request worth a thread, and `service` is what
+//! the runtime is handed to serve connections with.
 
 mod answer;
 mod chunked;
