@@ -109,10 +109,11 @@ fn issue_15_silent_slow_and_idle_clients_hold_no_thread() {
     drop((silent, slow));
 }
 
-#[test]
-fn issue_15_a_body_slower_than_the_minimum_rate_gets_408() {
+/// Starts a server requiring `min_rate` bytes a second after half a second, with
+/// timeouts far longer (20 s), and sends it `request` on a new connection.
+fn paced(min_rate: u64, request: &str) -> (proscenium::ServerHandle, TcpStream) {
     let server = support::start_with(app(), |c| {
-        c.limits.min_rate = 1000;
+        c.limits.min_rate = min_rate;
         c.timeouts.grace = Duration::from_millis(500);
         c.timeouts.body = Duration::from_secs(20);
         c.timeouts.header = Duration::from_secs(20);
@@ -121,9 +122,14 @@ fn issue_15_a_body_slower_than_the_minimum_rate_gets_408() {
     stream
         .set_read_timeout(Some(Duration::from_secs(15)))
         .unwrap();
-    stream
-        .write_all(b"POST / HTTP/1.1\r\nHost: test\r\nContent-Length: 100000\r\n\r\n")
-        .unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    (server, stream)
+}
+
+#[test]
+fn issue_15_a_body_slower_than_the_minimum_rate_gets_408() {
+    let request = "POST / HTTP/1.1\r\nHost: test\r\nContent-Length: 100000\r\n\r\n";
+    let (_server, mut stream) = paced(1000, request);
     let mut writer = stream.try_clone().unwrap();
     let started = Instant::now();
     // 100 bytes a second, a tenth of the minimum rate; each gap far inside the body
@@ -146,18 +152,7 @@ fn issue_15_a_body_slower_than_the_minimum_rate_gets_408() {
 
 #[test]
 fn issue_15_a_reader_slower_than_the_minimum_rate_is_dropped() {
-    let server = support::start_with(app(), |c| {
-        c.limits.min_rate = 1_000_000;
-        c.timeouts.grace = Duration::from_millis(500);
-        c.timeouts.body = Duration::from_secs(20);
-    });
-    let mut stream = TcpStream::connect(server.local_addr()).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(15)))
-        .unwrap();
-    stream
-        .write_all(b"GET /big HTTP/1.1\r\nHost: test\r\n\r\n")
-        .unwrap();
+    let (_server, mut stream) = paced(1_000_000, "GET /big HTTP/1.1\r\nHost: test\r\n\r\n");
     // 100 KB a second for 3 s, a tenth of the minimum rate; then as fast as it can.
     let mut got = 0;
     let mut chunk = [0u8; 10_000];

@@ -40,7 +40,7 @@ pub(crate) use self::blocking::{Pools, spawn_blocking_in};
 pub use self::context::current_loop;
 pub(crate) use self::event_loop::Ticket;
 pub use self::prefork::prefork_worker;
-pub(crate) use self::protocol::{Host, LocalProtocol, Protocol, Readiness, Visit};
+pub(crate) use self::protocol::{Host, LocalProtocol, Progress, Protocol, Readiness, Visit};
 pub(crate) use self::sleepers::{Sleepers, Sleeping};
 
 /// Returns the message a panic carried, for logs.

@@ -78,6 +78,12 @@ pub(crate) trait LocalProtocol: 'static {
 pub(crate) struct Visit {
     pub(crate) stream: std::net::TcpStream,
     pub(crate) peer: SocketAddr,
+    pub(crate) progress: Progress,
+}
+
+/// How far a visiting connection has got.
+#[derive(Debug)]
+pub(crate) struct Progress {
     /// Requests served on it so far.
     pub(crate) served: u64,
     /// What it has sent and nothing has read yet: the start of its next request.

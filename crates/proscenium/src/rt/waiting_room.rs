@@ -23,7 +23,7 @@ use tokio::time::Instant;
 use super::event_loop::LoopSpec;
 use super::overload::Pass;
 use super::pace::Pace;
-use super::protocol::{Protocol, Readiness, Visit};
+use super::protocol::{Progress, Protocol, Readiness, Visit};
 
 /// How long a connection that has had no request yet may take to send its first when
 /// shutdown begins: one already on the wire arrives well within it.
@@ -49,13 +49,16 @@ impl Held {
         spec: &LoopSpec<P>,
     ) -> Self {
         let now = Instant::now();
-        let visit = Visit {
-            stream,
-            peer,
+        let progress = Progress {
             served: 0,
             read: BytesMut::new(),
             since: now,
             due: now + spec.config.timeouts.header,
+        };
+        let visit = Visit {
+            stream,
+            peer,
+            progress,
         };
         Self { visit, pass }
     }
@@ -67,10 +70,7 @@ pub(crate) async fn wait<P: Protocol>(held: Held, spec: &LoopSpec<P>) -> Option<
     let Visit {
         stream,
         peer,
-        served,
-        mut read,
-        mut since,
-        mut due,
+        mut progress,
     } = visit;
     let mut stream = TcpStream::from_std(stream)
         .inspect_err(|e| tracing::debug!("cannot wait on the connection from {peer}: {e}"))
@@ -81,54 +81,55 @@ pub(crate) async fn wait<P: Protocol>(held: Held, spec: &LoopSpec<P>) -> Option<
     let mut closing = false;
     // Shutdown began, or the server that would say so is gone.
     let mut ended = false;
-    let mut ready = if read.is_empty() {
+    let p = &mut progress;
+    let mut ready = if p.read.is_empty() {
         Readiness::AtLine
     } else {
-        protocol.readiness(&read)
+        protocol.readiness(&p.read)
     };
     loop {
         match ready {
             Readiness::Now => break,
-            Readiness::AtLength(n) if read.len() >= n => break,
+            Readiness::AtLength(n) if p.read.len() >= n => break,
             _ => {}
         }
         if !closing && (ended || *shutdown.borrow_and_update()) {
             closing = true;
-            if read.is_empty() && served > 0 {
+            if p.read.is_empty() && p.served > 0 {
                 return None;
             }
-            due = due.min(Instant::now() + FIRST_REQUEST_GRACE);
+            p.due = p.due.min(Instant::now() + FIRST_REQUEST_GRACE);
         }
-        let deadline = if read.is_empty() {
-            due
+        let deadline = if p.read.is_empty() {
+            p.due
         } else {
-            pace.bound(due, since, read.len() as u64)
+            pace.bound(p.due, p.since, p.read.len() as u64)
         };
-        read.reserve(READ_CHUNK);
-        let before = read.len();
+        p.read.reserve(READ_CHUNK);
+        let before = p.read.len();
         tokio::select! {
-            got = stream.read_buf(&mut read) => match got {
+            got = stream.read_buf(&mut p.read) => match got {
                 Ok(0) | Err(_) => return None,
                 Ok(_) => {
                     if before == 0 {
                         // The next request has begun: its head is due a header timeout
                         // from now (a first request's stays due from the accept).
-                        since = Instant::now();
-                        if served > 0 {
-                            due = since + config.timeouts.header;
+                        p.since = Instant::now();
+                        if p.served > 0 {
+                            p.due = p.since + config.timeouts.header;
                         }
                     }
                     // A head can only end with a line, and the rest of a small body is
                     // counted, not parsed: a client sending a byte at a time costs a
                     // parse per line, not per byte.
-                    let line = read[before..].contains(&b'\n');
-                    if ready == Readiness::AtLine && (line || read.len() >= config.limits.max_head) {
-                        ready = protocol.readiness(&read);
+                    let line = p.read[before..].contains(&b'\n');
+                    if ready == Readiness::AtLine && (line || p.read.len() >= config.limits.max_head) {
+                        ready = protocol.readiness(&p.read);
                     }
                 }
             },
             () = tokio::time::sleep_until(deadline) => {
-                if read.is_empty() {
+                if p.read.is_empty() {
                     return None;
                 }
                 break;
@@ -143,10 +144,7 @@ pub(crate) async fn wait<P: Protocol>(held: Held, spec: &LoopSpec<P>) -> Option<
     let visit = Visit {
         stream,
         peer,
-        served,
-        read,
-        since,
-        due,
+        progress,
     };
     Some(Held { visit, pass })
 }

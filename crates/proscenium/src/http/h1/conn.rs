@@ -34,7 +34,7 @@ use crate::http::Response;
 use crate::http::Soon;
 use crate::http::body::Repr;
 use crate::rt::pace::Pace;
-use crate::rt::{Ticket, Visit};
+use crate::rt::{Progress, Ticket, Visit};
 
 /// Bytes a read asks for at least.
 const READ_CHUNK: usize = 8 * 1024;
@@ -51,14 +51,8 @@ pub(crate) enum Start {
     /// On a loop: new (`served` 0), or back from the loop's shelf; its `ticket` is its
     /// place in the loop's count and under the connection cap, dropped when it closes.
     Loop { served: u64, ticket: Ticket },
-    /// On a thread, from its model's waiting room, with the start of a request (the
-    /// fields of its [`Visit`]).
-    Thread {
-        served: u64,
-        read: BytesMut,
-        since: Instant,
-        due: Instant,
-    },
+    /// On a thread, from its model's waiting room, with the start of a request.
+    Thread(Progress),
 }
 
 /// Serves one connection until it closes, is shelved (on a loop), or goes back to
@@ -83,12 +77,12 @@ pub(crate) fn serve(
             (served == 0).then(|| Instant::now() + config.timeouts.header),
             None,
         ),
-        Start::Thread {
+        Start::Thread(Progress {
             served,
             read,
             since,
             due,
-        } => {
+        }) => {
             let bytes = read.len() as u64;
             (served, None, read, Some(due), Some((since, bytes)))
         }
@@ -331,13 +325,16 @@ impl Conn {
             .into_std()
             .inspect_err(|e| tracing::debug!("closing connection from {peer}: {e}"))
             .ok()?;
-        Some(Visit {
-            stream,
-            peer,
+        let progress = Progress {
             served,
             since: pace.map_or_else(Instant::now, |(since, _)| since),
             read: rbuf,
             due,
+        };
+        Some(Visit {
+            stream,
+            peer,
+            progress,
         })
     }
 

@@ -129,19 +129,11 @@ impl LocalProtocol for Http1Loop {
         let Visit {
             stream,
             peer,
-            served,
-            read,
-            since,
-            due,
+            progress,
         } = visit;
-        let start = Start::Thread {
-            served,
-            read,
-            since,
-            due,
-        };
         let stream = TcpStream::from_std(stream)
             .inspect_err(|e| tracing::warn!("cannot serve connection from {peer}: {e}"));
+        let start = Start::Thread(progress);
         let conn = stream.map(|stream| conn::serve(stream, peer, self.clone(), start));
         async move { conn.ok()?.await }
     }
