@@ -16,7 +16,6 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::BytesMut;
-use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
 use tokio::time::Instant;
 
@@ -72,7 +71,7 @@ pub(crate) async fn wait<P: Protocol>(held: Held, spec: &LoopSpec<P>) -> Option<
         peer,
         mut progress,
     } = visit;
-    let mut stream = TcpStream::from_std(stream)
+    let stream = TcpStream::from_std(stream)
         .inspect_err(|e| tracing::debug!("cannot wait on the connection from {peer}: {e}"))
         .ok()?;
     let (config, protocol) = (&spec.config, &spec.protocol);
@@ -105,26 +104,34 @@ pub(crate) async fn wait<P: Protocol>(held: Held, spec: &LoopSpec<P>) -> Option<
         } else {
             pace.bound(p.due, p.since, p.read.len() as u64)
         };
-        p.read.reserve(READ_CHUNK);
         let before = p.read.len();
         tokio::select! {
-            got = stream.read_buf(&mut p.read) => match got {
-                Ok(0) | Err(_) => return None,
-                Ok(_) => {
-                    if before == 0 {
-                        // The next request has begun: its head is due a header timeout
-                        // from now (a first request's stays due from the accept).
-                        p.since = Instant::now();
-                        if p.served > 0 {
-                            p.due = p.since + config.timeouts.header;
+            readable = stream.readable() => {
+                // Room is taken only once there are bytes: an idle connection here
+                // holds no buffer.
+                p.read.reserve(READ_CHUNK);
+                match readable.and_then(|()| stream.try_read_buf(&mut p.read)) {
+                    Ok(0) => return None,
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+                    Err(_) => return None,
+                    Ok(_) => {
+                        if before == 0 {
+                            // The next request has begun: its head is due a header
+                            // timeout from now (a first request's stays due from the
+                            // accept).
+                            p.since = Instant::now();
+                            if p.served > 0 {
+                                p.due = p.since + config.timeouts.header;
+                            }
                         }
-                    }
-                    // A head can only end with a line, and the rest of a small body is
-                    // counted, not parsed: a client sending a byte at a time costs a
-                    // parse per line, not per byte.
-                    let line = p.read[before..].contains(&b'\n');
-                    if ready == Readiness::AtLine && (line || p.read.len() >= config.limits.max_head) {
-                        ready = protocol.readiness(&p.read);
+                        // A head can only end with a line, and the rest of a small body
+                        // is counted, not parsed: a client sending a byte at a time costs
+                        // a parse per line, not per byte.
+                        let line = p.read[before..].contains(&b'\n');
+                        let long = p.read.len() >= config.limits.max_head;
+                        if ready == Readiness::AtLine && (line || long) {
+                            ready = protocol.readiness(&p.read);
+                        }
                     }
                 }
             },

@@ -325,10 +325,12 @@ impl Conn {
             .into_std()
             .inspect_err(|e| tracing::debug!("closing connection from {peer}: {e}"))
             .ok()?;
+        // The waiting room holds connections by the thousand: only the bytes of a
+        // started request go with one, not the buffer they were read into.
         let progress = Progress {
             served,
             since: pace.map_or_else(Instant::now, |(since, _)| since),
-            read: rbuf,
+            read: BytesMut::from(&rbuf[..]),
             due,
         };
         Some(Visit {
