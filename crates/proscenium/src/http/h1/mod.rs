@@ -1,9 +1,11 @@
 //! HTTP/1.1 in the manner of hyper's `proto/h1`: `head` and `chunked` parse, `decode`
-//! assembles messages, `encode` writes responses — all free of I/O and unit-tested on
-//! byte slices — while `conn` drives a connection with them (its socket through `io`,
-//! its waits between requests by the `idle` policy), `invoke` hands requests to the
-//! application, `answer` encodes and logs every answer, and `service` is what the
-//! runtime is handed to serve connections with.
+//! assembles messages, `encode` writes responses — all free of socket I/O and
+//! unit-tested on byte slices (bodies waiting for more bytes draw on the server's
+//! `room`, and a large one is written to a `spool` file) — while `conn` drives a
+//! connection with them (its socket through `io`, its waits between requests by the
+//! `idle` policy), `invoke` hands requests to the application, `answer` encodes and
+//! logs every answer, and `service` is what the runtime is handed to serve connections
+//! with.
 
 mod answer;
 mod chunked;
@@ -15,7 +17,9 @@ mod head;
 mod idle;
 mod invoke;
 mod io;
+mod room;
 mod service;
+mod spool;
 
 #[cfg(test)]
 mod proptests;
@@ -23,3 +27,4 @@ mod proptests;
 pub(crate) mod readings;
 
 pub(crate) use self::service::Http1;
+pub(crate) use self::spool::create as create_spool_file;
