@@ -322,14 +322,20 @@ fn issue15_many_large_bodies_at_once_are_spooled_not_buffered() {
     for (client, hash) in &mut clients {
         assert_eq!(client.response().text(), summary(LARGE, *hash));
     }
+    assert_grew_less_than(48 * MIB, before, during, "50 clients sent 4 MiB bodies");
+}
+
+/// Reports how the child's RSS grew (`before` to at most `during`) while `what`
+/// happened, and asserts it grew less than `bound`.
+fn assert_grew_less_than(bound: u64, before: u64, during: u64, what: &str) {
     eprintln!(
-        "RSS before {} MiB, at most {} MiB while {CLIENTS} clients sent 4 MiB bodies",
+        "RSS before {} MiB, at most {} MiB while {what}",
         before / MIB,
         during / MIB
     );
     assert!(
-        during < before + 48 * MIB,
-        "grew from {before} to {during} bytes"
+        during < before + bound,
+        "grew from {before} to {during} bytes while {what}"
     );
 }
 
@@ -371,15 +377,7 @@ fn issue15_a_large_body_then_pipelined_requests_unread_cost_bounded_memory() {
         .join()
         .unwrap()
         .expect("the server took every request");
-    eprintln!(
-        "RSS before {} MiB, at most {} MiB while the answers waited unread",
-        before / MIB,
-        during / MIB
-    );
-    assert!(
-        during < before + 32 * MIB,
-        "grew from {before} to {during} bytes"
-    );
+    assert_grew_less_than(32 * MIB, before, during, "the answers waited unread");
 }
 
 /// Bodies past `spool_above` reach the handler exactly, with Content-Length and

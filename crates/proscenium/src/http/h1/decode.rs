@@ -446,23 +446,28 @@ mod tests {
         }
     }
 
+    /// Adds `bytes` to what `decoder` has been given, and returns the message they
+    /// complete, if any.
+    fn feed(
+        decoder: &mut Decoder,
+        buf: &mut BytesMut,
+        bytes: &[u8],
+        (limits, bodies): (&Limits, &Bodies),
+    ) -> Option<Message> {
+        buf.extend_from_slice(bytes);
+        decoder.decode(buf, limits, bodies).unwrap()
+    }
+
     #[test]
     fn an_announced_body_past_spool_above_goes_to_disk_as_it_arrives() {
         let dir = tempfile::tempdir().unwrap();
-        let limits = spooling(&dir);
         let bodies = bodies(0, 1 << 20);
-        let mut decoder = Decoder::new();
-        let mut buf =
-            BytesMut::from(&b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 12\r\n\r\nhello"[..]);
-        assert!(
-            decoder
-                .decode(&mut buf, &limits, &bodies)
-                .unwrap()
-                .is_none()
-        );
+        let server = (&spooling(&dir), &bodies);
+        let (mut decoder, mut buf) = (Decoder::new(), BytesMut::new());
+        let head = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 12\r\n\r\nhello";
+        assert!(feed(&mut decoder, &mut buf, head, server).is_none());
         assert_eq!((bodies.memory.used(), bodies.disk.used()), (0, 5));
-        buf.extend_from_slice(b", world");
-        let m = decoder.decode(&mut buf, &limits, &bodies).unwrap().unwrap();
+        let m = feed(&mut decoder, &mut buf, b", world", server).unwrap();
         assert_eq!(&m.req.body()[..], b"hello, world");
         drop(m);
         assert_eq!(bodies.disk.used(), 0);
@@ -471,29 +476,16 @@ mod tests {
     #[test]
     fn a_chunked_body_moves_to_disk_once_it_passes_spool_above() {
         let dir = tempfile::tempdir().unwrap();
-        let limits = spooling(&dir);
         let bodies = bodies(1 << 20, 1 << 20);
-        let mut decoder = Decoder::new();
-        let mut buf = BytesMut::from(
-            &b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n"[..],
-        );
-        assert!(
-            decoder
-                .decode(&mut buf, &limits, &bodies)
-                .unwrap()
-                .is_none()
-        );
+        let server = (&spooling(&dir), &bodies);
+        let (mut decoder, mut buf) = (Decoder::new(), BytesMut::new());
+        let head =
+            b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n";
+        assert!(feed(&mut decoder, &mut buf, head, server).is_none());
         assert_eq!((bodies.memory.used(), bodies.disk.used()), (5, 0));
-        buf.extend_from_slice(b"7\r\n, world\r\n");
-        assert!(
-            decoder
-                .decode(&mut buf, &limits, &bodies)
-                .unwrap()
-                .is_none()
-        );
+        assert!(feed(&mut decoder, &mut buf, b"7\r\n, world\r\n", server).is_none());
         assert_eq!((bodies.memory.used(), bodies.disk.used()), (0, 12));
-        buf.extend_from_slice(b"0\r\n\r\n");
-        let m = decoder.decode(&mut buf, &limits, &bodies).unwrap().unwrap();
+        let m = feed(&mut decoder, &mut buf, b"0\r\n\r\n", server).unwrap();
         assert_eq!(&m.req.body()[..], b"hello, world");
     }
 
