@@ -362,8 +362,8 @@ pub struct Limits {
     #[serde(deserialize_with = "value::count::<_, 1, 1_000_000>")]
     pub max_inflight: usize,
     /// Bytes the whole server buffers for request bodies that wait for more bytes
-    /// (a body that arrives with its head is not counted); past it the request that
-    /// needs more room gets 503 with Retry-After.
+    /// (a body that arrives with its head is not counted, nor a spooled one); past it
+    /// the request that needs more room gets 503 with Retry-After.
     #[serde(deserialize_with = "value::count::<_, 0, { 1 << 40 }>")]
     pub max_buffered_bodies: usize,
     /// Bytes past which a body that waits for more bytes is written to an unnamed
@@ -377,7 +377,8 @@ pub struct Limits {
     #[serde(deserialize_with = "value::count::<_, 0, { 1 << 40 }>")]
     pub max_spooled_bodies: usize,
     /// The directory of spooled bodies (default: the system's temporary directory,
-    /// `TMPDIR`); the server refuses to start if it cannot make a file there.
+    /// `TMPDIR`; a relative path is taken from the working directory). Unless no body
+    /// can be spooled, the server refuses to start if it cannot make a file there.
     pub spool_dir: PathBuf,
 }
 

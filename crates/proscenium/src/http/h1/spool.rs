@@ -7,7 +7,7 @@
 //! budget (`limits.max_spooled_bodies`) until the app drops them. The file has no name
 //! from the start (`O_TMPFILE`), or loses it at once where the file system lacks that,
 //! so it is gone when the last reference to the body drops, and a crash leaves nothing
-//! behind.
+//! behind (bar the instant between making and unlinking a named one).
 //
 // Mapping a file is `unsafe` (another writer could change the bytes under a `&[u8]`);
 // this module is allowed it for the one `Mmap::map` whose proof is below. Mapping,
@@ -64,6 +64,10 @@ impl Spool {
     /// [`ParseError::NoRoom`] when the disk budget has not the room, or the file
     /// cannot be made or written (a full disk, EIO): logged here, answered 503.
     pub(super) fn append(&mut self, bytes: &[u8], dir: &Path) -> Result<(), ParseError> {
+        // A head with no body bytes yet decodes as an empty append: no file for it.
+        if bytes.is_empty() {
+            return Ok(());
+        }
         if !self.room.try_grow(bytes.len()) {
             return Err(ParseError::NoRoom);
         }
