@@ -77,7 +77,8 @@ impl Server {
     ///
     /// # Errors
     ///
-    /// When the address cannot be bound or a thread cannot start.
+    /// When the address cannot be bound, a thread cannot start, or no file can be made
+    /// in `limits.spool_dir`.
     pub fn start(self) -> Result<ServerHandle, Error> {
         let config = Arc::new(self.config);
         let app = web::configure(self.app, &config);

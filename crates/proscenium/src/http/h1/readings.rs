@@ -24,7 +24,7 @@ pub(crate) fn readings(stream: &[u8], cuts: &[usize]) -> (Vec<Reading>, Option<u
         max_spooled_bodies: usize::MAX,
         ..Limits::default()
     };
-    let budget = Bodies::new(&limits);
+    let bodies = Bodies::new(&limits);
     let mut decoder = Decoder::new();
     let mut buf = BytesMut::new();
     let mut messages = Vec::new();
@@ -39,7 +39,7 @@ pub(crate) fn readings(stream: &[u8], cuts: &[usize]) -> (Vec<Reading>, Option<u
         buf.extend_from_slice(&stream[start..end]);
         start = end;
         loop {
-            match decoder.decode(&mut buf, &limits, &budget) {
+            match decoder.decode(&mut buf, &limits, &bodies) {
                 Ok(Some(m)) => messages.push((
                     m.req.method().to_string(),
                     m.req.uri().to_string(),
