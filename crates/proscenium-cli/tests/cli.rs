@@ -366,3 +366,30 @@ fn issue_15_a_stopped_prefork_worker_gets_no_connections_and_is_replaced() {
     signal(&child, "TERM");
     assert_eq!(wait_exit(&mut child), 0);
 }
+
+/// A spool directory that does not exist, or is a file, stops start-up with exit 1
+/// and a message naming the key and the directory, instead of failing the first
+/// large body. (Tests run as root here, which may write any directory, so an
+/// unwritable one is not among the cases.)
+#[test]
+fn issue_15_a_spool_dir_the_server_cannot_use_stops_start_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("file");
+    std::fs::write(&file, "x").unwrap();
+    for spool_dir in [dir.path().join("missing"), file] {
+        // timeout(1) bounds the test should the server start after all.
+        let out = Command::new("timeout")
+            .arg("10")
+            .arg(env!("CARGO_BIN_EXE_proscenium"))
+            .args(["serve", "--bind", "127.0.0.1:0"])
+            .env("PROSCENIUM_LIMITS_SPOOL_DIR", &spool_dir)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{spool_dir:?}: {stderr}");
+        assert!(
+            stderr.contains(&format!("limits.spool_dir {}", spool_dir.display())),
+            "{stderr}"
+        );
+    }
+}

@@ -77,12 +77,14 @@ impl Server {
     ///
     /// # Errors
     ///
-    /// When the address cannot be bound or a thread cannot start.
+    /// When the address cannot be bound, a thread cannot start, or no file can be made
+    /// in `limits.spool_dir`.
     pub fn start(self) -> Result<ServerHandle, Error> {
         let config = Arc::new(self.config);
         let app = web::configure(self.app, &config);
         app.check_state().map_err(Error::app)?;
         check_pools(&app, &config)?;
+        check_spool_dir(&config)?;
         let live = app.live.clone();
         let (shutdown_tx, shutdown) = watch::channel(false);
         let seat = match prefork::inherited_seat() {
@@ -141,6 +143,22 @@ fn check_pools(app: &App, config: &Config) -> Result<(), Error> {
         ))),
         None => Ok(()),
     }
+}
+
+/// Refuses a spool directory the server cannot make its files in, unless no body can
+/// be spooled (`spool_above` at `max_body` or more): found at start-up, not by the
+/// first large body.
+fn check_spool_dir(config: &Config) -> Result<(), Error> {
+    let limits = &config.limits;
+    if limits.spool_above >= limits.max_body {
+        return Ok(());
+    }
+    crate::http::h1::create_spool_file(&limits.spool_dir)
+        .map(drop)
+        .map_err(Error::io(format!(
+            "spool request bodies in limits.spool_dir {}",
+            limits.spool_dir.display()
+        )))
 }
 
 /// What starting a model left running.

@@ -95,6 +95,12 @@ impl Client {
         }
     }
 
+    /// Returns a second handle on the connection, to write from another thread while
+    /// this one reads.
+    pub fn writer(&self) -> TcpStream {
+        self.stream.try_clone().expect("clone the stream")
+    }
+
     pub fn send(&mut self, bytes: impl AsRef<[u8]>) -> &mut Self {
         self.stream.write_all(bytes.as_ref()).expect("write");
         self

@@ -368,10 +368,24 @@ pub struct Limits {
     #[serde(deserialize_with = "value::count::<_, 1, 1_000_000>")]
     pub max_inflight: usize,
     /// Bytes the whole server buffers for request bodies that wait for more bytes
-    /// (a body that arrives with its head is not counted); past it the request that
-    /// needs more room gets 503 with Retry-After.
+    /// (a body that arrives with its head is not counted, nor a spooled one); past it
+    /// the request that needs more room gets 503 with Retry-After.
     #[serde(deserialize_with = "value::count::<_, 0, { 1 << 40 }>")]
     pub max_buffered_bodies: usize,
+    /// Bytes past which a body that waits for more bytes is written to an unnamed
+    /// temporary file in `spool_dir` as it arrives, instead of memory: a body whose
+    /// announced length passes it, or a chunked body once what arrived does. The app
+    /// gets it mapped from the file. At `max_body` or more, no body is spooled.
+    #[serde(deserialize_with = "value::bytes::<_, 0, { 1 << 40 }>")]
+    pub spool_above: u64,
+    /// Bytes of disk the whole server uses for spooled bodies; past it the request
+    /// that needs more gets 503 with Retry-After.
+    #[serde(deserialize_with = "value::count::<_, 0, { 1 << 40 }>")]
+    pub max_spooled_bodies: usize,
+    /// The directory of spooled bodies (default: the system's temporary directory,
+    /// `TMPDIR`; a relative path is taken from the working directory). Unless no body
+    /// can be spooled, the server refuses to start if it cannot make a file there.
+    pub spool_dir: PathBuf,
 }
 
 impl Default for Limits {
@@ -386,6 +400,9 @@ impl Default for Limits {
             min_rate: 500,
             max_inflight: 1024,
             max_buffered_bodies: 256 * 1024 * 1024,
+            spool_above: 1024 * 1024,
+            max_spooled_bodies: 1024 * 1024 * 1024,
+            spool_dir: std::env::temp_dir(),
         }
     }
 }

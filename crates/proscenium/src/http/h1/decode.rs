@@ -7,18 +7,22 @@
 //! A body that came with its head is a slice of the read buffer. One that has to wait
 //! for more bytes moves out of the read buffer into its own, which grows as bytes
 //! arrive (never to the announced length up front: announcing costs a client nothing)
-//! and holds room from the server's [`Budget`] until the app drops the body. No
+//! and holds room from the server's memory [`Budget`] until the app drops the body. A
+//! body past `limits.spool_above` (announced, or received so far when chunked) is
+//! written to a spool file instead (`spool.rs`), holding room from the disk budget. No
 //! allocation a client can drive aborts the process: growing is `try_reserve`, and
-//! failing it refuses the request like an exhausted budget (503).
+//! failing it refuses the request like an exhausted budget (503), as does a spool
+//! file the disk refuses.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use bytes::{Buf, Bytes, BytesMut};
 
 use super::chunked::ChunkedDecoder;
 use super::error::ParseError;
 use super::head::{self, Head, RequestFraming};
+use super::room::{Bodies, Budget, Room};
+use super::spool::Spool;
 use crate::config::Limits;
 
 /// A complete request: its head, with the whole body in its request.
@@ -47,60 +51,26 @@ struct Body {
 #[derive(Debug)]
 enum BodyState {
     /// The announced length, and what has arrived of it.
-    Length(usize, Buffered),
+    Length(usize, Sink),
     Chunked {
         decoder: ChunkedDecoder,
-        data: Buffered,
+        data: Sink,
     },
 }
 
-/// The bytes buffered across the server for request bodies that wait for more
-/// (`limits.max_buffered_bodies`): one per server, shared by its loops and threads.
-#[derive(Debug)]
-pub(crate) struct Budget {
-    max: usize,
-    used: AtomicUsize,
-}
-
-impl Budget {
-    /// Returns a budget of `max` bytes, none of them taken.
-    pub(crate) fn new(max: usize) -> Arc<Self> {
-        Arc::new(Self {
-            max,
-            used: AtomicUsize::new(0),
-        })
-    }
-
-    /// Takes `n` bytes of room, if the budget has them.
-    fn try_take(&self, n: usize) -> bool {
-        self.used
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
-                used.checked_add(n).filter(|&total| total <= self.max)
-            })
-            .is_ok()
-    }
-
-    /// Gives back `n` bytes of room taken before.
-    fn give_back(&self, n: usize) {
-        self.used.fetch_sub(n, Ordering::AcqRel);
-    }
-}
-
-/// A body's own buffer, and the room it holds in the budget.
+/// A body's own buffer, and the room it holds in the memory budget.
 #[derive(Debug)]
 struct Buffered {
     data: Vec<u8>,
     /// The bytes of the budget this buffer holds: its capacity when it grew.
-    held: usize,
-    budget: Arc<Budget>,
+    room: Room,
 }
 
 impl Buffered {
     fn new(budget: &Arc<Budget>) -> Self {
         Self {
             data: Vec::new(),
-            held: 0,
-            budget: budget.clone(),
+            room: Room::new(budget),
         }
     }
 
@@ -114,12 +84,11 @@ impl Buffered {
         if need <= self.data.capacity() {
             return Ok(());
         }
-        let cap = self.held.saturating_mul(2).min(ceiling).max(need);
-        let more = cap.saturating_sub(self.held);
-        if !self.budget.try_take(more) {
+        let held = self.room.held();
+        let cap = held.saturating_mul(2).min(ceiling).max(need);
+        if !self.room.try_grow(cap.saturating_sub(held)) {
             return Err(ParseError::NoRoom);
         }
-        self.held += more;
         self.data
             .try_reserve_exact(cap - self.data.len())
             .map_err(|_| ParseError::NoRoom)
@@ -131,11 +100,6 @@ impl Buffered {
         self.data.extend_from_slice(bytes);
         Ok(())
     }
-
-    /// Returns the body, which holds its room until the app drops it.
-    fn finish(self) -> Bytes {
-        Bytes::from_owner(self)
-    }
 }
 
 impl AsRef<[u8]> for Buffered {
@@ -144,10 +108,83 @@ impl AsRef<[u8]> for Buffered {
     }
 }
 
-impl Drop for Buffered {
-    fn drop(&mut self) {
-        self.budget.give_back(self.held);
+/// Where a body that waits for more bytes gathers: in memory while its size, as far
+/// as known (announced, or received so far when chunked), is within
+/// `limits.spool_above`; in a spool file past it.
+#[derive(Debug)]
+enum Sink {
+    Memory(Buffered),
+    File(Spool),
+}
+
+impl Sink {
+    /// Returns where a body of the `announced` length (none when chunked) starts.
+    fn new(announced: Option<usize>, limits: &Limits, bodies: &Bodies) -> Self {
+        match announced {
+            Some(n) if passes_spool_above(n, limits) => Self::File(Spool::new(&bodies.disk)),
+            _ => Self::Memory(Buffered::new(&bodies.memory)),
+        }
     }
+
+    /// Returns the bytes gathered.
+    fn len(&self) -> usize {
+        match self {
+            Self::Memory(data) => data.data.len(),
+            Self::File(spool) => spool.len(),
+        }
+    }
+
+    /// Appends `bytes` to a body that may not pass `ceiling` (its announced length,
+    /// or `max_body`), first moving a body held in memory to a file if `bytes` take
+    /// it past `limits.spool_above`.
+    ///
+    /// # Errors
+    ///
+    /// [`ParseError::NoRoom`] when the budget, the allocator or the disk has not the
+    /// room.
+    fn append(
+        &mut self,
+        bytes: &[u8],
+        ceiling: usize,
+        limits: &Limits,
+        bodies: &Bodies,
+    ) -> Result<(), ParseError> {
+        if let Self::Memory(data) = self
+            && passes_spool_above(data.data.len() + bytes.len(), limits)
+        {
+            let mut spool = Spool::new(&bodies.disk);
+            spool.append(&data.data, &limits.spool_dir)?;
+            // Dropping the buffer gives its memory room back.
+            *self = Self::File(spool);
+        }
+        match self {
+            // A buffer never holds more than `spool_above`: it moves to a file first.
+            Self::Memory(data) => data.append(bytes, ceiling.min(spool_above(limits))),
+            Self::File(spool) => spool.append(bytes, &limits.spool_dir),
+        }
+    }
+
+    /// Returns the body, which holds its room until the app drops it.
+    ///
+    /// # Errors
+    ///
+    /// [`ParseError::NoRoom`] when a spool file cannot be mapped.
+    fn finish(self, limits: &Limits) -> Result<Bytes, ParseError> {
+        match self {
+            Self::Memory(data) => Ok(Bytes::from_owner(data)),
+            Self::File(spool) => spool.finish(&limits.spool_dir),
+        }
+    }
+}
+
+/// Returns `limits.spool_above` as a size in memory.
+fn spool_above(limits: &Limits) -> usize {
+    usize::try_from(limits.spool_above).unwrap_or(usize::MAX)
+}
+
+/// Returns whether a body of `size` bytes goes to a spool file.
+fn passes_spool_above(size: usize, limits: &Limits) -> bool {
+    size > spool_above(limits)
 }
 
 /// The per-connection request decoder.
@@ -180,7 +217,7 @@ impl Decoder {
     }
 
     /// Decodes the next complete message from the front of `buf`; a body that waits
-    /// for more bytes takes its room from `budget`.
+    /// for more bytes takes its room from `bodies`.
     ///
     /// Returns `Ok(None)` when more bytes are needed.
     ///
@@ -191,7 +228,7 @@ impl Decoder {
         &mut self,
         buf: &mut BytesMut,
         limits: &Limits,
-        budget: &Arc<Budget>,
+        bodies: &Bodies,
     ) -> Result<Option<Message>, ParseError> {
         if let State::Head = self.state {
             let Some(head) = head::parse(buf, limits)? else {
@@ -200,15 +237,7 @@ impl Decoder {
             let body = match head.framing {
                 RequestFraming::Empty => return Ok(Some(head)),
                 RequestFraming::Length(n) if n > limits.max_body => {
-                    // Kept as if its body were being read: the refusal names the request
-                    // it refuses (`pending`).
-                    let n = usize::try_from(n).unwrap_or(usize::MAX);
-                    self.state = State::Body(Box::new(Body {
-                        head,
-                        body: BodyState::Length(n, Buffered::new(budget)),
-                        continue_sent: false,
-                    }));
-                    return Err(ParseError::BodyTooLarge);
+                    return Err(self.refuse(head, ParseError::BodyTooLarge, limits, bodies));
                 }
                 RequestFraming::Length(n) => {
                     let n = usize::try_from(n).map_err(|_| ParseError::BodyTooLarge)?;
@@ -217,11 +246,11 @@ impl Decoder {
                         head.req.set_body(buf.split_to(n).freeze());
                         return Ok(Some(head));
                     }
-                    BodyState::Length(n, Buffered::new(budget))
+                    BodyState::Length(n, Sink::new(Some(n), limits, bodies))
                 }
                 RequestFraming::Chunked => BodyState::Chunked {
                     decoder: ChunkedDecoder::new(),
-                    data: Buffered::new(budget),
+                    data: Sink::new(None, limits, bodies),
                 },
             };
             self.state = State::Body(Box::new(Body {
@@ -230,33 +259,35 @@ impl Decoder {
                 continue_sent: false,
             }));
         }
-        self.decode_body(buf, limits)
+        self.decode_body(buf, limits, bodies)
     }
 
-    /// Moves what `buf` holds of the body being read into the body's own buffer;
-    /// returns the message once the body is complete.
+    /// Moves what `buf` holds of the body being read into the body's own buffer or
+    /// spool file; returns the message once the body is complete.
     fn decode_body(
         &mut self,
         buf: &mut BytesMut,
         limits: &Limits,
+        bodies: &Bodies,
     ) -> Result<Option<Message>, ParseError> {
         let State::Body(progress) = &mut self.state else {
             return Ok(None);
         };
         let complete = match &mut progress.body {
             BodyState::Length(n, body) => {
-                let take = (*n - body.data.len()).min(buf.len());
-                body.append(&buf[..take], *n)?;
+                let take = (*n - body.len()).min(buf.len());
+                body.append(&buf[..take], *n, limits, bodies)?;
                 buf.advance(take);
-                body.data.len() == *n
+                body.len() == *n
             }
             BodyState::Chunked { decoder, data } => {
                 // The decoder's data goes through a buffer of at most one read (what
-                // `buf` holds), then into the body's, which grows within the budget.
+                // `buf` holds), then into the body's buffer, which grows within the
+                // budget, or its spool file.
                 let mut chunk = BytesMut::new();
                 let done = decoder.decode(buf, &mut chunk, limits.max_body, limits.max_head)?;
                 let ceiling = usize::try_from(limits.max_body).unwrap_or(usize::MAX);
-                data.append(&chunk, ceiling)?;
+                data.append(&chunk, ceiling, limits, bodies)?;
                 done
             }
         };
@@ -268,8 +299,30 @@ impl Decoder {
         };
         let mut head = progress.head;
         let (BodyState::Length(_, body) | BodyState::Chunked { data: body, .. }) = progress.body;
-        head.req.set_body(body.finish());
-        Ok(Some(head))
+        match body.finish(limits) {
+            Ok(body) => {
+                head.req.set_body(body);
+                Ok(Some(head))
+            }
+            Err(e) => Err(self.refuse(head, e, limits, bodies)),
+        }
+    }
+
+    /// Keeps `head` as if its body were being read, so that the refusal `e` names the
+    /// request it refuses ([`pending`](Self::pending)); returns `e`.
+    fn refuse(
+        &mut self,
+        head: Head,
+        e: ParseError,
+        limits: &Limits,
+        bodies: &Bodies,
+    ) -> ParseError {
+        self.state = State::Body(Box::new(Body {
+            head,
+            body: BodyState::Length(0, Sink::new(None, limits, bodies)),
+            continue_sent: false,
+        }));
+        e
     }
 
     /// Returns true, once per message, when the client waits for `100 Continue`
@@ -289,15 +342,24 @@ impl Decoder {
 mod tests {
     use super::*;
 
-    fn budget() -> Arc<Budget> {
-        Budget::new(usize::MAX)
+    /// Budgets of `memory` and `disk` bytes.
+    fn bodies(memory: usize, disk: usize) -> Bodies {
+        Bodies::new(&Limits {
+            max_buffered_bodies: memory,
+            max_spooled_bodies: disk,
+            ..Limits::default()
+        })
+    }
+
+    fn unbounded() -> Bodies {
+        bodies(usize::MAX, usize::MAX)
     }
 
     fn decode_stream(raw: &[u8]) -> Result<Vec<(String, Vec<u8>)>, ParseError> {
         let mut buf = BytesMut::from(raw);
         let mut decoder = Decoder::new();
         let mut out = Vec::new();
-        while let Some(m) = decoder.decode(&mut buf, &Limits::default(), &budget())? {
+        while let Some(m) = decoder.decode(&mut buf, &Limits::default(), &unbounded())? {
             out.push((m.req.uri().to_string(), m.req.body().to_vec()));
         }
         Ok(out)
@@ -322,7 +384,7 @@ mod tests {
         );
         assert!(
             decoder
-                .decode(&mut buf, &Limits::default(), &budget())
+                .decode(&mut buf, &Limits::default(), &unbounded())
                 .unwrap()
                 .is_none()
         );
@@ -330,7 +392,7 @@ mod tests {
         assert!(!decoder.take_continue());
         buf.extend_from_slice(b"ok");
         let m = decoder
-            .decode(&mut buf, &Limits::default(), &budget())
+            .decode(&mut buf, &Limits::default(), &unbounded())
             .unwrap()
             .unwrap();
         assert_eq!(&m.req.body()[..], b"ok");
@@ -346,33 +408,102 @@ mod tests {
         let mut buf =
             BytesMut::from(&b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\n"[..]);
         let mut decoder = Decoder::new();
-        let result = decoder.decode(&mut buf, &limits, &budget());
+        let result = decoder.decode(&mut buf, &limits, &unbounded());
         assert_eq!(result.unwrap_err(), ParseError::BodyTooLarge);
         assert_eq!(decoder.pending().map(|req| req.uri().path()), Some("/"));
     }
 
     #[test]
     fn a_waiting_body_holds_room_for_what_arrived_until_dropped() {
-        let budget = Budget::new(1 << 20);
-        let mut buf = BytesMut::from(
-            &b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 8388608\r\n\r\nabcd"[..],
-        );
+        let bodies = bodies(1 << 20, 1 << 20);
+        let mut buf =
+            BytesMut::from(&b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1024\r\n\r\nabcd"[..]);
         let mut decoder = Decoder::new();
-        let got = decoder.decode(&mut buf, &Limits::default(), &budget);
+        let got = decoder.decode(&mut buf, &Limits::default(), &bodies);
         assert!(got.unwrap().is_none());
-        assert_eq!(budget.used.load(Ordering::Acquire), 4);
+        assert_eq!(bodies.memory.used(), 4);
         drop(decoder);
-        assert_eq!(budget.used.load(Ordering::Acquire), 0);
+        assert_eq!(bodies.memory.used(), 0);
     }
 
     #[test]
     fn refuses_a_body_past_the_budget() {
-        let budget = Budget::new(16);
+        let bodies = bodies(16, 16);
         let mut buf = BytesMut::from(
             &b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 32\r\n\r\n0123456789abcdefghij"[..],
         );
-        let result = Decoder::new().decode(&mut buf, &Limits::default(), &budget);
+        let result = Decoder::new().decode(&mut buf, &Limits::default(), &bodies);
         assert_eq!(result.unwrap_err(), ParseError::NoRoom);
-        assert_eq!(budget.used.load(Ordering::Acquire), 0);
+        assert_eq!(bodies.memory.used(), 0);
+    }
+
+    /// Limits that spool bodies past 8 bytes into a directory of their own.
+    fn spooling(dir: &tempfile::TempDir) -> Limits {
+        Limits {
+            spool_above: 8,
+            spool_dir: dir.path().to_owned(),
+            ..Limits::default()
+        }
+    }
+
+    /// Adds `bytes` to what `decoder` has been given, and returns the message they
+    /// complete, if any.
+    fn feed(
+        decoder: &mut Decoder,
+        buf: &mut BytesMut,
+        bytes: &[u8],
+        (limits, bodies): (&Limits, &Bodies),
+    ) -> Option<Message> {
+        buf.extend_from_slice(bytes);
+        decoder.decode(buf, limits, bodies).unwrap()
+    }
+
+    #[test]
+    fn an_announced_body_past_spool_above_goes_to_disk_as_it_arrives() {
+        let dir = tempfile::tempdir().unwrap();
+        let bodies = bodies(0, 1 << 20);
+        let server = (&spooling(&dir), &bodies);
+        let (mut decoder, mut buf) = (Decoder::new(), BytesMut::new());
+        let head = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 12\r\n\r\nhello";
+        assert!(feed(&mut decoder, &mut buf, head, server).is_none());
+        assert_eq!((bodies.memory.used(), bodies.disk.used()), (0, 5));
+        let m = feed(&mut decoder, &mut buf, b", world", server).unwrap();
+        assert_eq!(&m.req.body()[..], b"hello, world");
+        drop(m);
+        assert_eq!(bodies.disk.used(), 0);
+    }
+
+    #[test]
+    fn a_chunked_body_moves_to_disk_once_it_passes_spool_above() {
+        let dir = tempfile::tempdir().unwrap();
+        let bodies = bodies(1 << 20, 1 << 20);
+        let server = (&spooling(&dir), &bodies);
+        let (mut decoder, mut buf) = (Decoder::new(), BytesMut::new());
+        let head =
+            b"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n";
+        assert!(feed(&mut decoder, &mut buf, head, server).is_none());
+        assert_eq!((bodies.memory.used(), bodies.disk.used()), (5, 0));
+        assert!(feed(&mut decoder, &mut buf, b"7\r\n, world\r\n", server).is_none());
+        assert_eq!((bodies.memory.used(), bodies.disk.used()), (0, 12));
+        let m = feed(&mut decoder, &mut buf, b"0\r\n\r\n", server).unwrap();
+        assert_eq!(&m.req.body()[..], b"hello, world");
+    }
+
+    #[test]
+    fn a_body_past_the_disk_budget_or_with_no_spool_dir_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = Limits {
+            spool_dir: dir.path().join("missing"),
+            ..spooling(&dir)
+        };
+        for (limits, bodies) in [(spooling(&dir), bodies(0, 8)), (missing, unbounded())] {
+            let mut buf = BytesMut::from(
+                &b"POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 32\r\n\r\n0123456789"[..],
+            );
+            let mut decoder = Decoder::new();
+            let result = decoder.decode(&mut buf, &limits, &bodies);
+            assert_eq!(result.unwrap_err(), ParseError::NoRoom);
+            assert_eq!(decoder.pending().map(|req| req.uri().path()), Some("/x"));
+        }
     }
 }

@@ -35,8 +35,8 @@ pub(crate) enum ParseError {
     /// The header section or body did not arrive in time.
     #[error("request timed out")]
     Timeout,
-    /// No room to buffer the body: the server's budget for bodies is spent, or the
-    /// allocator refused.
+    /// No room to buffer or spool the body: the server's budget for bodies is spent,
+    /// or the allocator or the disk refused.
     #[error("no room to buffer the request body; try again shortly")]
     NoRoom,
 }

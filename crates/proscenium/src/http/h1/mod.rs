@@ -1,10 +1,12 @@
 //! HTTP/1.1 in the manner of hyper's `proto/h1`: `head` and `chunked` parse, `decode`
-//! assembles messages, `encode` writes responses — all free of I/O and unit-tested on
-//! byte slices — while `conn` drives a connection with them (its socket through `io`,
-//! its waits between requests by the `idle` policy), `invoke` hands requests to the
-//! application, `answer` encodes and logs every answer, `ready` tells a thread model's
-//! waiting room when a connection has a request worth a thread, and `service` is what
-//! the runtime is handed to serve connections with.
+//! assembles messages, `encode` writes responses — all free of socket I/O and
+//! unit-tested on byte slices (bodies waiting for more bytes draw on the server's
+//! `room`, and a large one is written to a `spool` file) — while `conn` drives a
+//! connection with them (its socket through `io`, its waits between requests by the
+//! `idle` policy), `invoke` hands requests to the application, `answer` encodes and
+//! logs every answer, `ready` tells a thread model's waiting room when a connection
+//! has a request worth a thread, and `service` is what the runtime is handed to serve
+//! connections with.
 
 mod answer;
 mod chunked;
@@ -17,7 +19,9 @@ mod idle;
 mod invoke;
 mod io;
 mod ready;
+mod room;
 mod service;
+mod spool;
 
 #[cfg(test)]
 mod proptests;
@@ -25,3 +29,4 @@ mod proptests;
 pub(crate) mod readings;
 
 pub(crate) use self::service::Http1;
+pub(crate) use self::spool::create as create_spool_file;

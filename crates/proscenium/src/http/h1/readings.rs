@@ -4,7 +4,8 @@
 
 use bytes::BytesMut;
 
-use super::decode::{Budget, Decoder};
+use super::decode::Decoder;
+use super::room::Bodies;
 use crate::config::Limits;
 
 /// One decoded message: method, target, body.
@@ -13,13 +14,17 @@ pub(crate) type Reading = (String, String, Vec<u8>);
 /// What a byte stream decodes to: each message, then the status of the error that
 /// stopped decoding, if any.
 pub(crate) fn readings(stream: &[u8], cuts: &[usize]) -> (Vec<Reading>, Option<u16>) {
+    // Budgets without end: with one, where a body runs out of room would depend on
+    // how it was split into reads. Bodies past 2 KiB are spooled, so a reading covers
+    // both places a body may gather, and a chunked body moving between them.
     let limits = Limits {
         max_body: 4096,
+        spool_above: 2048,
+        max_buffered_bodies: usize::MAX,
+        max_spooled_bodies: usize::MAX,
         ..Limits::default()
     };
-    // A budget without end: with one, where a body runs out of room would depend on
-    // how it was split into reads.
-    let budget = Budget::new(usize::MAX);
+    let bodies = Bodies::new(&limits);
     let mut decoder = Decoder::new();
     let mut buf = BytesMut::new();
     let mut messages = Vec::new();
@@ -34,7 +39,7 @@ pub(crate) fn readings(stream: &[u8], cuts: &[usize]) -> (Vec<Reading>, Option<u
         buf.extend_from_slice(&stream[start..end]);
         start = end;
         loop {
-            match decoder.decode(&mut buf, &limits, &budget) {
+            match decoder.decode(&mut buf, &limits, &bodies) {
                 Ok(Some(m)) => messages.push((
                     m.req.method().to_string(),
                     m.req.uri().to_string(),

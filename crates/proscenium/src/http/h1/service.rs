@@ -11,8 +11,8 @@ use tokio::net::TcpStream;
 
 use super::answer::{self, Terms};
 use super::conn::{self, Start};
-use super::decode::Budget;
 use super::idle::Shelf;
+use super::room::Bodies;
 use crate::Config;
 use crate::http::access_log::AccessLog;
 use crate::http::response::Respond;
@@ -24,7 +24,7 @@ pub(crate) struct Http1 {
     app: Arc<dyn Respond>,
     config: Arc<Config>,
     log: Option<AccessLog>,
-    bodies: Arc<Budget>,
+    bodies: Bodies,
 }
 
 impl Http1 {
@@ -38,7 +38,7 @@ impl Http1 {
                 })
                 .ok()
         });
-        let bodies = Budget::new(config.limits.max_buffered_bodies);
+        let bodies = Bodies::new(&config.limits);
         Self {
             app,
             config,
@@ -94,7 +94,7 @@ pub(crate) struct Http1Loop {
     pub(super) config: Arc<Config>,
     pub(super) log: Option<AccessLog>,
     /// The server's room for request bodies that wait for more bytes.
-    pub(super) bodies: Arc<Budget>,
+    pub(super) bodies: Bodies,
     /// Whether shutdown has begun, as this loop learnt it: read on every request, so a
     /// `Cell` rather than the runtime's `watch` (a lock).
     closing: Cell<bool>,
