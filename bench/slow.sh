@@ -8,17 +8,19 @@
 # go to POST /_echo, which reads the whole body before it answers (nginx answers its
 # /_echo at once and discards the body as it trickles in).
 #
-# For each target and attack, on a fresh server: the attack runs DURATION seconds;
-# once its connections are opened (CONNS / RATE seconds) a normal client asks for
+# For each target and attack, on a fresh server: the attack runs DURATION seconds, in
+# waves (slowhttptest does not reopen the connections a server closes, so when a wave
+# has none left the next opens CONNS more, as an attacker would); once its first
+# connections are opened (CONNS / RATE seconds) a normal client asks for
 # /1k.bin every PROBE_EVERY seconds until PROBE_TIMEOUT before the attack's end, each
 # on a fresh connection with a PROBE_TIMEOUT limit, and counts its answers: ok (2xx),
 # refused (another status: 503, 408...), failed (timeout, reset, connection refused),
 # and the median and max latency of the ok ones. Also recorded: the server's RSS (its
 # process tree) before, under the attack and after it; whether it still answers after
 # the attack; and slowhttptest's own counts (connections connected while the client
-# probes, median and peak; closed/pending/connected at the end), so a row shows whether
-# the attack held: it says "did not hold" when the median is under a tenth of CONNS
-# (slowhttptest does not reopen the connections a server closes).
+# probes, median and peak; waves; closed/pending/connected at the last wave's end), so
+# a row shows whether the attack held: it says "did not hold" when the median is under
+# a tenth of CONNS.
 #
 # PROBE_TIMEOUT (8 s) is longer than Proscenium's timeouts.queue (5 s), so that a 503
 # sent at that deadline counts as refused, not as a timeout.
@@ -69,10 +71,11 @@ head -c 1024 /dev/urandom >"$site/1k.bin"
 head -c $((300 * 1024)) /dev/urandom >"$site/300k.bin"
 nginx_cmd="nginx -c $(nginx_conf "$work/nginx" "$PORT" "$site" "location = /_echo { return 200 'ok'; }")"
 
-# Prints the slowhttptest arguments of an attack on the server at BASE.
+# Prints the slowhttptest arguments of an attack on the server at BASE lasting
+# SECONDS.
 attack_args() {
-  local attack="$1" base="$2"
-  local common=(-c "$CONNS" -r "$RATE" -l "$DURATION" -p "$PROBE_TIMEOUT")
+  local attack="$1" base="$2" seconds="$3"
+  local common=(-c "$CONNS" -r "$RATE" -l "$seconds" -p "$PROBE_TIMEOUT")
   case "$attack" in
   headers) echo -H "${common[@]}" -i 5 -x 24 -u "$base/1k.bin" ;;
   body) echo -B "${common[@]}" -i 5 -x 10 -s 8192 -t POST -u "$base/_echo" ;;
@@ -82,6 +85,28 @@ attack_args() {
     return 1
     ;;
   esac
+}
+
+# Runs an attack on the server at BASE in waves until DURATION seconds have passed:
+# slowhttptest does not reopen the connections a server closes, so when a wave has
+# none left the next opens CONNS more, as an attacker would. Writes the waves' CSV
+# rows to RUN.csv, their seconds counted from the attack's start, and each wave's
+# output to RUN-N.out; prints the number of waves and the last one's exit status.
+attack() {
+  local attack="$1" base="$2" run="$3" start now waves=0 args
+  start="$(date +%s)"
+  : >"$run.csv"
+  while now="$(date +%s)" && [ $((start + DURATION - now)) -ge 2 ]; do
+    waves=$((waves + 1))
+    read -ra args <<<"$(attack_args "$attack" "$base" $((start + DURATION - now)))"
+    if ! taskset -c "$LOAD_CORE" slowhttptest "${args[@]}" -g -o "$run-$waves" >"$run-$waves.out" 2>&1; then
+      echo "slowhttptest failed:" >&2
+      cat "$run-$waves.out" >&2
+      return 1
+    fi
+    awk -F, -v o=$((now - start)) 'NR > 1 { print $1 + o "," $2 "," $3 "," $4 }' "$run-$waves.csv" >>"$run.csv"
+  done
+  echo "$waves $(sed 's/\x1b\[[0-9;]*[A-Za-z]//g' "$run-$waves.out" | awk -F': *' '/^Exit status/ { print $2 }')"
 }
 
 # Asks for URL every PROBE_EVERY seconds for SECONDS, each on a fresh connection
@@ -116,13 +141,16 @@ probe_summary() {
   fi
 }
 
-# Reads slowhttptest's CSV (seconds, closed, pending, connected, service available);
-# prints the median and the peak of connected from FROM to TO seconds, and
-# closed/pending/connected in its last row.
+# Reads `attack`'s CSV rows (seconds, closed, pending, connected); prints the median
+# and the peak of connected from FROM to TO seconds (none after the last row: the
+# attack was over), and closed/pending/connected in the last row.
 attack_summary() {
   local from="$1" to="$2" csv connected
-  csv="$(tail -n +2)"
-  connected="$(echo "$csv" | awk -F, -v a="$from" -v b="$to" '$1 >= a && $1 <= b { print $4 }' | sort -g)"
+  csv="$(cat)"
+  connected="$(echo "$csv" | awk -F, -v a="$from" -v b="$to" '
+    NF && $1 >= a && $1 <= b { print $4 }
+    NF { last = $1 }
+    END { for (s = (last < a ? a : last + 1); s <= b; s++) print 0 }' | sort -g)"
   if [ -n "$connected" ]; then
     echo -n "$(echo "$connected" | medians)$(echo "$connected" | tail -1) "
   else
@@ -167,32 +195,29 @@ server_state() {
 
 # Runs one attack on one target; prints a row: target attack, `probe_summary`'s
 # columns, `attack_summary`'s, RSS KiB before/under/after, the state after, and
-# slowhttptest's exit status (words, last).
+# `attack`'s waves and exit status (words, last).
 run_one() {
   local target="$1" attack="$2" run="$work/$1-$2"
-  local base="http://127.0.0.1:$PORT" pid args slow rss_before rss_under probes status
+  local base="http://127.0.0.1:$PORT" pid slow rss_before rss_under probes
   start_target "$target" "$run.log"
   pid="$SERVER_PID"
   rss_before="$(rss_kib "$pid")"
-  read -ra args <<<"$(attack_args "$attack" "$base")"
-  taskset -c "$LOAD_CORE" slowhttptest "${args[@]}" -g -o "$run" >"$run.out" 2>&1 &
+  attack "$attack" "$base" "$run" >"$run.waves" &
   slow=$!
   sleep "$ramp"
   probes="$(probe "$base/1k.bin" "$window" | tee "$run.probes" | probe_summary)"
   rss_under="$(rss_kib "$pid")"
   if ! wait "$slow"; then
-    echo "slowhttptest failed on $target $attack:" >&2
-    cat "$run.out" >&2
+    echo "the attack on $target ($attack) failed" >&2
     exit 1
   fi
   sleep 1
-  status="$(sed 's/\x1b\[[0-9;]*[A-Za-z]//g' "$run.out" | awk -F': *' '/^Exit status/ { print $2 }')"
   echo "$target $attack $probes $(attack_summary "$ramp" "$((ramp + window))" <"$run.csv") \
-$rss_before $rss_under $(rss_kib "$pid") $(server_state "$pid" "$run.log") ${status:-none}"
+$rss_before $rss_under $(rss_kib "$pid") $(server_state "$pid" "$run.log") $(cat "$run.waves")"
   stop_server "$pid"
 }
 
-for attack in $ATTACKS; do attack_args "$attack" "" >/dev/null; done
+for attack in $ATTACKS; do attack_args "$attack" "" 0 >/dev/null; done
 rows="$work/rows.tsv"
 started="$(date +%s)"
 for target in $TARGETS; do
@@ -210,12 +235,12 @@ cp "$rows" "$BENCH_DIR/results/slow-$stamp.tsv"
   echo "Measured $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) vCPUs ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), Linux $(uname -r), $(slowhttptest -h 2>&1 | awk '/version/ { print "slowhttptest", $NF; exit }' || true), $(nginx -v 2>&1 | cut -d: -f2 | xargs);"
   echo "\`TARGETS=\"$TARGETS\" ATTACKS=\"$ATTACKS\" DURATION=$DURATION CONNS=$CONNS RATE=$RATE PROBE_EVERY=$PROBE_EVERY PROBE_TIMEOUT=$PROBE_TIMEOUT bench/slow.sh\`, $(($(date +%s) - started)) s."
   echo
-  echo "| target | attack | ok | refused | failed | of | ok median ms | ok max ms | slow conns held: median (peak) | at end closed/pending/connected | slowhttptest's end | RSS MiB before/under/after | after |"
-  echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|---|"
+  echo "| target | attack | ok | refused | failed | of | ok median ms | ok max ms | slow conns held: median (peak) | waves | last wave's end: closed/pending/connected, status | RSS MiB before/under/after | after |"
+  echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|"
   awk -v conns="$CONNS" '{
     held = $9 " (" $10 ")" (($9 == "-" || $9 < conns / 10) ? " did not hold" : "")
-    end = $16; for (i = 17; i <= NF; i++) end = end " " $i
-    printf "| `%s` | slow %s | %d | %d | %d | %d | %s | %s | %s | %s | %s | %.1f/%.1f/%.1f | %s |\n",
-      $1, $2, $4, $5, $6, $3, $7, $8, held, $11, end, $12 / 1024, $13 / 1024, $14 / 1024, $15
+    end = $11 ","; for (i = 17; i <= NF; i++) end = end " " $i
+    printf "| `%s` | slow %s | %d | %d | %d | %d | %s | %s | %s | %d | %s | %.1f/%.1f/%.1f | %s |\n",
+      $1, $2, $4, $5, $6, $3, $7, $8, held, $16, end, $12 / 1024, $13 / 1024, $14 / 1024, $15
   }' "$rows"
 } | tee "$BENCH_DIR/results/slow-$stamp.md"
