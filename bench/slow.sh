@@ -17,7 +17,8 @@
 # refused (another status: 503, 408...), failed (timeout, reset, connection refused),
 # and the median and max latency of the ok ones. Also recorded: the server's RSS (its
 # process tree) before, under the attack and after it; whether it still answers after
-# the attack; and slowhttptest's own counts (connections connected while the client
+# the attack (up, no-answer, dead; +replaced when a prefork or nginx worker was
+# replaced); and slowhttptest's own counts (connections connected while the client
 # probes, median and peak; waves; closed/pending/connected at the last wave's end), so
 # a row shows whether the attack held: it says "did not hold" when the median is under
 # a tenth of CONNS.
@@ -178,19 +179,23 @@ start_target() {
   fi
 }
 
-# Prints how the server is after an attack: up (answers), "no answer" (alive but
-# silent) or dead (its output then goes to stderr).
+# Prints how the server is after an attack: up (answers 200), no-answer (running but
+# silent) or dead (exited: its output then goes to stderr); "+replaced" when its
+# processes are not those of PROCS (a prefork worker or an nginx worker replaced).
 server_state() {
-  local pid="$1" log="$2"
-  if ! kill -0 "$pid" 2>/dev/null; then
+  local pid="$1" log="$2" procs="$3" state
+  if [[ "$(ps -o stat= -p "$pid" || true)" =~ ^Z?$ ]]; then
     echo dead
     echo "the server died; its output:" >&2
     tail -20 "$log" >&2
+    return
   elif [ "$(curl -s -o /dev/null --max-time "$PROBE_TIMEOUT" -w '%{http_code}' "http://127.0.0.1:$PORT/1k.bin")" = 200 ]; then
-    echo up
+    state=up
   else
-    echo no-answer
+    state=no-answer
   fi
+  [ "$(tree_pids "$pid" | sort | xargs)" = "$procs" ] || state="$state+replaced"
+  echo "$state"
 }
 
 # Runs one attack on one target; prints a row: target attack, `probe_summary`'s
@@ -198,9 +203,10 @@ server_state() {
 # `attack`'s waves and exit status (words, last).
 run_one() {
   local target="$1" attack="$2" run="$work/$1-$2"
-  local base="http://127.0.0.1:$PORT" pid slow rss_before rss_under probes
+  local base="http://127.0.0.1:$PORT" pid procs slow rss_before rss_under probes
   start_target "$target" "$run.log"
   pid="$SERVER_PID"
+  procs="$(tree_pids "$pid" | sort | xargs)"
   rss_before="$(rss_kib "$pid")"
   attack "$attack" "$base" "$run" >"$run.waves" &
   slow=$!
@@ -213,7 +219,7 @@ run_one() {
   fi
   sleep 1
   echo "$target $attack $probes $(attack_summary "$ramp" "$((ramp + window))" <"$run.csv") \
-$rss_before $rss_under $(rss_kib "$pid") $(server_state "$pid" "$run.log") $(cat "$run.waves")"
+$rss_before $rss_under $(rss_kib "$pid") $(server_state "$pid" "$run.log" "$procs") $(cat "$run.waves")"
   stop_server "$pid"
 }
 
