@@ -41,8 +41,9 @@ build_peer() {
 
 # Starts a server pinned to the server core; sets SERVER_PID (not printed: a command
 # substitution would run this in a subshell and the cleanup trap would never see it).
+# Its output goes to the file SERVER_LOG names, if set, else nowhere.
 start_server() {
-  taskset -c "$SERVER_CORE" "$@" >/dev/null 2>&1 &
+  taskset -c "$SERVER_CORE" "$@" >"${SERVER_LOG:-/dev/null}" 2>&1 &
   SERVER_PID=$!
   SERVER_PIDS+=("$SERVER_PID")
 }
@@ -88,6 +89,17 @@ cpu_ticks() {
   for pid in $(tree_pids "$1"); do
     ticks="$(awk '{print $14 + $15}' "/proc/$pid/stat" 2>/dev/null || echo 0)"
     total=$((total + ticks))
+  done
+  echo "$total"
+}
+
+# Prints the resident memory (VmRSS, KiB) of a process tree, summed: pages the
+# processes share (prefork's workers, nginx's) are counted once per process.
+rss_kib() {
+  local total=0 pid kib
+  for pid in $(tree_pids "$1"); do
+    kib="$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status" 2>/dev/null || true)"
+    total=$((total + ${kib:-0}))
   done
   echo "$total"
 }
@@ -222,9 +234,10 @@ stop_all() {
 }
 
 # Writes an nginx config serving /plaintext, /json and ROOT on PORT, one worker,
-# pid, logs and temp files under DIR; prints the config path.
+# pid, logs and temp files under DIR, and EXTRA (optional) in its server block;
+# prints the config path.
 nginx_conf() {
-  local dir="$1" port="$2" root="$3"
+  local dir="$1" port="$2" root="$3" extra="${4:-}"
   mkdir -p "$dir/logs" "$dir/tmp"
   # nginx's workers run as nobody: they must be able to read the root.
   chmod -R a+rX "$root" "$(dirname "$root")"
@@ -252,6 +265,7 @@ http {
     root $root;
     location = /plaintext { default_type text/plain; return 200 'Hello, World!'; }
     location = /json { default_type application/json; return 200 '{"message":"Hello, World!"}'; }
+    $extra
   }
 }
 CONF
