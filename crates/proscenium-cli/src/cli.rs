@@ -41,4 +41,15 @@ pub(crate) struct BenchArgs {
     /// Where results go (with `all`, one subdirectory a scenario).
     #[arg(long, default_value = "lab-results")]
     pub(crate) out: PathBuf,
+    /// Rounds of every server's steps, interleaved (each round starts with the next
+    /// server); the report shows medians and their spread.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) rounds: u32,
+    /// The servers' cores, as `taskset -c` takes them (0-3,6); with --load-cpus
+    /// [default: each scenario's split of this machine's cores].
+    #[arg(long, requires = "load_cpus")]
+    pub(crate) server_cpus: Option<String>,
+    /// The load generator's cores; with --server-cpus.
+    #[arg(long, requires = "server_cpus")]
+    pub(crate) load_cpus: Option<String>,
 }

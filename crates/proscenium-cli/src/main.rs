@@ -35,6 +35,10 @@ fn run_bench(args: &BenchArgs) -> ExitCode {
         servers: args.servers.clone(),
         profile: args.profile,
         out: args.out.clone(),
+        rounds: Some(args.rounds),
+        server_cpus: args.server_cpus.clone(),
+        load_cpus: args.load_cpus.clone(),
+        command_line: std::env::args().collect::<Vec<_>>().join(" "),
     };
     match proscenium_lab::run(&options) {
         Ok(dirs) => {

@@ -15,6 +15,10 @@
 //!     servers: Some(vec!["proscenium:loops".parse().unwrap(), "nginx".parse().unwrap()]),
 //!     profile: Profile::Quick,
 //!     out: "lab-results".into(),
+//!     rounds: None,
+//!     server_cpus: None,
+//!     load_cpus: None,
+//!     command_line: "proscenium bench plaintext --servers proscenium:loops,nginx".into(),
 //! };
 //! for dir in proscenium_lab::run(&options).unwrap() {
 //!     println!("report: {}", dir.join("report.html").display());
@@ -36,6 +40,7 @@ mod load;
 mod machine;
 mod process;
 mod progress;
+mod provenance;
 mod report;
 mod results;
 mod run;
@@ -48,6 +53,7 @@ use std::path::PathBuf;
 pub use self::error::Error;
 pub use self::load::{Latency, Measured};
 pub use self::machine::Machine;
+pub use self::provenance::Provenance;
 pub use self::results::{Results, ServerRun, Step};
 pub use self::run::{interrupt_on_signals, run};
 pub use self::scenario::SCENARIOS;
@@ -94,4 +100,20 @@ pub struct Options {
     pub profile: Profile,
     /// Where results go; with `all`, one subdirectory a scenario.
     pub out: PathBuf,
+    /// Rounds of every server's steps, interleaved; `None` for three.
+    pub rounds: Option<u32>,
+    /// The servers' cores (`taskset -c` list); with `load_cpus`, or `None` for each
+    /// scenario's split of this machine's cores.
+    pub server_cpus: Option<String>,
+    /// The load generator's cores.
+    pub load_cpus: Option<String>,
+    /// The command line as typed, recorded in the report for rerunning.
+    pub command_line: String,
+}
+
+impl Options {
+    /// The rounds to run: as given, or three (a median and a spread).
+    pub fn rounds(&self) -> u32 {
+        self.rounds.unwrap_or(3).max(1)
+    }
 }

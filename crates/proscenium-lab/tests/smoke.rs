@@ -11,6 +11,10 @@ fn a_quick_plaintext_run_writes_results_and_a_report_with_plots() {
         servers: Some(vec!["proscenium:loops".parse().unwrap()]),
         profile: Profile::Quick,
         out: out.path().to_owned(),
+        rounds: Some(1),
+        server_cpus: None,
+        load_cpus: None,
+        command_line: "proscenium bench plaintext --servers proscenium:loops --rounds 1".into(),
     };
     let dirs = proscenium_lab::run(&options).unwrap();
     assert_eq!(dirs, [out.path().to_owned()]);

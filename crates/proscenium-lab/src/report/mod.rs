@@ -11,7 +11,7 @@ use crate::Error;
 use crate::results::{Results, Step};
 use crate::scenario::{self, Metric};
 
-pub(crate) use self::plot::{Chart, FONT};
+pub(crate) use self::plot::{Chart, FONT, font_ready};
 
 /// One drawn plot: its title, y label, data and the SVG text.
 pub(crate) struct Figure {
