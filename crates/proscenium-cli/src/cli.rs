@@ -28,7 +28,12 @@ pub(crate) enum Command {
 pub(crate) struct BenchArgs {
     /// The scenario: plaintext, json, static, dynamic, on-system, off-system, mixed,
     /// scaling, stateful, or all.
-    pub(crate) scenario: String,
+    #[arg(required_unless_present = "index")]
+    pub(crate) scenario: Option<String>,
+    /// Runs nothing: regenerates OUT/README.md from every OUT/*/results.json (as
+    /// `--index --out docs/results`).
+    #[arg(long, conflicts_with = "scenario")]
+    pub(crate) index: bool,
     /// Servers, comma-separated: proscenium:MODEL[/pool=N] (e.g. proscenium:loops,
     /// proscenium:thread-pool, proscenium:loops/pool=0), fib-cache:LOOPS (the stateful
     /// scenario's server), nginx, node, node-cluster, actix, hyper [default: the

@@ -28,14 +28,24 @@
 //! # A tour
 //!
 //! - A scenario (`scenario.rs`) is a plan: default servers, where servers and load run
-//!   (`Split`: server and load on separate cores; `Shared`: all cores for both), the
-//!   answers checked first, the steps of load, the plots.
-//! - The runner (`run.rs`) builds or installs what is needed, starts each server pinned
-//!   to its cores in its own process group, waits until it answers, checks the answers,
-//!   drives each step and records what the server spent, then stops it by pid.
-//! - `load/` drives the generators and reads their output; `report/` writes the files.
+//!   (`Split`: server and load on separate cores; `Shared`: all cores for both, or as
+//!   `--server-cpus` / `--load-cpus` say), the answers checked first, the steps of
+//!   load, the plots.
+//! - The runner (`run.rs`) checks before any load what the run needs (the checkout, the
+//!   plots' font, the generators, every server's build), then runs rounds, each
+//!   starting with the next server; a server's turn (`run/round.rs`) starts it pinned to
+//!   its cores, checks its answers, warms it up, drives each step and records what the
+//!   server spent, then stops it.
+//! - `load/` drives the generators and does the accounting from their raw output:
+//!   latency over every sent request (failures at the timeout), achieved/s within the
+//!   send window, the drain, what was sent. `results.rs` marks steps whose generator
+//!   fell behind invalid.
+//! - `report/` writes `results.json`, the plots (medians over rounds, whiskers) and the
+//!   page with its provenance (`provenance.rs`); `index.rs` writes the README of a
+//!   directory of reports.
 
 mod error;
+mod index;
 mod load;
 mod machine;
 mod process;
@@ -51,6 +61,7 @@ mod tools;
 use std::path::PathBuf;
 
 pub use self::error::Error;
+pub use self::index::write_index;
 pub use self::load::{Latency, Measured};
 pub use self::machine::Machine;
 pub use self::provenance::Provenance;
@@ -62,7 +73,8 @@ pub use self::servers::ServerSpec;
 /// How much effort a run takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Profile {
-    /// About two minutes a scenario on a 2-core machine.
+    /// About two minutes of load a scenario and round on a 2-core machine; three
+    /// rounds of all nine scenarios take about 41 minutes of load.
     Quick,
     /// The sources' parameters where the machine allows.
     Full,

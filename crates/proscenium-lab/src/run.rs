@@ -276,7 +276,7 @@ fn run_plan(
                 .collect(),
         }),
         machine,
-        versions: versions(tools.installed_vegeta().as_deref()),
+        versions: versions(tools.root(), tools.installed_vegeta().as_deref()),
         deviations,
         servers: runs,
         steps,

@@ -4,12 +4,15 @@
 
 mod html;
 mod plot;
+mod summary;
 
 use std::path::Path;
 
 use crate::Error;
 use crate::results::{Results, Step};
 use crate::scenario::{self, Metric};
+
+use self::summary::{Spread, spread};
 
 pub(crate) use self::plot::{Chart, FONT, font_ready};
 
@@ -43,16 +46,6 @@ pub(crate) fn write(results: &Results, dir: &Path) -> Result<(), Error> {
     std::fs::write(dir.join("results.json"), json).map_err(Error::io("write results.json"))?;
     std::fs::write(dir.join("report.html"), html::page(&results, &figures))
         .map_err(Error::io("write report.html"))
-}
-
-/// The value a metric reads off a step.
-fn value(metric: Metric, step: &Step) -> Option<f64> {
-    match metric {
-        Metric::Rps => Some(step.measured.achieved_rps),
-        Metric::CpuPerRequest => step.cpu_us_per_request,
-        Metric::MeanLatency => Some(step.measured.latency_ms.mean),
-        Metric::P99Latency => Some(step.measured.latency_ms.p99),
-    }
 }
 
 fn steps_of<'a>(
@@ -89,16 +82,20 @@ fn charts(results: &Results) -> Vec<(String, &'static str, Chart)> {
                     series: servers
                         .iter()
                         .map(|&name| {
-                            let points = of(name)
-                                .filter_map(|s| Some((s.x, value(p.metric, s)?)))
-                                .collect();
-                            (name.to_owned(), points)
+                            (
+                                name.to_owned(),
+                                line(p.metric, &of(name).collect::<Vec<_>>()),
+                            )
                         })
                         .collect(),
                 },
                 None => {
                     let mut categories: Vec<String> = Vec::new();
-                    for step in results.steps.iter().filter(|s| s.group == p.group) {
+                    for step in results
+                        .steps
+                        .iter()
+                        .filter(|s| s.group == p.group && !s.warmup)
+                    {
                         if !categories.contains(&step.label) {
                             categories.push(step.label.clone());
                         }
@@ -108,11 +105,7 @@ fn charts(results: &Results) -> Vec<(String, &'static str, Chart)> {
                         .map(|&name| {
                             let values = categories
                                 .iter()
-                                .map(|c| {
-                                    of(name)
-                                        .find(|s| &s.label == c)
-                                        .and_then(|s| value(p.metric, s))
-                                })
+                                .map(|c| spread(p.metric, of(name).filter(|s| &s.label == c)))
                                 .collect();
                             (name.to_owned(), values)
                         })
@@ -125,6 +118,21 @@ fn charts(results: &Results) -> Vec<(String, &'static str, Chart)> {
                 p.metric.label(),
                 chart,
             )
+        })
+        .collect()
+}
+
+/// A line's points: each x (in order) with the metric over its rounds.
+fn line(metric: Metric, steps: &[&Step]) -> Vec<(f64, Spread)> {
+    let mut xs: Vec<f64> = steps.iter().filter(|s| !s.warmup).map(|s| s.x).collect();
+    xs.sort_by(f64::total_cmp);
+    xs.dedup();
+    xs.into_iter()
+        .filter_map(|x| {
+            Some((
+                x,
+                spread(metric, steps.iter().copied().filter(|s| s.x == x))?,
+            ))
         })
         .collect()
 }

@@ -1,7 +1,7 @@
 //! One server's turn in one round: start it, warm it up, run the plan's steps while
 //! measuring what it spends, stop it.
 //!
-//! The warm-up is the plan's first load for [`WARM_UP_SECONDS`], recorded with
+//! The warm-up is the plan's first load for [`WARM_UP_SECONDS`] seconds, recorded with
 //! `warmup: true` and left out of every figure: a server's first seconds (page faults,
 //! lazy pools, JIT) are not its steady state (prefork's first step read p99 504 ms,
 //! then 0.34 ms). A ramp goes no higher for the server in this round once a step
@@ -14,12 +14,9 @@ use crate::Error;
 use crate::process::{RssPeak, Running, tree_cpu_seconds};
 use crate::progress::Progress;
 use crate::results::{ServerRun, Step};
-use crate::scenario::{Plan, StepPlan};
+use crate::scenario::{Plan, StepPlan, WARM_UP_SECONDS};
 use crate::servers::{Placement, ServerSpec};
 use crate::tools::Tools;
-
-/// How long the warm-up load runs.
-pub(crate) const WARM_UP_SECONDS: u64 = 2;
 
 /// What every turn of a run shares: the plan, the tools and where servers and load go.
 pub(super) struct Bench<'a> {
