@@ -40,7 +40,8 @@ pub(crate) struct BenchArgs {
     /// scenario's list].
     #[arg(long, value_delimiter = ',')]
     pub(crate) servers: Option<Vec<proscenium_lab::ServerSpec>>,
-    /// quick (about two minutes a scenario) or full (the sources' parameters).
+    /// quick (about two minutes of load a scenario and round; `all` at three rounds, about
+    /// 40 minutes) or full (the sources' parameters).
     #[arg(long, default_value = "quick")]
     pub(crate) profile: proscenium_lab::Profile,
     /// Where results go (with `all`, one subdirectory a scenario).

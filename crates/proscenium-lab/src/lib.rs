@@ -74,7 +74,8 @@ pub use self::servers::ServerSpec;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Profile {
     /// About two minutes of load a scenario and round on a 2-core machine; three
-    /// rounds of all nine scenarios take about 41 minutes of load.
+    /// rounds of all nine scenarios take 32 minutes of load (about 40 with
+    /// starts, checks and cool-downs).
     Quick,
     /// The sources' parameters where the machine allows.
     Full,

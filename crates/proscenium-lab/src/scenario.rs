@@ -682,7 +682,7 @@ mod tests {
         }
         // Three rounds of every scenario: the quick profile's load, before starts,
         // checks and cool-downs (a few seconds a step at most).
-        assert_eq!(all * 3, 2_457, "update the profile's stated time");
+        assert_eq!(all * 3, 1_908, "update the profile's stated time");
     }
 
     #[test]

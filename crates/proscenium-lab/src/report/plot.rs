@@ -236,6 +236,17 @@ where
     Ok(())
 }
 
+/// A linear or logarithmic axis over `f64`, labelled by [`tick`].
+trait Axis:
+    AsRangedCoord<Value = f64, CoordDescType: ValueFormatter<f64> + Ranged<ValueType = f64>>
+{
+}
+
+impl<T> Axis for T where
+    T: AsRangedCoord<Value = f64, CoordDescType: ValueFormatter<f64> + Ranged<ValueType = f64>>
+{
+}
+
 /// What every plot of a chart shares.
 struct Plot<'a> {
     title: &'a str,
@@ -245,7 +256,21 @@ struct Plot<'a> {
 }
 
 impl Plot<'_> {
-    fn lines<DB: DrawingBackend, X, Y>(
+    /// A chart with the title and room for the axes' labels.
+    fn builder<'a, DB: DrawingBackend>(
+        &self,
+        area: &'a DrawingArea<DB, Shift>,
+    ) -> ChartBuilder<'a, '_, DB> {
+        let mut builder = ChartBuilder::on(area);
+        builder
+            .caption(self.title, ("sans-serif", 20))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(70);
+        builder
+    }
+
+    fn lines<DB: DrawingBackend, X: Axis, Y: Axis>(
         &self,
         area: &DrawingArea<DB, Shift>,
         x_label: &str,
@@ -255,17 +280,8 @@ impl Plot<'_> {
     ) -> Drawn
     where
         DB::ErrorType: 'static,
-        X: AsRangedCoord<Value = f64>,
-        X::CoordDescType: ValueFormatter<f64> + Ranged<ValueType = f64>,
-        Y: AsRangedCoord<Value = f64>,
-        Y::CoordDescType: ValueFormatter<f64> + Ranged<ValueType = f64>,
     {
-        let mut chart = ChartBuilder::on(area)
-            .caption(self.title, ("sans-serif", 20))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
-            .build_cartesian_2d(x_range, y_range)?;
+        let mut chart = self.builder(area).build_cartesian_2d(x_range, y_range)?;
         chart
             .configure_mesh()
             .x_desc(x_label)
@@ -285,7 +301,7 @@ impl Plot<'_> {
         Ok(())
     }
 
-    fn bars<DB: DrawingBackend, Y>(
+    fn bars<DB: DrawingBackend, Y: Axis>(
         &self,
         area: &DrawingArea<DB, Shift>,
         categories: &[String],
@@ -294,16 +310,9 @@ impl Plot<'_> {
     ) -> Drawn
     where
         DB::ErrorType: 'static,
-        Y: AsRangedCoord<Value = f64>,
-        Y::CoordDescType: ValueFormatter<f64> + Ranged<ValueType = f64>,
     {
         let n = categories.len().max(1) as f64;
-        let mut chart = ChartBuilder::on(area)
-            .caption(self.title, ("sans-serif", 20))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
-            .build_cartesian_2d(0.0..n, y_range)?;
+        let mut chart = self.builder(area).build_cartesian_2d(0.0..n, y_range)?;
         chart
             .configure_mesh()
             .disable_x_mesh()
