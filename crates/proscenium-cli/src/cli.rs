@@ -59,3 +59,50 @@ pub(crate) struct BenchArgs {
     #[arg(long, requires = "server_cpus")]
     pub(crate) load_cpus: Option<String>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bench(args: &[&str]) -> Result<BenchArgs, clap::Error> {
+        let argv = ["proscenium", "bench"].iter().chain(args);
+        match Cli::try_parse_from(argv)?.command {
+            Command::Bench(bench) => Ok(bench),
+            Command::App(_) => panic!("not bench"),
+        }
+    }
+
+    #[test]
+    fn bench_takes_rounds_and_a_cpu_split_together() {
+        let b = bench(&["plaintext"]).unwrap();
+        assert_eq!((b.rounds, b.server_cpus, b.index), (3, None, false));
+        let b = bench(&[
+            "on-system",
+            "--rounds",
+            "5",
+            "--server-cpus",
+            "0-3",
+            "--load-cpus",
+            "4-7",
+        ])
+        .unwrap();
+        assert_eq!(b.rounds, 5);
+        assert_eq!(
+            (b.server_cpus.unwrap(), b.load_cpus.unwrap()),
+            ("0-3".into(), "4-7".into())
+        );
+        assert!(bench(&["plaintext", "--rounds", "0"]).is_err());
+        assert!(
+            bench(&["plaintext", "--server-cpus", "0"]).is_err(),
+            "without --load-cpus"
+        );
+    }
+
+    #[test]
+    fn bench_index_needs_no_scenario_and_takes_none() {
+        let b = bench(&["--index", "--out", "docs/results"]).unwrap();
+        assert!(b.index && b.scenario.is_none());
+        assert!(bench(&[]).is_err(), "a scenario or --index");
+        assert!(bench(&["plaintext", "--index"]).is_err());
+    }
+}

@@ -74,11 +74,12 @@ fn charts(results: &Results) -> Vec<(String, &'static str, Chart)> {
     let Some(plan) = scenario::plan(&results.scenario, profile, cores) else {
         return Vec::new();
     };
+    // A server skipped in a later round keeps the rounds it ran.
     let servers: Vec<&str> = results
         .servers
         .iter()
-        .filter(|s| s.skipped.is_none())
         .map(|s| s.name.as_str())
+        .filter(|name| results.steps.iter().any(|s| s.server == *name && !s.warmup))
         .collect();
     plan.plots
         .iter()

@@ -133,13 +133,10 @@ where
         let (area, key) = root.split_horizontally(SIZE.0 - LEGEND_WIDTH);
         legend(&key, &chart.names())?;
         let ys = chart.ys();
-        let y_top = ys
-            .iter()
-            .copied()
-            .fold(0.0_f64, f64::max)
-            .max(f64::MIN_POSITIVE)
-            * 1.1;
-        let y_log = spans(&ys, LOG_SPREAD);
+        let y_max = ys.iter().copied().fold(0.0_f64, f64::max);
+        let y_top = if y_max > 0.0 { y_max * 1.1 } else { 1.0 };
+        // A logarithmic axis cannot show a zero (no failures, say).
+        let y_log = spans(&ys, LOG_SPREAD) && ys.iter().all(|v| *v > 0.0);
         let y_floor = ys
             .iter()
             .copied()
