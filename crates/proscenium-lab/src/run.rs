@@ -91,12 +91,32 @@ pub fn run(options: &Options) -> Result<Vec<PathBuf>, Error> {
     let root = checkout()?;
     let progress = Progress::new();
     let tools = Tools::new(root, progress.clone());
+    let lineups = plans
+        .iter()
+        .map(|plan| lineup(plan, options))
+        .collect::<Result<Vec<_>, Error>>()?;
     preflight(&plans, &tools)?;
+    // Every scenario's servers are built (cargo, apt-get) before any load, so no build
+    // waits behind another scenario's rounds. A failure is not lost: `run_plan` tries
+    // again (cargo's cache makes it quick), skips the server and records why.
+    for server in lineups.iter().flatten() {
+        check_interrupt()?;
+        let _ = server.build(&tools);
+    }
     let outcome = plans
         .iter()
-        .map(|plan| {
+        .zip(&lineups)
+        .map(|(plan, servers)| {
             let one_of_many = plans.len() > 1;
-            run_scenario(plan, one_of_many, options, &split, &tools, &progress)
+            run_scenario(
+                plan,
+                servers,
+                one_of_many,
+                options,
+                &split,
+                &tools,
+                &progress,
+            )
         })
         .collect();
     progress.finish();
@@ -149,23 +169,24 @@ fn preflight(plans: &[Plan], tools: &Tools) -> Result<(), Error> {
     Ok(())
 }
 
+/// The servers `plan` runs: those given, or its defaults.
+fn lineup(plan: &Plan, options: &Options) -> Result<Vec<ServerSpec>, Error> {
+    match &options.servers {
+        Some(list) => Ok(list.clone()),
+        None => plan.default_servers.iter().map(|s| s.parse()).collect(),
+    }
+}
+
 /// Runs one scenario's plan and writes its report; returns the report's directory.
 fn run_scenario(
     plan: &Plan,
+    servers: &[ServerSpec],
     one_of_many: bool,
     options: &Options,
     split: &CpuSplit,
     tools: &Tools,
     progress: &Progress,
 ) -> Result<PathBuf, Error> {
-    let servers = match &options.servers {
-        Some(list) => list.clone(),
-        None => plan
-            .default_servers
-            .iter()
-            .map(|s| s.parse())
-            .collect::<Result<_, _>>()?,
-    };
     let dir = if one_of_many {
         options.out.join(plan.name)
     } else {
@@ -174,7 +195,7 @@ fn run_scenario(
     std::fs::create_dir_all(&dir).map_err(Error::io("create the output directory"))?;
     let rounds = options.rounds();
     progress.restart((servers.len() * plan.steps.len()) as u64 * u64::from(rounds));
-    let results = run_plan(plan, &servers, options, split, tools, progress)?;
+    let results = run_plan(plan, servers, options, split, tools, progress)?;
     report::write(&results, &dir)?;
     Ok(dir)
 }
@@ -217,8 +238,8 @@ fn run_plan(
         .iter()
         .map(|s| ServerRun::new(s.to_string(), server_cores.list.clone()))
         .collect();
-    // Builds and installs come before any load: a server that cannot be built is
-    // skipped now, not after the others' rounds.
+    // Built already (see `run`): this records, before any load, the servers that
+    // cannot be built as skipped, not after the others' rounds.
     for (server, run) in servers.iter().zip(&mut runs) {
         check_interrupt()?;
         if let Err(e) = server.build(tools) {

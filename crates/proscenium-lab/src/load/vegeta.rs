@@ -227,6 +227,7 @@ fn seconds_since_epoch(time: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::results::{MIN_ANSWERS, Step};
 
     /// vegeta 12.12's `encode --to json` of 2 s attacks on `testdata/slow_server.py`,
     /// as recorded (headers dropped to keep them small). 40/s on `/jitter?ms=2000`
@@ -260,6 +261,10 @@ mod tests {
         assert!(close(m.drain_s.unwrap(), 0.824_032_8), "{:?}", m.drain_s);
         let answered = m.answered_latency_ms.unwrap();
         assert!(answered.p99 < 1000.0 && answered.p50 <= answered.p90);
+        assert!(
+            m.requests < MIN_ANSWERS,
+            "38 answers: no latency point is drawn"
+        );
     }
 
     #[test]
@@ -272,6 +277,9 @@ mod tests {
             (l.p50, l.p90, l.p99),
             (143.991_55, 144.063_439, 148.003_118)
         );
+        let share = m.sent.unwrap() as f64 / 200.0;
+        let why = Step::invalid_for(Some(share)).expect("16 of 200 sent is invalid");
+        assert!(why.contains("sent 8 %"), "{why}");
     }
 
     #[test]
