@@ -19,7 +19,9 @@ pub(crate) enum Command {
     #[command(flatten)]
     App(proscenium::launch::Command),
     /// Runs a lab scenario against Proscenium's models and peer servers, and writes
-    /// DIR/report.html (plots, tables, machine, commands) and DIR/results.json.
+    /// DIR/report.html (plots, tables, machine, commands) and DIR/results.json. It
+    /// builds the servers from the source checkout it was built from, or
+    /// PROSCENIUM_SOURCE.
     Bench(BenchArgs),
 }
 

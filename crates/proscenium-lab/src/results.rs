@@ -89,7 +89,8 @@ impl Step {
     }
 
     /// Whether an open-loop step overwhelmed the server: under half the offered rate
-    /// answered with a 2xx, or a mean response time above a second. A ramp goes no
+    /// answered with a 2xx within the send window, or a mean response time above a
+    /// second (failures counting at the timeout, that is from about one in ten failed). A ramp goes no
     /// higher for that server — it would only add timeouts and minutes of draining
     /// (steps at the same rate, such as the `mixed` shares, still run).
     pub fn collapsed(&self) -> bool {

@@ -125,15 +125,20 @@ pub fn run(options: &Options) -> Result<Vec<PathBuf>, Error> {
 
 /// The checkout the lab builds lab-app and the peers from: `PROSCENIUM_SOURCE`, or the
 /// one this binary was built from.
+fn checkout() -> Result<PathBuf, Error> {
+    checkout_at(std::env::var_os("PROSCENIUM_SOURCE").map_or_else(
+        || PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")),
+        PathBuf::from,
+    ))
+}
+
+/// Returns `root` when it is a checkout of Proscenium.
 ///
 /// # Errors
 ///
-/// When neither holds `examples/lab-app` (the binary was moved off its checkout).
-fn checkout() -> Result<PathBuf, Error> {
-    let root = std::env::var_os("PROSCENIUM_SOURCE").map_or_else(
-        || PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")),
-        PathBuf::from,
-    );
+/// When it holds no `examples/lab-app` (the binary was moved off its checkout, or
+/// the checkout removed), saying how to give it one.
+fn checkout_at(root: PathBuf) -> Result<PathBuf, Error> {
     let root = root.canonicalize().unwrap_or(root);
     if root.join("examples/lab-app/Cargo.toml").is_file() {
         Ok(root)
@@ -450,6 +455,17 @@ fn raise_file_limit() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn outside_a_checkout_the_lab_says_it_needs_one() {
+        let built_from = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+        assert!(checkout_at(built_from).is_ok());
+        let elsewhere = tempfile::tempdir().unwrap();
+        let why = checkout_at(elsewhere.path().to_owned())
+            .unwrap_err()
+            .to_string();
+        assert!(why.contains("PROSCENIUM_SOURCE"), "{why}");
+    }
 
     #[test]
     fn each_round_starts_with_the_next_server() {
