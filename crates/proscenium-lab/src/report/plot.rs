@@ -359,6 +359,42 @@ mod tests {
     }
 
     #[test]
+    fn lines_over_client_counts_draw_with_whiskers_and_the_legend_beside() {
+        assert!(font_ready(), "fonts-dejavu-core is needed at {FONT}");
+        let spread = |median: f64| Spread {
+            median,
+            min: median * 0.9,
+            max: median * 1.2,
+        };
+        let chart = Chart::Lines {
+            x_label: "concurrent clients".into(),
+            series: vec![
+                (
+                    "proscenium:loops".into(),
+                    vec![(100.0, spread(2.0)), (5000.0, spread(900.0))],
+                ),
+                (
+                    "nginx".into(),
+                    vec![(100.0, spread(1.5)), (1000.0, spread(0.0))],
+                ),
+            ],
+        };
+        let lines = svg("static: mean response time", "ms", &chart).unwrap();
+        assert!(lines.contains("proscenium:loops") && lines.contains("nginx"));
+        assert!(!lines.contains("log scale"), "a zero keeps y linear");
+        let bars = Chart::Bars {
+            categories: vec!["0 % heavy".into(), "15 % heavy".into()],
+            series: vec![("node".into(), vec![Some(spread(3.0)), Some(spread(4000.0))])],
+        };
+        assert!(
+            svg("mix: p99 response time", "ms", &bars)
+                .unwrap()
+                .contains("log scale"),
+            "bars spanning decades"
+        );
+    }
+
+    #[test]
     fn axes_turn_logarithmic_past_their_spread() {
         assert!(spans(&[100.0, 1000.0, 5000.0], 10.0), "client counts");
         assert!(!spans(&[2000.0, 4000.0, 6000.0], 10.0), "a rate ramp");
