@@ -37,33 +37,10 @@ impl Bench<'_> {
         round: u32,
         run: &mut ServerRun,
     ) -> Result<Vec<Step>, Error> {
-        let placement = Placement {
-            port: super::free_port()?,
-            ..self.placement.clone()
+        let Some((mut running, base)) = self.start(server, round, run)? else {
+            return Ok(Vec::new());
         };
-        self.progress.at(self.plan.name, server.name(), "starting");
-        let mut running = match start_checked(self.plan, server, self.tools, &placement) {
-            Ok(running) => running,
-            Err(e) => {
-                check_interrupt()?;
-                self.progress.say(format!("skipping {server}: {e}"));
-                (0..self.plan.steps.len()).for_each(|_| self.progress.advance());
-                run.skipped = Some(format!("round {round}: {e}"));
-                return Ok(Vec::new());
-            }
-        };
-        run.command = Some(running.command().to_owned());
-        let base = format!("http://127.0.0.1:{}", placement.port);
-        let warm_up = StepPlan {
-            label: format!("warm-up ({})", self.plan.steps[0].label),
-            load: self.plan.steps[0].load.for_seconds(WARM_UP_SECONDS),
-            ..self.plan.steps[0].clone()
-        };
-        let mut warm = self.measure(server, &warm_up, &mut running, &base)?;
-        warm.warmup = true;
-        warm.round = round;
-        let mut steps = vec![warm];
-        cool_down(running.pid());
+        let mut steps = vec![self.warm_up(server, round, &mut running, &base)?];
         // (group, rate) where a ramp collapsed: its higher rates are skipped.
         let mut stopped: Vec<(&str, f64)> = Vec::new();
         for step in &self.plan.steps {
@@ -78,8 +55,7 @@ impl Bench<'_> {
             }
             let at = format!("round {round} / {} / {}", step.group, step.label);
             self.progress.at(self.plan.name, server.name(), &at);
-            let mut done = self.measure(server, step, &mut running, &base)?;
-            done.round = round;
+            let done = self.measure(server, step, &mut running, &base, round)?;
             if done.collapsed() {
                 stopped.push((&step.group, offered));
                 run.collapsed.push(format!(
@@ -93,6 +69,58 @@ impl Bench<'_> {
         Ok(steps)
     }
 
+    /// Starts and checks `server` on a fresh port; returns it and its base URL, or
+    /// `None` with the reason in `run.skipped`.
+    fn start(
+        &self,
+        server: &ServerSpec,
+        round: u32,
+        run: &mut ServerRun,
+    ) -> Result<Option<(Running, String)>, Error> {
+        let placement = Placement {
+            port: super::free_port()?,
+            ..self.placement.clone()
+        };
+        self.progress.at(self.plan.name, server.name(), "starting");
+        match start_checked(self.plan, server, self.tools, &placement) {
+            Ok(running) => {
+                run.command = Some(running.command().to_owned());
+                Ok(Some((
+                    running,
+                    format!("http://127.0.0.1:{}", placement.port),
+                )))
+            }
+            Err(e) => {
+                check_interrupt()?;
+                self.progress.say(format!("skipping {server}: {e}"));
+                (0..self.plan.steps.len()).for_each(|_| self.progress.advance());
+                run.skipped = Some(format!("round {round}: {e}"));
+                Ok(None)
+            }
+        }
+    }
+
+    /// Runs the plan's first load for [`WARM_UP_SECONDS`]; returns it marked as the
+    /// warm-up.
+    fn warm_up(
+        &self,
+        server: &ServerSpec,
+        round: u32,
+        running: &mut Running,
+        base: &str,
+    ) -> Result<Step, Error> {
+        let first = &self.plan.steps[0];
+        let warm_up = StepPlan {
+            label: format!("warm-up ({})", first.label),
+            load: first.load.for_seconds(WARM_UP_SECONDS),
+            ..first.clone()
+        };
+        let mut warm = self.measure(server, &warm_up, running, base, round)?;
+        warm.warmup = true;
+        cool_down(running.pid());
+        Ok(warm)
+    }
+
     /// Runs one step's load and records what the server spent meanwhile.
     fn measure(
         &self,
@@ -100,6 +128,7 @@ impl Bench<'_> {
         step: &StepPlan,
         running: &mut Running,
         base: &str,
+        round: u32,
     ) -> Result<Step, Error> {
         let pid = running.pid();
         let rss = RssPeak::watch(pid);
@@ -121,7 +150,7 @@ impl Bench<'_> {
             group: step.group.clone(),
             label: step.label.clone(),
             x: step.x,
-            round: 1,
+            round,
             warmup: false,
             offered_rps: step.load.offered(),
             sent_share,
