@@ -92,7 +92,8 @@ pub struct Measured {
     /// Latency of every sent request, each failure counted at the timeout (10 s); wrk
     /// cannot tell a non-2xx answer's time apart, so under wrk those keep their own.
     pub latency_ms: Latency,
-    /// Latency of the answered requests alone, at their own times.
+    /// Latency of the answered requests alone, at their own times (under wrk, those
+    /// answered within the timeout: its histogram holds no later ones).
     #[serde(default)]
     pub answered_latency_ms: Option<Latency>,
     /// Latency of every sent request per path, when the load mixed several.

@@ -5,7 +5,7 @@
 //! The line carries a quantile table of the answers' latency (every percent, every
 //! tenth above 99, 99.99 and the maximum) rather than wrk's own p50/p90/p99: the lab
 //! adds the requests that timed out or broke at the timeout and computes the figures
-//! itself (`latencies.rs`). wrk stops at the end of its duration without waiting for
+//! itself (`latencies.rs`; how wrk counts a late answer is at [`parse`]). wrk stops at the end of its duration without waiting for
 //! answers in flight, so every answer it counts is within the send window: there is no
 //! drain to report.
 
@@ -136,6 +136,12 @@ pub(super) fn run(
 
 /// Reads the summary line out of wrk's output and accounts for it, a request that
 /// timed out or broke counting at `timeout_ms`.
+///
+/// wrk counts an answer later than its timeout twice — as a request and as a
+/// timeout — and leaves it out of its latency histogram (which holds values up to the
+/// timeout only); a timeout beyond the requests is a connection that never answered.
+/// So the histogram holds `requests − late` answers, and a late answer is a failure,
+/// as under vegeta, which gives up on it.
 pub(crate) fn parse(out: &str, timeout_ms: f64) -> Result<Measured, Error> {
     let line = out
         .lines()
@@ -143,25 +149,31 @@ pub(crate) fn parse(out: &str, timeout_ms: f64) -> Result<Measured, Error> {
         .ok_or_else(|| Error::Load(format!("no summary in wrk's output: {out}")))?;
     let s: Summary =
         serde_json::from_str(line).map_err(|e| Error::Load(format!("wrk summary: {e}")))?;
-    let ok = s.requests.saturating_sub(s.status);
-    let broken = s.timeout + s.read + s.write;
-    let sent = s.requests + broken;
+    let late = s.timeout.min(s.requests);
+    let in_time = s.requests - late;
+    let broken = s.read + s.write;
+    let at_timeout = s.timeout + broken;
+    let sent = in_time + at_timeout;
+    let ok = in_time.saturating_sub(s.status);
     let seconds = s.duration_us as f64 / 1e6;
     let mut answered = Latencies::default();
     let mut below = 0.0;
     for &(p, us) in &s.quantiles_us {
-        answered.push(us / 1000.0, (p - below) / 100.0 * s.requests as f64);
+        answered.push(us / 1000.0, (p - below) / 100.0 * in_time as f64);
         below = p;
     }
     let mut all = answered.clone();
-    all.push(timeout_ms, broken as f64);
+    all.push(timeout_ms, at_timeout as f64);
     // The table's points stand for the answers between them; the mean is wrk's exact one.
-    let answered_mean = s.mean_us / 1000.0;
-    let mean = |n: u64, extra: f64| (answered_mean * s.requests as f64 + extra) / n as f64;
+    let in_time_ms = s.mean_us / 1000.0 * in_time as f64;
+    let with_mean = |l: Latency, sum: f64, n: u64| Latency {
+        mean: sum / n as f64,
+        ..l
+    };
     Ok(Measured {
         sent: Some(sent),
         requests: s.requests,
-        failed: Some(s.status + broken),
+        failed: Some((s.status + at_timeout).min(sent)),
         window_s: Some(seconds),
         achieved_rps: if seconds > 0.0 {
             ok as f64 / seconds
@@ -172,20 +184,16 @@ pub(crate) fn parse(out: &str, timeout_ms: f64) -> Result<Measured, Error> {
         drain_answers: None,
         latency_ms: all
             .figures()
-            .map(|l| Latency {
-                mean: mean(sent, timeout_ms * broken as f64),
-                ..l
-            })
+            .map(|l| with_mean(l, in_time_ms + timeout_ms * at_timeout as f64, sent))
             .unwrap_or_default(),
-        answered_latency_ms: answered.figures().map(|l| Latency {
-            mean: mean(s.requests, 0.0),
-            ..l
-        }),
+        answered_latency_ms: answered
+            .figures()
+            .map(|l| with_mean(l, in_time_ms, in_time)),
         latency_by_path_ms: BTreeMap::new(),
         statuses: BTreeMap::from([
             ("2xx".to_owned(), ok),
             ("non-2xx".to_owned(), s.status),
-            ("errors".to_owned(), s.connect + s.read + s.write),
+            ("errors".to_owned(), s.connect + broken),
             ("timeouts".to_owned(), s.timeout),
         ]),
     })
@@ -199,8 +207,11 @@ mod tests {
     /// `testdata/slow_server.py`'s `/ok`, as recorded.
     const KEEP_ALIVE: &str = include_str!("testdata/wrk-keep-alive.txt");
     /// 16 connections for 3 s against `/jitter?ms=2000` with `--timeout 1s`: 38 answers,
-    /// 16 timeouts.
+    /// 16 of them late (timeouts).
     const TIMEOUTS: &str = include_str!("testdata/wrk-timeouts.txt");
+    /// 4 connections for 4 s against `/slow?ms=1500` with `--timeout 1s`: every answer
+    /// late.
+    const ALL_LATE: &str = include_str!("testdata/wrk-all-late.txt");
 
     #[test]
     fn the_summary_line_becomes_figures() {
@@ -219,21 +230,33 @@ mod tests {
     }
 
     #[test]
-    fn timeouts_count_at_the_timeout_beside_the_answers_own_latency() {
+    fn late_answers_count_at_the_timeout_beside_the_answers_own_latency() {
         let m = parse(TIMEOUTS, 1000.0).unwrap();
-        assert_eq!((m.sent, m.requests, m.failed), (Some(54), 38, Some(16)));
+        // 38 answers, 16 of them after the 1 s timeout: 22 in wrk's histogram.
+        assert_eq!((m.sent, m.requests, m.failed), (Some(38), 38, Some(16)));
         assert_eq!(m.statuses["timeouts"], 16);
-        assert!((m.failed_share().unwrap() - 16.0 / 54.0).abs() < 1e-12);
-        // 27 of 54 is the 71st percent of the 38 answers: the table's point at 72.
+        assert!((m.failed_share().unwrap() - 16.0 / 38.0).abs() < 1e-12);
+        // The 19th of 38 is the 86.4th percent of the 22 in time: the table's point at 87.
         let l = m.latency_ms;
         assert_eq!(
             (l.p50, l.p90, l.p99, l.max),
-            (768.604, 1000.0, 1000.0, 1000.0)
+            (836.902, 1000.0, 1000.0, 1000.0)
         );
-        assert!((l.mean - (593.1343 * 38.0 + 16_000.0) / 54.0).abs() < 1e-9);
+        assert!((l.mean - (593.1343 * 22.0 + 16_000.0) / 38.0).abs() < 1e-9);
         let answered = m.answered_latency_ms.unwrap();
         assert_eq!((answered.p50, answered.p99), (637.094, 966.594));
-        assert!((m.achieved_rps - 38.0 / 3.027_148).abs() < 1e-6);
+        assert!((m.achieved_rps - 22.0 / 3.027_148).abs() < 1e-6);
+        assert!(m.requests < crate::results::MIN_ANSWERS, "not drawn");
+    }
+
+    #[test]
+    fn answers_all_late_are_failures_not_zeros() {
+        // wrk's own table reads 0 µs at every percentile: its histogram is empty.
+        let m = parse(ALL_LATE, 1000.0).unwrap();
+        assert_eq!((m.sent, m.failed, m.achieved_rps), (Some(8), Some(8), 0.0));
+        let l = m.latency_ms;
+        assert_eq!((l.p50, l.p99, l.mean), (1000.0, 1000.0, 1000.0));
+        assert_eq!(m.answered_latency_ms, None);
     }
 
     #[test]
