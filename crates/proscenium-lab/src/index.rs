@@ -7,7 +7,7 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
 use crate::Error;
-use crate::results::{MIN_ANSWERS, Results};
+use crate::results::Results;
 
 /// What the lab needs, and what it installs on first use.
 const NEEDS: &str = "## What the lab needs
@@ -89,10 +89,7 @@ fn index(reports: &[(String, Results)]) -> String {
         } else {
             "not recorded".to_owned()
         };
-        let few = measured
-            .iter()
-            .filter(|s| s.measured.requests < MIN_ANSWERS)
-            .count();
+        let few = measured.iter().filter(|s| !s.has_enough_answers()).count();
         let _ = writeln!(
             md,
             "| [{dir}]({dir}/report.html) | {} | {date} | {commit} | {}, {rounds} | {run} ({skipped}) | {} steps: {invalid}, {few} |",

@@ -3,10 +3,10 @@
 //!
 //! A step counts when it is not a warm-up and not invalid (its generator sent under
 //! 95 % of the offered load); a latency or CPU figure counts only when it rests on at
-//! least [`MIN_ANSWERS`] answers. What does not count is not drawn: the table below
+//! least `MIN_ANSWERS` (100) answers. What does not count is not drawn: the table below
 //! the plots still lists it, marked.
 
-use crate::results::{MIN_ANSWERS, Step};
+use crate::results::Step;
 use crate::scenario::Metric;
 
 /// A metric over the rounds of one step.
@@ -41,7 +41,7 @@ pub(crate) fn value(metric: Metric, step: &Step) -> Option<f64> {
         return None;
     }
     let m = &step.measured;
-    let enough = m.requests >= MIN_ANSWERS;
+    let enough = step.has_enough_answers();
     match metric {
         Metric::Rps => Some(m.achieved_rps),
         Metric::FailedShare => m.failed_share().map(|s| s * 100.0),

@@ -70,7 +70,7 @@ fn why_not_drawn(step: &Step) -> String {
         "warm-up".to_owned()
     } else if let Some(why) = &step.invalid {
         format!("invalid: {why}")
-    } else if step.measured.requests < MIN_ANSWERS {
+    } else if !step.has_enough_answers() {
         format!(
             "latency and CPU: {} answers, under {MIN_ANSWERS}",
             step.measured.requests
