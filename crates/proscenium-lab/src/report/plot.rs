@@ -5,7 +5,7 @@
 //! Choices a reader relies on: the Okabe–Ito palette (told apart under the common
 //! colour-blindnesses), the legend in a column of its own right of the plot (never over
 //! the data), a logarithmic x axis when x spans a decade or more (client counts), a
-//! logarithmic y axis when values span more than [`LOG_SPREAD`] (a saturated server's
+//! logarithmic y axis when values span [`LOG_SPREAD`] or more (a saturated server's
 //! seconds beside the others' milliseconds — bars too), and ticks printed as whole
 //! numbers from 10 up.
 //!
@@ -28,7 +28,7 @@ const SIZE: (u32, u32) = (960, 480);
 /// The legend's column, right of the plot.
 const LEGEND_WIDTH: u32 = 210;
 
-/// The spread of values above which an axis turns logarithmic.
+/// The spread of values from which the y axis turns logarithmic.
 const LOG_SPREAD: f64 = 50.0;
 
 /// Okabe & Ito's colour-blind-safe palette, yellow last (faint on white).
@@ -132,35 +132,16 @@ where
         root.fill(&WHITE)?;
         let (area, key) = root.split_horizontally(SIZE.0 - LEGEND_WIDTH);
         legend(&key, &chart.names())?;
-        let ys = chart.ys();
-        let y_max = ys.iter().copied().fold(0.0_f64, f64::max);
-        let y_top = if y_max > 0.0 { y_max * 1.1 } else { 1.0 };
-        // A logarithmic axis cannot show a zero (no failures, say).
-        let y_log = spans(&ys, LOG_SPREAD) && ys.iter().all(|v| *v > 0.0);
-        let y_floor = ys
-            .iter()
-            .copied()
-            .filter(|v| *v > 0.0)
-            .fold(y_top, f64::min)
-            / 1.5;
-        let y_label = if y_log {
-            format!("{y_label}, log scale")
-        } else {
-            y_label.to_owned()
-        };
-        let plot = Plot {
-            title,
-            y_label: &y_label,
-            y_floor: if y_log { y_floor } else { 0.0 },
-        };
-        match (chart, y_log) {
-            (Chart::Bars { categories, series }, false) => {
-                plot.bars(&area, categories, series, 0.0..y_top)
+        let plot = Plot::new(title, y_label, &chart.ys());
+        match chart {
+            Chart::Bars { categories, series } if plot.y_log => {
+                let y = (plot.y_floor..plot.y_top).log_scale();
+                plot.bars(&area, categories, series, y)
             }
-            (Chart::Bars { categories, series }, true) => {
-                plot.bars(&area, categories, series, (y_floor..y_top).log_scale())
+            Chart::Bars { categories, series } => {
+                plot.bars(&area, categories, series, 0.0..plot.y_top)
             }
-            (Chart::Lines { x_label, series }, _) => {
+            Chart::Lines { x_label, series } => {
                 let xs: Vec<f64> = series
                     .iter()
                     .flat_map(|(_, p)| p.iter().map(|p| p.0))
@@ -169,25 +150,11 @@ where
                 let x_min = xs.iter().copied().fold(f64::INFINITY, f64::min);
                 // Client counts (100 to 5,000) span decades: a linear axis crowds the
                 // low ones into the corner.
-                let x_log = x_min > 0.0 && spans(&xs, 10.0);
-                let x_log_range = (x_min / 1.3..x_top).log_scale();
-                match (x_log, y_log) {
-                    (false, false) => plot.lines(&area, x_label, series, 0.0..x_top, 0.0..y_top),
-                    (false, true) => plot.lines(
-                        &area,
-                        x_label,
-                        series,
-                        0.0..x_top,
-                        (y_floor..y_top).log_scale(),
-                    ),
-                    (true, false) => plot.lines(&area, x_label, series, x_log_range, 0.0..y_top),
-                    (true, true) => plot.lines(
-                        &area,
-                        x_label,
-                        series,
-                        x_log_range,
-                        (y_floor..y_top).log_scale(),
-                    ),
+                if x_min > 0.0 && spans(&xs, 10.0) {
+                    let x = (x_min / 1.3..x_top).log_scale();
+                    plot.lines_over(&area, x_label, series, x)
+                } else {
+                    plot.lines_over(&area, x_label, series, 0.0..x_top)
                 }
             }
         }
@@ -195,12 +162,12 @@ where
     drawn.map_err(|e| format!("drawing {title}: {e}"))
 }
 
-/// Whether the positive `values` span more than `ratio` from least to most.
+/// Whether the positive `values` span `ratio` or more from least to most.
 fn spans(values: &[f64], ratio: f64) -> bool {
     let positive = values.iter().copied().filter(|v| *v > 0.0);
     let min = positive.clone().fold(f64::INFINITY, f64::min);
     let max = positive.fold(0.0_f64, f64::max);
-    min.is_finite() && max / min > ratio
+    min.is_finite() && max / min >= ratio
 }
 
 /// A tick's text: whole numbers from 10 up (counts, rates, milliseconds), two
@@ -244,20 +211,66 @@ impl<T> Axis for T where
 {
 }
 
-/// What every plot of a chart shares.
+/// What every plot of a chart shares: the title and the y axis.
 struct Plot<'a> {
     title: &'a str,
-    y_label: &'a str,
+    y_label: String,
+    y_top: f64,
+    /// Whether y is logarithmic: values spanning [`LOG_SPREAD`] or more, none zero
+    /// (a logarithmic axis cannot show one: no failures, say).
+    y_log: bool,
     /// Where bars start: 0, or the bottom of a logarithmic axis.
     y_floor: f64,
 }
 
-impl Plot<'_> {
-    /// A chart with the title and room for the axes' labels.
-    fn builder<'a, DB: DrawingBackend>(
+impl<'a> Plot<'a> {
+    /// The plot of values reaching `ys`.
+    fn new(title: &'a str, y_label: &str, ys: &[f64]) -> Self {
+        let y_max = ys.iter().copied().fold(0.0_f64, f64::max);
+        let y_top = if y_max > 0.0 { y_max * 1.1 } else { 1.0 };
+        let y_log = spans(ys, LOG_SPREAD) && ys.iter().all(|v| *v > 0.0);
+        let least = ys
+            .iter()
+            .copied()
+            .filter(|v| *v > 0.0)
+            .fold(y_top, f64::min);
+        Self {
+            title,
+            y_label: if y_log {
+                format!("{y_label}, log scale")
+            } else {
+                y_label.to_owned()
+            },
+            y_top,
+            y_log,
+            y_floor: if y_log { least / 1.5 } else { 0.0 },
+        }
+    }
+
+    /// Lines over the x axis `x`, on a linear or logarithmic y.
+    fn lines_over<DB: DrawingBackend, X: Axis>(
         &self,
-        area: &'a DrawingArea<DB, Shift>,
-    ) -> ChartBuilder<'a, '_, DB> {
+        area: &DrawingArea<DB, Shift>,
+        x_label: &str,
+        series: &[(String, Vec<(f64, Spread)>)],
+        x: X,
+    ) -> Drawn
+    where
+        DB::ErrorType: 'static,
+    {
+        if self.y_log {
+            let y = (self.y_floor..self.y_top).log_scale();
+            self.lines(area, x_label, series, x, y)
+        } else {
+            self.lines(area, x_label, series, x, 0.0..self.y_top)
+        }
+    }
+
+    /// A chart with the title and room for the axes' labels.
+    fn builder<'b, DB: DrawingBackend>(
+        &self,
+        area: &'b DrawingArea<DB, Shift>,
+    ) -> ChartBuilder<'b, '_, DB> {
         let mut builder = ChartBuilder::on(area);
         builder
             .caption(self.title, ("sans-serif", 20))
@@ -282,7 +295,7 @@ impl Plot<'_> {
         chart
             .configure_mesh()
             .x_desc(x_label)
-            .y_desc(self.y_label)
+            .y_desc(&self.y_label)
             .x_label_formatter(&|v| tick(*v))
             .y_label_formatter(&|v| tick(*v))
             .draw()?;
@@ -325,7 +338,7 @@ impl Plot<'_> {
                 }
             })
             .y_label_formatter(&|v| tick(*v))
-            .y_desc(self.y_label)
+            .y_desc(&self.y_label)
             .draw()?;
         let width = 0.8 / series.len().max(1) as f64;
         for (s, (_, values)) in series.iter().enumerate() {
@@ -397,6 +410,7 @@ mod tests {
     #[test]
     fn axes_turn_logarithmic_past_their_spread() {
         assert!(spans(&[100.0, 1000.0, 5000.0], 10.0), "client counts");
+        assert!(spans(&[100.0, 1000.0], 10.0), "a decade exactly");
         assert!(!spans(&[2000.0, 4000.0, 6000.0], 10.0), "a rate ramp");
         assert!(!spans(&[0.0, 5.0, 10.0], 10.0), "zero is left out");
     }
