@@ -130,8 +130,8 @@ pub struct Step {
     pub measured: Measured,
     /// Server CPU time (its whole process tree) over the step ÷ requests answered.
     pub cpu_us_per_request: Option<f64>,
-    /// Server CPU time ÷ (the step's wall time × the cores given to the server): under
-    /// 1, the server had time to spare and was not the bottleneck.
+    /// Server CPU time ÷ (the send window and drain × the cores given to the server):
+    /// under 1, the server had time to spare and was not the bottleneck.
     #[serde(default)]
     pub server_utilisation: Option<f64>,
     /// The most resident memory the server's process tree held during the step.

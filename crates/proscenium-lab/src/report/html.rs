@@ -32,8 +32,8 @@ the drain, reported apart.</li>\
 <li>Each server gets a warm-up before its steps (listed, never counted); the steps run in \
 interleaved rounds, each round starting with the next server. A point is the median over the \
 rounds, its whisker from the least to the most.</li>\
-<li>Utilisation is the server's CPU time ÷ (wall time × its cores): under 100 %, the server \
-was not the bottleneck.</li></ul>";
+<li>Utilisation is the server's CPU time ÷ (the send window and drain × its cores): under \
+100 %, the server was not the bottleneck.</li></ul>";
 
 /// The page for `results` and its drawn `figures`.
 pub(super) fn page(results: &Results, figures: &[Figure]) -> String {

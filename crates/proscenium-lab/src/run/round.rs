@@ -136,8 +136,13 @@ impl Bench<'_> {
         let started = Instant::now();
         let scratch = self.placement.workdir;
         let (command, measured) = step.load.run(self.tools, base, self.load_cores, scratch)?;
-        let wall = started.elapsed().as_secs_f64();
         let cpu = tree_cpu_seconds(pid) - cpu_before;
+        // The server works while the load sends and drains; the generator's start and
+        // vegeta's encoding of its results afterwards are idle time, not the server's.
+        let busy_window = measured.window_s.map_or_else(
+            || started.elapsed().as_secs_f64(),
+            |w| w + measured.drain_s.unwrap_or(0.0),
+        );
         check_interrupt()?;
         let sent_share = step
             .load
@@ -157,7 +162,7 @@ impl Bench<'_> {
             invalid: Step::invalid_for(sent_share),
             cpu_us_per_request: (measured.requests > 0)
                 .then(|| cpu * 1e6 / measured.requests as f64),
-            server_utilisation: Some(cpu / (wall * cores)),
+            server_utilisation: Some(cpu / (busy_window * cores)),
             measured,
             peak_rss_kib: rss.finish(),
             command,
