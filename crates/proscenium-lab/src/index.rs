@@ -63,20 +63,17 @@ fn index(reports: &[(String, Results)]) -> String {
          `results.json`; do not edit by hand. Each directory is one scenario's latest run: \
          open its `report.html` (plots, every step, machine, versions, exact commands). \
          A reading of the first reports is in [reading.md](reading.md).\n\n\
-         | scenario | reproduces | date | commit | profile, rounds | servers run (skipped) | steps: invalid, under 100 answers |\n\
-         |---|---|---|---|---|---|---|\n",
+         | scenario | reproduces | date | commit | profile, rounds | cores: servers / load | servers run (skipped) | steps: invalid, under 100 answers |\n\
+         |---|---|---|---|---|---|---|---|\n",
     );
     for (dir, r) in reports {
-        let (date, commit, rounds) = r.provenance.as_ref().map_or_else(
-            || {
-                (
-                    "not recorded".to_owned(),
-                    "not recorded".to_owned(),
-                    "not recorded".to_owned(),
-                )
-            },
-            |p| (p.date.clone(), short(&p.commit), p.rounds.to_string()),
-        );
+        let recorded = |f: &dyn Fn(&crate::Provenance) -> String| {
+            r.provenance.as_ref().map_or("not recorded".to_owned(), f)
+        };
+        let date = recorded(&|p| p.date.clone());
+        let commit = recorded(&|p| short(&p.commit));
+        let rounds = recorded(&|p| p.rounds.to_string());
+        let cores = recorded(&|p| format!("{} / {}", p.server_cpus, p.load_cpus));
         let run = r.servers.iter().filter(|s| s.skipped.is_none()).count();
         let skipped = r.servers.len() - run;
         let measured: Vec<_> = r.steps.iter().filter(|s| !s.warmup).collect();
@@ -92,7 +89,7 @@ fn index(reports: &[(String, Results)]) -> String {
         let few = measured.iter().filter(|s| !s.has_enough_answers()).count();
         let _ = writeln!(
             md,
-            "| [{dir}]({dir}/report.html) | {} | {date} | {commit} | {}, {rounds} | {run} ({skipped}) | {} steps: {invalid}, {few} |",
+            "| [{dir}]({dir}/report.html) | {} | {date} | {commit} | {}, {rounds} | {cores} | {run} ({skipped}) | {} steps: {invalid}, {few} |",
             r.reproduces.replace('|', "/"),
             r.profile,
             measured.len(),

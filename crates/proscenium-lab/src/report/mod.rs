@@ -171,6 +171,11 @@ mod tests {
         );
         let page = html::page(&old, &[]);
         assert!(page.contains("not recorded"));
+        let off = html::page(&committed("off-system"), &[]);
+        assert!(
+            off.contains("answers, under 100"),
+            "steps on few answers are marked"
+        );
     }
 
     #[test]
