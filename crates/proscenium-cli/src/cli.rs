@@ -19,7 +19,9 @@ pub(crate) enum Command {
     #[command(flatten)]
     App(proscenium::launch::Command),
     /// Runs a lab scenario against Proscenium's models and peer servers, and writes
-    /// DIR/report.html (plots, tables, machine, commands) and DIR/results.json.
+    /// DIR/report.html (plots, tables, machine, commands) and DIR/results.json. It
+    /// builds the servers from the source checkout it was built from, or
+    /// PROSCENIUM_SOURCE.
     Bench(BenchArgs),
 }
 
@@ -28,17 +30,81 @@ pub(crate) enum Command {
 pub(crate) struct BenchArgs {
     /// The scenario: plaintext, json, static, dynamic, on-system, off-system, mixed,
     /// scaling, stateful, or all.
-    pub(crate) scenario: String,
+    #[arg(required_unless_present = "index")]
+    pub(crate) scenario: Option<String>,
+    /// Runs nothing: regenerates OUT/README.md from every OUT/*/results.json (as
+    /// `--index --out docs/results`).
+    #[arg(long, conflicts_with = "scenario")]
+    pub(crate) index: bool,
     /// Servers, comma-separated: proscenium:MODEL[/pool=N] (e.g. proscenium:loops,
     /// proscenium:thread-pool, proscenium:loops/pool=0), fib-cache:LOOPS (the stateful
     /// scenario's server), nginx, node, node-cluster, actix, hyper [default: the
     /// scenario's list].
     #[arg(long, value_delimiter = ',')]
     pub(crate) servers: Option<Vec<proscenium_lab::ServerSpec>>,
-    /// quick (about two minutes a scenario) or full (the sources' parameters).
+    /// quick (about two minutes of load a scenario and round; `all` at three rounds, about
+    /// 40 minutes) or full (the sources' parameters).
     #[arg(long, default_value = "quick")]
     pub(crate) profile: proscenium_lab::Profile,
     /// Where results go (with `all`, one subdirectory a scenario).
     #[arg(long, default_value = "lab-results")]
     pub(crate) out: PathBuf,
+    /// Rounds of every server's steps, interleaved (each round starts with the next
+    /// server); the report shows medians and their spread.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) rounds: u32,
+    /// The servers' cores, as `taskset -c` takes them (0-3,6); with --load-cpus
+    /// [default: each scenario's split of this machine's cores].
+    #[arg(long, requires = "load_cpus")]
+    pub(crate) server_cpus: Option<String>,
+    /// The load generator's cores; with --server-cpus.
+    #[arg(long, requires = "server_cpus")]
+    pub(crate) load_cpus: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bench(args: &[&str]) -> Result<BenchArgs, clap::Error> {
+        let argv = ["proscenium", "bench"].iter().chain(args);
+        match Cli::try_parse_from(argv)?.command {
+            Command::Bench(bench) => Ok(bench),
+            Command::App(_) => panic!("not bench"),
+        }
+    }
+
+    #[test]
+    fn bench_takes_rounds_and_a_cpu_split_together() {
+        let b = bench(&["plaintext"]).unwrap();
+        assert_eq!((b.rounds, b.server_cpus, b.index), (3, None, false));
+        let b = bench(&[
+            "on-system",
+            "--rounds",
+            "5",
+            "--server-cpus",
+            "0-3",
+            "--load-cpus",
+            "4-7",
+        ])
+        .unwrap();
+        assert_eq!(b.rounds, 5);
+        assert_eq!(
+            (b.server_cpus.unwrap(), b.load_cpus.unwrap()),
+            ("0-3".into(), "4-7".into())
+        );
+        assert!(bench(&["plaintext", "--rounds", "0"]).is_err());
+        assert!(
+            bench(&["plaintext", "--server-cpus", "0"]).is_err(),
+            "without --load-cpus"
+        );
+    }
+
+    #[test]
+    fn bench_index_needs_no_scenario_and_takes_none() {
+        let b = bench(&["--index", "--out", "docs/results"]).unwrap();
+        assert!(b.index && b.scenario.is_none());
+        assert!(bench(&[]).is_err(), "a scenario or --index");
+        assert!(bench(&["plaintext", "--index"]).is_err());
+    }
 }

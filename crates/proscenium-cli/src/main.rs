@@ -26,23 +26,35 @@ fn main() -> ExitCode {
 }
 
 fn run_bench(args: &BenchArgs) -> ExitCode {
+    let Some(scenario) = args.scenario.clone() else {
+        let written = proscenium_lab::write_index(&args.out);
+        return exit(written.map(|readme| println!("index: {}", readme.display())));
+    };
     if let Err(e) = proscenium_lab::interrupt_on_signals() {
         eprintln!("proscenium: cannot watch Ctrl-C: {e}");
         return ExitCode::FAILURE;
     }
     let options = proscenium_lab::Options {
-        scenario: args.scenario.clone(),
+        scenario,
         servers: args.servers.clone(),
         profile: args.profile,
         out: args.out.clone(),
+        rounds: Some(args.rounds),
+        server_cpus: args.server_cpus.clone(),
+        load_cpus: args.load_cpus.clone(),
+        command_line: std::env::args().collect::<Vec<_>>().join(" "),
     };
-    match proscenium_lab::run(&options) {
-        Ok(dirs) => {
-            for dir in dirs {
-                println!("report: {}", dir.join("report.html").display());
-            }
-            ExitCode::SUCCESS
+    exit(proscenium_lab::run(&options).map(|dirs| {
+        for dir in dirs {
+            println!("report: {}", dir.join("report.html").display());
         }
+    }))
+}
+
+/// The exit code of a lab command, its error printed: 2 for an unknown scenario.
+fn exit(outcome: Result<(), proscenium_lab::Error>) -> ExitCode {
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
         Err(e @ proscenium_lab::Error::UnknownScenario(_)) => {
             eprintln!("proscenium: {e}");
             ExitCode::from(2)

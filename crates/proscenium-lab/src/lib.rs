@@ -15,6 +15,10 @@
 //!     servers: Some(vec!["proscenium:loops".parse().unwrap(), "nginx".parse().unwrap()]),
 //!     profile: Profile::Quick,
 //!     out: "lab-results".into(),
+//!     rounds: None,
+//!     server_cpus: None,
+//!     load_cpus: None,
+//!     command_line: "proscenium bench plaintext --servers proscenium:loops,nginx".into(),
 //! };
 //! for dir in proscenium_lab::run(&options).unwrap() {
 //!     println!("report: {}", dir.join("report.html").display());
@@ -24,18 +28,29 @@
 //! # A tour
 //!
 //! - A scenario (`scenario.rs`) is a plan: default servers, where servers and load run
-//!   (`Split`: server and load on separate cores; `Shared`: all cores for both), the
-//!   answers checked first, the steps of load, the plots.
-//! - The runner (`run.rs`) builds or installs what is needed, starts each server pinned
-//!   to its cores in its own process group, waits until it answers, checks the answers,
-//!   drives each step and records what the server spent, then stops it by pid.
-//! - `load/` drives the generators and reads their output; `report/` writes the files.
+//!   (`Split`: server and load on separate cores; `Shared`: all cores for both, or as
+//!   `--server-cpus` / `--load-cpus` say), the answers checked first, the steps of
+//!   load, the plots.
+//! - The runner (`run.rs`) checks before any load what the run needs (the checkout, the
+//!   plots' font, the generators, every server's build), then runs rounds, each
+//!   starting with the next server; a server's turn (`run/round.rs`) starts it pinned to
+//!   its cores, checks its answers, warms it up, drives each step and records what the
+//!   server spent, then stops it.
+//! - `load/` drives the generators and does the accounting from their raw output:
+//!   latency over every sent request (failures at the timeout), achieved/s within the
+//!   send window, the drain, what was sent. `results.rs` marks steps whose generator
+//!   fell behind invalid.
+//! - `report/` writes `results.json`, the plots (medians over rounds, whiskers) and the
+//!   page with its provenance (`provenance.rs`); `index.rs` writes the README of a
+//!   directory of reports.
 
 mod error;
+mod index;
 mod load;
 mod machine;
 mod process;
 mod progress;
+mod provenance;
 mod report;
 mod results;
 mod run;
@@ -46,8 +61,10 @@ mod tools;
 use std::path::PathBuf;
 
 pub use self::error::Error;
+pub use self::index::write_index;
 pub use self::load::{Latency, Measured};
 pub use self::machine::Machine;
+pub use self::provenance::Provenance;
 pub use self::results::{Results, ServerRun, Step};
 pub use self::run::{interrupt_on_signals, run};
 pub use self::scenario::SCENARIOS;
@@ -56,7 +73,9 @@ pub use self::servers::ServerSpec;
 /// How much effort a run takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Profile {
-    /// About two minutes a scenario on a 2-core machine.
+    /// About two minutes of load a scenario and round on a 2-core machine; three
+    /// rounds of all nine scenarios take 32 minutes of load (about 40 with
+    /// starts, checks and cool-downs).
     Quick,
     /// The sources' parameters where the machine allows.
     Full,
@@ -94,4 +113,20 @@ pub struct Options {
     pub profile: Profile,
     /// Where results go; with `all`, one subdirectory a scenario.
     pub out: PathBuf,
+    /// Rounds of every server's steps, interleaved; `None` for three.
+    pub rounds: Option<u32>,
+    /// The servers' cores (`taskset -c` list); with `load_cpus`, or `None` for each
+    /// scenario's split of this machine's cores.
+    pub server_cpus: Option<String>,
+    /// The load generator's cores.
+    pub load_cpus: Option<String>,
+    /// The command line as typed, recorded in the report for rerunning.
+    pub command_line: String,
+}
+
+impl Options {
+    /// The rounds to run: as given, or three (a median and a spread).
+    pub fn rounds(&self) -> u32 {
+        self.rounds.unwrap_or(3).max(1)
+    }
 }

@@ -1,6 +1,8 @@
-//! The machine and the versions of what ran, for the report.
+//! The machine and the versions of what ran (tools, servers, the Rust peers'
+//! frameworks), for the report.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::process::Command;
 
 use serde::{Deserialize, Serialize};
@@ -45,8 +47,9 @@ impl Machine {
     }
 }
 
-/// The first line each tool prints of its version, for those present.
-pub(crate) fn versions(vegeta: Option<&std::path::Path>) -> BTreeMap<String, String> {
+/// The first line each tool prints of its version, for those present, and the web
+/// framework of each Rust peer as its `Cargo.lock` under `root` pins it.
+pub(crate) fn versions(root: &Path, vegeta: Option<&Path>) -> BTreeMap<String, String> {
     let vegeta = vegeta.map_or("vegeta".into(), |p| p.display().to_string());
     let probes: [(&str, &[&str]); 6] = [
         ("rustc", &["rustc", "--version"]),
@@ -74,9 +77,45 @@ pub(crate) fn versions(vegeta: Option<&std::path::Path>) -> BTreeMap<String, Str
                 .map(str::trim)
                 .find(|l| !l.is_empty() && !l.ends_with(':'));
             if let Some(line) = line {
-                found.insert(name.to_owned(), line.trim().to_owned());
+                let line = match line.trim() {
+                    // A `go install` build knows only its Go runtime: name the release.
+                    runtime if name == "vegeta" && runtime.starts_with("Runtime:") => {
+                        format!("{} ({runtime})", crate::tools::VEGETA)
+                    }
+                    line => line.to_owned(),
+                };
+                found.insert(name.to_owned(), line);
             }
         }
     }
+    for (peer, framework) in [("actix", "actix-web"), ("hyper", "hyper")] {
+        let lock = root.join(format!("bench/peers/{peer}/Cargo.lock"));
+        if let Some(version) = locked_version(&lock, framework) {
+            found.insert(format!("{framework} (peer {peer})"), version);
+        }
+    }
     found
+}
+
+/// The version of `package` in the `Cargo.lock` at `lock`.
+fn locked_version(lock: &Path, package: &str) -> Option<String> {
+    let text = std::fs::read_to_string(lock).ok()?;
+    let mut lines = text.lines();
+    lines.find(|l| l.trim() == format!("name = \"{package}\""))?;
+    let version = lines.next()?.trim().strip_prefix("version = ")?;
+    Some(version.trim_matches('"').to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_peers_frameworks_are_read_off_their_lock_files() {
+        let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+        let lock = root.join("bench/peers/actix/Cargo.lock");
+        let version = locked_version(&lock, "actix-web").unwrap();
+        assert!(version.starts_with("4."), "{version}");
+        assert!(locked_version(&lock, "no-such-crate").is_none());
+    }
 }

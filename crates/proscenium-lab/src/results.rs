@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::Machine;
 use crate::load::Measured;
+use crate::{Machine, Provenance};
 
 /// Everything one scenario's run recorded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -17,6 +17,10 @@ pub struct Results {
     pub reproduces: String,
     /// `quick` or `full`.
     pub profile: String,
+    /// When, from which commit, with which command, rounds and cores; `None` in the
+    /// first reports (not recorded).
+    #[serde(default)]
+    pub provenance: Option<Provenance>,
     /// What it ran on.
     pub machine: Machine,
     /// The versions of the programs involved.
@@ -29,6 +33,19 @@ pub struct Results {
     pub steps: Vec<Step>,
     /// The plot files, in the report's order (each as `.svg` and `.png`).
     pub plots: Vec<String>,
+}
+
+impl ServerRun {
+    /// A server about to run on `cores`.
+    pub(crate) fn new(name: String, cores: String) -> Self {
+        Self {
+            name,
+            cores,
+            command: None,
+            skipped: None,
+            collapsed: Vec::new(),
+        }
+    }
 }
 
 /// How a server was run, or why it was not.
@@ -47,9 +64,33 @@ pub struct ServerRun {
     pub collapsed: Vec<String>,
 }
 
+/// The share of the offered requests that must leave the generator for a step to count.
+pub(crate) const MIN_SENT_SHARE: f64 = 0.95;
+
+/// The answers a latency or CPU figure needs before it is drawn: a p99 of fewer is one
+/// request's time, a CPU figure of fewer mostly start-up and idle time.
+pub(crate) const MIN_ANSWERS: u64 = 100;
+
 impl Step {
+    /// Why a step that sent `sent_share` of its offered load is invalid, or `None`.
+    pub(crate) fn invalid_for(sent_share: Option<f64>) -> Option<String> {
+        let share = sent_share.filter(|&s| s < MIN_SENT_SHARE)?;
+        Some(format!(
+            "the load generator sent {:.0} % of the offered requests (under {:.0} %): \
+             it fell behind, so the server never saw the offered rate",
+            share * 100.0,
+            MIN_SENT_SHARE * 100.0
+        ))
+    }
+
+    /// Whether latency and CPU figures rest on enough answers to be drawn.
+    pub fn has_enough_answers(&self) -> bool {
+        self.measured.requests >= MIN_ANSWERS
+    }
+
     /// Whether an open-loop step overwhelmed the server: under half the offered rate
-    /// answered with a 2xx, or a mean response time above a second. A ramp goes no
+    /// answered with a 2xx within the send window, or a mean response time above a
+    /// second (failures counting at the timeout, that is from about one in ten failed). A ramp goes no
     /// higher for that server — it would only add timeouts and minutes of draining
     /// (steps at the same rate, such as the `mixed` shares, still run).
     pub fn collapsed(&self) -> bool {
@@ -70,17 +111,38 @@ pub struct Step {
     pub label: String,
     /// Its place on the plot's x axis.
     pub x: f64,
+    /// The round it ran in, from 1.
+    #[serde(default = "first_round")]
+    pub round: u32,
+    /// Whether it was the warm-up before a server's steps: recorded, never counted.
+    #[serde(default)]
+    pub warmup: bool,
     /// Requests a second offered (open loop only).
     pub offered_rps: Option<f64>,
+    /// Requests that left the generator ÷ the requests offered (open loop).
+    #[serde(default)]
+    pub sent_share: Option<f64>,
+    /// Why the step is not a valid point (it is not drawn), or `None`.
+    #[serde(default)]
+    pub invalid: Option<String>,
     /// What the load generator measured.
     #[serde(flatten)]
     pub measured: Measured,
     /// Server CPU time (its whole process tree) over the step ÷ requests answered.
     pub cpu_us_per_request: Option<f64>,
+    /// Server CPU time ÷ (the send window and drain × the cores given to the server):
+    /// under 1, the server had time to spare and was not the bottleneck.
+    #[serde(default)]
+    pub server_utilisation: Option<f64>,
     /// The most resident memory the server's process tree held during the step.
     pub peak_rss_kib: u64,
     /// The load generator's command line.
     pub command: String,
+}
+
+/// The round of steps recorded before rounds existed.
+fn first_round() -> u32 {
+    1
 }
 
 #[cfg(test)]
@@ -93,7 +155,11 @@ mod tests {
             group: "g".into(),
             label: "l".into(),
             x: 0.0,
+            round: 1,
+            warmup: false,
             offered_rps: offered,
+            sent_share: None,
+            invalid: None,
             measured: Measured {
                 achieved_rps: achieved,
                 latency_ms: crate::load::Latency {
@@ -103,6 +169,7 @@ mod tests {
                 ..Default::default()
             },
             cpu_us_per_request: None,
+            server_utilisation: None,
             peak_rss_kib: 0,
             command: String::new(),
         }
@@ -117,5 +184,16 @@ mod tests {
             !step(None, 10.0, 5000.0).collapsed(),
             "closed loops never stop"
         );
+    }
+
+    #[test]
+    fn a_step_that_sent_under_95_percent_is_invalid() {
+        assert!(Step::invalid_for(Some(0.95)).is_none());
+        assert!(
+            Step::invalid_for(None).is_none(),
+            "closed loops send what they can"
+        );
+        let why = Step::invalid_for(Some(0.48)).unwrap();
+        assert!(why.contains("48 %"), "{why}");
     }
 }

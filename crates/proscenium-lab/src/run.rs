@@ -13,11 +13,17 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+mod cpus;
+mod round;
+
+use self::cpus::CpuSplit;
+use self::round::Bench;
 use crate::machine::{Machine, versions};
-use crate::process::{RssPeak, Running, tree_cpu_seconds};
+use crate::process::{Running, tree_cpu_seconds};
 use crate::progress::Progress;
-use crate::results::{Results, ServerRun, Step};
-use crate::scenario::{self, Cores, FILES, Plan};
+use crate::provenance::{self, Provenance};
+use crate::results::{Results, ServerRun};
+use crate::scenario::{self, FILES, Plan};
 use crate::servers::{Placement, ServerSpec};
 use crate::tools::Tools;
 use crate::{Error, Options, report};
@@ -67,7 +73,7 @@ fn check_interrupt() -> Result<(), Error> {
 /// of the lab's own app, or an interruption. A server that cannot be built, started or
 /// checked is skipped and the reason recorded instead.
 pub fn run(options: &Options) -> Result<Vec<PathBuf>, Error> {
-    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let machine = Machine::read();
     let names: Vec<&str> = if options.scenario == "all" {
         scenario::SCENARIOS.to_vec()
     } else {
@@ -76,76 +82,140 @@ pub fn run(options: &Options) -> Result<Vec<PathBuf>, Error> {
     let plans = names
         .iter()
         .map(|n| {
-            scenario::plan(n, options.profile, cores)
+            scenario::plan(n, options.profile, machine.cores)
                 .ok_or_else(|| Error::UnknownScenario((*n).to_owned()))
         })
         .collect::<Result<Vec<Plan>, Error>>()?;
+    let split = CpuSplit::choose(options, machine.cores)?;
     raise_file_limit();
-    // The lab builds lab-app and the peers from the checkout it was built from.
-    let root = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
-    let root = root.canonicalize().unwrap_or(root);
+    let root = checkout()?;
     let progress = Progress::new();
     let tools = Tools::new(root, progress.clone());
+    let lineups = plans
+        .iter()
+        .map(|plan| lineup(plan, options))
+        .collect::<Result<Vec<_>, Error>>()?;
+    preflight(&plans, &tools)?;
+    // Every scenario's servers are built (cargo, apt-get) before any load, so no build
+    // waits behind another scenario's rounds. A failure is not lost: `run_plan` tries
+    // again (cargo's cache makes it quick), skips the server and records why.
+    for server in lineups.iter().flatten() {
+        check_interrupt()?;
+        let _ = server.build(&tools);
+    }
     let outcome = plans
         .iter()
-        .map(|plan| run_scenario(plan, plans.len() > 1, options, &tools, &progress))
+        .zip(&lineups)
+        .map(|(plan, servers)| {
+            let one_of_many = plans.len() > 1;
+            run_scenario(
+                plan,
+                servers,
+                one_of_many,
+                options,
+                &split,
+                &tools,
+                &progress,
+            )
+        })
         .collect();
     progress.finish();
     outcome
 }
 
+/// The checkout the lab builds lab-app and the peers from: `PROSCENIUM_SOURCE`, or the
+/// one this binary was built from.
+fn checkout() -> Result<PathBuf, Error> {
+    checkout_at(std::env::var_os("PROSCENIUM_SOURCE").map_or_else(
+        || PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")),
+        PathBuf::from,
+    ))
+}
+
+/// Returns `root` when it is a checkout of Proscenium.
+///
+/// # Errors
+///
+/// When it holds no `examples/lab-app` (the binary was moved off its checkout, or
+/// the checkout removed), saying how to give it one.
+fn checkout_at(root: PathBuf) -> Result<PathBuf, Error> {
+    let root = root.canonicalize().unwrap_or(root);
+    if root.join("examples/lab-app/Cargo.toml").is_file() {
+        Ok(root)
+    } else {
+        Err(Error::Tool(format!(
+            "`proscenium bench` builds its servers from Proscenium's source checkout, and \
+             there is none at {}: run it from a checkout (`cargo run --release -- bench ...`) \
+             or set PROSCENIUM_SOURCE to one",
+            root.display()
+        )))
+    }
+}
+
+/// Checks, before any load runs, what every scenario needs: the plots' font, taskset
+/// and the load generators (installing them as it can), so a run fails here rather
+/// than at its end without a report.
+fn preflight(plans: &[Plan], tools: &Tools) -> Result<(), Error> {
+    tools.need_file(Path::new(report::FONT), "fonts-dejavu-core")?;
+    if !report::font_ready() {
+        return Err(Error::Tool(format!(
+            "the plots cannot use the font at {}: reinstall fonts-dejavu-core",
+            report::FONT
+        )));
+    }
+    tools.need("taskset", "util-linux")?;
+    let loads = || plans.iter().flat_map(|p| &p.steps).map(|s| &s.load);
+    if loads().any(|l| l.offered().is_none()) {
+        tools.need("wrk", "wrk")?;
+    }
+    if loads().any(|l| l.offered().is_some()) {
+        tools.vegeta()?;
+    }
+    Ok(())
+}
+
+/// The servers `plan` runs: those given, or its defaults.
+fn lineup(plan: &Plan, options: &Options) -> Result<Vec<ServerSpec>, Error> {
+    match &options.servers {
+        Some(list) => Ok(list.clone()),
+        None => plan.default_servers.iter().map(|s| s.parse()).collect(),
+    }
+}
+
 /// Runs one scenario's plan and writes its report; returns the report's directory.
 fn run_scenario(
     plan: &Plan,
+    servers: &[ServerSpec],
     one_of_many: bool,
     options: &Options,
+    split: &CpuSplit,
     tools: &Tools,
     progress: &Progress,
 ) -> Result<PathBuf, Error> {
-    let servers = match &options.servers {
-        Some(list) => list.clone(),
-        None => plan
-            .default_servers
-            .iter()
-            .map(|s| s.parse())
-            .collect::<Result<_, _>>()?,
-    };
     let dir = if one_of_many {
         options.out.join(plan.name)
     } else {
         options.out.clone()
     };
     std::fs::create_dir_all(&dir).map_err(Error::io("create the output directory"))?;
-    progress.restart((servers.len() * plan.steps.len()) as u64);
-    let results = run_plan(plan, &servers, options, tools, progress)?;
-    tools.need_file(Path::new(report::FONT), "fonts-dejavu-core")?;
+    let rounds = options.rounds();
+    progress.restart((servers.len() * plan.steps.len()) as u64 * u64::from(rounds));
+    let results = run_plan(plan, servers, options, split, tools, progress)?;
     report::write(&results, &dir)?;
     Ok(dir)
-}
-
-/// The cores of the server and of the load, in `taskset -c` syntax.
-fn core_sets(cores: Cores, count: usize) -> (String, usize, String) {
-    let all = format!("0-{}", count.saturating_sub(1));
-    match cores {
-        Cores::Shared => (all.clone(), count, all),
-        Cores::Split if count < 2 => (all.clone(), count, all),
-        Cores::Split => {
-            let half = count / 2;
-            let server = format!("0-{}", half - 1);
-            (server, half, format!("{half}-{}", count - 1))
-        }
-    }
 }
 
 fn run_plan(
     plan: &Plan,
     servers: &[ServerSpec],
     options: &Options,
+    split: &CpuSplit,
     tools: &Tools,
     progress: &Progress,
 ) -> Result<Results, Error> {
+    let date = provenance::now();
     let machine = Machine::read();
-    let (server_cores, server_count, load_cores) = core_sets(plan.cores, machine.cores);
+    let (server_cores, load_cores) = split.for_plan(plan.cores);
     // Static files, scripts and generator output live outside DIR, which keeps only
     // what a reader wants; the directory is removed when the run ends.
     let work = tempfile::Builder::new()
@@ -161,7 +231,7 @@ fn run_plan(
     let _upstream = if plan.upstream {
         Some(start_upstream(
             tools,
-            &load_cores,
+            &load_cores.list,
             upstream_port,
             &www,
             &upstream_url,
@@ -169,94 +239,81 @@ fn run_plan(
     } else {
         None
     };
-    let mut runs = Vec::new();
-    let mut steps = Vec::new();
-    for server in servers {
+    let mut runs: Vec<ServerRun> = servers
+        .iter()
+        .map(|s| ServerRun::new(s.to_string(), server_cores.list.clone()))
+        .collect();
+    // Built already (see `run`): this records, before any load, the servers that
+    // cannot be built as skipped, not after the others' rounds.
+    for (server, run) in servers.iter().zip(&mut runs) {
         check_interrupt()?;
-        let placement = Placement {
-            cores: &server_cores,
-            core_count: server_count,
-            port: free_port()?,
+        if let Err(e) = server.build(tools) {
+            progress.say(format!("skipping {server}: {e}"));
+            run.skipped = Some(e.to_string());
+        }
+    }
+    let bench = Bench {
+        plan,
+        tools,
+        progress,
+        placement: Placement {
+            cores: &server_cores.list,
+            core_count: server_cores.count,
+            port: 0,
             root: &www,
             upstream: &upstream_url,
             workdir: &scratch,
-        };
-        progress.at(plan.name, server.name(), "starting");
-        match start_checked(plan, server, tools, &placement) {
-            Ok(mut running) => {
-                let mut collapsed = Vec::new();
-                // (group, rate) where a ramp collapsed: its higher rates are skipped.
-                let mut stopped: Vec<(&str, f64)> = Vec::new();
-                let base = format!("http://127.0.0.1:{}", placement.port);
-                for step in &plan.steps {
-                    check_interrupt()?;
-                    progress.advance();
-                    let offered = step.load.offered().unwrap_or(0.0);
-                    if stopped
-                        .iter()
-                        .any(|&(group, rate)| group == step.group && offered > rate)
-                    {
-                        continue;
-                    }
-                    progress.at(
-                        plan.name,
-                        server.name(),
-                        &format!("{} / {}", step.group, step.label),
-                    );
-                    let done = measure(
-                        server,
-                        step,
-                        &mut running,
-                        tools,
-                        &base,
-                        &load_cores,
-                        &scratch,
-                    )?;
-                    if done.collapsed() {
-                        stopped.push((&step.group, offered));
-                        collapsed.push(format!(
-                            "{} collapsed at {} ({:.0} answers/s, mean {:.0} ms); higher rates not run",
-                            step.group, step.label, done.measured.achieved_rps, done.measured.latency_ms.mean
-                        ));
-                    }
-                    steps.push(done);
-                    cool_down(running.pid());
-                }
-                runs.push(ServerRun {
-                    name: server.to_string(),
-                    cores: server_cores.clone(),
-                    command: Some(running.command().to_owned()),
-                    skipped: None,
-                    collapsed,
-                });
-            }
-            Err(e) => {
-                check_interrupt()?;
-                progress.say(format!("skipping {server}: {e}"));
-                for _ in &plan.steps {
-                    progress.advance();
-                }
-                runs.push(ServerRun {
-                    name: server.to_string(),
-                    cores: server_cores.clone(),
-                    command: None,
-                    skipped: Some(e.to_string()),
-                    collapsed: Vec::new(),
-                });
+        },
+        load_cores: &load_cores.list,
+    };
+    let rounds = options.rounds();
+    let mut steps = Vec::new();
+    for round in 1..=rounds {
+        // Each round starts with a different server, so no server always runs first
+        // (on a cold machine) or last (on a warm one).
+        for i in interleaved(servers.len(), round) {
+            check_interrupt()?;
+            if runs[i].skipped.is_none() {
+                steps.extend(bench.turn(&servers[i], round, &mut runs[i])?);
             }
         }
     }
+    let deviations = plan
+        .deviations
+        .iter()
+        .cloned()
+        .chain(split.note(plan.cores))
+        .collect();
     Ok(Results {
         scenario: plan.name.to_owned(),
         reproduces: plan.reproduces.to_owned(),
         profile: options.profile.name().to_owned(),
+        provenance: Some(Provenance {
+            date,
+            commit: provenance::commit_of(tools.root()),
+            command: options.command_line.clone(),
+            rounds,
+            server_cpus: server_cores.list.clone(),
+            load_cpus: load_cores.list.clone(),
+            targets: plan
+                .steps
+                .iter()
+                .map(|s| (format!("{} / {}", s.group, s.label), s.load.mix()))
+                .collect(),
+        }),
         machine,
-        versions: versions(tools.installed_vegeta().as_deref()),
-        deviations: plan.deviations.clone(),
+        versions: versions(tools.root(), tools.installed_vegeta().as_deref()),
+        deviations,
         servers: runs,
         steps,
         plots: Vec::new(),
     })
+}
+
+/// The order of `count` servers in `round` (from 1): rotated by one a round.
+fn interleaved(count: usize, round: u32) -> impl Iterator<Item = usize> {
+    let start = (round as usize).saturating_sub(1) % count.max(1);
+    (0..count).map(move |i| (start + i) % count)
 }
 
 /// Builds and starts `server`, waits until it answers, and checks its answers.
@@ -281,34 +338,6 @@ fn start_checked(
         }
     }
     Ok(running)
-}
-
-fn measure(
-    server: &ServerSpec,
-    step: &scenario::StepPlan,
-    running: &mut Running,
-    tools: &Tools,
-    base: &str,
-    load_cores: &str,
-    scratch: &Path,
-) -> Result<Step, Error> {
-    let pid = running.pid();
-    let rss = RssPeak::watch(pid);
-    let cpu_before = tree_cpu_seconds(pid);
-    let (command, measured) = step.load.run(tools, base, load_cores, scratch)?;
-    let cpu = tree_cpu_seconds(pid) - cpu_before;
-    check_interrupt()?;
-    Ok(Step {
-        server: server.to_string(),
-        group: step.group.clone(),
-        label: step.label.clone(),
-        x: step.x,
-        offered_rps: step.load.offered(),
-        cpu_us_per_request: (measured.requests > 0).then(|| cpu * 1e6 / measured.requests as f64),
-        measured,
-        peak_rss_kib: rss.finish(),
-        command,
-    })
 }
 
 /// Waits until the server has used under 5 % of a core for half a second (an
@@ -428,10 +457,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn split_puts_server_and_load_on_separate_cores() {
-        assert_eq!(core_sets(Cores::Split, 2), ("0-0".into(), 1, "1-1".into()));
-        assert_eq!(core_sets(Cores::Split, 8), ("0-3".into(), 4, "4-7".into()));
-        assert_eq!(core_sets(Cores::Shared, 2), ("0-1".into(), 2, "0-1".into()));
-        assert_eq!(core_sets(Cores::Split, 1), ("0-0".into(), 1, "0-0".into()));
+    fn outside_a_checkout_the_lab_says_it_needs_one() {
+        let built_from = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+        assert!(checkout_at(built_from).is_ok());
+        let elsewhere = tempfile::tempdir().unwrap();
+        let why = checkout_at(elsewhere.path().to_owned())
+            .unwrap_err()
+            .to_string();
+        assert!(why.contains("PROSCENIUM_SOURCE"), "{why}");
+    }
+
+    #[test]
+    fn each_round_starts_with_the_next_server() {
+        let order = |round| interleaved(3, round).collect::<Vec<_>>();
+        assert_eq!(order(1), [0, 1, 2]);
+        assert_eq!(order(2), [1, 2, 0]);
+        assert_eq!(order(3), [2, 0, 1]);
+        assert_eq!(order(4), [0, 1, 2]);
+        assert_eq!(interleaved(0, 2).count(), 0);
     }
 }

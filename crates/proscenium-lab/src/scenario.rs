@@ -18,6 +18,9 @@ pub const SCENARIOS: [&str; 9] = [
     "stateful",
 ];
 
+/// How long each server's warm-up runs, before its steps in every round.
+pub(crate) const WARM_UP_SECONDS: u64 = 2;
+
 /// Where servers and load run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Cores {
@@ -46,6 +49,10 @@ pub(crate) enum Metric {
     CpuPerRequest,
     MeanLatency,
     P99Latency,
+    /// Failed requests (no answer, or not 2xx) in percent of those sent.
+    FailedShare,
+    /// Server CPU ÷ (wall time × its cores), in percent.
+    Utilisation,
 }
 
 impl Metric {
@@ -55,15 +62,19 @@ impl Metric {
             Self::CpuPerRequest => "server CPU per request",
             Self::MeanLatency => "mean response time",
             Self::P99Latency => "p99 response time",
+            Self::FailedShare => "failed requests",
+            Self::Utilisation => "server utilisation",
         }
     }
 
     pub(crate) fn label(self) -> &'static str {
         match self {
-            Self::Rps => "answers per second (2xx)",
+            Self::Rps => "2xx answers a second in the send window",
             Self::CpuPerRequest => "server CPU per request (µs)",
-            Self::MeanLatency => "mean response time (ms)",
-            Self::P99Latency => "p99 response time (ms)",
+            Self::MeanLatency => "mean response time (ms, failures at 10 s)",
+            Self::P99Latency => "p99 response time (ms, failures at 10 s)",
+            Self::FailedShare => "failed, % of sent (timeouts, errors, non-2xx)",
+            Self::Utilisation => "server CPU busy, % of its cores",
         }
     }
 }
@@ -108,19 +119,52 @@ pub(crate) fn plan(name: &str, profile: Profile, cores: usize) -> Option<Plan> {
         "stateful" => stateful(quick),
         _ => return None,
     };
+    // What the CPU split costs is the runner's to say: it knows the cores chosen.
     plan.deviations.push(format!(
-        "{cores} cores shared by the servers and the load generator; loopback, not a network{}",
-        if plan.cores == Cores::Split {
-            " (server and load pinned to separate cores)"
-        } else {
-            ""
-        }
+        "one {cores}-core machine for servers and load, over loopback, not a network"
     ));
     if quick {
         plan.deviations
             .push("quick profile: shorter steps and fewer of them than the source".to_owned());
     }
+    add_accounting_plots(&mut plan);
     Some(plan)
+}
+
+/// Adds the plots that say whether the others can be trusted: for an open-loop group
+/// the rate achieved and the failed share a step, for a closed-loop one the server's
+/// utilisation (under 100 %, the server was not the bottleneck).
+fn add_accounting_plots(plan: &mut Plan) {
+    let mut groups: Vec<(String, Option<&'static str>)> = Vec::new();
+    for p in &plan.plots {
+        if !groups.iter().any(|(g, _)| *g == p.group) {
+            groups.push((p.group.clone(), p.x_label));
+        }
+    }
+    for (group, x_label) in groups {
+        let open = plan
+            .steps
+            .iter()
+            .any(|s| s.group == group && s.load.offered().is_some());
+        let wanted: &[Metric] = if open {
+            &[Metric::Rps, Metric::FailedShare]
+        } else {
+            &[Metric::Utilisation]
+        };
+        for &metric in wanted {
+            if !plan
+                .plots
+                .iter()
+                .any(|p| p.group == group && p.metric == metric)
+            {
+                plan.plots.push(PlotPlan {
+                    group: group.clone(),
+                    metric,
+                    x_label,
+                });
+            }
+        }
+    }
 }
 
 fn servers(names: &[&str]) -> Vec<String> {
@@ -617,14 +661,24 @@ mod tests {
         assert!(plan("nope", Profile::Quick, 2).is_none());
     }
 
+    /// Seconds of load one server gets in one round of `plan`, its warm-up included.
+    fn round_seconds(plan: &Plan) -> u64 {
+        let steps: u64 = plan.steps.iter().map(|s| s.load.seconds()).sum();
+        steps + WARM_UP_SECONDS
+    }
+
     #[test]
-    fn quick_scenarios_take_about_two_minutes_of_load() {
+    fn quick_scenarios_take_about_two_minutes_of_load_a_round() {
+        let mut all = 0;
         for name in SCENARIOS {
             let plan = plan(name, Profile::Quick, 2).unwrap();
-            let per_server: u64 = plan.steps.iter().map(|s| s.load.seconds()).sum();
-            let total = per_server * plan.default_servers.len() as u64;
-            assert!(total <= 110, "{name}: {total} s of load");
+            let round = round_seconds(&plan) * plan.default_servers.len() as u64;
+            assert!(round <= 125, "{name}: {round} s of load a round");
+            all += round;
         }
+        // Three rounds of every scenario: the quick profile's load, before starts,
+        // checks and cool-downs (a few seconds a step at most).
+        assert_eq!(all * 3, 1_908, "update the profile's stated time");
     }
 
     #[test]

@@ -11,7 +11,7 @@ use crate::Error;
 use crate::progress::Progress;
 
 /// The vegeta release installed from the Go module proxy.
-const VEGETA: &str = "github.com/tsenart/vegeta/v12@v12.12.0";
+pub(crate) const VEGETA: &str = "github.com/tsenart/vegeta/v12@v12.12.0";
 
 /// Locates, installs and builds the lab's programs; each is built once a run.
 #[derive(Debug)]

@@ -11,6 +11,10 @@ fn a_quick_plaintext_run_writes_results_and_a_report_with_plots() {
         servers: Some(vec!["proscenium:loops".parse().unwrap()]),
         profile: Profile::Quick,
         out: out.path().to_owned(),
+        rounds: Some(1),
+        server_cpus: None,
+        load_cpus: None,
+        command_line: "proscenium bench plaintext --servers proscenium:loops --rounds 1".into(),
     };
     let dirs = proscenium_lab::run(&options).unwrap();
     assert_eq!(dirs, [out.path().to_owned()]);
@@ -25,9 +29,27 @@ fn a_quick_plaintext_run_writes_results_and_a_report_with_plots() {
         "{:?}",
         results.servers[0]
     );
-    assert_eq!(results.steps.len(), 2, "keep-alive and pipelined");
+    assert_eq!(
+        results.steps.len(),
+        3,
+        "a warm-up, keep-alive and pipelined"
+    );
+    assert!(results.steps[0].warmup && !results.steps[1].warmup);
+    let provenance = results.provenance.as_ref().unwrap();
+    assert_eq!(
+        (provenance.rounds, provenance.server_cpus.is_empty()),
+        (1, false)
+    );
+    assert!(provenance.command.contains("--rounds 1"));
     for step in &results.steps {
         let m = &step.measured;
+        assert_eq!(
+            (m.failed, step.invalid.as_deref()),
+            (Some(0), None),
+            "{step:?}"
+        );
+        let busy = step.server_utilisation.unwrap();
+        assert!(busy > 0.0 && busy < 1.5, "utilisation {busy}");
         assert!(m.achieved_rps > 1_000.0, "{step:?}");
         assert_eq!(
             m.statuses["2xx"], m.requests,
@@ -48,7 +70,11 @@ fn a_quick_plaintext_run_writes_results_and_a_report_with_plots() {
 
     let html = std::fs::read_to_string(out.path().join("report.html")).unwrap();
     assert_eq!(html.matches("<svg").count(), results.plots.len());
-    assert_eq!(results.plots.len(), 2, "throughput and CPU per request");
+    assert_eq!(
+        results.plots.len(),
+        3,
+        "throughput, CPU per request and utilisation"
+    );
     for plot in &results.plots {
         let png = std::fs::read(out.path().join(format!("{plot}.png"))).unwrap();
         assert!(png.starts_with(b"\x89PNG"), "{plot}.png is a PNG");

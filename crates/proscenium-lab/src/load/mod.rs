@@ -4,6 +4,7 @@
 //! `wrk`; open loop (a fixed rate, whatever the answers do, so a slow server cannot
 //! slow the load down and hide its own latency — coordinated omission) is `vegeta`.
 
+mod latencies;
 mod vegeta;
 mod wrk;
 
@@ -51,23 +52,62 @@ pub struct Latency {
     pub p90: f64,
     /// The 99th percentile.
     pub p99: f64,
-    /// The slowest answer.
+    /// The slowest.
     pub max: f64,
 }
 
-/// What a load generator reported for one step.
+/// How long a request may take before the generator gives up on it; a failed request
+/// counts at this value in [`Measured::latency_ms`].
+pub(crate) const TIMEOUT_MS: f64 = 10_000.0;
+
+/// What a load generator reported for one step, as the lab accounts for it.
+///
+/// Fields added after the first reports are `None` in their `results.json` (not
+/// recorded).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Measured {
+    /// Requests that left the generator (open loop: one result each; closed loop:
+    /// answers, timeouts and socket errors).
+    #[serde(default)]
+    pub sent: Option<u64>,
     /// Requests answered (any status).
     pub requests: u64,
-    /// Answers with a 2xx status per second of the step.
+    /// Requests that failed: no answer (timeout, socket error) or a status other than
+    /// 2xx.
+    #[serde(default)]
+    pub failed: Option<u64>,
+    /// The length of the send window in seconds: the step's duration, from the first
+    /// send.
+    #[serde(default)]
+    pub window_s: Option<f64>,
+    /// 2xx answers completed within the send window ÷ its length (answers of the drain
+    /// are not counted).
     pub achieved_rps: f64,
-    /// Latency of answered requests.
+    /// Seconds from the end of the send window to the last answer (open loop).
+    #[serde(default)]
+    pub drain_s: Option<f64>,
+    /// Answers that came after the send window (open loop).
+    #[serde(default)]
+    pub drain_answers: Option<u64>,
+    /// Latency of every sent request, each failure counted at the timeout (10 s); wrk
+    /// cannot tell a non-2xx answer's time apart, so under wrk those keep their own.
     pub latency_ms: Latency,
-    /// Latency per path, when the load mixed several.
+    /// Latency of the answered requests alone, at their own times (under wrk, those
+    /// answered within the timeout: its histogram holds no later ones).
+    #[serde(default)]
+    pub answered_latency_ms: Option<Latency>,
+    /// Latency of every sent request per path, when the load mixed several.
     pub latency_by_path_ms: BTreeMap<String, Latency>,
     /// Counts by class: `2xx`, `4xx`, `5xx` (wrk: `non-2xx` only), `errors`, `timeouts`.
     pub statuses: BTreeMap<String, u64>,
+}
+
+impl Measured {
+    /// The share of sent requests that failed, when recorded.
+    pub fn failed_share(&self) -> Option<f64> {
+        let sent = self.sent.filter(|&n| n > 0)?;
+        Some(self.failed? as f64 / sent as f64)
+    }
 }
 
 impl Load {
@@ -103,6 +143,49 @@ impl Load {
             Self::Closed { .. } => None,
             Self::Open { rate, .. } => Some(*rate as f64),
         }
+    }
+
+    /// The requests an open load should send in all: its rate times its duration.
+    pub(crate) fn offered_requests(&self) -> Option<u64> {
+        match self {
+            Self::Closed { .. } => None,
+            Self::Open { rate, seconds, .. } => Some(rate * seconds),
+        }
+    }
+
+    /// The same load for `seconds` (the warm-up's).
+    pub(crate) fn for_seconds(&self, seconds: u64) -> Self {
+        let mut load = self.clone();
+        match &mut load {
+            Self::Closed { seconds: s, .. } | Self::Open { seconds: s, .. } => *s = seconds,
+        }
+        load
+    }
+
+    /// What the load sends, as `k × METHOD /path` in the order of the mix (pipelined
+    /// closed loads say how deep).
+    pub(crate) fn mix(&self) -> Vec<String> {
+        let (targets, depth) = match self {
+            Self::Closed { targets, depth, .. } => (targets, *depth),
+            Self::Open { targets, .. } => (targets, 1),
+        };
+        let mut mix: Vec<(String, usize)> = Vec::new();
+        for target in targets {
+            let (method, path) = method_and_path(target);
+            let shown = format!("{method} {path}");
+            match mix.iter_mut().find(|(t, _)| *t == shown) {
+                Some((_, k)) => *k += 1,
+                None => mix.push((shown, 1)),
+            }
+        }
+        let pipelined = if depth > 1 {
+            format!(", pipelined {depth} deep")
+        } else {
+            String::new()
+        };
+        mix.into_iter()
+            .map(|(t, k)| format!("{k} × {t}{pipelined}"))
+            .collect()
     }
 
     #[cfg(test)]

@@ -1,22 +1,27 @@
 //! Open-loop load with `vegeta`: requests leave at the given rate whatever the server
 //! does (vegeta starts as many workers as the rate needs), so a slow answer delays no
 //! other request and latency is not hidden by coordinated omission. The lab reads
-//! every result (`vegeta encode --to json`) and computes the figures itself with
-//! `hdrhistogram`, per path as well as in all.
+//! every request's result (`vegeta encode --to json`: its start, latency, status and
+//! error) and does the accounting itself:
+//!
+//! - sent: one result a request that left the generator — fewer than rate × duration
+//!   when the generator fell behind;
+//! - the send window: the step's duration from the first send; achieved/s counts the
+//!   2xx answers completed in it, and the drain (answers after it, and how long after
+//!   the last came) is reported apart;
+//! - latency over every sent request, a failure (no answer, or not 2xx) at the
+//!   timeout, per path as well as in all; and the answered requests' own latency.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use hdrhistogram::Histogram;
 use serde::Deserialize;
 
-use super::{Latency, Measured, method_and_path, output, shown};
+use super::latencies::Latencies;
+use super::{Measured, TIMEOUT_MS, method_and_path, output, shown};
 use crate::Error;
 use crate::tools::Tools;
-
-/// How long one request may take before vegeta gives up on it.
-const TIMEOUT: &str = "10s";
 
 pub(super) fn run(
     tools: &Tools,
@@ -51,7 +56,7 @@ pub(super) fn run(
         ])
         .args([
             "-timeout",
-            TIMEOUT,
+            &format!("{}s", TIMEOUT_MS / 1000.0),
             "-max-body",
             "0",
             "-keepalive=true",
@@ -64,7 +69,7 @@ pub(super) fn run(
     let mut encode = Command::new(&vegeta);
     encode.args(["encode", "--to", "json"]).arg(&results);
     let lines = output(&mut encode, "vegeta encode")?;
-    Ok((shown(&attack), parse(&lines)?))
+    Ok((shown(&attack), parse(&lines, seconds as f64, TIMEOUT_MS)?))
 }
 
 #[derive(Deserialize)]
@@ -77,20 +82,22 @@ struct Result_ {
     url: String,
 }
 
-/// Figures from vegeta's results, one JSON object a line.
-pub(crate) fn parse(lines: &str) -> Result<Measured, Error> {
-    let mut all = new_histogram()?;
-    let mut by_path: BTreeMap<String, Histogram<u64>> = BTreeMap::new();
-    let mut statuses: BTreeMap<String, u64> = BTreeMap::new();
-    let (mut first, mut last) = (f64::MAX, f64::MIN);
-    let mut requests = 0;
-    for line in lines.lines().filter(|l| !l.trim().is_empty()) {
+/// One request as the accounting needs it.
+struct Request {
+    /// Seconds since the epoch.
+    start: f64,
+    /// Milliseconds.
+    latency: f64,
+    class: String,
+    path: String,
+}
+
+impl Request {
+    fn read(line: &str) -> Result<Self, Error> {
         let r: Result_ =
             serde_json::from_str(line).map_err(|e| Error::Load(format!("vegeta result: {e}")))?;
         let start = seconds_since_epoch(&r.timestamp)
             .ok_or_else(|| Error::Load(format!("vegeta timestamp: {}", r.timestamp)))?;
-        first = first.min(start);
-        last = last.max(start + r.latency as f64 / 1e9);
         let class = match r.code {
             0 if r.error.contains("timeout") || r.error.contains("deadline") => {
                 "timeouts".to_owned()
@@ -98,55 +105,91 @@ pub(crate) fn parse(lines: &str) -> Result<Measured, Error> {
             0 => "errors".to_owned(),
             code => format!("{}xx", code / 100),
         };
-        *statuses.entry(class).or_default() += 1;
-        if r.code == 0 {
-            continue;
-        }
-        requests += 1;
-        let micros = (r.latency / 1000).max(1);
-        all.saturating_record(micros);
-        let path = r.url.find("://").and_then(|i| {
-            r.url[i + 3..]
-                .find('/')
-                .map(|j| r.url[i + 3 + j..].to_owned())
-        });
-        let histogram = match by_path.entry(path.unwrap_or(r.url)) {
-            std::collections::btree_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::btree_map::Entry::Vacant(e) => e.insert(new_histogram()?),
-        };
-        histogram.saturating_record(micros);
+        let path = r
+            .url
+            .find("://")
+            .and_then(|i| {
+                r.url[i + 3..]
+                    .find('/')
+                    .map(|j| r.url[i + 3 + j..].to_owned())
+            })
+            .unwrap_or(r.url);
+        Ok(Self {
+            start,
+            latency: r.latency as f64 / 1e6,
+            class,
+            path,
+        })
     }
-    let ok = statuses.get("2xx").copied().unwrap_or(0);
-    let span = last - first;
+
+    fn is_answered(&self) -> bool {
+        self.class.ends_with("xx")
+    }
+
+    fn is_ok(&self) -> bool {
+        self.class == "2xx"
+    }
+
+    fn end(&self) -> f64 {
+        self.start + self.latency / 1000.0
+    }
+}
+
+/// The accounting of vegeta's results (one JSON object a line) for a step that sent
+/// for `window_s` seconds, a failure counting at `timeout_ms`.
+pub(crate) fn parse(lines: &str, window_s: f64, timeout_ms: f64) -> Result<Measured, Error> {
+    let requests = lines
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(Request::read)
+        .collect::<Result<Vec<_>, _>>()?;
+    let first = requests
+        .iter()
+        .map(|r| r.start)
+        .fold(f64::INFINITY, f64::min);
+    let window_end = first + window_s;
+    let mut all = Latencies::default();
+    let mut answered = Latencies::default();
+    let mut by_path: BTreeMap<&str, Latencies> = BTreeMap::new();
+    let mut statuses: BTreeMap<String, u64> = BTreeMap::new();
+    let (mut ok_in_window, mut drain_answers, mut last_end) = (0, 0, window_end);
+    for r in &requests {
+        *statuses.entry(r.class.clone()).or_default() += 1;
+        let counted = if r.is_ok() { r.latency } else { timeout_ms };
+        all.push(counted, 1.0);
+        by_path.entry(&r.path).or_default().push(counted, 1.0);
+        if r.is_answered() {
+            answered.push(r.latency, 1.0);
+            last_end = last_end.max(r.end());
+            if r.end() > window_end {
+                drain_answers += 1;
+            } else if r.is_ok() {
+                ok_in_window += 1;
+            }
+        }
+    }
+    let answered_count = requests.iter().filter(|r| r.is_answered()).count() as u64;
+    let sent = requests.len() as u64;
     Ok(Measured {
-        requests,
-        achieved_rps: if span > 0.0 { ok as f64 / span } else { 0.0 },
-        latency_ms: latency(&all),
+        sent: Some(sent),
+        requests: answered_count,
+        failed: Some(sent - requests.iter().filter(|r| r.is_ok()).count() as u64),
+        window_s: Some(window_s),
+        achieved_rps: ok_in_window as f64 / window_s,
+        drain_s: Some(if sent > 0 { last_end - window_end } else { 0.0 }),
+        drain_answers: Some(drain_answers),
+        latency_ms: all.figures().unwrap_or_default(),
+        answered_latency_ms: answered.figures(),
         latency_by_path_ms: if by_path.len() > 1 {
             by_path
                 .iter()
-                .map(|(p, h)| (p.clone(), latency(h)))
+                .filter_map(|(p, l)| Some(((*p).to_owned(), l.figures()?)))
                 .collect()
         } else {
             BTreeMap::new()
         },
         statuses,
     })
-}
-
-fn new_histogram() -> Result<Histogram<u64>, Error> {
-    Histogram::new_with_bounds(1, 3_600_000_000, 3).map_err(|e| Error::Load(e.to_string()))
-}
-
-fn latency(h: &Histogram<u64>) -> Latency {
-    let ms = |us: u64| us as f64 / 1000.0;
-    Latency {
-        mean: h.mean() / 1000.0,
-        p50: ms(h.value_at_quantile(0.50)),
-        p90: ms(h.value_at_quantile(0.90)),
-        p99: ms(h.value_at_quantile(0.99)),
-        max: ms(h.max()),
-    }
 }
 
 /// Reads an RFC 3339 time such as `2026-11-22T18:04:05.123456789Z` or with an offset
@@ -184,30 +227,78 @@ fn seconds_since_epoch(time: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::results::{MIN_ANSWERS, Step};
 
-    /// vegeta 12.12's `encode --to json` of a mixed attack, as recorded (bodies off).
-    const RECORDED: &str = r#"{"attack":"","seq":0,"code":200,"timestamp":"2026-11-22T18:04:05.000000000Z","latency":2000000,"bytes_out":0,"bytes_in":0,"error":"","body":null,"method":"GET","url":"http://127.0.0.1:8080/fib?n=20","headers":{"Content-Type":["text/plain"]}}
-{"attack":"","seq":1,"code":200,"timestamp":"2026-11-22T18:04:05.500000000Z","latency":40000000,"bytes_out":0,"bytes_in":0,"error":"","body":null,"method":"GET","url":"http://127.0.0.1:8080/fib?n=35","headers":{}}
-{"attack":"","seq":2,"code":503,"timestamp":"2026-11-22T18:04:06.000000000Z","latency":1000000,"bytes_out":0,"bytes_in":0,"error":"503 Service Unavailable","body":null,"method":"GET","url":"http://127.0.0.1:8080/fib?n=20","headers":{}}
-{"attack":"","seq":3,"code":0,"timestamp":"2026-11-22T18:04:06.500000000Z","latency":10000000000,"bytes_out":0,"bytes_in":0,"error":"Get \"http://127.0.0.1:8080/fib?n=35\": context deadline exceeded (Client.Timeout exceeded while awaiting headers)","body":null,"method":"GET","url":"http://127.0.0.1:8080/fib?n=35","headers":null}
-"#;
+    /// vegeta 12.12's `encode --to json` of 2 s attacks on `testdata/slow_server.py`,
+    /// as recorded (headers dropped to keep them small). 40/s on `/jitter?ms=2000`
+    /// with `-timeout 1s`: 38 answers, 42 timeouts.
+    const TIMEOUTS: &str = include_str!("testdata/vegeta-timeouts.jsonl");
+    /// 100/s on `/slow?ms=100` with one worker (`-workers 1 -max-workers 1`): the
+    /// generator fell behind and sent 16 of 200.
+    const BEHIND: &str = include_str!("testdata/vegeta-behind.jsonl");
+    /// 60/s on `/slow?ms=600` and `/fail` (503) in turn: answers keep coming 0.6 s after
+    /// the last send.
+    const DRAIN: &str = include_str!("testdata/vegeta-drain.jsonl");
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-5
+    }
 
     #[test]
-    fn results_become_figures_per_path_and_in_all() {
-        let m = parse(RECORDED).unwrap();
-        assert_eq!(m.requests, 3, "the timed-out request has no latency");
-        assert_eq!(m.statuses["2xx"], 2);
-        assert_eq!(m.statuses["5xx"], 1);
-        assert_eq!(m.statuses["timeouts"], 1);
-        // Two answers in the 11.5 s from the first start to the timeout's end.
-        assert!(
-            (m.achieved_rps - 2.0 / 11.5).abs() < 1e-3,
-            "{}",
-            m.achieved_rps
+    fn timeouts_count_at_the_timeout_in_every_figure() {
+        let m = parse(TIMEOUTS, 2.0, 1000.0).unwrap();
+        assert_eq!((m.sent, m.requests, m.failed), (Some(80), 38, Some(42)));
+        assert_eq!(m.statuses["timeouts"], 42);
+        let l = m.latency_ms;
+        assert_eq!(
+            (l.p50, l.p90, l.p99, l.max),
+            (1000.0, 1000.0, 1000.0, 1000.0)
         );
-        assert!((m.latency_ms.max - 40.0).abs() < 0.1);
-        assert!((m.latency_by_path_ms["/fib?n=35"].p50 - 40.0).abs() < 0.1);
-        assert!((m.latency_by_path_ms["/fib?n=20"].p50 - 1.0).abs() < 0.1);
+        assert!(close(l.mean, 786.251_353_312_5), "{}", l.mean);
+        // 27 of the 38 answers came within the window, 11 in the drain.
+        assert!(close(m.achieved_rps, 13.5));
+        assert_eq!(m.drain_answers, Some(11));
+        assert!(close(m.drain_s.unwrap(), 0.824_032_8), "{:?}", m.drain_s);
+        let answered = m.answered_latency_ms.unwrap();
+        assert!(answered.p99 < 1000.0 && answered.p50 <= answered.p90);
+        assert!(
+            m.requests < MIN_ANSWERS,
+            "38 answers: no latency point is drawn"
+        );
+    }
+
+    #[test]
+    fn a_generator_that_fell_behind_shows_in_what_was_sent() {
+        let m = parse(BEHIND, 2.0, TIMEOUT_MS).unwrap();
+        assert_eq!((m.sent, m.failed), (Some(16), Some(0)));
+        assert!(close(m.achieved_rps, 7.0));
+        let l = m.latency_ms;
+        assert_eq!(
+            (l.p50, l.p90, l.p99),
+            (143.991_55, 144.063_439, 148.003_118)
+        );
+        let share = m.sent.unwrap() as f64 / 200.0;
+        let why = Step::invalid_for(Some(share)).expect("16 of 200 sent is invalid");
+        assert!(why.contains("sent 8 %"), "{why}");
+    }
+
+    #[test]
+    fn the_drain_is_counted_apart_and_failed_statuses_at_the_timeout() {
+        let m = parse(DRAIN, 2.0, TIMEOUT_MS).unwrap();
+        assert_eq!((m.sent, m.requests, m.failed), (Some(120), 120, Some(60)));
+        assert_eq!((m.statuses["2xx"], m.statuses["5xx"]), (60, 60));
+        assert!(
+            close(m.achieved_rps, 20.5),
+            "41 of 60 answers in the window"
+        );
+        assert_eq!(m.drain_answers, Some(20));
+        assert!(close(m.drain_s.unwrap(), 0.610_659_8), "{:?}", m.drain_s);
+        assert_eq!(m.failed_share(), Some(0.5));
+        let l = m.latency_ms;
+        assert_eq!((l.p50, l.p90, l.p99), (649.005_537, TIMEOUT_MS, TIMEOUT_MS));
+        let slow = m.latency_by_path_ms["/slow?ms=600"];
+        assert!(slow.p50 > 600.0 && slow.max < 700.0, "{slow:?}");
+        assert_eq!(m.latency_by_path_ms["/fail"].p50, TIMEOUT_MS);
     }
 
     #[test]

@@ -5,6 +5,8 @@ use std::fmt::Write;
 use super::Figure;
 use crate::results::Results;
 
+mod steps;
+
 /// Escapes text for HTML.
 fn esc(text: &str) -> String {
     text.replace('&', "&amp;")
@@ -16,6 +18,22 @@ fn esc(text: &str) -> String {
 const STYLE: &str = "body{font-family:sans-serif;max-width:70rem;margin:2rem auto;padding:0 1rem;color:#222}\
 table{border-collapse:collapse;font-size:.85rem}td,th{border:1px solid #ccc;padding:.2rem .4rem;text-align:right}\
 th{background:#f3f3f3}td.l,th.l{text-align:left}code{font-size:.8rem}figure{margin:1rem 0}";
+
+/// How the figures are made, said on every page.
+const READING: &str = "<h2>Reading the figures</h2><ul>\
+<li>Latency is over every request sent: a request that failed (timed out, broke, or was answered \
+with a status other than 2xx) counts at the 10 s timeout, so a server cannot look fast by failing. \
+The failed share is beside it; <i>answered p99</i> is the answered requests' own.</li>\
+<li>Achieved/s counts the 2xx answers completed within the send window; answers after it are \
+the drain, reported apart.</li>\
+<li>Open loop: a step whose generator sent under 95 % of the offered requests is <b>invalid</b> \
+(the server never saw the offered rate) and is not drawn.</li>\
+<li>A latency or CPU figure resting on fewer than 100 answers is not drawn.</li>\
+<li>Each server gets a warm-up before its steps (listed, never counted); the steps run in \
+interleaved rounds, each round starting with the next server. A point is the median over the \
+rounds, its whisker from the least to the most.</li>\
+<li>Utilisation is the server's CPU time ÷ (the send window and drain × its cores): under \
+100 %, the server was not the bottleneck.</li></ul>";
 
 /// The page for `results` and its drawn `figures`.
 pub(super) fn page(results: &Results, figures: &[Figure]) -> String {
@@ -29,24 +47,9 @@ pub(super) fn page(results: &Results, figures: &[Figure]) -> String {
         r = esc(&results.reproduces),
         p = esc(&results.profile),
     );
-    let m = &results.machine;
-    let _ = write!(
-        html,
-        "<h2>Machine</h2><p>{} — {} cores, {} GiB, Linux {}</p><h2>Versions</h2><ul>",
-        esc(&m.cpu),
-        m.cores,
-        m.memory_gib,
-        esc(&m.kernel)
-    );
-    for (name, version) in &results.versions {
-        let _ = write!(
-            html,
-            "<li>{}: <code>{}</code></li>",
-            esc(name),
-            esc(version)
-        );
-    }
-    html.push_str("</ul><h2>Deviations from the source</h2><ul>");
+    provenance(&mut html, results);
+    html.push_str(READING);
+    html.push_str("<h2>Deviations from the source</h2><ul>");
     for d in &results.deviations {
         let _ = write!(html, "<li>{}</li>", esc(d));
     }
@@ -61,6 +64,78 @@ pub(super) fn page(results: &Results, figures: &[Figure]) -> String {
             esc(&f.file)
         );
     }
+    servers(&mut html, results);
+    steps::table(&mut html, results);
+    html.push_str("<h2>Commands</h2><ul>");
+    for s in &results.steps {
+        let _ = write!(
+            html,
+            "<li>{} / {} (round {}): <code>{}</code></li>",
+            esc(&s.server),
+            esc(&s.label),
+            s.round,
+            esc(&s.command)
+        );
+    }
+    html.push_str("</ul></body></html>\n");
+    html
+}
+
+/// When, from what, with which command and cores, on what machine and versions.
+fn provenance(html: &mut String, results: &Results) {
+    html.push_str("<h2>How this was made</h2>");
+    match &results.provenance {
+        Some(p) => {
+            let _ = write!(
+                html,
+                "<p>On {} from commit <code>{}</code>, {} round{}: <code>{}</code></p>\
+                 <p>Servers on cores <b>{}</b>, load on cores <b>{}</b>.</p>",
+                esc(&p.date),
+                esc(&p.commit),
+                p.rounds,
+                if p.rounds == 1 { "" } else { "s" },
+                esc(&p.command),
+                esc(&p.server_cpus),
+                esc(&p.load_cpus)
+            );
+            html.push_str("<table><tr><th class=l>step</th><th class=l>targets, in turn</th></tr>");
+            for (step, mix) in &p.targets {
+                let _ = write!(
+                    html,
+                    "<tr><td class=l>{}</td><td class=l>{}</td></tr>",
+                    esc(step),
+                    esc(&mix.join(", "))
+                );
+            }
+            html.push_str("</table>");
+        }
+        None => html.push_str(
+            "<p>Date, commit, command, rounds and CPU split: not recorded (a report from \
+             before the lab recorded them).</p>",
+        ),
+    }
+    let m = &results.machine;
+    let _ = write!(
+        html,
+        "<p>Machine: {} — {} cores, {} GiB, Linux {}</p><ul>",
+        esc(&m.cpu),
+        m.cores,
+        m.memory_gib,
+        esc(&m.kernel)
+    );
+    for (name, version) in &results.versions {
+        let _ = write!(
+            html,
+            "<li>{}: <code>{}</code></li>",
+            esc(name),
+            esc(version)
+        );
+    }
+    html.push_str("</ul>");
+}
+
+/// Each server's cores and command, or why it was skipped, and where it collapsed.
+fn servers(html: &mut String, results: &Results) {
     html.push_str("<h2>Servers</h2><table><tr><th class=l>server</th><th class=l>cores</th><th class=l>command, or why skipped</th></tr>");
     for s in &results.servers {
         let how = match (&s.command, &s.skipped) {
@@ -82,50 +157,5 @@ pub(super) fn page(results: &Results, figures: &[Figure]) -> String {
             esc(&s.cores)
         );
     }
-    html.push_str(
-        "</table><h2>Steps</h2><table><tr><th class=l>server</th><th class=l>group</th><th class=l>step</th>\
-         <th>offered/s</th><th>achieved/s</th><th>mean ms</th><th>p50</th><th>p90</th><th>p99</th><th>max</th>\
-         <th class=l>statuses</th><th>CPU µs/req</th><th>peak RSS MiB</th></tr>",
-    );
-    for s in &results.steps {
-        let l = &s.measured.latency_ms;
-        let statuses: Vec<String> = s
-            .measured
-            .statuses
-            .iter()
-            .filter(|(_, n)| **n > 0)
-            .map(|(k, n)| format!("{k}: {n}"))
-            .collect();
-        let _ = write!(
-            html,
-            "<tr><td class=l>{}</td><td class=l>{}</td><td class=l>{}</td><td>{}</td><td>{:.0}</td>\
-             <td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td class=l>{}</td><td>{}</td><td>{:.1}</td></tr>",
-            esc(&s.server),
-            esc(&s.group),
-            esc(&s.label),
-            s.offered_rps.map_or(String::new(), |r| format!("{r:.0}")),
-            s.measured.achieved_rps,
-            l.mean,
-            l.p50,
-            l.p90,
-            l.p99,
-            l.max,
-            esc(&statuses.join(", ")),
-            s.cpu_us_per_request
-                .map_or(String::new(), |c| format!("{c:.2}")),
-            s.peak_rss_kib as f64 / 1024.0,
-        );
-    }
-    html.push_str("</table><h2>Commands</h2><ul>");
-    for s in &results.steps {
-        let _ = write!(
-            html,
-            "<li>{} / {}: <code>{}</code></li>",
-            esc(&s.server),
-            esc(&s.label),
-            esc(&s.command)
-        );
-    }
-    html.push_str("</ul></body></html>\n");
-    html
+    html.push_str("</table>");
 }

@@ -1,9 +1,12 @@
 //! The report of one scenario's run: `results.json`, one SVG and one PNG per plot, and
 //! `report.html` — self-contained (the SVGs inline, no script, no outside style), with
-//! the machine, versions, deviations, a table of every step and the exact commands.
+//! the provenance, machine, versions, deviations, how to read the figures, a table of
+//! every step and the exact commands. The plots draw medians over the rounds
+//! (`summary.rs`).
 
 mod html;
 mod plot;
+mod summary;
 
 use std::path::Path;
 
@@ -11,7 +14,9 @@ use crate::Error;
 use crate::results::{Results, Step};
 use crate::scenario::{self, Metric};
 
-pub(crate) use self::plot::{Chart, FONT};
+use self::summary::{Spread, spread};
+
+pub(crate) use self::plot::{Chart, FONT, font_ready};
 
 /// One drawn plot: its title, y label, data and the SVG text.
 pub(crate) struct Figure {
@@ -20,39 +25,35 @@ pub(crate) struct Figure {
     pub(crate) svg: String,
 }
 
-/// Writes every file of the report of `results` into `dir`.
+/// Writes every file of the report of `results` into `dir`: `results.json` first, so
+/// that a plot that cannot be drawn loses no data.
 pub(crate) fn write(results: &Results, dir: &Path) -> Result<(), Error> {
+    let charts = charts(results);
+    let mut results = results.clone();
+    results.plots = (1..=charts.len()).map(|i| format!("plot-{i}")).collect();
+    let json = serde_json::to_string_pretty(&results).map_err(|e| Error::Tool(e.to_string()))?;
+    std::fs::write(dir.join("results.json"), json).map_err(Error::io("write results.json"))?;
     if !plot::font_ready() {
         return Err(Error::Tool(format!(
-            "the plots need a font at {} (apt-get install fonts-dejavu-core)",
+            "results.json is written, but the plots need a font at {} \
+             (apt-get install fonts-dejavu-core)",
             plot::FONT
         )));
     }
-    let mut results = results.clone();
     let mut figures = Vec::new();
-    for (i, (title, y_label, chart)) in charts(&results).into_iter().enumerate() {
-        let file = format!("plot-{}", i + 1);
+    for ((title, y_label, chart), file) in charts.into_iter().zip(&results.plots) {
         let svg = plot::svg(&title, y_label, &chart).map_err(Error::Tool)?;
         std::fs::write(dir.join(format!("{file}.svg")), &svg).map_err(Error::io("write a plot"))?;
         plot::png(&dir.join(format!("{file}.png")), &title, y_label, &chart)
             .map_err(Error::Tool)?;
-        results.plots.push(file.clone());
-        figures.push(Figure { file, title, svg });
+        figures.push(Figure {
+            file: file.clone(),
+            title,
+            svg,
+        });
     }
-    let json = serde_json::to_string_pretty(&results).map_err(|e| Error::Tool(e.to_string()))?;
-    std::fs::write(dir.join("results.json"), json).map_err(Error::io("write results.json"))?;
     std::fs::write(dir.join("report.html"), html::page(&results, &figures))
         .map_err(Error::io("write report.html"))
-}
-
-/// The value a metric reads off a step.
-fn value(metric: Metric, step: &Step) -> Option<f64> {
-    match metric {
-        Metric::Rps => Some(step.measured.achieved_rps),
-        Metric::CpuPerRequest => step.cpu_us_per_request,
-        Metric::MeanLatency => Some(step.measured.latency_ms.mean),
-        Metric::P99Latency => Some(step.measured.latency_ms.p99),
-    }
 }
 
 fn steps_of<'a>(
@@ -73,11 +74,12 @@ fn charts(results: &Results) -> Vec<(String, &'static str, Chart)> {
     let Some(plan) = scenario::plan(&results.scenario, profile, cores) else {
         return Vec::new();
     };
+    // A server skipped in a later round keeps the rounds it ran.
     let servers: Vec<&str> = results
         .servers
         .iter()
-        .filter(|s| s.skipped.is_none())
         .map(|s| s.name.as_str())
+        .filter(|name| results.steps.iter().any(|s| s.server == *name && !s.warmup))
         .collect();
     plan.plots
         .iter()
@@ -89,16 +91,20 @@ fn charts(results: &Results) -> Vec<(String, &'static str, Chart)> {
                     series: servers
                         .iter()
                         .map(|&name| {
-                            let points = of(name)
-                                .filter_map(|s| Some((s.x, value(p.metric, s)?)))
-                                .collect();
-                            (name.to_owned(), points)
+                            (
+                                name.to_owned(),
+                                line(p.metric, &of(name).collect::<Vec<_>>()),
+                            )
                         })
                         .collect(),
                 },
                 None => {
                     let mut categories: Vec<String> = Vec::new();
-                    for step in results.steps.iter().filter(|s| s.group == p.group) {
+                    for step in results
+                        .steps
+                        .iter()
+                        .filter(|s| s.group == p.group && !s.warmup)
+                    {
                         if !categories.contains(&step.label) {
                             categories.push(step.label.clone());
                         }
@@ -108,11 +114,7 @@ fn charts(results: &Results) -> Vec<(String, &'static str, Chart)> {
                         .map(|&name| {
                             let values = categories
                                 .iter()
-                                .map(|c| {
-                                    of(name)
-                                        .find(|s| &s.label == c)
-                                        .and_then(|s| value(p.metric, s))
-                                })
+                                .map(|c| spread(p.metric, of(name).filter(|s| &s.label == c)))
                                 .collect();
                             (name.to_owned(), values)
                         })
@@ -127,4 +129,77 @@ fn charts(results: &Results) -> Vec<(String, &'static str, Chart)> {
             )
         })
         .collect()
+}
+
+/// A line's points: each x (in order) with the metric over its rounds.
+fn line(metric: Metric, steps: &[&Step]) -> Vec<(f64, Spread)> {
+    let mut xs: Vec<f64> = steps.iter().filter(|s| !s.warmup).map(|s| s.x).collect();
+    xs.sort_by(f64::total_cmp);
+    xs.dedup();
+    xs.into_iter()
+        .filter_map(|x| {
+            Some((
+                x,
+                spread(metric, steps.iter().copied().filter(|s| s.x == x))?,
+            ))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn committed(scenario: &str) -> Results {
+        let path = format!(
+            "{}/../../docs/results/{scenario}/results.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn the_first_reports_still_read_and_say_what_they_did_not_record() {
+        let old = committed("on-system");
+        assert!(old.provenance.is_none());
+        assert!(old.steps.iter().all(|s| s.round == 1 && !s.warmup));
+        let charts = charts(&old);
+        assert_eq!(
+            charts.len(),
+            8,
+            "mean and p99, achieved and failed, of two groups"
+        );
+        let page = html::page(&old, &[]);
+        assert!(page.contains("not recorded"));
+        let off = html::page(&committed("off-system"), &[]);
+        assert!(
+            off.contains("answers, under 100"),
+            "steps on few answers are marked"
+        );
+    }
+
+    #[test]
+    fn a_point_on_few_answers_is_left_off_its_line() {
+        // The 5 MB file at 5,000 clients: a handful of answers in a quick step.
+        let old = committed("static");
+        let few = old
+            .steps
+            .iter()
+            .find(|s| s.group == "5120 KB file" && s.x == 5000.0 && s.measured.requests < 100)
+            .expect("a step on few answers");
+        let charts = charts(&old);
+        let (_, _, Chart::Lines { series, .. }) = charts
+            .iter()
+            .find(|(title, ..)| title == "5120 KB file: mean response time")
+            .unwrap()
+        else {
+            panic!("a line chart")
+        };
+        let line = &series
+            .iter()
+            .find(|(name, _)| *name == few.server)
+            .unwrap()
+            .1;
+        assert!(line.iter().all(|(x, _)| *x != 5000.0), "{line:?}");
+    }
 }

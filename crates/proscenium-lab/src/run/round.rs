@@ -1,0 +1,171 @@
+//! One server's turn in one round: start it, warm it up, run the plan's steps while
+//! measuring what it spends, stop it.
+//!
+//! The warm-up is the plan's first load for [`WARM_UP_SECONDS`] seconds, recorded with
+//! `warmup: true` and left out of every figure: a server's first seconds (page faults,
+//! lazy pools, JIT) are not its steady state (prefork's first step read p99 504 ms,
+//! then 0.34 ms). A ramp goes no higher for the server in this round once a step
+//! collapses it.
+
+use std::time::Instant;
+
+use super::{check_interrupt, cool_down, start_checked};
+use crate::Error;
+use crate::process::{RssPeak, Running, tree_cpu_seconds};
+use crate::progress::Progress;
+use crate::results::{ServerRun, Step};
+use crate::scenario::{Plan, StepPlan, WARM_UP_SECONDS};
+use crate::servers::{Placement, ServerSpec};
+use crate::tools::Tools;
+
+/// What every turn of a run shares: the plan, the tools and where servers and load go.
+pub(super) struct Bench<'a> {
+    pub(super) plan: &'a Plan,
+    pub(super) tools: &'a Tools,
+    pub(super) progress: &'a Progress,
+    /// The server's place, its port chosen afresh each turn.
+    pub(super) placement: Placement<'a>,
+    pub(super) load_cores: &'a str,
+}
+
+impl Bench<'_> {
+    /// Runs `server`'s turn in `round`: its steps (the warm-up first), or the reason it
+    /// could not run in `run.skipped`; collapses go to `run.collapsed`.
+    pub(super) fn turn(
+        &self,
+        server: &ServerSpec,
+        round: u32,
+        run: &mut ServerRun,
+    ) -> Result<Vec<Step>, Error> {
+        let Some((mut running, base)) = self.start(server, round, run)? else {
+            return Ok(Vec::new());
+        };
+        let mut steps = vec![self.warm_up(server, round, &mut running, &base)?];
+        // (group, rate) where a ramp collapsed: its higher rates are skipped.
+        let mut stopped: Vec<(&str, f64)> = Vec::new();
+        for step in &self.plan.steps {
+            check_interrupt()?;
+            self.progress.advance();
+            let offered = step.load.offered().unwrap_or(0.0);
+            if stopped
+                .iter()
+                .any(|&(group, rate)| group == step.group && offered > rate)
+            {
+                continue;
+            }
+            let at = format!("round {round} / {} / {}", step.group, step.label);
+            self.progress.at(self.plan.name, server.name(), &at);
+            let done = self.measure(server, step, &mut running, &base, round)?;
+            if done.collapsed() {
+                stopped.push((&step.group, offered));
+                run.collapsed.push(format!(
+                    "round {round}: {} collapsed at {} ({:.0} answers/s, mean {:.0} ms); higher rates not run",
+                    step.group, step.label, done.measured.achieved_rps, done.measured.latency_ms.mean
+                ));
+            }
+            steps.push(done);
+            cool_down(running.pid());
+        }
+        Ok(steps)
+    }
+
+    /// Starts and checks `server` on a fresh port; returns it and its base URL, or
+    /// `None` with the reason in `run.skipped`.
+    fn start(
+        &self,
+        server: &ServerSpec,
+        round: u32,
+        run: &mut ServerRun,
+    ) -> Result<Option<(Running, String)>, Error> {
+        let placement = Placement {
+            port: super::free_port()?,
+            ..self.placement.clone()
+        };
+        self.progress.at(self.plan.name, server.name(), "starting");
+        match start_checked(self.plan, server, self.tools, &placement) {
+            Ok(running) => {
+                run.command = Some(running.command().to_owned());
+                Ok(Some((
+                    running,
+                    format!("http://127.0.0.1:{}", placement.port),
+                )))
+            }
+            Err(e) => {
+                check_interrupt()?;
+                self.progress.say(format!("skipping {server}: {e}"));
+                (0..self.plan.steps.len()).for_each(|_| self.progress.advance());
+                run.skipped = Some(format!("round {round}: {e}"));
+                Ok(None)
+            }
+        }
+    }
+
+    /// Runs the plan's first load for [`WARM_UP_SECONDS`]; returns it marked as the
+    /// warm-up.
+    fn warm_up(
+        &self,
+        server: &ServerSpec,
+        round: u32,
+        running: &mut Running,
+        base: &str,
+    ) -> Result<Step, Error> {
+        let first = &self.plan.steps[0];
+        let warm_up = StepPlan {
+            label: format!("warm-up ({})", first.label),
+            load: first.load.for_seconds(WARM_UP_SECONDS),
+            ..first.clone()
+        };
+        let mut warm = self.measure(server, &warm_up, running, base, round)?;
+        warm.warmup = true;
+        cool_down(running.pid());
+        Ok(warm)
+    }
+
+    /// Runs one step's load and records what the server spent meanwhile.
+    fn measure(
+        &self,
+        server: &ServerSpec,
+        step: &StepPlan,
+        running: &mut Running,
+        base: &str,
+        round: u32,
+    ) -> Result<Step, Error> {
+        let pid = running.pid();
+        let rss = RssPeak::watch(pid);
+        let cpu_before = tree_cpu_seconds(pid);
+        let started = Instant::now();
+        let scratch = self.placement.workdir;
+        let (command, measured) = step.load.run(self.tools, base, self.load_cores, scratch)?;
+        let cpu = tree_cpu_seconds(pid) - cpu_before;
+        // The server works while the load sends and drains; the generator's start and
+        // vegeta's encoding of its results afterwards are idle time, not the server's.
+        let busy_window = measured.window_s.map_or_else(
+            || started.elapsed().as_secs_f64(),
+            |w| w + measured.drain_s.unwrap_or(0.0),
+        );
+        check_interrupt()?;
+        let sent_share = step
+            .load
+            .offered_requests()
+            .zip(measured.sent)
+            .map(|(offered, sent)| sent as f64 / offered.max(1) as f64);
+        let cores = self.placement.core_count as f64;
+        Ok(Step {
+            server: server.to_string(),
+            group: step.group.clone(),
+            label: step.label.clone(),
+            x: step.x,
+            round,
+            warmup: false,
+            offered_rps: step.load.offered(),
+            sent_share,
+            invalid: Step::invalid_for(sent_share),
+            cpu_us_per_request: (measured.requests > 0)
+                .then(|| cpu * 1e6 / measured.requests as f64),
+            server_utilisation: Some(cpu / (busy_window * cores)),
+            measured,
+            peak_rss_kib: rss.finish(),
+            command,
+        })
+    }
+}
