@@ -48,9 +48,12 @@ impl Machine {
 /// The first line each tool prints of its version, for those present.
 pub(crate) fn versions(vegeta: Option<&std::path::Path>) -> BTreeMap<String, String> {
     let vegeta = vegeta.map_or("vegeta".into(), |p| p.display().to_string());
-    let probes: [(&str, &[&str]); 6] = [
+    let probes: [(&str, &[&str]); 9] = [
         ("rustc", &["rustc", "--version"]),
         ("nginx", &["nginx", "-v"]),
+        ("apache2", &["apache2", "-v"]),
+        ("java", &["java", "-version"]),
+        ("mvn", &["mvn", "-v"]),
         ("node", &["node", "--version"]),
         ("wrk", &["wrk", "--version"]),
         ("vegeta", &[&vegeta, "-version"]),
@@ -60,6 +63,7 @@ pub(crate) fn versions(vegeta: Option<&std::path::Path>) -> BTreeMap<String, Str
         "proscenium".to_owned(),
         env!("CARGO_PKG_VERSION").to_owned(),
     )]);
+    found.extend(crate::servers::jvm_peer_versions());
     for (name, argv) in probes {
         if let Ok(out) = Command::new(argv[0]).args(&argv[1..]).output() {
             let text = String::from_utf8_lossy(if out.stdout.is_empty() {
