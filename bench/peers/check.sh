@@ -102,9 +102,11 @@ start_jvm() {
     --upstream "$upstream" "$work/www" > "$work/$1.log" 2>&1 &
 }
 
+# httpd in a session of its own: stopping, prefork's parent signals its whole process
+# group, which would otherwise be this script's (the lab starts every server that way).
 start_httpd() {
   mkdir -p "$work/$1"
-  apache2 -f "$peers/httpd/httpd.conf" -C "Define port $2" -C "Define root $work/www" \
+  setsid apache2 -f "$peers/httpd/httpd.conf" -C "Define port $2" -C "Define root $work/www" \
     -C "Define scratch $work/$1" -C "Define lua $peers/httpd/lab.lua" -C "Define cores 1" \
     -D "${1#httpd-}" -DFOREGROUND > "$work/$1.log" 2>&1 &
 }
