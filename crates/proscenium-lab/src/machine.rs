@@ -48,12 +48,11 @@ impl Machine {
 /// The first line each tool prints of its version, for those present.
 pub(crate) fn versions(vegeta: Option<&std::path::Path>) -> BTreeMap<String, String> {
     let vegeta = vegeta.map_or("vegeta".into(), |p| p.display().to_string());
-    let probes: [(&str, &[&str]); 9] = [
+    let probes: [(&str, &[&str]); 8] = [
         ("rustc", &["rustc", "--version"]),
         ("nginx", &["nginx", "-v"]),
         ("apache2", &["apache2", "-v"]),
         ("java", &["java", "-version"]),
-        ("mvn", &["mvn", "-v"]),
         ("node", &["node", "--version"]),
         ("wrk", &["wrk", "--version"]),
         ("vegeta", &[&vegeta, "-version"]),

@@ -242,7 +242,7 @@ impl ServerSpec {
                         ("scratch", &scratch),
                         ("lua", &httpd.join("lab.lua")),
                         ("cores", Path::new(&n)),
-                    ]))
+                    ])?)
                     .args(["-D", if *prefork { "prefork" } else { "event" }])
                     .arg("-DFOREGROUND");
             }
@@ -273,17 +273,24 @@ fn jvm_flags(cores: usize) -> [String; 4] {
     ]
 }
 
-/// httpd's `-C "Define NAME VALUE"` arguments, each value quoted for a path with spaces.
-fn httpd_defines(defines: &[(&str, &Path)]) -> Vec<String> {
-    defines
-        .iter()
-        .flat_map(|(name, value)| {
-            [
-                "-C".to_owned(),
-                format!("Define {name} \"{}\"", value.display()),
-            ]
-        })
-        .collect()
+/// httpd's `-C "Define NAME VALUE"` arguments.
+///
+/// # Errors
+///
+/// A value with whitespace: `Define` takes one word, and quoting it would leave the
+/// report's command, which shows arguments unquoted, wrong to copy.
+fn httpd_defines(defines: &[(&str, &Path)]) -> Result<Vec<String>, Error> {
+    let mut args = Vec::with_capacity(defines.len() * 2);
+    for (name, value) in defines {
+        let value = value.display().to_string();
+        if value.contains(char::is_whitespace) {
+            return Err(Error::Tool(format!(
+                "httpd's config cannot take a path with whitespace: {value}"
+            )));
+        }
+        args.extend(["-C".to_owned(), format!("Define {name} {value}")]);
+    }
+    Ok(args)
 }
 
 /// Lets httpd's children read `root`. Started as root, httpd serves as `nobody`
@@ -424,11 +431,12 @@ mod tests {
     }
 
     #[test]
-    fn httpd_defines_quote_their_values() {
+    fn httpd_defines_take_one_word_each() {
         assert_eq!(
-            httpd_defines(&[("root", Path::new("/tmp/a b"))]),
-            ["-C", "Define root \"/tmp/a b\""]
+            httpd_defines(&[("root", Path::new("/tmp/www"))]).unwrap(),
+            ["-C", "Define root /tmp/www"]
         );
+        assert!(httpd_defines(&[("root", Path::new("/tmp/a b"))]).is_err());
     }
 
     #[test]
