@@ -6,7 +6,8 @@
 # bytes of every route the peer serves with lab-app's, and stops it.
 #
 # Usage: bench/peers/check.sh [PEER...]     PEER: jetty pekko vertx httpd-event httpd-prefork
-#   SANITY=1  also runs `wrk -t1 -c16 -d3` on /plaintext and /dynamic of each peer.
+#   SANITY=1  also runs `wrk -t1 -c16 -d3` on /plaintext, /dynamic and (JVM peers)
+#             /relay of each peer.
 # Exits 1 if any answer differs, naming it.
 set -euo pipefail
 
@@ -87,9 +88,11 @@ compare() {
   done
 }
 
+# sanity NAME PORT PATH...
 sanity() {
   local name=$1 port=$2 path
-  for path in plaintext dynamic; do
+  shift 2
+  for path in "$@"; do
     echo "wrk   $name /$path: $(wrk -t1 -c16 -d3 "http://127.0.0.1:$port/$path" | grep -E 'Requests/sec|Non-2xx' | tr -s ' ' | paste -sd ' ')"
   done
 }
@@ -132,7 +135,10 @@ check() {
     httpd-*) compare "$name" "$port" plaintext json dynamic hello.txt 300k.bin ;;
   esac
   if [[ ${SANITY:-0} = 1 ]]; then
-    sanity "$name" "$port"
+    case $name in
+      httpd-*) sanity "$name" "$port" plaintext dynamic ;;
+      *) sanity "$name" "$port" plaintext dynamic relay ;;
+    esac
   fi
   kill "$pid"
   wait "$pid" 2>/dev/null || true

@@ -33,6 +33,7 @@ public final class Main extends AllDirectives {
     private static final Duration TIMEOUT = Duration.ofSeconds(30);
 
     private final ActorSystem system;
+    private final Materializer materializer;
     private final Options options;
     private final ActorRef fib;
     private final HttpRequest upstream;
@@ -40,6 +41,7 @@ public final class Main extends AllDirectives {
 
     private Main(ActorSystem system, Options options) {
         this.system = system;
+        this.materializer = Materializer.matFromSystem(system);
         this.options = options;
         // One actor per core behind a round-robin router: one would serialise every
         // /actor request through a single mailbox.
@@ -91,7 +93,6 @@ public final class Main extends AllDirectives {
 
     /** Fetches the upstream with Pekko's client and relays its body. */
     private CompletionStage<HttpResponse> relay() {
-        Materializer materializer = Materializer.matFromSystem(system);
         return Http.get(system).singleRequest(upstream).thenCompose(up -> {
             if (up.status().intValue() != 200) {
                 up.discardEntityBytes(materializer);
