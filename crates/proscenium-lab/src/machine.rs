@@ -51,9 +51,11 @@ impl Machine {
 /// framework of each Rust peer as its `Cargo.lock` under `root` pins it.
 pub(crate) fn versions(root: &Path, vegeta: Option<&Path>) -> BTreeMap<String, String> {
     let vegeta = vegeta.map_or("vegeta".into(), |p| p.display().to_string());
-    let probes: [(&str, &[&str]); 6] = [
+    let probes: [(&str, &[&str]); 8] = [
         ("rustc", &["rustc", "--version"]),
         ("nginx", &["nginx", "-v"]),
+        ("apache2", &["apache2", "-v"]),
+        ("java", &["java", "-version"]),
         ("node", &["node", "--version"]),
         ("wrk", &["wrk", "--version"]),
         ("vegeta", &[&vegeta, "-version"]),
@@ -63,6 +65,7 @@ pub(crate) fn versions(root: &Path, vegeta: Option<&Path>) -> BTreeMap<String, S
         "proscenium".to_owned(),
         env!("CARGO_PKG_VERSION").to_owned(),
     )]);
+    found.extend(crate::servers::jvm_peer_versions());
     for (name, argv) in probes {
         if let Ok(out) = Command::new(argv[0]).args(&argv[1..]).output() {
             let text = String::from_utf8_lossy(if out.stdout.is_empty() {

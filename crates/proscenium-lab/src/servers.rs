@@ -2,9 +2,11 @@
 //! located, started pinned to its cores, and checked.
 //!
 //! Proscenium runs `examples/lab-app` (every workload as a route) under the model the
-//! name gives, or `examples/fib-cache` (the shared-state service) on N loops; the peers are `bench/peers/` (actix-web, hyper, Node.js) and nginx with a
-//! generated config. A server runs in a process group of its own, so a Ctrl-C at the
-//! terminal reaches the lab, which stops it by pid, and not the server directly.
+//! name gives, or `examples/fib-cache` (the shared-state service) on N loops; the peers
+//! are `bench/peers/` (actix-web, hyper, Node.js, and the sources' own servers: Jetty,
+//! Pekko HTTP, Vert.x and Apache httpd) and nginx with a generated config. A server runs
+//! in a process group of its own, so a Ctrl-C at the terminal reaches the lab, which
+//! stops it by pid, and not the server directly.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -39,13 +41,42 @@ enum Kind {
     },
     Actix,
     Hyper,
+    /// A JVM peer, `bench/peers/NAME` built by Maven into one jar.
+    Jvm(Jvm),
+    /// `httpd-event` / `httpd-prefork`: Apache httpd with `bench/peers/httpd/httpd.conf`.
+    Httpd {
+        prefork: bool,
+    },
+}
+
+/// The JVM peers: the servers the thesis's sources measured, or their open successors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Jvm {
+    /// Jetty 12, a blocking servlet on 200 threads: the thesis's Spring on Jetty.
+    Jetty,
+    /// Pekko HTTP: the thesis's Play on Akka.
+    Pekko,
+    /// Vert.x 5, an event loop per core: the JVM's Node.Scala.
+    Vertx,
+}
+
+impl Jvm {
+    /// The peer's directory below `bench/peers/` and its Maven module.
+    fn module(self) -> &'static str {
+        match self {
+            Self::Jetty => "jetty",
+            Self::Pekko => "pekko",
+            Self::Vertx => "vertx",
+        }
+    }
 }
 
 impl FromStr for ServerSpec {
     type Err = Error;
 
     /// Parses `proscenium:MODEL[/pool=N]`, `fib-cache[:N]`, `nginx`, `node`,
-    /// `node-cluster`, `actix` or `hyper`.
+    /// `node-cluster`, `actix`, `hyper`, `jetty`, `pekko`, `vertx`, `httpd-event` or
+    /// `httpd-prefork`.
     fn from_str(name: &str) -> Result<Self, Error> {
         let kind = match name {
             "nginx" => Kind::Nginx,
@@ -53,6 +84,11 @@ impl FromStr for ServerSpec {
             "node-cluster" => Kind::Node { cluster: true },
             "actix" => Kind::Actix,
             "hyper" => Kind::Hyper,
+            "jetty" => Kind::Jvm(Jvm::Jetty),
+            "pekko" => Kind::Jvm(Jvm::Pekko),
+            "vertx" => Kind::Jvm(Jvm::Vertx),
+            "httpd-event" => Kind::Httpd { prefork: false },
+            "httpd-prefork" => Kind::Httpd { prefork: true },
             "fib-cache" => Kind::FibCache { loops: None },
             _ if name.starts_with("fib-cache:") => Kind::FibCache {
                 loops: Some(
@@ -127,6 +163,8 @@ impl ServerSpec {
             Kind::Hyper => tools.build_peer("hyper"),
             Kind::Nginx => tools.need("nginx", "nginx").map(|_| ()),
             Kind::Node { .. } => tools.need("node", "nodejs").map(|_| ()),
+            Kind::Jvm(peer) => tools.build_jvm_peer(peer.module()),
+            Kind::Httpd { .. } => tools.need("apache2", "apache2").map(|_| ()),
         }
     }
 
@@ -181,6 +219,33 @@ impl ServerSpec {
                 let conf = nginx_conf(at)?;
                 command.args(["nginx", "-c"]).arg(conf);
             }
+            Kind::Jvm(peer) => {
+                command
+                    .arg("java")
+                    .args(jvm_flags(at.core_count))
+                    .arg("-jar")
+                    .arg(tools.jvm_peer_jar(peer.module()))
+                    .args(["--bind", &bind, "--upstream", at.upstream])
+                    .arg(at.root);
+            }
+            Kind::Httpd { prefork } => {
+                let scratch = at.workdir.join(&self.name);
+                std::fs::create_dir_all(&scratch).map_err(Error::io("create httpd's directory"))?;
+                open_to_httpd_children(at.root)?;
+                let httpd = tools.root().join("bench/peers/httpd");
+                command
+                    .args(["apache2", "-f"])
+                    .arg(httpd.join("httpd.conf"))
+                    .args(httpd_defines(&[
+                        ("port", Path::new(&at.port.to_string())),
+                        ("root", at.root),
+                        ("scratch", &scratch),
+                        ("lua", &httpd.join("lab.lua")),
+                        ("cores", Path::new(&n)),
+                    ])?)
+                    .args(["-D", if *prefork { "prefork" } else { "event" }])
+                    .arg("-DFOREGROUND");
+            }
         }
         Running::spawn(&self.name, command)
     }
@@ -193,6 +258,69 @@ fn proscenium_model(model: &str, cores: usize) -> String {
         "loops" | "prefork" => format!("{model}:{cores}"),
         _ => model.to_owned(),
     }
+}
+
+/// The JVM's flags for a peer on `cores` cores: a fixed 1 GiB heap (no resizing during a
+/// step) and the throughput collector, as TechEmpower's JVM entries run; the processor
+/// count is stated so the thread pools, event loops and dispatchers size themselves to
+/// the pinned cores whatever the JVM reads from the affinity mask.
+fn jvm_flags(cores: usize) -> [String; 4] {
+    [
+        "-Xms1g".to_owned(),
+        "-Xmx1g".to_owned(),
+        "-XX:+UseParallelGC".to_owned(),
+        format!("-XX:ActiveProcessorCount={cores}"),
+    ]
+}
+
+/// httpd's `-C "Define NAME VALUE"` arguments.
+///
+/// # Errors
+///
+/// A value with whitespace: `Define` takes one word, and quoting it would leave the
+/// report's command, which shows arguments unquoted, wrong to copy.
+fn httpd_defines(defines: &[(&str, &Path)]) -> Result<Vec<String>, Error> {
+    let mut args = Vec::with_capacity(defines.len() * 2);
+    for (name, value) in defines {
+        let value = value.display().to_string();
+        if value.contains(char::is_whitespace) {
+            return Err(Error::Tool(format!(
+                "httpd's config cannot take a path with whitespace: {value}"
+            )));
+        }
+        args.extend(["-C".to_owned(), format!("Define {name} {value}")]);
+    }
+    Ok(args)
+}
+
+/// Lets httpd's children read `root`. Started as root, httpd serves as `nobody`
+/// (httpd.conf's `User`), and the lab's work directory is private to its owner, so the
+/// root and the directory holding it are opened for others to enter and read (done
+/// whoever runs the lab: the files are the lab's own `x`-filled ones, removed at the end).
+fn open_to_httpd_children(root: &Path) -> Result<(), Error> {
+    use std::os::unix::fs::PermissionsExt;
+    for dir in [Some(root), root.parent()].into_iter().flatten() {
+        let mut permissions = std::fs::metadata(dir)
+            .map_err(Error::io("read a directory's permissions"))?
+            .permissions();
+        permissions.set_mode(permissions.mode() | 0o005);
+        std::fs::set_permissions(dir, permissions)
+            .map_err(Error::io("open the static files to httpd"))?;
+    }
+    Ok(())
+}
+
+/// The versions of the JVM peers' frameworks, as `bench/peers/pom.xml` pins them.
+pub(crate) fn jvm_peer_versions() -> impl Iterator<Item = (String, String)> {
+    const POM: &str = include_str!("../../../bench/peers/pom.xml");
+    ["jetty", "pekko", "pekko-http", "vertx"]
+        .into_iter()
+        .filter_map(|name| {
+            let open = format!("<{name}.version>");
+            let start = POM.find(&open)? + open.len();
+            let len = POM[start..].find('<')?;
+            Some((name.to_owned(), POM[start..start + len].to_owned()))
+        })
 }
 
 /// Writes nginx's config for `at` (one worker per core, sendfile on, `/plaintext` and
@@ -261,9 +389,54 @@ mod tests {
             "fib-cache:1".parse::<ServerSpec>().unwrap().kind,
             Kind::FibCache { loops: Some(1) }
         );
-        for bad in ["apache", "proscenium:", "proscenium:loops/pool=x"] {
+        assert_eq!(
+            "jetty".parse::<ServerSpec>().unwrap().kind,
+            Kind::Jvm(Jvm::Jetty)
+        );
+        assert_eq!(
+            "pekko".parse::<ServerSpec>().unwrap().kind,
+            Kind::Jvm(Jvm::Pekko)
+        );
+        assert_eq!(
+            "vertx".parse::<ServerSpec>().unwrap().kind,
+            Kind::Jvm(Jvm::Vertx)
+        );
+        assert_eq!(
+            "httpd-event".parse::<ServerSpec>().unwrap().kind,
+            Kind::Httpd { prefork: false }
+        );
+        assert_eq!(
+            "httpd-prefork".parse::<ServerSpec>().unwrap().kind,
+            Kind::Httpd { prefork: true }
+        );
+        for bad in [
+            "apache",
+            "httpd",
+            "httpd-worker",
+            "jetty:2",
+            "proscenium:",
+            "proscenium:loops/pool=x",
+        ] {
             assert!(bad.parse::<ServerSpec>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn jvm_peer_versions_come_from_the_pom() {
+        let versions: Vec<_> = jvm_peer_versions().map(|(name, _)| name).collect();
+        assert_eq!(versions, ["jetty", "pekko", "pekko-http", "vertx"]);
+        assert!(
+            jvm_peer_versions().all(|(_, v)| v.chars().next().is_some_and(|c| c.is_ascii_digit()))
+        );
+    }
+
+    #[test]
+    fn httpd_defines_take_one_word_each() {
+        assert_eq!(
+            httpd_defines(&[("root", Path::new("/tmp/www"))]).unwrap(),
+            ["-C", "Define root /tmp/www"]
+        );
+        assert!(httpd_defines(&[("root", Path::new("/tmp/a b"))]).is_err());
     }
 
     #[test]

@@ -1,6 +1,7 @@
-//! What the lab runs besides the servers: the load generators (wrk, vegeta), nginx
-//! and Node.js, installed on first use (saying so), and the Rust programs it builds
-//! (the examples of this workspace, the peers from `bench/peers/`).
+//! What the lab runs besides the servers: the load generators (wrk, vegeta), nginx,
+//! Node.js, Apache httpd, a JDK and Maven, installed on first use (saying so), and the
+//! programs it builds (the examples of this workspace, the Rust and JVM peers from
+//! `bench/peers/`).
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
@@ -169,6 +170,52 @@ impl Tools {
         }
         self.built.borrow_mut().insert(what.to_owned());
         Ok(())
+    }
+
+    /// Builds the JVM peer `bench/peers/NAME` into its `target/peer-NAME.jar` with Maven
+    /// (installing a JDK and Maven if missing): offline first, as the local repository
+    /// has every dependency after the first build, then online to fetch them.
+    pub(crate) fn build_jvm_peer(&self, name: &str) -> Result<(), Error> {
+        let what = format!("the {name} peer");
+        if self.built.borrow().contains(&what) {
+            return Ok(());
+        }
+        self.need("java", "default-jdk-headless")?;
+        let mvn = self.need("mvn", "maven")?;
+        self.progress
+            .say(format!("building {what} (mvn package)..."));
+        let maven = |offline: bool| {
+            let mut command = Command::new(&mvn);
+            command.args(["-q", "-B"]);
+            if offline {
+                command.arg("-o");
+            }
+            command
+                .arg("-f")
+                .arg(self.root.join("bench/peers/pom.xml"))
+                .args(["-pl", name, "-am", "package"])
+                .output()
+                .map_err(Error::io("run mvn"))
+        };
+        let mut output = maven(true)?;
+        if !output.status.success() {
+            output = maven(false)?;
+        }
+        if !output.status.success() {
+            // Maven reports its errors on stdout.
+            return Err(Error::Build {
+                what,
+                log: String::from_utf8_lossy(&output.stdout).into_owned()
+                    + &String::from_utf8_lossy(&output.stderr),
+            });
+        }
+        self.built.borrow_mut().insert(what);
+        Ok(())
+    }
+
+    pub(crate) fn jvm_peer_jar(&self, name: &str) -> PathBuf {
+        self.root
+            .join(format!("bench/peers/{name}/target/peer-{name}.jar"))
     }
 
     pub(crate) fn peer_binary(&self, name: &str) -> PathBuf {
