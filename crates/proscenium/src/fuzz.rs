@@ -185,17 +185,27 @@ fn dechunk(
 /// The fixed body of the connection target's `GET /`.
 const FIXED: &[u8] = b"fixed";
 
-/// Bytes a connection may hold for a client that sent `sent`: what any connection
-/// holds (its buffers' first reservations, a request, an answer: some 25 KiB
-/// measured), and a few times what the client sent — never what it announced, up to
-/// the 8 MiB `max_body`: a body's buffer grows as bytes arrive (docs/security.md).
+/// The body of the connection target's `GET /big`: a few of them pipelined pass the
+/// answers a connection buffers before it writes.
+static BIG: [u8; 48 * 1024] = [b'b'; 48 * 1024];
+
+/// Answers a connection buffers before it writes them (`conn.rs`'s `WRITE_FLUSH`).
+const WRITE_FLUSH: usize = 64 * 1024;
+
+/// Bytes a connection may hold for a client that sent `sent`: the answers it buffers
+/// before writing, and the one answer past them, in a buffer that may have doubled
+/// (docs/security.md, issue 15); what any connection holds (its read buffer's first
+/// reservation, a request, an error page: some 25 KiB measured); and a few times what
+/// the client sent — never what it announced, up to the 8 MiB `max_body`: a body's
+/// buffer grows as bytes arrive.
 fn held_bound(sent: usize) -> usize {
-    64 * 1024 + 8 * sent
+    2 * (WRITE_FLUSH + BIG.len()) + 64 * 1024 + 8 * sent
 }
 
 /// Serves `data` (cut into reads where its first 4 bytes say) on one connection of
-/// the real connection code over loopback TCP, to an app with a fixed `GET /` (202)
-/// and an `/echo` of the body (201: statuses the server never answers of itself):
+/// the real connection code over loopback TCP, to an app with a fixed `GET /` (202),
+/// a 48 KiB `GET /big` (203) and an `/echo` of the body (201: statuses the server
+/// never answers of itself):
 /// never a panic; the bytes the server holds stay within [`held_bound`] of what it was
 /// sent; and the answers are what the decoder's reading of the stream calls for
 /// ([`Expected`]).
@@ -274,10 +284,11 @@ impl Expected {
 }
 
 /// Checks that an answer of the app's carries what its request asked for: `GET /`
-/// the fixed body, `/echo` the request's body (a HEAD's, none).
+/// and `GET /big` their bodies, `/echo` the request's body (a HEAD's, none).
 fn check_answer(answer: &Answer, reading: &Reading) {
     let asked: &[u8] = match answer.status {
         202 => FIXED,
+        203 => &BIG,
         201 => &reading.body,
         _ => return,
     };
@@ -392,7 +403,9 @@ thread_local! {
 }
 
 /// A current-thread runtime with a `LocalSet` (as on a loop), a loopback listener, and
-/// the server's side of HTTP/1.1 serving the target's app.
+/// the server's side of HTTP/1.1 serving the target's app. Its side is a thread
+/// model's (`Host::Thread`): no date ticker task, and no shelf to take away a
+/// connection idle a second.
 struct Rig {
     runtime: tokio::runtime::Runtime,
     local: tokio::task::LocalSet,
@@ -414,6 +427,10 @@ impl Rig {
         };
         let app = App::new()
             .get("/", inline(|| (StatusCode::ACCEPTED, FIXED)))
+            .get(
+                "/big",
+                inline(|| (StatusCode::NON_AUTHORITATIVE_INFORMATION, &BIG[..])),
+            )
             .any(
                 "/echo",
                 |body: Bytes| async move { (StatusCode::CREATED, body) },
@@ -454,8 +471,9 @@ impl Rig {
             server.await.expect("the connection's task");
             drop(client);
             // tokio frees a closed socket's registration on the driver's next turn:
-            // taken now, a run frees all it allocated, which spares libFuzzer a leak
-            // check after every run (it made runs ten times slower).
+            // taken now, a run frees what it allocated (but for the thread's bounded
+            // caches), which spares libFuzzer a leak check after every run (it made
+            // runs ten times slower).
             tokio::task::yield_now().await;
             wire
         })
