@@ -228,6 +228,16 @@ fn interpret(
     if uri.authority().is_some_and(|a| a.as_str().contains('@')) {
         return Err(ParseError::Malformed("userinfo in the request target"));
     }
+    // The target's authority becomes the Host (below), so it is held to the same rule:
+    // `Uri` takes any port (`h:8x`). Found by fuzzing the head parser.
+    if uri
+        .authority()
+        .is_some_and(|a| !is_host(a.as_str().as_bytes()))
+    {
+        return Err(ParseError::Malformed(
+            "invalid authority in the request target",
+        ));
+    }
     let framing = framing(version, &fields, &seen)?;
     let keep_alive = match seen.connection {
         true => keep_alive(version, &fields),
@@ -583,6 +593,9 @@ mod tests {
             ("GET / HTTP/1.1\r\nHost: x:8o\r\n\r\n", 400),
             ("GET / HTTP/1.0\r\nHost: a\r\nHost: b\r\n\r\n", 400),
             ("GET http://u:p@h/ HTTP/1.1\r\nHost: h\r\n\r\n", 400),
+            // Found by `scripts/fuzz` (head): the target's authority became the Host.
+            ("GET http://h:8x/ HTTP/1.1\r\nHost: h\r\n\r\n", 400),
+            ("CONNECT h:x HTTP/1.1\r\nHost: h\r\n\r\n", 400),
             ("GET / FOO\r\nHost: x\r\n\r\n", 400),
             ("GET / HTTP/1.1x\r\nHost: x\r\n\r\n", 400),
             ("GET / HTTP/3.0\r\nHost: x\r\n\r\n", 505),

@@ -28,5 +28,14 @@ mod proptests;
 #[cfg(any(test, fuzzing))]
 pub(crate) mod readings;
 
+// The parsers and the chunk encoder the fuzz targets drive alone (`crate::fuzz`).
+#[cfg(fuzzing)]
+pub(crate) use self::{
+    chunked::ChunkedDecoder,
+    encode::{chunk, last_chunk},
+    error::ParseError,
+    head::{Head, parse as parse_head},
+};
+
 pub(crate) use self::service::Http1;
 pub(crate) use self::spool::create as create_spool_file;
