@@ -15,7 +15,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 use crate::http::h1::readings::{Reading, pieces, readings, readings_with};
 use crate::http::h1::{ChunkedDecoder, Head, Http1, ParseError, chunk, last_chunk, parse_head};
-use crate::rt::{Host, LocalProtocol, Protocol};
+use crate::rt::{Host, LocalProtocol, Progress, Protocol, Visit};
 use crate::{App, Config, Limits, inline};
 
 /// Splits an input into the cuts its first 4 bytes make and the stream after them.
@@ -465,7 +465,7 @@ impl Rig {
             client.set_nodelay(true).expect("nodelay");
             stream.set_nodelay(true).expect("nodelay");
             held::reset();
-            let serving = held::polled(self.server.serve(stream, peer, None));
+            let serving = held::polled(self.serve(stream, peer));
             let server = tokio::task::spawn_local(serving);
             let wire = talk(&mut client, reads).await;
             server.await.expect("the connection's task");
@@ -477,6 +477,35 @@ impl Rig {
             tokio::task::yield_now().await;
             wire
         })
+    }
+
+    /// Serves `stream` as a thread would, from the start to its close: a connection the
+    /// thread hands back (it waited 100 ms for a request) is served again at once, as
+    /// the waiting room would once the request came.
+    fn serve(
+        &self,
+        stream: TcpStream,
+        peer: std::net::SocketAddr,
+    ) -> impl std::future::Future<Output = ()> + use<> {
+        let server = self.server.clone();
+        let now = tokio::time::Instant::now();
+        let progress = Progress {
+            served: 0,
+            read: BytesMut::new(),
+            since: now,
+            due: now + Config::default().timeouts.header,
+        };
+        let visit = stream.into_std().map(|stream| Visit {
+            stream,
+            peer,
+            progress,
+        });
+        async move {
+            let mut visit = visit.ok();
+            while let Some(next) = visit.take() {
+                visit = server.serve_visit(next).await;
+            }
+        }
     }
 }
 
