@@ -70,7 +70,10 @@ async fn front<P: Protocol>(
             accepted = async {
                 let reserved = spec.gate.admit().await;
                 let (stream, peer) = listener.accept().await?;
-                let stream = prepare(stream.into_std()?)?.into_std()?;
+                // Non-blocking already (tokio's), and without Nagle's delay, as
+                // `prepare` makes a loop's; left unregistered until it must wait.
+                let stream = stream.into_std()?;
+                stream.set_nodelay(true)?;
                 Ok::<_, std::io::Error>(Held::new(stream, peer, reserved.accept(), &spec))
             } => match accepted {
                 Ok(held) => enter(held, &threads, &spec),

@@ -69,89 +69,152 @@ pub(crate) async fn wait<P: Protocol>(held: Held, spec: &LoopSpec<P>) -> Option<
     let Visit {
         stream,
         peer,
-        mut progress,
+        progress,
     } = visit;
-    let stream = TcpStream::from_std(stream)
-        .inspect_err(|e| tracing::debug!("cannot wait on the connection from {peer}: {e}"))
-        .ok()?;
-    let (config, protocol) = (&spec.config, &spec.protocol);
-    let pace = Pace::new(config);
-    let mut shutdown = spec.shutdown.clone();
-    let mut closing = false;
-    // Shutdown began, or the server that would say so is gone.
-    let mut ended = false;
-    let p = &mut progress;
-    let mut ready = if p.read.is_empty() {
-        Readiness::AtLine
-    } else {
-        protocol.readiness(&p.read)
-    };
-    loop {
-        match ready {
-            Readiness::Now => break,
-            Readiness::AtLength(n) if p.read.len() >= n => break,
-            _ => {}
-        }
-        if !closing && (ended || *shutdown.borrow_and_update()) {
-            closing = true;
-            if p.read.is_empty() && p.served > 0 {
-                return None;
-            }
-            p.due = p.due.min(Instant::now() + FIRST_REQUEST_GRACE);
-        }
-        let deadline = if p.read.is_empty() {
-            p.due
-        } else {
-            pace.bound(p.due, p.since, p.read.len() as u64)
-        };
-        let before = p.read.len();
-        tokio::select! {
-            readable = stream.readable() => {
-                // Room is taken only once there are bytes: an idle connection here
-                // holds no buffer.
-                p.read.reserve(READ_CHUNK);
-                match readable.and_then(|()| stream.try_read_buf(&mut p.read)) {
-                    Ok(0) => return None,
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
-                    Err(_) => return None,
-                    Ok(_) => {
-                        if before == 0 {
-                            // The next request has begun: its head is due a header
-                            // timeout from now (a first request's stays due from the
-                            // accept).
-                            p.since = Instant::now();
-                            if p.served > 0 {
-                                p.due = p.since + config.timeouts.header;
-                            }
-                        }
-                        // A head can only end with a line, and the rest of a small body
-                        // is counted, not parsed: a client sending a byte at a time costs
-                        // a parse per line, not per byte.
-                        let line = p.read[before..].contains(&b'\n');
-                        let long = p.read.len() >= config.limits.max_head;
-                        if ready == Readiness::AtLine && (line || long) {
-                            ready = protocol.readiness(&p.read);
-                        }
-                    }
-                }
-            },
-            () = tokio::time::sleep_until(deadline) => {
-                if p.read.is_empty() {
-                    return None;
-                }
-                break;
-            }
-            changed = shutdown.changed(), if !closing => ended |= changed.is_err(),
+    let mut waiting = Waiting::new(progress, spec);
+    // A request mostly comes with its connection, or is what brought it back: what is
+    // there already is read before the connection is registered with the reactor, and
+    // one with its request leaves without ever being registered (two epoll_ctl calls
+    // and a turn of the reactor saved on each connection).
+    if !waiting.is_ready() {
+        let before = waiting.progress.read.len();
+        let got = read_plain(&stream, &mut waiting.progress.read);
+        if came(got)? {
+            waiting.arrived(before);
         }
     }
-    let stream = stream
-        .into_std()
-        .inspect_err(|e| tracing::debug!("closing the connection from {peer}: {e}"))
-        .ok()?;
+    let stream = if waiting.is_ready() {
+        stream
+    } else {
+        let stream = TcpStream::from_std(stream)
+            .inspect_err(|e| tracing::debug!("cannot wait on the connection from {peer}: {e}"))
+            .ok()?;
+        waiting.until_ready(&stream, spec).await?;
+        stream
+            .into_std()
+            .inspect_err(|e| tracing::debug!("closing the connection from {peer}: {e}"))
+            .ok()?
+    };
     let visit = Visit {
         stream,
         peer,
-        progress,
+        progress: waiting.progress,
     };
     Some(Held { visit, pass })
+}
+
+/// A connection's progress in the waiting room, and what it needs to be ready.
+struct Waiting<'a, P> {
+    progress: Progress,
+    ready: Readiness,
+    protocol: &'a P,
+    config: &'a crate::Config,
+}
+
+impl<'a, P: Protocol> Waiting<'a, P> {
+    fn new(progress: Progress, spec: &'a LoopSpec<P>) -> Self {
+        let ready = if progress.read.is_empty() {
+            Readiness::AtLine
+        } else {
+            spec.protocol.readiness(&progress.read)
+        };
+        Self {
+            progress,
+            ready,
+            protocol: &spec.protocol,
+            config: &spec.config,
+        }
+    }
+
+    fn is_ready(&self) -> bool {
+        match self.ready {
+            Readiness::Now => true,
+            Readiness::AtLength(n) => self.progress.read.len() >= n,
+            Readiness::AtLine => false,
+        }
+    }
+
+    /// Reads until the connection is ready (`Some`), or is to close (`None`): the
+    /// client closed, or its next request did not begin by its due time.
+    async fn until_ready(&mut self, stream: &TcpStream, spec: &LoopSpec<P>) -> Option<()> {
+        let pace = Pace::new(self.config);
+        let mut shutdown = spec.shutdown.clone();
+        let mut closing = false;
+        // Shutdown began, or the server that would say so is gone.
+        let mut ended = false;
+        while !self.is_ready() {
+            let p = &mut self.progress;
+            if !closing && (ended || *shutdown.borrow_and_update()) {
+                closing = true;
+                if p.read.is_empty() && p.served > 0 {
+                    return None;
+                }
+                p.due = p.due.min(Instant::now() + FIRST_REQUEST_GRACE);
+            }
+            let deadline = if p.read.is_empty() {
+                p.due
+            } else {
+                pace.bound(p.due, p.since, p.read.len() as u64)
+            };
+            let before = p.read.len();
+            tokio::select! {
+                readable = stream.readable() => {
+                    // Room is taken only once there are bytes: an idle connection here
+                    // holds no buffer.
+                    p.read.reserve(READ_CHUNK);
+                    let got = readable.and_then(|()| stream.try_read_buf(&mut p.read));
+                    if came(got)? {
+                        self.arrived(before);
+                    }
+                },
+                () = tokio::time::sleep_until(deadline) => {
+                    // With part of a request, a thread refuses it (408).
+                    return (!p.read.is_empty()).then_some(());
+                }
+                changed = shutdown.changed(), if !closing => ended |= changed.is_err(),
+            }
+        }
+        Some(())
+    }
+
+    /// Notes the bytes a read appended to `read` past `before`.
+    fn arrived(&mut self, before: usize) {
+        let p = &mut self.progress;
+        if before == 0 {
+            // The next request has begun: its head is due a header timeout from now
+            // (a first request's stays due from the accept).
+            p.since = Instant::now();
+            if p.served > 0 {
+                p.due = p.since + self.config.timeouts.header;
+            }
+        }
+        // A head can only end with a line, and the rest of a small body is counted,
+        // not parsed: a client sending a byte at a time costs a parse per line, not
+        // per byte.
+        let line = p.read[before..].contains(&b'\n');
+        let long = p.read.len() >= self.config.limits.max_head;
+        if self.ready == Readiness::AtLine && (line || long) {
+            self.ready = self.protocol.readiness(&p.read);
+        }
+    }
+}
+
+/// Whether a read brought bytes (`Some(false)`: none yet; `None`: the connection is to
+/// close: the client closed, or the socket failed).
+fn came(got: std::io::Result<usize>) -> Option<bool> {
+    match got {
+        Ok(0) => None,
+        Ok(_) => Some(true),
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Some(false),
+        Err(_) => None,
+    }
+}
+
+/// Reads what a socket not registered with the reactor has now (it is non-blocking)
+/// onto `read`.
+fn read_plain(stream: &std::net::TcpStream, read: &mut BytesMut) -> std::io::Result<usize> {
+    let mut chunk = [0u8; READ_CHUNK];
+    let n = std::io::Read::read(&mut &*stream, &mut chunk)?;
+    read.extend_from_slice(&chunk[..n]);
+    Ok(n)
 }
