@@ -8,6 +8,8 @@
 //! - `GET /fib-iter?n=N`: the N-th Fibonacci number computed iteratively with big
 //!   integers, in hex (the thesis's on-system work, Fig. 5.1–5.4); runs on the loop,
 //!   as in Play's default dispatcher.
+//! - `GET /actor?n=N`: the body of `/fib-iter?n=N`, computed by one of a pool of
+//!   actors the route asks (the thesis's Play/Akka side; `actors.rs`).
 //! - `GET /fib?n=N`: recursive fib(N) (Node.Scala's light and heavy requests); marked
 //!   blocking, so it runs on the blocking pool when one is configured and on the loop
 //!   under `--blocking-pool 0` (Node.js, faithfully).
@@ -20,12 +22,16 @@
 //!   the lab starts for `/relay`.
 //! - With a directory (`lab-app DIR`), the files below DIR.
 
+mod actors;
 mod workloads;
 
 use std::process::ExitCode;
 
+use proscenium::actor::Router;
 use proscenium::launch::Launcher;
 use proscenium::{App, Json, blocking, inline};
+
+use crate::actors::Fibber;
 
 /// The lab-app's own option; how it runs comes from the deploy flags.
 #[derive(clap::Args)]
@@ -35,8 +41,9 @@ struct Upstream {
     upstream: hyper::Uri,
 }
 
-fn app(upstream: hyper::Uri) -> App {
+fn app(upstream: hyper::Uri, fibbers: Router<Fibber>) -> App {
     App::new()
+        .state(fibbers)
         .get("/plaintext", inline(|| "Hello, World!"))
         .get(
             "/json",
@@ -44,6 +51,7 @@ fn app(upstream: hyper::Uri) -> App {
         )
         .get("/dynamic", inline(workloads::dynamic_page))
         .get("/fib-iter", inline(workloads::fib_iterative))
+        .get("/actor", actors::ask)
         .get("/fib", blocking(workloads::fib_recursive))
         .get("/cpu", inline(workloads::burn))
         .get("/cpu-blocking", blocking(workloads::burn))
@@ -52,7 +60,8 @@ fn app(upstream: hyper::Uri) -> App {
 }
 
 fn main() -> ExitCode {
-    Launcher::new()
-        .options::<Upstream>()
-        .run(|deploy| app(deploy.options().upstream.clone()))
+    Launcher::new().options::<Upstream>().run(|deploy| {
+        let fibbers = actors::fibbers(deploy.actors());
+        app(deploy.options().upstream.clone(), fibbers)
+    })
 }

@@ -23,11 +23,11 @@ pub(crate) fn dynamic_page() -> Html<String> {
 }
 
 /// A refused request: its status and why.
-type Rejection = (StatusCode, &'static str);
+pub(crate) type Rejection = (StatusCode, &'static str);
 
 #[derive(Deserialize)]
 pub(crate) struct N {
-    n: u32,
+    pub(crate) n: u32,
 }
 
 /// The largest `n` the Fibonacci routes take, so a request cannot hold a core for
@@ -39,11 +39,17 @@ const MAX_RECURSIVE: u32 = 40;
 // Handlers take their extractors by value.
 #[allow(clippy::needless_pass_by_value)]
 pub(crate) fn fib_iterative(Query(q): Query<N>) -> Result<String, Rejection> {
-    if q.n > MAX_ITERATIVE {
+    fib_hex(q.n)
+}
+
+/// fib(n) in hex, for n up to [`MAX_ITERATIVE`]: the work of `/fib-iter` and of the
+/// actors behind `/actor`.
+pub(crate) fn fib_hex(n: u32) -> Result<String, Rejection> {
+    if n > MAX_ITERATIVE {
         return Err((StatusCode::BAD_REQUEST, "n is at most 200000"));
     }
     let (mut a, mut b) = (BigUint::ZERO, BigUint::from(1u32));
-    for _ in 0..q.n {
+    for _ in 0..n {
         let next = &a + &b;
         a = std::mem::replace(&mut b, next);
     }
