@@ -38,12 +38,12 @@ pub(crate) struct BenchArgs {
     pub(crate) index: bool,
     /// Servers, comma-separated: proscenium:MODEL[/pool=N] (e.g. proscenium:loops,
     /// proscenium:thread-pool, proscenium:loops/pool=0), fib-cache:LOOPS (the stateful
-    /// scenario's server), nginx, node, node-cluster, actix, hyper [default: the
-    /// scenario's list].
+    /// scenario's server), nginx, node, node-cluster, actix, hyper, jetty, pekko, vertx,
+    /// httpd-event, httpd-prefork [default: the scenario's list].
     #[arg(long, value_delimiter = ',')]
     pub(crate) servers: Option<Vec<proscenium_lab::ServerSpec>>,
-    /// quick (about two minutes of load a scenario and round; `all` at three rounds, about
-    /// 40 minutes) or full (the sources' parameters).
+    /// quick (at most three minutes of load a scenario and round; `all` at three rounds,
+    /// 40 minutes of load, about twice that in all) or full (the sources' parameters).
     #[arg(long, default_value = "quick")]
     pub(crate) profile: proscenium_lab::Profile,
     /// Where results go (with `all`, one subdirectory a scenario).

@@ -73,9 +73,10 @@ pub use self::servers::ServerSpec;
 /// How much effort a run takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Profile {
-    /// About two minutes of load a scenario and round on a 2-core machine; three
-    /// rounds of all nine scenarios take 32 minutes of load (about 40 with
-    /// starts, checks and cool-downs).
+    /// At most three minutes of load a scenario and round on a 2-core machine; three
+    /// rounds of all nine scenarios take 40 minutes of load, and about twice that
+    /// with starts, warm-ups, checks and cool-downs (on-system's 6 minutes of load
+    /// took 13).
     Quick,
     /// The sources' parameters where the machine allows.
     Full,

@@ -333,7 +333,8 @@ fn static_files(quick: bool) -> Plan {
     Plan {
         name: "static",
         reproduces: "Leda Fig. 9a/b: static files, response time and throughput against clients, vs nginx",
-        default_servers: servers(&["proscenium:loops", "nginx"]),
+        // Leda measured against Apache and nginx.
+        default_servers: servers(&["proscenium:loops", "nginx", "httpd-event"]),
         cores: Cores::Split,
         upstream: false,
         checks: vec![("/1kb.bin".to_owned(), "x".repeat(64))],
@@ -371,7 +372,8 @@ fn dynamic(quick: bool) -> Plan {
     Plan {
         name: "dynamic",
         reproduces: "Leda Fig. 9c: a dynamic page running a 30,000-iteration loop, against clients",
-        default_servers: servers(&["proscenium:loops", "actix", "hyper", "node"]),
+        // Leda measured against Apache; actix, hyper and Node.js are today's choices.
+        default_servers: servers(&["proscenium:loops", "httpd-event", "actix", "hyper", "node"]),
         cores: Cores::Split,
         upstream: false,
         checks: vec![("/dynamic".to_owned(), "30000 iterations".to_owned())],
@@ -382,7 +384,7 @@ fn dynamic(quick: bool) -> Plan {
             Some("concurrent clients"),
         ),
         deviations: vec![
-            "Leda's peers ran the page as CGI/PHP; here the same loop is native in each peer"
+            "Leda's peers ran the page as CGI/PHP; here the same loop is native in each peer (Apache httpd: mod_lua)"
                 .to_owned(),
         ],
     }
@@ -393,9 +395,14 @@ fn ramp(top: u64, steps: u64) -> Vec<u64> {
     (1..=steps).map(|i| (top * i / steps).max(1)).collect()
 }
 
-const THESIS_SERVERS: [&str; 4] = [
+/// The thesis's servers: Spring on Jetty (`jetty`, and `proscenium:thread-pool` in its
+/// place), Play on Akka (`pekko`, its open fork; `proscenium:loops`), Node.js (`node`;
+/// `proscenium:event-loop`).
+const THESIS_SERVERS: [&str; 6] = [
     "proscenium:thread-pool",
+    "jetty",
     "proscenium:loops",
+    "pekko",
     "proscenium:event-loop",
     "node",
 ];
@@ -525,7 +532,8 @@ fn mixed(quick: bool) -> Plan {
     Plan {
         name: "mixed",
         reproduces: "Node.Scala Fig. 1b: light and heavy requests at 100/s, blocking vs non-blocking",
-        default_servers: servers(&["node", "proscenium:event-loop", "proscenium:loops/pool=0", "proscenium:loops"]),
+        // Node.Scala against Node.js; Vert.x is the JVM's event loops today.
+        default_servers: servers(&["node", "proscenium:event-loop", "proscenium:loops/pool=0", "proscenium:loops", "vertx"]),
         cores: Cores::Shared,
         upstream: false,
         checks: vec![("/fib?n=20".to_owned(), "6765".to_owned())],
@@ -668,17 +676,17 @@ mod tests {
     }
 
     #[test]
-    fn quick_scenarios_take_about_two_minutes_of_load_a_round() {
+    fn quick_scenarios_take_at_most_three_minutes_of_load_a_round() {
         let mut all = 0;
         for name in SCENARIOS {
             let plan = plan(name, Profile::Quick, 2).unwrap();
             let round = round_seconds(&plan) * plan.default_servers.len() as u64;
-            assert!(round <= 125, "{name}: {round} s of load a round");
+            assert!(round <= 180, "{name}: {round} s of load a round");
             all += round;
         }
         // Three rounds of every scenario: the quick profile's load, before starts,
         // checks and cool-downs (a few seconds a step at most).
-        assert_eq!(all * 3, 1_908, "update the profile's stated time");
+        assert_eq!(all * 3, 2_388, "update the profile's stated time");
     }
 
     #[test]

@@ -160,7 +160,11 @@ mod tests {
 
     #[test]
     fn the_first_reports_still_read_and_say_what_they_did_not_record() {
-        let old = committed("on-system");
+        assert!(
+            committed("on-system").provenance.is_some(),
+            "a report since issue 16 records its provenance"
+        );
+        let old = committed("off-system");
         assert!(old.provenance.is_none());
         assert!(old.steps.iter().all(|s| s.round == 1 && !s.warmup));
         let charts = charts(&old);
