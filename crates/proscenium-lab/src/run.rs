@@ -372,7 +372,6 @@ fn start_upstream(
             &format!("127.0.0.1:{port}"),
             "--model",
             "loops:1",
-            "--root",
         ])
         .arg(www);
     let mut running = Running::spawn("upstream", command)?;
