@@ -367,12 +367,7 @@ fn start_upstream(
     command
         .args(["-c", cores])
         .arg(tools.example_binary("lab-app"))
-        .args([
-            "--bind",
-            &format!("127.0.0.1:{port}"),
-            "--model",
-            "loops:1",
-        ])
+        .args(["--bind", &format!("127.0.0.1:{port}"), "--model", "loops:1"])
         .arg(www);
     let mut running = Running::spawn("upstream", command)?;
     let path = &url[url.find("/page").unwrap_or(0)..];

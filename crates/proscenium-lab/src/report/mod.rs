@@ -164,14 +164,19 @@ mod tests {
             committed("on-system").provenance.is_some(),
             "a report since issue 16 records its provenance"
         );
-        let old = committed("off-system");
+        let old = committed("mixed");
         assert!(old.provenance.is_none());
         assert!(old.steps.iter().all(|s| s.round == 1 && !s.warmup));
         let charts = charts(&old);
+        let titles: Vec<&str> = charts.iter().map(|(title, ..)| title.as_str()).collect();
         assert_eq!(
-            charts.len(),
-            8,
-            "mean and p99, achieved and failed, of two groups"
+            titles,
+            [
+                "mix: throughput",
+                "mix: p99 response time",
+                "mix: failed requests"
+            ],
+            "its own plots, and the failed share every open-loop group gets"
         );
         let page = html::page(&old, &[]);
         assert!(page.contains("not recorded"));
