@@ -32,8 +32,8 @@ pub(crate) struct BenchArgs {
     /// scaling, stateful, or all.
     #[arg(required_unless_present = "index")]
     pub(crate) scenario: Option<String>,
-    /// Runs nothing: regenerates OUT/README.md from every OUT/*/results.json (as
-    /// `--index --out docs/results`).
+    /// Runs no load: draws every OUT/*/ report again from its results.json and
+    /// regenerates OUT/README.md from them (as `--index --out docs/results`).
     #[arg(long, conflicts_with = "scenario")]
     pub(crate) index: bool,
     /// Servers, comma-separated: proscenium:MODEL[/pool=N] (e.g. proscenium:loops,

@@ -41,8 +41,10 @@
 //!   send window, the drain, what was sent. `results.rs` marks steps whose generator
 //!   fell behind invalid.
 //! - `report/` writes `results.json`, the plots (medians over rounds, whiskers) and the
-//!   page with its provenance (`provenance.rs`); `index.rs` writes the README of a
-//!   directory of reports.
+//!   page with its provenance (`provenance.rs`); `sources/` gives each scenario's
+//!   source — what it measured, the stand-ins, its numbers drawn on our plots — and the
+//!   verdict on its claim, computed from the steps; `index.rs` draws a directory's
+//!   reports again and writes its README.
 
 mod error;
 mod index;
@@ -56,6 +58,7 @@ mod results;
 mod run;
 mod scenario;
 mod servers;
+mod sources;
 mod tools;
 
 use std::path::PathBuf;
@@ -69,6 +72,7 @@ pub use self::results::{Results, ServerRun, Step};
 pub use self::run::{interrupt_on_signals, run};
 pub use self::scenario::SCENARIOS;
 pub use self::servers::ServerSpec;
+pub use self::sources::{Comparison, Finding, Verdict, judge};
 
 /// How much effort a run takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

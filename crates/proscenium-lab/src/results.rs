@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::load::Measured;
+use crate::sources::Finding;
 use crate::{Machine, Provenance};
 
 /// Everything one scenario's run recorded.
@@ -33,6 +34,10 @@ pub struct Results {
     pub steps: Vec<Step>,
     /// The plot files, in the report's order (each as `.svg` and `.png`).
     pub plots: Vec<String>,
+    /// The verdict on the source's claim, as the report computed it from these steps
+    /// (`sources::judge` recomputes it from them; `None` before reports had one).
+    #[serde(default)]
+    pub finding: Option<Finding>,
 }
 
 impl ServerRun {

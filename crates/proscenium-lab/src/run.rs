@@ -307,6 +307,7 @@ fn run_plan(
         servers: runs,
         steps,
         plots: Vec::new(),
+        finding: None,
     })
 }
 

@@ -5,6 +5,7 @@ use std::fmt::Write;
 use super::Figure;
 use crate::results::Results;
 
+mod source;
 mod steps;
 
 /// Escapes text for HTML.
@@ -47,6 +48,7 @@ pub(super) fn page(results: &Results, figures: &[Figure]) -> String {
         r = esc(&results.reproduces),
         p = esc(&results.profile),
     );
+    source::section(&mut html, results);
     provenance(&mut html, results);
     html.push_str(READING);
     html.push_str("<h2>Deviations from the source</h2><ul>");

@@ -13,8 +13,9 @@ use std::path::Path;
 use crate::Error;
 use crate::results::{Results, Step};
 use crate::scenario::{self, Metric};
+use crate::sources::{self, At};
 
-use self::summary::{Spread, spread};
+pub(crate) use self::summary::{Spread, spread};
 
 pub(crate) use self::plot::{Chart, FONT, font_ready};
 
@@ -31,6 +32,7 @@ pub(crate) fn write(results: &Results, dir: &Path) -> Result<(), Error> {
     let charts = charts(results);
     let mut results = results.clone();
     results.plots = (1..=charts.len()).map(|i| format!("plot-{i}")).collect();
+    results.finding = sources::judge(&results);
     let json = serde_json::to_string_pretty(&results).map_err(|e| Error::Tool(e.to_string()))?;
     std::fs::write(dir.join("results.json"), json).map_err(Error::io("write results.json"))?;
     if !plot::font_ready() {
@@ -40,6 +42,7 @@ pub(crate) fn write(results: &Results, dir: &Path) -> Result<(), Error> {
             plot::FONT
         )));
     }
+    remove_plots(dir)?;
     let mut figures = Vec::new();
     for ((title, y_label, chart), file) in charts.into_iter().zip(&results.plots) {
         let svg = plot::svg(&title, y_label, &chart).map_err(Error::Tool)?;
@@ -54,6 +57,19 @@ pub(crate) fn write(results: &Results, dir: &Path) -> Result<(), Error> {
     }
     std::fs::write(dir.join("report.html"), html::page(&results, &figures))
         .map_err(Error::io("write report.html"))
+}
+
+/// Removes the plot files in `dir`: a report drawn again may have fewer.
+fn remove_plots(dir: &Path) -> Result<(), Error> {
+    let entries = std::fs::read_dir(dir).map_err(Error::io("read a report's directory"))?;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with("plot-") && (name.ends_with(".svg") || name.ends_with(".png")) {
+            std::fs::remove_file(entry.path()).map_err(Error::io("remove an old plot"))?;
+        }
+    }
+    Ok(())
 }
 
 fn steps_of<'a>(
@@ -88,6 +104,12 @@ fn charts(results: &Results) -> Vec<(String, &'static str, Chart)> {
             let chart = match p.x_label {
                 Some(x_label) => Chart::Lines {
                     x_label: x_label.to_owned(),
+                    references: references(results, &p.group, p.metric)
+                        .filter_map(|(name, at)| match at {
+                            At::Line(points) => Some((name.to_owned(), points.to_vec())),
+                            At::Bars { .. } => None,
+                        })
+                        .collect(),
                     series: servers
                         .iter()
                         .map(|&name| {
@@ -119,7 +141,26 @@ fn charts(results: &Results) -> Vec<(String, &'static str, Chart)> {
                             (name.to_owned(), values)
                         })
                         .collect();
-                    Chart::Bars { categories, series }
+                    let references = references(results, &p.group, p.metric)
+                        .filter_map(|(name, at)| {
+                            let At::Bars { server, values } = at else {
+                                return None;
+                            };
+                            let s = servers.iter().position(|n| n == server)?;
+                            let marks = values
+                                .iter()
+                                .filter_map(|(label, y)| {
+                                    Some((s, categories.iter().position(|c| c == label)?, *y))
+                                })
+                                .collect();
+                            Some((name.to_owned(), marks))
+                        })
+                        .collect();
+                    Chart::Bars {
+                        categories,
+                        series,
+                        references,
+                    }
                 }
             };
             (
@@ -129,6 +170,20 @@ fn charts(results: &Results) -> Vec<(String, &'static str, Chart)> {
             )
         })
         .collect()
+}
+
+/// The source's numbers for the plot of `metric` over `group`: each a legend name and
+/// where it goes.
+fn references<'a>(
+    results: &Results,
+    group: &'a str,
+    metric: Metric,
+) -> impl Iterator<Item = (&'static str, &'static At)> + 'a {
+    sources::of(&results.scenario)
+        .into_iter()
+        .flat_map(|source| source.references)
+        .filter(move |r| r.group == group && r.metric == metric)
+        .map(|r| (r.name, &r.at))
 }
 
 /// A line's points: each x (in order) with the metric over its rounds.
@@ -184,6 +239,34 @@ mod tests {
         assert!(
             off.contains("answers, under 100"),
             "steps on few answers are marked"
+        );
+    }
+
+    #[test]
+    fn the_sources_numbers_mark_the_bars_of_their_stand_ins() {
+        let mixed = committed("mixed");
+        let charts = charts(&mixed);
+        let (
+            _,
+            _,
+            Chart::Bars {
+                series,
+                references,
+                categories,
+            },
+        ) = charts
+            .iter()
+            .find(|(title, ..)| title == "mix: throughput")
+            .unwrap()
+        else {
+            panic!("a bar chart")
+        };
+        let node = series.iter().position(|(name, _)| name == "node").unwrap();
+        let heavy = categories.iter().position(|c| c == "5 % heavy").unwrap();
+        assert_eq!(references.len(), 1, "node-nbk did not run: no bar to mark");
+        assert!(
+            references[0].1.contains(&(node, heavy, 24.4)),
+            "{references:?}"
         );
     }
 

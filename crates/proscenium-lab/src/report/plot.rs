@@ -2,6 +2,10 @@
 //! lines of a metric against the steps' x value, or grouped bars by step label; each
 //! point or bar the median over the rounds, its whisker from the least to the most.
 //!
+//! A source's own numbers go on the same plot in black: a dashed line with crosses on
+//! a line plot, a mark across the bar of the server standing in on a bar plot, each
+//! named in the legend.
+//!
 //! Choices a reader relies on: the Okabe–Ito palette (told apart under the common
 //! colour-blindnesses), the legend in a column of its own right of the plot (never over
 //! the data), a logarithmic x axis when x spans a decade or more (client counts), a
@@ -47,40 +51,58 @@ fn colour(i: usize) -> RGBColor {
     PALETTE[i % PALETTE.len()]
 }
 
-/// A chart's data: the median and spread of each point or bar.
+/// A chart's data: the median and spread of each point or bar, and the source's
+/// numbers drawn beside them.
 #[derive(Debug, Clone)]
 pub(crate) enum Chart {
-    /// One line per series, over numeric x.
+    /// One line per series, over numeric x; each reference a line of `(x, y)`.
     Lines {
         x_label: String,
         series: Vec<(String, Vec<(f64, Spread)>)>,
+        references: Vec<(String, Vec<(f64, f64)>)>,
     },
-    /// Bars per category, one per series.
+    /// Bars per category, one per series; each reference marks values over bars, as
+    /// `(series, category, y)` by index.
     Bars {
         categories: Vec<String>,
         series: Vec<(String, Vec<Option<Spread>>)>,
+        references: Vec<(String, Vec<BarMark>)>,
     },
 }
 
+/// A source's value marked over a bar: `(series, category, y)`, by index.
+pub(crate) type BarMark = (usize, usize, f64);
+
 impl Chart {
-    fn names(&self) -> Vec<&str> {
+    /// The series' names, then the references'.
+    fn names(&self) -> (Vec<&str>, Vec<&str>) {
         match self {
-            Self::Lines { series, .. } => series.iter().map(|s| s.0.as_str()).collect(),
-            Self::Bars { series, .. } => series.iter().map(|s| s.0.as_str()).collect(),
+            Self::Lines {
+                series, references, ..
+            } => (names(series), names(references)),
+            Self::Bars {
+                series, references, ..
+            } => (names(series), names(references)),
         }
     }
 
-    /// Every y a whisker reaches.
+    /// Every y a whisker or a reference reaches.
     fn ys(&self) -> Vec<f64> {
         let ends = |s: &Spread| [s.min, s.max];
         match self {
-            Self::Lines { series, .. } => series
+            Self::Lines {
+                series, references, ..
+            } => series
                 .iter()
                 .flat_map(|(_, p)| p.iter().flat_map(|(_, s)| ends(s)))
+                .chain(references.iter().flat_map(|(_, p)| p.iter().map(|p| p.1)))
                 .collect(),
-            Self::Bars { series, .. } => series
+            Self::Bars {
+                series, references, ..
+            } => series
                 .iter()
                 .flat_map(|(_, v)| v.iter().flatten().flat_map(ends))
+                .chain(references.iter().flat_map(|(_, p)| p.iter().map(|p| p.2)))
                 .collect(),
         }
     }
@@ -131,30 +153,47 @@ where
     let drawn = (|| -> Drawn {
         root.fill(&WHITE)?;
         let (area, key) = root.split_horizontally(SIZE.0 - LEGEND_WIDTH);
-        legend(&key, &chart.names())?;
+        let (names, references) = chart.names();
+        legend(&key, &names, &references)?;
         let plot = Plot::new(title, y_label, &chart.ys());
         match chart {
-            Chart::Bars { categories, series } if plot.y_log => {
+            Chart::Bars {
+                categories,
+                series,
+                references,
+            } if plot.y_log => {
                 let y = (plot.y_floor..plot.y_top).log_scale();
-                plot.bars(&area, categories, series, y)
+                plot.bars(&area, categories, series, references, y)
             }
-            Chart::Bars { categories, series } => {
-                plot.bars(&area, categories, series, 0.0..plot.y_top)
-            }
-            Chart::Lines { x_label, series } => {
+            Chart::Bars {
+                categories,
+                series,
+                references,
+            } => plot.bars(&area, categories, series, references, 0.0..plot.y_top),
+            Chart::Lines {
+                x_label,
+                series,
+                references,
+            } => {
                 let xs: Vec<f64> = series
                     .iter()
                     .flat_map(|(_, p)| p.iter().map(|p| p.0))
+                    .chain(references.iter().flat_map(|(_, p)| p.iter().map(|p| p.0)))
                     .collect();
                 let x_top = xs.iter().copied().fold(0.0_f64, f64::max).max(1.0) * 1.1;
                 let x_min = xs.iter().copied().fold(f64::INFINITY, f64::min);
                 // Client counts (100 to 5,000) span decades: a linear axis crowds the
                 // low ones into the corner.
+                let lines = Lines {
+                    x_label,
+                    series,
+                    references,
+                };
                 if x_min > 0.0 && spans(&xs, 10.0) {
                     let x = (x_min / 1.3..x_top).log_scale();
-                    plot.lines_over(&area, x_label, series, x)
+                    plot.lines_over(&area, &lines, x)
                 } else {
-                    plot.lines_over(&area, x_label, series, 0.0..x_top)
+                    plot.lines_over(&area, &lines, 0.0..x_top)
                 }
             }
         }
@@ -180,13 +219,19 @@ fn tick(v: f64) -> String {
     }
 }
 
-/// The series' names and colours, one a line, in the column right of the plot.
-fn legend<DB: DrawingBackend>(key: &DrawingArea<DB, Shift>, names: &[&str]) -> Drawn
+/// The series' names and colours, one a line, in the column right of the plot; the
+/// references' below them, each beside a black dash.
+fn legend<DB: DrawingBackend>(
+    key: &DrawingArea<DB, Shift>,
+    names: &[&str],
+    references: &[&str],
+) -> Drawn
 where
     DB::ErrorType: 'static,
 {
+    let row = |i: usize| 50 + 22 * i as i32;
     for (i, name) in names.iter().enumerate() {
-        let y = 50 + 22 * i as i32;
+        let y = row(i);
         key.draw(&Rectangle::new(
             [(4, y - 5), (22, y + 5)],
             colour(i).filled(),
@@ -197,7 +242,28 @@ where
             ("sans-serif", 14),
         ))?;
     }
+    for (i, name) in references.iter().enumerate() {
+        let y = row(names.len() + i);
+        key.draw(&PathElement::new([(4, y), (22, y)], BLACK.stroke_width(3)))?;
+        key.draw(&Text::new(
+            name.to_string(),
+            (28, y - 7),
+            ("sans-serif", 12),
+        ))?;
+    }
     Ok(())
+}
+
+/// The names of `named` things, in order.
+fn names<T>(named: &[(String, T)]) -> Vec<&str> {
+    named.iter().map(|(name, _)| name.as_str()).collect()
+}
+
+/// A line chart's data, as [`Chart::Lines`] holds it.
+struct Lines<'a> {
+    x_label: &'a str,
+    series: &'a [(String, Vec<(f64, Spread)>)],
+    references: &'a [(String, Vec<(f64, f64)>)],
 }
 
 /// A linear or logarithmic axis over `f64`, labelled by [`tick`].
@@ -251,8 +317,7 @@ impl<'a> Plot<'a> {
     fn lines_over<DB: DrawingBackend, X: Axis>(
         &self,
         area: &DrawingArea<DB, Shift>,
-        x_label: &str,
-        series: &[(String, Vec<(f64, Spread)>)],
+        lines: &Lines<'_>,
         x: X,
     ) -> Drawn
     where
@@ -260,9 +325,9 @@ impl<'a> Plot<'a> {
     {
         if self.y_log {
             let y = (self.y_floor..self.y_top).log_scale();
-            self.lines(area, x_label, series, x, y)
+            self.lines(area, lines, x, y)
         } else {
-            self.lines(area, x_label, series, x, 0.0..self.y_top)
+            self.lines(area, lines, x, 0.0..self.y_top)
         }
     }
 
@@ -283,8 +348,7 @@ impl<'a> Plot<'a> {
     fn lines<DB: DrawingBackend, X: Axis, Y: Axis>(
         &self,
         area: &DrawingArea<DB, Shift>,
-        x_label: &str,
-        series: &[(String, Vec<(f64, Spread)>)],
+        lines: &Lines<'_>,
         x_range: X,
         y_range: Y,
     ) -> Drawn
@@ -294,12 +358,12 @@ impl<'a> Plot<'a> {
         let mut chart = self.builder(area).build_cartesian_2d(x_range, y_range)?;
         chart
             .configure_mesh()
-            .x_desc(x_label)
+            .x_desc(lines.x_label)
             .y_desc(&self.y_label)
             .x_label_formatter(&|v| tick(*v))
             .y_label_formatter(&|v| tick(*v))
             .draw()?;
-        for (i, (_, points)) in series.iter().enumerate() {
+        for (i, (_, points)) in lines.series.iter().enumerate() {
             let c = colour(i);
             let medians = points.iter().map(|(x, s)| (*x, s.median));
             chart.draw_series(LineSeries::new(medians.clone(), c.stroke_width(2)))?;
@@ -307,6 +371,19 @@ impl<'a> Plot<'a> {
             chart.draw_series(points.iter().map(|(x, s)| {
                 ErrorBar::new_vertical(*x, s.min, s.median, s.max, c.stroke_width(1), 8)
             }))?;
+        }
+        for (_, points) in lines.references {
+            chart.draw_series(DashedLineSeries::new(
+                points.iter().copied(),
+                8,
+                5,
+                BLACK.stroke_width(2),
+            ))?;
+            chart.draw_series(
+                points
+                    .iter()
+                    .map(|p| Cross::new(*p, 6, BLACK.stroke_width(2))),
+            )?;
         }
         Ok(())
     }
@@ -316,6 +393,7 @@ impl<'a> Plot<'a> {
         area: &DrawingArea<DB, Shift>,
         categories: &[String],
         series: &[(String, Vec<Option<Spread>>)],
+        references: &[(String, Vec<BarMark>)],
         y_range: Y,
     ) -> Drawn
     where
@@ -341,10 +419,11 @@ impl<'a> Plot<'a> {
             .y_desc(&self.y_label)
             .draw()?;
         let width = 0.8 / series.len().max(1) as f64;
+        let left_of = |s: usize, i: usize| i as f64 + 0.1 + s as f64 * width;
         for (s, (_, values)) in series.iter().enumerate() {
             let c = colour(s);
             let placed = values.iter().enumerate().filter_map(|(i, v)| {
-                let left = i as f64 + 0.1 + s as f64 * width;
+                let left = left_of(s, i);
                 v.map(|v| (left, left + width * 0.9, v))
             });
             chart.draw_series(placed.clone().map(|(left, right, v)| {
@@ -353,6 +432,12 @@ impl<'a> Plot<'a> {
             chart.draw_series(placed.map(|(left, right, v)| {
                 let mid = (left + right) / 2.0;
                 ErrorBar::new_vertical(mid, v.min, v.median, v.max, BLACK.stroke_width(1), 6)
+            }))?;
+        }
+        for (_, marks) in references {
+            chart.draw_series(marks.iter().map(|&(s, i, y)| {
+                let left = left_of(s, i);
+                PathElement::new([(left, y), (left + width * 0.9, y)], BLACK.stroke_width(3))
             }))?;
         }
         Ok(())
@@ -391,13 +476,16 @@ mod tests {
                     vec![(100.0, spread(1.5)), (1000.0, spread(0.0))],
                 ),
             ],
+            references: vec![("Leda Fig. 9a".into(), vec![(100.0, 3.0), (5000.0, 800.0)])],
         };
         let lines = svg("static: mean response time", "ms", &chart).unwrap();
         assert!(lines.contains("proscenium:loops") && lines.contains("nginx"));
+        assert!(lines.contains("Leda Fig. 9a"), "the source's line is named");
         assert!(!lines.contains("log scale"), "a zero keeps y linear");
         let bars = Chart::Bars {
             categories: vec!["0 % heavy".into(), "15 % heavy".into()],
             series: vec![("node".into(), vec![Some(spread(3.0)), Some(spread(4000.0))])],
+            references: vec![("Fig. 1b: Bk".into(), vec![(0, 1, 5.1)])],
         };
         assert!(
             svg("mix: p99 response time", "ms", &bars)

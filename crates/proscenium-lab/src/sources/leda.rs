@@ -1,0 +1,125 @@
+//! Salmito, de Moura and Rodriguez, Leda (2014), sec. 6, Fig. 9: a staged web server
+//! against Apache and nginx, static files and a dynamic page against clients.
+
+use super::{Comparison, Finding, Source, Verdict, line, peak, ran};
+use crate::results::Results;
+use crate::scenario::Metric;
+
+pub(super) const STATIC: Source = Source {
+    figure: "Salmito et al. 2014 (Leda), Fig. 9a/b",
+    measured: "Leda's staged web server (Lua, a thread per core), Apache 2.2 (150 threads \
+        started, up to 2,000) and nginx 1.5 (a worker per core) serving 300 KB and 5 MB files to \
+        100 to 5,000 concurrent clients from 10 httperf hosts. 300 KB: Apache had the lowest \
+        response time, and no request failed. 5 MB: throughput plateaus between 200 and 300 \
+        clients, requests time out; Apache degrades when overloaded, Leda and nginx hold a near \
+        constant throughput, Leda slightly ahead. The text gives no other numbers.",
+    stand_ins: &[
+        ("Leda's web server", "proscenium:loops"),
+        ("nginx 1.5", "nginx"),
+        ("Apache 2.2, threads", "httpd-event"),
+    ],
+    claim: "Overloaded with large files, the event-driven servers (Leda, nginx) hold their \
+        throughput while Apache's threads lose theirs.",
+    references: &[],
+    judge: static_files,
+};
+
+pub(super) const DYNAMIC: Source = Source {
+    figure: "Salmito et al. 2014 (Leda), Fig. 9c",
+    measured: "Leda and Apache 2.2 serving a Lua script that runs a 30,000-iteration loop to 100 \
+        to 5,000 concurrent clients: Leda's response time grows more smoothly than Apache's, \
+        whose many threads cost under a large processing load. The text gives no numbers.",
+    stand_ins: &[
+        ("Leda's web server, CGI stage", "proscenium:loops"),
+        ("Apache 2.2 running the script", "httpd-event (mod_lua)"),
+    ],
+    claim: "Under a CPU-heavy page the event-driven server's response time grows with clients \
+        no faster than the thread-based server's.",
+    references: &[],
+    judge: dynamic,
+};
+
+/// A server holds its throughput when at the most clients it answers 0.8 of its peak.
+fn holds(results: &Results, server: &str, group: &str) -> Option<(f64, f64)> {
+    let line = line(results, server, group, Metric::Rps);
+    let last = line.last()?.1;
+    let peak = peak(results, server, group, Metric::Rps)?;
+    Some((last, peak))
+}
+
+/// The 5 MB file's steps decide; a quick run's are too short to (a deviation says so).
+fn static_files(results: &Results) -> Finding {
+    let group = "5120 KB file";
+    let servers = ["proscenium:loops", "nginx", "httpd-event"];
+    if !ran(results, &servers) {
+        return Finding::missing(&servers);
+    }
+    let mut rows = Vec::new();
+    let mut held = Vec::new();
+    for server in servers {
+        if let Some((last, peak)) = holds(results, server, group) {
+            rows.push(Comparison::new(
+                format!("{server}: at the most clients ÷ peak"),
+                None,
+                Some(last / peak),
+                "×",
+            ));
+            held.push(last >= 0.8 * peak);
+        }
+    }
+    let [leda, nginx, apache] = held[..] else {
+        return Finding::missing(&servers);
+    };
+    if results.profile == "quick" {
+        return Finding::new(
+            Verdict::NotTestable,
+            "a quick step is shorter than one round of 5,000 clients fetching 5 MB; the full profile decides",
+            rows,
+        );
+    }
+    let verdict = match (leda && nginx, apache) {
+        (true, false) => Verdict::Reproduced,
+        (true, true) => Verdict::Partly,
+        (false, _) => Verdict::NotReproduced,
+    };
+    Finding::new(
+        verdict,
+        "a server holds its throughput when at the most clients it answers 0.8 of its peak or more",
+        rows,
+    )
+}
+
+/// Mean response time at the most clients: Proscenium's at most httpd's.
+fn dynamic(results: &Results) -> Finding {
+    let group = "dynamic page";
+    let ours = line(results, "proscenium:loops", group, Metric::MeanLatency);
+    let apache = line(results, "httpd-event", group, Metric::MeanLatency);
+    let (Some(&(x, o)), Some(&(_, a))) = (ours.last(), apache.last()) else {
+        return Finding::missing(&["proscenium:loops", "httpd-event"]);
+    };
+    let verdict = if o <= a {
+        Verdict::Reproduced
+    } else {
+        Verdict::NotReproduced
+    };
+    Finding::new(
+        verdict,
+        format!(
+            "at {x:.0} clients Proscenium's mean response time is {o:.0} ms, httpd's {a:.0} ms"
+        ),
+        vec![
+            Comparison::new(
+                format!("proscenium:loops, mean at {x:.0} clients"),
+                None,
+                Some(o),
+                "ms",
+            ),
+            Comparison::new(
+                format!("httpd-event, mean at {x:.0} clients"),
+                None,
+                Some(a),
+                "ms",
+            ),
+        ],
+    )
+}

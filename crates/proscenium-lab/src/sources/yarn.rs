@@ -1,0 +1,83 @@
+//! Kjeldgaard, Yarn (2011), sec. 6.2.1, Fig. 6.4: a Ruby web server's throughput against
+//! its number of prefork workers.
+
+use super::{At, Comparison, Finding, Reference, Source, Verdict, line};
+use crate::results::Results;
+use crate::scenario::Metric;
+
+/// The group the workers scenario draws throughput against workers in.
+const GROUP: &str = "workers";
+
+pub(super) const WORKERS: Source = Source {
+    figure: "Kjeldgaard 2011 (Yarn), Fig. 6.4",
+    measured: "Yarn, a Ruby web server of prefork worker processes (each serving one request at \
+        a time), serving a simple Rack application on a 4-core Linux machine with 8 GB; 1,000 \
+        requests, 20 at a time, for each count of workers from 1 to 512 (above that the machine \
+        bogged down). From about 250 requests/s at one worker to 875 at best (256 workers), 775 \
+        on average.",
+    stand_ins: &[
+        (
+            "Yarn, N prefork workers",
+            "proscenium:prefork:N (each worker an event loop)",
+        ),
+        (
+            "—",
+            "httpd-prefork (Apache's prefork, a process a connection) as a reference",
+        ),
+    ],
+    claim: "Throughput grows with the number of worker processes, from about 250 to about 800 \
+        requests/s.",
+    references: &[Reference {
+        group: GROUP,
+        metric: Metric::Rps,
+        name: "Yarn Fig. 6.4 (1 and 256 workers)",
+        at: At::Line(&[(1.0, 250.0), (256.0, 875.0)]),
+    }],
+    judge,
+};
+
+/// Yarn's claim holds when the most workers answer 1.5× one worker or more with the peak
+/// past a worker a core; a line that peaks by two workers a core and then holds 0.8 of
+/// it shows the other shape: workers that are event loops need no more than the cores.
+fn judge(results: &Results) -> Finding {
+    let mut line: Vec<(f64, f64)> = results
+        .servers
+        .iter()
+        .filter(|s| s.name.starts_with("proscenium:prefork"))
+        .flat_map(|s| line(results, &s.name, GROUP, Metric::Rps))
+        .collect();
+    line.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (Some(&(_, first)), Some(&(most, last))) = (line.first(), line.last()) else {
+        return Finding::missing(&["proscenium:prefork:N for several N"]);
+    };
+    let Some(&(at, peak)) = line.iter().max_by(|a, b| a.1.total_cmp(&b.1)) else {
+        return Finding::missing(&["proscenium:prefork:N for several N"]);
+    };
+    let cores = results.machine.cores as f64;
+    let rows = vec![
+        Comparison::new("one worker", Some(250.0), Some(first), "req/s"),
+        Comparison::new(
+            format!("peak ({at:.0} workers)"),
+            Some(875.0),
+            Some(peak),
+            "req/s",
+        ),
+        Comparison::new(format!("{most:.0} workers"), None, Some(last), "req/s"),
+    ];
+    let verdict = if last >= 1.5 * first && at > cores {
+        Verdict::Reproduced
+    } else if at <= 2.0 * cores && last >= 0.8 * peak {
+        Verdict::Partly
+    } else {
+        Verdict::NotReproduced
+    };
+    Finding::new(
+        verdict,
+        format!(
+            "throughput peaks at {at:.0} workers on {cores:.0} cores and holds {:.2} of its peak \
+             at {most:.0}: Yarn's workers served a request at a time, ours each run a loop",
+            last / peak
+        ),
+        rows,
+    )
+}
