@@ -89,7 +89,7 @@ impl Verdict {
 /// A verdict, why, and the numbers it rests on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
-    /// The source's figure, as [`Source::figure`].
+    /// The source's work and figure: "Hessenberger 2014 (thesis), Fig. 5.1–5.4".
     pub figure: String,
     /// Whether the claim holds here.
     pub verdict: Verdict,
