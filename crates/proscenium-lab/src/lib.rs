@@ -44,6 +44,7 @@
 //!   page with its provenance (`provenance.rs`); `index.rs` writes the README of a
 //!   directory of reports.
 
+mod calibration;
 mod error;
 mod index;
 mod load;
@@ -60,6 +61,7 @@ mod tools;
 
 use std::path::PathBuf;
 
+pub use self::calibration::{Calibration, HeavyRequest};
 pub use self::error::Error;
 pub use self::index::write_index;
 pub use self::load::{Latency, Measured};
@@ -73,10 +75,10 @@ pub use self::servers::ServerSpec;
 /// How much effort a run takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Profile {
-    /// At most three minutes of load a scenario and round on a 2-core machine; three
-    /// rounds of all nine scenarios take 40 minutes of load, and about twice that
-    /// with starts, warm-ups, checks and cool-downs (on-system's 6 minutes of load
-    /// took 13).
+    /// At most three minutes of load a scenario and round on a 2-core machine
+    /// (on-system's four ramps, on eight servers: under seven); three rounds of all
+    /// nine scenarios, with on-system's saturation probes, take 53 minutes of load,
+    /// and about twice that with starts, warm-ups, checks and cool-downs.
     Quick,
     /// The sources' parameters where the machine allows.
     Full,

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+mod calibrate;
 mod cpus;
 mod round;
 
@@ -414,6 +415,11 @@ fn free_port() -> Result<u16, Error> {
         .local_addr()
         .map_err(Error::io("find a free port"))?
         .port())
+}
+
+/// The URL the load generators send to a server on `port`.
+fn base_url(port: u16) -> String {
+    format!("http://127.0.0.1:{port}")
 }
 
 /// A plain HTTP/1.1 GET on loopback; returns the status and body.
