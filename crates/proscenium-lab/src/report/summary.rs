@@ -113,6 +113,30 @@ mod tests {
     }
 
     #[test]
+    fn light_requests_are_read_apart_from_the_heavy_ones() {
+        let mut mixed = step(1, 500, 900.0);
+        let light = Latency {
+            mean: 1.0,
+            p99: 4.0,
+            ..Latency::default()
+        };
+        let heavy = Latency {
+            p99: 900.0,
+            ..Latency::default()
+        };
+        mixed.measured.latency_by_path_ms =
+            [(LIGHT.to_owned(), light), ("/fib?n=39".to_owned(), heavy)].into();
+        assert_eq!(value(Metric::LightP99Latency, &mixed), Some(4.0));
+        assert_eq!(value(Metric::LightMeanLatency, &mixed), Some(1.0));
+        let all_light = step(1, 500, 3.0);
+        assert_eq!(
+            value(Metric::LightP99Latency, &all_light),
+            Some(3.0),
+            "one path sent: every request is light"
+        );
+    }
+
+    #[test]
     fn warm_ups_invalid_steps_and_few_answers_are_not_drawn() {
         let mut warm = step(1, 500, 3.0);
         warm.warmup = true;
