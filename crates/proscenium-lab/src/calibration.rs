@@ -223,6 +223,15 @@ mod tests {
     }
 
     #[test]
+    fn the_servers_table_says_what_was_measured() {
+        assert_eq!(
+            calibrated().describe(),
+            "fib(1000) saturates at 2,000/s; heavy request fib(40) costs 240 ms (target 200 ms)"
+        );
+        assert_eq!(Calibration::default().describe(), "");
+    }
+
+    #[test]
     fn thousands_are_separated() {
         assert_eq!(thousands(7), "7");
         assert_eq!(thousands(1_234), "1,234");
