@@ -491,6 +491,10 @@ fn on_system(quick: bool) -> Plan {
                 PROBE_CONNECTIONS
             ),
             format!("the ramp is run as equal constant-rate steps of {seconds} s"),
+            "the probe is wrk's closed loop, which takes the shared cores less than vegeta's \
+             open loop at the same rate: where requests are cheap (fib(1000)) the generator's \
+             share moves the knee below 1×, and steps where vegeta fell behind are marked invalid"
+                .to_owned(),
         ],
     }
 }
