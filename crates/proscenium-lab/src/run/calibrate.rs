@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use super::round::Bench;
 use super::{cool_down, get};
-use crate::calibration::{self, HEAVY_COST_MS, HEAVY_TIMINGS, HeavyRequest};
+use crate::calibration::{self, HEAVY_CANDIDATES, HEAVY_COST_MS, HEAVY_TIMINGS, HeavyRequest};
 use crate::process::Running;
 use crate::results::Step;
 use crate::servers::ServerSpec;
@@ -61,7 +61,7 @@ impl Bench<'_> {
 /// milliseconds, up to the first that costs more than [`HEAVY_COST_MS`].
 fn time_heavy(port: u16) -> Result<Vec<(u32, f64)>, String> {
     let mut timed = Vec::new();
-    for n in HeavyRequest::candidates() {
+    for n in HEAVY_CANDIDATES {
         let path = calibration::heavy_target(n);
         let mut times = Vec::with_capacity(HEAVY_TIMINGS);
         for _ in 0..HEAVY_TIMINGS {
