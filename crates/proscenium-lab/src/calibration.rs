@@ -65,7 +65,7 @@ pub struct Calibration {
 /// The n of the heavy request `/fib?n=N` for one server, and what it cost.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct HeavyRequest {
-    /// The n chosen: its cost is the nearest to [`HEAVY_COST_MS`] (in ratio).
+    /// The n chosen: its cost is the nearest to the target, 200 ms (in ratio).
     pub n: u32,
     /// Its median time for one request alone, in milliseconds.
     pub cost_ms: f64,
