@@ -49,8 +49,9 @@ impl Bench<'_> {
         if calibration::needs_heavy(self.plan) {
             let what = "calibrating: the heavy request's cost";
             self.progress.at(self.plan.name, server.name(), what);
-            let timed = time_heavy(port).map_err(fail)?;
-            calibration.heavy = HeavyRequest::choose(timed);
+            let timed = time_heavy(port).map_err(&fail)?;
+            let heavy = HeavyRequest::choose(timed).ok_or_else(|| fail("no n timed".into()))?;
+            calibration.heavy = Some(heavy);
         }
         Ok((calibration, steps))
     }

@@ -65,10 +65,12 @@ impl Bench<'_> {
             check_interrupt()?;
             self.progress.advance();
             // Calibrated above, or in an earlier round: every step resolves.
-            let Some(step) = planned.for_server(&calibration) else {
-                continue;
-            };
-            let step = &step;
+            let step = &planned
+                .for_server(&calibration)
+                .ok_or_else(|| Error::Calibration {
+                    server: server.to_string(),
+                    reason: format!("nothing to plan {} / {} from", planned.group, planned.label),
+                })?;
             let offered = step.load.offered().unwrap_or(0.0);
             if stopped
                 .iter()
