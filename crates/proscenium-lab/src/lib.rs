@@ -34,8 +34,10 @@
 //! - The runner (`run.rs`) checks before any load what the run needs (the checkout, the
 //!   plots' font, the generators, every server's build), then runs rounds, each
 //!   starting with the next server; a server's turn (`run/round.rs`) starts it pinned to
-//!   its cores, checks its answers, warms it up, drives each step and records what the
-//!   server spent, then stops it.
+//!   its cores, checks its answers, warms it up, in its first turn measures what the
+//!   plan's steps are planned from per server (`calibration.rs`: saturation rates, the
+//!   heavy request's n), drives each step and records what the server spent, then
+//!   stops it.
 //! - `load/` drives the generators and does the accounting from their raw output:
 //!   latency over every sent request (failures at the timeout), achieved/s within the
 //!   send window, the drain, what was sent. `results.rs` marks steps whose generator

@@ -45,19 +45,10 @@ impl Bench<'_> {
         let base = base_url(port);
         let warm_up = self.warm_up_plan(run.calibration.as_ref())?;
         let mut steps = vec![self.warm_up(server, &warm_up, round, &mut running, &base)?];
-        if run.calibration.is_none() && calibration::is_asked(self.plan) {
-            match self.calibrate(server, &mut running, port, round) {
-                Ok((calibration, probes)) => {
-                    run.calibration = Some(calibration);
-                    steps.extend(probes);
-                }
-                Err(e) => {
-                    check_interrupt()?;
-                    self.skip(server, round, run, &e);
-                    return Ok(steps);
-                }
-            }
-        }
+        let Some(probes) = self.calibrate_once(server, &mut running, port, round, run)? else {
+            return Ok(steps);
+        };
+        steps.extend(probes);
         let calibration = run.calibration.clone().unwrap_or_default();
         // (group, rate) where a ramp collapsed: its higher rates are skipped.
         let mut stopped: Vec<(&str, f64)> = Vec::new();
@@ -111,6 +102,33 @@ impl Bench<'_> {
             Ok(running) => {
                 run.command = Some(running.command().to_owned());
                 Ok(Some((running, placement.port)))
+            }
+            Err(e) => {
+                check_interrupt()?;
+                self.skip(server, round, run, &e);
+                Ok(None)
+            }
+        }
+    }
+
+    /// In the server's first turn, measures what the plan asks for into
+    /// `run.calibration`; returns the probes' steps (none in later turns), or `None`
+    /// with the reason in `run.skipped` when the server could not be calibrated.
+    fn calibrate_once(
+        &self,
+        server: &ServerSpec,
+        running: &mut Running,
+        port: u16,
+        round: u32,
+        run: &mut ServerRun,
+    ) -> Result<Option<Vec<Step>>, Error> {
+        if run.calibration.is_some() || !calibration::is_asked(self.plan) {
+            return Ok(Some(Vec::new()));
+        }
+        match self.calibrate(server, running, port, round) {
+            Ok((calibration, probes)) => {
+                run.calibration = Some(calibration);
+                Ok(Some(probes))
             }
             Err(e) => {
                 check_interrupt()?;
