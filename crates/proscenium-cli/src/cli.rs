@@ -42,8 +42,8 @@ pub(crate) struct BenchArgs {
     /// httpd-event, httpd-prefork [default: the scenario's list].
     #[arg(long, value_delimiter = ',')]
     pub(crate) servers: Option<Vec<proscenium_lab::ServerSpec>>,
-    /// quick (at most three minutes of load a scenario and round; `all` at three rounds,
-    /// 40 minutes of load, about twice that in all) or full (the sources' parameters).
+    /// quick (at most three minutes of load a scenario and round, on-system seven; `all`
+    /// at three rounds, 53 minutes of load, about twice that in all) or full (the sources' parameters).
     #[arg(long, default_value = "quick")]
     pub(crate) profile: proscenium_lab::Profile,
     /// Where results go (with `all`, one subdirectory a scenario).

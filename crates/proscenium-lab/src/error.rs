@@ -43,6 +43,15 @@ pub enum Error {
         /// The status and the start of the body it answered.
         got: String,
     },
+    /// A server could not be measured for what its steps are planned from (a
+    /// saturation rate, the heavy request's cost), so its steps would mean nothing.
+    #[error("{server} could not be calibrated: {reason}")]
+    Calibration {
+        /// The server's name.
+        server: String,
+        /// Why.
+        reason: String,
+    },
     /// A load generator failed or printed what the lab cannot read.
     #[error("load generator: {0}")]
     Load(String),

@@ -34,8 +34,10 @@
 //! - The runner (`run.rs`) checks before any load what the run needs (the checkout, the
 //!   plots' font, the generators, every server's build), then runs rounds, each
 //!   starting with the next server; a server's turn (`run/round.rs`) starts it pinned to
-//!   its cores, checks its answers, warms it up, drives each step and records what the
-//!   server spent, then stops it.
+//!   its cores, checks its answers, warms it up, in its first turn measures what the
+//!   plan's steps are planned from per server (`calibration.rs`: saturation rates, the
+//!   heavy request's n), drives each step and records what the server spent, then
+//!   stops it.
 //! - `load/` drives the generators and does the accounting from their raw output:
 //!   latency over every sent request (failures at the timeout), achieved/s within the
 //!   send window, the drain, what was sent. `results.rs` marks steps whose generator
@@ -46,6 +48,7 @@
 //!   verdict on its claim, computed from the steps; `index.rs` draws a directory's
 //!   reports again and writes its README.
 
+mod calibration;
 mod error;
 mod index;
 mod load;
@@ -63,6 +66,7 @@ mod tools;
 
 use std::path::PathBuf;
 
+pub use self::calibration::{Calibration, HeavyRequest};
 pub use self::error::Error;
 pub use self::index::write_index;
 pub use self::load::{Latency, Measured};
@@ -77,10 +81,10 @@ pub use self::sources::{Comparison, Finding, Verdict, judge};
 /// How much effort a run takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Profile {
-    /// At most three minutes of load a scenario and round on a 2-core machine; three
-    /// rounds of all nine scenarios take 40 minutes of load, and about twice that
-    /// with starts, warm-ups, checks and cool-downs (on-system's 6 minutes of load
-    /// took 13).
+    /// At most three minutes of load a scenario and round on a 2-core machine
+    /// (on-system's four ramps, on eight servers: under seven); three rounds of all
+    /// nine scenarios, with on-system's saturation probes, take 53 minutes of load,
+    /// and about twice that with starts, warm-ups, checks and cool-downs.
     Quick,
     /// The sources' parameters where the machine allows.
     Full,

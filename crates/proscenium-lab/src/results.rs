@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::load::Measured;
 use crate::sources::Finding;
-use crate::{Machine, Provenance};
+use crate::{Calibration, Machine, Provenance};
 
 /// Everything one scenario's run recorded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -49,6 +49,7 @@ impl ServerRun {
             command: None,
             skipped: None,
             collapsed: Vec::new(),
+            calibration: None,
         }
     }
 }
@@ -67,6 +68,10 @@ pub struct ServerRun {
     /// Ramps it collapsed in, and where: their higher rates were not run.
     #[serde(default)]
     pub collapsed: Vec<String>,
+    /// What was measured of it before its steps, when the plan asked (saturation
+    /// rates, the heavy request's n): its steps in every round were planned from it.
+    #[serde(default)]
+    pub calibration: Option<Calibration>,
 }
 
 /// The share of the offered requests that must leave the generator for a step to count.

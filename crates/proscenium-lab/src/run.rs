@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+mod calibrate;
 mod cpus;
 mod round;
 
@@ -227,7 +228,7 @@ fn run_plan(
     let scratch = work.path().join("scratch");
     std::fs::create_dir_all(&scratch).map_err(Error::io("create the scratch directory"))?;
     let upstream_port = free_port()?;
-    let upstream_url = format!("http://127.0.0.1:{upstream_port}/page?ms=170&kb=44");
+    let upstream_url = upstream_page(upstream_port);
     let _upstream = if plan.upstream {
         Some(start_upstream(
             tools,
@@ -355,6 +356,12 @@ fn cool_down(pid: u32) {
     }
 }
 
+/// The page `/relay` fetches from an upstream on `port`: the thesis's 44 KB after
+/// 170 ms.
+fn upstream_page(port: u16) -> String {
+    format!("{}/page?ms=170&kb=44", base_url(port))
+}
+
 /// The slow upstream of `/relay`: lab-app on the load's cores.
 fn start_upstream(
     tools: &Tools,
@@ -417,6 +424,11 @@ fn free_port() -> Result<u16, Error> {
         .port())
 }
 
+/// The URL the load generators send to a server on `port`.
+fn base_url(port: u16) -> String {
+    format!("http://127.0.0.1:{port}")
+}
+
 /// A plain HTTP/1.1 GET on loopback; returns the status and body.
 fn get(port: u16, path: &str) -> std::io::Result<(u16, String)> {
     let mut stream = TcpStream::connect(("127.0.0.1", port))?;
@@ -460,6 +472,34 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(why.contains("PROSCENIUM_SOURCE"), "{why}");
+    }
+
+    /// The off-system upstream, started as off-system starts it, answers `/relay`
+    /// through `proscenium:loops` (the scenario's own checks): it was broken for weeks
+    /// while only plaintext ran end to end.
+    #[test]
+    fn off_system_relays_through_its_upstream() {
+        let tools = Tools::new(checkout().unwrap(), Progress::new());
+        let work = tempfile::tempdir().unwrap();
+        let www = work.path().join("www");
+        write_files(&www).unwrap();
+        let cores = Machine::read().cores;
+        let all_cores = format!("0-{}", cores - 1);
+        let upstream_port = free_port().unwrap();
+        let page = upstream_page(upstream_port);
+        let _upstream = start_upstream(&tools, &all_cores, upstream_port, &www, &page).unwrap();
+        let plan = scenario::plan("off-system", crate::Profile::Quick, cores).unwrap();
+        let at = Placement {
+            cores: &all_cores,
+            core_count: cores,
+            port: free_port().unwrap(),
+            root: &www,
+            upstream: &page,
+            workdir: work.path(),
+        };
+        let server: ServerSpec = "proscenium:loops".parse().unwrap();
+        assert_eq!(plan.checks[0].0, "/relay");
+        start_checked(&plan, &server, &tools, &at).unwrap();
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! gets, the answers checked first, and the plots drawn after.
 
 use crate::Profile;
+use crate::calibration::{self, PROBE_CONNECTIONS, SATURATION};
 use crate::load::Load;
 
 /// Every scenario, in the order `all` runs them.
@@ -40,6 +41,9 @@ pub(crate) struct StepPlan {
     /// Where the step sits on the plot's x axis (clients, rate, share of heavy).
     pub(crate) x: f64,
     pub(crate) load: Load,
+    /// For an open step, the share of the server's saturation rate for the group to
+    /// offer (see `calibration.rs`); the load's rate is then set per server.
+    pub(crate) share_of_saturation: Option<f64>,
 }
 
 /// What a plot shows on its y axis.
@@ -53,6 +57,10 @@ pub(crate) enum Metric {
     FailedShare,
     /// Server CPU ÷ (wall time × its cores), in percent.
     Utilisation,
+    /// The mean and p99 of the mix's light requests alone ([`LIGHT`]): what a heavy
+    /// request does to the others on its loop.
+    LightMeanLatency,
+    LightP99Latency,
 }
 
 impl Metric {
@@ -64,6 +72,8 @@ impl Metric {
             Self::P99Latency => "p99 response time",
             Self::FailedShare => "failed requests",
             Self::Utilisation => "server utilisation",
+            Self::LightMeanLatency => "light requests' mean response time",
+            Self::LightP99Latency => "light requests' p99 response time",
         }
     }
 
@@ -75,6 +85,8 @@ impl Metric {
             Self::P99Latency => "p99 response time (ms, failures at 10 s)",
             Self::FailedShare => "failed, % of sent (timeouts, errors, non-2xx)",
             Self::Utilisation => "server CPU busy, % of its cores",
+            Self::LightMeanLatency => "mean response time of light requests (ms, failures at 10 s)",
+            Self::LightP99Latency => "p99 response time of light requests (ms, failures at 10 s)",
         }
     }
 }
@@ -126,6 +138,13 @@ pub(crate) fn plan(name: &str, profile: Profile, cores: usize) -> Option<Plan> {
     if quick {
         plan.deviations
             .push("quick profile: shorter steps and fewer of them than the source".to_owned());
+    }
+    if !calibration::probes(&plan).is_empty() {
+        plan.plots.push(PlotPlan {
+            group: SATURATION.to_owned(),
+            metric: Metric::Rps,
+            x_label: None,
+        });
     }
     add_accounting_plots(&mut plan);
     Some(plan)
@@ -190,6 +209,7 @@ fn closed(
             depth,
             seconds,
         },
+        share_of_saturation: None,
     }
 }
 
@@ -210,6 +230,7 @@ fn open(
             rate,
             seconds,
         },
+        share_of_saturation: None,
     }
 }
 
@@ -407,36 +428,38 @@ const THESIS_SERVERS: [&str; 6] = [
     "node",
 ];
 
+/// The shares of each server's saturation rate an on-system ramp offers. Quick: two
+/// points on the flat part, the knee's neighbours, the knee and two past it, so every
+/// server's knee sits mid-plot; full: twice as many, closer around the knee.
+const QUICK_SHARES: [f64; 6] = [0.25, 0.5, 0.75, 1.0, 1.25, 1.5];
+const FULL_SHARES: [f64; 10] = [0.2, 0.4, 0.6, 0.7, 0.8, 0.9, 1.0, 1.1, 1.2, 1.5];
+
 /// Thesis Fig. 5.1–5.4: CPU-bound work on the server (the n-th Fibonacci number with
-/// big integers) while the request rate ramps up.
+/// big integers) while the request rate ramps up, each ramp relative to the server's
+/// saturation rate for that n (measured before round 1, see `calibration.rs`).
 fn on_system(quick: bool) -> Plan {
-    // The thesis ramps every n to 5,000/s over 30 s; the quick profile ramps each n a
-    // little past where this machine's two cores saturate (fib(10000) costs Proscenium
-    // ~0.65 ms of CPU, so ~3,000/s), so every server's knee shows.
-    let cases: &[(u32, u64)] = if quick {
-        &[(1_000, 6_000), (10_000, 3_000)]
+    let (shares, seconds): (&[f64], u64) = if quick {
+        (&QUICK_SHARES, 2)
     } else {
-        &[
-            (1_000, 5_000),
-            (5_000, 5_000),
-            (10_000, 5_000),
-            (50_000, 5_000),
-        ]
+        (&FULL_SHARES, 3)
     };
-    let (steps_per_ramp, seconds) = if quick { (3, 3) } else { (10, 3) };
     let mut steps = Vec::new();
     let mut groups = Vec::new();
-    for &(n, top) in cases {
+    for n in [1_000, 5_000, 10_000, 50_000] {
         let group = format!("fib({n})");
-        for rate in ramp(top, steps_per_ramp) {
-            steps.push(open(
-                &group,
-                format!("{rate}/s"),
-                rate as f64,
-                vec![format!("/fib-iter?n={n}")],
-                rate,
-                seconds,
-            ));
+        for &share in shares {
+            steps.push(StepPlan {
+                share_of_saturation: Some(share),
+                // The rate is the server's: `calibration.rs` sets it, and the label's.
+                ..open(
+                    &group,
+                    format!("{share}×"),
+                    0.0,
+                    vec![format!("/fib-iter?n={n}")],
+                    0,
+                    seconds,
+                )
+            });
         }
         groups.push(group);
     }
@@ -460,20 +483,33 @@ fn on_system(quick: bool) -> Plan {
         ),
         deviations: vec![
             "the thesis used a 4-core server with a separate load machine".to_owned(),
-            "the 30 s ramp is run as equal constant-rate steps of 3 s".to_owned(),
+            format!(
+                "the thesis ramps every n to 5,000/s over 30 s; here each ramp offers shares of the \
+                 server's own saturation rate for that n (a {}-connection closed-loop probe before \
+                 round 1), so every server's knee sits mid-plot rather than at the first step or \
+                 past the last; x is still the absolute offered rate",
+                PROBE_CONNECTIONS
+            ),
+            format!("the ramp is run as equal constant-rate steps of {seconds} s"),
+            "the probe is wrk's closed loop, which takes the shared cores less than vegeta's \
+             open loop at the same rate: where requests are cheap (fib(1000)) the generator's \
+             share moves the knee below 1×, and steps where vegeta fell behind are marked invalid"
+                .to_owned(),
         ],
     }
 }
 
 /// Thesis Fig. 5.5–5.7: off-system work — each request fetches a 44 KB page that an
 /// upstream answers after 170 ms — at rates ramping to 100, 1,000 and 5,000 a second.
+///
+/// The ramps stay absolute (the thesis's point: fixed rates against a fixed upstream
+/// delay). By Little's law a blocking server holds rate × 0.17 s requests at once, so
+/// the thesis's Jetty of 200 threads must saturate at 200 ÷ 0.17 s ≈ 1,176/s: only the
+/// ramp to 5,000/s (Fig. 5.7) shows it, which is why quick runs it too.
 fn off_system(quick: bool) -> Plan {
-    let tops: &[u64] = if quick {
-        &[100, 1_000]
-    } else {
-        &[100, 1_000, 5_000]
-    };
-    let (steps_per_ramp, seconds) = if quick { (4, 3) } else { (10, 3) };
+    let tops: &[u64] = &[100, 1_000, 5_000];
+    // Quick's 2 s steps keep three ramps within three minutes of load a round.
+    let (steps_per_ramp, seconds) = if quick { (4, 2) } else { (10, 3) };
     let mut steps = Vec::new();
     let mut groups = Vec::new();
     for &top in tops {
@@ -505,20 +541,26 @@ fn off_system(quick: bool) -> Plan {
         ),
         deviations: vec![
             "the upstream is lab-app on the same machine, not a remote web site".to_owned(),
+            format!("each ramp is run as equal constant-rate steps of {seconds} s"),
         ],
     }
 }
 
-/// Node.Scala Fig. 1b: 100 requests/s of light (fib 20) and heavy (fib 35) requests
-/// with 0, 5, 10 and 15 % heavy.
+/// Node.Scala Fig. 1b: 100 requests/s of light (fib 20) and heavy requests with 0, 5,
+/// 10 and 15 % heavy. The heavy request costs every server the same time: its n is
+/// chosen per server (the source's fib(35) costs Proscenium ~27 ms and Node.js ~124 ms;
+/// see [`calibration::HEAVY_COST_MS`]).
 fn mixed(quick: bool) -> Plan {
     let seconds = if quick { 5 } else { 20 };
     let steps = [0usize, 5, 10, 15]
         .into_iter()
         .map(|heavy| {
             // One target a percent: the mix repeats every 20 requests.
-            let mut targets = vec!["/fib?n=20".to_owned(); 20 - heavy / 5];
-            targets.extend(std::iter::repeat_n("/fib?n=35".to_owned(), heavy / 5));
+            let mut targets = vec![LIGHT.to_owned(); 20 - heavy / 5];
+            targets.extend(std::iter::repeat_n(
+                calibration::HEAVY_TARGET.to_owned(),
+                heavy / 5,
+            ));
             open(
                 "mix",
                 format!("{heavy} % heavy"),
@@ -533,17 +575,40 @@ fn mixed(quick: bool) -> Plan {
         name: "mixed",
         reproduces: "Node.Scala Fig. 1b: light and heavy requests at 100/s, blocking vs non-blocking",
         // Node.Scala against Node.js; Vert.x is the JVM's event loops today.
-        default_servers: servers(&["node", "proscenium:event-loop", "proscenium:loops/pool=0", "proscenium:loops", "vertx"]),
+        default_servers: servers(&[
+            "node",
+            "proscenium:event-loop",
+            "proscenium:loops/pool=0",
+            "proscenium:loops",
+            "vertx",
+        ]),
         cores: Cores::Shared,
         upstream: false,
-        checks: vec![("/fib?n=20".to_owned(), "6765".to_owned())],
+        checks: vec![(LIGHT.to_owned(), "6765".to_owned())],
         steps,
-        plots: plots(&["mix".to_owned()], &[Metric::Rps, Metric::P99Latency], None),
+        plots: plots(
+            &["mix".to_owned()],
+            &[
+                Metric::Rps,
+                Metric::P99Latency,
+                Metric::LightP99Latency,
+                Metric::LightMeanLatency,
+            ],
+            None,
+        ),
         deviations: vec![
             "proscenium:loops runs fib on its blocking pool; /pool=0 and event-loop run it on the loop, as Node.js does".to_owned(),
+            format!(
+                "the heavy request is not fib(35) everywhere but, per server, the fib(n) whose single request \
+                 costs nearest {:.0} ms (timed before round 1), so heavy means the same work on every runtime",
+                calibration::HEAVY_COST_MS
+            ),
         ],
     }
 }
+
+/// The mix's light request, the same on every server.
+pub(crate) const LIGHT: &str = "/fib?n=20";
 
 /// Node.Scala Fig. 4: stateless throughput and CPU per request against the number of
 /// loops, for plaintext and a CPU-bound page.
@@ -620,6 +685,7 @@ fn stateful(quick: bool) -> Plan {
                     depth: 1,
                     seconds,
                 },
+                share_of_saturation: None,
             }
         })
         .collect();
@@ -659,9 +725,10 @@ mod tests {
                 "{name}"
             );
             assert!(!plan.default_servers.is_empty(), "{name}");
+            let probes = calibration::probes(&plan);
             for p in &plan.plots {
                 assert!(
-                    plan.steps.iter().any(|s| s.group == p.group),
+                    plan.steps.iter().chain(&probes).any(|s| s.group == p.group),
                     "{name}: plot of no steps"
                 );
             }
@@ -675,18 +742,30 @@ mod tests {
         steps + WARM_UP_SECONDS
     }
 
+    /// Seconds of the saturation probes one server gets once a run, before round 1.
+    fn probe_seconds(plan: &Plan) -> u64 {
+        calibration::probes(plan)
+            .iter()
+            .map(|p| p.load.seconds())
+            .sum()
+    }
+
     #[test]
     fn quick_scenarios_take_at_most_three_minutes_of_load_a_round() {
         let mut all = 0;
         for name in SCENARIOS {
             let plan = plan(name, Profile::Quick, 2).unwrap();
-            let round = round_seconds(&plan) * plan.default_servers.len() as u64;
-            assert!(round <= 180, "{name}: {round} s of load a round");
-            all += round;
+            let servers = plan.default_servers.len() as u64;
+            let round = round_seconds(&plan) * servers;
+            // On-system runs four ramps (Fig. 5.1–5.4) of six points on eight servers.
+            let most = if name == "on-system" { 400 } else { 180 };
+            assert!(round <= most, "{name}: {round} s of load a round");
+            all += 3 * round + probe_seconds(&plan) * servers;
         }
         // Three rounds of every scenario: the quick profile's load, before starts,
-        // checks and cool-downs (a few seconds a step at most).
-        assert_eq!(all * 3, 2_388, "update the profile's stated time");
+        // checks and cool-downs (a few seconds a step at most), and before any step an
+        // on-system server with a saturation under 50/s stretches to 100 requests.
+        assert_eq!(all, 3_204, "update the profile's stated time");
     }
 
     #[test]
@@ -695,7 +774,10 @@ mod tests {
         let Load::Open { targets, .. } = &plan.steps[2].load else {
             panic!("open loop")
         };
-        let heavy = targets.iter().filter(|t| t.ends_with("=35")).count();
+        let heavy = targets
+            .iter()
+            .filter(|t| *t == calibration::HEAVY_TARGET)
+            .count();
         assert_eq!((heavy * 100 / targets.len(), targets.len()), (10, 20));
     }
 }

@@ -153,6 +153,33 @@ impl Load {
         }
     }
 
+    /// The requests the load sends in turn.
+    pub(crate) fn targets(&self) -> &[String] {
+        match self {
+            Self::Closed { targets, .. } | Self::Open { targets, .. } => targets,
+        }
+    }
+
+    pub(crate) fn targets_mut(&mut self) -> &mut [String] {
+        match self {
+            Self::Closed { targets, .. } | Self::Open { targets, .. } => targets,
+        }
+    }
+
+    /// The same open load at `rate`, lasting at least `min_seconds`; a closed load is
+    /// returned as it is.
+    pub(crate) fn at_rate(&self, rate: u64, min_seconds: u64) -> Self {
+        let mut load = self.clone();
+        if let Self::Open {
+            rate: r, seconds, ..
+        } = &mut load
+        {
+            *r = rate;
+            *seconds = (*seconds).max(min_seconds);
+        }
+        load
+    }
+
     /// The same load for `seconds` (the warm-up's).
     pub(crate) fn for_seconds(&self, seconds: u64) -> Self {
         let mut load = self.clone();

@@ -136,7 +136,8 @@ fn provenance(html: &mut String, results: &Results) {
     html.push_str("</ul>");
 }
 
-/// Each server's cores and command, or why it was skipped, and where it collapsed.
+/// Each server's cores and command, or why it was skipped, what it was calibrated at
+/// and where it collapsed.
 fn servers(html: &mut String, results: &Results) {
     html.push_str("<h2>Servers</h2><table><tr><th class=l>server</th><th class=l>cores</th><th class=l>command, or why skipped</th></tr>");
     for s in &results.servers {
@@ -145,9 +146,11 @@ fn servers(html: &mut String, results: &Results) {
             (Some(command), None) => format!(
                 "<code>{}</code>{}",
                 esc(command),
-                s.collapsed
+                s.calibration
                     .iter()
-                    .map(|c| format!("<br>{}", esc(c)))
+                    .map(|c| format!("calibrated: {}", c.describe()))
+                    .chain(s.collapsed.iter().cloned())
+                    .map(|line| format!("<br>{}", esc(&line)))
                     .collect::<String>()
             ),
             (None, None) => String::new(),

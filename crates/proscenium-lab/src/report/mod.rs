@@ -229,9 +229,19 @@ mod tests {
             [
                 "mix: throughput",
                 "mix: p99 response time",
+                "mix: light requests' p99 response time",
+                "mix: light requests' mean response time",
                 "mix: failed requests"
             ],
-            "its own plots, and the failed share every open-loop group gets"
+            "its plots now, and the failed share every open-loop group gets"
+        );
+        let (_, _, Chart::Bars { series, .. }) = &charts[2] else {
+            panic!("bars by share of heavy")
+        };
+        let node = &series.iter().find(|(name, _)| name == "node").unwrap().1;
+        assert!(
+            node.iter().all(Option::is_some),
+            "the light requests' latency recorded per path is drawn: {node:?}"
         );
         let page = html::page(&old, &[]);
         assert!(page.contains("not recorded"));

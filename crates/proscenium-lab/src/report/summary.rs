@@ -6,8 +6,9 @@
 //! least `MIN_ANSWERS` (100) answers. What does not count is not drawn: the table below
 //! the plots still lists it, marked.
 
+use crate::load::{Latency, Measured};
 use crate::results::Step;
-use crate::scenario::Metric;
+use crate::scenario::{LIGHT, Metric};
 
 /// A metric over the rounds of one step.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -49,6 +50,18 @@ pub(crate) fn value(metric: Metric, step: &Step) -> Option<f64> {
         Metric::CpuPerRequest => step.cpu_us_per_request.filter(|_| enough),
         Metric::MeanLatency => Some(m.latency_ms.mean).filter(|_| enough),
         Metric::P99Latency => Some(m.latency_ms.p99).filter(|_| enough),
+        Metric::LightMeanLatency => light(m).map(|l| l.mean).filter(|_| enough),
+        Metric::LightP99Latency => light(m).map(|l| l.p99).filter(|_| enough),
+    }
+}
+
+/// The latency of the mix's light requests: their own figures, or every request's
+/// when the step sent one path alone (no heavy requests: the mix's 0 % step).
+fn light(m: &Measured) -> Option<Latency> {
+    if m.latency_by_path_ms.is_empty() {
+        Some(m.latency_ms)
+    } else {
+        m.latency_by_path_ms.get(LIGHT).copied()
     }
 }
 
@@ -60,7 +73,6 @@ pub(crate) fn spread<'a>(metric: Metric, of: impl Iterator<Item = &'a Step>) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::load::Measured;
 
     fn step(round: u32, requests: u64, p99: f64) -> Step {
         let mut measured = Measured {
@@ -97,6 +109,30 @@ mod tests {
         assert_eq!(
             spread(Metric::Utilisation, steps.iter()).unwrap().median,
             50.0
+        );
+    }
+
+    #[test]
+    fn light_requests_are_read_apart_from_the_heavy_ones() {
+        let mut mixed = step(1, 500, 900.0);
+        let light = Latency {
+            mean: 1.0,
+            p99: 4.0,
+            ..Latency::default()
+        };
+        let heavy = Latency {
+            p99: 900.0,
+            ..Latency::default()
+        };
+        mixed.measured.latency_by_path_ms =
+            [(LIGHT.to_owned(), light), ("/fib?n=39".to_owned(), heavy)].into();
+        assert_eq!(value(Metric::LightP99Latency, &mixed), Some(4.0));
+        assert_eq!(value(Metric::LightMeanLatency, &mixed), Some(1.0));
+        let all_light = step(1, 500, 3.0);
+        assert_eq!(
+            value(Metric::LightP99Latency, &all_light),
+            Some(3.0),
+            "one path sent: every request is light"
         );
     }
 

@@ -4,19 +4,21 @@
 //! The warm-up is the plan's first load for [`WARM_UP_SECONDS`] seconds, recorded with
 //! `warmup: true` and left out of every figure: a server's first seconds (page faults,
 //! lazy pools, JIT) are not its steady state (prefork's first step read p99 504 ms,
-//! then 0.34 ms). A ramp goes no higher for the server in this round once a step
-//! collapses it.
+//! then 0.34 ms). In a server's first turn, when the plan asks, its calibration follows
+//! the warm-up (`calibrate.rs`), and every round's steps are planned from it. A ramp
+//! goes no higher for the server in this round once a step collapses it.
 
 use std::time::Instant;
 
-use super::{check_interrupt, cool_down, start_checked};
-use crate::Error;
+use super::{base_url, check_interrupt, cool_down, start_checked};
+use crate::calibration;
 use crate::process::{RssPeak, Running, tree_cpu_seconds};
 use crate::progress::Progress;
 use crate::results::{ServerRun, Step};
 use crate::scenario::{Plan, StepPlan, WARM_UP_SECONDS};
 use crate::servers::{Placement, ServerSpec};
 use crate::tools::Tools;
+use crate::{Calibration, Error};
 
 /// What every turn of a run shares: the plan, the tools and where servers and load go.
 pub(super) struct Bench<'a> {
@@ -37,19 +39,33 @@ impl Bench<'_> {
         round: u32,
         run: &mut ServerRun,
     ) -> Result<Vec<Step>, Error> {
-        let Some((mut running, base)) = self.start(server, round, run)? else {
+        let Some((mut running, port)) = self.start(server, round, run)? else {
             return Ok(Vec::new());
         };
-        let mut steps = vec![self.warm_up(server, round, &mut running, &base)?];
+        let base = base_url(port);
+        let warm_up = self.warm_up_plan(run.calibration.as_ref())?;
+        let mut steps = vec![self.warm_up(server, &warm_up, round, &mut running, &base)?];
+        let Some(probes) = self.calibrate_once(server, &mut running, port, round, run)? else {
+            return Ok(steps);
+        };
+        steps.extend(probes);
+        let calibration = run.calibration.clone().unwrap_or_default();
         // (group, rate) where a ramp collapsed: its higher rates are skipped.
         let mut stopped: Vec<(&str, f64)> = Vec::new();
-        for step in &self.plan.steps {
+        for planned in &self.plan.steps {
             check_interrupt()?;
             self.progress.advance();
+            // Calibrated above, or in an earlier round: every step resolves.
+            let step = &planned
+                .for_server(&calibration)
+                .ok_or_else(|| Error::Calibration {
+                    server: server.to_string(),
+                    reason: format!("nothing to plan {} / {} from", planned.group, planned.label),
+                })?;
             let offered = step.load.offered().unwrap_or(0.0);
             if stopped
                 .iter()
-                .any(|&(group, rate)| group == step.group && offered > rate)
+                .any(|&(group, rate)| group == planned.group && offered > rate)
             {
                 continue;
             }
@@ -57,7 +73,7 @@ impl Bench<'_> {
             self.progress.at(self.plan.name, server.name(), &at);
             let done = self.measure(server, step, &mut running, &base, round)?;
             if done.collapsed() {
-                stopped.push((&step.group, offered));
+                stopped.push((&planned.group, offered));
                 run.collapsed.push(format!(
                     "round {round}: {} collapsed at {} ({:.0} answers/s, mean {:.0} ms); higher rates not run",
                     step.group, step.label, done.measured.achieved_rps, done.measured.latency_ms.mean
@@ -69,14 +85,14 @@ impl Bench<'_> {
         Ok(steps)
     }
 
-    /// Starts and checks `server` on a fresh port; returns it and its base URL, or
+    /// Starts and checks `server` on a fresh port; returns it and its port, or
     /// `None` with the reason in `run.skipped`.
     fn start(
         &self,
         server: &ServerSpec,
         round: u32,
         run: &mut ServerRun,
-    ) -> Result<Option<(Running, String)>, Error> {
+    ) -> Result<Option<(Running, u16)>, Error> {
         let placement = Placement {
             port: super::free_port()?,
             ..self.placement.clone()
@@ -85,31 +101,74 @@ impl Bench<'_> {
         match start_checked(self.plan, server, self.tools, &placement) {
             Ok(running) => {
                 run.command = Some(running.command().to_owned());
-                Ok(Some((
-                    running,
-                    format!("http://127.0.0.1:{}", placement.port),
-                )))
+                Ok(Some((running, placement.port)))
             }
             Err(e) => {
                 check_interrupt()?;
-                self.progress.say(format!("skipping {server}: {e}"));
-                (0..self.plan.steps.len()).for_each(|_| self.progress.advance());
-                run.skipped = Some(format!("round {round}: {e}"));
+                self.skip(server, round, run, &e);
                 Ok(None)
             }
         }
     }
 
-    /// Runs the plan's first load for [`WARM_UP_SECONDS`]; returns it marked as the
-    /// warm-up.
+    /// In the server's first turn, measures what the plan asks for into
+    /// `run.calibration`; returns the probes' steps (none in later turns), or `None`
+    /// with the reason in `run.skipped` when the server could not be calibrated.
+    fn calibrate_once(
+        &self,
+        server: &ServerSpec,
+        running: &mut Running,
+        port: u16,
+        round: u32,
+        run: &mut ServerRun,
+    ) -> Result<Option<Vec<Step>>, Error> {
+        if run.calibration.is_some() || !calibration::is_asked(self.plan) {
+            return Ok(Some(Vec::new()));
+        }
+        match self.calibrate(server, running, port, round) {
+            Ok((calibration, probes)) => {
+                run.calibration = Some(calibration);
+                Ok(Some(probes))
+            }
+            Err(e) => {
+                check_interrupt()?;
+                self.skip(server, round, run, &e);
+                Ok(None)
+            }
+        }
+    }
+
+    /// Records in `run.skipped` why `server` cannot run its steps from `round` on.
+    fn skip(&self, server: &ServerSpec, round: u32, run: &mut ServerRun, why: &Error) {
+        self.progress.say(format!("skipping {server}: {why}"));
+        (0..self.plan.steps.len()).for_each(|_| self.progress.advance());
+        run.skipped = Some(format!("round {round}: {why}"));
+    }
+
+    /// The warm-up's load: the plan's first step as planned for the server, or, before
+    /// its calibration, the saturation probe of that step's group (a rate from the
+    /// saturation is not known yet; the probe's target is the step's).
+    fn warm_up_plan(&self, calibration: Option<&Calibration>) -> Result<StepPlan, Error> {
+        let first = &self.plan.steps[0];
+        first
+            .for_server(calibration.unwrap_or(&Calibration::default()))
+            .or_else(|| {
+                calibration::probes(self.plan)
+                    .into_iter()
+                    .find(|probe| probe.label == first.group)
+            })
+            .ok_or_else(|| Error::Load(format!("no warm-up load for {}", first.label)))
+    }
+
+    /// Runs `first`'s load for [`WARM_UP_SECONDS`]; returns it marked as the warm-up.
     fn warm_up(
         &self,
         server: &ServerSpec,
+        first: &StepPlan,
         round: u32,
         running: &mut Running,
         base: &str,
     ) -> Result<Step, Error> {
-        let first = &self.plan.steps[0];
         let warm_up = StepPlan {
             label: format!("warm-up ({})", first.label),
             load: first.load.for_seconds(WARM_UP_SECONDS),
@@ -122,7 +181,7 @@ impl Bench<'_> {
     }
 
     /// Runs one step's load and records what the server spent meanwhile.
-    fn measure(
+    pub(super) fn measure(
         &self,
         server: &ServerSpec,
         step: &StepPlan,
