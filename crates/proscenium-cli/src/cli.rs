@@ -38,8 +38,9 @@ pub(crate) struct BenchArgs {
     pub(crate) index: bool,
     /// Servers, comma-separated: proscenium:MODEL[/pool=N] (e.g. proscenium:loops,
     /// proscenium:thread-pool, proscenium:loops/pool=0), fib-cache:LOOPS (the stateful
-    /// scenario's server), nginx, node, node-cluster, actix, hyper, jetty, pekko, vertx,
-    /// httpd-event, httpd-prefork [default: the scenario's list].
+    /// scenario's server), nginx, node, node-cluster, node-nbk (Node.Scala Fig. 1c's
+    /// non-blocking /fib), actix, hyper, jetty, pekko, vertx, httpd-event,
+    /// httpd-prefork [default: the scenario's list].
     #[arg(long, value_delimiter = ',')]
     pub(crate) servers: Option<Vec<proscenium_lab::ServerSpec>>,
     /// quick (at most three minutes of load a scenario and round; `all` at three rounds,
