@@ -29,7 +29,7 @@ pub(crate) enum Command {
 #[derive(Debug, Args)]
 pub(crate) struct BenchArgs {
     /// The scenario: plaintext, json, static, dynamic, on-system, off-system, mixed,
-    /// scaling, stateful, or all.
+    /// scaling, stateful, workers, actors, or all.
     #[arg(required_unless_present = "index")]
     pub(crate) scenario: Option<String>,
     /// Runs nothing: regenerates OUT/README.md from every OUT/*/results.json (as
@@ -44,7 +44,7 @@ pub(crate) struct BenchArgs {
     #[arg(long, value_delimiter = ',')]
     pub(crate) servers: Option<Vec<proscenium_lab::ServerSpec>>,
     /// quick (at most three minutes of load a scenario and round; `all` at three rounds,
-    /// 40 minutes of load, about twice that in all) or full (the sources' parameters).
+    /// 48 minutes of load, about twice that in all) or full (the sources' parameters).
     #[arg(long, default_value = "quick")]
     pub(crate) profile: proscenium_lab::Profile,
     /// Where results go (with `all`, one subdirectory a scenario).

@@ -74,7 +74,7 @@ pub use self::servers::ServerSpec;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Profile {
     /// At most three minutes of load a scenario and round on a 2-core machine; three
-    /// rounds of all nine scenarios take 40 minutes of load, and about twice that
+    /// rounds of all eleven scenarios take 48 minutes of load, and about twice that
     /// with starts, warm-ups, checks and cool-downs (on-system's 6 minutes of load
     /// took 13).
     Quick,

@@ -6,7 +6,7 @@ use crate::Profile;
 use crate::load::Load;
 
 /// Every scenario, in the order `all` runs them.
-pub const SCENARIOS: [&str; 9] = [
+pub const SCENARIOS: [&str; 11] = [
     "plaintext",
     "json",
     "static",
@@ -16,6 +16,8 @@ pub const SCENARIOS: [&str; 9] = [
     "mixed",
     "scaling",
     "stateful",
+    "workers",
+    "actors",
 ];
 
 /// How long each server's warm-up runs, before its steps in every round.
@@ -89,6 +91,17 @@ impl Metric {
     }
 }
 
+/// Where a line plot's points sit on the x axis, and what a line is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum XAxis {
+    /// One line per server, a point at each step's `x`.
+    Steps,
+    /// One line per family of servers, a point per server at its worker processes
+    /// (`ServerSpec::workers`): servers that differ in their workers alone make one
+    /// line, as Yarn's Fig. 6.4 drew one server against its workers.
+    Workers,
+}
+
 /// A plot: `metric` for one group's steps, one series per server; `x_label` names the
 /// x axis for line plots, while bar plots take the step labels as categories.
 #[derive(Debug, Clone)]
@@ -96,6 +109,7 @@ pub(crate) struct PlotPlan {
     pub(crate) group: String,
     pub(crate) metric: Metric,
     pub(crate) x_label: Option<&'static str>,
+    pub(crate) x_axis: XAxis,
 }
 
 /// A scenario, planned for one profile and machine.
@@ -127,6 +141,8 @@ pub(crate) fn plan(name: &str, profile: Profile, cores: usize) -> Option<Plan> {
         "mixed" => mixed(quick),
         "scaling" => scaling(quick, cores),
         "stateful" => stateful(quick),
+        "workers" => workers(quick),
+        "actors" => actors(quick),
         _ => return None,
     };
     // What the CPU split costs is the runner's to say: it knows the cores chosen.
@@ -145,13 +161,13 @@ pub(crate) fn plan(name: &str, profile: Profile, cores: usize) -> Option<Plan> {
 /// the rate achieved and the failed share a step, for a closed-loop one the server's
 /// utilisation (under 100 %, the server was not the bottleneck).
 fn add_accounting_plots(plan: &mut Plan) {
-    let mut groups: Vec<(String, Option<&'static str>)> = Vec::new();
+    let mut groups: Vec<(String, Option<&'static str>, XAxis)> = Vec::new();
     for p in &plan.plots {
-        if !groups.iter().any(|(g, _)| *g == p.group) {
-            groups.push((p.group.clone(), p.x_label));
+        if !groups.iter().any(|(g, ..)| *g == p.group) {
+            groups.push((p.group.clone(), p.x_label, p.x_axis));
         }
     }
-    for (group, x_label) in groups {
+    for (group, x_label, x_axis) in groups {
         let open = plan
             .steps
             .iter()
@@ -171,6 +187,7 @@ fn add_accounting_plots(plan: &mut Plan) {
                     group: group.clone(),
                     metric,
                     x_label,
+                    x_axis,
                 });
             }
         }
@@ -232,6 +249,7 @@ fn plots(groups: &[String], metrics: &[Metric], x_label: Option<&'static str>) -
                 group: group.clone(),
                 metric,
                 x_label,
+                x_axis: XAxis::Steps,
             })
         })
         .collect()
@@ -672,6 +690,127 @@ fn stateful(quick: bool) -> Plan {
     }
 }
 
+/// Yarn Fig. 6.4: requests a second against worker processes, 1 to 512, for "1000
+/// requests, 20 at a time" to a simple Rack application (best 875/s at 256 workers,
+/// 775/s on average); and beyond, 256 connections.
+fn workers(quick: bool) -> Plan {
+    // Yarn's runs above 512 processes bogged its machine down; the quick profile stops
+    // at 256, where Yarn did best.
+    let (most, seconds) = if quick { (256, 3) } else { (512, 10) };
+    let counts = std::iter::successors(Some(1usize), |n| Some(n * 2)).take_while(|&n| n <= most);
+    let groups = [
+        "20 connections (Yarn's)".to_owned(),
+        "256 connections".to_owned(),
+    ];
+    let steps = groups
+        .iter()
+        .zip([20, 256])
+        .map(|(group, conns)| {
+            closed(
+                group,
+                format!("{conns} connections"),
+                conns as f64,
+                "/plaintext",
+                conns,
+                1,
+                seconds,
+            )
+        })
+        .collect();
+    let mut plots = plots(
+        &groups,
+        &[Metric::Rps, Metric::CpuPerRequest],
+        Some("worker processes"),
+    );
+    for plot in &mut plots {
+        plot.x_axis = XAxis::Workers;
+    }
+    Plan {
+        name: "workers",
+        reproduces: "Yarn Fig. 6.4: requests a second against worker processes",
+        // httpd's prefork MPM, 150 processes, is the fixed reference: a point of its own.
+        default_servers: counts
+            .map(|n| format!("proscenium:prefork:{n}"))
+            .chain(std::iter::once("httpd-prefork".to_owned()))
+            .collect(),
+        cores: Cores::Shared,
+        upstream: false,
+        checks: vec![("/plaintext".to_owned(), "Hello, World!".to_owned())],
+        steps,
+        plots,
+        deviations: vec![
+            format!(
+                "Yarn sent 1,000 requests, 20 at a time (ab); here 20 connections for {seconds} s, \
+                 and 256 connections beyond it"
+            ),
+            "Yarn served a simple Rack application in Ruby, whose cost per request held it to 875/s; \
+             here lab-app's /plaintext (Hello, World!), so the figure shows what the workers cost, not the page"
+                .to_owned(),
+            format!("worker processes 1 to {most} in powers of two"),
+        ],
+    }
+}
+
+/// The `n` of the iterative Fibonacci number an actor computes in the `actors`
+/// scenario, and the answer's start (fib(1000) in hex).
+const ACTOR_N: u32 = 1_000;
+const ACTOR_ANSWER: &str = "21d8cb07b572c257";
+
+/// The thesis's actor side (Play on Akka): each request asks one of a pool of actors
+/// for fib(1000) and answers with its reply; closed-loop throughput, latency and CPU
+/// per request against clients, Proscenium's models against Pekko.
+fn actors(quick: bool) -> Plan {
+    let (clients, seconds): (&[usize], u64) = if quick {
+        (&[16, 64, 256, 1024], 5)
+    } else {
+        (&[16, 64, 256, 1024, 4096], 15)
+    };
+    let group = format!("fib({ACTOR_N}) by an actor");
+    let steps = clients
+        .iter()
+        .map(|&c| {
+            closed(
+                &group,
+                format!("{c} clients"),
+                c as f64,
+                &format!("/actor?n={ACTOR_N}"),
+                c,
+                1,
+                seconds,
+            )
+        })
+        .collect();
+    Plan {
+        name: "actors",
+        reproduces: "the thesis's Play/Akka side: requests answered by actors, throughput and latency against clients",
+        default_servers: servers(&[
+            "proscenium:loops",
+            "proscenium:event-loop",
+            "proscenium:thread-pool",
+            "pekko",
+        ]),
+        cores: Cores::Shared,
+        upstream: false,
+        checks: vec![(format!("/actor?n={ACTOR_N}"), ACTOR_ANSWER.to_owned())],
+        steps,
+        plots: plots(
+            &[group],
+            &[
+                Metric::Rps,
+                Metric::MeanLatency,
+                Metric::P99Latency,
+                Metric::CpuPerRequest,
+            ],
+            Some("concurrent clients"),
+        ),
+        deviations: vec![
+            "Play's controllers are Proscenium's routes and Pekko HTTP's (Akka's open fork); \
+             the actors are a pool of one per core behind a round-robin router in both"
+                .to_owned(),
+        ],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -712,7 +851,7 @@ mod tests {
         }
         // Three rounds of every scenario: the quick profile's load, before starts,
         // checks and cool-downs (a few seconds a step at most).
-        assert_eq!(all * 3, 2_388, "update the profile's stated time");
+        assert_eq!(all * 3, 2_892, "update the profile's stated time");
     }
 
     #[test]

@@ -276,6 +276,27 @@ impl ServerSpec {
     }
 }
 
+/// The processes httpd's prefork MPM starts and keeps (httpd.conf's `StartServers`
+/// and `MaxRequestWorkers`).
+const HTTPD_PREFORK_PROCESSES: usize = 150;
+
+impl ServerSpec {
+    /// Returns the family of servers this one belongs to and its worker processes,
+    /// when the name fixes them: `proscenium:prefork:N` is N workers of
+    /// `proscenium:prefork`, `httpd-prefork` its 150 processes. The `workers` scenario
+    /// draws a family as one line against its workers, as Yarn's Fig. 6.4 drew Yarn.
+    pub(crate) fn workers(&self) -> Option<(&'static str, usize)> {
+        match &self.kind {
+            Kind::Proscenium { model, pool: None } => Some((
+                "proscenium:prefork",
+                model.strip_prefix("prefork:")?.parse().ok()?,
+            )),
+            Kind::Httpd { prefork: true } => Some(("httpd-prefork", HTTPD_PREFORK_PROCESSES)),
+            _ => None,
+        }
+    }
+}
+
 /// The `--model` argument for `model` on `cores` cores: the multi-loop and
 /// multi-process models get one loop or worker per core unless the name says how many.
 fn proscenium_model(model: &str, cores: usize) -> String {
@@ -466,6 +487,33 @@ mod tests {
             ["-C", "Define root /tmp/www"]
         );
         assert!(httpd_defines(&[("root", Path::new("/tmp/a b"))]).is_err());
+    }
+
+    #[test]
+    fn workers_are_read_from_the_name_or_httpd_conf() {
+        let workers = |name: &str| name.parse::<ServerSpec>().unwrap().workers();
+        assert_eq!(
+            workers("proscenium:prefork:16"),
+            Some(("proscenium:prefork", 16))
+        );
+        assert_eq!(workers("httpd-prefork"), Some(("httpd-prefork", 150)));
+        for none in [
+            "proscenium:prefork",
+            "proscenium:loops:4",
+            "proscenium:prefork:2/pool=0",
+            "httpd-event",
+        ] {
+            assert_eq!(workers(none), None, "{none}");
+        }
+        let conf = include_str!("../../../bench/peers/httpd/httpd.conf");
+        let prefork = &conf[conf.find("<IfDefine prefork>").unwrap()..];
+        let prefork = &prefork[..prefork.find("</IfDefine>").unwrap()];
+        for directive in ["StartServers", "MaxRequestWorkers"] {
+            assert!(
+                prefork.contains(&format!("{directive} {HTTPD_PREFORK_PROCESSES}")),
+                "{directive}"
+            );
+        }
     }
 
     #[test]

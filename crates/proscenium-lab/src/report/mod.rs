@@ -7,12 +7,13 @@
 mod html;
 mod plot;
 mod summary;
+mod workers;
 
 use std::path::Path;
 
 use crate::Error;
 use crate::results::{Results, Step};
-use crate::scenario::{self, Metric};
+use crate::scenario::{self, Metric, XAxis};
 
 use self::summary::{Spread, spread};
 
@@ -88,15 +89,18 @@ fn charts(results: &Results) -> Vec<(String, &'static str, Chart)> {
             let chart = match p.x_label {
                 Some(x_label) => Chart::Lines {
                     x_label: x_label.to_owned(),
-                    series: servers
-                        .iter()
-                        .map(|&name| {
-                            (
-                                name.to_owned(),
-                                line(p.metric, &of(name).collect::<Vec<_>>()),
-                            )
-                        })
-                        .collect(),
+                    series: match p.x_axis {
+                        XAxis::Steps => servers
+                            .iter()
+                            .map(|&name| {
+                                (
+                                    name.to_owned(),
+                                    line(p.metric, &of(name).collect::<Vec<_>>()),
+                                )
+                            })
+                            .collect(),
+                        XAxis::Workers => workers::lines(p.metric, &servers, of),
+                    },
                 },
                 None => {
                     let mut categories: Vec<String> = Vec::new();
