@@ -855,6 +855,55 @@ mod tests {
     }
 
     #[test]
+    fn workers_draws_prefork_against_its_workers_to_yarn_s_most() {
+        let most = |profile| {
+            let plan = plan("workers", profile, 2).unwrap();
+            assert!(plan.plots.iter().all(|p| p.x_axis == XAxis::Workers));
+            assert!(plan.plots.iter().any(|p| p.metric == Metric::Utilisation));
+            assert_eq!(plan.default_servers.last().unwrap(), "httpd-prefork");
+            plan.default_servers[plan.default_servers.len() - 2].clone()
+        };
+        assert_eq!(most(Profile::Quick), "proscenium:prefork:256");
+        assert_eq!(most(Profile::Full), "proscenium:prefork:512");
+        let plan = plan("workers", Profile::Quick, 2).unwrap();
+        assert_eq!(
+            plan.default_servers[..3],
+            [
+                "proscenium:prefork:1",
+                "proscenium:prefork:2",
+                "proscenium:prefork:4"
+            ]
+        );
+    }
+
+    #[test]
+    fn only_the_dynamic_page_is_sent_from_two_load_threads() {
+        for name in SCENARIOS {
+            for step in plan(name, Profile::Quick, 2).unwrap().steps {
+                if let Load::Closed { threads, .. } = step.load {
+                    let want = if name == "dynamic" {
+                        DYNAMIC_LOAD_THREADS
+                    } else {
+                        1
+                    };
+                    assert_eq!(threads, want, "{name}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn stateful_mixes_reads_and_writes_of_the_stated_share() {
+        let plan = plan("stateful", Profile::Quick, 2).unwrap();
+        let Load::Closed { targets, .. } = &plan.steps[1].load else {
+            panic!("closed loop")
+        };
+        let writes = targets.iter().filter(|t| t.starts_with("PUT ")).count();
+        let reads = targets.iter().filter(|t| t.starts_with("/verify/")).count();
+        assert_eq!((plan.steps[1].x, writes, reads), (25.0, 5, 15));
+    }
+
+    #[test]
     fn the_mix_holds_the_stated_share_of_heavy_requests() {
         let plan = plan("mixed", Profile::Quick, 2).unwrap();
         let Load::Open { targets, .. } = &plan.steps[2].load else {
