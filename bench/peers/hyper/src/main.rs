@@ -1,5 +1,5 @@
-//! hyper peer: `GET /plaintext`, `GET /json` and `GET /dynamic` (the lab's million-iteration
-//! page), `--bind ADDR --workers N`
+//! hyper peer: `GET /plaintext`, `GET /json` and `GET /dynamic` (the lab's
+//! 1,250,000-iteration page), `--bind ADDR --workers N`
 //! (N = 1: a current-thread runtime; more: a multi-thread runtime with N workers).
 
 use std::convert::Infallible;
@@ -19,13 +19,13 @@ fn arg(name: &str, default: &str) -> String {
         .unwrap_or_else(|| default.to_owned())
 }
 
-/// The lab's dynamic page: the same million iterations as examples/lab-app.
+/// The lab's dynamic page: the same 1,250,000 iterations as examples/lab-app.
 fn dynamic_page() -> String {
     let mut acc: u32 = 0;
-    for i in 0..1_000_000u32 {
+    for i in 0..1_250_000u32 {
         acc = std::hint::black_box(acc.wrapping_mul(31).wrapping_add(i));
     }
-    format!("<!doctype html><title>dynamic</title><p>1000000 iterations: {acc}</p>")
+    format!("<!doctype html><title>dynamic</title><p>1250000 iterations: {acc}</p>")
 }
 
 async fn handle(req: Request<hyper::body::Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
