@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # bench/peers/check.sh: checks the sources' own servers (Jetty, Pekko HTTP, Vert.x,
-# Apache httpd with the event and the prefork MPM) against examples/lab-app. It builds
+# Apache httpd with the event and the prefork MPM, Node.js blocking and non-blocking)
+# against examples/lab-app. It builds
 # lab-app and the JVM peers once, starts lab-app (as the reference and as /relay's
 # upstream), then each peer in turn on a loopback port, compares the status and body
 # bytes of every route the peer serves with lab-app's, and stops it.
 #
-# Usage: bench/peers/check.sh [PEER...]     PEER: jetty pekko vertx httpd-event httpd-prefork
+# Usage: bench/peers/check.sh [PEER...]
+#   PEER: jetty pekko vertx httpd-event httpd-prefork node node-nbk
 #   SANITY=1  also runs `wrk -t1 -c16 -d3` on /plaintext, /dynamic and (JVM peers)
 #             /relay of each peer.
 # Exits 1 if any answer differs, naming it.
@@ -114,12 +116,24 @@ start_httpd() {
     -D "${1#httpd-}" -DFOREGROUND > "$work/$1.log" 2>&1 &
 }
 
+# node-nbk's /fib above Node.Scala's threshold (30) runs the non-blocking algorithm:
+# its answers on both sides of it must be the blocking ones.
+node_routes=(plaintext json dynamic 'fib-iter?n=1000' 'fib?n=20' 'fib?n=30' 'fib?n=31'
+  'fib?n=33' relay)
+
+start_node() {
+  node "$peers/node/server.js" --bind "127.0.0.1:$2" --upstream "$upstream" \
+    ${3:+"$3"} > "$work/$1.log" 2>&1 &
+}
+
 check() {
   local name=$1 port pid
   port=$(port)
   case $name in
     jetty | pekko | vertx) start_jvm "$name" "$port" ;;
     httpd-event | httpd-prefork) start_httpd "$name" "$port" ;;
+    node) start_node "$name" "$port" ;;
+    node-nbk) start_node "$name" "$port" --nbk ;;
     *) echo "unknown peer $name" >&2; exit 2 ;;
   esac
   pid=$!
@@ -133,6 +147,7 @@ check() {
     jetty | vertx) compare "$name" "$port" "${jvm_routes[@]}" ;;
     pekko) compare "$name" "$port" "${jvm_routes[@]}" 'actor?n=1000 fib-iter?n=1000' ;;
     httpd-*) compare "$name" "$port" plaintext json dynamic hello.txt 300k.bin ;;
+    node*) compare "$name" "$port" "${node_routes[@]}" ;;
   esac
   if [[ ${SANITY:-0} = 1 ]]; then
     case $name in
@@ -145,7 +160,7 @@ check() {
 }
 
 if [[ $# -eq 0 ]]; then
-  set -- jetty pekko vertx httpd-event httpd-prefork
+  set -- jetty pekko vertx httpd-event httpd-prefork node node-nbk
 fi
 for name in "$@"; do
   check "$name"

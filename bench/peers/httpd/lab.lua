@@ -1,14 +1,14 @@
 -- The httpd peer's dynamic routes, run in the server by mod_lua: /plaintext, /json and
 -- Leda's /dynamic page, answering with examples/lab-app's bytes.
 
--- Leda's dynamic page: the same 30,000 iterations of 32-bit arithmetic as lab-app
+-- Leda's dynamic page: the same 1,250,000 iterations of 32-bit arithmetic as lab-app
 -- (Lua 5.3's 64-bit integers, masked to 32 bits as lab-app's u32 wraps).
 local function dynamic_page()
   local acc = 0
-  for i = 0, 29999 do
+  for i = 0, 1249999 do
     acc = (acc * 31 + i) & 0xFFFFFFFF
   end
-  return "<!doctype html><title>dynamic</title><p>30000 iterations: " .. acc .. "</p>"
+  return "<!doctype html><title>dynamic</title><p>1250000 iterations: " .. acc .. "</p>"
 end
 
 local routes = {

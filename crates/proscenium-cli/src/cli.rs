@@ -29,7 +29,7 @@ pub(crate) enum Command {
 #[derive(Debug, Args)]
 pub(crate) struct BenchArgs {
     /// The scenario: plaintext, json, static, dynamic, on-system, off-system, mixed,
-    /// scaling, stateful, or all.
+    /// scaling, stateful, workers, actors, or all.
     #[arg(required_unless_present = "index")]
     pub(crate) scenario: Option<String>,
     /// Runs no load: draws every OUT/*/ report again from its results.json and
@@ -38,12 +38,13 @@ pub(crate) struct BenchArgs {
     pub(crate) index: bool,
     /// Servers, comma-separated: proscenium:MODEL[/pool=N] (e.g. proscenium:loops,
     /// proscenium:thread-pool, proscenium:loops/pool=0), fib-cache:LOOPS (the stateful
-    /// scenario's server), nginx, node, node-cluster, actix, hyper, jetty, pekko, vertx,
-    /// httpd-event, httpd-prefork [default: the scenario's list].
+    /// scenario's server), nginx, node, node-cluster, node-nbk (Node.Scala Fig. 1c's
+    /// non-blocking /fib), actix, hyper, jetty, pekko, vertx, httpd-event,
+    /// httpd-prefork [default: the scenario's list].
     #[arg(long, value_delimiter = ',')]
     pub(crate) servers: Option<Vec<proscenium_lab::ServerSpec>>,
     /// quick (at most three minutes of load a scenario and round, on-system seven; `all`
-    /// at three rounds, 53 minutes of load, about twice that in all) or full (the sources' parameters).
+    /// at three rounds, 63 minutes of load, about twice that in all) or full (the sources' parameters).
     #[arg(long, default_value = "quick")]
     pub(crate) profile: proscenium_lab::Profile,
     /// Where results go (with `all`, one subdirectory a scenario).

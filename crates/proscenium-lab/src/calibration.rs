@@ -146,6 +146,7 @@ pub(crate) fn probes(plan: &Plan) -> Vec<StepPlan> {
                     conns: PROBE_CONNECTIONS,
                     depth: 1,
                     seconds: PROBE_SECONDS,
+                    threads: 1,
                 },
                 share_of_saturation: None,
             });

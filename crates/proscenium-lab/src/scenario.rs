@@ -7,7 +7,7 @@ use crate::calibration::{self, PROBE_CONNECTIONS, SATURATION};
 use crate::load::Load;
 
 /// Every scenario, in the order `all` runs them.
-pub const SCENARIOS: [&str; 9] = [
+pub const SCENARIOS: [&str; 11] = [
     "plaintext",
     "json",
     "static",
@@ -17,6 +17,8 @@ pub const SCENARIOS: [&str; 9] = [
     "mixed",
     "scaling",
     "stateful",
+    "workers",
+    "actors",
 ];
 
 /// How long each server's warm-up runs, before its steps in every round.
@@ -44,6 +46,16 @@ pub(crate) struct StepPlan {
     /// For an open step, the share of the server's saturation rate for the group to
     /// offer (see `calibration.rs`); the load's rate is then set per server.
     pub(crate) share_of_saturation: Option<f64>,
+}
+
+impl StepPlan {
+    /// Returns the step with its closed load sent from `threads` generator threads.
+    fn with_load_threads(mut self, threads: usize) -> Self {
+        if let Load::Closed { threads: t, .. } = &mut self.load {
+            *t = threads;
+        }
+        self
+    }
 }
 
 /// What a plot shows on its y axis.
@@ -91,6 +103,17 @@ impl Metric {
     }
 }
 
+/// Where a line plot's points sit on the x axis, and what a line is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum XAxis {
+    /// One line per server, a point at each step's `x`.
+    Steps,
+    /// One line per family of servers, a point per server at its worker processes
+    /// (`ServerSpec::workers`): servers that differ in their workers alone make one
+    /// line, as Yarn's Fig. 6.4 drew one server against its workers.
+    Workers,
+}
+
 /// A plot: `metric` for one group's steps, one series per server; `x_label` names the
 /// x axis for line plots, while bar plots take the step labels as categories.
 #[derive(Debug, Clone)]
@@ -98,6 +121,7 @@ pub(crate) struct PlotPlan {
     pub(crate) group: String,
     pub(crate) metric: Metric,
     pub(crate) x_label: Option<&'static str>,
+    pub(crate) x_axis: XAxis,
 }
 
 /// A scenario, planned for one profile and machine.
@@ -129,6 +153,8 @@ pub(crate) fn plan(name: &str, profile: Profile, cores: usize) -> Option<Plan> {
         "mixed" => mixed(quick),
         "scaling" => scaling(quick, cores),
         "stateful" => stateful(quick),
+        "workers" => workers(quick),
+        "actors" => actors(quick),
         _ => return None,
     };
     // What the CPU split costs is the runner's to say: it knows the cores chosen.
@@ -144,6 +170,7 @@ pub(crate) fn plan(name: &str, profile: Profile, cores: usize) -> Option<Plan> {
             group: SATURATION.to_owned(),
             metric: Metric::Rps,
             x_label: None,
+            x_axis: XAxis::Steps,
         });
     }
     add_accounting_plots(&mut plan);
@@ -154,13 +181,13 @@ pub(crate) fn plan(name: &str, profile: Profile, cores: usize) -> Option<Plan> {
 /// the rate achieved and the failed share a step, for a closed-loop one the server's
 /// utilisation (under 100 %, the server was not the bottleneck).
 fn add_accounting_plots(plan: &mut Plan) {
-    let mut groups: Vec<(String, Option<&'static str>)> = Vec::new();
+    let mut groups: Vec<(String, Option<&'static str>, XAxis)> = Vec::new();
     for p in &plan.plots {
-        if !groups.iter().any(|(g, _)| *g == p.group) {
-            groups.push((p.group.clone(), p.x_label));
+        if !groups.iter().any(|(g, ..)| *g == p.group) {
+            groups.push((p.group.clone(), p.x_label, p.x_axis));
         }
     }
-    for (group, x_label) in groups {
+    for (group, x_label, x_axis) in groups {
         let open = plan
             .steps
             .iter()
@@ -180,6 +207,7 @@ fn add_accounting_plots(plan: &mut Plan) {
                     group: group.clone(),
                     metric,
                     x_label,
+                    x_axis,
                 });
             }
         }
@@ -207,6 +235,7 @@ fn closed(
             targets: vec![path.to_owned()],
             conns,
             depth,
+            threads: 1,
             seconds,
         },
         share_of_saturation: None,
@@ -242,6 +271,7 @@ fn plots(groups: &[String], metrics: &[Metric], x_label: Option<&'static str>) -
                 group: group.clone(),
                 metric,
                 x_label,
+                x_axis: XAxis::Steps,
             })
         })
         .collect()
@@ -369,7 +399,12 @@ fn static_files(quick: bool) -> Plan {
     }
 }
 
-/// Leda Fig. 9c: a page whose handler runs a 30,000-iteration loop.
+/// wrk threads for the dynamic page: thousands of connections are more than one
+/// generator thread keeps busy, and Leda's clients were many.
+const DYNAMIC_LOAD_THREADS: usize = 2;
+
+/// Leda Fig. 9c: a page of realistic cost (a loop of 1,250,000 iterations, about 1 ms
+/// of CPU in lab-app) against clients.
 fn dynamic(quick: bool) -> Plan {
     let (clients, seconds): (&[usize], u64) = if quick {
         (&[100, 1000, 5000], 5)
@@ -388,16 +423,17 @@ fn dynamic(quick: bool) -> Plan {
                 1,
                 seconds,
             )
+            .with_load_threads(DYNAMIC_LOAD_THREADS)
         })
         .collect();
     Plan {
         name: "dynamic",
-        reproduces: "Leda Fig. 9c: a dynamic page running a 30,000-iteration loop, against clients",
+        reproduces: "Leda Fig. 9c: a dynamic page of about 1 ms of CPU (a 1,250,000-iteration loop), against clients",
         // Leda measured against Apache; actix, hyper and Node.js are today's choices.
         default_servers: servers(&["proscenium:loops", "httpd-event", "actix", "hyper", "node"]),
         cores: Cores::Split,
         upstream: false,
-        checks: vec![("/dynamic".to_owned(), "30000 iterations".to_owned())],
+        checks: vec![("/dynamic".to_owned(), "1250000 iterations".to_owned())],
         steps,
         plots: plots(
             &["dynamic page".to_owned()],
@@ -406,6 +442,8 @@ fn dynamic(quick: bool) -> Plan {
         ),
         deviations: vec![
             "Leda's peers ran the page as CGI/PHP; here the same loop is native in each peer (Apache httpd: mod_lua)"
+                .to_owned(),
+            "every server listens with a backlog of 4096 (the kernel caps it at net.core.somaxconn)"
                 .to_owned(),
         ],
     }
@@ -574,9 +612,11 @@ fn mixed(quick: bool) -> Plan {
     Plan {
         name: "mixed",
         reproduces: "Node.Scala Fig. 1b: light and heavy requests at 100/s, blocking vs non-blocking",
-        // Node.Scala against Node.js; Vert.x is the JVM's event loops today.
+        // Node.js blocking (Fig. 1a) and non-blocking (Fig. 1c); Node.Scala's parallel
+        // loops as Proscenium's and Vert.x's.
         default_servers: servers(&[
             "node",
+            "node-nbk",
             "proscenium:event-loop",
             "proscenium:loops/pool=0",
             "proscenium:loops",
@@ -671,10 +711,10 @@ fn stateful(quick: bool) -> Plan {
     let steps = shares
         .iter()
         .map(|&share| {
-            // Twenty targets in turn: share / 5 writes, the rest cache hits.
+            // Twenty targets in turn: share / 5 writes, the rest reads of the same cost.
             let writes = share / 5;
             let mut targets = vec![format!("PUT /fib/{FIB_N}"); writes];
-            targets.extend(std::iter::repeat_n(format!("/fib?n={FIB_N}"), 20 - writes));
+            targets.extend(std::iter::repeat_n(format!("/verify/{FIB_N}"), 20 - writes));
             StepPlan {
                 group: "fib-cache".to_owned(),
                 label: format!("{share} % writing"),
@@ -683,6 +723,7 @@ fn stateful(quick: bool) -> Plan {
                     targets,
                     conns: 64,
                     depth: 1,
+                    threads: 1,
                     seconds,
                 },
                 share_of_saturation: None,
@@ -695,7 +736,11 @@ fn stateful(quick: bool) -> Plan {
         default_servers: servers(&["fib-cache", "fib-cache:1"]),
         cores: Cores::Shared,
         upstream: false,
-        checks: vec![(format!("/fib?n={FIB_N}"), FIB_ANSWER.to_owned())],
+        // The first check caches fib(n), which the reads verify.
+        checks: vec![
+            (format!("/fib?n={FIB_N}"), FIB_ANSWER.to_owned()),
+            (format!("/verify/{FIB_N}"), FIB_ANSWER.to_owned()),
+        ],
         steps,
         plots: plots(
             &["fib-cache".to_owned()],
@@ -704,10 +749,133 @@ fn stateful(quick: bool) -> Plan {
         ),
         deviations: vec![
             format!(
-                "Node.Scala's requests ran SciMark kernels on 32 loops; here a reading request is a cache hit \
-                 (GET /fib?n={FIB_N}) and a writing one recomputes fib({FIB_N}) under the write lock (PUT /fib/{FIB_N})"
+                "Node.Scala's requests ran SciMark kernels on 32 loops; here both kinds recompute fib({FIB_N}) \
+                 (~60 µs): a reading request under the read lock, checking the cached value (GET /verify/{FIB_N}), \
+                 a writing one under the write lock, storing it (PUT /fib/{FIB_N})"
             ),
-            "fib-cache:1 (one loop) is the reference line Node.Scala drew".to_owned(),
+            "fib-cache:1 (one loop, no blocking pool: every request on one thread) is the reference line Node.Scala drew"
+                .to_owned(),
+        ],
+    }
+}
+
+/// Yarn Fig. 6.4: requests a second against worker processes, 1 to 512, for "1000
+/// requests, 20 at a time" to a simple Rack application (best 875/s at 256 workers,
+/// 775/s on average); and beyond, 256 connections.
+fn workers(quick: bool) -> Plan {
+    // Yarn's runs above 512 processes bogged its machine down; the quick profile stops
+    // at 256, where Yarn did best.
+    let (most, seconds) = if quick { (256, 3) } else { (512, 10) };
+    let counts = std::iter::successors(Some(1usize), |n| Some(n * 2)).take_while(|&n| n <= most);
+    let groups = [
+        "20 connections (Yarn's)".to_owned(),
+        "256 connections".to_owned(),
+    ];
+    let steps = groups
+        .iter()
+        .zip([20, 256])
+        .map(|(group, conns)| {
+            closed(
+                group,
+                format!("{conns} connections"),
+                conns as f64,
+                "/plaintext",
+                conns,
+                1,
+                seconds,
+            )
+        })
+        .collect();
+    let mut plots = plots(
+        &groups,
+        &[Metric::Rps, Metric::CpuPerRequest],
+        Some("worker processes"),
+    );
+    for plot in &mut plots {
+        plot.x_axis = XAxis::Workers;
+    }
+    Plan {
+        name: "workers",
+        reproduces: "Yarn Fig. 6.4: requests a second against worker processes",
+        // httpd's prefork MPM, 150 processes, is the fixed reference: a point of its own.
+        default_servers: counts
+            .map(|n| format!("proscenium:prefork:{n}"))
+            .chain(std::iter::once("httpd-prefork".to_owned()))
+            .collect(),
+        cores: Cores::Shared,
+        upstream: false,
+        checks: vec![("/plaintext".to_owned(), "Hello, World!".to_owned())],
+        steps,
+        plots,
+        deviations: vec![
+            format!(
+                "Yarn sent 1,000 requests, 20 at a time (ab); here 20 connections for {seconds} s, \
+                 and 256 connections beyond it"
+            ),
+            "Yarn served a simple Rack application in Ruby, whose cost per request held it to 875/s; \
+             here lab-app's /plaintext (Hello, World!), so the figure shows what the workers cost, not the page"
+                .to_owned(),
+            format!("worker processes 1 to {most} in powers of two"),
+        ],
+    }
+}
+
+/// The `n` of the iterative Fibonacci number an actor computes in the `actors`
+/// scenario, and the answer's start (fib(1000) in hex).
+const ACTOR_N: u32 = 1_000;
+const ACTOR_ANSWER: &str = "21d8cb07b572c257";
+
+/// The thesis's actor side (Play on Akka): each request asks one of a pool of actors
+/// for fib(1000) and answers with its reply; closed-loop throughput, latency and CPU
+/// per request against clients, Proscenium's models against Pekko.
+fn actors(quick: bool) -> Plan {
+    let (clients, seconds): (&[usize], u64) = if quick {
+        (&[16, 64, 256, 1024], 5)
+    } else {
+        (&[16, 64, 256, 1024, 4096], 15)
+    };
+    let group = format!("fib({ACTOR_N}) by an actor");
+    let steps = clients
+        .iter()
+        .map(|&c| {
+            closed(
+                &group,
+                format!("{c} clients"),
+                c as f64,
+                &format!("/actor?n={ACTOR_N}"),
+                c,
+                1,
+                seconds,
+            )
+        })
+        .collect();
+    Plan {
+        name: "actors",
+        reproduces: "the thesis's Play/Akka side: requests answered by actors, throughput and latency against clients",
+        default_servers: servers(&[
+            "proscenium:loops",
+            "proscenium:event-loop",
+            "proscenium:thread-pool",
+            "pekko",
+        ]),
+        cores: Cores::Shared,
+        upstream: false,
+        checks: vec![(format!("/actor?n={ACTOR_N}"), ACTOR_ANSWER.to_owned())],
+        steps,
+        plots: plots(
+            &[group],
+            &[
+                Metric::Rps,
+                Metric::MeanLatency,
+                Metric::P99Latency,
+                Metric::CpuPerRequest,
+            ],
+            Some("concurrent clients"),
+        ),
+        deviations: vec![
+            "Play's controllers are Proscenium's routes and Pekko HTTP's (Akka's open fork); \
+             the actors are a pool of one per core behind a round-robin router in both"
+                .to_owned(),
         ],
     }
 }
@@ -765,7 +933,56 @@ mod tests {
         // Three rounds of every scenario: the quick profile's load, before starts,
         // checks and cool-downs (a few seconds a step at most), and before any step an
         // on-system server with a saturation under 50/s stretches to 100 requests.
-        assert_eq!(all, 3_204, "update the profile's stated time");
+        assert_eq!(all, 3_774, "update the profile's stated time");
+    }
+
+    #[test]
+    fn workers_draws_prefork_against_its_workers_to_yarn_s_most() {
+        let most = |profile| {
+            let plan = plan("workers", profile, 2).unwrap();
+            assert!(plan.plots.iter().all(|p| p.x_axis == XAxis::Workers));
+            assert!(plan.plots.iter().any(|p| p.metric == Metric::Utilisation));
+            assert_eq!(plan.default_servers.last().unwrap(), "httpd-prefork");
+            plan.default_servers[plan.default_servers.len() - 2].clone()
+        };
+        assert_eq!(most(Profile::Quick), "proscenium:prefork:256");
+        assert_eq!(most(Profile::Full), "proscenium:prefork:512");
+        let plan = plan("workers", Profile::Quick, 2).unwrap();
+        assert_eq!(
+            plan.default_servers[..3],
+            [
+                "proscenium:prefork:1",
+                "proscenium:prefork:2",
+                "proscenium:prefork:4"
+            ]
+        );
+    }
+
+    #[test]
+    fn only_the_dynamic_page_is_sent_from_two_load_threads() {
+        for name in SCENARIOS {
+            for step in plan(name, Profile::Quick, 2).unwrap().steps {
+                if let Load::Closed { threads, .. } = step.load {
+                    let want = if name == "dynamic" {
+                        DYNAMIC_LOAD_THREADS
+                    } else {
+                        1
+                    };
+                    assert_eq!(threads, want, "{name}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn stateful_mixes_reads_and_writes_of_the_stated_share() {
+        let plan = plan("stateful", Profile::Quick, 2).unwrap();
+        let Load::Closed { targets, .. } = &plan.steps[1].load else {
+            panic!("closed loop")
+        };
+        let writes = targets.iter().filter(|t| t.starts_with("PUT ")).count();
+        let reads = targets.iter().filter(|t| t.starts_with("/verify/")).count();
+        assert_eq!((plan.steps[1].x, writes, reads), (25.0, 5, 15));
     }
 
     #[test]

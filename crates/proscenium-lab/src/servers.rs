@@ -31,14 +31,16 @@ enum Kind {
         model: String,
         pool: Option<usize>,
     },
-    /// `fib-cache[:N]`: the shared-state example on N loops (default: one per core).
+    /// `fib-cache[:N]`: the shared-state example on N loops (default: one per core) and
+    /// no blocking pool, so its requests run on exactly N threads, as Node.Scala's
+    /// loops ran them (with a pool, even one loop hands its work to up to 64 threads).
     FibCache {
         loops: Option<usize>,
     },
     Nginx,
-    Node {
-        cluster: bool,
-    },
+    /// `node`, `node-cluster` (one process per core) or `node-nbk` (Node.Scala
+    /// Fig. 1c's non-blocking `/fib`).
+    Node(NodeMode),
     Actix,
     Hyper,
     /// A JVM peer, `bench/peers/NAME` built by Maven into one jar.
@@ -47,6 +49,17 @@ enum Kind {
     Httpd {
         prefork: bool,
     },
+}
+
+/// How the Node.js peer runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NodeMode {
+    /// One process, every handler on its one loop.
+    Single,
+    /// The cluster module: a worker process per core sharing the port.
+    Cluster,
+    /// One process, `/fib` above Node.Scala's threshold split into events.
+    NonBlocking,
 }
 
 /// The JVM peers: the servers the thesis's sources measured, or their open successors.
@@ -75,13 +88,14 @@ impl FromStr for ServerSpec {
     type Err = Error;
 
     /// Parses `proscenium:MODEL[/pool=N]`, `fib-cache[:N]`, `nginx`, `node`,
-    /// `node-cluster`, `actix`, `hyper`, `jetty`, `pekko`, `vertx`, `httpd-event` or
+    /// `node-cluster`, `node-nbk`, `actix`, `hyper`, `jetty`, `pekko`, `vertx`, `httpd-event` or
     /// `httpd-prefork`.
     fn from_str(name: &str) -> Result<Self, Error> {
         let kind = match name {
             "nginx" => Kind::Nginx,
-            "node" => Kind::Node { cluster: false },
-            "node-cluster" => Kind::Node { cluster: true },
+            "node" => Kind::Node(NodeMode::Single),
+            "node-cluster" => Kind::Node(NodeMode::Cluster),
+            "node-nbk" => Kind::Node(NodeMode::NonBlocking),
             "actix" => Kind::Actix,
             "hyper" => Kind::Hyper,
             "jetty" => Kind::Jvm(Jvm::Jetty),
@@ -162,7 +176,7 @@ impl ServerSpec {
             Kind::Actix => tools.build_peer("actix"),
             Kind::Hyper => tools.build_peer("hyper"),
             Kind::Nginx => tools.need("nginx", "nginx").map(|_| ()),
-            Kind::Node { .. } => tools.need("node", "nodejs").map(|_| ()),
+            Kind::Node(_) => tools.need("node", "nodejs").map(|_| ()),
             Kind::Jvm(peer) => tools.build_jvm_peer(peer.module()),
             Kind::Httpd { .. } => tools.need("apache2", "apache2").map(|_| ()),
         }
@@ -192,9 +206,14 @@ impl ServerSpec {
             }
             Kind::FibCache { loops } => {
                 let loops = loops.unwrap_or(at.core_count).to_string();
-                command
-                    .arg(tools.example_binary("fib-cache"))
-                    .args(["--bind", &bind, "--loops", &loops]);
+                command.arg(tools.example_binary("fib-cache")).args([
+                    "--bind",
+                    &bind,
+                    "--loops",
+                    &loops,
+                    "--blocking-pool",
+                    "0",
+                ]);
             }
             Kind::Actix | Kind::Hyper => {
                 let peer = if self.kind == Kind::Actix {
@@ -206,13 +225,19 @@ impl ServerSpec {
                     .arg(tools.peer_binary(peer))
                     .args(["--bind", &bind, "--workers", &n]);
             }
-            Kind::Node { cluster } => {
+            Kind::Node(mode) => {
                 command
                     .arg("node")
                     .arg(tools.root().join("bench/peers/node/server.js"))
                     .args(["--bind", &bind, "--upstream", at.upstream]);
-                if *cluster {
-                    command.args(["--cluster", &n]);
+                match mode {
+                    NodeMode::Single => {}
+                    NodeMode::Cluster => {
+                        command.args(["--cluster", &n]);
+                    }
+                    NodeMode::NonBlocking => {
+                        command.arg("--nbk");
+                    }
                 }
             }
             Kind::Nginx => {
@@ -248,6 +273,27 @@ impl ServerSpec {
             }
         }
         Running::spawn(&self.name, command)
+    }
+}
+
+/// The processes httpd's prefork MPM starts and keeps (httpd.conf's `StartServers`
+/// and `MaxRequestWorkers`).
+const HTTPD_PREFORK_PROCESSES: usize = 150;
+
+impl ServerSpec {
+    /// Returns the family of servers this one belongs to and its worker processes,
+    /// when the name fixes them: `proscenium:prefork:N` is N workers of
+    /// `proscenium:prefork`, `httpd-prefork` its 150 processes. The `workers` scenario
+    /// draws a family as one line against its workers, as Yarn's Fig. 6.4 drew Yarn.
+    pub(crate) fn workers(&self) -> Option<(&'static str, usize)> {
+        match &self.kind {
+            Kind::Proscenium { model, pool: None } => Some((
+                "proscenium:prefork",
+                model.strip_prefix("prefork:")?.parse().ok()?,
+            )),
+            Kind::Httpd { prefork: true } => Some(("httpd-prefork", HTTPD_PREFORK_PROCESSES)),
+            _ => None,
+        }
     }
 }
 
@@ -383,7 +429,11 @@ mod tests {
         );
         assert_eq!(
             "node-cluster".parse::<ServerSpec>().unwrap().kind,
-            Kind::Node { cluster: true }
+            Kind::Node(NodeMode::Cluster)
+        );
+        assert_eq!(
+            "node-nbk".parse::<ServerSpec>().unwrap().kind,
+            Kind::Node(NodeMode::NonBlocking)
         );
         assert_eq!(
             "fib-cache:1".parse::<ServerSpec>().unwrap().kind,
@@ -437,6 +487,33 @@ mod tests {
             ["-C", "Define root /tmp/www"]
         );
         assert!(httpd_defines(&[("root", Path::new("/tmp/a b"))]).is_err());
+    }
+
+    #[test]
+    fn workers_are_read_from_the_name_or_httpd_conf() {
+        let workers = |name: &str| name.parse::<ServerSpec>().unwrap().workers();
+        assert_eq!(
+            workers("proscenium:prefork:16"),
+            Some(("proscenium:prefork", 16))
+        );
+        assert_eq!(workers("httpd-prefork"), Some(("httpd-prefork", 150)));
+        for none in [
+            "proscenium:prefork",
+            "proscenium:loops:4",
+            "proscenium:prefork:2/pool=0",
+            "httpd-event",
+        ] {
+            assert_eq!(workers(none), None, "{none}");
+        }
+        let conf = include_str!("../../../bench/peers/httpd/httpd.conf");
+        let prefork = &conf[conf.find("<IfDefine prefork>").unwrap()..];
+        let prefork = &prefork[..prefork.find("</IfDefine>").unwrap()];
+        for directive in ["StartServers", "MaxRequestWorkers"] {
+            assert!(
+                prefork.contains(&format!("{directive} {HTTPD_PREFORK_PROCESSES}")),
+                "{directive}"
+            );
+        }
     }
 
     #[test]

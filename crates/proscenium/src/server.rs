@@ -17,8 +17,10 @@ use crate::rt::overload::Gate;
 use crate::rt::{Pools, prefork, threads, watchdog};
 use crate::{App, Config, Error, Method, web};
 
-/// Pending connections the kernel holds for each listener.
-const BACKLOG: i32 = 1024;
+/// Pending connections the kernel holds for each listener (capped by
+/// `net.core.somaxconn`): as nginx's `backlog=4096`, so a burst of thousands of
+/// connections opened at once waits rather than being refused.
+const BACKLOG: i32 = 4096;
 
 /// A server: an [`App`] and the [`Config`] that says how to run it.
 ///

@@ -6,13 +6,16 @@
 //! - `GET /fib?n=30` → `832040`: a reading step looks `n` up in the cache; on a miss
 //!   the request continues in a writing step on the blocking pool, which computes the
 //!   recursive fib(n) — unless a request before it already did — and stores it.
-//! - `PUT /fib/:n` computes fib(n) afresh and stores it: a writing route, the lab's
-//!   `stateful` scenario mixes it with cache hits.
+//! - `PUT /fib/:n` computes fib(n) afresh and stores it: a writing route.
+//! - `GET /verify/:n` computes fib(n) afresh and compares it with the cached value: a
+//!   reading route doing a write's work, so reads run in parallel and writes alone at
+//!   the same cost; the lab's `stateful` scenario mixes the two (404 while fib(n) is
+//!   not cached, 500 if the cache holds a wrong value).
 //! - `GET /stats` → `{"cached":…,"computed":…}`: entries, and fib computations so far
 //!   (each `n` is computed once, however many requests miss it together).
 //!
-//! `fib-cache routes` prints the routes with their class and locks: `GET /fib` is
-//! reading (the cache), `PUT /fib/:n` writing (the cache and the counter); the
+//! `fib-cache routes` prints the routes with their class and locks: `GET /fib` and
+//! `GET /verify/:n` are reading (the cache), `PUT /fib/:n` writing (the cache and the counter); the
 //! continuation of a miss, a writing step too, is not a route of its own.
 
 use std::process::ExitCode;
@@ -82,12 +85,29 @@ fn refresh(
     (StatusCode::OK, format!("{value}\n"))
 }
 
+/// Recomputes fib(n) under the read lock and checks the cache against it.
+fn verify(Path(n): Path<u32>, cache: Read<Cache>) -> (StatusCode, String) {
+    if let Some(refused) = too_large(n) {
+        return refused;
+    }
+    let computed = fib_recursive(n);
+    match cache.get(&n) {
+        Some(&cached) if cached == computed => (StatusCode::OK, format!("{computed}\n")),
+        Some(&cached) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("fib({n}) is cached as {cached}, computed as {computed}\n"),
+        ),
+        None => (StatusCode::NOT_FOUND, format!("fib({n}) is not cached\n")),
+    }
+}
+
 fn app() -> App {
     App::new()
         .state(Cache::new())
         .state(Counter::default())
         .get("/fib", inline(fib))
         .put("/fib/:n", blocking(refresh))
+        .get("/verify/:n", blocking(verify))
         .get(
             "/stats",
             inline(|cache: Read<Cache>, computed: Read<Counter>| {

@@ -4,7 +4,8 @@
 //! Run with: `cargo run --release -p lab-app -- --bind 127.0.0.1:8080 --model loops:2`
 //!
 //! - `GET /plaintext`, `GET /json`: TechEmpower's two simplest tests.
-//! - `GET /dynamic`: Leda's dynamic page, a 30,000-iteration loop (Fig. 9c).
+//! - `GET /dynamic`: Leda's dynamic page, a loop of 1,250,000 iterations, about
+//!   1 ms of CPU (Fig. 9c).
 //! - `GET /fib-iter?n=N`: the N-th Fibonacci number computed iteratively with big
 //!   integers, in hex (the thesis's on-system work, Fig. 5.1–5.4); runs on the loop,
 //!   as in Play's default dispatcher.

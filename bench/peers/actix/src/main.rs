@@ -1,5 +1,5 @@
 //! actix-web peer: `GET /plaintext`, `GET /json` and `GET /dynamic` (the lab's
-//! 30,000-iteration page), `--bind ADDR --workers N`.
+//! 1,250,000-iteration page), `--bind ADDR --workers N`.
 
 use actix_web::{web, App, HttpResponse, HttpServer};
 
@@ -11,13 +11,13 @@ fn arg(name: &str, default: &str) -> String {
         .unwrap_or_else(|| default.to_owned())
 }
 
-/// The lab's dynamic page: the same 30,000 iterations as examples/lab-app.
+/// The lab's dynamic page: the same 1,250,000 iterations as examples/lab-app.
 fn dynamic_page() -> String {
     let mut acc: u32 = 0;
-    for i in 0..30_000u32 {
+    for i in 0..1_250_000u32 {
         acc = std::hint::black_box(acc.wrapping_mul(31).wrapping_add(i));
     }
-    format!("<!doctype html><title>dynamic</title><p>30000 iterations: {acc}</p>")
+    format!("<!doctype html><title>dynamic</title><p>1250000 iterations: {acc}</p>")
 }
 
 #[actix_web::main]
@@ -37,7 +37,8 @@ async fn main() -> std::io::Result<()> {
             }))
     })
     .workers(workers)
-    .backlog(1024)
+    // Every server's listen backlog is 4096, as nginx's `backlog=4096`.
+    .backlog(4096)
     .bind(bind)?
     .run()
     .await

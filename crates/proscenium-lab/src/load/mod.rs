@@ -20,11 +20,13 @@ use crate::tools::Tools;
 #[derive(Debug, Clone)]
 pub(crate) enum Load {
     /// `conns` connections, each keeping `depth` requests in flight (pipelining above 1),
-    /// sending `targets` in turn (see [`method_and_path`]).
+    /// sending `targets` in turn (see [`method_and_path`]), from `threads` generator
+    /// threads (one unless a step needs more to keep its connections busy).
     Closed {
         targets: Vec<String>,
         conns: usize,
         depth: usize,
+        threads: usize,
         seconds: u64,
     },
     /// `rate` requests a second over `targets`, taken in turn (a target repeated k
@@ -125,9 +127,10 @@ impl Load {
                 targets,
                 conns,
                 depth,
+                threads,
                 seconds,
             } => wrk::run(
-                tools, base, targets, *conns, *depth, *seconds, cores, scratch,
+                tools, base, targets, *conns, *depth, *threads, *seconds, cores, scratch,
             ),
             Self::Open {
                 targets,

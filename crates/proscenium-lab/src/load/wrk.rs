@@ -85,6 +85,7 @@ pub(super) fn run(
     targets: &[String],
     conns: usize,
     depth: usize,
+    threads: usize,
     seconds: u64,
     cores: &str,
     scratch: &Path,
@@ -112,7 +113,7 @@ pub(super) fn run(
         .args(["-c", cores])
         .arg(wrk)
         .args([
-            "-t1",
+            &format!("-t{threads}"),
             &format!("-c{conns}"),
             &format!("-d{seconds}s"),
             "--timeout",

@@ -7,12 +7,13 @@
 mod html;
 mod plot;
 mod summary;
+mod workers;
 
 use std::path::Path;
 
 use crate::Error;
 use crate::results::{Results, Step};
-use crate::scenario::{self, Metric};
+use crate::scenario::{self, Metric, XAxis};
 use crate::sources::{self, At};
 
 pub(crate) use self::summary::{Spread, spread};
@@ -110,15 +111,18 @@ fn charts(results: &Results) -> Vec<(String, &'static str, Chart)> {
                             At::Bars { .. } => None,
                         })
                         .collect(),
-                    series: servers
-                        .iter()
-                        .map(|&name| {
-                            (
-                                name.to_owned(),
-                                line(p.metric, &of(name).collect::<Vec<_>>()),
-                            )
-                        })
-                        .collect(),
+                    series: match p.x_axis {
+                        XAxis::Steps => servers
+                            .iter()
+                            .map(|&name| {
+                                (
+                                    name.to_owned(),
+                                    line(p.metric, &of(name).collect::<Vec<_>>()),
+                                )
+                            })
+                            .collect(),
+                        XAxis::Workers => workers::lines(p.metric, &servers, of),
+                    },
                 },
                 None => {
                     let mut categories: Vec<String> = Vec::new();

@@ -1,12 +1,14 @@
 //! Kjeldgaard, Yarn (2011), sec. 6.2.1, Fig. 6.4: a Ruby web server's throughput against
 //! its number of prefork workers.
 
-use super::{At, Comparison, Finding, Reference, Source, Verdict, line};
+use super::{At, Comparison, Finding, Reference, Source, Verdict, at_label};
 use crate::results::Results;
 use crate::scenario::Metric;
+use crate::servers::ServerSpec;
 
-/// The group the workers scenario draws throughput against workers in.
-const GROUP: &str = "workers";
+/// Yarn's load: the workers scenario's group and step of 20 connections.
+const GROUP: &str = "20 connections (Yarn's)";
+const STEP: &str = "20 connections";
 
 pub(super) const WORKERS: Source = Source {
     figure: "Kjeldgaard 2011 (Yarn), Fig. 6.4",
@@ -43,8 +45,14 @@ fn judge(results: &Results) -> Finding {
     let mut line: Vec<(f64, f64)> = results
         .servers
         .iter()
-        .filter(|s| s.name.starts_with("proscenium:prefork"))
-        .flat_map(|s| line(results, &s.name, GROUP, Metric::Rps))
+        .filter_map(|s| {
+            let spec: ServerSpec = s.name.parse().ok()?;
+            let ("proscenium:prefork", workers) = spec.workers()? else {
+                return None;
+            };
+            let rps = at_label(results, &s.name, GROUP, STEP, Metric::Rps)?;
+            Some((workers as f64, rps))
+        })
         .collect();
     line.sort_by(|a, b| a.0.total_cmp(&b.0));
     let (Some(&(_, first)), Some(&(most, last))) = (line.first(), line.last()) else {

@@ -21,15 +21,15 @@ public final class Workloads {
 
     private Workloads() {}
 
-    /** Leda's dynamic page: 30,000 iterations of 32-bit arithmetic, then a small page. */
+    /** Leda's dynamic page: 1,250,000 iterations of 32-bit arithmetic, then a small page. */
     public static Answer dynamicPage() {
         int acc = 0;
-        for (int i = 0; i < 30_000; i++) {
+        for (int i = 0; i < 1_250_000; i++) {
             acc = acc * 31 + i;
         }
         // lab-app's accumulator is a u32; Java's int wraps the same, read unsigned.
         return new Answer(200, "text/html; charset=utf-8",
-                "<!doctype html><title>dynamic</title><p>30000 iterations: "
+                "<!doctype html><title>dynamic</title><p>1250000 iterations: "
                         + Integer.toUnsignedString(acc) + "</p>");
     }
 
