@@ -3,10 +3,10 @@
 //! step's targets. `results.json` files written before it have none (`null`: not
 //! recorded).
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
+use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
 /// What a run records about its own making.
@@ -25,8 +25,9 @@ pub struct Provenance {
     pub server_cpus: String,
     /// The cores the load generator ran on.
     pub load_cpus: String,
-    /// Each step (`group / label`) and what it sent: `k × METHOD /path` in turn.
-    pub targets: BTreeMap<String, Vec<String>>,
+    /// Each step (`group / label`), in the plan's order, and what it sent:
+    /// `k × METHOD /path` in turn.
+    pub targets: IndexMap<String, Vec<String>>,
 }
 
 /// The time now, UTC.
