@@ -1,0 +1,289 @@
+//! A graph running: each cluster's threads taking ready instances, and the graceful
+//! shutdown.
+//!
+//! Shutdown steps: (1) raise `stopping`, which sources read; (2) wait for every
+//! source's run to return; (3) wait, stage by stage in graph order (upstream first),
+//! for its queue to empty and its instances to go idle; (4) past the deadline, raise
+//! `halted` (blocked senders give up) and dead-letter what is still queued; (5) tell
+//! every thread to exit and join those that do by the deadline.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender};
+use parking_lot::{Condvar, Mutex};
+use serde::Serialize;
+
+use super::bucket::TokenBucket;
+use super::graph::Graph;
+use super::node::{Node, Pool, Route, Shared, Ticket};
+use super::plan::Plan;
+use super::port::Admission;
+use super::stage::Role;
+use super::stats::{Counters, GraphStats, StageStats};
+use crate::actor::{DeadLetters, Reason};
+
+/// A stage graph at work. Dropping it without [`shutdown`](Self::shutdown) stops
+/// its threads at once, dead-lettering what is queued.
+pub struct RunningGraph {
+    shared: Arc<Shared>,
+    clusters: Vec<(String, usize, Sender<Ticket>)>,
+    order: Vec<usize>,
+    threads: Vec<JoinHandle<()>>,
+    exited: Receiver<()>,
+    started: Instant,
+}
+
+/// What a graceful shutdown did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ShutdownReport {
+    /// The stages drained, in the order they were (graph order: upstream first).
+    pub drained: Vec<String>,
+    /// Events still queued at the deadline, dead-lettered.
+    pub abandoned: u64,
+    /// Threads that had not exited by the deadline (left running, detached).
+    pub stuck_threads: usize,
+}
+
+impl RunningGraph {
+    pub(crate) fn start(graph: Graph, plan: &Plan) -> Self {
+        let readies: Vec<(Sender<Ticket>, Receiver<Ticket>)> = plan
+            .clusters
+            .iter()
+            .map(|_| crossbeam_channel::unbounded())
+            .collect();
+        let order = graph_order(&graph);
+        let nodes = graph
+            .stages
+            .iter()
+            .enumerate()
+            .map(|(at, stage)| {
+                let cluster = plan.cluster_of[at];
+                let capacity = plan.clusters[cluster].queue;
+                let instances = plan.instances[at];
+                let routes = graph
+                    .edges
+                    .iter()
+                    .filter(|edge| edge.from == at)
+                    .map(|edge| Route {
+                        port: stage
+                            .outputs
+                            .iter()
+                            .find(|p| p.name == edge.port)
+                            .map_or("", |p| p.name),
+                        target: edge.to,
+                        connector: edge.connector,
+                        bucket: match edge.connector.admission {
+                            Admission::TokenBucket { rate, burst } => {
+                                Some(TokenBucket::new(rate, burst))
+                            }
+                            Admission::Block | Admission::Reject => None,
+                        },
+                    })
+                    .collect();
+                let idle = if stage.role == Role::Source {
+                    Vec::new()
+                } else {
+                    (0..instances).map(|_| (stage.instance)()).collect()
+                };
+                Node {
+                    name: stage.name.clone(),
+                    role: stage.role,
+                    input_name: stage.input.map_or("()", |input| input.name),
+                    cluster,
+                    instances,
+                    batch: plan.clusters[cluster].batch,
+                    routes,
+                    queue: crossbeam_channel::bounded(capacity),
+                    capacity,
+                    ready: readies[cluster].0.clone(),
+                    pool: Mutex::new(Pool::new(idle)),
+                    released: Condvar::new(),
+                    counters: Counters::default(),
+                }
+            })
+            .collect();
+        let shared = Arc::new(Shared {
+            nodes,
+            stopping: AtomicBool::new(false),
+            halted: AtomicBool::new(false),
+            dead_letters: DeadLetters::default(),
+        });
+        let (exit_tx, exited) = crossbeam_channel::unbounded();
+        let mut threads = Vec::new();
+        for (cluster, (_, ready)) in plan.clusters.iter().zip(&readies) {
+            for i in 0..cluster.threads {
+                threads.push(spawn_worker(
+                    format!("stage-{}-{i}", cluster.name),
+                    &shared,
+                    ready.clone(),
+                    exit_tx.clone(),
+                ));
+            }
+        }
+        for (at, stage) in graph
+            .stages
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.role == Role::Source)
+        {
+            for _ in 0..plan.instances[at] {
+                let _ = readies[plan.cluster_of[at]]
+                    .0
+                    .send(Ticket::Run(at, (stage.instance)()));
+            }
+        }
+        let clusters = plan
+            .clusters
+            .iter()
+            .zip(readies)
+            .map(|(cluster, (ready, _))| (cluster.name.clone(), cluster.threads, ready))
+            .collect();
+        Self {
+            shared,
+            clusters,
+            order,
+            threads,
+            exited,
+            started: Instant::now(),
+        }
+    }
+
+    /// Returns every stage's queue and counters now.
+    pub fn stats(&self) -> GraphStats {
+        let uptime = self.started.elapsed();
+        GraphStats {
+            uptime_secs: uptime.as_secs_f64(),
+            stages: self
+                .shared
+                .nodes
+                .iter()
+                .map(|node| {
+                    let identity = (
+                        node.name.as_str(),
+                        self.clusters[node.cluster].0.as_str(),
+                        node.instances,
+                    );
+                    StageStats::read(
+                        identity,
+                        (node.queue.1.len(), node.capacity),
+                        &node.counters,
+                        uptime,
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    /// Returns the graph's dead letters: events whose handler panicked, and events
+    /// left undelivered by a shutdown past its deadline.
+    pub fn dead_letters(&self) -> &DeadLetters {
+        &self.shared.dead_letters
+    }
+
+    /// Stops the sources, drains the queues in graph order (upstream first) and
+    /// stops the threads, all within `deadline`.
+    pub fn shutdown(mut self, deadline: Duration) -> ShutdownReport {
+        let until = Instant::now() + deadline;
+        self.shared.stopping.store(true, Ordering::Release);
+        let mut drained = Vec::new();
+        for &node in &self.order {
+            if self.shared.wait_quiet(node, until) {
+                drained.push(self.shared.nodes[node].name.clone());
+            }
+        }
+        let abandoned = self.halt();
+        let threads = std::mem::take(&mut self.threads);
+        let mut exits = 0;
+        while exits < threads.len() && self.exited.recv_deadline(until).is_ok() {
+            exits += 1;
+        }
+        let mut stuck_threads = 0;
+        for thread in threads {
+            // All told they exited: each join is a moment's wait.
+            if exits == self.clusters.iter().map(|c| c.1).sum::<usize>() || thread.is_finished() {
+                let _ = thread.join();
+            } else {
+                stuck_threads += 1;
+                tracing::warn!("a stage thread did not exit by the shutdown deadline");
+            }
+        }
+        ShutdownReport {
+            drained,
+            abandoned,
+            stuck_threads,
+        }
+    }
+
+    /// Raises `halted`, dead-letters what is queued and tells every thread to exit.
+    fn halt(&self) -> u64 {
+        self.shared.halted.store(true, Ordering::Release);
+        let mut abandoned = 0;
+        for node in &self.shared.nodes {
+            while node.queue.1.try_recv().is_ok() {
+                abandoned += 1;
+                self.shared
+                    .dead_letters
+                    .report(&node.name, node.input_name, Reason::Stopped);
+            }
+        }
+        for (_, threads, ready) in &self.clusters {
+            for _ in 0..*threads {
+                let _ = ready.send(Ticket::Exit);
+            }
+        }
+        abandoned
+    }
+}
+
+impl Drop for RunningGraph {
+    fn drop(&mut self) {
+        if !self.threads.is_empty() {
+            self.halt();
+        }
+    }
+}
+
+fn spawn_worker(
+    name: String,
+    shared: &Arc<Shared>,
+    ready: Receiver<Ticket>,
+    exited: Sender<()>,
+) -> JoinHandle<()> {
+    let shared = Arc::clone(shared);
+    std::thread::Builder::new()
+        .name(name)
+        .spawn(move || {
+            while let Ok(Ticket::Run(node, instance)) = ready.recv() {
+                shared.turn(node, instance);
+            }
+            let _ = exited.send(());
+        })
+        .expect("a stage thread starts")
+}
+
+/// Stages upstream first (Kahn's order over the connectors); stages on a cycle
+/// follow in the order they were added.
+fn graph_order(graph: &Graph) -> Vec<usize> {
+    let n = graph.stages.len();
+    let mut inbound = vec![0usize; n];
+    for edge in &graph.edges {
+        inbound[edge.to] += 1;
+    }
+    let mut order: Vec<usize> = (0..n).filter(|&s| inbound[s] == 0).collect();
+    let mut at = 0;
+    while at < order.len() {
+        let from = order[at];
+        for edge in graph.edges.iter().filter(|e| e.from == from) {
+            inbound[edge.to] -= 1;
+            if inbound[edge.to] == 0 {
+                order.push(edge.to);
+            }
+        }
+        at += 1;
+    }
+    order.extend((0..n).filter(|s| !order.contains(s)).collect::<Vec<_>>());
+    order
+}
