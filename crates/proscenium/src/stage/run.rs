@@ -37,7 +37,7 @@ pub struct RunningGraph {
 }
 
 /// What a graceful shutdown did.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct ShutdownReport {
     /// The stages drained, in the order they were (graph order: upstream first).
     pub drained: Vec<String>,
@@ -45,6 +45,10 @@ pub struct ShutdownReport {
     pub abandoned: u64,
     /// Threads that had not exited by the deadline (left running, detached).
     pub stuck_threads: usize,
+    /// Dead letters over the graph's life.
+    pub dead_letters: u64,
+    /// Every stage's counters once drained.
+    pub stats: GraphStats,
 }
 
 impl RunningGraph {
@@ -194,6 +198,7 @@ impl RunningGraph {
                 drained.push(self.shared.nodes[node].name.clone());
             }
         }
+        let stats = self.stats();
         let abandoned = self.halt();
         let threads = std::mem::take(&mut self.threads);
         let mut exits = 0;
@@ -214,6 +219,8 @@ impl RunningGraph {
             drained,
             abandoned,
             stuck_threads,
+            dead_letters: self.shared.dead_letters.count(),
+            stats,
         }
     }
 
