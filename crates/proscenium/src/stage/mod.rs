@@ -72,6 +72,8 @@ mod error;
 mod graph;
 mod node;
 mod plan;
+#[cfg(test)]
+mod plan_tests;
 mod port;
 mod run;
 mod set;
