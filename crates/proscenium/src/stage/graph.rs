@@ -5,11 +5,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use super::cluster::ClusterSpec;
+use super::definition::Stage;
 use super::error::StageError;
 use super::port::Connector;
 use super::run::RunningGraph;
 use super::set::StageSet;
-use super::stage::Stage;
 
 /// A handle on a stage added to a [`Graph`], for connecting and partitioning.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,6 +111,6 @@ impl Graph {
         clusters: &HashMap<String, ClusterSpec>,
     ) -> Result<RunningGraph, StageError> {
         let plan = super::plan::Plan::check(&self, clusters)?;
-        Ok(RunningGraph::start(self, &plan))
+        Ok(RunningGraph::start(&self, &plan))
     }
 }

@@ -68,6 +68,7 @@
 mod bucket;
 mod cluster;
 mod context;
+mod definition;
 mod error;
 mod graph;
 mod node;
@@ -77,17 +78,16 @@ mod plan_tests;
 mod port;
 mod run;
 mod set;
-mod stage;
 mod stats;
 #[cfg(test)]
 mod tests;
 
 pub use self::cluster::ClusterSpec;
 pub use self::context::Context;
+pub use self::definition::Stage;
 pub use self::error::StageError;
 pub use self::graph::{Graph, StageRef};
 pub use self::port::{Admission, Connector, ConnectorKind, Event, Out};
 pub use self::run::{RunningGraph, ShutdownReport};
 pub use self::set::StageSet;
-pub use self::stage::Stage;
 pub use self::stats::{GraphStats, StageStats};

@@ -15,9 +15,9 @@ use parking_lot::{Condvar, Mutex};
 
 use super::bucket::TokenBucket;
 use super::context::Context;
+use super::definition::{Instance, Payload, Role};
 use super::error::StageError;
 use super::port::{Admission, Connector, ConnectorKind};
-use super::stage::{Instance, Payload, Role};
 use super::stats::Counters;
 use crate::actor::{DeadLetters, Reason};
 

@@ -4,11 +4,11 @@
 use std::collections::HashMap;
 
 use super::cluster::{ClusterSpec, DEFAULT_QUEUE};
+use super::definition::Role;
 use super::error::StageError;
 use super::graph::Graph;
 use super::port::ConnectorKind;
 use super::set::StageSet;
-use super::stage::Role;
 
 /// The cluster a graph runs as when neither its code nor its configuration
 /// partitions it.

@@ -17,11 +17,11 @@ use parking_lot::{Condvar, Mutex};
 use serde::Serialize;
 
 use super::bucket::TokenBucket;
-use super::graph::Graph;
+use super::definition::{Role, Stage};
+use super::graph::{Edge, Graph};
 use super::node::{Node, Pool, Route, Shared, Ticket};
 use super::plan::Plan;
 use super::port::Admission;
-use super::stage::Role;
 use super::stats::{Counters, GraphStats, StageStats};
 use crate::actor::{DeadLetters, Reason};
 
@@ -52,62 +52,15 @@ pub struct ShutdownReport {
 }
 
 impl RunningGraph {
-    pub(crate) fn start(graph: Graph, plan: &Plan) -> Self {
+    pub(crate) fn start(graph: &Graph, plan: &Plan) -> Self {
         let readies: Vec<(Sender<Ticket>, Receiver<Ticket>)> = plan
             .clusters
             .iter()
             .map(|_| crossbeam_channel::unbounded())
             .collect();
-        let order = graph_order(&graph);
-        let nodes = graph
-            .stages
-            .iter()
-            .enumerate()
-            .map(|(at, stage)| {
-                let cluster = plan.cluster_of[at];
-                let capacity = plan.clusters[cluster].queue;
-                let instances = plan.instances[at];
-                let routes = graph
-                    .edges
-                    .iter()
-                    .filter(|edge| edge.from == at)
-                    .map(|edge| Route {
-                        port: stage
-                            .outputs
-                            .iter()
-                            .find(|p| p.name == edge.port)
-                            .map_or("", |p| p.name),
-                        target: edge.to,
-                        connector: edge.connector,
-                        bucket: match edge.connector.admission {
-                            Admission::TokenBucket { rate, burst } => {
-                                Some(TokenBucket::new(rate, burst))
-                            }
-                            Admission::Block | Admission::Reject => None,
-                        },
-                    })
-                    .collect();
-                let idle = if stage.role == Role::Source {
-                    Vec::new()
-                } else {
-                    (0..instances).map(|_| (stage.instance)()).collect()
-                };
-                Node {
-                    name: stage.name.clone(),
-                    role: stage.role,
-                    input_name: stage.input.map_or("()", |input| input.name),
-                    cluster,
-                    instances,
-                    batch: plan.clusters[cluster].batch,
-                    routes,
-                    queue: crossbeam_channel::bounded(capacity),
-                    capacity,
-                    ready: readies[cluster].0.clone(),
-                    pool: Mutex::new(Pool::new(idle)),
-                    released: Condvar::new(),
-                    counters: Counters::default(),
-                }
-            })
+        let order = graph_order(graph);
+        let nodes = (0..graph.stages.len())
+            .map(|at| build_node(graph, plan, at, &readies[plan.cluster_of[at]].0))
             .collect();
         let shared = Arc::new(Shared {
             nodes,
@@ -116,27 +69,23 @@ impl RunningGraph {
             dead_letters: DeadLetters::default(),
         });
         let (exit_tx, exited) = crossbeam_channel::unbounded();
-        let mut threads = Vec::new();
-        for (cluster, (_, ready)) in plan.clusters.iter().zip(&readies) {
-            for i in 0..cluster.threads {
-                threads.push(spawn_worker(
-                    format!("stage-{}-{i}", cluster.name),
-                    &shared,
-                    ready.clone(),
-                    exit_tx.clone(),
-                ));
-            }
-        }
-        for (at, stage) in graph
-            .stages
+        let threads = plan
+            .clusters
             .iter()
-            .enumerate()
-            .filter(|(_, s)| s.role == Role::Source)
-        {
-            for _ in 0..plan.instances[at] {
-                let _ = readies[plan.cluster_of[at]]
-                    .0
-                    .send(Ticket::Run(at, (stage.instance)()));
+            .zip(&readies)
+            .flat_map(|(cluster, (_, ready))| {
+                (0..cluster.threads).map(|i| {
+                    let name = format!("stage-{}-{i}", cluster.name);
+                    spawn_worker(name, &shared, ready.clone(), exit_tx.clone())
+                })
+            })
+            .collect();
+        for (at, stage) in graph.stages.iter().enumerate() {
+            if stage.role == Role::Source {
+                for _ in 0..plan.instances[at] {
+                    let ticket = Ticket::Run(at, (stage.instance)());
+                    let _ = readies[plan.cluster_of[at]].0.send(ticket);
+                }
             }
         }
         let clusters = plan
@@ -251,6 +200,52 @@ impl Drop for RunningGraph {
             self.halt();
         }
     }
+}
+
+/// Returns stage `at` ready to run: its queue, its idle instances (a source's are
+/// made as they start), its routes.
+fn build_node(graph: &Graph, plan: &Plan, at: usize, ready: &Sender<Ticket>) -> Node {
+    let stage = &graph.stages[at];
+    let cluster = plan.cluster_of[at];
+    let (capacity, instances) = (plan.clusters[cluster].queue, plan.instances[at]);
+    let idle = match stage.role {
+        Role::Source => Vec::new(),
+        Role::Stateful | Role::Stateless => (0..instances).map(|_| (stage.instance)()).collect(),
+    };
+    Node {
+        name: stage.name.clone(),
+        role: stage.role,
+        input_name: stage.input.map_or("()", |input| input.name),
+        cluster,
+        instances,
+        batch: plan.clusters[cluster].batch,
+        routes: graph
+            .edges
+            .iter()
+            .filter(|edge| edge.from == at)
+            .filter_map(|edge| route(stage, edge))
+            .collect(),
+        queue: crossbeam_channel::bounded(capacity),
+        capacity,
+        ready: ready.clone(),
+        pool: Mutex::new(Pool::new(idle)),
+        released: Condvar::new(),
+        counters: Counters::default(),
+    }
+}
+
+/// Returns `edge` as its sender's route (every edge's port exists: the plan checked).
+fn route(stage: &Stage, edge: &Edge) -> Option<Route> {
+    let port = stage.outputs.iter().find(|port| port.name == edge.port)?;
+    Some(Route {
+        port: port.name,
+        target: edge.to,
+        connector: edge.connector,
+        bucket: match edge.connector.admission {
+            Admission::TokenBucket { rate, burst } => Some(TokenBucket::new(rate, burst)),
+            Admission::Block | Admission::Reject => None,
+        },
+    })
 }
 
 fn spawn_worker(

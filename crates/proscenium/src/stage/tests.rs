@@ -64,10 +64,10 @@ fn pipeline(
 fn a_stateful_stage_never_runs_two_events_at_once() {
     let events = Out::<u64>::new("events");
     let port = events.clone();
-    let in_flight = Arc::new(AtomicUsize::new(0));
+    let watch = Arc::new(AtomicUsize::new(0));
     let most = Arc::new(AtomicUsize::new(0));
     let (total_tx, total) = crossbeam_channel::bounded(1);
-    let (watch, peak) = (in_flight.clone(), most.clone());
+    let peak = most.clone();
     let mut graph = Graph::new();
     let senders = graph.stage(
         Stage::source(
@@ -101,9 +101,9 @@ fn a_stateful_stage_never_runs_two_events_at_once() {
 
 #[test]
 fn a_stateless_stage_runs_its_instances_in_parallel() {
-    let arrived = Arc::new(AtomicUsize::new(0));
+    let arrivals = Arc::new(AtomicUsize::new(0));
     let passed = Arc::new(AtomicUsize::new(0));
-    let (arrivals, passes) = (arrived.clone(), passed.clone());
+    let passes = passed.clone();
     // Only four handlers running at once get past this barrier.
     let running = pipeline(
         4,
