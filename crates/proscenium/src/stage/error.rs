@@ -17,6 +17,7 @@ enum Kind {
     Rejected,
     Stopped,
     Handler,
+    Start,
 }
 
 impl StageError {
@@ -50,6 +51,13 @@ impl StageError {
         Self {
             kind: Kind::Graph,
             message,
+        }
+    }
+
+    pub(crate) fn start(cluster: &str, cause: &std::io::Error) -> Self {
+        Self {
+            kind: Kind::Start,
+            message: format!("cluster `{cluster}`: a thread could not start: {cause}"),
         }
     }
 

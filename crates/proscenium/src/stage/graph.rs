@@ -105,12 +105,13 @@ impl Graph {
     /// A graph error ([`StageError::is_graph`]): a port unknown or bound to no stage
     /// or twice, a port's type not its consumer's input, a decoupled connector on a
     /// local-only port, a `local` connector across clusters, a stage in no cluster or
-    /// in two, a cluster whose sources would hold all its threads.
+    /// in two, a cluster whose sources would hold all its threads. Or a thread that
+    /// could not start.
     pub fn start(
         self,
         clusters: &HashMap<String, ClusterSpec>,
     ) -> Result<RunningGraph, StageError> {
         let plan = super::plan::Plan::check(&self, clusters)?;
-        Ok(RunningGraph::start(&self, &plan))
+        RunningGraph::start(&self, &plan)
     }
 }

@@ -100,11 +100,14 @@ impl Shared {
             }
             ConnectorKind::Local | ConnectorKind::Decoupled => self.enqueue(sender, route, event),
         };
-        if result.is_ok() {
-            sender.counters.sent.fetch_add(1, Ordering::Relaxed);
-        } else {
-            target.counters.rejected.fetch_add(1, Ordering::Relaxed);
-        }
+        match &result {
+            Ok(()) => sender.counters.sent.fetch_add(1, Ordering::Relaxed),
+            Err(error) if error.is_rejected() => {
+                target.counters.rejected.fetch_add(1, Ordering::Relaxed)
+            }
+            // A stop past the deadline was dead-lettered, and counted there.
+            Err(_) => 0,
+        };
         result
     }
 

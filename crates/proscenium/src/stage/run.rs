@@ -18,6 +18,7 @@ use serde::Serialize;
 
 use super::bucket::TokenBucket;
 use super::definition::{Role, Stage};
+use super::error::StageError;
 use super::graph::{Edge, Graph};
 use super::node::{Node, Pool, Route, Shared, Ticket};
 use super::plan::Plan;
@@ -52,7 +53,7 @@ pub struct ShutdownReport {
 }
 
 impl RunningGraph {
-    pub(crate) fn start(graph: &Graph, plan: &Plan) -> Self {
+    pub(crate) fn start(graph: &Graph, plan: &Plan) -> Result<Self, StageError> {
         let readies: Vec<(Sender<Ticket>, Receiver<Ticket>)> = plan
             .clusters
             .iter()
@@ -69,7 +70,7 @@ impl RunningGraph {
             dead_letters: DeadLetters::default(),
         });
         let (exit_tx, exited) = crossbeam_channel::unbounded();
-        let threads = plan
+        let threads: Result<Vec<_>, StageError> = plan
             .clusters
             .iter()
             .zip(&readies)
@@ -77,9 +78,23 @@ impl RunningGraph {
                 (0..cluster.threads).map(|i| {
                     let name = format!("stage-{}-{i}", cluster.name);
                     spawn_worker(name, &shared, ready.clone(), exit_tx.clone())
+                        .map_err(|e| StageError::start(&cluster.name, &e))
                 })
             })
             .collect();
+        let threads = match threads {
+            Ok(threads) => threads,
+            Err(error) => {
+                // Those started leave at their Exit; one per thread of every cluster
+                // is enough for all of them.
+                for ((ready, _), cluster) in readies.iter().zip(&plan.clusters) {
+                    for _ in 0..cluster.threads {
+                        let _ = ready.send(Ticket::Exit);
+                    }
+                }
+                return Err(error);
+            }
+        };
         for (at, stage) in graph.stages.iter().enumerate() {
             if stage.role == Role::Source {
                 for _ in 0..plan.instances[at] {
@@ -94,14 +109,14 @@ impl RunningGraph {
             .zip(readies)
             .map(|(cluster, (ready, _))| (cluster.name.clone(), cluster.threads, ready))
             .collect();
-        Self {
+        Ok(Self {
             shared,
             clusters,
             order,
             threads,
             exited,
             started: Instant::now(),
-        }
+        })
     }
 
     /// Returns every stage's queue and counters now.
@@ -253,17 +268,16 @@ fn spawn_worker(
     shared: &Arc<Shared>,
     ready: Receiver<Ticket>,
     exited: Sender<()>,
-) -> JoinHandle<()> {
+) -> std::io::Result<JoinHandle<()>> {
     let shared = Arc::clone(shared);
-    std::thread::Builder::new()
-        .name(name)
-        .spawn(move || {
-            while let Ok(Ticket::Run(node, instance)) = ready.recv() {
-                shared.turn(node, instance);
-            }
-            let _ = exited.send(());
-        })
-        .expect("a stage thread starts")
+    // Each thread has its current-thread runtime, unused by sync handlers: async
+    // handlers are to run on it, so their awaits hold no thread.
+    crate::rt::runtime::spawn_thread(name, move |_runtime| {
+        while let Ok(Ticket::Run(node, instance)) = ready.recv() {
+            shared.turn(node, instance);
+        }
+        let _ = exited.send(());
+    })
 }
 
 /// Stages upstream first (Kahn's order over the connectors); stages on a cycle
