@@ -100,14 +100,12 @@ impl Shared {
             }
             ConnectorKind::Local | ConnectorKind::Decoupled => self.enqueue(sender, route, event),
         };
-        match &result {
-            Ok(()) => sender.counters.sent.fetch_add(1, Ordering::Relaxed),
-            Err(error) if error.is_rejected() => {
-                target.counters.rejected.fetch_add(1, Ordering::Relaxed)
-            }
-            // A stop past the deadline was dead-lettered, and counted there.
-            Err(_) => 0,
-        };
+        // A stop past the deadline is counted among the dead letters instead.
+        if result.is_ok() {
+            sender.counters.sent.fetch_add(1, Ordering::Relaxed);
+        } else if result.as_ref().is_err_and(StageError::is_rejected) {
+            target.counters.rejected.fetch_add(1, Ordering::Relaxed);
+        }
         result
     }
 
