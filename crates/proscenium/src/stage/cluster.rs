@@ -27,6 +27,10 @@ pub struct ClusterSpec {
     pub stages: Vec<String>,
     /// Threads running the cluster's stages (default: one per core).
     pub threads: Option<usize>,
+    /// The most threads the thread-pool controller may grow the cluster to while its
+    /// queues grow (it shrinks back to `threads` when they stay empty); absent or not
+    /// above `threads`, the controller is off.
+    pub max_threads: Option<usize>,
     /// Instances of each stateless stage or source (default 1).
     pub instances: BTreeMap<String, usize>,
     /// The bound of each stage's queue (default 1,024 events).

@@ -54,8 +54,9 @@
 //! ```text
 //! error, set, port, cluster,   leaves: the error, stage sets, ports/connectors/
 //! bucket, stats                admission, a cluster's spec, the token bucket, counters
-//! stage, context               a stage as written; what a handler is handed
+//! definition, context          a stage as written; what a handler is handed
 //! node                         a stage running: queue, idle instances, counters
+//! crew, controller             a cluster's threads; SEDA's thread-pool controller
 //! graph, plan                  the graph as written; checking it and its partition
 //! run                          the running graph: threads, stats, shutdown
 //! ```
@@ -68,6 +69,8 @@
 mod bucket;
 mod cluster;
 mod context;
+mod controller;
+mod crew;
 mod definition;
 mod error;
 mod graph;
@@ -90,4 +93,4 @@ pub use self::graph::{Graph, StageRef};
 pub use self::port::{Admission, Connector, ConnectorKind, Event, Out};
 pub use self::run::{RunningGraph, ShutdownReport};
 pub use self::set::StageSet;
-pub use self::stats::{GraphStats, StageStats};
+pub use self::stats::{ClusterStats, GraphStats, StageStats};

@@ -246,6 +246,15 @@ impl Shared {
         }
     }
 
+    /// Returns the events waiting in the queues of cluster `cluster`'s stages.
+    pub(crate) fn queued_in(&self, cluster: usize) -> usize {
+        self.nodes
+            .iter()
+            .filter(|node| node.cluster == cluster)
+            .map(|node| node.queue.1.len())
+            .sum()
+    }
+
     /// Returns whether stage `node` has nothing queued and every instance idle (for
     /// a source: every run returned), waiting for it until `deadline`.
     pub(crate) fn wait_quiet(&self, node: usize, deadline: Instant) -> bool {

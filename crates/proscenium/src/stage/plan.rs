@@ -19,6 +19,7 @@ const SINGLE_CLUSTER: &str = "main";
 pub(crate) struct PlannedCluster {
     pub(crate) name: String,
     pub(crate) threads: usize,
+    pub(crate) max_threads: usize,
     pub(crate) queue: usize,
     pub(crate) batch: usize,
 }
@@ -227,9 +228,14 @@ fn check_local_edges(
 
 fn schedule(name: &str, spec: Option<&ClusterSpec>) -> PlannedCluster {
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let threads = spec.and_then(|s| s.threads).unwrap_or(cores).max(1);
     PlannedCluster {
         name: name.to_owned(),
-        threads: spec.and_then(|s| s.threads).unwrap_or(cores).max(1),
+        threads,
+        max_threads: spec
+            .and_then(|s| s.max_threads)
+            .unwrap_or(threads)
+            .max(threads),
         queue: spec.and_then(|s| s.queue).unwrap_or(DEFAULT_QUEUE).max(1),
         batch: spec.and_then(|s| s.batch).unwrap_or(1).max(1),
     }

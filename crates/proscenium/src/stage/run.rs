@@ -5,7 +5,8 @@
 //! source's run to return; (3) wait, stage by stage in graph order (upstream first),
 //! for its queue to empty and its instances to go idle; (4) past the deadline, raise
 //! `halted` (blocked senders give up) and dead-letter what is still queued; (5) tell
-//! every thread to exit and join those that do by the deadline.
+//! every thread to exit and join those that do by the deadline. An elastic cluster's
+//! thread-pool controller runs until step 4.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,6 +18,8 @@ use parking_lot::{Condvar, Mutex};
 use serde::Serialize;
 
 use super::bucket::TokenBucket;
+use super::controller;
+use super::crew::Crew;
 use super::definition::{Role, Stage};
 use super::error::StageError;
 use super::graph::{Edge, Graph};
@@ -30,11 +33,13 @@ use crate::actor::{DeadLetters, Reason};
 /// its threads at once, dead-lettering what is queued.
 pub struct RunningGraph {
     shared: Arc<Shared>,
-    clusters: Vec<(String, usize, Sender<Ticket>)>,
+    crews: Vec<Arc<Crew>>,
+    /// Each elastic cluster's controller, and the sender whose drop stops it.
+    controllers: Vec<(Sender<()>, JoinHandle<()>)>,
     order: Vec<usize>,
-    threads: Vec<JoinHandle<()>>,
     exited: Receiver<()>,
     started: Instant,
+    stopped: bool,
 }
 
 /// What a graceful shutdown did.
@@ -54,69 +59,65 @@ pub struct ShutdownReport {
 
 impl RunningGraph {
     pub(crate) fn start(graph: &Graph, plan: &Plan) -> Result<Self, StageError> {
-        let readies: Vec<(Sender<Ticket>, Receiver<Ticket>)> = plan
-            .clusters
-            .iter()
-            .map(|_| crossbeam_channel::unbounded())
-            .collect();
-        let order = graph_order(graph);
-        let nodes = (0..graph.stages.len())
-            .map(|at| build_node(graph, plan, at, &readies[plan.cluster_of[at]].0))
-            .collect();
-        let shared = Arc::new(Shared {
-            nodes,
-            stopping: AtomicBool::new(false),
-            halted: AtomicBool::new(false),
-            dead_letters: DeadLetters::default(),
-        });
         let (exit_tx, exited) = crossbeam_channel::unbounded();
-        let threads: Result<Vec<_>, StageError> = plan
+        let crews: Vec<Arc<Crew>> = plan
             .clusters
             .iter()
-            .zip(&readies)
-            .flat_map(|(cluster, (_, ready))| {
-                (0..cluster.threads).map(|i| {
-                    let name = format!("stage-{}-{i}", cluster.name);
-                    spawn_worker(name, &shared, ready.clone(), exit_tx.clone())
-                        .map_err(|e| StageError::start(&cluster.name, &e))
-                })
+            .map(|c| {
+                Arc::new(Crew::new(
+                    &c.name,
+                    c.threads,
+                    c.max_threads,
+                    exit_tx.clone(),
+                ))
             })
             .collect();
-        let threads = match threads {
-            Ok(threads) => threads,
-            Err(error) => {
-                // Those started leave at their Exit; one per thread of every cluster
-                // is enough for all of them.
-                for ((ready, _), cluster) in readies.iter().zip(&plan.clusters) {
-                    for _ in 0..cluster.threads {
-                        let _ = ready.send(Ticket::Exit);
-                    }
-                }
-                return Err(error);
-            }
+        let nodes = (0..graph.stages.len())
+            .map(|at| build_node(graph, plan, at, &crews[plan.cluster_of[at]].ready))
+            .collect();
+        let mut running = Self {
+            shared: Arc::new(Shared {
+                nodes,
+                stopping: AtomicBool::new(false),
+                halted: AtomicBool::new(false),
+                dead_letters: DeadLetters::default(),
+            }),
+            crews,
+            controllers: Vec::new(),
+            order: graph_order(graph),
+            exited,
+            started: Instant::now(),
+            stopped: false,
         };
+        // On an error, dropping `running` tells the threads started to leave.
+        for crew in &running.crews {
+            crew.start(&running.shared)?;
+        }
+        running.start_controllers()?;
         for (at, stage) in graph.stages.iter().enumerate() {
             if stage.role == Role::Source {
                 for _ in 0..plan.instances[at] {
                     let ticket = Ticket::Run(at, (stage.instance)());
-                    let _ = readies[plan.cluster_of[at]].0.send(ticket);
+                    let _ = running.crews[plan.cluster_of[at]].ready.send(ticket);
                 }
             }
         }
-        let clusters = plan
-            .clusters
+        Ok(running)
+    }
+
+    fn start_controllers(&mut self) -> Result<(), StageError> {
+        for (at, crew) in self
+            .crews
             .iter()
-            .zip(readies)
-            .map(|(cluster, (ready, _))| (cluster.name.clone(), cluster.threads, ready))
-            .collect();
-        Ok(Self {
-            shared,
-            clusters,
-            order,
-            threads,
-            exited,
-            started: Instant::now(),
-        })
+            .enumerate()
+            .filter(|(_, c)| c.is_elastic())
+        {
+            let (stop, stopped) = crossbeam_channel::bounded(0);
+            let handle = controller::spawn(at, Arc::clone(crew), Arc::clone(&self.shared), stopped)
+                .map_err(|e| StageError::start(&crew.name, &e))?;
+            self.controllers.push((stop, handle));
+        }
+        Ok(())
     }
 
     /// Returns every stage's queue and counters now.
@@ -124,6 +125,7 @@ impl RunningGraph {
         let uptime = self.started.elapsed();
         GraphStats {
             uptime_secs: uptime.as_secs_f64(),
+            clusters: self.crews.iter().map(|crew| crew.stats()).collect(),
             stages: self
                 .shared
                 .nodes
@@ -131,7 +133,7 @@ impl RunningGraph {
                 .map(|node| {
                     let identity = (
                         node.name.as_str(),
-                        self.clusters[node.cluster].0.as_str(),
+                        self.crews[node.cluster].name.as_str(),
                         node.instances,
                     );
                     StageStats::read(
@@ -163,16 +165,17 @@ impl RunningGraph {
             }
         }
         let stats = self.stats();
-        let abandoned = self.halt();
-        let threads = std::mem::take(&mut self.threads);
+        let (abandoned, threads) = self.halt();
+        let thread_count = threads.len();
+        // Every thread ever started tells `exited` once, retired ones included.
         let mut exits = 0;
-        while exits < threads.len() && self.exited.recv_deadline(until).is_ok() {
+        while exits < thread_count && self.exited.recv_deadline(until).is_ok() {
             exits += 1;
         }
         let mut stuck_threads = 0;
         for thread in threads {
             // All told they exited: each join is a moment's wait.
-            if exits == self.clusters.iter().map(|c| c.1).sum::<usize>() || thread.is_finished() {
+            if exits == thread_count || thread.is_finished() {
                 let _ = thread.join();
             } else {
                 stuck_threads += 1;
@@ -188,8 +191,15 @@ impl RunningGraph {
         }
     }
 
-    /// Raises `halted`, dead-letters what is queued and tells every thread to exit.
-    fn halt(&self) -> u64 {
+    /// Stops the controllers, raises `halted`, dead-letters what is queued, tells
+    /// every thread to exit; returns the events dead-lettered and the handles of
+    /// every thread started.
+    fn halt(&mut self) -> (u64, Vec<JoinHandle<()>>) {
+        self.stopped = true;
+        for (stop, controller) in std::mem::take(&mut self.controllers) {
+            drop(stop);
+            let _ = controller.join();
+        }
         self.shared.halted.store(true, Ordering::Release);
         let mut abandoned = 0;
         for node in &self.shared.nodes {
@@ -200,18 +210,15 @@ impl RunningGraph {
                     .report(&node.name, node.input_name, Reason::Stopped);
             }
         }
-        for (_, threads, ready) in &self.clusters {
-            for _ in 0..*threads {
-                let _ = ready.send(Ticket::Exit);
-            }
-        }
-        abandoned
+        let threads = self.crews.iter().flat_map(|crew| crew.stop()).collect();
+        (abandoned, threads)
     }
 }
 
 impl Drop for RunningGraph {
     fn drop(&mut self) {
-        if !self.threads.is_empty() {
+        if !self.stopped {
+            // The threads leave at their next ticket, unjoined.
             self.halt();
         }
     }
@@ -260,23 +267,6 @@ fn route(stage: &Stage, edge: &Edge) -> Option<Route> {
             Admission::TokenBucket { rate, burst } => Some(TokenBucket::new(rate, burst)),
             Admission::Block | Admission::Reject => None,
         },
-    })
-}
-
-fn spawn_worker(
-    name: String,
-    shared: &Arc<Shared>,
-    ready: Receiver<Ticket>,
-    exited: Sender<()>,
-) -> std::io::Result<JoinHandle<()>> {
-    let shared = Arc::clone(shared);
-    // Each thread has its current-thread runtime, unused by sync handlers: async
-    // handlers are to run on it, so their awaits hold no thread.
-    crate::rt::runtime::spawn_thread(name, move |_runtime| {
-        while let Ok(Ticket::Run(node, instance)) = ready.recv() {
-            shared.turn(node, instance);
-        }
-        let _ = exited.send(());
     })
 }
 

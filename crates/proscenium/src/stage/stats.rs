@@ -35,9 +35,33 @@ pub struct GraphStats {
     pub uptime_secs: f64,
     /// One entry per stage, in the order the stages were added.
     pub stages: Vec<StageStats>,
+    /// One entry per cluster.
+    pub clusters: Vec<ClusterStats>,
+}
+
+/// A cluster's threads, and what its thread-pool controller did.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClusterStats {
+    /// The cluster.
+    pub cluster: String,
+    /// Its threads now.
+    pub threads: usize,
+    /// The threads it keeps (`threads` in its configuration).
+    pub min_threads: usize,
+    /// The threads its controller may grow it to (`max_threads`).
+    pub max_threads: usize,
+    /// Threads its controller added.
+    pub grown: u64,
+    /// Threads its controller retired.
+    pub shrunk: u64,
 }
 
 impl GraphStats {
+    /// Returns the entry of the cluster named.
+    pub fn cluster(&self, name: &str) -> Option<&ClusterStats> {
+        self.clusters.iter().find(|cluster| cluster.cluster == name)
+    }
+
     /// Returns the entry of the stage named.
     pub fn stage(&self, name: &str) -> Option<&StageStats> {
         self.stages.iter().find(|stage| stage.stage == name)

@@ -349,3 +349,40 @@ fn one_graph_gives_the_same_output_under_two_partitions() {
     assert_eq!(one, (1..=100).map(|n| n * n).collect::<Vec<u64>>());
     assert_eq!(one, two);
 }
+
+#[test]
+fn the_thread_pool_controller_grows_a_cluster_under_load_and_shrinks_it_after() {
+    let arrivals = Arc::new(AtomicUsize::new(0));
+    let passed = Arc::new(AtomicUsize::new(0));
+    let passes = passed.clone();
+    // One thread to start with: only a grown cluster gets four handlers past this
+    // barrier at once.
+    let running = pipeline(
+        8,
+        Connector::decoupled(),
+        "[clusters.source]\nstages = [\"source\"]\nthreads = 1\n\
+         [clusters.work]\nstages = [\"sink\"]\nthreads = 1\nmax_threads = 4\ninstances = { sink = 4 }",
+        move |_| {
+            arrivals.fetch_add(1, Ordering::SeqCst);
+            if wait_until(|| arrivals.load(Ordering::SeqCst) >= 4) {
+                passes.fetch_add(1, Ordering::SeqCst);
+            }
+        },
+    );
+    assert!(wait_until(|| running
+        .stats()
+        .stage("sink")
+        .unwrap()
+        .handled
+        == 8));
+    assert!(wait_until(|| running
+        .stats()
+        .cluster("work")
+        .unwrap()
+        .threads
+        == 1));
+    let work = running.stats().cluster("work").unwrap().clone();
+    running.shutdown(DEADLINE);
+    assert_eq!(passed.load(Ordering::SeqCst), 8);
+    assert!(work.grown >= 3 && work.shrunk == work.grown, "{work:?}");
+}
