@@ -46,7 +46,8 @@ impl<S: Send> Instance for Instanced<S> {
 /// A stage of a graph, before the graph runs.
 ///
 /// Its handler is sync and runs on its cluster's threads. (Async handlers, run on a
-/// loop, are one more kind of instance behind the same scheduling; nothing here assumes sync.)
+/// loop, are to be one more kind of instance behind the same scheduling; nothing
+/// here assumes sync.)
 pub struct Stage {
     pub(crate) name: String,
     pub(crate) role: Role,

@@ -135,7 +135,9 @@ pub struct Connector {
 }
 
 impl Connector {
-    /// Returns a `cohort` connector: the consumer runs on the sender's thread.
+    /// Returns a `cohort` connector: the consumer runs on the sender's thread, once
+    /// one of its instances is idle (so a cycle of cohort connectors back to a busy
+    /// stateful stage waits forever: close cycles with a queue).
     pub fn cohort() -> Self {
         Self::of(ConnectorKind::Cohort)
     }

@@ -280,6 +280,8 @@ fn a_panicking_handler_is_dead_lettered_and_its_stage_goes_on() {
     assert_eq!((sink.handled, sink.failed), (5, 1));
     assert_eq!(*handled.lock(), [0, 1, 3, 4]);
     assert_eq!(report.dead_letters, 1);
+    let json = serde_json::to_value(&report.stats).unwrap();
+    assert_eq!(json["stages"][1]["failed"], 1);
 }
 
 /// source → relay (local) → sink (decoupled): `relay` and `sink` count what they get.
