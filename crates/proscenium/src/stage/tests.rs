@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
-use super::{Admission, ClusterSpec, Connector, Graph, Out, RunningGraph, Stage, StageRef};
+use super::{Admission, ClusterSpec, Connector, Graph, Out, RunningGraph, Stage};
 
 /// The bound on every wait in these tests.
 const DEADLINE: Duration = Duration::from_secs(5);
@@ -284,8 +284,10 @@ fn a_panicking_handler_is_dead_lettered_and_its_stage_goes_on() {
     assert_eq!(json["stages"][1]["failed"], 1);
 }
 
-/// source → relay (local) → sink (decoupled): `relay` and `sink` count what they get.
-fn chain(results: &Arc<Mutex<Vec<u64>>>) -> (Graph, [StageRef; 3]) {
+/// numbers → square → collect, all decoupled: `collect` keeps the squares of 1..=100;
+/// `square` handles nothing until `gate` is closed.
+fn chain(results: &Arc<Mutex<Vec<u64>>>, gate: &crossbeam_channel::Receiver<()>) -> Graph {
+    let gate = gate.clone();
     let numbers = Out::<u64>::new("numbers");
     let squares = Out::<u64>::new("squares");
     let (to_relay, to_sink) = (numbers.clone(), squares.clone());
@@ -303,7 +305,10 @@ fn chain(results: &Arc<Mutex<Vec<u64>>>) -> (Graph, [StageRef; 3]) {
         Stage::stateless(
             "square",
             || (),
-            move |_, n: u64, ctx| ctx.send(&to_sink, n * n),
+            move |_, n: u64, ctx| {
+                let _ = gate.recv();
+                ctx.send(&to_sink, n * n)
+            },
         )
         .output(&squares),
     );
@@ -317,17 +322,27 @@ fn chain(results: &Arc<Mutex<Vec<u64>>>) -> (Graph, [StageRef; 3]) {
     ));
     graph.connect(&source, "numbers", &relay, Connector::decoupled());
     graph.connect(&relay, "squares", &sink, Connector::decoupled());
-    (graph, [source, relay, sink])
+    graph
 }
 
 #[test]
 fn shutdown_drains_every_queue_upstream_first() {
     let results = Arc::new(Mutex::new(Vec::new()));
-    let (graph, _) = chain(&results);
+    let (gate, closed) = crossbeam_channel::bounded(0);
+    let graph = chain(&results, &closed);
     let running = graph
         .start(&clusters("[clusters.main]\nthreads = 3\nqueue = 200"))
         .unwrap();
-    let report = running.shutdown(DEADLINE);
+    // Shutdown begins with the numbers queued before `square`.
+    assert!(wait_until(|| running
+        .stats()
+        .stage("square")
+        .unwrap()
+        .queued
+        > 0));
+    let shutdown = std::thread::spawn(move || running.shutdown(DEADLINE));
+    drop(gate);
+    let report = shutdown.join().unwrap();
     assert_eq!(report.drained, ["numbers", "square", "collect"]);
     assert_eq!((report.abandoned, report.stuck_threads), (0, 0));
     assert_eq!(results.lock().len(), 100);
@@ -337,7 +352,8 @@ fn shutdown_drains_every_queue_upstream_first() {
 fn one_graph_gives_the_same_output_under_two_partitions() {
     let run = |toml: &str| {
         let results = Arc::new(Mutex::new(Vec::new()));
-        let (graph, _) = chain(&results);
+        let (_, open) = crossbeam_channel::bounded(0);
+        let graph = chain(&results, &open);
         graph.start(&clusters(toml)).unwrap().shutdown(DEADLINE);
         let mut results = std::mem::take(&mut *results.lock());
         results.sort_unstable();
