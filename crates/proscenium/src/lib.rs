@@ -42,6 +42,7 @@
 //! - [`actor`]: typed, supervised actors with bounded mailboxes, `tell` / `ask`,
 //!   dispatchers named in configuration, timers and dead letters; [`events`]: an
 //!   `EventEmitter`, `defer` and `next_tick`.
+//! - [`stage`]: Leda's stage graphs — stages, connectors, clusters chosen in configuration.
 //! - [`web`] adds static files, listings, error pages and the access log.
 
 pub mod actor;
@@ -56,6 +57,7 @@ pub mod http;
 pub mod launch;
 pub mod rt;
 mod server;
+pub mod stage;
 pub mod state;
 pub mod web;
 

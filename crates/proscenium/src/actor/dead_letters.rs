@@ -23,7 +23,8 @@ pub enum Reason {
 /// One undelivered message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeadLetter {
-    /// The actor it was for.
+    /// The actor it was for (a stage graph's office files its letters under the
+    /// stage's name).
     pub actor: String,
     /// The message's type.
     pub message: &'static str,

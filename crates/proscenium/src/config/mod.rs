@@ -85,6 +85,10 @@ pub struct Config {
     /// [`blocking_on`](crate::blocking_on): blocking work on a dedicated set of
     /// threads, bounded apart from the rest.
     pub pools: HashMap<String, PoolSpec>,
+    /// Stage graph clusters by name (`[clusters.extrusion] stages = ["extrusion"]`,
+    /// `threads = 4`), for [`Graph::start`](crate::stage::Graph::start): the same graph
+    /// runs under another partition by changing this alone.
+    pub clusters: HashMap<String, crate::stage::ClusterSpec>,
 }
 
 /// A named blocking pool: its threads and the jobs that may wait for them.
@@ -137,6 +141,7 @@ impl Default for Config {
             tools: false,
             dispatchers: HashMap::new(),
             pools: HashMap::new(),
+            clusters: HashMap::new(),
         }
     }
 }

@@ -339,7 +339,7 @@ impl Layer {
         Ok(())
     }
 
-    /// Refuses keys the configuration does not have. Named tables (`dispatchers`,
+    /// Refuses keys the configuration does not have. Named tables (`dispatchers`, `clusters`,
     /// `pools`) are checked by their own types when deserialized.
     fn check_keys(&self, schema: &Json) -> Result<(), ConfigError> {
         self.check_table(&self.table, schema, "")
@@ -743,5 +743,21 @@ mod tests {
                 .iter()
                 .any(|e| e.key == "loops" && e.value.is_none())
         );
+    }
+
+    #[test]
+    fn stage_clusters_come_from_files_and_a_misspelt_key_is_refused() {
+        let f = file(
+            "[clusters.extrusion]\nstages = [\"extrusion\"]\nthreads = 4\ninstances = { extrusion = 4 }\n",
+        );
+        let s = resolve_file(&f).unwrap();
+        let extrusion = &s.config.clusters["extrusion"];
+        assert_eq!(
+            (extrusion.threads, extrusion.instances["extrusion"]),
+            (Some(4), 4)
+        );
+        let f = file("[clusters.extrusion]\nthread = 4\n");
+        let err = resolve_file(&f).unwrap_err();
+        assert!(err.to_string().contains("thread"), "{err}");
     }
 }

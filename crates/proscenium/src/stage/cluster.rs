@@ -1,0 +1,41 @@
+//! A cluster's scheduling as `proscenium.toml` gives it (`[clusters.NAME]`).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// Events a stage's queue holds when its cluster names no bound.
+pub(crate) const DEFAULT_QUEUE: usize = 1024;
+
+/// One cluster of a stage graph: which stages it holds and how it runs them.
+///
+/// # Examples
+///
+/// ```
+/// let config: proscenium::Config = toml::from_str(
+///     "[clusters.extrusion]\nstages = [\"extrusion\"]\nthreads = 4\ninstances = { extrusion = 4 }",
+/// )
+/// .unwrap();
+/// assert_eq!(config.clusters["extrusion"].threads, Some(4));
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClusterSpec {
+    /// The stages of the cluster. When any configured cluster lists stages, the
+    /// configuration is the partition; otherwise the graph's own
+    /// [`part`](super::Graph::part) is, and this entry only tunes the cluster named.
+    pub stages: Vec<String>,
+    /// Threads running the cluster's stages (default: one per core).
+    pub threads: Option<usize>,
+    /// The most threads the thread-pool controller may grow the cluster to while its
+    /// queues grow (it shrinks back to `threads` when they stay empty); absent or not
+    /// above `threads`, the controller is off.
+    pub max_threads: Option<usize>,
+    /// Instances of each stateless stage or source (default 1).
+    pub instances: BTreeMap<String, usize>,
+    /// The bound of each stage's queue (default 1,024 events).
+    pub queue: Option<usize>,
+    /// Events an instance handles in one turn before its thread takes other work
+    /// (default 1).
+    pub batch: Option<usize>,
+}

@@ -1,0 +1,134 @@
+//! A cluster's crew of threads, each taking ready instances from the cluster's one
+//! queue: started, grown and shrunk by the thread-pool controller, stopped.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{Receiver, Sender};
+use parking_lot::Mutex;
+
+use super::error::StageError;
+use super::node::{Shared, Ticket};
+use super::stats::ClusterStats;
+
+pub(crate) struct Crew {
+    pub(crate) name: String,
+    min: usize,
+    max: usize,
+    pub(crate) ready: Sender<Ticket>,
+    taking: Receiver<Ticket>,
+    exited: Sender<()>,
+    live: AtomicUsize,
+    grown: AtomicU64,
+    shrunk: AtomicU64,
+    handles: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Crew {
+    /// Returns a crew of no thread yet, to run between `min` and `max` threads; each
+    /// thread tells `exited` when it leaves.
+    pub(crate) fn new(name: &str, min: usize, max: usize, exited: Sender<()>) -> Self {
+        let (ready, taking) = crossbeam_channel::unbounded();
+        Self {
+            name: name.to_owned(),
+            min,
+            max,
+            ready,
+            taking,
+            exited,
+            live: AtomicUsize::new(0),
+            grown: AtomicU64::new(0),
+            shrunk: AtomicU64::new(0),
+            handles: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Returns whether a controller has room to work: more threads allowed than the
+    /// least.
+    pub(crate) fn is_elastic(&self) -> bool {
+        self.max > self.min
+    }
+
+    /// Starts the crew's `min` threads.
+    pub(crate) fn start(&self, shared: &Arc<Shared>) -> Result<(), StageError> {
+        (0..self.min).try_for_each(|_| self.add(shared))
+    }
+
+    /// Adds a thread if under the maximum; returns whether it did.
+    pub(crate) fn grow(&self, shared: &Arc<Shared>) -> bool {
+        if self.live.load(Ordering::Relaxed) >= self.max {
+            return false;
+        }
+        match self.add(shared) {
+            Ok(()) => {
+                self.grown.fetch_add(1, Ordering::Relaxed);
+                true
+            }
+            Err(error) => {
+                tracing::warn!(%error, "the thread-pool controller could not grow a cluster");
+                false
+            }
+        }
+    }
+
+    /// Retires a thread (at its next ticket) if over the minimum; returns whether it
+    /// did.
+    pub(crate) fn shrink(&self) -> bool {
+        if self.live.load(Ordering::Relaxed) <= self.min {
+            return false;
+        }
+        self.retire(1);
+        self.shrunk.fetch_add(1, Ordering::Relaxed);
+        true
+    }
+
+    /// Tells every live thread to leave, and returns the handles of all it ever
+    /// started.
+    pub(crate) fn stop(&self) -> Vec<JoinHandle<()>> {
+        self.retire(self.live.load(Ordering::Relaxed));
+        std::mem::take(&mut *self.handles.lock())
+    }
+
+    pub(crate) fn live(&self) -> usize {
+        self.live.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn stats(&self) -> ClusterStats {
+        ClusterStats {
+            cluster: self.name.clone(),
+            threads: self.live(),
+            min_threads: self.min,
+            max_threads: self.max,
+            grown: self.grown.load(Ordering::Relaxed),
+            shrunk: self.shrunk.load(Ordering::Relaxed),
+        }
+    }
+
+    fn retire(&self, threads: usize) {
+        for _ in 0..threads {
+            // The crew holds a receiver itself, so the send cannot fail.
+            let _ = self.ready.send(Ticket::Exit);
+            self.live.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    fn add(&self, shared: &Arc<Shared>) -> Result<(), StageError> {
+        let mut handles = self.handles.lock();
+        let name = format!("stage-{}-{}", self.name, handles.len());
+        let (shared, taking, exited) =
+            (Arc::clone(shared), self.taking.clone(), self.exited.clone());
+        // Each thread has its current-thread runtime, unused by sync handlers: async
+        // handlers are to run on it, so their awaits hold no thread.
+        let handle = crate::rt::runtime::spawn_thread(name, move |_runtime| {
+            while let Ok(Ticket::Run(node, instance)) = taking.recv() {
+                shared.turn(node, instance);
+            }
+            let _ = exited.send(());
+        })
+        .map_err(|e| StageError::start(&self.name, &e))?;
+        handles.push(handle);
+        self.live.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+}

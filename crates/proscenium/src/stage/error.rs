@@ -1,0 +1,81 @@
+//! The stage layer's one error type: graph errors found at build, and the failures of
+//! a send at run time.
+
+/// What went wrong in a stage graph: an invalid graph at build, or a send refused.
+///
+/// Displays as one sentence naming the stages and ports concerned.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct StageError {
+    kind: Kind,
+    message: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Graph,
+    Rejected,
+    Stopped,
+    Handler,
+    Start,
+}
+
+impl StageError {
+    /// Returns whether the graph was invalid (found when it was built and started).
+    pub fn is_graph(&self) -> bool {
+        self.kind == Kind::Graph
+    }
+
+    /// Returns whether a consumer's admission policy refused the event (its queue
+    /// full, or its token bucket empty); the event was counted as rejected.
+    pub fn is_rejected(&self) -> bool {
+        self.kind == Kind::Rejected
+    }
+
+    /// Returns whether the graph was shutting down past its deadline, so the event
+    /// was dead-lettered.
+    pub fn is_stopped(&self) -> bool {
+        self.kind == Kind::Stopped
+    }
+
+    /// Returns an error a handler reports in its own words (counted as a failure of
+    /// its stage and logged).
+    pub fn handler(message: impl Into<String>) -> Self {
+        Self {
+            kind: Kind::Handler,
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn graph(message: String) -> Self {
+        Self {
+            kind: Kind::Graph,
+            message,
+        }
+    }
+
+    pub(crate) fn start(cluster: &str, cause: &std::io::Error) -> Self {
+        Self {
+            kind: Kind::Start,
+            message: format!("cluster `{cluster}`: a thread could not start: {cause}"),
+        }
+    }
+
+    pub(crate) fn rejected(from: &str, port: &str, to: &str) -> Self {
+        Self {
+            kind: Kind::Rejected,
+            message: format!(
+                "stage `{to}` rejected an event from `{from}.{port}`: queue full or over its rate"
+            ),
+        }
+    }
+
+    pub(crate) fn stopped(from: &str, port: &str, to: &str) -> Self {
+        Self {
+            kind: Kind::Stopped,
+            message: format!(
+                "stage `{to}` stopped before taking an event from `{from}.{port}`; it was dead-lettered"
+            ),
+        }
+    }
+}

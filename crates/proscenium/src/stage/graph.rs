@@ -1,0 +1,117 @@
+//! The graph as written: stages, connectors between them, and the partition into
+//! clusters (Leda's `leda.graph`, `connect` and `part`).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use super::cluster::ClusterSpec;
+use super::definition::Stage;
+use super::error::StageError;
+use super::port::Connector;
+use super::run::RunningGraph;
+use super::set::StageSet;
+
+/// A handle on a stage added to a [`Graph`], for connecting and partitioning.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StageRef {
+    pub(crate) index: usize,
+    name: Arc<str>,
+}
+
+impl StageRef {
+    /// Returns the stage's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// An output port bound to a consumer.
+#[derive(Debug, Clone)]
+pub(crate) struct Edge {
+    pub(crate) from: usize,
+    pub(crate) port: String,
+    pub(crate) to: usize,
+    pub(crate) connector: Connector,
+}
+
+/// A stage graph: stages bound by connectors, partitioned into clusters.
+///
+/// Errors in it (an unbound port, mismatched types, a bad partition) are found by
+/// [`start`](Self::start), each naming the stages and ports concerned.
+#[derive(Debug, Default)]
+pub struct Graph {
+    pub(crate) stages: Vec<Stage>,
+    pub(crate) edges: Vec<Edge>,
+    pub(crate) parts: Vec<(String, StageSet)>,
+}
+
+impl Graph {
+    /// Returns an empty graph.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds `stage` and returns its handle.
+    pub fn stage(&mut self, stage: Stage) -> StageRef {
+        let handle = StageRef {
+            index: self.stages.len(),
+            name: stage.name.as_str().into(),
+        };
+        self.stages.push(stage);
+        handle
+    }
+
+    /// Binds `from`'s output port `port` to `to` through `connector` (Leda's
+    /// `from:connect("port", to)`).
+    pub fn connect(
+        &mut self,
+        from: &StageRef,
+        port: &str,
+        to: &StageRef,
+        connector: Connector,
+    ) -> &mut Self {
+        self.edges.push(Edge {
+            from: from.index,
+            port: port.to_owned(),
+            to: to.index,
+            connector,
+        });
+        self
+    }
+
+    /// Returns the set of every stage (Leda's `graph:all()`).
+    pub fn all(&self) -> StageSet {
+        StageSet::of(self.stages.iter().map(|stage| stage.name.as_str()))
+    }
+
+    /// Partitions the graph into named clusters (Leda's `graph:part`), unless the
+    /// configuration lists the stages of its clusters itself.
+    pub fn part<N: Into<String>>(
+        &mut self,
+        clusters: impl IntoIterator<Item = (N, StageSet)>,
+    ) -> &mut Self {
+        self.parts = clusters
+            .into_iter()
+            .map(|(name, set)| (name.into(), set))
+            .collect();
+        self
+    }
+
+    /// Checks the graph, partitions it by `clusters` (from
+    /// [`Config::clusters`](crate::Config::clusters)), and runs it.
+    ///
+    /// # Errors
+    ///
+    /// A graph error ([`StageError::is_graph`]): a port unknown or bound to no stage
+    /// or twice, a port's type not its consumer's input, a decoupled connector on a
+    /// local-only port, a `local` connector across clusters, a stage in no cluster or
+    /// in two, a cluster whose sources would hold all its threads. Or a thread that
+    /// could not start.
+    pub fn start(
+        self,
+        clusters: &HashMap<String, ClusterSpec>,
+    ) -> Result<RunningGraph, StageError> {
+        let plan = super::plan::Plan::check(&self, clusters)?;
+        RunningGraph::start(&self, &plan)
+    }
+}

@@ -1,0 +1,96 @@
+//! Stage graphs, Leda's model: stages (a handler for one input type, an optional
+//! per-instance `init`, named typed output ports; stateful, stateless with N parallel
+//! instances, or sources), bound into a graph by connectors (`cohort`, `local`,
+//! `decoupled`), partitioned into clusters by set algebra, each cluster scheduled by
+//! configuration (`[clusters.NAME]` in `proscenium.toml`), never by code.
+//!
+//! # Example
+//!
+//! Leda's Fig. 6: a reader, a parallel extrusion, a stateful renderer; the extrusion
+//! in a cluster of its own.
+//!
+//! ```
+//! use std::collections::HashMap;
+//! use proscenium::stage::{Connector, Graph, Out, Stage};
+//!
+//! let segment = Out::<u32>::new("segment");
+//! let prism = Out::<u64>::new("prism");
+//! let (reader_out, extrusion_out) = (segment.clone(), prism.clone());
+//! let (done, total) = std::sync::mpsc::channel();
+//!
+//! let mut graph = Graph::new();
+//! let reader = graph.stage(
+//!     Stage::source("reader", || (), move |_, ctx| {
+//!         (1..=10).try_for_each(|line| ctx.send(&reader_out, line))
+//!     })
+//!     .output(&segment),
+//! );
+//! let extrusion = graph.stage(
+//!     Stage::stateless("extrusion", || (), move |_, s: u32, ctx| {
+//!         ctx.send(&extrusion_out, u64::from(s) * 2)
+//!     })
+//!     .output(&prism),
+//! );
+//! let renderer = graph.stage(Stage::stateful("renderer", || 0, move |sum: &mut u64, p: u64, _| {
+//!     *sum += p;
+//!     if *sum == 110 {
+//!         done.send(*sum).unwrap();
+//!     }
+//!     Ok(())
+//! }));
+//! graph.connect(&reader, "segment", &extrusion, Connector::decoupled());
+//! graph.connect(&extrusion, "prism", &renderer, Connector::decoupled());
+//! graph.part([("main", graph.all() - &extrusion), ("extrusion", (&extrusion).into())]);
+//!
+//! let running = graph.start(&HashMap::new()).unwrap();
+//! assert_eq!(total.recv().unwrap(), 110);
+//! running.shutdown(std::time::Duration::from_secs(5));
+//! ```
+//!
+//! # Inside
+//!
+//! Files import in one direction, each from those before it:
+//!
+//! ```text
+//! error, set, port, cluster,   leaves: the error, stage sets, ports/connectors/
+//! bucket, stats                admission, a cluster's spec, the token bucket, counters
+//! definition, context          a stage as written; what a handler is handed
+//! node                         a stage running: queue, idle instances, counters
+//! crew, controller             a cluster's threads; SEDA's thread-pool controller
+//! graph, plan                  the graph as written; checking it and its partition
+//! run                          the running graph: threads, stats, shutdown
+//! ```
+//!
+//! Events travel type-erased (`Box<dyn Any + Send>`) after the graph compared every
+//! port's type with its consumer's input at build. A decoupled connector takes only
+//! ports made with [`Out::new`], whose type is an [`Event`] (serde), so the same
+//! connector can later be a Redis stream without a change to the stages.
+
+mod bucket;
+mod cluster;
+mod context;
+mod controller;
+mod crew;
+mod definition;
+mod error;
+mod graph;
+mod node;
+mod plan;
+#[cfg(test)]
+mod plan_tests;
+mod port;
+mod run;
+mod set;
+mod stats;
+#[cfg(test)]
+mod tests;
+
+pub use self::cluster::ClusterSpec;
+pub use self::context::Context;
+pub use self::definition::Stage;
+pub use self::error::StageError;
+pub use self::graph::{Graph, StageRef};
+pub use self::port::{Admission, Connector, ConnectorKind, Event, Out};
+pub use self::run::{RunningGraph, ShutdownReport};
+pub use self::set::StageSet;
+pub use self::stats::{ClusterStats, GraphStats, StageStats};

@@ -1,0 +1,284 @@
+//! A stage in the running graph: its bounded queue, its pool of idle instances and
+//! its counters, and the moves between them.
+//!
+//! Invariant: an instance is in exactly one place — idle in its stage's pool, in its
+//! cluster's ready queue, or running on one thread. Whether an instance goes idle or
+//! back to the ready queue is decided under the pool's lock after looking at the
+//! queue, and an enqueue looks at the pool under the same lock after pushing, so an
+//! event never waits in a queue while every instance sleeps.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, SendTimeoutError, Sender, TrySendError};
+use parking_lot::{Condvar, Mutex};
+
+use super::bucket::TokenBucket;
+use super::context::Context;
+use super::definition::{Instance, Payload, Role};
+use super::error::StageError;
+use super::port::{Admission, Connector, ConnectorKind};
+use super::stats::Counters;
+use crate::actor::{DeadLetters, Reason};
+
+/// How long a blocked sender waits before looking whether the graph has halted.
+const HALT_CHECK: Duration = Duration::from_millis(20);
+
+/// Work for a cluster's thread.
+pub(crate) enum Ticket {
+    /// Run an instance of stage `node`: a turn over its queue, or a source's one run.
+    Run(usize, Box<dyn Instance>),
+    /// Leave the thread.
+    Exit,
+}
+
+/// An output port bound to its consumer.
+pub(crate) struct Route {
+    pub(crate) port: &'static str,
+    pub(crate) target: usize,
+    pub(crate) connector: Connector,
+    pub(crate) bucket: Option<TokenBucket>,
+}
+
+pub(crate) struct Pool {
+    idle: Vec<Box<dyn Instance>>,
+    /// Cohort senders waiting for an instance: they go before the queue.
+    cohort_waiting: usize,
+    /// Source instances whose run has returned.
+    finished: usize,
+}
+
+pub(crate) struct Node {
+    pub(crate) name: String,
+    pub(crate) role: Role,
+    pub(crate) input_name: &'static str,
+    pub(crate) cluster: usize,
+    pub(crate) instances: usize,
+    pub(crate) batch: usize,
+    pub(crate) routes: Vec<Route>,
+    pub(crate) queue: (Sender<Payload>, Receiver<Payload>),
+    pub(crate) capacity: usize,
+    pub(crate) ready: Sender<Ticket>,
+    pub(crate) pool: Mutex<Pool>,
+    pub(crate) released: Condvar,
+    pub(crate) counters: Counters,
+}
+
+/// What every thread of a running graph shares.
+pub(crate) struct Shared {
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) stopping: AtomicBool,
+    pub(crate) halted: AtomicBool,
+    pub(crate) dead_letters: DeadLetters,
+}
+
+impl Pool {
+    pub(crate) fn new(idle: Vec<Box<dyn Instance>>) -> Self {
+        Self {
+            idle,
+            cohort_waiting: 0,
+            finished: 0,
+        }
+    }
+}
+
+impl Shared {
+    /// Sends `event` from stage `from` out of `port` (checked to exist at build).
+    pub(crate) fn send(&self, from: usize, port: &str, event: Payload) -> Result<(), StageError> {
+        let sender = &self.nodes[from];
+        let Some(route) = sender.routes.iter().find(|route| route.port == port) else {
+            return Err(StageError::handler(format!(
+                "stage `{}` has no bound output port `{port}`",
+                sender.name
+            )));
+        };
+        let target = &self.nodes[route.target];
+        let result = match route.connector.kind {
+            ConnectorKind::Cohort => {
+                self.run_cohort(route.target, event);
+                Ok(())
+            }
+            ConnectorKind::Local | ConnectorKind::Decoupled => self.enqueue(sender, route, event),
+        };
+        // A stop past the deadline is counted among the dead letters instead.
+        if result.is_ok() {
+            sender.counters.sent.fetch_add(1, Ordering::Relaxed);
+        } else if result.as_ref().is_err_and(StageError::is_rejected) {
+            target.counters.rejected.fetch_add(1, Ordering::Relaxed);
+        }
+        result
+    }
+
+    fn enqueue(&self, sender: &Node, route: &Route, event: Payload) -> Result<(), StageError> {
+        let target = &self.nodes[route.target];
+        let refuse = || StageError::rejected(&sender.name, route.port, &target.name);
+        match route.connector.admission {
+            Admission::Block => self.enqueue_blocking(sender, route, event)?,
+            Admission::Reject => target.queue.0.try_send(event).map_err(|e| match e {
+                TrySendError::Full(_) | TrySendError::Disconnected(_) => refuse(),
+            })?,
+            Admission::TokenBucket { .. } => {
+                let admitted = route.bucket.as_ref().is_some_and(TokenBucket::try_take);
+                if !admitted {
+                    return Err(refuse());
+                }
+                target.queue.0.try_send(event).map_err(|_| refuse())?;
+            }
+        }
+        target.counters.arrived.fetch_add(1, Ordering::Relaxed);
+        self.schedule(route.target);
+        Ok(())
+    }
+
+    fn enqueue_blocking(
+        &self,
+        sender: &Node,
+        route: &Route,
+        mut event: Payload,
+    ) -> Result<(), StageError> {
+        let target = &self.nodes[route.target];
+        loop {
+            match target.queue.0.send_timeout(event, HALT_CHECK) {
+                Ok(()) => return Ok(()),
+                Err(SendTimeoutError::Timeout(back) | SendTimeoutError::Disconnected(back)) => {
+                    if self.halted.load(Ordering::Acquire) {
+                        self.dead_letters
+                            .report(&target.name, target.input_name, Reason::Stopped);
+                        return Err(StageError::stopped(&sender.name, route.port, &target.name));
+                    }
+                    event = back;
+                }
+            }
+        }
+    }
+
+    /// Moves an idle instance of `node` to the ready queue if events wait for one.
+    pub(crate) fn schedule(&self, node: usize) {
+        let stage = &self.nodes[node];
+        let mut pool = stage.pool.lock();
+        if pool.cohort_waiting == 0 && !stage.queue.1.is_empty() {
+            if let Some(instance) = pool.idle.pop() {
+                self.ready(stage, node, instance);
+            }
+        }
+    }
+
+    fn ready(&self, stage: &Node, node: usize, instance: Box<dyn Instance>) {
+        // The ready queue's receivers live until the graph's threads exit, after
+        // every instance has gone idle; a failed send would only drop an idle one.
+        let _ = stage.ready.send(Ticket::Run(node, instance));
+    }
+
+    /// Runs one turn of `instance` on this thread: a source's run, or up to `batch`
+    /// events from the queue.
+    pub(crate) fn turn(&self, node: usize, mut instance: Box<dyn Instance>) {
+        let stage = &self.nodes[node];
+        if stage.role == Role::Source {
+            self.run_one(node, instance.as_mut(), None);
+            stage.pool.lock().finished += 1;
+            stage.released.notify_all();
+            return;
+        }
+        for _ in 0..stage.batch {
+            let Ok(event) = stage.queue.1.try_recv() else {
+                break;
+            };
+            self.run_one(node, instance.as_mut(), Some(event));
+        }
+        self.release(node, instance);
+    }
+
+    fn release(&self, node: usize, instance: Box<dyn Instance>) {
+        let stage = &self.nodes[node];
+        let mut pool = stage.pool.lock();
+        if pool.cohort_waiting == 0 && !stage.queue.1.is_empty() {
+            self.ready(stage, node, instance);
+        } else {
+            pool.idle.push(instance);
+        }
+        drop(pool);
+        stage.released.notify_all();
+    }
+
+    /// Runs stage `node` on this thread with `event` (a cohort connector), waiting
+    /// for an idle instance if all are busy.
+    fn run_cohort(&self, node: usize, event: Payload) {
+        let stage = &self.nodes[node];
+        let mut pool = stage.pool.lock();
+        pool.cohort_waiting += 1;
+        let mut instance = loop {
+            if let Some(instance) = pool.idle.pop() {
+                break instance;
+            }
+            stage.released.wait(&mut pool);
+        };
+        pool.cohort_waiting -= 1;
+        drop(pool);
+        stage.counters.arrived.fetch_add(1, Ordering::Relaxed);
+        self.run_one(node, instance.as_mut(), Some(event));
+        self.release(node, instance);
+    }
+
+    /// Runs a handler once; a panic is caught, logged and its event dead-lettered,
+    /// and the instance (its state as the panic left it) goes on.
+    fn run_one(&self, node: usize, instance: &mut dyn Instance, event: Option<Payload>) {
+        let stage = &self.nodes[node];
+        let mut ctx = Context { shared: self, node };
+        let started = Instant::now();
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            instance.run(event, &mut ctx)
+        }));
+        stage.counters.record_service(started.elapsed());
+        stage.counters.handled.fetch_add(1, Ordering::Relaxed);
+        match outcome {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => {
+                stage.counters.failed.fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(stage = %stage.name, %error, "stage handler failed");
+            }
+            Err(panic) => {
+                stage.counters.failed.fetch_add(1, Ordering::Relaxed);
+                let failure = panic_text(panic.as_ref());
+                tracing::error!(stage = %stage.name, panic = %failure, "stage handler panicked");
+                self.dead_letters
+                    .report(&stage.name, stage.input_name, Reason::Failed(failure));
+            }
+        }
+    }
+
+    /// Returns the events waiting in the queues of cluster `cluster`'s stages.
+    pub(crate) fn queued_in(&self, cluster: usize) -> usize {
+        self.nodes
+            .iter()
+            .filter(|node| node.cluster == cluster)
+            .map(|node| node.queue.1.len())
+            .sum()
+    }
+
+    /// Returns whether stage `node` has nothing queued and every instance idle (for
+    /// a source: every run returned), waiting for it until `deadline`.
+    pub(crate) fn wait_quiet(&self, node: usize, deadline: Instant) -> bool {
+        let stage = &self.nodes[node];
+        let mut pool = stage.pool.lock();
+        loop {
+            let quiet = match stage.role {
+                Role::Source => pool.finished == stage.instances,
+                _ => stage.queue.1.is_empty() && pool.idle.len() == stage.instances,
+            };
+            if quiet {
+                return true;
+            }
+            if stage.released.wait_until(&mut pool, deadline).timed_out() {
+                return false;
+            }
+        }
+    }
+}
+
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
+        .downcast_ref::<&str>()
+        .map(|text| (*text).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_owned())
+}

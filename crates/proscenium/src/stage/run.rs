@@ -1,0 +1,295 @@
+//! A graph running: each cluster's threads taking ready instances, and the graceful
+//! shutdown.
+//!
+//! Shutdown steps: (1) raise `stopping`, which sources read; (2) wait for every
+//! source's run to return; (3) wait, stage by stage in graph order (upstream first),
+//! for its queue to empty and its instances to go idle; (4) past the deadline, raise
+//! `halted` (blocked senders give up) and dead-letter what is still queued; (5) tell
+//! every thread to exit and join those that do by the deadline. An elastic cluster's
+//! thread-pool controller runs until step 4.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender};
+use parking_lot::{Condvar, Mutex};
+use serde::Serialize;
+
+use super::bucket::TokenBucket;
+use super::controller;
+use super::crew::Crew;
+use super::definition::{Role, Stage};
+use super::error::StageError;
+use super::graph::{Edge, Graph};
+use super::node::{Node, Pool, Route, Shared, Ticket};
+use super::plan::Plan;
+use super::port::Admission;
+use super::stats::{Counters, GraphStats, StageStats};
+use crate::actor::{DeadLetters, Reason};
+
+/// A stage graph at work. Dropping it without [`shutdown`](Self::shutdown) stops
+/// its threads at once, dead-lettering what is queued.
+pub struct RunningGraph {
+    shared: Arc<Shared>,
+    crews: Vec<Arc<Crew>>,
+    /// Each elastic cluster's controller, and the sender whose drop stops it.
+    controllers: Vec<(Sender<()>, JoinHandle<()>)>,
+    order: Vec<usize>,
+    exited: Receiver<()>,
+    started: Instant,
+    stopped: bool,
+}
+
+/// What a graceful shutdown did.
+#[derive(Debug, Clone, Serialize)]
+pub struct ShutdownReport {
+    /// The stages drained, in the order they were (graph order: upstream first).
+    pub drained: Vec<String>,
+    /// Events still queued at the deadline, dead-lettered.
+    pub abandoned: u64,
+    /// Threads that had not exited by the deadline (left running, detached).
+    pub stuck_threads: usize,
+    /// Dead letters over the graph's life.
+    pub dead_letters: u64,
+    /// Every stage's counters once drained.
+    pub stats: GraphStats,
+}
+
+impl RunningGraph {
+    pub(crate) fn start(graph: &Graph, plan: &Plan) -> Result<Self, StageError> {
+        let (exit_tx, exited) = crossbeam_channel::unbounded();
+        let crews: Vec<Arc<Crew>> = plan
+            .clusters
+            .iter()
+            .map(|c| {
+                Arc::new(Crew::new(
+                    &c.name,
+                    c.threads,
+                    c.max_threads,
+                    exit_tx.clone(),
+                ))
+            })
+            .collect();
+        let nodes = (0..graph.stages.len())
+            .map(|at| build_node(graph, plan, at, &crews[plan.cluster_of[at]].ready))
+            .collect();
+        let mut running = Self {
+            shared: Arc::new(Shared {
+                nodes,
+                stopping: AtomicBool::new(false),
+                halted: AtomicBool::new(false),
+                dead_letters: DeadLetters::default(),
+            }),
+            crews,
+            controllers: Vec::new(),
+            order: graph_order(graph),
+            exited,
+            started: Instant::now(),
+            stopped: false,
+        };
+        // On an error, dropping `running` tells the threads started to leave.
+        for crew in &running.crews {
+            crew.start(&running.shared)?;
+        }
+        running.start_controllers()?;
+        for (at, stage) in graph.stages.iter().enumerate() {
+            if stage.role == Role::Source {
+                for _ in 0..plan.instances[at] {
+                    let ticket = Ticket::Run(at, (stage.instance)());
+                    let _ = running.crews[plan.cluster_of[at]].ready.send(ticket);
+                }
+            }
+        }
+        Ok(running)
+    }
+
+    fn start_controllers(&mut self) -> Result<(), StageError> {
+        for (at, crew) in self
+            .crews
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.is_elastic())
+        {
+            let (stop, stopped) = crossbeam_channel::bounded(0);
+            let handle = controller::spawn(at, Arc::clone(crew), Arc::clone(&self.shared), stopped)
+                .map_err(|e| StageError::start(&crew.name, &e))?;
+            self.controllers.push((stop, handle));
+        }
+        Ok(())
+    }
+
+    /// Returns every stage's queue and counters now.
+    pub fn stats(&self) -> GraphStats {
+        let uptime = self.started.elapsed();
+        GraphStats {
+            uptime_secs: uptime.as_secs_f64(),
+            clusters: self.crews.iter().map(|crew| crew.stats()).collect(),
+            stages: self
+                .shared
+                .nodes
+                .iter()
+                .map(|node| {
+                    let identity = (
+                        node.name.as_str(),
+                        self.crews[node.cluster].name.as_str(),
+                        node.instances,
+                    );
+                    StageStats::read(
+                        identity,
+                        (node.queue.1.len(), node.capacity),
+                        &node.counters,
+                        uptime,
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    /// Returns the graph's dead letters: events whose handler panicked, and events
+    /// left undelivered by a shutdown past its deadline.
+    pub fn dead_letters(&self) -> &DeadLetters {
+        &self.shared.dead_letters
+    }
+
+    /// Stops the sources, drains the queues in graph order (upstream first) and
+    /// stops the threads, all within `deadline`.
+    pub fn shutdown(mut self, deadline: Duration) -> ShutdownReport {
+        let until = Instant::now() + deadline;
+        self.shared.stopping.store(true, Ordering::Release);
+        let mut drained = Vec::new();
+        for &node in &self.order {
+            if self.shared.wait_quiet(node, until) {
+                drained.push(self.shared.nodes[node].name.clone());
+            }
+        }
+        let stats = self.stats();
+        let (abandoned, threads) = self.halt();
+        let thread_count = threads.len();
+        // Every thread ever started tells `exited` once, retired ones included.
+        let mut exits = 0;
+        while exits < thread_count && self.exited.recv_deadline(until).is_ok() {
+            exits += 1;
+        }
+        let mut stuck_threads = 0;
+        for thread in threads {
+            // All told they exited: each join is a moment's wait.
+            if exits == thread_count || thread.is_finished() {
+                let _ = thread.join();
+            } else {
+                stuck_threads += 1;
+                tracing::warn!("a stage thread did not exit by the shutdown deadline");
+            }
+        }
+        ShutdownReport {
+            drained,
+            abandoned,
+            stuck_threads,
+            dead_letters: self.shared.dead_letters.count(),
+            stats,
+        }
+    }
+
+    /// Stops the controllers, raises `halted`, dead-letters what is queued, tells
+    /// every thread to exit; returns the events dead-lettered and the handles of
+    /// every thread started.
+    fn halt(&mut self) -> (u64, Vec<JoinHandle<()>>) {
+        self.stopped = true;
+        for (stop, controller) in std::mem::take(&mut self.controllers) {
+            drop(stop);
+            let _ = controller.join();
+        }
+        self.shared.halted.store(true, Ordering::Release);
+        let mut abandoned = 0;
+        for node in &self.shared.nodes {
+            while node.queue.1.try_recv().is_ok() {
+                abandoned += 1;
+                self.shared
+                    .dead_letters
+                    .report(&node.name, node.input_name, Reason::Stopped);
+            }
+        }
+        let threads = self.crews.iter().flat_map(|crew| crew.stop()).collect();
+        (abandoned, threads)
+    }
+}
+
+impl Drop for RunningGraph {
+    fn drop(&mut self) {
+        if !self.stopped {
+            // The threads leave at their next ticket, unjoined.
+            self.halt();
+        }
+    }
+}
+
+/// Returns stage `at` ready to run: its queue, its idle instances (a source's are
+/// made as they start), its routes.
+fn build_node(graph: &Graph, plan: &Plan, at: usize, ready: &Sender<Ticket>) -> Node {
+    let stage = &graph.stages[at];
+    let cluster = plan.cluster_of[at];
+    let (capacity, instances) = (plan.clusters[cluster].queue, plan.instances[at]);
+    let idle = match stage.role {
+        Role::Source => Vec::new(),
+        Role::Stateful | Role::Stateless => (0..instances).map(|_| (stage.instance)()).collect(),
+    };
+    Node {
+        name: stage.name.clone(),
+        role: stage.role,
+        input_name: stage.input.map_or("()", |input| input.name),
+        cluster,
+        instances,
+        batch: plan.clusters[cluster].batch,
+        routes: graph
+            .edges
+            .iter()
+            .filter(|edge| edge.from == at)
+            .filter_map(|edge| route(stage, edge))
+            .collect(),
+        queue: crossbeam_channel::bounded(capacity),
+        capacity,
+        ready: ready.clone(),
+        pool: Mutex::new(Pool::new(idle)),
+        released: Condvar::new(),
+        counters: Counters::default(),
+    }
+}
+
+/// Returns `edge` as its sender's route (every edge's port exists: the plan checked).
+fn route(stage: &Stage, edge: &Edge) -> Option<Route> {
+    let port = stage.outputs.iter().find(|port| port.name == edge.port)?;
+    Some(Route {
+        port: port.name,
+        target: edge.to,
+        connector: edge.connector,
+        bucket: match edge.connector.admission {
+            Admission::TokenBucket { rate, burst } => Some(TokenBucket::new(rate, burst)),
+            Admission::Block | Admission::Reject => None,
+        },
+    })
+}
+
+/// Stages upstream first (Kahn's order over the connectors); stages on a cycle
+/// follow in the order they were added.
+fn graph_order(graph: &Graph) -> Vec<usize> {
+    let n = graph.stages.len();
+    let mut inbound = vec![0usize; n];
+    for edge in &graph.edges {
+        inbound[edge.to] += 1;
+    }
+    let mut order: Vec<usize> = (0..n).filter(|&s| inbound[s] == 0).collect();
+    let mut at = 0;
+    while at < order.len() {
+        let from = order[at];
+        for edge in graph.edges.iter().filter(|e| e.from == from) {
+            inbound[edge.to] -= 1;
+            if inbound[edge.to] == 0 {
+                order.push(edge.to);
+            }
+        }
+        at += 1;
+    }
+    order.extend((0..n).filter(|s| !order.contains(s)).collect::<Vec<_>>());
+    order
+}

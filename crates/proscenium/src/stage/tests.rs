@@ -1,0 +1,406 @@
+//! The stage layer's behaviour on real threads: scheduling, connectors, admission,
+//! failures and shutdown. Validation errors are in `plan_tests.rs`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+
+use super::{Admission, ClusterSpec, Connector, Graph, Out, RunningGraph, Stage};
+
+/// The bound on every wait in these tests.
+const DEADLINE: Duration = Duration::from_secs(5);
+
+pub(super) fn clusters(toml: &str) -> HashMap<String, ClusterSpec> {
+    toml::from_str::<crate::Config>(toml).unwrap().clusters
+}
+
+/// Waits, bounded by [`DEADLINE`], until `done` holds.
+fn wait_until(mut done: impl FnMut() -> bool) -> bool {
+    let until = Instant::now() + DEADLINE;
+    while !done() {
+        if Instant::now() > until {
+            return false;
+        }
+        std::thread::yield_now();
+    }
+    true
+}
+
+/// A source sending `0..count` through `connector` to a stage running `handler`,
+/// in one cluster configured by `toml`; returns the graph running.
+fn pipeline(
+    count: u64,
+    connector: Connector,
+    toml: &str,
+    handler: impl Fn(u64) + Send + Sync + 'static,
+) -> RunningGraph {
+    let numbers = Out::<u64>::new("numbers");
+    let port = numbers.clone();
+    let mut graph = Graph::new();
+    let source = graph.stage(
+        Stage::source(
+            "source",
+            || (),
+            move |_, ctx| (0..count).try_for_each(|n| ctx.send(&port, n)),
+        )
+        .output(&numbers),
+    );
+    let sink = graph.stage(Stage::stateless(
+        "sink",
+        || (),
+        move |_, n: u64, _| {
+            handler(n);
+            Ok(())
+        },
+    ));
+    graph.connect(&source, "numbers", &sink, connector);
+    graph.start(&clusters(toml)).unwrap()
+}
+
+#[test]
+fn a_stateful_stage_never_runs_two_events_at_once() {
+    let events = Out::<u64>::new("events");
+    let port = events.clone();
+    let watch = Arc::new(AtomicUsize::new(0));
+    let most = Arc::new(AtomicUsize::new(0));
+    let (total_tx, total) = crossbeam_channel::bounded(1);
+    let peak = most.clone();
+    let mut graph = Graph::new();
+    let senders = graph.stage(
+        Stage::source(
+            "senders",
+            || (),
+            move |_, ctx| (0..1250).try_for_each(|n| ctx.send(&port, n)),
+        )
+        .output(&events),
+    );
+    let counter = graph.stage(Stage::stateful(
+        "counter",
+        || 0u64,
+        move |seen: &mut u64, _: u64, _| {
+            peak.fetch_max(watch.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
+            *seen += 1;
+            if *seen == 10_000 {
+                total_tx.send(*seen).unwrap();
+            }
+            watch.fetch_sub(1, Ordering::SeqCst);
+            Ok(())
+        },
+    ));
+    graph.connect(&senders, "events", &counter, Connector::decoupled());
+    let running = graph
+        .start(&clusters("[clusters.main]\nstages = [\"senders\", \"counter\"]\nthreads = 10\ninstances = { senders = 8 }\nqueue = 64"))
+        .unwrap();
+    assert_eq!(total.recv_timeout(DEADLINE), Ok(10_000));
+    assert_eq!(most.load(Ordering::SeqCst), 1);
+    running.shutdown(DEADLINE);
+}
+
+#[test]
+fn a_stateless_stage_runs_its_instances_in_parallel() {
+    let arrivals = Arc::new(AtomicUsize::new(0));
+    let passed = Arc::new(AtomicUsize::new(0));
+    let passes = passed.clone();
+    // Only four handlers running at once get past this barrier.
+    let running = pipeline(
+        4,
+        Connector::local(),
+        "[clusters.main]\nstages = [\"source\", \"sink\"]\nthreads = 5\ninstances = { sink = 4 }",
+        move |_| {
+            arrivals.fetch_add(1, Ordering::SeqCst);
+            if wait_until(|| arrivals.load(Ordering::SeqCst) >= 4) {
+                passes.fetch_add(1, Ordering::SeqCst);
+            }
+        },
+    );
+    let report = running.shutdown(DEADLINE);
+    assert_eq!(report.drained, ["source", "sink"]);
+    assert_eq!(passed.load(Ordering::SeqCst), 4);
+}
+
+#[test]
+fn a_cohort_consumer_runs_on_the_senders_thread() {
+    let threads = Arc::new(Mutex::new(Vec::new()));
+    let seen = threads.clone();
+    let running = pipeline(3, Connector::cohort(), "", move |_| {
+        seen.lock().push(std::thread::current().id());
+    });
+    let stats = running.stats();
+    running.shutdown(DEADLINE);
+    let threads = threads.lock();
+    assert_eq!(threads.len(), 3, "{stats:?}");
+    // One source instance sent all three: one thread, the source's.
+    assert!(threads.iter().all(|id| *id == threads[0]));
+    assert_eq!(stats.stage("sink").unwrap().queued, 0);
+}
+
+#[test]
+fn block_makes_the_sender_wait_and_loses_nothing() {
+    let (gate, opened) = crossbeam_channel::bounded::<()>(0);
+    let handled = Arc::new(AtomicUsize::new(0));
+    let count = handled.clone();
+    let running = pipeline(
+        50,
+        Connector::decoupled(),
+        "[clusters.main]\nthreads = 2\nqueue = 4",
+        move |_| {
+            let _ = opened.recv();
+            count.fetch_add(1, Ordering::SeqCst);
+        },
+    );
+    assert!(wait_until(
+        || running.stats().stage("sink").unwrap().queued == 4
+    ));
+    let source = running.stats().stage("source").unwrap().sent;
+    // Four queued and one in the handler: the source waits for room.
+    assert!(source <= 5, "sent {source}");
+    drop(gate);
+    running.shutdown(DEADLINE);
+    assert_eq!(handled.load(Ordering::SeqCst), 50);
+}
+
+/// What a flood did: events admitted and rejections as the source was told, the
+/// sink's final stats, and how long the flood took.
+struct Flood {
+    admitted: u64,
+    rejected: u64,
+    sink: super::StageStats,
+    took: Duration,
+}
+
+/// Sends at least `count` events, for at least `flood_for`, from a source through
+/// `admission` to a sink with a queue of 8; a `gated` sink handles nothing until the
+/// flood is over.
+fn flood(count: u64, admission: Admission, flood_for: Duration, gated: bool) -> Flood {
+    let numbers = Out::<u64>::new("numbers");
+    let port = numbers.clone();
+    let (gate, opened) = crossbeam_channel::bounded::<()>(0);
+    let gate = Mutex::new(Some(gate));
+    let tally = Arc::new(Mutex::new((0, 0, Duration::ZERO)));
+    let outcome = tally.clone();
+    let mut graph = Graph::new();
+    let source = graph.stage(
+        Stage::source(
+            "source",
+            || (),
+            move |_, ctx| {
+                let started = Instant::now();
+                let mut sent = 0;
+                while sent < count || started.elapsed() < flood_for {
+                    match ctx.send(&port, sent) {
+                        Ok(()) => tally.lock().0 += 1,
+                        Err(e) if e.is_rejected() => tally.lock().1 += 1,
+                        Err(e) => return Err(e),
+                    }
+                    sent += 1;
+                }
+                tally.lock().2 = started.elapsed();
+                gate.lock().take();
+                Ok(())
+            },
+        )
+        .output(&numbers),
+    );
+    let sink = graph.stage(Stage::stateful(
+        "sink",
+        || (),
+        move |_, _: u64, _| {
+            if gated {
+                let _ = opened.recv();
+            }
+            Ok(())
+        },
+    ));
+    graph.connect(
+        &source,
+        "numbers",
+        &sink,
+        Connector::decoupled().admission(admission),
+    );
+    let running = graph
+        .start(&clusters("[clusters.main]\nthreads = 2\nqueue = 8"))
+        .unwrap();
+    let report = running.shutdown(DEADLINE);
+    assert_eq!(report.abandoned, 0);
+    let (admitted, rejected, took) = *outcome.lock();
+    let sink = report.stats.stage("sink").unwrap().clone();
+    Flood {
+        admitted,
+        rejected,
+        sink,
+        took,
+    }
+}
+
+#[test]
+fn reject_tells_the_sender_and_counts_every_event_not_delivered() {
+    let flood = flood(1000, Admission::Reject, Duration::ZERO, true);
+    assert!(flood.rejected > 0);
+    assert_eq!(flood.admitted + flood.rejected, 1000);
+    assert_eq!(flood.sink.rejected, flood.rejected);
+    assert_eq!(flood.sink.handled, flood.admitted);
+}
+
+#[test]
+fn a_token_bucket_admits_its_rate_and_rejects_the_rest() {
+    let bucket = Admission::TokenBucket {
+        rate: 100.0,
+        burst: 10,
+    };
+    let flood = flood(1000, bucket, Duration::from_millis(200), false);
+    let allowed = 10.0 + 100.0 * flood.took.as_secs_f64();
+    assert!(flood.admitted >= 10, "{} admitted", flood.admitted);
+    assert!(
+        flood.admitted as f64 <= allowed + 1.0,
+        "{} admitted, {allowed} allowed",
+        flood.admitted
+    );
+    assert_eq!(flood.sink.rejected, flood.rejected);
+    assert_eq!(flood.sink.handled, flood.admitted);
+}
+
+#[test]
+fn a_panicking_handler_is_dead_lettered_and_its_stage_goes_on() {
+    let handled = Arc::new(Mutex::new(Vec::new()));
+    let seen = handled.clone();
+    let running = pipeline(
+        5,
+        Connector::local(),
+        "[clusters.main]\nthreads = 2",
+        move |n| {
+            assert_ne!(n, 2, "event two is poison");
+            seen.lock().push(n);
+        },
+    );
+    let report = running.shutdown(DEADLINE);
+    let sink = report.stats.stage("sink").unwrap();
+    assert_eq!((sink.handled, sink.failed), (5, 1));
+    assert_eq!(*handled.lock(), [0, 1, 3, 4]);
+    assert_eq!(report.dead_letters, 1);
+    let json = serde_json::to_value(&report.stats).unwrap();
+    assert_eq!(json["stages"][1]["failed"], 1);
+}
+
+/// numbers → square → collect, all decoupled: `collect` keeps the squares of 1..=100;
+/// `square` handles nothing until `gate` is closed.
+fn chain(results: &Arc<Mutex<Vec<u64>>>, gate: &crossbeam_channel::Receiver<()>) -> Graph {
+    let gate = gate.clone();
+    let numbers = Out::<u64>::new("numbers");
+    let squares = Out::<u64>::new("squares");
+    let (to_relay, to_sink) = (numbers.clone(), squares.clone());
+    let kept = results.clone();
+    let mut graph = Graph::new();
+    let source = graph.stage(
+        Stage::source(
+            "numbers",
+            || (),
+            move |_, ctx| (1..=100).try_for_each(|n| ctx.send(&to_relay, n)),
+        )
+        .output(&numbers),
+    );
+    let relay = graph.stage(
+        Stage::stateless(
+            "square",
+            || (),
+            move |_, n: u64, ctx| {
+                let _ = gate.recv();
+                ctx.send(&to_sink, n * n)
+            },
+        )
+        .output(&squares),
+    );
+    let sink = graph.stage(Stage::stateful(
+        "collect",
+        || (),
+        move |_, n: u64, _| {
+            kept.lock().push(n);
+            Ok(())
+        },
+    ));
+    graph.connect(&source, "numbers", &relay, Connector::decoupled());
+    graph.connect(&relay, "squares", &sink, Connector::decoupled());
+    graph
+}
+
+#[test]
+fn shutdown_drains_every_queue_upstream_first() {
+    let results = Arc::new(Mutex::new(Vec::new()));
+    let (gate, closed) = crossbeam_channel::bounded(0);
+    let graph = chain(&results, &closed);
+    let running = graph
+        .start(&clusters("[clusters.main]\nthreads = 3\nqueue = 200"))
+        .unwrap();
+    // Shutdown begins with the numbers queued before `square`.
+    assert!(wait_until(|| running
+        .stats()
+        .stage("square")
+        .unwrap()
+        .queued
+        > 0));
+    let shutdown = std::thread::spawn(move || running.shutdown(DEADLINE));
+    drop(gate);
+    let report = shutdown.join().unwrap();
+    assert_eq!(report.drained, ["numbers", "square", "collect"]);
+    assert_eq!((report.abandoned, report.stuck_threads), (0, 0));
+    assert_eq!(results.lock().len(), 100);
+}
+
+#[test]
+fn one_graph_gives_the_same_output_under_two_partitions() {
+    let run = |toml: &str| {
+        let results = Arc::new(Mutex::new(Vec::new()));
+        let (_, open) = crossbeam_channel::bounded(0);
+        let graph = chain(&results, &open);
+        graph.start(&clusters(toml)).unwrap().shutdown(DEADLINE);
+        let mut results = std::mem::take(&mut *results.lock());
+        results.sort_unstable();
+        results
+    };
+    let one = run("");
+    let two = run(
+        "[clusters.front]\nstages = [\"numbers\", \"collect\"]\nthreads = 2\n\
+         [clusters.squares]\nstages = [\"square\"]\nthreads = 3\ninstances = { square = 3 }",
+    );
+    assert_eq!(one, (1..=100).map(|n| n * n).collect::<Vec<u64>>());
+    assert_eq!(one, two);
+}
+
+#[test]
+fn the_thread_pool_controller_grows_a_cluster_under_load_and_shrinks_it_after() {
+    let arrivals = Arc::new(AtomicUsize::new(0));
+    let passed = Arc::new(AtomicUsize::new(0));
+    let passes = passed.clone();
+    // One thread to start with: only a grown cluster gets four handlers past this
+    // barrier at once.
+    let running = pipeline(
+        8,
+        Connector::decoupled(),
+        "[clusters.source]\nstages = [\"source\"]\nthreads = 1\n\
+         [clusters.work]\nstages = [\"sink\"]\nthreads = 1\nmax_threads = 4\ninstances = { sink = 4 }",
+        move |_| {
+            arrivals.fetch_add(1, Ordering::SeqCst);
+            if wait_until(|| arrivals.load(Ordering::SeqCst) >= 4) {
+                passes.fetch_add(1, Ordering::SeqCst);
+            }
+        },
+    );
+    assert!(wait_until(|| running
+        .stats()
+        .stage("sink")
+        .unwrap()
+        .handled
+        == 8));
+    assert!(wait_until(|| running
+        .stats()
+        .cluster("work")
+        .unwrap()
+        .threads
+        == 1));
+    let work = running.stats().cluster("work").unwrap().clone();
+    running.shutdown(DEADLINE);
+    assert_eq!(passed.load(Ordering::SeqCst), 8);
+    assert!(work.grown >= 3 && work.shrunk == work.grown, "{work:?}");
+}
