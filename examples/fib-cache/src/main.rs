@@ -91,9 +91,12 @@ fn verify(Path(n): Path<u32>, cache: Read<Cache>) -> (StatusCode, String) {
         return refused;
     }
     let computed = fib_recursive(n);
-    match cache.get(&n) {
-        Some(&cached) if cached == computed => (StatusCode::OK, format!("{computed}\n")),
-        Some(&cached) => (
+    // The lock was held for the computation; it goes with the guard, here.
+    let cached = cache.get(&n).copied();
+    drop(cache);
+    match cached {
+        Some(cached) if cached == computed => (StatusCode::OK, format!("{computed}\n")),
+        Some(cached) => (
             StatusCode::INTERNAL_SERVER_ERROR,
             format!("fib({n}) is cached as {cached}, computed as {computed}\n"),
         ),
