@@ -123,24 +123,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_committed_reports_are_indexed_with_what_they_did_not_record() {
-        let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/results"));
+    fn reports_are_drawn_again_and_indexed_with_what_they_did_not_record() {
+        let fixtures = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src/report/testdata"));
         let out = tempfile::tempdir().unwrap();
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let from = entry.unwrap().path().join("results.json");
-            if from.is_file() {
-                let name = from.parent().unwrap().file_name().unwrap();
-                std::fs::create_dir_all(out.path().join(name)).unwrap();
-                std::fs::copy(&from, out.path().join(name).join("results.json")).unwrap();
-            }
+        for name in ["mixed", "off-system"] {
+            std::fs::create_dir_all(out.path().join(name)).unwrap();
+            std::fs::copy(
+                fixtures.join(format!("{name}.json")),
+                out.path().join(name).join("results.json"),
+            )
+            .unwrap();
         }
         let readme = std::fs::read_to_string(write_index(out.path()).unwrap()).unwrap();
         assert!(
-            readme.contains("| [on-system](on-system/report.html) |"),
+            readme.contains("| [off-system](off-system/report.html) | Hessenberger 2014 (thesis), Fig. 5.5–5.7 |"),
             "{readme}"
         );
         assert!(readme.contains("not recorded"));
         assert!(readme.contains("## What the lab needs"));
+        assert!(
+            out.path().join("mixed/report.html").is_file(),
+            "each report is drawn again"
+        );
     }
 
     #[test]

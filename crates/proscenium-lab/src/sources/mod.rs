@@ -244,6 +244,7 @@ fn peak(results: &Results, server: &str, group: &str, metric: Metric) -> Option<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::tests::recorded;
 
     #[test]
     fn lines_are_read_between_their_points_and_not_beyond() {
@@ -254,15 +255,6 @@ mod tests {
         assert_eq!(interpolate(&[(5.0, 1.0)], 5.0), Some(1.0));
         let other = [(100.0, 1.0), (300.0, 5.0)];
         assert_eq!(at_common_top(&line, &other), Some((300.0, 30.0, 5.0)));
-    }
-
-    /// A committed report's results.
-    fn committed(scenario: &str) -> Results {
-        let path = format!(
-            "{}/../../docs/results/{scenario}/results.json",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
     }
 
     /// `results` with its steps replaced by one a round of three for each
@@ -290,7 +282,7 @@ mod tests {
 
     #[test]
     fn the_blocking_loop_must_collapse_beside_the_free_one() {
-        let mixed = committed("mixed");
+        let mixed = recorded("mixed");
         let collapsed = with_rates(
             mixed.clone(),
             &[
@@ -324,8 +316,8 @@ mod tests {
     }
 
     #[test]
-    fn the_committed_reports_get_a_verdict_on_their_numbers() {
-        let off = judge(&committed("off-system")).unwrap();
+    fn a_recorded_report_gets_a_verdict_on_its_numbers() {
+        let off = judge(&recorded("off-system")).unwrap();
         let gap = off
             .rows
             .iter()
