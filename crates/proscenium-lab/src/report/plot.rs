@@ -32,6 +32,9 @@ const SIZE: (u32, u32) = (960, 480);
 /// The legend's column, right of the plot.
 const LEGEND_WIDTH: u32 = 210;
 
+/// How many labels the x axis of a line plot asks for.
+const X_LABELS: usize = 6;
+
 /// The spread of values from which the y axis turns logarithmic.
 const LOG_SPREAD: f64 = 50.0;
 
@@ -358,6 +361,9 @@ impl<'a> Plot<'a> {
         let mut chart = self.builder(area).build_cartesian_2d(x_range, y_range)?;
         chart
             .configure_mesh()
+            // Fewer labels than plotters' default: on a logarithmic axis its default
+            // prints 7000, 8000, 9000 and 10000 over one another.
+            .x_labels(X_LABELS)
             .x_desc(lines.x_label)
             .y_desc(&self.y_label)
             .x_label_formatter(&|v| tick(*v))
