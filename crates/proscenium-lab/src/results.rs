@@ -81,16 +81,39 @@ pub(crate) const MIN_SENT_SHARE: f64 = 0.95;
 /// request's time, a CPU figure of fewer mostly start-up and idle time.
 pub(crate) const MIN_ANSWERS: u64 = 100;
 
+/// The most a closed loop's requests still waiting at its end may be of all its
+/// requests: wrk's figures leave them out, and they are the longest waits.
+pub(crate) const MAX_UNANSWERED_SHARE: f64 = 0.1;
+
 impl Step {
-    /// Why a step that sent `sent_share` of its offered load is invalid, or `None`.
-    pub(crate) fn invalid_for(sent_share: Option<f64>) -> Option<String> {
-        let share = sent_share.filter(|&s| s < MIN_SENT_SHARE)?;
-        Some(format!(
-            "the load generator sent {:.0} % of the offered requests (under {:.0} %): \
-             it fell behind, so the server never saw the offered rate",
-            share * 100.0,
-            MIN_SENT_SHARE * 100.0
-        ))
+    /// Why a step is invalid, or `None`: an open loop that sent `sent_share` of its
+    /// offered load, under 95 %; a closed loop whose `in_flight` requests (its
+    /// connections × depth, waiting when it stopped) are more than a tenth of them
+    /// with its `answers` — its latency would leave out the longest waits (5,000
+    /// clients of a ~1,000/s page for 5 s: under one answer a client).
+    pub(crate) fn invalid_for(
+        sent_share: Option<f64>,
+        closed: Option<(u64, u64)>,
+    ) -> Option<String> {
+        if let Some(share) = sent_share.filter(|&s| s < MIN_SENT_SHARE) {
+            return Some(format!(
+                "the load generator sent {:.0} % of the offered requests (under {:.0} %): \
+                 it fell behind, so the server never saw the offered rate",
+                share * 100.0,
+                MIN_SENT_SHARE * 100.0
+            ));
+        }
+        let (answers, in_flight) = closed?;
+        let unanswered = in_flight as f64 / (answers + in_flight).max(1) as f64;
+        (unanswered > MAX_UNANSWERED_SHARE).then(|| {
+            format!(
+                "{answers} answers to {in_flight} requests kept in flight: the {:.0} % still \
+                 waiting at the end (over {:.0} %) are left out of a closed loop's latency, \
+                 and they are the longest waits; the step is too short for its clients",
+                unanswered * 100.0,
+                MAX_UNANSWERED_SHARE * 100.0
+            )
+        })
     }
 
     /// Whether latency and CPU figures rest on enough answers to be drawn.
@@ -197,13 +220,20 @@ mod tests {
     }
 
     #[test]
-    fn a_step_that_sent_under_95_percent_is_invalid() {
-        assert!(Step::invalid_for(Some(0.95)).is_none());
+    fn a_closed_loop_too_short_for_its_clients_is_invalid() {
         assert!(
-            Step::invalid_for(None).is_none(),
-            "closed loops send what they can"
+            Step::invalid_for(None, Some((9_000, 1_000))).is_none(),
+            "10 % waiting"
         );
-        let why = Step::invalid_for(Some(0.48)).unwrap();
+        // The dynamic page at 5,000 clients for 5 s: 4,837 answers.
+        let why = Step::invalid_for(None, Some((4_837, 5_000))).unwrap();
+        assert!(why.contains("51 % still waiting"), "{why}");
+    }
+
+    #[test]
+    fn a_step_that_sent_under_95_percent_is_invalid() {
+        assert!(Step::invalid_for(Some(0.95), None).is_none());
+        let why = Step::invalid_for(Some(0.48), None).unwrap();
         assert!(why.contains("48 %"), "{why}");
     }
 }

@@ -140,6 +140,15 @@ impl Load {
         }
     }
 
+    /// The requests a closed load keeps in flight (connections × depth); `None` for
+    /// open loads.
+    pub(crate) fn in_flight(&self) -> Option<u64> {
+        match self {
+            Self::Closed { conns, depth, .. } => Some((conns * depth) as u64),
+            Self::Open { .. } => None,
+        }
+    }
+
     /// The rate offered, for open loads.
     pub(crate) fn offered(&self) -> Option<f64> {
         match self {

@@ -278,7 +278,7 @@ mod tests {
             (143.991_55, 144.063_439, 148.003_118)
         );
         let share = m.sent.unwrap() as f64 / 200.0;
-        let why = Step::invalid_for(Some(share)).expect("16 of 200 sent is invalid");
+        let why = Step::invalid_for(Some(share), None).expect("16 of 200 sent is invalid");
         assert!(why.contains("sent 8 %"), "{why}");
     }
 

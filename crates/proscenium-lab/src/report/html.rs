@@ -30,6 +30,9 @@ the drain, reported apart.</li>\
 <li>Open loop: a step whose generator sent under 95 % of the offered requests is <b>invalid</b> \
 (the server never saw the offered rate) and is not drawn.</li>\
 <li>A latency or CPU figure resting on fewer than 100 answers is not drawn.</li>\
+<li>Closed loop: a step whose requests still in flight at its end (one a connection, or the \
+pipelining depth) are over 10 % of all its requests is <b>invalid</b>: wrk's figures leave them \
+out, and they are the longest waits.</li>\
 <li>Each server gets a warm-up before its steps (listed, never counted); the steps run in \
 interleaved rounds, each round starting with the next server. A point is the median over the \
 rounds, its whisker from the least to the most.</li>\

@@ -218,7 +218,10 @@ impl Bench<'_> {
             warmup: false,
             offered_rps: step.load.offered(),
             sent_share,
-            invalid: Step::invalid_for(sent_share),
+            invalid: Step::invalid_for(
+                sent_share,
+                step.load.in_flight().map(|n| (measured.requests, n)),
+            ),
             cpu_us_per_request: (measured.requests > 0)
                 .then(|| cpu * 1e6 / measured.requests as f64),
             server_utilisation: Some(cpu / (busy_window * cores)),

@@ -89,9 +89,49 @@ fn static_files(results: &Results) -> Finding {
     )
 }
 
-/// Mean response time at the most clients: Proscenium's at most httpd's.
+/// The most the page's CPU cost may differ between the two servers for their response
+/// times to compare architectures rather than languages.
+const SAME_COST: f64 = 1.5;
+
+/// Mean response time at the most clients: Proscenium's at most httpd's — when the page
+/// costs both about the same CPU (Leda ran the same Lua script in both servers).
 fn dynamic(results: &Results) -> Finding {
     let group = "dynamic page";
+    let cost = |server| {
+        line(results, server, group, Metric::CpuPerRequest)
+            .first()
+            .map(|p| p.1)
+    };
+    let (Some(ours_cost), Some(apache_cost)) = (cost("proscenium:loops"), cost("httpd-event"))
+    else {
+        return Finding::missing(&["proscenium:loops", "httpd-event"]);
+    };
+    let costs = vec![
+        Comparison::new(
+            "proscenium:loops, CPU a page at the fewest clients",
+            None,
+            Some(ours_cost),
+            "µs",
+        ),
+        Comparison::new(
+            "httpd-event, CPU a page at the fewest clients",
+            None,
+            Some(apache_cost),
+            "µs",
+        ),
+    ];
+    let ratio = ours_cost.max(apache_cost) / ours_cost.min(apache_cost);
+    if ratio > SAME_COST {
+        return Finding::new(
+            Verdict::NotTestable,
+            format!(
+                "the page costs httpd (mod_lua) {ratio:.1}× the CPU it costs Proscenium (native): \
+                 a comparison of languages, not of threads and events, until each server's \
+                 iterations are chosen for equal cost"
+            ),
+            costs,
+        );
+    }
     let ours = line(results, "proscenium:loops", group, Metric::MeanLatency);
     let apache = line(results, "httpd-event", group, Metric::MeanLatency);
     let (Some(&(x, o)), Some(&(_, a))) = (ours.last(), apache.last()) else {
