@@ -27,7 +27,7 @@
 //!
 //! # A tour
 //!
-//! - A scenario (`scenario.rs`) is a plan: default servers, where servers and load run
+//! - A scenario (`scenario/`, one file a source) is a plan: default servers, where servers and load run
 //!   (`Split`: server and load on separate cores; `Shared`: all cores for both, or as
 //!   `--server-cpus` / `--load-cpus` say), the answers checked first, the steps of
 //!   load, the plots.

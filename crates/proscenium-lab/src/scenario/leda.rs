@@ -1,0 +1,134 @@
+//! Leda's web-server figures (Fig. 9): static files and a dynamic page against clients.
+
+use super::*;
+
+/// The static files of the `static` scenario: name and size.
+pub(crate) const FILES: [(&str, usize); 3] = [
+    ("1kb.bin", 1024),
+    ("300kb.bin", 300 * 1024),
+    ("5mb.bin", 5 * 1024 * 1024),
+];
+
+/// Leda Fig. 9a/b: response time and throughput against clients, 300 KB and 5 MB
+/// files (and 1 KB), Proscenium against nginx.
+pub(super) fn static_files(quick: bool) -> Plan {
+    let (clients, seconds): (&[usize], u64) = if quick {
+        (&[100, 1000, 5000], 3)
+    } else {
+        (&[100, 500, 1000, 2000, 3000, 4000, 5000], 10)
+    };
+    let mut steps = Vec::new();
+    let mut groups = Vec::new();
+    for (file, size) in FILES {
+        let group = format!("{} KB file", size / 1024);
+        for &c in clients {
+            // A full step lasts long enough for nine answers a client at ~1.5 GB/s, or
+            // the requests still waiting at its end make it invalid.
+            let rounds = if quick {
+                seconds
+            } else {
+                seconds.max(long_enough(c, 1_500_000_000 / size))
+            };
+            steps.push(closed(
+                &group,
+                format!("{c} clients"),
+                c as f64,
+                &format!("/{file}"),
+                c,
+                1,
+                rounds,
+            ));
+        }
+        groups.push(group);
+    }
+    let mut deviations = vec![
+        "Leda measured Apache and nginx over a network; here nginx alone, on loopback".to_owned(),
+    ];
+    if quick {
+        deviations.push(
+            "a 3 s quick step is shorter than one round of 5,000 clients fetching 5 MB (25 GB): \
+             read the 5 MB plot of the full profile, whose steps last two rounds"
+                .to_owned(),
+        );
+    }
+    Plan {
+        name: "static",
+        reproduces: "Leda Fig. 9a/b: static files, response time and throughput against clients, vs nginx",
+        // Leda measured against Apache and nginx.
+        default_servers: servers(&["proscenium:loops", "nginx", "httpd-event"]),
+        cores: Cores::Split,
+        upstream: false,
+        checks: vec![("/1kb.bin".to_owned(), "x".repeat(64))],
+        steps,
+        plots: plots(
+            &groups,
+            &[Metric::Rps, Metric::MeanLatency],
+            Some("concurrent clients"),
+        ),
+        deviations,
+    }
+}
+
+/// wrk threads for the dynamic page: thousands of connections are more than one
+/// generator thread keeps busy, and Leda's clients were many.
+pub(super) const DYNAMIC_LOAD_THREADS: usize = 2;
+
+/// Leda Fig. 9c: a page of realistic cost (a loop of 1,250,000 iterations, about 1 ms
+/// of CPU in lab-app) against clients.
+/// The seconds a closed step of `clients` needs at `per_second` answers for nine answers
+/// a client: then the requests still waiting at its end are at most a tenth
+/// (`results::MAX_UNANSWERED_SHARE`), and the step counts.
+fn long_enough(clients: usize, per_second: usize) -> u64 {
+    (9 * clients).div_ceil(per_second.max(1)) as u64 + 1
+}
+
+/// The pages a second the `dynamic` scenario's steps are sized for: a core at ~1 ms a
+/// page. A server slower than that gets invalid steps at its most clients, marked.
+const DYNAMIC_PAGES_A_SECOND: usize = 1_000;
+
+pub(super) fn dynamic(quick: bool) -> Plan {
+    let (clients, least): (&[usize], u64) = if quick {
+        (&[100, 500, 1000], 5)
+    } else {
+        (&[100, 500, 1000, 2000, 5000], 10)
+    };
+    let steps = clients
+        .iter()
+        .map(|&c| {
+            closed(
+                "dynamic page",
+                format!("{c} clients"),
+                c as f64,
+                "/dynamic",
+                c,
+                1,
+                least.max(long_enough(c, DYNAMIC_PAGES_A_SECOND)),
+            )
+            .with_load_threads(DYNAMIC_LOAD_THREADS)
+        })
+        .collect();
+    Plan {
+        name: "dynamic",
+        reproduces: "Leda Fig. 9c: a dynamic page of about 1 ms of CPU (a 1,250,000-iteration loop), against clients",
+        // Leda measured against Apache; actix, hyper and Node.js are today's choices.
+        default_servers: servers(&["proscenium:loops", "httpd-event", "actix", "hyper", "node"]),
+        cores: Cores::Split,
+        upstream: false,
+        checks: vec![("/dynamic".to_owned(), "1250000 iterations".to_owned())],
+        steps,
+        plots: plots(
+            &["dynamic page".to_owned()],
+            &[Metric::Rps, Metric::MeanLatency],
+            Some("concurrent clients"),
+        ),
+        deviations: vec![
+            "Leda's peers ran the page as CGI/PHP; here the same loop is native in each peer (Apache httpd: mod_lua)"
+                .to_owned(),
+            "every server listens with a backlog of 4096 (the kernel caps it at net.core.somaxconn)"
+                .to_owned(),
+            "each step lasts for nine pages a client at 1,000 pages a second, so the quick profile \
+             stops at 1,000 clients (5,000 need 46 s steps: the full profile runs them)"
+                .to_owned(),
+        ],
+    }
+}

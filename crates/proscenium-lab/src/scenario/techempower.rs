@@ -1,0 +1,58 @@
+//! TechEmpower's plaintext and JSON tests, as server CPU per request.
+
+use super::*;
+
+/// TechEmpower's plaintext and JSON tests: closed-loop maximum, keep-alive and 16-deep
+/// pipelining, and what the server spends per request.
+pub(super) fn closed_max(name: &'static str, path: &str, answer: &str, quick: bool) -> Plan {
+    let seconds = if quick { 5 } else { 15 };
+    let mut steps = vec![
+        closed(
+            name,
+            "keep-alive, 64 connections".into(),
+            64.0,
+            path,
+            64,
+            1,
+            seconds,
+        ),
+        closed(
+            name,
+            "pipelined 16, 64 connections".into(),
+            64.0,
+            path,
+            64,
+            16,
+            seconds,
+        ),
+    ];
+    if !quick {
+        steps.insert(
+            1,
+            closed(
+                name,
+                "keep-alive, 256 connections".into(),
+                256.0,
+                path,
+                256,
+                1,
+                seconds,
+            ),
+        );
+    }
+    Plan {
+        name,
+        reproduces: "TechEmpower's plaintext and JSON tests (server CPU per request, after issue 2's method)",
+        default_servers: servers(&["proscenium:loops", "actix", "hyper", "nginx", "node"]),
+        cores: Cores::Split,
+        upstream: false,
+        checks: vec![(path.to_owned(), answer.to_owned())],
+        steps,
+        plots: plots(
+            &[name.to_owned()],
+            &[Metric::Rps, Metric::CpuPerRequest],
+            None,
+        ),
+        deviations: vec!["one core per server (one loop or worker), wrk on the other".to_owned()],
+    }
+}

@@ -1,0 +1,116 @@
+use super::leda::DYNAMIC_LOAD_THREADS;
+use super::*;
+
+#[test]
+fn every_scenario_plans_steps_plots_and_checks() {
+    for name in SCENARIOS {
+        let plan = plan(name, Profile::Quick, 2).unwrap();
+        assert!(
+            !plan.steps.is_empty() && !plan.plots.is_empty() && !plan.checks.is_empty(),
+            "{name}"
+        );
+        assert!(!plan.default_servers.is_empty(), "{name}");
+        let probes = calibration::probes(&plan);
+        for p in &plan.plots {
+            assert!(
+                plan.steps.iter().chain(&probes).any(|s| s.group == p.group),
+                "{name}: plot of no steps"
+            );
+        }
+    }
+    assert!(plan("nope", Profile::Quick, 2).is_none());
+}
+
+/// Seconds of load one server gets in one round of `plan`, its warm-up included.
+fn round_seconds(plan: &Plan) -> u64 {
+    let steps: u64 = plan.steps.iter().map(|s| s.load.seconds()).sum();
+    steps + WARM_UP_SECONDS
+}
+
+/// Seconds of the saturation probes one server gets once a run, before round 1.
+fn probe_seconds(plan: &Plan) -> u64 {
+    calibration::probes(plan)
+        .iter()
+        .map(|p| p.load.seconds())
+        .sum()
+}
+
+#[test]
+fn quick_scenarios_take_at_most_three_minutes_of_load_a_round() {
+    let mut all = 0;
+    for name in SCENARIOS {
+        let plan = plan(name, Profile::Quick, 2).unwrap();
+        let servers = plan.default_servers.len() as u64;
+        let round = round_seconds(&plan) * servers;
+        // On-system runs four ramps (Fig. 5.1–5.4) of six points on eight servers.
+        let most = if name == "on-system" { 400 } else { 180 };
+        assert!(round <= most, "{name}: {round} s of load a round");
+        all += 3 * round + probe_seconds(&plan) * servers;
+    }
+    // Three rounds of every scenario: the quick profile's load, before starts,
+    // checks and cool-downs (a few seconds a step at most), and before any step an
+    // on-system server with a saturation under 50/s stretches to 100 requests.
+    assert_eq!(all, 3_864, "update the profile's stated time");
+}
+
+#[test]
+fn workers_draws_prefork_against_its_workers_to_yarn_s_most() {
+    let most = |profile| {
+        let plan = plan("workers", profile, 2).unwrap();
+        assert!(plan.plots.iter().all(|p| p.x_axis == XAxis::Workers));
+        assert!(plan.plots.iter().any(|p| p.metric == Metric::Utilisation));
+        assert_eq!(plan.default_servers.last().unwrap(), "httpd-prefork");
+        plan.default_servers[plan.default_servers.len() - 2].clone()
+    };
+    assert_eq!(most(Profile::Quick), "proscenium:prefork:256");
+    assert_eq!(most(Profile::Full), "proscenium:prefork:512");
+    let plan = plan("workers", Profile::Quick, 2).unwrap();
+    assert_eq!(
+        plan.default_servers[..3],
+        [
+            "proscenium:prefork:1",
+            "proscenium:prefork:2",
+            "proscenium:prefork:4"
+        ]
+    );
+}
+
+#[test]
+fn only_the_dynamic_page_is_sent_from_two_load_threads() {
+    for name in SCENARIOS {
+        for step in plan(name, Profile::Quick, 2).unwrap().steps {
+            if let Load::Closed { threads, .. } = step.load {
+                let want = if name == "dynamic" {
+                    DYNAMIC_LOAD_THREADS
+                } else {
+                    1
+                };
+                assert_eq!(threads, want, "{name}");
+            }
+        }
+    }
+}
+
+#[test]
+fn stateful_mixes_reads_and_writes_of_the_stated_share() {
+    let plan = plan("stateful", Profile::Quick, 2).unwrap();
+    let Load::Closed { targets, .. } = &plan.steps[1].load else {
+        panic!("closed loop")
+    };
+    let writes = targets.iter().filter(|t| t.starts_with("PUT ")).count();
+    let reads = targets.iter().filter(|t| t.starts_with("/verify/")).count();
+    assert_eq!((plan.steps[1].x, writes, reads), (25.0, 5, 15));
+}
+
+#[test]
+fn the_mix_holds_the_stated_share_of_heavy_requests() {
+    let plan = plan("mixed", Profile::Quick, 2).unwrap();
+    let Load::Open { targets, .. } = &plan.steps[2].load else {
+        panic!("open loop")
+    };
+    let heavy = targets
+        .iter()
+        .filter(|t| *t == calibration::HEAVY_TARGET)
+        .count();
+    assert_eq!((heavy * 100 / targets.len(), targets.len()), (10, 20));
+}
