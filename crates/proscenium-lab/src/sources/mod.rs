@@ -75,6 +75,17 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// The verdict when the claim held in `held` of `measured` cases: all, none or
+    /// some; `None` when none was measured.
+    fn of_cases(held: usize, measured: usize) -> Option<Self> {
+        match (held, measured) {
+            (_, 0) => None,
+            (h, m) if h == m => Some(Self::Reproduced),
+            (0, _) => Some(Self::NotReproduced),
+            _ => Some(Self::Partly),
+        }
+    }
+
     /// The verdict as the pages print it.
     pub fn text(self) -> &'static str {
         match self {

@@ -160,15 +160,10 @@ fn mixed(results: &Results) -> Finding {
             held += usize::from(b <= f / 2.0);
         }
     }
-    let verdict = match (held, measured) {
-        (_, 0) => {
-            return Finding::missing(&[
-                "node and node-nbk, or proscenium:event-loop and proscenium:loops",
-            ]);
-        }
-        (h, m) if h == m => Verdict::Reproduced,
-        (0, _) => Verdict::NotReproduced,
-        _ => Verdict::Partly,
+    let Some(verdict) = Verdict::of_cases(held, measured) else {
+        return Finding::missing(&[
+            "node and node-nbk, or proscenium:event-loop and proscenium:loops",
+        ]);
     };
     Finding::new(
         verdict,

@@ -57,11 +57,8 @@ fn judge(results: &Results) -> Finding {
             ));
         }
     }
-    let verdict = match (held, measured) {
-        (_, 0) => return Finding::missing(&[ours, "a peer"]),
-        (h, m) if h == m => Verdict::Reproduced,
-        (0, _) => Verdict::NotReproduced,
-        _ => Verdict::Partly,
+    let Some(verdict) = Verdict::of_cases(held, measured) else {
+        return Finding::missing(&[ours, "a peer"]);
     };
     Finding::new(
         verdict,

@@ -126,13 +126,8 @@ fn gaps(results: &Results, groups: &[(&str, Option<f64>)]) -> (Vec<Comparison>, 
 
 /// The verdict from how many pairs hold the claim of `holds` among those measured.
 fn of_pairs(held: usize, measured: usize, rows: Vec<Comparison>, what: &str) -> Finding {
-    let verdict = match (held, measured) {
-        (_, 0) => {
-            return Finding::missing(&["a thread-based and an actor-based server in two groups"]);
-        }
-        (h, m) if h == m => Verdict::Reproduced,
-        (0, _) => Verdict::NotReproduced,
-        _ => Verdict::Partly,
+    let Some(verdict) = Verdict::of_cases(held, measured) else {
+        return Finding::missing(&["a thread-based and an actor-based server in two groups"]);
     };
     Finding::new(
         verdict,
