@@ -15,7 +15,6 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::load::Load;
 use crate::results::MIN_ANSWERS;
 use crate::scenario::{Plan, StepPlan};
 
@@ -141,13 +140,7 @@ pub(crate) fn probes(plan: &Plan) -> Vec<StepPlan> {
                 group: SATURATION.to_owned(),
                 label: step.group.clone(),
                 x: 0.0,
-                load: Load::Closed {
-                    targets: step.load.targets().to_vec(),
-                    conns: PROBE_CONNECTIONS,
-                    depth: 1,
-                    seconds: PROBE_SECONDS,
-                    threads: 1,
-                },
+                load: step.load.as_probe(PROBE_SECONDS),
                 share_of_saturation: None,
             });
         }

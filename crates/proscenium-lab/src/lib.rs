@@ -82,8 +82,8 @@ pub use self::sources::{Comparison, Finding, Verdict, judge};
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Profile {
     /// At most three minutes of load a scenario and round on a 2-core machine
-    /// (on-system's four ramps, on eight servers: under seven); three rounds of all
-    /// eleven scenarios, with on-system's saturation probes, take 64 minutes of
+    /// (on-system's four ramps, on eight servers: about seven and a half); three rounds of all
+    /// eleven scenarios, with on-system's saturation probes, take 70 minutes of
     /// load, and about twice that with starts, warm-ups, checks and cool-downs.
     Quick,
     /// The sources' parameters where the machine allows.

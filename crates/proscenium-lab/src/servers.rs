@@ -168,6 +168,13 @@ impl ServerSpec {
         &self.name
     }
 
+    /// Whether the server compiles its code while it runs (the JVM's and V8's JITs):
+    /// its first thousands of requests run interpreted or half-optimised, so its
+    /// warm-up lasts longer ([`JIT_WARM_UP_SECONDS`](crate::scenario::JIT_WARM_UP_SECONDS)).
+    pub(crate) fn compiles_at_run_time(&self) -> bool {
+        matches!(self.kind, Kind::Jvm(_) | Kind::Node(_))
+    }
+
     /// Builds what the server needs (once per lab run; cargo makes repeats cheap).
     pub(crate) fn build(&self, tools: &Tools) -> Result<(), Error> {
         match &self.kind {

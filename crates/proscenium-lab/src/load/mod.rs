@@ -14,6 +14,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use crate::Error;
+use crate::calibration::PROBE_CONNECTIONS;
 use crate::tools::Tools;
 
 /// What one step sends.
@@ -190,6 +191,19 @@ impl Load {
             *seconds = (*seconds).max(min_seconds);
         }
         load
+    }
+
+    /// A closed loop of [`PROBE_CONNECTIONS`] over the same targets for `seconds`: as
+    /// many requests as the server answers, the load of a saturation probe and of a
+    /// run-time compiler's warm-up.
+    pub(crate) fn as_probe(&self, seconds: u64) -> Self {
+        Self::Closed {
+            targets: self.targets().to_vec(),
+            conns: PROBE_CONNECTIONS,
+            depth: 1,
+            threads: 1,
+            seconds,
+        }
     }
 
     /// The same load for `seconds` (the warm-up's).

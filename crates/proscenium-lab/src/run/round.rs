@@ -1,7 +1,8 @@
 //! One server's turn in one round: start it, warm it up, run the plan's steps while
 //! measuring what it spends, stop it.
 //!
-//! The warm-up is the plan's first load for [`WARM_UP_SECONDS`] seconds, recorded with
+//! The warm-up is the plan's first load for [`WARM_UP_SECONDS`] seconds (a longer, closed
+//! one for a server that compiles at run time), recorded with
 //! `warmup: true` and left out of every figure: a server's first seconds (page faults,
 //! lazy pools, JIT) are not its steady state (prefork's first step read p99 504 ms,
 //! then 0.34 ms). In a server's first turn, when the plan asks, its calibration follows
@@ -15,7 +16,7 @@ use crate::calibration;
 use crate::process::{RssPeak, Running, tree_cpu_seconds};
 use crate::progress::Progress;
 use crate::results::{ServerRun, Step};
-use crate::scenario::{Plan, StepPlan, WARM_UP_SECONDS};
+use crate::scenario::{JIT_WARM_UP_SECONDS, Plan, StepPlan, WARM_UP_SECONDS};
 use crate::servers::{Placement, ServerSpec};
 use crate::tools::Tools;
 use crate::{Calibration, Error};
@@ -160,7 +161,9 @@ impl Bench<'_> {
             .ok_or_else(|| Error::Load(format!("no warm-up load for {}", first.label)))
     }
 
-    /// Runs `first`'s load for [`WARM_UP_SECONDS`]; returns it marked as the warm-up.
+    /// Runs `first`'s load for [`WARM_UP_SECONDS`], or its targets as a probe for
+    /// [`JIT_WARM_UP_SECONDS`] when the server compiles at run time; returns it marked as
+    /// the warm-up.
     fn warm_up(
         &self,
         server: &ServerSpec,
@@ -171,7 +174,11 @@ impl Bench<'_> {
     ) -> Result<Step, Error> {
         let warm_up = StepPlan {
             label: format!("warm-up ({})", first.label),
-            load: first.load.for_seconds(WARM_UP_SECONDS),
+            load: if server.compiles_at_run_time() {
+                first.load.as_probe(JIT_WARM_UP_SECONDS)
+            } else {
+                first.load.for_seconds(WARM_UP_SECONDS)
+            },
             ..first.clone()
         };
         let mut warm = self.measure(server, &warm_up, running, base, round)?;

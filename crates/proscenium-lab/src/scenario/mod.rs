@@ -38,6 +38,13 @@ pub const SCENARIOS: [&str; 11] = [
 /// How long each server's warm-up runs, before its steps in every round.
 pub(crate) const WARM_UP_SECONDS: u64 = 2;
 
+/// How long the warm-up of a server that compiles at run time runs, as a closed loop of
+/// the first step's targets (a saturation probe's load): HotSpot's optimising compiler
+/// takes a method after some 10,000 calls, and the first step's load (fifty relayed
+/// requests in off-system's two seconds) left Pekko's first rounds collapsing at 500/s
+/// that its third ran at 1,000/s.
+pub(crate) const JIT_WARM_UP_SECONDS: u64 = 10;
+
 /// Where servers and load run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Cores {
