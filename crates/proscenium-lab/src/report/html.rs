@@ -33,9 +33,8 @@ the drain, reported apart.</li>\
 <li>Closed loop: a step whose requests still in flight at its end (one a connection, or the \
 pipelining depth) are over 10 % of all its requests is <b>invalid</b>: wrk's figures leave them \
 out, and they are the longest waits.</li>\
-<li>Each server gets a warm-up before its steps (listed, never counted): the first step's \
-load for 2 s, or for a server that compiles at run time (JVM, Node.js) 10 s of a closed loop of \
-64 connections on the first step's targets; the steps run in \
+<li>Each server gets a warm-up before its steps (in the steps table with its load, never \
+counted); the steps run in \
 interleaved rounds, each round starting with the next server. A point is the median over the \
 rounds, its whisker from the least to the most.</li>\
 <li>Utilisation is the server's CPU time ÷ (the send window and drain × its cores): under \

@@ -12,7 +12,7 @@
 use std::time::Instant;
 
 use super::{base_url, check_interrupt, cool_down, start_checked};
-use crate::calibration;
+use crate::calibration::{self, PROBE_CONNECTIONS};
 use crate::process::{RssPeak, Running, tree_cpu_seconds};
 use crate::progress::Progress;
 use crate::results::{ServerRun, Step};
@@ -172,13 +172,17 @@ impl Bench<'_> {
         running: &mut Running,
         base: &str,
     ) -> Result<Step, Error> {
+        let (label, load) = if server.compiles_at_run_time() {
+            let load = first.load.as_probe(JIT_WARM_UP_SECONDS);
+            let closed = format!("{PROBE_CONNECTIONS} connections, {JIT_WARM_UP_SECONDS} s");
+            (format!("warm-up ({}, {closed})", first.group), load)
+        } else {
+            let load = first.load.for_seconds(WARM_UP_SECONDS);
+            (format!("warm-up ({})", first.label), load)
+        };
         let warm_up = StepPlan {
-            label: format!("warm-up ({})", first.label),
-            load: if server.compiles_at_run_time() {
-                first.load.as_probe(JIT_WARM_UP_SECONDS)
-            } else {
-                first.load.for_seconds(WARM_UP_SECONDS)
-            },
+            label,
+            load,
             ..first.clone()
         };
         let mut warm = self.measure(server, &warm_up, running, base, round)?;
