@@ -9,46 +9,29 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use clap::Parser;
 use proscenium::config::{Settings, Sources};
 
+/// Leda's CEP application: a web-server log through a stage graph, alarms out.
+#[derive(Parser)]
+#[command(name = "cep")]
 struct Args {
+    /// Entries of the generated log (ignored with --log).
+    #[arg(long, default_value_t = 1_000_000)]
     entries: usize,
+    /// The configuration file: its [clusters.NAME] tables partition the graph.
+    #[arg(long)]
     config: Option<PathBuf>,
+    /// A log of your own, one Common Log Format entry a line.
+    #[arg(long)]
     log: Option<PathBuf>,
+    /// Where the persisted windows are kept (default: a temporary directory).
+    #[arg(long)]
     dir: Option<PathBuf>,
 }
 
-fn parse_args() -> Result<Args, String> {
-    let mut args = Args {
-        entries: 1_000_000,
-        config: None,
-        log: None,
-        dir: None,
-    };
-    let mut raw = std::env::args().skip(1);
-    while let Some(flag) = raw.next() {
-        let value = raw.next().ok_or_else(|| format!("{flag} needs a value"))?;
-        match flag.as_str() {
-            "--entries" => args.entries = value.parse().map_err(|e| format!("--entries: {e}"))?,
-            "--config" => args.config = Some(value.into()),
-            "--log" => args.log = Some(value.into()),
-            "--dir" => args.dir = Some(value.into()),
-            _ => return Err(format!("unknown flag {flag}")),
-        }
-    }
-    Ok(args)
-}
-
 fn main() -> ExitCode {
-    let args = match parse_args() {
-        Ok(args) => args,
-        Err(message) => {
-            eprintln!(
-                "cep: {message}\nusage: cep [--entries N] [--config FILE] [--log FILE] [--dir DIR]"
-            );
-            return ExitCode::from(2);
-        }
-    };
+    let args = Args::parse();
     match run(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
