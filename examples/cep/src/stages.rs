@@ -1,0 +1,370 @@
+//! The CEP graph: its events, its stages, and the run that waits for its last window.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use proscenium::stage::{ClusterSpec, Connector, Graph, Out, Stage, StageError};
+use serde::{Deserialize, Serialize};
+
+use crate::log::{Entry, WINDOW, parse};
+
+/// An alarm raised by Filter.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Alarm {
+    /// One client got many 404s in a window (a scan).
+    Scan {
+        /// The window's index.
+        window: u64,
+        /// The scanning client.
+        client: String,
+    },
+    /// Many 5xx responses in one window.
+    Burst {
+        /// The window's index.
+        window: u64,
+    },
+}
+
+/// What a run produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Outcome {
+    /// Every alarm, sorted.
+    pub alarms: BTreeSet<Alarm>,
+    /// Entries processed.
+    pub entries: u64,
+    /// Correlate's most similar pair of each window, by window, as a checksum.
+    pub correlations: BTreeMap<u64, (String, String)>,
+    /// From the first line read to the last report.
+    pub elapsed: Duration,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Item {
+    client: String,
+    path: String,
+    status: u16,
+    bytes: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+enum Line {
+    Entry(Item),
+    End,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Window {
+    index: u64,
+    last: bool,
+    entries: Vec<Item>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+enum Finding {
+    Persisted,
+    Correlated(Option<(String, String)>),
+    Filtered(Vec<Alarm>),
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Report {
+    window: u64,
+    last: bool,
+    entries: u64,
+    finding: Finding,
+}
+
+/// Runs the graph over the log at `log`, persisting windows under `dir`, partitioned
+/// and scheduled by `clusters`.
+///
+/// # Errors
+///
+/// A graph that does not start (see [`Graph::start`]), or one that stops before its
+/// last window's reports arrive.
+pub fn run(
+    log: &Path,
+    dir: &Path,
+    clusters: &HashMap<String, ClusterSpec>,
+) -> Result<Outcome, StageError> {
+    let (done, outcome) = mpsc::channel();
+    let graph = build(log.to_owned(), dir.to_owned(), done);
+    let started = Instant::now();
+    let running = graph.start(clusters)?;
+    let result = outcome.recv();
+    running.shutdown(Duration::from_secs(10));
+    let (alarms, entries, correlations) =
+        result.map_err(|_| StageError::handler("the graph stopped before its last window"))?;
+    Ok(Outcome {
+        alarms,
+        entries,
+        correlations,
+        elapsed: started.elapsed(),
+    })
+}
+
+type Done = (BTreeSet<Alarm>, u64, BTreeMap<u64, (String, String)>);
+
+fn build(log: PathBuf, dir: PathBuf, done: mpsc::Sender<Done>) -> Graph {
+    let lines = Out::<Line>::new("lines");
+    let windows = Out::<Window>::new("windows");
+    let (to_persist, to_correlate, to_filter) = (
+        Out::<Window>::new("persist"),
+        Out::<Window>::new("correlate"),
+        Out::<Window>::new("filter"),
+    );
+    let reports = Out::<Report>::new("reports");
+    let mut graph = Graph::new();
+    let source = graph.stage(source(log, lines.clone()).output(&lines));
+    let window = graph.stage(window(windows.clone()).output(&windows));
+    let copy = graph.stage(
+        copy([to_persist.clone(), to_correlate.clone(), to_filter.clone()])
+            .output(&to_persist)
+            .output(&to_correlate)
+            .output(&to_filter),
+    );
+    let persist = graph.stage(persist(dir, reports.clone()).output(&reports));
+    let correlate = graph.stage(correlate(reports.clone()).output(&reports));
+    let filter = graph.stage(filter(reports.clone()).output(&reports));
+    let alarm = graph.stage(alarm(done));
+    // Decoupled wherever a configuration may put the two ends in different clusters.
+    graph.connect(&source, "lines", &window, Connector::decoupled());
+    graph.connect(&window, "windows", &copy, Connector::decoupled());
+    graph.connect(&copy, "persist", &persist, Connector::decoupled());
+    graph.connect(&copy, "correlate", &correlate, Connector::decoupled());
+    graph.connect(&copy, "filter", &filter, Connector::decoupled());
+    graph.connect(&persist, "reports", &alarm, Connector::decoupled());
+    graph.connect(&correlate, "reports", &alarm, Connector::decoupled());
+    graph.connect(&filter, "reports", &alarm, Connector::decoupled());
+    graph
+}
+
+fn io_error(error: &std::io::Error) -> StageError {
+    StageError::handler(error.to_string())
+}
+
+fn source(log: PathBuf, lines: Out<Line>) -> Stage {
+    Stage::source(
+        "source",
+        || (),
+        move |(), ctx| {
+            let text = std::fs::read_to_string(&log).map_err(|e| io_error(&e))?;
+            for entry in text.lines().filter_map(parse) {
+                let Entry {
+                    client,
+                    path,
+                    status,
+                    bytes,
+                } = entry;
+                ctx.send(
+                    &lines,
+                    Line::Entry(Item {
+                        client,
+                        path,
+                        status,
+                        bytes,
+                    }),
+                )?;
+            }
+            ctx.send(&lines, Line::End)
+        },
+    )
+}
+
+fn window(windows: Out<Window>) -> Stage {
+    Stage::stateful(
+        "window",
+        || (0_u64, Vec::new()),
+        move |(index, buffer): &mut (u64, Vec<Item>), line: Line, ctx| {
+            let last = matches!(line, Line::End);
+            if let Line::Entry(item) = line {
+                buffer.push(item);
+            }
+            if last || buffer.len() == WINDOW {
+                let entries = std::mem::replace(buffer, Vec::with_capacity(WINDOW));
+                ctx.send(
+                    &windows,
+                    Window {
+                        index: *index,
+                        last,
+                        entries,
+                    },
+                )?;
+                *index += 1;
+            }
+            Ok(())
+        },
+    )
+}
+
+fn copy(ports: [Out<Window>; 3]) -> Stage {
+    Stage::stateless(
+        "copy",
+        || (),
+        move |(), window: Window, ctx| {
+            ctx.send(&ports[0], window.clone())?;
+            ctx.send(&ports[1], window.clone())?;
+            ctx.send(&ports[2], window)
+        },
+    )
+}
+
+fn report(window: &Window, finding: Finding) -> Report {
+    Report {
+        window: window.index,
+        last: window.last,
+        entries: window.entries.len() as u64,
+        finding,
+    }
+}
+
+fn persist(dir: PathBuf, reports: Out<Report>) -> Stage {
+    Stage::stateless(
+        "persist",
+        || (),
+        move |(), window: Window, ctx| {
+            let path = dir.join(format!("window-{:06}.log", window.index));
+            let mut file =
+                std::io::BufWriter::new(std::fs::File::create(path).map_err(|e| io_error(&e))?);
+            for e in &window.entries {
+                writeln!(file, "{} {} {} {}", e.client, e.path, e.status, e.bytes)
+                    .map_err(|e| io_error(&e))?;
+            }
+            file.flush().map_err(|e| io_error(&e))?;
+            ctx.send(&reports, report(&window, Finding::Persisted))
+        },
+    )
+}
+
+fn correlate(reports: Out<Report>) -> Stage {
+    Stage::stateless(
+        "correlate",
+        || (),
+        move |(), window: Window, ctx| {
+            let pair = crate::stages::most_similar(&window.entries);
+            ctx.send(&reports, report(&window, Finding::Correlated(pair)))
+        },
+    )
+}
+
+/// Feature dimensions of a client's request pattern.
+const DIMS: usize = 64;
+/// Passes over the pairs: the work Leda's correlation does per window, scaled so
+/// Correlate is the dominant cost.
+const ROUNDS: usize = 4;
+
+/// Returns the pair of clients whose request patterns are most alike (cosine
+/// similarity of their feature vectors, ties broken by name), the CPU-heavy step.
+fn most_similar(entries: &[Item]) -> Option<(String, String)> {
+    let mut vectors: BTreeMap<&str, [f64; DIMS]> = BTreeMap::new();
+    for e in entries {
+        let v = vectors.entry(&e.client).or_insert([0.0; DIMS]);
+        let h = e.path.bytes().fold(e.status as usize, |h, b| {
+            h.wrapping_mul(31).wrapping_add(b as usize)
+        });
+        v[h % DIMS] += 1.0;
+        v[(e.bytes as usize / 100) % DIMS] += 0.5;
+    }
+    let clients: Vec<(&str, [f64; DIMS])> = vectors.into_iter().collect();
+    let mut best: Option<(f64, usize, usize)> = None;
+    for round in 0..ROUNDS {
+        for i in 0..clients.len() {
+            for j in i + 1..clients.len() {
+                let (a, b) = (&clients[i].1, &clients[j].1);
+                let (mut dot, mut na, mut nb) = (0.0, 0.0, 0.0);
+                for (k, x) in a.iter().enumerate() {
+                    let y = b[(k + round) % DIMS];
+                    dot += x * y;
+                    na += x * x;
+                    nb += y * y;
+                }
+                let sim = if na == 0.0 || nb == 0.0 {
+                    0.0
+                } else {
+                    dot / (na.sqrt() * nb.sqrt())
+                };
+                if round == 0 && best.is_none_or(|(s, _, _)| sim > s) {
+                    best = Some((sim, i, j));
+                }
+            }
+        }
+    }
+    best.map(|(_, i, j)| (clients[i].0.to_owned(), clients[j].0.to_owned()))
+}
+
+/// 404s from one client in one window that make a scan.
+const SCAN_THRESHOLD: usize = 20;
+/// 5xx responses in one window that make a burst.
+const BURST_THRESHOLD: usize = 20;
+
+fn filter(reports: Out<Report>) -> Stage {
+    Stage::stateless(
+        "filter",
+        || (),
+        move |(), window: Window, ctx| {
+            let mut not_found: BTreeMap<&str, usize> = BTreeMap::new();
+            let mut errors = 0;
+            for e in &window.entries {
+                match e.status {
+                    404 => *not_found.entry(&e.client).or_default() += 1,
+                    500..=599 => errors += 1,
+                    _ => {}
+                }
+            }
+            let mut alarms: Vec<Alarm> = not_found
+                .into_iter()
+                .filter(|&(_, n)| n >= SCAN_THRESHOLD)
+                .map(|(client, _)| Alarm::Scan {
+                    window: window.index,
+                    client: client.to_owned(),
+                })
+                .collect();
+            if errors >= BURST_THRESHOLD {
+                alarms.push(Alarm::Burst {
+                    window: window.index,
+                });
+            }
+            ctx.send(&reports, report(&window, Finding::Filtered(alarms)))
+        },
+    )
+}
+
+#[derive(Default)]
+struct Tally {
+    alarms: BTreeSet<Alarm>,
+    entries: u64,
+    correlations: BTreeMap<u64, (String, String)>,
+    reports: u64,
+    windows: Option<u64>,
+}
+
+fn alarm(done: mpsc::Sender<Done>) -> Stage {
+    Stage::stateful(
+        "alarm",
+        Tally::default,
+        move |tally: &mut Tally, report: Report, _| {
+            tally.reports += 1;
+            if report.last {
+                tally.windows = Some(report.window + 1);
+            }
+            match report.finding {
+                Finding::Persisted => tally.entries += report.entries,
+                Finding::Correlated(pair) => {
+                    if let Some(pair) = pair {
+                        tally.correlations.insert(report.window, pair);
+                    }
+                }
+                Finding::Filtered(alarms) => tally.alarms.extend(alarms),
+            }
+            if tally.windows.is_some_and(|w| tally.reports == 3 * w) {
+                let t = std::mem::take(tally);
+                // The receiver gone means the run gave up waiting; nothing is lost that
+                // anyone is still waiting for.
+                let _ = done.send((t.alarms, t.entries, t.correlations));
+            }
+            Ok(())
+        },
+    )
+}
