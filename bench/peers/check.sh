@@ -99,7 +99,7 @@ sanity() {
   done
 }
 
-jvm_routes=(plaintext json dynamic 'fib-iter?n=0' 'fib-iter?n=1000' 'fib-iter?n=200001'
+jvm_routes=(plaintext json dynamic 'dynamic?n=0' 'dynamic?n=10' 'dynamic?n=100000001' 'fib-iter?n=0' 'fib-iter?n=1000' 'fib-iter?n=200001'
   'fib?n=25' 'fib?n=41' relay hello.txt 300k.bin)
 
 start_jvm() {
@@ -118,7 +118,7 @@ start_httpd() {
 
 # node-nbk's /fib above Node.Scala's threshold (30) runs the non-blocking algorithm:
 # its answers on both sides of it must be the blocking ones.
-node_routes=(plaintext json dynamic 'fib-iter?n=1000' 'fib?n=20' 'fib?n=30' 'fib?n=31'
+node_routes=(plaintext json dynamic 'dynamic?n=0' 'dynamic?n=10' 'dynamic?n=100000001' 'fib-iter?n=1000' 'fib?n=20' 'fib?n=30' 'fib?n=31'
   'fib?n=33' relay)
 
 start_node() {
@@ -146,7 +146,7 @@ check() {
   case $name in
     jetty | vertx) compare "$name" "$port" "${jvm_routes[@]}" ;;
     pekko) compare "$name" "$port" "${jvm_routes[@]}" 'actor?n=1000 fib-iter?n=1000' ;;
-    httpd-*) compare "$name" "$port" plaintext json dynamic hello.txt 300k.bin ;;
+    httpd-*) compare "$name" "$port" plaintext json dynamic 'dynamic?n=0' 'dynamic?n=10' hello.txt 300k.bin ;;
     node*) compare "$name" "$port" "${node_routes[@]}" ;;
   esac
   if [[ ${SANITY:-0} = 1 ]]; then

@@ -55,13 +55,21 @@ function fibIterative(n) {
   return a.toString(16);
 }
 
-// The same 1,250,000 iterations as lab-app, in 32-bit arithmetic.
-function dynamicPage() {
+// The lab's dynamic page: n iterations of 32-bit arithmetic, as lab-app (1,250,000 when
+// the request names none; at most MAX_ITERATIONS, as every peer).
+const DEFAULT_ITERATIONS = 1250000;
+const MAX_ITERATIONS = 100000000;
+
+function dynamicPage(res, asked) {
+  const n = asked === null ? DEFAULT_ITERATIONS : Number(asked);
+  if (!Number.isInteger(n) || n < 0 || n > MAX_ITERATIONS) {
+    return send(res, 400, 'text/plain', 'n is at most 100000000');
+  }
   let acc = 0;
-  for (let i = 0; i < 1250000; i++) {
+  for (let i = 0; i < n; i++) {
     acc = (Math.imul(acc, 31) + i) >>> 0;
   }
-  return `<!doctype html><title>dynamic</title><p>1250000 iterations: ${acc}</p>`;
+  return send(res, 200, 'text/html', `<!doctype html><title>dynamic</title><p>${n} iterations: ${acc}</p>`);
 }
 
 function send(res, status, type, body) {
@@ -91,7 +99,7 @@ function handle(req, res) {
     case '/json':
       return send(res, 200, 'application/json', JSON.stringify({ message: 'Hello, World!' }));
     case '/dynamic':
-      return send(res, 200, 'text/html', dynamicPage());
+      return dynamicPage(res, url.searchParams.get('n'));
     case '/fib-iter':
       return send(res, 200, 'text/plain', fibIterative(n));
     case '/fib':

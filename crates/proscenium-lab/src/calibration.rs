@@ -3,15 +3,19 @@
 //! [`ServerRun`](crate::ServerRun), and plans that server's steps from in every round,
 //! so that all rounds offer a server the same points and a median is over like points.
 //!
-//! A plan asks for nothing, for a saturation, or for a heavy request, by its steps alone:
+//! A plan asks for nothing, for a saturation, or for a request of equal cost, by its
+//! steps alone:
 //! - a step with a `share_of_saturation` offers that share of the server's saturation
 //!   rate for the step's group: 2xx answers a second under a closed-loop probe of the
 //!   group's target (the probe is recorded as a step of the [`SATURATION`] group);
-//! - a target that is [`HEAVY_TARGET`] gets the n whose recursive Fibonacci costs the server
-//!   [`HEAVY_COST_MS`], timed on single requests.
+//! - a target that is a [`Tuning`]'s ([`HEAVY`]'s `/fib?n={heavy-n}`, [`PAGE`]'s
+//!   `/dynamic?n={page-n}`) gets, per server, the n whose lone request costs that server
+//!   the tuning's time: the same work on every runtime, whatever its language.
 //!
 //! Measuring is the runner's (`run/calibrate.rs`); this module says what is recorded and
 //! how a step is resolved from it.
+
+use std::ops::RangeInclusive;
 
 use serde::{Deserialize, Serialize};
 
@@ -30,11 +34,45 @@ pub(crate) const PROBE_CONNECTIONS: usize = 64;
 /// beside the ramp it plans.
 const PROBE_SECONDS: u64 = 3;
 
-/// The heavy request in a plan: recursive fib(n), [`HEAVY_N`] replaced per server.
-pub(crate) const HEAVY_TARGET: &str = "/fib?n={heavy-n}";
-const HEAVY_N: &str = "{heavy-n}";
+/// A request whose size the lab chooses per server, so that it costs every server the
+/// same time: a plan writes its `target`, placeholder included, and each server's steps
+/// get the n calibrated for it.
+#[derive(Debug)]
+pub(crate) struct Tuning {
+    /// What the report calls it.
+    pub(crate) what: &'static str,
+    /// The target as a plan writes it.
+    pub(crate) target: &'static str,
+    placeholder: &'static str,
+    /// The time one request alone should take, in milliseconds.
+    pub(crate) cost_ms: f64,
+    /// Requests timed at each n; the median is its cost.
+    pub(crate) timings: usize,
+    /// How the n is looked for.
+    pub(crate) search: Search,
+    slot: Slot,
+}
 
-/// The server time a heavy request should cost on every runtime: 200 ms.
+/// How a [`Tuning`]'s n is looked for.
+#[derive(Debug)]
+pub(crate) enum Search {
+    /// Each n timed, ascending, until one costs more than the target; the nearest in
+    /// ratio is chosen. For a cost geometric in n (recursive Fibonacci), where a line
+    /// through two timings would be far off.
+    Ascending(RangeInclusive<u32>),
+    /// n = 0 and n = `probe` timed; the cost is linear in n (a loop), so the n on that
+    /// line at the target is chosen, at most `max`, and timed once more for the record.
+    Linear { probe: u32, max: u32 },
+}
+
+/// Which of a [`Calibration`]'s fields holds a tuning's result.
+#[derive(Debug, Clone, Copy)]
+enum Slot {
+    Heavy,
+    Page,
+}
+
+/// Node.Scala Fig. 1b's heavy request: recursive fib(n) costing 200 ms.
 ///
 /// Node.Scala's Fig. 1b offers 100 requests/s; at 5 % heavy (5 a second) its blocking
 /// Node.js fell to 24.4 messages/s, so its heavy request saturated the one loop at 5 %
@@ -42,14 +80,82 @@ const HEAVY_N: &str = "{heavy-n}";
 /// (1 ÷ (0.05 × 24.4) ≈ 0.8 s), but at 0.8 s 5 % heavy is 4 s of work a second, past
 /// every server on this 2-core machine; at 200 ms it saturates one loop exactly at
 /// 5 % (as the source's did at the least), two loops at 10 % and every server at 15 %.
-pub(crate) const HEAVY_COST_MS: f64 = 200.0;
-/// The n timed, ascending, until one costs more than the target; 40 is the most the
-/// lab's servers take. Each n costs about 1.6 times the one before, so the cost chosen
-/// is within a factor of √1.6 ≈ 1.27 of the target (fib(40) at 243 ms against fib(39)
-/// at 143 ms on one run here): equal work to that grain, not to the millisecond.
-pub(crate) const HEAVY_CANDIDATES: std::ops::RangeInclusive<u32> = 30..=40;
-/// Requests timed a candidate; the median is its cost.
-pub(crate) const HEAVY_TIMINGS: usize = 3;
+///
+/// n from 30 to 40 (the most the lab's servers take): each n costs about 1.6 times the
+/// one before, so the cost chosen is within a factor of √1.6 ≈ 1.27 of the target
+/// (fib(40) at 243 ms against fib(39) at 143 ms on one run here): equal work to that
+/// grain, not to the millisecond.
+pub(crate) const HEAVY: Tuning = Tuning {
+    what: "heavy request",
+    target: "/fib?n={heavy-n}",
+    placeholder: "{heavy-n}",
+    cost_ms: 200.0,
+    timings: 3,
+    search: Search::Ascending(30..=40),
+    slot: Slot::Heavy,
+};
+
+/// Leda Fig. 9c's dynamic page: a loop of n iterations costing 1 ms, a page of realistic
+/// cost. Leda ran the same Lua script in its server and in Apache; here each server
+/// runs the loop in its own language (Apache httpd in mod_lua, where 1,250,000
+/// iterations cost about ten times what they cost Rust), so only a per-server n makes
+/// the page the same work. Probed at 1,250,000 (about 1 ms in lab-app); at most
+/// 100,000,000, the most the servers' `/dynamic` takes. Timed 21 times an n: a 1 ms
+/// request is within a loopback round trip's noise of its neighbours.
+pub(crate) const PAGE: Tuning = Tuning {
+    what: "dynamic page",
+    target: "/dynamic?n={page-n}",
+    placeholder: "{page-n}",
+    cost_ms: 1.0,
+    timings: 21,
+    search: Search::Linear {
+        probe: 1_250_000,
+        max: 100_000_000,
+    },
+    slot: Slot::Page,
+};
+
+/// Every tuning a plan may ask for.
+pub(crate) const TUNINGS: [&Tuning; 2] = [&HEAVY, &PAGE];
+
+impl Tuning {
+    /// The target with `n` in place of the placeholder.
+    pub(crate) fn target_for(&self, n: u32) -> String {
+        self.target.replace(self.placeholder, &n.to_string())
+    }
+
+    /// Chooses the n whose cost is the nearest to the target in ratio from `timed_ms`
+    /// (each n with its cost, as [`Search::Ascending`] times them).
+    pub(crate) fn nearest(&self, timed_ms: Vec<(u32, f64)>) -> Option<TunedRequest> {
+        let distance = |ms: f64| (ms.max(1e-3) / self.cost_ms).ln().abs();
+        let &(n, cost_ms) = timed_ms
+            .iter()
+            .min_by(|a, b| distance(a.1).total_cmp(&distance(b.1)))?;
+        Some(TunedRequest {
+            n,
+            cost_ms,
+            timed_ms,
+        })
+    }
+
+    /// The n on the line through `(0, at_zero_ms)` and `(probe, at_probe_ms)` where a
+    /// request costs the target, within `1..=max`; `None` when the cost does not grow
+    /// with n (the loop is not what the time measures).
+    pub(crate) fn on_the_line(
+        &self,
+        at_zero_ms: f64,
+        probe: u32,
+        at_probe_ms: f64,
+        max: u32,
+    ) -> Option<u32> {
+        let per_iteration = (at_probe_ms - at_zero_ms) / f64::from(probe);
+        if per_iteration <= 0.0 || !per_iteration.is_finite() {
+            return None;
+        }
+        let n = ((self.cost_ms - at_zero_ms) / per_iteration).round();
+        Some(n.clamp(1.0, f64::from(max)) as u32)
+    }
+}
 
 /// What was measured of one server before its steps.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -58,15 +164,19 @@ pub struct Calibration {
     /// probe of the group's target.
     #[serde(default)]
     pub saturation_rps: Vec<(String, f64)>,
-    /// The heavy request chosen for the server, when the plan mixes one in.
+    /// The heavy request chosen for the server ([`HEAVY`]), when the plan mixes one in.
     #[serde(default)]
-    pub heavy: Option<HeavyRequest>,
+    pub heavy: Option<TunedRequest>,
+    /// The dynamic page's iterations chosen for the server ([`PAGE`]), when the plan
+    /// asks for the page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page: Option<TunedRequest>,
 }
 
-/// The n of the heavy request `/fib?n=N` for one server, and what it cost.
+/// The n of a tuned request for one server, and what it cost.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HeavyRequest {
-    /// The n chosen: its cost is the nearest to the target, 200 ms (in ratio).
+pub struct TunedRequest {
+    /// The n chosen.
     pub n: u32,
     /// Its median time for one request alone, in milliseconds.
     pub cost_ms: f64,
@@ -82,48 +192,67 @@ impl Calibration {
             .find_map(|(g, rps)| (g == group).then_some(*rps))
     }
 
-    /// One line for the report's servers table: the saturations and the heavy request.
+    /// The request tuned for `tuning`, if measured.
+    pub(crate) fn tuned(&self, tuning: &Tuning) -> Option<&TunedRequest> {
+        match tuning.slot {
+            Slot::Heavy => self.heavy.as_ref(),
+            Slot::Page => self.page.as_ref(),
+        }
+    }
+
+    /// Records the request tuned for `tuning`.
+    pub(crate) fn set_tuned(&mut self, tuning: &Tuning, tuned: TunedRequest) {
+        let slot = match tuning.slot {
+            Slot::Heavy => &mut self.heavy,
+            Slot::Page => &mut self.page,
+        };
+        *slot = Some(tuned);
+    }
+
+    /// One line for the report's servers table: the saturations and the tuned requests.
     pub fn describe(&self) -> String {
         let saturations = self
             .saturation_rps
             .iter()
             .map(|(group, rps)| format!("{group} saturates at {}/s", thousands(*rps as u64)));
-        let heavy = self.heavy.iter().map(|h| {
-            format!(
-                "heavy request fib({}) costs {:.0} ms (target {HEAVY_COST_MS:.0} ms)",
-                h.n, h.cost_ms
-            )
+        let tuned = TUNINGS.into_iter().filter_map(|tuning| {
+            let tuned = self.tuned(tuning)?;
+            Some(format!(
+                "{} {} costs {} (target {})",
+                tuning.what,
+                tuning.target_for(tuned.n),
+                milliseconds(tuned.cost_ms),
+                milliseconds(tuning.cost_ms)
+            ))
         });
-        saturations.chain(heavy).collect::<Vec<_>>().join("; ")
+        saturations.chain(tuned).collect::<Vec<_>>().join("; ")
     }
 }
 
-impl HeavyRequest {
-    /// Chooses from `timed_ms` (n ascending, with its cost) the n whose cost is the
-    /// nearest to [`HEAVY_COST_MS`] in ratio (costs grow geometrically with n).
-    pub(crate) fn choose(timed_ms: Vec<(u32, f64)>) -> Option<Self> {
-        let distance = |ms: f64| (ms.max(1e-3) / HEAVY_COST_MS).ln().abs();
-        let &(n, cost_ms) = timed_ms
-            .iter()
-            .min_by(|a, b| distance(a.1).total_cmp(&distance(b.1)))?;
-        Some(Self {
-            n,
-            cost_ms,
-            timed_ms,
-        })
+/// Milliseconds to the precision that matters beside a target: whole ones from 10 up.
+fn milliseconds(ms: f64) -> String {
+    if ms >= 10.0 {
+        format!("{ms:.0} ms")
+    } else {
+        format!("{ms:.2} ms")
     }
 }
 
 /// Whether `plan` asks for any calibration.
 pub(crate) fn is_asked(plan: &Plan) -> bool {
-    !probes(plan).is_empty() || needs_heavy(plan)
+    !probes(plan).is_empty() || !tunings_asked(plan).is_empty()
 }
 
-/// Whether a target of `plan` holds the heavy request's placeholder.
-pub(crate) fn needs_heavy(plan: &Plan) -> bool {
-    plan.steps
-        .iter()
-        .any(|s| s.load.targets().iter().any(|t| t == HEAVY_TARGET))
+/// The tunings whose target some step of `plan` holds.
+pub(crate) fn tunings_asked(plan: &Plan) -> Vec<&'static Tuning> {
+    TUNINGS
+        .into_iter()
+        .filter(|tuning| {
+            plan.steps
+                .iter()
+                .any(|s| s.load.targets().iter().any(|t| t == tuning.target))
+        })
+        .collect()
 }
 
 /// The saturation probes `plan` asks for: one closed-loop step on the target of each
@@ -150,7 +279,7 @@ pub(crate) fn probes(plan: &Plan) -> Vec<StepPlan> {
 
 impl StepPlan {
     /// The step as run against a server calibrated as `calibration`: its rate (and
-    /// label and x) from the group's saturation, its heavy request's n filled in; or
+    /// label and x) from the group's saturation, its tuned requests' n filled in; or
     /// `None` when the calibration lacks what the step needs.
     ///
     /// A step at a share of the saturation lasts long enough to offer [`MIN_ANSWERS`]
@@ -166,21 +295,18 @@ impl StepPlan {
             step.load = self.load.at_rate(rate, MIN_ANSWERS.div_ceil(rate));
             step.share_of_saturation = None;
         }
-        if step.load.targets().iter().any(|t| t == HEAVY_TARGET) {
-            let heavy = heavy_target(calibration.heavy.as_ref()?.n);
-            for target in step.load.targets_mut() {
-                if target == HEAVY_TARGET {
-                    target.clone_from(&heavy);
+        for tuning in TUNINGS {
+            if step.load.targets().iter().any(|t| t == tuning.target) {
+                let tuned = tuning.target_for(calibration.tuned(tuning)?.n);
+                for target in step.load.targets_mut() {
+                    if target == tuning.target {
+                        target.clone_from(&tuned);
+                    }
                 }
             }
         }
         Some(step)
     }
-}
-
-/// The heavy request for `n`.
-pub(crate) fn heavy_target(n: u32) -> String {
-    HEAVY_TARGET.replace(HEAVY_N, &n.to_string())
 }
 
 /// `n` with a comma between thousands: 12,345.
@@ -204,20 +330,27 @@ mod tests {
     fn calibrated() -> Calibration {
         Calibration {
             saturation_rps: vec![("fib(1000)".into(), 2_000.0)],
-            heavy: HeavyRequest::choose(vec![(38, 90.0), (39, 150.0), (40, 240.0)]),
+            heavy: HEAVY.nearest(vec![(38, 90.0), (39, 150.0), (40, 240.0)]),
+            page: Some(TunedRequest {
+                n: 1_480_000,
+                cost_ms: 1.02,
+                timed_ms: vec![(0, 0.15), (1_250_000, 0.88), (1_480_000, 1.02)],
+            }),
         }
     }
 
     #[test]
-    fn the_heavy_target_holds_its_placeholder() {
-        assert_eq!(heavy_target(39), "/fib?n=39");
+    fn a_tuned_target_holds_its_placeholder() {
+        assert_eq!(HEAVY.target_for(39), "/fib?n=39");
+        assert_eq!(PAGE.target_for(1_480_000), "/dynamic?n=1480000");
     }
 
     #[test]
     fn the_servers_table_says_what_was_measured() {
         assert_eq!(
             calibrated().describe(),
-            "fib(1000) saturates at 2,000/s; heavy request fib(40) costs 240 ms (target 200 ms)"
+            "fib(1000) saturates at 2,000/s; heavy request /fib?n=40 costs 240 ms (target 200 ms); \
+             dynamic page /dynamic?n=1480000 costs 1.02 ms (target 1.00 ms)"
         );
         assert_eq!(Calibration::default().describe(), "");
     }
@@ -234,7 +367,36 @@ mod tests {
         let heavy = calibrated().heavy.unwrap();
         // 240 / 200 = 1.2 beats 200 / 150 = 1.33.
         assert_eq!((heavy.n, heavy.cost_ms), (40, 240.0));
-        assert_eq!(HeavyRequest::choose(Vec::new()), None);
+        assert_eq!(HEAVY.nearest(Vec::new()), None);
+    }
+
+    #[test]
+    fn the_page_gets_the_n_on_the_line_through_its_two_timings() {
+        // 0.2 ms at n = 0 and 0.6 ms at 1,000,000: 0.4 µs an iteration, so 1 ms at
+        // 2,000,000.
+        assert_eq!(
+            PAGE.on_the_line(0.2, 1_000_000, 0.6, u32::MAX),
+            Some(2_000_000)
+        );
+        // A page ten times dearer an iteration (Lua) gets a tenth of the iterations.
+        assert_eq!(
+            PAGE.on_the_line(0.2, 1_000_000, 4.2, u32::MAX),
+            Some(200_000)
+        );
+        // Within bounds: a request whose overhead alone passes the target still loops
+        // once; a very cheap loop stops at the most the servers take.
+        assert_eq!(PAGE.on_the_line(1.5, 1_000_000, 2.0, u32::MAX), Some(1));
+        assert_eq!(
+            PAGE.on_the_line(0.2, 1_000_000, 0.2001, 50_000_000),
+            Some(50_000_000)
+        );
+    }
+
+    #[test]
+    fn a_cost_that_does_not_grow_with_n_gives_no_n() {
+        assert_eq!(PAGE.on_the_line(0.5, 1_000_000, 0.5, u32::MAX), None);
+        assert_eq!(PAGE.on_the_line(0.5, 1_000_000, 0.4, u32::MAX), None);
+        assert_eq!(PAGE.on_the_line(0.5, 1_000_000, f64::NAN, u32::MAX), None);
     }
 
     #[test]
@@ -258,7 +420,7 @@ mod tests {
         let step = plan.steps.iter().find(|s| s.group == "fib(50000)").unwrap();
         let slow = Calibration {
             saturation_rps: vec![("fib(50000)".into(), 100.0)],
-            heavy: None,
+            ..Calibration::default()
         };
         let run = step.for_server(&slow).unwrap();
         let offered = run.load.offered_requests().unwrap();
@@ -268,7 +430,8 @@ mod tests {
     #[test]
     fn the_mix_gets_each_servers_heavy_n() {
         let plan = crate::scenario::plan("mixed", Profile::Quick, 2).unwrap();
-        assert!(needs_heavy(&plan) && is_asked(&plan) && probes(&plan).is_empty());
+        assert!(is_asked(&plan) && probes(&plan).is_empty());
+        assert_eq!(tunings_asked(&plan)[0].target, HEAVY.target);
         let run = plan.steps[1].for_server(&calibrated()).unwrap();
         assert!(run.load.targets().contains(&"/fib?n=40".to_owned()));
         assert!(run.load.targets().contains(&"/fib?n=20".to_owned()));
@@ -276,6 +439,24 @@ mod tests {
             plan.steps[0].for_server(&Calibration::default()).is_some(),
             "no heavy requests, nothing to resolve"
         );
+    }
+
+    #[test]
+    fn the_dynamic_page_gets_each_servers_iterations() {
+        let plan = crate::scenario::plan("dynamic", Profile::Quick, 2).unwrap();
+        assert_eq!(tunings_asked(&plan).len(), 1);
+        assert_eq!(tunings_asked(&plan)[0].target, PAGE.target);
+        assert!(plan.steps[0].for_server(&Calibration::default()).is_none());
+        let run = plan.steps[0].for_server(&calibrated()).unwrap();
+        assert_eq!(run.load.targets(), ["/dynamic?n=1480000".to_owned()]);
+    }
+
+    #[test]
+    fn a_recorded_calibration_without_a_page_still_reads() {
+        let json =
+            r#"{"saturation_rps":[],"heavy":{"n":38,"cost_ms":180.0,"timed_ms":[[38,180.0]]}}"#;
+        let read: Calibration = serde_json::from_str(json).unwrap();
+        assert_eq!((read.heavy.unwrap().n, read.page), (38, None));
     }
 
     #[test]

@@ -36,8 +36,8 @@
 //!   starting with the next server; a server's turn (`run/round.rs`) starts it pinned to
 //!   its cores, checks its answers, warms it up, in its first turn measures what the
 //!   plan's steps are planned from per server (`calibration.rs`: saturation rates, the
-//!   heavy request's n), drives each step and records what the server spent, then
-//!   stops it.
+//!   heavy request's n, the dynamic page's iterations), drives each step and records
+//!   what the server spent, then stops it.
 //! - `load/` drives the generators and does the accounting from their raw output:
 //!   latency over every sent request (failures at the timeout), achieved/s within the
 //!   send window, the drain, what was sent. `results.rs` marks steps whose generator
@@ -66,7 +66,7 @@ mod tools;
 
 use std::path::PathBuf;
 
-pub use self::calibration::{Calibration, HeavyRequest};
+pub use self::calibration::{Calibration, TunedRequest};
 pub use self::error::Error;
 pub use self::index::write_index;
 pub use self::load::{Latency, Measured};

@@ -69,7 +69,7 @@ pub struct ServerRun {
     #[serde(default)]
     pub collapsed: Vec<String>,
     /// What was measured of it before its steps, when the plan asked (saturation
-    /// rates, the heavy request's n): its steps in every round were planned from it.
+    /// rates, the tuned requests' n): its steps in every round were planned from it.
     #[serde(default)]
     pub calibration: Option<Calibration>,
 }

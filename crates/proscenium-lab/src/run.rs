@@ -460,7 +460,7 @@ fn raise_file_limit() {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     #[test]
@@ -474,6 +474,32 @@ mod tests {
         assert!(why.contains("PROSCENIUM_SOURCE"), "{why}");
     }
 
+    /// `server` started and checked as `scenario` starts it (its static files in
+    /// `work`/www, `upstream` the page it relays); returns it and its port.
+    pub(super) fn started_as(
+        scenario: &str,
+        server: &str,
+        upstream: &str,
+        work: &Path,
+    ) -> (Running, u16) {
+        let tools = Tools::new(checkout().unwrap(), Progress::new());
+        let www = work.join("www");
+        let cores = Machine::read().cores;
+        let all_cores = format!("0-{}", cores - 1);
+        let plan = scenario::plan(scenario, crate::Profile::Quick, cores).unwrap();
+        let at = Placement {
+            cores: &all_cores,
+            core_count: cores,
+            port: free_port().unwrap(),
+            root: &www,
+            upstream,
+            workdir: work,
+        };
+        let server: ServerSpec = server.parse().unwrap();
+        let running = start_checked(&plan, &server, &tools, &at).unwrap();
+        (running, at.port)
+    }
+
     /// The off-system upstream, started as off-system starts it, answers `/relay`
     /// through `proscenium:loops` (the scenario's own checks): it was broken for weeks
     /// while only plaintext ran end to end.
@@ -484,22 +510,13 @@ mod tests {
         let www = work.path().join("www");
         write_files(&www).unwrap();
         let cores = Machine::read().cores;
-        let all_cores = format!("0-{}", cores - 1);
         let upstream_port = free_port().unwrap();
         let page = upstream_page(upstream_port);
+        let all_cores = format!("0-{}", cores - 1);
         let _upstream = start_upstream(&tools, &all_cores, upstream_port, &www, &page).unwrap();
         let plan = scenario::plan("off-system", crate::Profile::Quick, cores).unwrap();
-        let at = Placement {
-            cores: &all_cores,
-            core_count: cores,
-            port: free_port().unwrap(),
-            root: &www,
-            upstream: &page,
-            workdir: work.path(),
-        };
-        let server: ServerSpec = "proscenium:loops".parse().unwrap();
         assert_eq!(plan.checks[0].0, "/relay");
-        start_checked(&plan, &server, &tools, &at).unwrap();
+        started_as("off-system", "proscenium:loops", &page, work.path());
     }
 
     #[test]

@@ -4,8 +4,8 @@
 //! Run with: `cargo run --release -p lab-app -- --bind 127.0.0.1:8080 --model loops:2`
 //!
 //! - `GET /plaintext`, `GET /json`: TechEmpower's two simplest tests.
-//! - `GET /dynamic`: Leda's dynamic page, a loop of 1,250,000 iterations, about
-//!   1 ms of CPU (Fig. 9c).
+//! - `GET /dynamic?n=N`: Leda's dynamic page, a loop of N iterations (1,250,000, about
+//!   1 ms of CPU, when no N is given; at most 100,000,000) (Fig. 9c).
 //! - `GET /fib-iter?n=N`: the N-th Fibonacci number computed iteratively with big
 //!   integers, in hex (the thesis's on-system work, Fig. 5.1–5.4); runs on the loop,
 //!   as in Play's default dispatcher.

@@ -10,22 +10,43 @@ use num_bigint::BigUint;
 use proscenium::{Html, Query, StatusCode};
 use serde::Deserialize;
 
-/// The iterations of the dynamic page's loop: enough for the page to cost about 1 ms of
-/// CPU, a page of realistic cost rather than a loop cheaper than the request around it
-/// (on the lab's machine a million cost lab-app 0.78–0.85 ms a request, HTTP included).
+/// The iterations of the dynamic page's loop when the request names none: enough for
+/// the page to cost about 1 ms of CPU, a page of realistic cost rather than a loop
+/// cheaper than the request around it (on the lab's machine a million cost lab-app
+/// 0.78–0.85 ms a request, HTTP included). The lab names its own per server, calibrated
+/// so the page costs every server the same.
 const DYNAMIC_ITERATIONS: u32 = 1_250_000;
+/// The most iterations a page takes (about 70 ms here), so a request cannot hold a
+/// core for long; every peer's `/dynamic` has the same bound.
+const MAX_DYNAMIC_ITERATIONS: u32 = 100_000_000;
 
-/// Leda's dynamic page: a loop of 1,250,000 iterations, then a small page. The peers
-/// (`bench/peers/`) run the same 32-bit arithmetic; `black_box` keeps the compiler from
-/// folding the loop into its result.
-pub(crate) fn dynamic_page() -> Html<String> {
+#[derive(Deserialize)]
+pub(crate) struct Iterations {
+    #[serde(default = "default_iterations")]
+    n: u32,
+}
+
+fn default_iterations() -> u32 {
+    DYNAMIC_ITERATIONS
+}
+
+/// Leda's dynamic page: a loop of `?n=` iterations (1,250,000 by default), then a small
+/// page. The peers (`bench/peers/`) run the same 32-bit arithmetic; `black_box` keeps
+/// the compiler from folding the loop into its result.
+// Handlers take their extractors by value.
+#[allow(clippy::needless_pass_by_value)]
+pub(crate) fn dynamic_page(Query(q): Query<Iterations>) -> Result<Html<String>, Rejection> {
+    if q.n > MAX_DYNAMIC_ITERATIONS {
+        return Err((StatusCode::BAD_REQUEST, "n is at most 100000000"));
+    }
     let mut acc: u32 = 0;
-    for i in 0..DYNAMIC_ITERATIONS {
+    for i in 0..q.n {
         acc = black_box(acc.wrapping_mul(31).wrapping_add(i));
     }
-    Html(format!(
-        "<!doctype html><title>dynamic</title><p>{DYNAMIC_ITERATIONS} iterations: {acc}</p>"
-    ))
+    Ok(Html(format!(
+        "<!doctype html><title>dynamic</title><p>{} iterations: {acc}</p>",
+        q.n
+    )))
 }
 
 /// A refused request: its status and why.

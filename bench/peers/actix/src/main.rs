@@ -1,7 +1,10 @@
-//! actix-web peer: `GET /plaintext`, `GET /json` and `GET /dynamic` (the lab's
-//! 1,250,000-iteration page), `--bind ADDR --workers N`.
+//! actix-web peer: `GET /plaintext`, `GET /json` and `GET /dynamic?n=N` (the lab's
+//! page of N iterations), `--bind ADDR --workers N`.
 
-use actix_web::{web, App, HttpResponse, HttpServer};
+use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
+
+#[path = "../../dynamic_page.rs"]
+mod dynamic_page;
 
 fn arg(name: &str, default: &str) -> String {
     let args: Vec<String> = std::env::args().collect();
@@ -9,15 +12,6 @@ fn arg(name: &str, default: &str) -> String {
         .position(|a| a == name)
         .and_then(|i| args.get(i + 1).cloned())
         .unwrap_or_else(|| default.to_owned())
-}
-
-/// The lab's dynamic page: the same 1,250,000 iterations as examples/lab-app.
-fn dynamic_page() -> String {
-    let mut acc: u32 = 0;
-    for i in 0..1_250_000u32 {
-        acc = std::hint::black_box(acc.wrapping_mul(31).wrapping_add(i));
-    }
-    format!("<!doctype html><title>dynamic</title><p>1250000 iterations: {acc}</p>")
 }
 
 #[actix_web::main]
@@ -32,8 +26,11 @@ async fn main() -> std::io::Result<()> {
             .route("/json", web::get().to(|| async {
                 HttpResponse::Ok().content_type("application/json").body(r#"{"message":"Hello, World!"}"#)
             }))
-            .route("/dynamic", web::get().to(|| async {
-                HttpResponse::Ok().content_type("text/html").body(dynamic_page())
+            .route("/dynamic", web::get().to(|req: HttpRequest| async move {
+                match dynamic_page::for_query(req.query_string()) {
+                    Ok(page) => HttpResponse::Ok().content_type("text/html").body(page),
+                    Err(reason) => HttpResponse::BadRequest().body(reason),
+                }
             }))
     })
     .workers(workers)

@@ -1,5 +1,5 @@
-//! hyper peer: `GET /plaintext`, `GET /json` and `GET /dynamic` (the lab's
-//! 1,250,000-iteration page), `--bind ADDR --workers N`
+//! hyper peer: `GET /plaintext`, `GET /json` and `GET /dynamic?n=N` (the lab's
+//! page of N iterations), `--bind ADDR --workers N`
 //! (N = 1: a current-thread runtime; more: a multi-thread runtime with N workers).
 
 use std::convert::Infallible;
@@ -11,6 +11,9 @@ use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 
+#[path = "../../dynamic_page.rs"]
+mod dynamic_page;
+
 fn arg(name: &str, default: &str) -> String {
     let args: Vec<String> = std::env::args().collect();
     args.iter()
@@ -19,19 +22,13 @@ fn arg(name: &str, default: &str) -> String {
         .unwrap_or_else(|| default.to_owned())
 }
 
-/// The lab's dynamic page: the same 1,250,000 iterations as examples/lab-app.
-fn dynamic_page() -> String {
-    let mut acc: u32 = 0;
-    for i in 0..1_250_000u32 {
-        acc = std::hint::black_box(acc.wrapping_mul(31).wrapping_add(i));
-    }
-    format!("<!doctype html><title>dynamic</title><p>1250000 iterations: {acc}</p>")
-}
-
 async fn handle(req: Request<hyper::body::Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
     if req.uri().path() == "/dynamic" {
-        let page = Full::new(Bytes::from(dynamic_page()));
-        return Ok(Response::builder().header("content-type", "text/html").body(page).unwrap());
+        let answer = match dynamic_page::for_query(req.uri().query().unwrap_or("")) {
+            Ok(page) => Response::builder().header("content-type", "text/html").body(Full::new(Bytes::from(page))),
+            Err(reason) => Response::builder().status(400).body(Full::new(Bytes::from_static(reason.as_bytes()))),
+        };
+        return Ok(answer.unwrap());
     }
     let (body, kind) = match req.uri().path() {
         "/plaintext" => (&b"Hello, World!"[..], "text/plain"),

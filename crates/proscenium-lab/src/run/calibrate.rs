@@ -1,12 +1,13 @@
 //! A server's calibration (see `calibration.rs`): in its first turn, after its warm-up
 //! and before its steps, the saturation probes the plan asks for (each recorded as a
-//! step, cooled down after) and the timing of the heavy request's candidates.
+//! step, cooled down after) and the timing of its tuned requests (the heavy request's
+//! n, the dynamic page's iterations).
 
 use std::time::{Duration, Instant};
 
 use super::round::Bench;
 use super::{cool_down, get};
-use crate::calibration::{self, HEAVY_CANDIDATES, HEAVY_COST_MS, HEAVY_TIMINGS, HeavyRequest};
+use crate::calibration::{self, Search, TunedRequest, Tuning};
 use crate::process::Running;
 use crate::results::Step;
 use crate::servers::ServerSpec;
@@ -18,8 +19,9 @@ impl Bench<'_> {
     ///
     /// # Errors
     ///
-    /// [`Error::Calibration`] when a probe gets no 2xx answer or a heavy candidate
-    /// is not answered with a 200; the generator's and interruption errors.
+    /// [`Error::Calibration`] when a probe gets no 2xx answer, a tuned request is not
+    /// answered with a 200 or its cost does not grow with n; the generator's and
+    /// interruption errors.
     pub(super) fn calibrate(
         &self,
         server: &ServerSpec,
@@ -46,44 +48,98 @@ impl Bench<'_> {
             steps.push(step);
             cool_down(running.pid());
         }
-        if calibration::needs_heavy(self.plan) {
-            let what = "calibrating: the heavy request's cost";
-            self.progress.at(self.plan.name, server.name(), what);
-            let timed = time_heavy(port).map_err(&fail)?;
-            let heavy = HeavyRequest::choose(timed).ok_or_else(|| fail("no n timed".into()))?;
-            calibration.heavy = Some(heavy);
+        for tuning in calibration::tunings_asked(self.plan) {
+            let what = format!("calibrating: the {}'s cost", tuning.what);
+            self.progress.at(self.plan.name, server.name(), &what);
+            calibration.set_tuned(tuning, tune(port, tuning).map_err(&fail)?);
         }
         Ok((calibration, steps))
     }
 }
 
-/// Times the heavy request for each candidate n, ascending, [`HEAVY_TIMINGS`] requests
-/// one after another (the server otherwise idle); returns each n's median in
-/// milliseconds, up to the first that costs more than [`HEAVY_COST_MS`].
-fn time_heavy(port: u16) -> Result<Vec<(u32, f64)>, String> {
-    let mut timed = Vec::new();
-    for n in HEAVY_CANDIDATES {
-        let path = calibration::heavy_target(n);
-        let mut times = Vec::with_capacity(HEAVY_TIMINGS);
-        for _ in 0..HEAVY_TIMINGS {
-            let started = Instant::now();
-            match get(port, &path) {
-                Ok((200, _)) => times.push(started.elapsed()),
-                Ok((status, _)) => return Err(format!("{path} answered {status}")),
-                Err(e) => return Err(format!("{path}: {e}")),
+/// Finds `tuning`'s n for the server on `port` (otherwise idle) by its search, each n
+/// timed [`Tuning::timings`] requests one after another.
+fn tune(port: u16, tuning: &Tuning) -> Result<TunedRequest, String> {
+    match tuning.search {
+        Search::Ascending(ref candidates) => {
+            let mut timed = Vec::new();
+            for n in candidates.clone() {
+                let cost = time(port, tuning, n)?;
+                timed.push((n, cost));
+                if cost > tuning.cost_ms {
+                    break;
+                }
             }
+            tuning.nearest(timed).ok_or_else(|| "no n timed".to_owned())
         }
-        let median = median_ms(&mut times);
-        timed.push((n, median));
-        if median > HEAVY_COST_MS {
-            break;
+        Search::Linear { probe, max } => {
+            let (at_zero, at_probe) = (time(port, tuning, 0)?, time(port, tuning, probe)?);
+            let n = tuning
+                .on_the_line(at_zero, probe, at_probe, max)
+                .ok_or_else(|| {
+                    format!(
+                        "{} took {at_zero:.3} ms at n = 0 and {at_probe:.3} ms at n = {probe}: \
+                         its cost does not grow with n",
+                        tuning.what
+                    )
+                })?;
+            let cost_ms = time(port, tuning, n)?;
+            Ok(TunedRequest {
+                n,
+                cost_ms,
+                timed_ms: vec![(0, at_zero), (probe, at_probe), (n, cost_ms)],
+            })
         }
     }
-    Ok(timed)
+}
+
+/// The median time of `tuning`'s request at `n`, in milliseconds, over its timings.
+fn time(port: u16, tuning: &Tuning, n: u32) -> Result<f64, String> {
+    let path = tuning.target_for(n);
+    let mut times = Vec::with_capacity(tuning.timings);
+    for _ in 0..tuning.timings {
+        let started = Instant::now();
+        match get(port, &path) {
+            Ok((200, _)) => times.push(started.elapsed()),
+            Ok((status, _)) => return Err(format!("{path} answered {status}")),
+            Err(e) => return Err(format!("{path}: {e}")),
+        }
+    }
+    Ok(median_ms(&mut times))
 }
 
 fn median_ms(times: &mut [Duration]) -> f64 {
     times.sort();
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     ms(times[times.len() / 2])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::started_as;
+    use super::*;
+
+    /// The dynamic page of a real server (lab-app under `loops`), tuned as the lab
+    /// tunes it: timed at n = 0, at the probe and at the n chosen, which it answers.
+    #[test]
+    fn a_running_servers_page_is_tuned() {
+        let work = tempfile::tempdir().unwrap();
+        super::super::write_files(&work.path().join("www")).unwrap();
+        let (_running, port) = started_as(
+            "dynamic",
+            "proscenium:loops",
+            "http://127.0.0.1:9/",
+            work.path(),
+        );
+        let page = tune(port, &calibration::PAGE).unwrap();
+        let timed: Vec<u32> = page.timed_ms.iter().map(|t| t.0).collect();
+        assert_eq!(timed, [0, 1_250_000, page.n]);
+        let (status, body) =
+            super::super::get(port, &calibration::PAGE.target_for(page.n)).unwrap();
+        assert_eq!(status, 200);
+        assert!(
+            body.contains(&format!("<p>{} iterations: ", page.n)),
+            "{body}"
+        );
+    }
 }

@@ -5,7 +5,7 @@ use super::*;
 /// Node.Scala Fig. 1b: 100 requests/s of light (fib 20) and heavy requests with 0, 5,
 /// 10 and 15 % heavy. The heavy request costs every server the same time: its n is
 /// chosen per server (the source's fib(35) costs Proscenium ~27 ms and Node.js ~124 ms;
-/// see [`calibration::HEAVY_COST_MS`]).
+/// see [`calibration::HEAVY`]).
 pub(super) fn mixed(quick: bool) -> Plan {
     let seconds = if quick { 5 } else { 20 };
     let steps = [0usize, 5, 10, 15]
@@ -14,7 +14,7 @@ pub(super) fn mixed(quick: bool) -> Plan {
             // One target a percent: the mix repeats every 20 requests.
             let mut targets = vec![LIGHT.to_owned(); 20 - heavy / 5];
             targets.extend(std::iter::repeat_n(
-                calibration::HEAVY_TARGET.to_owned(),
+                calibration::HEAVY.target.to_owned(),
                 heavy / 5,
             ));
             open(
@@ -59,7 +59,7 @@ pub(super) fn mixed(quick: bool) -> Plan {
             format!(
                 "the heavy request is not fib(35) everywhere but, per server, the fib(n) whose single request \
                  costs nearest {:.0} ms (timed before round 1), so heavy means the same work on every runtime",
-                calibration::HEAVY_COST_MS
+                calibration::HEAVY.cost_ms
             ),
         ],
     }

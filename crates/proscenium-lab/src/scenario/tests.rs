@@ -123,7 +123,7 @@ fn the_mix_holds_the_stated_share_of_heavy_requests() {
     };
     let heavy = targets
         .iter()
-        .filter(|t| *t == calibration::HEAVY_TARGET)
+        .filter(|t| *t == calibration::HEAVY.target)
         .count();
     assert_eq!((heavy * 100 / targets.len(), targets.len()), (10, 20));
 }

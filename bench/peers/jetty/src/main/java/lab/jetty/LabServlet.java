@@ -35,7 +35,7 @@ final class LabServlet extends HttpServlet {
         switch (request.getServletPath()) {
             case "/plaintext" -> write(response, Workloads.PLAINTEXT);
             case "/json" -> write(response, Workloads.JSON);
-            case "/dynamic" -> write(response, Workloads.dynamicPage());
+            case "/dynamic" -> write(response, Workloads.dynamicPage(n));
             case "/fib-iter" -> write(response, Workloads.fibIterative(n));
             case "/fib" -> write(response, Workloads.fibRecursive(n));
             case "/relay" -> relay(response);

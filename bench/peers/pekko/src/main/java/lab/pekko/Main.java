@@ -72,7 +72,8 @@ public final class Main extends AllDirectives {
         return get(() -> concat(
                 path("plaintext", () -> complete(response(Workloads.PLAINTEXT))),
                 path("json", () -> complete(response(Workloads.JSON))),
-                path("dynamic", () -> complete(response(Workloads.dynamicPage()))),
+                path("dynamic", () -> parameterOptional("n",
+                        n -> complete(response(Workloads.dynamicPage(n.orElse(null)))))),
                 // The Fibonacci routes run on the dispatcher's threads, as Play's actions do.
                 path("fib-iter", () -> parameterOptional("n",
                         n -> complete(response(Workloads.fibIterative(n.orElse(null)))))),

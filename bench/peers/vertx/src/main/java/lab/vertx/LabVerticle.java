@@ -37,7 +37,7 @@ final class LabVerticle extends VerticleBase {
         Router router = Router.router(vertx);
         router.get("/plaintext").handler(ctx -> send(ctx, Workloads.PLAINTEXT));
         router.get("/json").handler(ctx -> send(ctx, Workloads.JSON));
-        router.get("/dynamic").handler(ctx -> send(ctx, Workloads.dynamicPage()));
+        router.get("/dynamic").handler(ctx -> send(ctx, Workloads.dynamicPage(ctx.request().getParam("n"))));
         // On the event loop, as Node runs them: a heavy fib stalls this loop's connections.
         router.get("/fib-iter").handler(ctx -> send(ctx, Workloads.fibIterative(ctx.request().getParam("n"))));
         router.get("/fib").handler(ctx -> send(ctx, Workloads.fibRecursive(ctx.request().getParam("n"))));

@@ -8,6 +8,8 @@ import java.math.BigInteger;
 public final class Workloads {
     private static final int MAX_ITERATIVE = 200_000;
     private static final int MAX_RECURSIVE = 40;
+    private static final int DEFAULT_ITERATIONS = 1_250_000;
+    private static final int MAX_ITERATIONS = 100_000_000;
 
     /** The `/plaintext` answer. */
     public static final Answer PLAINTEXT = Answer.text("Hello, World!");
@@ -21,15 +23,22 @@ public final class Workloads {
 
     private Workloads() {}
 
-    /** Leda's dynamic page: 1,250,000 iterations of 32-bit arithmetic, then a small page. */
-    public static Answer dynamicPage() {
+    /**
+     * Leda's dynamic page (`/dynamic?n=`): n iterations of 32-bit arithmetic (1,250,000
+     * when the request names none), then a small page.
+     */
+    public static Answer dynamicPage(String n) {
+        int count = n == null ? DEFAULT_ITERATIONS : parse(n);
+        if (count < 0 || count > MAX_ITERATIONS) {
+            return Answer.badRequest("n is at most 100000000");
+        }
         int acc = 0;
-        for (int i = 0; i < 1_250_000; i++) {
+        for (int i = 0; i < count; i++) {
             acc = acc * 31 + i;
         }
         // lab-app's accumulator is a u32; Java's int wraps the same, read unsigned.
         return new Answer(200, "text/html; charset=utf-8",
-                "<!doctype html><title>dynamic</title><p>1250000 iterations: "
+                "<!doctype html><title>dynamic</title><p>" + count + " iterations: "
                         + Integer.toUnsignedString(acc) + "</p>");
     }
 
