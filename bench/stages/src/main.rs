@@ -39,7 +39,7 @@ fn stage_hop(name: &'static str, connector: Connector) -> Row {
             "source",
             || (),
             move |(), ctx| {
-                (0..EVENTS).try_for_each(|_| ctx.send(&sender, epoch.elapsed().as_nanos() as u64))
+                Ok((0..EVENTS).try_for_each(|_| ctx.send(&sender, epoch.elapsed().as_nanos() as u64))?)
             },
         )
         .output(&port),

@@ -168,7 +168,7 @@ fn source(log: PathBuf, lines: Out<Line>) -> Stage {
                     }),
                 )?;
             }
-            ctx.send(&lines, Line::End)
+            Ok(ctx.send(&lines, Line::End)?)
         },
     )
 }
@@ -206,7 +206,7 @@ fn copy(ports: [Out<Window>; 3]) -> Stage {
         move |(), window: Window, ctx| {
             ctx.send(&ports[0], window.clone())?;
             ctx.send(&ports[1], window.clone())?;
-            ctx.send(&ports[2], window)
+            Ok(ctx.send(&ports[2], window)?)
         },
     )
 }
@@ -233,7 +233,7 @@ fn persist(dir: PathBuf, reports: Out<Report>) -> Stage {
                     .map_err(|e| io_error(&e))?;
             }
             file.flush().map_err(|e| io_error(&e))?;
-            ctx.send(&reports, report(&window, Finding::Persisted))
+            Ok(ctx.send(&reports, report(&window, Finding::Persisted))?)
         },
     )
 }
@@ -244,7 +244,7 @@ fn correlate(reports: Out<Report>) -> Stage {
         || (),
         move |(), window: Window, ctx| {
             let pair = crate::stages::most_similar(&window.entries);
-            ctx.send(&reports, report(&window, Finding::Correlated(pair)))
+            Ok(ctx.send(&reports, report(&window, Finding::Correlated(pair)))?)
         },
     )
 }
@@ -326,7 +326,7 @@ fn filter(reports: Out<Report>) -> Stage {
                     window: window.index,
                 });
             }
-            ctx.send(&reports, report(&window, Finding::Filtered(alarms)))
+            Ok(ctx.send(&reports, report(&window, Finding::Filtered(alarms)))?)
         },
     )
 }

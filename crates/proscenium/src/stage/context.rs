@@ -2,7 +2,7 @@
 
 use std::sync::atomic::Ordering;
 
-use super::error::StageError;
+use super::error::SendError;
 use super::node::Shared;
 use super::port::Out;
 
@@ -17,11 +17,21 @@ impl Context<'_> {
     ///
     /// # Errors
     ///
-    /// A rejection by the consumer's admission policy
-    /// ([`StageError::is_rejected`]) or, past the shutdown deadline, a stop
-    /// ([`StageError::is_stopped`]); the handler decides what follows.
-    pub fn send<T: Send + 'static>(&mut self, port: &Out<T>, event: T) -> Result<(), StageError> {
-        self.shared.send(self.node, port.spec.name, Box::new(event))
+    /// The event given back, with why: a rejection by the consumer's admission
+    /// policy ([`StageError::is_rejected`](super::StageError::is_rejected)), a stop past
+    /// the shutdown deadline ([`StageError::is_stopped`](super::StageError::is_stopped)),
+    /// or a port this stage does not have; the handler decides what follows.
+    pub fn send<T: Send + 'static>(&mut self, port: &Out<T>, event: T) -> Result<(), SendError<T>> {
+        self.shared
+            .send(self.node, port.spec.name, Box::new(event))
+            .map_err(|(payload, error)| {
+                // The payload is the `T` boxed above: the graph hands refused events
+                // back untouched.
+                let event = payload
+                    .downcast::<T>()
+                    .expect("a refused event is the one sent");
+                SendError::new(*event, error)
+            })
     }
 
     /// Returns the name of the stage this handler runs for.

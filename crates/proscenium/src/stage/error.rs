@@ -1,5 +1,5 @@
-//! The stage layer's one error type: graph errors found at build, and the failures of
-//! a send at run time.
+//! The stage layer's error type — graph errors found at build, and the failures of a
+//! send at run time — and the refused send that gives its event back.
 
 /// What went wrong in a stage graph: an invalid graph at build, or a send refused.
 ///
@@ -74,8 +74,56 @@ impl StageError {
         Self {
             kind: Kind::Stopped,
             message: format!(
-                "stage `{to}` stopped before taking an event from `{from}.{port}`; it was dead-lettered"
+                "stage `{to}` stopped before taking an event from `{from}.{port}`; counted as a dead letter"
             ),
         }
+    }
+}
+
+/// A send that was refused, with its event given back: nothing is lost without the
+/// sender knowing (convention 8), and the sender may retry, divert or report it.
+///
+/// `?` turns it into a [`StageError`] (the event dropped then, by the handler's
+/// choice), so a handler can end with `ctx.send(&port, event)?`.
+#[derive(thiserror::Error)]
+#[error("{error}")]
+pub struct SendError<T> {
+    event: T,
+    error: StageError,
+}
+
+impl<T> SendError<T> {
+    pub(crate) fn new(event: T, error: StageError) -> Self {
+        Self { event, error }
+    }
+
+    /// Returns why the send was refused.
+    pub fn error(&self) -> &StageError {
+        &self.error
+    }
+
+    /// Returns the event that was not sent.
+    pub fn into_inner(self) -> T {
+        self.event
+    }
+
+    /// Returns the event and why it was not sent.
+    pub fn into_parts(self) -> (T, StageError) {
+        (self.event, self.error)
+    }
+}
+
+// By hand: the event need not be `Debug` for the error to be.
+impl<T> std::fmt::Debug for SendError<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SendError")
+            .field("error", &self.error)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T> From<SendError<T>> for StageError {
+    fn from(refused: SendError<T>) -> Self {
+        refused.error
     }
 }

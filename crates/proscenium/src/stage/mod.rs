@@ -21,13 +21,13 @@
 //! let mut graph = Graph::new();
 //! let reader = graph.stage(
 //!     Stage::source("reader", || (), move |_, ctx| {
-//!         (1..=10).try_for_each(|line| ctx.send(&reader_out, line))
+//!         Ok((1..=10).try_for_each(|line| ctx.send(&reader_out, line))?)
 //!     })
 //!     .output(&segment),
 //! );
 //! let extrusion = graph.stage(
 //!     Stage::stateless("extrusion", || (), move |_, s: u32, ctx| {
-//!         ctx.send(&extrusion_out, u64::from(s) * 2)
+//!         Ok(ctx.send(&extrusion_out, u64::from(s) * 2)?)
 //!     })
 //!     .output(&prism),
 //! );
@@ -88,7 +88,7 @@ mod tests;
 pub use self::cluster::ClusterSpec;
 pub use self::context::Context;
 pub use self::definition::Stage;
-pub use self::error::StageError;
+pub use self::error::{SendError, StageError};
 pub use self::graph::{Graph, StageRef};
 pub use self::port::{Admission, Connector, ConnectorKind, Event, Out};
 pub use self::run::{RunningGraph, ShutdownReport};

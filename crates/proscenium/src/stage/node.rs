@@ -7,7 +7,7 @@
 //! queue, and an enqueue looks at the pool under the same lock after pushing, so an
 //! event never waits in a queue while every instance sleeps.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, SendTimeoutError, Sender, TrySendError};
@@ -20,6 +20,9 @@ use super::error::StageError;
 use super::port::{Admission, Connector, ConnectorKind};
 use super::stats::Counters;
 use crate::actor::{DeadLetters, Reason};
+
+/// A send refused: the event, type-erased, and why.
+pub(crate) type Refused = (Payload, StageError);
 
 /// How long a blocked sender waits before looking whether the graph has halted.
 const HALT_CHECK: Duration = Duration::from_millis(20);
@@ -62,6 +65,8 @@ pub(crate) struct Node {
     pub(crate) pool: Mutex<Pool>,
     pub(crate) released: Condvar,
     pub(crate) counters: Counters,
+    /// Sends into this stage's queue under way (see [`Shared::enqueue`]).
+    pub(crate) sending: AtomicUsize,
 }
 
 /// What every thread of a running graph shares.
@@ -83,14 +88,16 @@ impl Pool {
 }
 
 impl Shared {
-    /// Sends `event` from stage `from` out of `port` (checked to exist at build).
-    pub(crate) fn send(&self, from: usize, port: &str, event: Payload) -> Result<(), StageError> {
+    /// Sends `event` from stage `from` out of `port`; a refused event comes back with
+    /// the error.
+    pub(crate) fn send(&self, from: usize, port: &str, event: Payload) -> Result<(), Refused> {
         let sender = &self.nodes[from];
         let Some(route) = sender.routes.iter().find(|route| route.port == port) else {
-            return Err(StageError::handler(format!(
+            let error = StageError::handler(format!(
                 "stage `{}` has no bound output port `{port}`",
                 sender.name
-            )));
+            ));
+            return Err((event, error));
         };
         let target = &self.nodes[route.target];
         let result = match route.connector.kind {
@@ -103,26 +110,54 @@ impl Shared {
         // A stop past the deadline is counted among the dead letters instead.
         if result.is_ok() {
             sender.counters.sent.fetch_add(1, Ordering::Relaxed);
-        } else if result.as_ref().is_err_and(StageError::is_rejected) {
+        } else if result.as_ref().is_err_and(|(_, e)| e.is_rejected()) {
             target.counters.rejected.fetch_add(1, Ordering::Relaxed);
         }
         result
     }
 
-    fn enqueue(&self, sender: &Node, route: &Route, event: Payload) -> Result<(), StageError> {
+    /// Puts `event` in `route`'s consumer's queue as its admission policy says, unless
+    /// the graph has halted: past the halt no thread takes from a queue, so an event
+    /// sent then would wait there unseen.
+    ///
+    /// The halt and a send meet as in Dekker's algorithm: the send counts itself in
+    /// `sending` and then reads `halted`, the halt raises `halted` and then waits for
+    /// `sending` to fall to zero before it empties the queues (all `SeqCst`). So either
+    /// the send sees the halt, or the halt sees the send and empties the queue after it.
+    fn enqueue(&self, sender: &Node, route: &Route, event: Payload) -> Result<(), Refused> {
         let target = &self.nodes[route.target];
-        let refuse = || StageError::rejected(&sender.name, route.port, &target.name);
+        target.sending.fetch_add(1, Ordering::SeqCst);
+        let result = if self.halted.load(Ordering::SeqCst) {
+            Err(self.stopped(sender, route, event))
+        } else {
+            self.admit(sender, route, event)
+        };
+        target.sending.fetch_sub(1, Ordering::SeqCst);
+        result
+    }
+
+    fn admit(&self, sender: &Node, route: &Route, event: Payload) -> Result<(), Refused> {
+        let target = &self.nodes[route.target];
+        let refuse = |event| {
+            (
+                event,
+                StageError::rejected(&sender.name, route.port, &target.name),
+            )
+        };
+        let try_send = |event| {
+            target.queue.0.try_send(event).map_err(|e| match e {
+                TrySendError::Full(event) | TrySendError::Disconnected(event) => refuse(event),
+            })
+        };
         match route.connector.admission {
             Admission::Block => self.enqueue_blocking(sender, route, event)?,
-            Admission::Reject => target.queue.0.try_send(event).map_err(|e| match e {
-                TrySendError::Full(_) | TrySendError::Disconnected(_) => refuse(),
-            })?,
+            Admission::Reject => try_send(event)?,
             Admission::TokenBucket { .. } => {
                 let admitted = route.bucket.as_ref().is_some_and(TokenBucket::try_take);
                 if !admitted {
-                    return Err(refuse());
+                    return Err(refuse(event));
                 }
-                target.queue.0.try_send(event).map_err(|_| refuse())?;
+                try_send(event)?;
             }
         }
         target.counters.arrived.fetch_add(1, Ordering::Relaxed);
@@ -135,21 +170,48 @@ impl Shared {
         sender: &Node,
         route: &Route,
         mut event: Payload,
-    ) -> Result<(), StageError> {
+    ) -> Result<(), Refused> {
         let target = &self.nodes[route.target];
         loop {
             match target.queue.0.send_timeout(event, HALT_CHECK) {
                 Ok(()) => return Ok(()),
                 Err(SendTimeoutError::Timeout(back) | SendTimeoutError::Disconnected(back)) => {
                     if self.halted.load(Ordering::Acquire) {
-                        self.dead_letters
-                            .report(&target.name, target.input_name, Reason::Stopped);
-                        return Err(StageError::stopped(&sender.name, route.port, &target.name));
+                        return Err(self.stopped(sender, route, back));
                     }
                     event = back;
                 }
             }
         }
+    }
+
+    /// Refuses `event` from `sender` to `route`'s consumer because the graph halted,
+    /// counting it as a dead letter.
+    fn stopped(&self, sender: &Node, route: &Route, event: Payload) -> Refused {
+        let target = &self.nodes[route.target];
+        self.dead_letters
+            .report(&target.name, target.input_name, Reason::Stopped);
+        let error = StageError::stopped(&sender.name, route.port, &target.name);
+        (event, error)
+    }
+
+    /// Halts the graph's queues: raises `halted`, waits for the sends under way (a
+    /// blocked one gives up within [`HALT_CHECK`]), then empties every queue, each event
+    /// a dead letter; returns how many.
+    pub(crate) fn halt_queues(&self) -> u64 {
+        self.halted.store(true, Ordering::SeqCst);
+        let mut abandoned = 0;
+        for node in &self.nodes {
+            while node.sending.load(Ordering::SeqCst) > 0 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            while node.queue.1.try_recv().is_ok() {
+                abandoned += 1;
+                self.dead_letters
+                    .report(&node.name, node.input_name, Reason::Stopped);
+            }
+        }
+        abandoned
     }
 
     /// Moves an idle instance of `node` to the ready queue if events wait for one.

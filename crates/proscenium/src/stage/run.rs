@@ -4,12 +4,13 @@
 //! Shutdown steps: (1) raise `stopping`, which sources read; (2) wait for every
 //! source's run to return; (3) wait, stage by stage in graph order (upstream first),
 //! for its queue to empty and its instances to go idle; (4) past the deadline, raise
-//! `halted` (blocked senders give up) and dead-letter what is still queued; (5) tell
+//! `halted` (new sends are refused, blocked ones give up, both with their event back),
+//! wait for the sends under way and dead-letter what is still queued; (5) tell
 //! every thread to exit and join those that do by the deadline. An elastic cluster's
 //! thread-pool controller runs until step 4.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -27,7 +28,7 @@ use super::node::{Node, Pool, Route, Shared, Ticket};
 use super::plan::Plan;
 use super::port::Admission;
 use super::stats::{Counters, GraphStats, StageStats};
-use crate::actor::{DeadLetters, Reason};
+use crate::actor::DeadLetters;
 
 /// A stage graph at work. Dropping it without [`shutdown`](Self::shutdown) stops
 /// its threads at once, dead-lettering what is queued.
@@ -200,16 +201,7 @@ impl RunningGraph {
             drop(stop);
             let _ = controller.join();
         }
-        self.shared.halted.store(true, Ordering::Release);
-        let mut abandoned = 0;
-        for node in &self.shared.nodes {
-            while node.queue.1.try_recv().is_ok() {
-                abandoned += 1;
-                self.shared
-                    .dead_letters
-                    .report(&node.name, node.input_name, Reason::Stopped);
-            }
-        }
+        let abandoned = self.shared.halt_queues();
         let threads = self.crews.iter().flat_map(|crew| crew.stop()).collect();
         (abandoned, threads)
     }
@@ -253,6 +245,7 @@ fn build_node(graph: &Graph, plan: &Plan, at: usize, ready: &Sender<Ticket>) -> 
         pool: Mutex::new(Pool::new(idle)),
         released: Condvar::new(),
         counters: Counters::default(),
+        sending: AtomicUsize::new(0),
     }
 }
 

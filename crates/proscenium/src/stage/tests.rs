@@ -44,7 +44,7 @@ fn pipeline(
         Stage::source(
             "source",
             || (),
-            move |_, ctx| (0..count).try_for_each(|n| ctx.send(&port, n)),
+            move |_, ctx| Ok((0..count).try_for_each(|n| ctx.send(&port, n))?),
         )
         .output(&numbers),
     );
@@ -73,7 +73,7 @@ fn a_stateful_stage_never_runs_two_events_at_once() {
         Stage::source(
             "senders",
             || (),
-            move |_, ctx| (0..1250).try_for_each(|n| ctx.send(&port, n)),
+            move |_, ctx| Ok((0..1250).try_for_each(|n| ctx.send(&port, n))?),
         )
         .output(&events),
     );
@@ -162,11 +162,12 @@ fn block_makes_the_sender_wait_and_loses_nothing() {
     assert_eq!(handled.load(Ordering::SeqCst), 50);
 }
 
-/// What a flood did: events admitted and rejections as the source was told, the
-/// sink's final stats, and how long the flood took.
+/// What a flood did: events admitted as the source was told, the events it got back
+/// refused, those the sink handled, the sink's final stats, and how long the flood took.
 struct Flood {
     admitted: u64,
-    rejected: u64,
+    returned: Vec<u64>,
+    handled: Vec<u64>,
     sink: super::StageStats,
     took: Duration,
 }
@@ -179,8 +180,10 @@ fn flood(count: u64, admission: Admission, flood_for: Duration, gated: bool) -> 
     let port = numbers.clone();
     let (gate, opened) = crossbeam_channel::bounded::<()>(0);
     let gate = Mutex::new(Some(gate));
-    let tally = Arc::new(Mutex::new((0, 0, Duration::ZERO)));
+    let tally = Arc::new(Mutex::new((0, Vec::new(), Duration::ZERO)));
     let outcome = tally.clone();
+    let handled = Arc::new(Mutex::new(Vec::new()));
+    let sunk = handled.clone();
     let mut graph = Graph::new();
     let source = graph.stage(
         Stage::source(
@@ -192,8 +195,8 @@ fn flood(count: u64, admission: Admission, flood_for: Duration, gated: bool) -> 
                 while sent < count || started.elapsed() < flood_for {
                     match ctx.send(&port, sent) {
                         Ok(()) => tally.lock().0 += 1,
-                        Err(e) if e.is_rejected() => tally.lock().1 += 1,
-                        Err(e) => return Err(e),
+                        Err(e) if e.error().is_rejected() => tally.lock().1.push(e.into_inner()),
+                        Err(e) => return Err(e.into()),
                     }
                     sent += 1;
                 }
@@ -207,10 +210,11 @@ fn flood(count: u64, admission: Admission, flood_for: Duration, gated: bool) -> 
     let sink = graph.stage(Stage::stateful(
         "sink",
         || (),
-        move |_, _: u64, _| {
+        move |_, n: u64, _| {
             if gated {
                 let _ = opened.recv();
             }
+            sunk.lock().push(n);
             Ok(())
         },
     ));
@@ -225,23 +229,31 @@ fn flood(count: u64, admission: Admission, flood_for: Duration, gated: bool) -> 
         .unwrap();
     let report = running.shutdown(DEADLINE);
     assert_eq!(report.abandoned, 0);
-    let (admitted, rejected, took) = *outcome.lock();
+    let (admitted, returned, took) = std::mem::take(&mut *outcome.lock());
     let sink = report.stats.stage("sink").unwrap().clone();
     Flood {
         admitted,
-        rejected,
+        returned,
+        handled: std::mem::take(&mut *handled.lock()),
         sink,
         took,
     }
 }
 
 #[test]
-fn reject_tells_the_sender_and_counts_every_event_not_delivered() {
+fn reject_gives_the_sender_back_every_event_not_delivered_and_counts_it() {
     let flood = flood(1000, Admission::Reject, Duration::ZERO, true);
-    assert!(flood.rejected > 0);
-    assert_eq!(flood.admitted + flood.rejected, 1000);
-    assert_eq!(flood.sink.rejected, flood.rejected);
+    assert!(!flood.returned.is_empty());
+    assert_eq!(flood.admitted + flood.returned.len() as u64, 1000);
+    assert_eq!(flood.sink.rejected, flood.returned.len() as u64);
     assert_eq!(flood.sink.handled, flood.admitted);
+    let mut every = [flood.handled, flood.returned].concat();
+    every.sort_unstable();
+    assert_eq!(
+        every,
+        (0..1000).collect::<Vec<_>>(),
+        "each event delivered or given back, once"
+    );
 }
 
 #[test]
@@ -258,8 +270,16 @@ fn a_token_bucket_admits_its_rate_and_rejects_the_rest() {
         "{} admitted, {allowed} allowed",
         flood.admitted
     );
-    assert_eq!(flood.sink.rejected, flood.rejected);
+    assert_eq!(flood.sink.rejected, flood.returned.len() as u64);
     assert_eq!(flood.sink.handled, flood.admitted);
+    let mut every = [flood.handled, flood.returned].concat();
+    every.sort_unstable();
+    every.dedup();
+    assert_eq!(
+        every.len() as u64,
+        flood.admitted + flood.sink.rejected,
+        "none lost"
+    );
 }
 
 #[test]
@@ -297,7 +317,7 @@ fn chain(results: &Arc<Mutex<Vec<u64>>>, gate: &crossbeam_channel::Receiver<()>)
         Stage::source(
             "numbers",
             || (),
-            move |_, ctx| (1..=100).try_for_each(|n| ctx.send(&to_relay, n)),
+            move |_, ctx| Ok((1..=100).try_for_each(|n| ctx.send(&to_relay, n))?),
         )
         .output(&numbers),
     );
@@ -307,7 +327,7 @@ fn chain(results: &Arc<Mutex<Vec<u64>>>, gate: &crossbeam_channel::Receiver<()>)
             || (),
             move |_, n: u64, ctx| {
                 let _ = gate.recv();
-                ctx.send(&to_sink, n * n)
+                Ok(ctx.send(&to_sink, n * n)?)
             },
         )
         .output(&squares),
@@ -403,4 +423,53 @@ fn the_thread_pool_controller_grows_a_cluster_under_load_and_shrinks_it_after() 
     running.shutdown(DEADLINE);
     assert_eq!(passed.load(Ordering::SeqCst), 8);
     assert!(work.grown >= 3 && work.shrunk == work.grown, "{work:?}");
+}
+
+#[test]
+fn a_sender_blocked_past_the_shutdown_deadline_gets_its_event_back() {
+    let numbers = Out::<u64>::new("numbers");
+    let port = numbers.clone();
+    let (gate, opened) = crossbeam_channel::bounded::<()>(0);
+    let (told, back) = crossbeam_channel::bounded(1);
+    let mut graph = Graph::new();
+    let source = graph.stage(
+        Stage::source(
+            "source",
+            || (),
+            move |_, ctx| {
+                let refused = (0..).find_map(|n| ctx.send(&port, n).err()).unwrap();
+                let _ = told.send((refused.error().is_stopped(), refused.into_inner()));
+                Ok(())
+            },
+        )
+        .output(&numbers),
+    );
+    let sink = graph.stage(Stage::stateful(
+        "sink",
+        || (),
+        move |_, _: u64, _| {
+            let _ = opened.recv();
+            Ok(())
+        },
+    ));
+    graph.connect(&source, "numbers", &sink, Connector::decoupled());
+    let running = graph
+        .start(&clusters("[clusters.main]\nthreads = 2\nqueue = 8"))
+        .unwrap();
+    let report = running.shutdown(Duration::from_millis(300));
+    // The sink's thread, held at the gate, leaves now.
+    drop(gate);
+    assert_eq!(report.stuck_threads, 1);
+    // The source notices the halt at its next look (every 20 ms), after the deadline.
+    let (stopped, event) = back.recv_timeout(DEADLINE).unwrap();
+    assert!(stopped, "a halt, not a rejection");
+    // The sink holds the first event at its gate; every other one but the event
+    // given back was left in the queue and dead-lettered.
+    assert_eq!(report.stats.stage("sink").unwrap().handled, 0);
+    assert_eq!(report.abandoned, event - 1);
+    assert_eq!(
+        report.dead_letters,
+        report.abandoned + 1,
+        "the refused one counted too"
+    );
 }
