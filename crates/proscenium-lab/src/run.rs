@@ -214,7 +214,9 @@ fn run_plan(
     tools: &Tools,
     progress: &Progress,
 ) -> Result<Results, Error> {
-    let date = provenance::now();
+    // Both read as the run starts: the servers were built from this checkout just
+    // before, and a commit made during a long run is not what ran.
+    let (date, commit) = (provenance::now(), provenance::commit_of(tools.root()));
     let machine = Machine::read();
     let (server_cores, load_cores) = split.for_plan(plan.cores);
     // Static files, scripts and generator output live outside DIR, which keeps only
@@ -291,7 +293,7 @@ fn run_plan(
         profile: options.profile.name().to_owned(),
         provenance: Some(Provenance {
             date,
-            commit: provenance::commit_of(tools.root()),
+            commit,
             command: options.command_line.clone(),
             rounds,
             server_cpus: server_cores.list.clone(),
