@@ -44,6 +44,9 @@ pub(crate) struct Tuning {
     /// The target as a plan writes it.
     pub(crate) target: &'static str,
     placeholder: &'static str,
+    /// The request before the server is calibrated (a warm-up's): the same code, at
+    /// the server's own default or a small n.
+    untuned: &'static str,
     /// The time one request alone should take, in milliseconds.
     pub(crate) cost_ms: f64,
     /// Requests timed at each n; the median is its cost.
@@ -89,6 +92,7 @@ pub(crate) const HEAVY: Tuning = Tuning {
     what: "heavy request",
     target: "/fib?n={heavy-n}",
     placeholder: "{heavy-n}",
+    untuned: "/fib?n=30",
     cost_ms: 200.0,
     timings: 3,
     search: Search::Ascending(30..=40),
@@ -106,6 +110,7 @@ pub(crate) const PAGE: Tuning = Tuning {
     what: "dynamic page",
     target: "/dynamic?n={page-n}",
     placeholder: "{page-n}",
+    untuned: "/dynamic",
     cost_ms: 1.0,
     timings: 21,
     search: Search::Linear {
@@ -309,6 +314,24 @@ impl StepPlan {
     }
 }
 
+impl StepPlan {
+    /// The step before its server's calibration, each tuned request in its untuned
+    /// form, for a warm-up to run: `None` for a step at a share of the saturation,
+    /// whose rate is not known yet.
+    pub(crate) fn untuned(&self) -> Option<Self> {
+        if self.share_of_saturation.is_some() {
+            return None;
+        }
+        let mut step = self.clone();
+        for target in step.load.targets_mut() {
+            if let Some(tuning) = TUNINGS.into_iter().find(|t| t.target == target) {
+                tuning.untuned.clone_into(target);
+            }
+        }
+        Some(step)
+    }
+}
+
 /// `n` with a comma between thousands: 12,345.
 pub(crate) fn thousands(n: u64) -> String {
     let digits = n.to_string();
@@ -449,6 +472,22 @@ mod tests {
         assert!(plan.steps[0].for_server(&Calibration::default()).is_none());
         let run = plan.steps[0].for_server(&calibrated()).unwrap();
         assert_eq!(run.load.targets(), ["/dynamic?n=1480000".to_owned()]);
+    }
+
+    #[test]
+    fn before_calibration_a_step_runs_its_untuned_requests() {
+        let dynamic = crate::scenario::plan("dynamic", Profile::Quick, 2).unwrap();
+        let warm_up = dynamic.steps[0].untuned().unwrap();
+        assert_eq!(warm_up.load.targets(), ["/dynamic".to_owned()]);
+        let mixed = crate::scenario::plan("mixed", Profile::Quick, 2).unwrap();
+        let heavy = mixed.steps[1].untuned().unwrap();
+        assert!(heavy.load.targets().contains(&"/fib?n=30".to_owned()));
+        assert!(!heavy.load.targets().contains(&HEAVY.target.to_owned()));
+        let on_system = crate::scenario::plan("on-system", Profile::Quick, 2).unwrap();
+        assert!(
+            on_system.steps[0].untuned().is_none(),
+            "its rate needs the probe"
+        );
     }
 
     #[test]

@@ -147,12 +147,14 @@ impl Bench<'_> {
     }
 
     /// The warm-up's load: the plan's first step as planned for the server, or, before
-    /// its calibration, the saturation probe of that step's group (a rate from the
-    /// saturation is not known yet; the probe's target is the step's).
+    /// its calibration, that step with its tuned requests untuned, or the saturation
+    /// probe of its group (a rate from the saturation is not known yet; the probe's
+    /// target is the step's).
     fn warm_up_plan(&self, calibration: Option<&Calibration>) -> Result<StepPlan, Error> {
         let first = &self.plan.steps[0];
         first
             .for_server(calibration.unwrap_or(&Calibration::default()))
+            .or_else(|| first.untuned())
             .or_else(|| {
                 calibration::probes(self.plan)
                     .into_iter()
