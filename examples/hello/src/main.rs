@@ -17,12 +17,22 @@ use std::process::ExitCode;
 
 use proscenium::{App, Json, inline, web};
 
+/// TechEmpower's JSON test object, serialized for each request.
+#[derive(serde::Serialize)]
+struct Message {
+    message: &'static str,
+}
+
 fn app() -> App {
     App::new()
         .get("/plaintext", inline(|| "Hello, World!"))
         .get(
             "/json",
-            inline(|| Json(serde_json::json!({"message": "Hello, World!"}))),
+            inline(|| {
+                Json(Message {
+                    message: "Hello, World!",
+                })
+            }),
         )
         .any("/echo", inline(web::echo))
 }

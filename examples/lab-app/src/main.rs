@@ -48,7 +48,11 @@ fn app(upstream: hyper::Uri, fibbers: Router<Fibber>) -> App {
         .get("/plaintext", inline(|| "Hello, World!"))
         .get(
             "/json",
-            inline(|| Json(serde_json::json!({"message": "Hello, World!"}))),
+            inline(|| {
+                Json(workloads::Message {
+                    message: "Hello, World!",
+                })
+            }),
         )
         .get("/dynamic", inline(workloads::dynamic_page))
         .get("/fib-iter", inline(workloads::fib_iterative))

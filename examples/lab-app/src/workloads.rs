@@ -10,6 +10,13 @@ use num_bigint::BigUint;
 use proscenium::{Html, Query, StatusCode};
 use serde::Deserialize;
 
+/// TechEmpower's JSON test object, serialized for each request (the Rust peers
+/// serialize the same struct with serde_json, `bench/peers/workloads.rs`).
+#[derive(serde::Serialize)]
+pub(crate) struct Message {
+    pub(crate) message: &'static str,
+}
+
 /// The iterations of the dynamic page's loop when the request names none: enough for
 /// the page to cost about 1 ms of CPU, a page of realistic cost rather than a loop
 /// cheaper than the request around it (on the lab's machine a million cost lab-app

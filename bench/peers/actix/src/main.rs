@@ -3,8 +3,8 @@
 
 use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
 
-#[path = "../../dynamic_page.rs"]
-mod dynamic_page;
+#[path = "../../workloads.rs"]
+mod workloads;
 
 fn arg(name: &str, default: &str) -> String {
     let args: Vec<String> = std::env::args().collect();
@@ -24,10 +24,10 @@ async fn main() -> std::io::Result<()> {
                 HttpResponse::Ok().content_type("text/plain").body("Hello, World!")
             }))
             .route("/json", web::get().to(|| async {
-                HttpResponse::Ok().content_type("application/json").body(r#"{"message":"Hello, World!"}"#)
+                HttpResponse::Ok().content_type("application/json").body(workloads::json())
             }))
             .route("/dynamic", web::get().to(|req: HttpRequest| async move {
-                match dynamic_page::for_query(req.query_string()) {
+                match workloads::dynamic_page(req.query_string()) {
                     Ok(page) => HttpResponse::Ok().content_type("text/html").body(page),
                     Err(reason) => HttpResponse::BadRequest().body(reason),
                 }

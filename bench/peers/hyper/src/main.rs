@@ -11,8 +11,8 @@ use hyper::service::service_fn;
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 
-#[path = "../../dynamic_page.rs"]
-mod dynamic_page;
+#[path = "../../workloads.rs"]
+mod workloads;
 
 fn arg(name: &str, default: &str) -> String {
     let args: Vec<String> = std::env::args().collect();
@@ -24,18 +24,18 @@ fn arg(name: &str, default: &str) -> String {
 
 async fn handle(req: Request<hyper::body::Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
     if req.uri().path() == "/dynamic" {
-        let answer = match dynamic_page::for_query(req.uri().query().unwrap_or("")) {
+        let answer = match workloads::dynamic_page(req.uri().query().unwrap_or("")) {
             Ok(page) => Response::builder().header("content-type", "text/html").body(Full::new(Bytes::from(page))),
             Err(reason) => Response::builder().status(400).body(Full::new(Bytes::from_static(reason.as_bytes()))),
         };
         return Ok(answer.unwrap());
     }
     let (body, kind) = match req.uri().path() {
-        "/plaintext" => (&b"Hello, World!"[..], "text/plain"),
-        "/json" => (&br#"{"message":"Hello, World!"}"#[..], "application/json"),
+        "/plaintext" => (Bytes::from_static(b"Hello, World!"), "text/plain"),
+        "/json" => (Bytes::from(workloads::json()), "application/json"),
         _ => return Ok(Response::builder().status(404).body(Full::new(Bytes::new())).unwrap()),
     };
-    Ok(Response::builder().header("content-type", kind).body(Full::new(Bytes::from_static(body))).unwrap())
+    Ok(Response::builder().header("content-type", kind).body(Full::new(body)).unwrap())
 }
 
 /// Pending connections the kernel holds: 4096 in every server the lab measures, as

@@ -1,6 +1,20 @@
-//! The lab's dynamic page for the Rust peers (actix, hyper), each including this file
-//! with `#[path]`: the loop of examples/lab-app's `/dynamic?n=`, its bytes and its
-//! limit.
+//! The work of the Rust peers' routes (actix, hyper), each including this file with
+//! `#[path]`: TechEmpower's JSON message, serialized per request as lab-app does, and
+//! the loop of lab-app's `/dynamic?n=`, its bytes and its limit.
+
+/// TechEmpower's JSON test object.
+#[derive(serde::Serialize)]
+struct Message {
+    message: &'static str,
+}
+
+/// The `/json` body: the object serialized for this request, as TechEmpower asks.
+pub fn json() -> Vec<u8> {
+    serde_json::to_vec(&Message {
+        message: "Hello, World!",
+    })
+    .expect("a struct of one string serializes")
+}
 
 /// The iterations when the request names none.
 const DEFAULT_ITERATIONS: u32 = 1_250_000;
@@ -8,7 +22,7 @@ const DEFAULT_ITERATIONS: u32 = 1_250_000;
 const MAX_ITERATIONS: u32 = 100_000_000;
 
 /// The page for a request's query string (`n=N`), or why it is refused (a 400).
-pub fn for_query(query: &str) -> Result<String, &'static str> {
+pub fn dynamic_page(query: &str) -> Result<String, &'static str> {
     let n = match query.split('&').find_map(|pair| pair.strip_prefix("n=")) {
         None => DEFAULT_ITERATIONS,
         Some(n) => n
