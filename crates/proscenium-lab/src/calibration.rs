@@ -169,10 +169,11 @@ pub struct Calibration {
     /// probe of the group's target.
     #[serde(default)]
     pub saturation_rps: Vec<(String, f64)>,
-    /// The heavy request chosen for the server ([`HEAVY`]), when the plan mixes one in.
+    /// The heavy request chosen for the server (mixed's `/fib?n=`), when the plan
+    /// mixes one in.
     #[serde(default)]
     pub heavy: Option<TunedRequest>,
-    /// The dynamic page's iterations chosen for the server ([`PAGE`]), when the plan
+    /// The dynamic page's iterations chosen for the server (`/dynamic?n=`), when the plan
     /// asks for the page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub page: Option<TunedRequest>,
