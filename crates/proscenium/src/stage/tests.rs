@@ -457,9 +457,10 @@ fn a_sender_blocked_past_the_shutdown_deadline_gets_its_event_back() {
         .start(&clusters("[clusters.main]\nthreads = 2\nqueue = 8"))
         .unwrap();
     let report = running.shutdown(Duration::from_millis(300));
-    // The sink's thread, held at the gate, leaves now.
+    // The sink's thread, held at the gate, leaves now. (Both threads may count as
+    // stuck: the source's leaves after the deadline too, once it sees the halt.)
     drop(gate);
-    assert_eq!(report.stuck_threads, 1);
+    assert!(report.stuck_threads >= 1, "the sink's thread outlived the deadline");
     // The source notices the halt at its next look (every 20 ms), after the deadline.
     let (stopped, event) = back.recv_timeout(DEADLINE).unwrap();
     assert!(stopped, "a halt, not a rejection");
