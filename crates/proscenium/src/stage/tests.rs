@@ -431,6 +431,7 @@ fn a_sender_blocked_past_the_shutdown_deadline_gets_its_event_back() {
     let port = numbers.clone();
     let (gate, opened) = crossbeam_channel::bounded::<()>(0);
     let (told, back) = crossbeam_channel::bounded(1);
+    let (holding, held) = crossbeam_channel::bounded::<u64>(1);
     let mut graph = Graph::new();
     let source = graph.stage(
         Stage::source(
@@ -447,7 +448,8 @@ fn a_sender_blocked_past_the_shutdown_deadline_gets_its_event_back() {
     let sink = graph.stage(Stage::stateful(
         "sink",
         || (),
-        move |_, _: u64, _| {
+        move |_, n: u64, _| {
+            let _ = holding.try_send(n);
             let _ = opened.recv();
             Ok(())
         },
@@ -456,11 +458,19 @@ fn a_sender_blocked_past_the_shutdown_deadline_gets_its_event_back() {
     let running = graph
         .start(&clusters("[clusters.main]\nthreads = 2\nqueue = 8"))
         .unwrap();
+    assert_eq!(
+        held.recv_timeout(DEADLINE).unwrap(),
+        0,
+        "the sink holds the first event"
+    );
     let report = running.shutdown(Duration::from_millis(300));
     // The sink's thread, held at the gate, leaves now. (Both threads may count as
     // stuck: the source's leaves after the deadline too, once it sees the halt.)
     drop(gate);
-    assert!(report.stuck_threads >= 1, "the sink's thread outlived the deadline");
+    assert!(
+        report.stuck_threads >= 1,
+        "the sink's thread outlived the deadline"
+    );
     // The source notices the halt at its next look (every 20 ms), after the deadline.
     let (stopped, event) = back.recv_timeout(DEADLINE).unwrap();
     assert!(stopped, "a halt, not a rejection");
