@@ -15,6 +15,7 @@ mod idle;
 mod overload;
 mod runtime;
 mod slow_clients;
+mod stages;
 mod state;
 mod web_hostile;
 mod web_log;

@@ -55,7 +55,15 @@ pub struct App {
     routes: Routes,
     middleware: Vec<Arc<dyn Middleware>>,
     pub(crate) live: crate::rt::watchdog::LiveStats,
+    /// Sections the app adds to `/_status`, by name, in the order added.
+    pub(crate) status: Vec<(&'static str, StatusReader)>,
 }
+
+/// Reads one section of `/_status` when it is asked for.
+pub(crate) type StatusReader = Arc<dyn Fn() -> serde_json::Value + Send + Sync>;
+
+/// The keys `/_status` uses itself.
+const STATUS_KEYS: [&str; 4] = ["server", "version", "pid", "loops"];
 
 macro_rules! method_routes {
     ($($name:ident => $method:ident,)*) => {
@@ -194,6 +202,42 @@ impl App {
     #[must_use]
     pub fn write_hold_warning(mut self, after: std::time::Duration) -> Self {
         self.states_mut().write_hold_warning = after;
+        self
+    }
+
+    /// Adds a section `name` to `/_status` (served when the diagnostic tools are on):
+    /// what `read` returns at each request, as JSON — a stage graph's
+    /// [`GraphMonitor::stats`](crate::stage::GraphMonitor::stats), a cache's size.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let app = proscenium::App::new().status("jobs", || serde_json::json!({"queued": 0}));
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// When `name` is one of `/_status`'s own keys (`server`, `version`, `pid`,
+    /// `loops`) or a section already added.
+    #[must_use]
+    pub fn status<T, F>(mut self, name: &'static str, read: F) -> Self
+    where
+        T: serde::Serialize,
+        F: Fn() -> T + Send + Sync + 'static,
+    {
+        assert!(
+            !STATUS_KEYS.contains(&name),
+            "`{name}` is a key of /_status itself"
+        );
+        assert!(
+            self.status.iter().all(|(taken, _)| *taken != name),
+            "the /_status section `{name}` is added twice"
+        );
+        let reader: StatusReader = Arc::new(move || {
+            serde_json::to_value(read())
+                .unwrap_or_else(|e| serde_json::json!({ "error": e.to_string() }))
+        });
+        self.status.push((name, reader));
         self
     }
 

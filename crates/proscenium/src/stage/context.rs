@@ -3,7 +3,7 @@
 use std::sync::atomic::Ordering;
 
 use super::error::SendError;
-use super::node::Shared;
+use super::node::{Shared, given_back};
 use super::port::Out;
 
 /// A handler's view of its stage in the running graph.
@@ -24,14 +24,7 @@ impl Context<'_> {
     pub fn send<T: Send + 'static>(&mut self, port: &Out<T>, event: T) -> Result<(), SendError<T>> {
         self.shared
             .send(self.node, port.spec.name, Box::new(event))
-            .map_err(|(payload, error)| {
-                // The payload is the `T` boxed above: the graph hands refused events
-                // back untouched.
-                let event = payload
-                    .downcast::<T>()
-                    .expect("a refused event is the one sent");
-                SendError::new(*event, error)
-            })
+            .map_err(given_back)
     }
 
     /// Returns the name of the stage this handler runs for.

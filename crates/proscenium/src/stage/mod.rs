@@ -53,12 +53,14 @@
 //!
 //! ```text
 //! error, set, port, cluster,   leaves: the error, stage sets, ports/connectors/
-//! bucket, stats                admission, a cluster's spec, the token bucket, counters
+//! bucket, histogram, stats     admission, a cluster's spec, the token bucket, the
+//!                              latency histogram, counters
 //! definition, context          a stage as written; what a handler is handed
-//! node                         a stage running: queue, idle instances, counters
+//! node, inlet                  a stage running: queue, idle instances, counters; a
+//!                              way in from outside the graph
 //! crew, controller             a cluster's threads; SEDA's thread-pool controller
 //! graph, plan                  the graph as written; checking it and its partition
-//! run                          the running graph: threads, stats, shutdown
+//! run                          the running graph: threads, stats, inlets, shutdown
 //! ```
 //!
 //! Events travel type-erased (`Box<dyn Any + Send>`) after the graph compared every
@@ -74,6 +76,8 @@ mod crew;
 mod definition;
 mod error;
 mod graph;
+mod histogram;
+mod inlet;
 mod node;
 mod plan;
 #[cfg(test)]
@@ -90,7 +94,9 @@ pub use self::context::Context;
 pub use self::definition::Stage;
 pub use self::error::{SendError, StageError};
 pub use self::graph::{Graph, StageRef};
+pub use self::histogram::Quantiles;
+pub use self::inlet::Inlet;
 pub use self::port::{Admission, Connector, ConnectorKind, Event, Out};
-pub use self::run::{RunningGraph, ShutdownReport};
+pub use self::run::{GraphMonitor, RunningGraph, ShutdownReport};
 pub use self::set::StageSet;
 pub use self::stats::{ClusterStats, GraphStats, StageStats};

@@ -16,13 +16,29 @@ use parking_lot::{Condvar, Mutex};
 use super::bucket::TokenBucket;
 use super::context::Context;
 use super::definition::{Instance, Payload, Role};
-use super::error::StageError;
-use super::port::{Admission, Connector, ConnectorKind};
+use super::error::{SendError, StageError};
+use super::port::{Admission, Connector, ConnectorKind, EventType};
 use super::stats::Counters;
 use crate::actor::{DeadLetters, Reason};
 
 /// A send refused: the event, type-erased, and why.
 pub(crate) type Refused = (Payload, StageError);
+
+/// Returns a refused event to its sender, typed again, with why.
+pub(crate) fn given_back<T: 'static>((payload, error): Refused) -> SendError<T> {
+    // The payload is the `T` its sender boxed: the graph hands refused events back
+    // untouched.
+    let event = payload
+        .downcast::<T>()
+        .expect("a refused event is the one sent");
+    SendError::new(*event, error)
+}
+
+/// An event in a stage's queue, with when it arrived (its wait is measured from it).
+pub(crate) struct Queued {
+    event: Payload,
+    since: Instant,
+}
 
 /// How long a blocked sender waits before looking whether the graph has halted.
 const HALT_CHECK: Duration = Duration::from_millis(20);
@@ -54,12 +70,13 @@ pub(crate) struct Pool {
 pub(crate) struct Node {
     pub(crate) name: String,
     pub(crate) role: Role,
-    pub(crate) input_name: &'static str,
+    /// The type of its events; `None` for a source.
+    pub(crate) input: Option<EventType>,
     pub(crate) cluster: usize,
     pub(crate) instances: usize,
     pub(crate) batch: usize,
     pub(crate) routes: Vec<Route>,
-    pub(crate) queue: (Sender<Payload>, Receiver<Payload>),
+    pub(crate) queue: (Sender<Queued>, Receiver<Queued>),
     pub(crate) capacity: usize,
     pub(crate) ready: Sender<Ticket>,
     pub(crate) pool: Mutex<Pool>,
@@ -87,6 +104,13 @@ impl Pool {
     }
 }
 
+impl Node {
+    /// Returns the name of the type of its events (`()` for a source), for dead letters.
+    pub(crate) fn input_name(&self) -> &'static str {
+        self.input.map_or("()", |input| input.name)
+    }
+}
+
 impl Shared {
     /// Sends `event` from stage `from` out of `port`; a refused event comes back with
     /// the error.
@@ -99,7 +123,20 @@ impl Shared {
             ));
             return Err((event, error));
         };
-        let target = &self.nodes[route.target];
+        self.deliver(&sender.name, route, event)?;
+        sender.counters.sent.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Delivers `event` from `sender` (a stage, or an inlet) through `route`; a
+    /// refusal by the consumer's admission policy is counted on the consumer (a stop
+    /// past the deadline is counted among the dead letters instead).
+    pub(crate) fn deliver(
+        &self,
+        sender: &str,
+        route: &Route,
+        event: Payload,
+    ) -> Result<(), Refused> {
         let result = match route.connector.kind {
             ConnectorKind::Cohort => {
                 self.run_cohort(route.target, event);
@@ -107,10 +144,8 @@ impl Shared {
             }
             ConnectorKind::Local | ConnectorKind::Decoupled => self.enqueue(sender, route, event),
         };
-        // A stop past the deadline is counted among the dead letters instead.
-        if result.is_ok() {
-            sender.counters.sent.fetch_add(1, Ordering::Relaxed);
-        } else if result.as_ref().is_err_and(|(_, e)| e.is_rejected()) {
+        if result.as_ref().is_err_and(|(_, e)| e.is_rejected()) {
+            let target = &self.nodes[route.target];
             target.counters.rejected.fetch_add(1, Ordering::Relaxed);
         }
         result
@@ -124,7 +159,7 @@ impl Shared {
     /// `sending` and then reads `halted`, the halt raises `halted` and then waits for
     /// `sending` to fall to zero before it empties the queues (all `SeqCst`). So either
     /// the send sees the halt, or the halt sees the send and empties the queue after it.
-    fn enqueue(&self, sender: &Node, route: &Route, event: Payload) -> Result<(), Refused> {
+    fn enqueue(&self, sender: &str, route: &Route, event: Payload) -> Result<(), Refused> {
         let target = &self.nodes[route.target];
         target.sending.fetch_add(1, Ordering::SeqCst);
         let result = if self.halted.load(Ordering::SeqCst) {
@@ -136,17 +171,21 @@ impl Shared {
         result
     }
 
-    fn admit(&self, sender: &Node, route: &Route, event: Payload) -> Result<(), Refused> {
+    fn admit(&self, sender: &str, route: &Route, event: Payload) -> Result<(), Refused> {
         let target = &self.nodes[route.target];
         let refuse = |event| {
             (
                 event,
-                StageError::rejected(&sender.name, route.port, &target.name),
+                StageError::rejected(sender, route.port, &target.name),
             )
         };
         let try_send = |event| {
-            target.queue.0.try_send(event).map_err(|e| match e {
-                TrySendError::Full(event) | TrySendError::Disconnected(event) => refuse(event),
+            let queued = Queued {
+                event,
+                since: Instant::now(),
+            };
+            target.queue.0.try_send(queued).map_err(|e| match e {
+                TrySendError::Full(back) | TrySendError::Disconnected(back) => refuse(back.event),
             })
         };
         match route.connector.admission {
@@ -165,21 +204,22 @@ impl Shared {
         Ok(())
     }
 
-    fn enqueue_blocking(
-        &self,
-        sender: &Node,
-        route: &Route,
-        mut event: Payload,
-    ) -> Result<(), Refused> {
+    /// Waits for room in the queue; the event's wait counts from its first offer, so
+    /// a stage's wait includes the backpressure its senders felt.
+    fn enqueue_blocking(&self, sender: &str, route: &Route, event: Payload) -> Result<(), Refused> {
         let target = &self.nodes[route.target];
+        let mut queued = Queued {
+            event,
+            since: Instant::now(),
+        };
         loop {
-            match target.queue.0.send_timeout(event, HALT_CHECK) {
+            match target.queue.0.send_timeout(queued, HALT_CHECK) {
                 Ok(()) => return Ok(()),
                 Err(SendTimeoutError::Timeout(back) | SendTimeoutError::Disconnected(back)) => {
                     if self.halted.load(Ordering::Acquire) {
-                        return Err(self.stopped(sender, route, back));
+                        return Err(self.stopped(sender, route, back.event));
                     }
-                    event = back;
+                    queued = back;
                 }
             }
         }
@@ -187,11 +227,11 @@ impl Shared {
 
     /// Refuses `event` from `sender` to `route`'s consumer because the graph halted,
     /// counting it as a dead letter.
-    fn stopped(&self, sender: &Node, route: &Route, event: Payload) -> Refused {
+    fn stopped(&self, sender: &str, route: &Route, event: Payload) -> Refused {
         let target = &self.nodes[route.target];
         self.dead_letters
-            .report(&target.name, target.input_name, Reason::Stopped);
-        let error = StageError::stopped(&sender.name, route.port, &target.name);
+            .report(&target.name, target.input_name(), Reason::Stopped);
+        let error = StageError::stopped(sender, route.port, &target.name);
         (event, error)
     }
 
@@ -208,7 +248,7 @@ impl Shared {
             while node.queue.1.try_recv().is_ok() {
                 abandoned += 1;
                 self.dead_letters
-                    .report(&node.name, node.input_name, Reason::Stopped);
+                    .report(&node.name, node.input_name(), Reason::Stopped);
             }
         }
         abandoned
@@ -242,9 +282,10 @@ impl Shared {
             return;
         }
         for _ in 0..stage.batch {
-            let Ok(event) = stage.queue.1.try_recv() else {
+            let Ok(Queued { event, since }) = stage.queue.1.try_recv() else {
                 break;
             };
+            stage.counters.wait.record(since.elapsed());
             self.run_one(node, instance.as_mut(), Some(event));
         }
         self.release(node, instance);
@@ -266,6 +307,7 @@ impl Shared {
     /// for an idle instance if all are busy.
     fn run_cohort(&self, node: usize, event: Payload) {
         let stage = &self.nodes[node];
+        let since = Instant::now();
         let mut pool = stage.pool.lock();
         pool.cohort_waiting += 1;
         let mut instance = loop {
@@ -276,6 +318,7 @@ impl Shared {
         };
         pool.cohort_waiting -= 1;
         drop(pool);
+        stage.counters.wait.record(since.elapsed());
         stage.counters.arrived.fetch_add(1, Ordering::Relaxed);
         self.run_one(node, instance.as_mut(), Some(event));
         self.release(node, instance);
@@ -290,7 +333,7 @@ impl Shared {
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             instance.run(event, &mut ctx)
         }));
-        stage.counters.record_service(started.elapsed());
+        stage.counters.service.record(started.elapsed());
         stage.counters.handled.fetch_add(1, Ordering::Relaxed);
         match outcome {
             Ok(Ok(())) => {}
@@ -303,7 +346,7 @@ impl Shared {
                 let failure = panic_text(panic.as_ref());
                 tracing::error!(stage = %stage.name, panic = %failure, "stage handler panicked");
                 self.dead_letters
-                    .report(&stage.name, stage.input_name, Reason::Failed(failure));
+                    .report(&stage.name, stage.input_name(), Reason::Failed(failure));
             }
         }
     }

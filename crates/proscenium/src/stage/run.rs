@@ -23,24 +23,32 @@ use super::controller;
 use super::crew::Crew;
 use super::definition::{Role, Stage};
 use super::error::StageError;
-use super::graph::{Edge, Graph};
+use super::graph::{Edge, Graph, StageRef};
+use super::inlet::Inlet;
 use super::node::{Node, Pool, Route, Shared, Ticket};
 use super::plan::Plan;
-use super::port::Admission;
+use super::port::{Admission, Connector, EventType};
 use super::stats::{Counters, GraphStats, StageStats};
 use crate::actor::DeadLetters;
 
 /// A stage graph at work. Dropping it without [`shutdown`](Self::shutdown) stops
 /// its threads at once, dead-lettering what is queued.
 pub struct RunningGraph {
-    shared: Arc<Shared>,
-    crews: Vec<Arc<Crew>>,
+    monitor: GraphMonitor,
     /// Each elastic cluster's controller, and the sender whose drop stops it.
     controllers: Vec<(Sender<()>, JoinHandle<()>)>,
     order: Vec<usize>,
     exited: Receiver<()>,
-    started: Instant,
     stopped: bool,
+}
+
+/// Reads a running graph's stats from anywhere (a `/_status` section, a metrics
+/// exporter); cheap to clone, and it outlives the graph harmlessly.
+#[derive(Clone)]
+pub struct GraphMonitor {
+    shared: Arc<Shared>,
+    crews: Vec<Arc<Crew>>,
+    started: Instant,
 }
 
 /// What a graceful shutdown did.
@@ -77,29 +85,33 @@ impl RunningGraph {
             .map(|at| build_node(graph, plan, at, &crews[plan.cluster_of[at]].ready))
             .collect();
         let mut running = Self {
-            shared: Arc::new(Shared {
-                nodes,
-                stopping: AtomicBool::new(false),
-                halted: AtomicBool::new(false),
-                dead_letters: DeadLetters::default(),
-            }),
-            crews,
+            monitor: GraphMonitor {
+                shared: Arc::new(Shared {
+                    nodes,
+                    stopping: AtomicBool::new(false),
+                    halted: AtomicBool::new(false),
+                    dead_letters: DeadLetters::default(),
+                }),
+                crews,
+                started: Instant::now(),
+            },
             controllers: Vec::new(),
             order: graph_order(graph),
             exited,
-            started: Instant::now(),
             stopped: false,
         };
         // On an error, dropping `running` tells the threads started to leave.
-        for crew in &running.crews {
-            crew.start(&running.shared)?;
+        for crew in &running.monitor.crews {
+            crew.start(&running.monitor.shared)?;
         }
         running.start_controllers()?;
         for (at, stage) in graph.stages.iter().enumerate() {
             if stage.role == Role::Source {
                 for _ in 0..plan.instances[at] {
                     let ticket = Ticket::Run(at, (stage.instance)());
-                    let _ = running.crews[plan.cluster_of[at]].ready.send(ticket);
+                    let _ = running.monitor.crews[plan.cluster_of[at]]
+                        .ready
+                        .send(ticket);
                 }
             }
         }
@@ -108,19 +120,157 @@ impl RunningGraph {
 
     fn start_controllers(&mut self) -> Result<(), StageError> {
         for (at, crew) in self
+            .monitor
             .crews
             .iter()
             .enumerate()
             .filter(|(_, c)| c.is_elastic())
         {
             let (stop, stopped) = crossbeam_channel::bounded(0);
-            let handle = controller::spawn(at, Arc::clone(crew), Arc::clone(&self.shared), stopped)
+            let shared = Arc::clone(&self.monitor.shared);
+            let handle = controller::spawn(at, Arc::clone(crew), shared, stopped)
                 .map_err(|e| StageError::start(&crew.name, &e))?;
             self.controllers.push((stop, handle));
         }
         Ok(())
     }
 
+    /// Returns every stage's queue and counters now.
+    pub fn stats(&self) -> GraphStats {
+        self.monitor.stats()
+    }
+
+    /// Returns a handle that reads the stats from elsewhere, for as long as it is
+    /// kept.
+    pub fn monitor(&self) -> GraphMonitor {
+        self.monitor.clone()
+    }
+
+    /// Returns a way into stage `to` from outside the graph, for events of its input
+    /// type `T`, with its own `admission` policy when the stage's queue is full.
+    /// `name` names the sender in errors and logs (`inlet.NAME`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::collections::HashMap;
+    /// use proscenium::stage::{Admission, Graph, Stage};
+    ///
+    /// let (done, got) = std::sync::mpsc::channel();
+    /// let mut graph = Graph::new();
+    /// let sink = graph.stage(Stage::stateful("sink", || (), move |_, n: u32, _| {
+    ///     done.send(n).unwrap();
+    ///     Ok(())
+    /// }));
+    /// graph.part([("main", graph.all())]);
+    /// let running = graph.start(&HashMap::new()).unwrap();
+    /// let inlet = running.inlet::<u32>("http", &sink, Admission::Reject).unwrap();
+    /// inlet.send(7).unwrap();
+    /// assert_eq!(got.recv().unwrap(), 7);
+    /// running.shutdown(std::time::Duration::from_secs(5));
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// A graph error if `T` is not the stage's input type, or the stage is a source.
+    pub fn inlet<T: Send + 'static>(
+        &self,
+        name: &'static str,
+        to: &StageRef,
+        admission: Admission,
+    ) -> Result<Inlet<T>, StageError> {
+        let stage = &self.monitor.shared.nodes[to.index];
+        let given = EventType::of::<T>();
+        match stage.input {
+            Some(input) if input.id == given.id => {}
+            Some(input) => {
+                return Err(StageError::graph(format!(
+                    "inlet `{name}` sends {} but stage `{}` takes {}",
+                    given.name, stage.name, input.name
+                )));
+            }
+            None => {
+                return Err(StageError::graph(format!(
+                    "inlet `{name}`: stage `{}` is a source and takes no events",
+                    stage.name
+                )));
+            }
+        }
+        let route = Route {
+            port: name,
+            target: to.index,
+            connector: Connector::local().admission(admission),
+            bucket: bucket_for(admission),
+        };
+        Ok(Inlet::new(Arc::clone(&self.monitor.shared), route, name))
+    }
+
+    /// Returns the graph's dead letters: events whose handler panicked, and events
+    /// left undelivered by a shutdown past its deadline.
+    pub fn dead_letters(&self) -> &DeadLetters {
+        &self.monitor.shared.dead_letters
+    }
+
+    /// Stops the sources, drains the queues in graph order (upstream first) and
+    /// stops the threads, all within `deadline`.
+    pub fn shutdown(mut self, deadline: Duration) -> ShutdownReport {
+        let until = Instant::now() + deadline;
+        let shared = Arc::clone(&self.monitor.shared);
+        shared.stopping.store(true, Ordering::Release);
+        let mut drained = Vec::new();
+        for &node in &self.order {
+            if shared.wait_quiet(node, until) {
+                drained.push(shared.nodes[node].name.clone());
+            }
+        }
+        let stats = self.stats();
+        let (abandoned, threads) = self.halt();
+        let thread_count = threads.len();
+        // Every thread ever started tells `exited` once, retired ones included.
+        let mut exits = 0;
+        while exits < thread_count && self.exited.recv_deadline(until).is_ok() {
+            exits += 1;
+        }
+        let mut stuck_threads = 0;
+        for thread in threads {
+            // All told they exited: each join is a moment's wait.
+            if exits == thread_count || thread.is_finished() {
+                let _ = thread.join();
+            } else {
+                stuck_threads += 1;
+                tracing::warn!("a stage thread did not exit by the shutdown deadline");
+            }
+        }
+        ShutdownReport {
+            drained,
+            abandoned,
+            stuck_threads,
+            dead_letters: shared.dead_letters.count(),
+            stats,
+        }
+    }
+
+    /// Stops the controllers, raises `halted`, dead-letters what is queued, tells
+    /// every thread to exit; returns the events dead-lettered and the handles of
+    /// every thread started.
+    fn halt(&mut self) -> (u64, Vec<JoinHandle<()>>) {
+        self.stopped = true;
+        for (stop, controller) in std::mem::take(&mut self.controllers) {
+            drop(stop);
+            let _ = controller.join();
+        }
+        let abandoned = self.monitor.shared.halt_queues();
+        let threads = self
+            .monitor
+            .crews
+            .iter()
+            .flat_map(|crew| crew.stop())
+            .collect();
+        (abandoned, threads)
+    }
+}
+
+impl GraphMonitor {
     /// Returns every stage's queue and counters now.
     pub fn stats(&self) -> GraphStats {
         let uptime = self.started.elapsed();
@@ -147,63 +297,13 @@ impl RunningGraph {
                 .collect(),
         }
     }
+}
 
-    /// Returns the graph's dead letters: events whose handler panicked, and events
-    /// left undelivered by a shutdown past its deadline.
-    pub fn dead_letters(&self) -> &DeadLetters {
-        &self.shared.dead_letters
-    }
-
-    /// Stops the sources, drains the queues in graph order (upstream first) and
-    /// stops the threads, all within `deadline`.
-    pub fn shutdown(mut self, deadline: Duration) -> ShutdownReport {
-        let until = Instant::now() + deadline;
-        self.shared.stopping.store(true, Ordering::Release);
-        let mut drained = Vec::new();
-        for &node in &self.order {
-            if self.shared.wait_quiet(node, until) {
-                drained.push(self.shared.nodes[node].name.clone());
-            }
-        }
-        let stats = self.stats();
-        let (abandoned, threads) = self.halt();
-        let thread_count = threads.len();
-        // Every thread ever started tells `exited` once, retired ones included.
-        let mut exits = 0;
-        while exits < thread_count && self.exited.recv_deadline(until).is_ok() {
-            exits += 1;
-        }
-        let mut stuck_threads = 0;
-        for thread in threads {
-            // All told they exited: each join is a moment's wait.
-            if exits == thread_count || thread.is_finished() {
-                let _ = thread.join();
-            } else {
-                stuck_threads += 1;
-                tracing::warn!("a stage thread did not exit by the shutdown deadline");
-            }
-        }
-        ShutdownReport {
-            drained,
-            abandoned,
-            stuck_threads,
-            dead_letters: self.shared.dead_letters.count(),
-            stats,
-        }
-    }
-
-    /// Stops the controllers, raises `halted`, dead-letters what is queued, tells
-    /// every thread to exit; returns the events dead-lettered and the handles of
-    /// every thread started.
-    fn halt(&mut self) -> (u64, Vec<JoinHandle<()>>) {
-        self.stopped = true;
-        for (stop, controller) in std::mem::take(&mut self.controllers) {
-            drop(stop);
-            let _ = controller.join();
-        }
-        let abandoned = self.shared.halt_queues();
-        let threads = self.crews.iter().flat_map(|crew| crew.stop()).collect();
-        (abandoned, threads)
+impl std::fmt::Debug for GraphMonitor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GraphMonitor")
+            .field("stages", &self.shared.nodes.len())
+            .finish_non_exhaustive()
     }
 }
 
@@ -229,7 +329,7 @@ fn build_node(graph: &Graph, plan: &Plan, at: usize, ready: &Sender<Ticket>) -> 
     Node {
         name: stage.name.clone(),
         role: stage.role,
-        input_name: stage.input.map_or("()", |input| input.name),
+        input: stage.input,
         cluster,
         instances,
         batch: plan.clusters[cluster].batch,
@@ -256,11 +356,16 @@ fn route(stage: &Stage, edge: &Edge) -> Option<Route> {
         port: port.name,
         target: edge.to,
         connector: edge.connector,
-        bucket: match edge.connector.admission {
-            Admission::TokenBucket { rate, burst } => Some(TokenBucket::new(rate, burst)),
-            Admission::Block | Admission::Reject => None,
-        },
+        bucket: bucket_for(edge.connector.admission),
     })
+}
+
+/// Returns the token bucket `admission` needs, if any.
+fn bucket_for(admission: Admission) -> Option<TokenBucket> {
+    match admission {
+        Admission::TokenBucket { rate, burst } => Some(TokenBucket::new(rate, burst)),
+        Admission::Block | Admission::Reject => None,
+    }
 }
 
 /// Stages upstream first (Kahn's order over the connectors); stages on a cycle

@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::histogram::{Histogram, Quantiles};
+
 /// A stage's counters, updated without a lock.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
@@ -16,16 +18,10 @@ pub(crate) struct Counters {
     pub(crate) sent: AtomicU64,
     pub(crate) rejected: AtomicU64,
     pub(crate) failed: AtomicU64,
-    pub(crate) busy_nanos: AtomicU64,
-    pub(crate) max_nanos: AtomicU64,
-}
-
-impl Counters {
-    pub(crate) fn record_service(&self, took: Duration) {
-        let nanos = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
-        self.busy_nanos.fetch_add(nanos, Ordering::Relaxed);
-        self.max_nanos.fetch_max(nanos, Ordering::Relaxed);
-    }
+    /// From an event's send to the start of its handler.
+    pub(crate) wait: Histogram,
+    /// Its handler's run.
+    pub(crate) service: Histogram,
 }
 
 /// The state of every stage of a running graph at one moment.
@@ -95,10 +91,12 @@ pub struct StageStats {
     pub arrival_rate: f64,
     /// Events per second of handler time (what one busy instance sustains).
     pub service_rate: f64,
-    /// Mean seconds a handler took per event.
-    pub mean_latency_secs: f64,
-    /// Longest seconds a handler took on one event.
-    pub max_latency_secs: f64,
+    /// Seconds from an event's send to its handler's start: in the queue (a blocked
+    /// sender's wait for room included), or for a cohort connector waiting for an
+    /// idle instance.
+    pub wait_secs: Quantiles,
+    /// Seconds its handler took per event.
+    pub service_secs: Quantiles,
 }
 
 impl StageStats {
@@ -111,7 +109,8 @@ impl StageStats {
         let (stage, cluster, instances) = identity;
         let arrived = counters.arrived.load(Ordering::Relaxed);
         let handled = counters.handled.load(Ordering::Relaxed);
-        let busy = counters.busy_nanos.load(Ordering::Relaxed) as f64 / 1e9;
+        let service = counters.service.quantiles();
+        let busy = service.mean * service.count as f64;
         Self {
             stage: stage.to_owned(),
             cluster: cluster.to_owned(),
@@ -124,9 +123,9 @@ impl StageStats {
             rejected: counters.rejected.load(Ordering::Relaxed),
             failed: counters.failed.load(Ordering::Relaxed),
             arrival_rate: per_second(arrived as f64, uptime.as_secs_f64()),
-            service_rate: per_second(handled as f64, busy),
-            mean_latency_secs: per_second(busy, handled as f64),
-            max_latency_secs: counters.max_nanos.load(Ordering::Relaxed) as f64 / 1e9,
+            service_rate: per_second(service.count as f64, busy),
+            wait_secs: counters.wait.quantiles(),
+            service_secs: service,
         }
     }
 }

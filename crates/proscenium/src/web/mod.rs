@@ -23,8 +23,7 @@ use crate::{App, Config};
 /// ```
 pub fn configure(mut app: App, config: &Config) -> App {
     if config.tools {
-        let live = app.live.clone();
-        app = tools::mount(app, &live);
+        app = tools::mount(app);
     }
     if let Some(root) = &config.root {
         app = app.fallback(StaticFiles::new(root).show_dotfiles(config.show_dotfiles));

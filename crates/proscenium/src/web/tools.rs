@@ -1,5 +1,6 @@
 //! Diagnostic routes an operator can switch on (`tools = true`, off by default):
-//! `/_status` (the process id and JSON counters per loop), `/_echo` (the request as
+//! `/_status` (the process id, JSON counters per loop and the sections the app adds
+//! with [`App::status`]), `/_echo` (the request as
 //! parsed, credentials redacted, for debugging clients) and `/_delay?ms=N` (answers
 //! after N ms without using the CPU). Nothing here costs the server more than the
 //! request itself: CPU-burning load-test routes are the lab's (`examples/lab-app`).
@@ -11,6 +12,7 @@ use http::header;
 use serde::Deserialize;
 use serde_json::json;
 
+use crate::app::StatusReader;
 use crate::rt::watchdog::LiveStats;
 use crate::{App, Json, Query, Request, inline};
 
@@ -30,14 +32,17 @@ const CREDENTIALS: [header::HeaderName; 4] = [
 const REDACTED: &str = "[redacted]";
 
 /// Adds the diagnostic routes to `app`.
-pub(crate) fn mount(app: App, live: &LiveStats) -> App {
-    let live = live.clone();
-    app.get("/_status", inline(move || status(&live)))
+pub(crate) fn mount(app: App) -> App {
+    let live = app.live.clone();
+    let sections = app.status.clone();
+    app.get("/_status", inline(move || status(&live, &sections)))
         .any("/_echo", inline(echo))
         .get("/_delay", delay)
 }
 
-fn status(live: &LiveStats) -> Json<serde_json::Value> {
+/// Returns the server's own keys, then each section the app added
+/// ([`App::status`]).
+fn status(live: &LiveStats, sections: &[(&'static str, StatusReader)]) -> Json<serde_json::Value> {
     let loops: Vec<_> = live
         .get()
         .iter()
@@ -51,12 +56,16 @@ fn status(live: &LiveStats) -> Json<serde_json::Value> {
             })
         })
         .collect();
-    Json(json!({
+    let mut page = json!({
         "server": "proscenium",
         "version": env!("CARGO_PKG_VERSION"),
         "pid": std::process::id(),
         "loops": loops,
-    }))
+    });
+    for (name, read) in sections {
+        page[*name] = read();
+    }
+    Json(page)
 }
 
 /// Returns the request as parsed: method, target, version, headers in order, body.

@@ -1,0 +1,190 @@
+//! A stage graph behind HTTP routes: requests fed into a stage through an inlet, the
+//! graph's queues, rates and latencies in `/_status`, a full queue answered 503.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Mutex;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use http::StatusCode;
+use proscenium::stage::{
+    Admission, ClusterSpec, Connector, Graph, Inlet, Out, RunningGraph, Stage, StageRef,
+};
+use proscenium::{App, Path, inline};
+use serde_json::Value;
+
+use crate::support::{self, Client};
+
+/// Returns `app` with `POST /jobs/:n` sending `n` into `inlet`: 202 once queued.
+fn jobs_route(app: App, inlet: Inlet<u64>) -> App {
+    app.post(
+        "/jobs/:n",
+        inline(move |Path(n): Path<u64>| inlet.send(n).map(|()| StatusCode::ACCEPTED)),
+    )
+}
+
+/// Starts a server with the diagnostic tools on and `graph`'s stats in `/_status`.
+fn serve(app: App, graph: &RunningGraph) -> proscenium::ServerHandle {
+    let monitor = graph.monitor();
+    let app = app.status("graph", move || monitor.stats());
+    support::start_with(app, |config| config.tools = true)
+}
+
+fn post(client: &mut Client, path: &str) -> support::Response {
+    client
+        .send(format!(
+            "POST {path} HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n"
+        ))
+        .response()
+}
+
+/// Returns stage `name`'s entry in `/_status` once `until` holds of it (or after 10 s,
+/// for the assertions to report).
+fn stage_status(addr: SocketAddr, name: &str, until: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let page: Value = serde_json::from_slice(&support::get(addr, "/_status").body).unwrap();
+        let stage = page["graph"]["stages"]
+            .as_array()
+            .and_then(|stages| stages.iter().find(|s| s["stage"] == name))
+            .cloned()
+            .unwrap_or(Value::Null);
+        if until(&stage) || Instant::now() > deadline {
+            return stage;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn status_shows_each_stages_counters_and_latencies() {
+    let squares = Out::<u64>::new("squares");
+    let out = squares.clone();
+    let (done, totals) = mpsc::channel();
+    let mut graph = Graph::new();
+    let square = graph.stage(
+        Stage::stateless(
+            "square",
+            || (),
+            move |_, n: u64, ctx| {
+                std::thread::sleep(Duration::from_millis(2));
+                Ok(ctx.send(&out, n * n)?)
+            },
+        )
+        .output(&squares),
+    );
+    let total = graph.stage(Stage::stateful(
+        "total",
+        || 0,
+        move |sum: &mut u64, n: u64, _| {
+            *sum += n;
+            done.send(*sum).unwrap();
+            Ok(())
+        },
+    ));
+    graph.connect(&square, "squares", &total, Connector::decoupled());
+    graph.part([("main", graph.all())]);
+    let clusters = HashMap::from([(
+        "main".to_owned(),
+        ClusterSpec {
+            threads: Some(2),
+            instances: [("square".to_owned(), 2)].into(),
+            ..ClusterSpec::default()
+        },
+    )]);
+    let running = graph.start(&clusters).unwrap();
+    let inlet = running
+        .inlet::<u64>("http", &square, Admission::Reject)
+        .unwrap();
+    let server = serve(jobs_route(App::new(), inlet), &running);
+
+    let mut client = Client::connect(server.local_addr());
+    for n in 1..=20 {
+        assert_eq!(post(&mut client, &format!("/jobs/{n}")).status, 202);
+    }
+    let sum: u64 = (1..=20).map(|n| n * n).sum();
+    let mut last = 0;
+    for _ in 0..20 {
+        last = totals.recv_timeout(Duration::from_secs(10)).unwrap();
+    }
+    assert_eq!(last, sum);
+
+    let square = stage_status(server.local_addr(), "square", |s| s["handled"] == 20);
+    assert_eq!(square["cluster"], "main");
+    assert_eq!(square["instances"], 2);
+    assert_eq!(square["arrived"], 20, "{square}");
+    assert_eq!(square["handled"], 20, "{square}");
+    assert_eq!(square["sent"], 20, "{square}");
+    assert_eq!(square["rejected"], 0, "{square}");
+    assert_eq!(square["wait_secs"]["count"], 20, "{square}");
+    assert_eq!(square["service_secs"]["count"], 20, "{square}");
+    // Each handler sleeps 2 ms: the service times can only be longer.
+    for quantile in ["p50", "p99", "max"] {
+        let secs = square["service_secs"][quantile].as_f64().unwrap();
+        assert!((0.002..1.0).contains(&secs), "{quantile}: {square}");
+    }
+    let total = stage_status(server.local_addr(), "total", |s| s["handled"] == 20);
+    assert_eq!(total["arrived"], 20, "{total}");
+    assert_eq!(total["wait_secs"]["count"], 20, "{total}");
+    running.shutdown(Duration::from_secs(5));
+}
+
+/// A stateful stage whose handler tells `started` it began, then waits for a token
+/// from `gate` before it returns.
+fn gated(graph: &mut Graph, started: mpsc::Sender<()>, gate: mpsc::Receiver<()>) -> StageRef {
+    let (started, gate) = (Mutex::new(started), Mutex::new(gate));
+    graph.stage(Stage::stateful(
+        "gated",
+        || (),
+        move |_, _: u64, _| {
+            started.lock().unwrap().send(()).unwrap();
+            gate.lock().unwrap().recv().unwrap();
+            Ok(())
+        },
+    ))
+}
+
+#[test]
+fn a_full_stage_queue_is_a_503_counted_as_rejected() {
+    let (started_tx, started) = mpsc::channel();
+    let (open, gate) = mpsc::channel();
+    let mut graph = Graph::new();
+    let stage = gated(&mut graph, started_tx, gate);
+    graph.part([("main", graph.all())]);
+    let clusters = HashMap::from([(
+        "main".to_owned(),
+        ClusterSpec {
+            threads: Some(1),
+            queue: Some(1),
+            ..ClusterSpec::default()
+        },
+    )]);
+    let running = graph.start(&clusters).unwrap();
+    let inlet = running
+        .inlet::<u64>("http", &stage, Admission::Reject)
+        .unwrap();
+    let server = serve(jobs_route(App::new(), inlet), &running);
+    let mut client = Client::connect(server.local_addr());
+
+    // The first event holds the one instance, the second the one place in the queue.
+    assert_eq!(post(&mut client, "/jobs/1").status, 202);
+    started.recv_timeout(Duration::from_secs(10)).unwrap();
+    assert_eq!(post(&mut client, "/jobs/2").status, 202);
+    let refused = post(&mut client, "/jobs/3");
+    assert_eq!(refused.status, 503);
+    assert_eq!(refused.header("retry-after"), Some("1"));
+
+    for _ in 0..2 {
+        open.send(()).unwrap();
+    }
+    let stats = stage_status(server.local_addr(), "gated", |s| s["handled"] == 2);
+    assert_eq!(stats["handled"], 2, "{stats}");
+    assert_eq!(stats["arrived"], 2, "{stats}");
+    assert_eq!(stats["rejected"], 1, "{stats}");
+    assert_eq!(stats["capacity"], 1, "{stats}");
+    // The connection that was refused is still served.
+    assert_eq!(client.get("/_status").response().status, 200);
+    let report = running.shutdown(Duration::from_secs(5));
+    assert_eq!(report.abandoned, 0);
+}
