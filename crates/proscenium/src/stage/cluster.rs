@@ -36,6 +36,10 @@ pub struct ClusterSpec {
     /// The bound of each stage's queue (default 1,024 events).
     pub queue: Option<usize>,
     /// Events an instance handles in one turn before its thread takes other work
-    /// (default 1).
+    /// (default 1); the least the batching controller may set.
     pub batch: Option<usize>,
+    /// The most events a turn the batching controller may set (it starts there and
+    /// shrinks the batch while throughput holds); absent or not above `batch`, the
+    /// controller is off.
+    pub max_batch: Option<usize>,
 }

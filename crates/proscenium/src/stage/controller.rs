@@ -1,20 +1,31 @@
-//! SEDA's thread-pool controller (Welsh et al.), one per elastic cluster: every tick
-//! it compares the events waiting in the cluster's queues with its threads, adds a
-//! thread while more events wait than threads run (up to `max_threads`), and retires
-//! one after the queues have stayed empty a while (down to `threads`). Every
-//! decision is logged and counted in the cluster's stats.
-
+//! A cluster's controller thread, running SEDA's controllers (Welsh et al.), each on
+//! or off in the cluster's configuration:
+//!
+//! - the thread-pool controller, for a cluster whose `max_threads` is above `threads`:
+//!   every tick it compares the events waiting in the cluster's queues with its
+//!   threads, adds a thread while more events wait than threads run (up to
+//!   `max_threads`), and retires one after the queues have stayed empty a while (down
+//!   to `threads`);
+//! - the batching controller of each stage whose `max_batch` is above `batch`
+//!   (`batching.rs`), fed the stage's rates over each window of ticks.
+//!
+//! Every decision is logged and counted in the stats.
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 
+use super::batching::BatchController;
 use super::crew::Crew;
 use super::node::Shared;
 
 /// How often the controller looks.
 const TICK: Duration = Duration::from_millis(10);
+
+/// Ticks in a batching window: each stage's throughput is measured over it.
+const WINDOW_TICKS: u32 = 10;
 
 /// Ticks of empty queues before a thread is retired: a pause between bursts is not
 /// idleness.
@@ -38,6 +49,18 @@ fn decide(queued: usize, threads: usize, idle_ticks: u32) -> Decision {
     }
 }
 
+/// Returns the stages of cluster `cluster` whose batch a controller adjusts.
+fn batching_stages(cluster: usize, shared: &Shared) -> Vec<usize> {
+    (0..shared.nodes.len())
+        .filter(|&at| shared.nodes[at].cluster == cluster && shared.nodes[at].batch.is_adaptive())
+        .collect()
+}
+
+/// Returns whether cluster `cluster` has a controller to run.
+pub(crate) fn needed(cluster: usize, crew: &Crew, shared: &Shared) -> bool {
+    crew.is_elastic() || !batching_stages(cluster, shared).is_empty()
+}
+
 /// Starts the controller of cluster `cluster`; it returns when `stop` is dropped.
 pub(crate) fn spawn(
     cluster: usize,
@@ -45,25 +68,85 @@ pub(crate) fn spawn(
     shared: Arc<Shared>,
     stop: Receiver<()>,
 ) -> std::io::Result<JoinHandle<()>> {
+    let mut windows: Vec<Window> = batching_stages(cluster, &shared)
+        .into_iter()
+        .map(|node| Window::open(node, &shared))
+        .collect();
     std::thread::Builder::new()
         .name(format!("stage-{}-controller", crew.name))
         .spawn(move || {
             let mut idle_ticks = 0;
+            let mut ticks = 0u32;
             while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(TICK) {
-                let queued = shared.queued_in(cluster);
-                idle_ticks = if queued == 0 { idle_ticks + 1 } else { 0 };
-                let threads = crew.live();
-                let changed = match decide(queued, threads, idle_ticks) {
-                    Decision::Grow => crew.grow(&shared),
-                    Decision::Shrink => crew.shrink(),
-                    Decision::Hold => false,
-                };
-                if changed {
-                    idle_ticks = 0;
-                    tracing::info!(cluster = %crew.name, queued, from = threads, to = crew.live(), "thread-pool controller");
+                if crew.is_elastic() {
+                    idle_ticks = pool_tick(cluster, &crew, &shared, idle_ticks);
+                }
+                ticks = ticks.wrapping_add(1);
+                if ticks % WINDOW_TICKS == 0 {
+                    for window in &mut windows {
+                        window.close(&shared, &crew.name);
+                    }
                 }
             }
         })
+}
+
+/// One tick of the thread-pool controller; returns the ticks the queues have been
+/// empty.
+fn pool_tick(cluster: usize, crew: &Crew, shared: &Arc<Shared>, idle_ticks: u32) -> u32 {
+    let queued = shared.queued_in(cluster);
+    let idle_ticks = if queued == 0 { idle_ticks + 1 } else { 0 };
+    let threads = crew.live();
+    let changed = match decide(queued, threads, idle_ticks) {
+        Decision::Grow => crew.grow(shared),
+        Decision::Shrink => crew.shrink(),
+        Decision::Hold => false,
+    };
+    if changed {
+        tracing::info!(cluster = %crew.name, queued, from = threads, to = crew.live(), "thread-pool controller");
+        return 0;
+    }
+    idle_ticks
+}
+
+/// One stage's batching controller and the counts at the start of its window.
+struct Window {
+    node: usize,
+    controller: BatchController,
+    handled: u64,
+    arrived: u64,
+    since: Instant,
+}
+
+impl Window {
+    fn open(node: usize, shared: &Shared) -> Self {
+        let stage = &shared.nodes[node];
+        Self {
+            node,
+            controller: stage.batch.controller(),
+            handled: stage.counters.handled.load(Ordering::Relaxed),
+            arrived: stage.counters.arrived.load(Ordering::Relaxed),
+            since: Instant::now(),
+        }
+    }
+
+    /// Feeds the window's rates to the controller, applies its decision, and opens
+    /// the next window.
+    fn close(&mut self, shared: &Shared, cluster: &str) {
+        let stage = &shared.nodes[self.node];
+        let next = Self::open(self.node, shared);
+        let secs = next.since.duration_since(self.since).as_secs_f64();
+        let rate = |now: u64, then: u64| now.saturating_sub(then) as f64 / secs;
+        let decision = self.controller.decide(
+            rate(next.handled, self.handled),
+            rate(next.arrived, self.arrived),
+        );
+        let from = stage.batch.now();
+        if stage.batch.apply(decision) {
+            tracing::info!(cluster, stage = %stage.name, from, to = stage.batch.now(), ?decision, "batching controller");
+        }
+        (self.handled, self.arrived, self.since) = (next.handled, next.arrived, next.since);
+    }
 }
 
 #[cfg(test)]

@@ -53,12 +53,14 @@
 //!
 //! ```text
 //! error, set, port, cluster,   leaves: the error, stage sets, ports/connectors/
-//! bucket, histogram, stats     admission, a cluster's spec, the token bucket, the
-//!                              latency histogram, counters
+//! bucket, histogram, batching, admission, a cluster's spec, the token bucket, the
+//! stats                        latency histogram, a stage's batch and SEDA's batching
+//!                              controller, counters
 //! definition, context          a stage as written; what a handler is handed
 //! node, inlet                  a stage running: queue, idle instances, counters; a
 //!                              way in from outside the graph
-//! crew, controller             a cluster's threads; SEDA's thread-pool controller
+//! crew, controller             a cluster's threads; its controller thread (SEDA's
+//!                              thread pool and batching controllers)
 //! graph, plan                  the graph as written; checking it and its partition
 //! run                          the running graph: threads, stats, inlets, shutdown
 //! ```
@@ -68,6 +70,7 @@
 //! ports made with [`Out::new`], whose type is an [`Event`] (serde), so the same
 //! connector can later be a Redis stream without a change to the stages.
 
+mod batching;
 mod bucket;
 mod cluster;
 mod context;
@@ -89,6 +92,7 @@ mod stats;
 #[cfg(test)]
 mod tests;
 
+pub use self::batching::BatchStats;
 pub use self::cluster::ClusterSpec;
 pub use self::context::Context;
 pub use self::definition::Stage;

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::{Receiver, SendTimeoutError, Sender, TrySendError};
 use parking_lot::{Condvar, Mutex};
 
+use super::batching::Batch;
 use super::bucket::TokenBucket;
 use super::context::Context;
 use super::definition::{Instance, Payload, Role};
@@ -74,7 +75,7 @@ pub(crate) struct Node {
     pub(crate) input: Option<EventType>,
     pub(crate) cluster: usize,
     pub(crate) instances: usize,
-    pub(crate) batch: usize,
+    pub(crate) batch: Batch,
     pub(crate) routes: Vec<Route>,
     pub(crate) queue: (Sender<Queued>, Receiver<Queued>),
     pub(crate) capacity: usize,
@@ -281,7 +282,7 @@ impl Shared {
             stage.released.notify_all();
             return;
         }
-        for _ in 0..stage.batch {
+        for _ in 0..stage.batch.now() {
             let Ok(Queued { event, since }) = stage.queue.1.try_recv() else {
                 break;
             };

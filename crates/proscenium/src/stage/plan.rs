@@ -1,5 +1,5 @@
 //! Checking a graph and working out how it runs: which cluster each stage is in, and
-//! each cluster's threads, queue bound, batch and instance counts.
+//! each cluster's threads, queue bound, batch range and instance counts.
 
 use std::collections::HashMap;
 
@@ -22,6 +22,7 @@ pub(crate) struct PlannedCluster {
     pub(crate) max_threads: usize,
     pub(crate) queue: usize,
     pub(crate) batch: usize,
+    pub(crate) max_batch: usize,
 }
 
 /// How a checked graph runs.
@@ -229,6 +230,7 @@ fn check_local_edges(
 fn schedule(name: &str, spec: Option<&ClusterSpec>) -> PlannedCluster {
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     let threads = spec.and_then(|s| s.threads).unwrap_or(cores).max(1);
+    let batch = spec.and_then(|s| s.batch).unwrap_or(1).max(1);
     PlannedCluster {
         name: name.to_owned(),
         threads,
@@ -237,7 +239,8 @@ fn schedule(name: &str, spec: Option<&ClusterSpec>) -> PlannedCluster {
             .unwrap_or(threads)
             .max(threads),
         queue: spec.and_then(|s| s.queue).unwrap_or(DEFAULT_QUEUE).max(1),
-        batch: spec.and_then(|s| s.batch).unwrap_or(1).max(1),
+        batch,
+        max_batch: spec.and_then(|s| s.max_batch).unwrap_or(batch).max(batch),
     }
 }
 

@@ -6,8 +6,8 @@
 //! for its queue to empty and its instances to go idle; (4) past the deadline, raise
 //! `halted` (new sends are refused, blocked ones give up, both with their event back),
 //! wait for the sends under way and dead-letter what is still queued; (5) tell
-//! every thread to exit and join those that do by the deadline. An elastic cluster's
-//! thread-pool controller runs until step 4.
+//! every thread to exit and join those that do by the deadline. A cluster's
+//! controller thread runs until step 4.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -18,6 +18,7 @@ use crossbeam_channel::{Receiver, Sender};
 use parking_lot::{Condvar, Mutex};
 use serde::Serialize;
 
+use super::batching::Batch;
 use super::bucket::TokenBucket;
 use super::controller;
 use super::crew::Crew;
@@ -35,7 +36,7 @@ use crate::actor::DeadLetters;
 /// its threads at once, dead-lettering what is queued.
 pub struct RunningGraph {
     monitor: GraphMonitor,
-    /// Each elastic cluster's controller, and the sender whose drop stops it.
+    /// Each controlled cluster's controller, and the sender whose drop stops it.
     controllers: Vec<(Sender<()>, JoinHandle<()>)>,
     order: Vec<usize>,
     exited: Receiver<()>,
@@ -124,7 +125,7 @@ impl RunningGraph {
             .crews
             .iter()
             .enumerate()
-            .filter(|(_, c)| c.is_elastic())
+            .filter(|&(at, crew)| controller::needed(at, crew, &self.monitor.shared))
         {
             let (stop, stopped) = crossbeam_channel::bounded(0);
             let shared = Arc::clone(&self.monitor.shared);
@@ -291,6 +292,7 @@ impl GraphMonitor {
                         identity,
                         (node.queue.1.len(), node.capacity),
                         &node.counters,
+                        node.batch.stats(),
                         uptime,
                     )
                 })
@@ -332,7 +334,10 @@ fn build_node(graph: &Graph, plan: &Plan, at: usize, ready: &Sender<Ticket>) -> 
         input: stage.input,
         cluster,
         instances,
-        batch: plan.clusters[cluster].batch,
+        batch: Batch::new(
+            plan.clusters[cluster].batch,
+            plan.clusters[cluster].max_batch,
+        ),
         routes: graph
             .edges
             .iter()

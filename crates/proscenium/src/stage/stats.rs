@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::batching::BatchStats;
 use super::histogram::{Histogram, Quantiles};
 
 /// A stage's counters, updated without a lock.
@@ -97,6 +98,8 @@ pub struct StageStats {
     pub wait_secs: Quantiles,
     /// Seconds its handler took per event.
     pub service_secs: Quantiles,
+    /// Events an instance takes in a turn, and what the batching controller did.
+    pub batch: BatchStats,
 }
 
 impl StageStats {
@@ -104,6 +107,7 @@ impl StageStats {
         identity: (&str, &str, usize),
         queue: (usize, usize),
         counters: &Counters,
+        batch: BatchStats,
         uptime: Duration,
     ) -> Self {
         let (stage, cluster, instances) = identity;
@@ -126,6 +130,7 @@ impl StageStats {
             service_rate: per_second(service.count as f64, busy),
             wait_secs: counters.wait.quantiles(),
             service_secs: service,
+            batch,
         }
     }
 }

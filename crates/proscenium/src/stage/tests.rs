@@ -426,6 +426,68 @@ fn the_thread_pool_controller_grows_a_cluster_under_load_and_shrinks_it_after() 
 }
 
 #[test]
+fn the_batching_controller_shrinks_the_batch_under_steady_load_and_resets_it_when_load_drops() {
+    let numbers = Out::<u64>::new("numbers");
+    let port = numbers.clone();
+    let mut graph = Graph::new();
+    // About 10,000 events a second for a second (ten windows), then none.
+    let source = graph.stage(
+        Stage::source(
+            "source",
+            || (),
+            move |_, ctx| {
+                let until = Instant::now() + Duration::from_secs(1);
+                while Instant::now() < until && !ctx.is_stopping() {
+                    (0..10).try_for_each(|n| ctx.send(&port, n))?;
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                Ok(())
+            },
+        )
+        .output(&numbers),
+    );
+    let sink = graph.stage(Stage::stateful("sink", || (), |_, _: u64, _| Ok(())));
+    graph.connect(&source, "numbers", &sink, Connector::decoupled());
+    let running = graph
+        .start(&clusters(
+            "[clusters.source]\nstages = [\"source\"]\nthreads = 1\n\
+             [clusters.work]\nstages = [\"sink\"]\nthreads = 1\nbatch = 2\nmax_batch = 32",
+        ))
+        .unwrap();
+    let batch = || running.stats().stage("sink").unwrap().batch;
+    assert_eq!((batch().min, batch().max), (2, 32));
+    assert!(wait_until(|| {
+        let now = batch();
+        now.shrunk >= 1 && now.reset >= 1 && now.now == 32
+    }));
+    let seen = batch();
+    running.shutdown(DEADLINE);
+    assert!((2..=32).contains(&seen.now), "{seen:?}");
+}
+
+#[test]
+fn a_batch_without_max_batch_is_fixed() {
+    let running = pipeline(
+        100,
+        Connector::decoupled(),
+        "[clusters.main]\nbatch = 4",
+        |_| {},
+    );
+    assert!(wait_until(|| running
+        .stats()
+        .stage("sink")
+        .unwrap()
+        .handled
+        == 100));
+    let batch = running.stats().stage("sink").unwrap().batch;
+    running.shutdown(DEADLINE);
+    assert_eq!(
+        (batch.now, batch.min, batch.max, batch.shrunk),
+        (4, 4, 4, 0)
+    );
+}
+
+#[test]
 fn a_sender_blocked_past_the_shutdown_deadline_gets_its_event_back() {
     let numbers = Out::<u64>::new("numbers");
     let port = numbers.clone();
