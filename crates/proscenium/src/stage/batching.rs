@@ -159,6 +159,10 @@ impl BatchController {
         };
         if handled < reference * (1.0 - TOLERANCE) {
             self.reference = Some(handled);
+            if self.now == self.max {
+                // Not for want of batch: nothing to do, nothing to wait for.
+                return BatchDecision::Hold;
+            }
             self.hold = HOLD_WINDOWS;
             let to = (self.now + (self.now / 8).max(1)).min(self.max);
             return self.set(to, BatchDecision::Grow);
@@ -211,6 +215,14 @@ mod tests {
             assert_eq!(c.decide(800.0, 1000.0), BatchDecision::Hold);
         }
         assert_eq!(c.decide(800.0, 1000.0), BatchDecision::Shrink(41));
+    }
+
+    #[test]
+    fn throughput_falling_at_the_most_is_no_reason_to_wait() {
+        let mut c = controller(1, 8);
+        c.decide(1000.0, 1000.0);
+        assert_eq!(c.decide(500.0, 1000.0), BatchDecision::Hold);
+        assert_eq!(c.decide(500.0, 1000.0), BatchDecision::Shrink(6));
     }
 
     #[test]

@@ -5,19 +5,19 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 
-use crossbeam_channel::{Receiver, Sender};
+use crossbeam_channel::Sender;
 use parking_lot::Mutex;
 
 use super::error::StageError;
-use super::node::{Shared, Ticket};
+use super::node::{Shared, now};
+use super::ready::{Ready, Ticket};
 use super::stats::ClusterStats;
 
 pub(crate) struct Crew {
     pub(crate) name: String,
     min: usize,
     max: usize,
-    pub(crate) ready: Sender<Ticket>,
-    taking: Receiver<Ticket>,
+    pub(crate) ready: Arc<Ready>,
     exited: Sender<()>,
     live: AtomicUsize,
     grown: AtomicU64,
@@ -29,13 +29,11 @@ impl Crew {
     /// Returns a crew of no thread yet, to run between `min` and `max` threads; each
     /// thread tells `exited` when it leaves.
     pub(crate) fn new(name: &str, min: usize, max: usize, exited: Sender<()>) -> Self {
-        let (ready, taking) = crossbeam_channel::unbounded();
         Self {
             name: name.to_owned(),
             min,
             max,
-            ready,
-            taking,
+            ready: Arc::new(Ready::new()),
             exited,
             live: AtomicUsize::new(0),
             grown: AtomicU64::new(0),
@@ -107,8 +105,7 @@ impl Crew {
 
     fn retire(&self, threads: usize) {
         for _ in 0..threads {
-            // The crew holds a receiver itself, so the send cannot fail.
-            let _ = self.ready.send(Ticket::Exit);
+            self.ready.push(Ticket::Exit);
             self.live.fetch_sub(1, Ordering::Relaxed);
         }
     }
@@ -116,14 +113,32 @@ impl Crew {
     fn add(&self, shared: &Arc<Shared>) -> Result<(), StageError> {
         let mut handles = self.handles.lock();
         let name = format!("stage-{}-{}", self.name, handles.len());
-        let (shared, taking, exited) =
-            (Arc::clone(shared), self.taking.clone(), self.exited.clone());
-        // Each thread has its current-thread runtime, unused by sync handlers: async
-        // handlers are to run on it, so their awaits hold no thread.
-        let handle = crate::rt::runtime::spawn_thread(name, move |_runtime| {
-            while let Ok(Ticket::Run(node, instance)) = taking.recv() {
-                shared.turn(node, instance);
-            }
+        let (shared, ready, exited) = (
+            Arc::clone(shared),
+            Arc::clone(&self.ready),
+            self.exited.clone(),
+        );
+        // Each thread waits for tickets on its loop (a current-thread runtime and a
+        // `LocalSet`): a sync stage's turn runs in place and holds the thread, an
+        // async stage's is a task of the loop, which takes the next ticket while the
+        // handler awaits.
+        let handle = crate::rt::runtime::spawn_thread(name, move |runtime| {
+            let tasks = tokio::task::LocalSet::new();
+            tasks.block_on(runtime, async {
+                while let Ticket::Run(node, instance) = ready.pop().await {
+                    if shared.nodes[node].asynchronous {
+                        let shared = Arc::clone(&shared);
+                        tokio::task::spawn_local(async move {
+                            shared.turn(node, instance).await;
+                        });
+                    } else {
+                        now(shared.turn(node, instance));
+                    }
+                }
+            });
+            // Told to leave: the async turns under way finish first, their instances
+            // going back to their stages.
+            runtime.block_on(tasks);
             let _ = exited.send(());
         })
         .map_err(|e| StageError::start(&self.name, &e))?;

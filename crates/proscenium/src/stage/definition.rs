@@ -2,7 +2,10 @@
 //! its output ports — Leda's `leda.stage{handler, init, autostart, stateful}`, typed.
 
 use std::any::Any;
+use std::marker::PhantomData;
 use std::sync::Arc;
+
+use futures_util::future::LocalBoxFuture;
 
 use super::context::Context;
 use super::error::StageError;
@@ -22,10 +25,17 @@ pub(crate) enum Role {
     Source,
 }
 
+/// What a handler's run gives: its outcome, or (an async handler) the future of it,
+/// which the thread's loop runs.
+pub(crate) enum Handled<'a> {
+    Now(Result<(), StageError>),
+    Later(LocalBoxFuture<'a, Result<(), StageError>>),
+}
+
 /// One instance: its state and the handler that takes it.
 pub(crate) trait Instance: Send {
     /// Handles one event (`None` for a source's one run).
-    fn run(&mut self, event: Option<Payload>, ctx: &mut Context<'_>) -> Result<(), StageError>;
+    fn run<'a>(&'a mut self, event: Option<Payload>, ctx: &'a mut Context<'a>) -> Handled<'a>;
 }
 
 /// The handler of a stage with state `S`, taking erased events.
@@ -38,19 +48,57 @@ struct Instanced<S> {
 }
 
 impl<S: Send> Instance for Instanced<S> {
-    fn run(&mut self, event: Option<Payload>, ctx: &mut Context<'_>) -> Result<(), StageError> {
-        (self.handler)(&mut self.state, event, ctx)
+    fn run<'a>(&'a mut self, event: Option<Payload>, ctx: &'a mut Context<'a>) -> Handled<'a> {
+        Handled::Now((self.handler)(&mut self.state, event, ctx))
     }
+}
+
+/// An instance of an async stage: its state and its handler, whose future borrows
+/// both until it completes.
+struct AsyncInstanced<S, E, H> {
+    stage: Arc<str>,
+    state: S,
+    handler: Arc<H>,
+    event: PhantomData<fn(E)>,
+}
+
+impl<S, E, H> Instance for AsyncInstanced<S, E, H>
+where
+    S: Send + 'static,
+    E: Send + 'static,
+    H: AsyncFn(&mut S, E, &mut Context<'_>) -> Result<(), StageError> + Send + Sync + 'static,
+{
+    fn run<'a>(&'a mut self, event: Option<Payload>, ctx: &'a mut Context<'a>) -> Handled<'a> {
+        Handled::Later(Box::pin(async move {
+            let event = typed::<E>(&self.stage, event)?;
+            (self.handler)(&mut self.state, event, ctx).await
+        }))
+    }
+}
+
+/// Returns `event` as the `E` the stage takes (a source's one run takes `()`).
+fn typed<E: 'static>(stage: &str, event: Option<Payload>) -> Result<E, StageError> {
+    let event: Payload = event.unwrap_or_else(|| Box::new(()));
+    event.downcast::<E>().map(|event| *event).map_err(|_| {
+        // The graph compared every port's type with this input when it was built,
+        // so only a bug in the stage layer lands here.
+        StageError::handler(format!(
+            "stage `{stage}` was given an event that is not a {}",
+            std::any::type_name::<E>()
+        ))
+    })
 }
 
 /// A stage of a graph, before the graph runs.
 ///
-/// Its handler is sync and runs on its cluster's threads. (Async handlers, run on a
-/// loop, are to be one more kind of instance behind the same scheduling; nothing
-/// here assumes sync.)
+/// Its handler is sync, run on one of its cluster's threads until it returns, or async
+/// ([`stateful_async`](Self::stateful_async) and its kin), run on a thread's loop:
+/// while it awaits, the thread runs other instances. Either way an instance handles
+/// one event at a time.
 pub struct Stage {
     pub(crate) name: String,
     pub(crate) role: Role,
+    pub(crate) asynchronous: bool,
     pub(crate) input: Option<EventType>,
     pub(crate) outputs: Vec<PortSpec>,
     pub(crate) instance: Arc<dyn Fn() -> Box<dyn Instance> + Send + Sync>,
@@ -102,6 +150,97 @@ impl Stage {
         self
     }
 
+    /// Returns a stateful stage whose handler is async: one instance, one event at a
+    /// time (the next waits for the handler's future), but the thread runs other
+    /// instances while it awaits.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use proscenium::stage::{Context, Stage, StageError};
+    ///
+    /// let stage = Stage::stateful_async("log", || 0u64, async |count: &mut u64, line: String, _: &mut Context<'_>| {
+    ///     tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    ///     *count += line.len() as u64;
+    ///     Ok::<_, StageError>(())
+    /// });
+    /// ```
+    pub fn stateful_async<S, E, I, H>(name: &str, init: I, handler: H) -> Self
+    where
+        S: Send + 'static,
+        E: Send + 'static,
+        I: Fn() -> S + Send + Sync + 'static,
+        H: AsyncFn(&mut S, E, &mut Context<'_>) -> Result<(), StageError> + Send + Sync + 'static,
+    {
+        Self::awaiting(
+            name,
+            Role::Stateful,
+            Some(EventType::of::<E>()),
+            init,
+            handler,
+        )
+    }
+
+    /// Returns a stateless stage whose handler is async: its instances (from the
+    /// cluster's configuration) each handle one event at a time, on a thread's loop.
+    pub fn stateless_async<S, E, I, H>(name: &str, init: I, handler: H) -> Self
+    where
+        S: Send + 'static,
+        E: Send + 'static,
+        I: Fn() -> S + Send + Sync + 'static,
+        H: AsyncFn(&mut S, E, &mut Context<'_>) -> Result<(), StageError> + Send + Sync + 'static,
+    {
+        Self::awaiting(
+            name,
+            Role::Stateless,
+            Some(EventType::of::<E>()),
+            init,
+            handler,
+        )
+    }
+
+    /// Returns a source whose handler is async: each instance's run is a future on a
+    /// thread's loop, which holds no thread while it awaits.
+    pub fn source_async<S, I, H>(name: &str, init: I, handler: H) -> Self
+    where
+        S: Send + 'static,
+        I: Fn() -> S + Send + Sync + 'static,
+        H: AsyncFn(&mut S, (), &mut Context<'_>) -> Result<(), StageError> + Send + Sync + 'static,
+    {
+        Self::awaiting(name, Role::Source, None, init, handler)
+    }
+
+    fn awaiting<S, E, I, H>(
+        name: &str,
+        role: Role,
+        input: Option<EventType>,
+        init: I,
+        handler: H,
+    ) -> Self
+    where
+        S: Send + 'static,
+        E: Send + 'static,
+        I: Fn() -> S + Send + Sync + 'static,
+        H: AsyncFn(&mut S, E, &mut Context<'_>) -> Result<(), StageError> + Send + Sync + 'static,
+    {
+        let (stage, handler): (Arc<str>, _) = (name.into(), Arc::new(handler));
+        Self {
+            name: name.to_owned(),
+            role,
+            asynchronous: true,
+            input,
+            outputs: Vec::new(),
+            instance: Arc::new(move || {
+                Box::new(AsyncInstanced {
+                    stage: Arc::clone(&stage),
+                    state: init(),
+                    handler: Arc::clone(&handler),
+                    event: PhantomData,
+                })
+            }),
+        }
+    }
+
     fn taking<S, E, I, H>(name: &str, role: Role, init: I, handler: H) -> Self
     where
         S: Send + 'static,
@@ -111,15 +250,7 @@ impl Stage {
     {
         let stage = name.to_owned();
         let erased = move |state: &mut S, event: Option<Payload>, ctx: &mut Context<'_>| {
-            match event.map(|event| event.downcast::<E>()) {
-                Some(Ok(event)) => handler(state, *event, ctx),
-                // The graph compared every port's type with this input when it was
-                // built, so only a bug in the stage layer lands here.
-                _ => Err(StageError::handler(format!(
-                    "stage `{stage}` was given an event that is not a {}",
-                    std::any::type_name::<E>()
-                ))),
-            }
+            handler(state, typed::<E>(&stage, event)?, ctx)
         };
         Self::erased(
             name,
@@ -144,6 +275,7 @@ impl Stage {
         Self {
             name: name.to_owned(),
             role,
+            asynchronous: false,
             input,
             outputs: Vec::new(),
             instance: Arc::new(move || {
@@ -161,6 +293,7 @@ impl std::fmt::Debug for Stage {
         f.debug_struct("Stage")
             .field("name", &self.name)
             .field("role", &self.role)
+            .field("asynchronous", &self.asynchronous)
             .finish_non_exhaustive()
     }
 }

@@ -56,7 +56,8 @@
 //! bucket, histogram, batching, admission, a cluster's spec, the token bucket, the
 //! stats                        latency histogram, a stage's batch and SEDA's batching
 //!                              controller, counters
-//! definition, context          a stage as written; what a handler is handed
+//! definition, context, ready   a stage as written; what a handler is handed; a
+//!                              cluster's ready queue
 //! node, inlet                  a stage running: queue, idle instances, counters; a
 //!                              way in from outside the graph
 //! crew, controller             a cluster's threads; its controller thread (SEDA's
@@ -70,6 +71,8 @@
 //! ports made with [`Out::new`], whose type is an [`Event`] (serde), so the same
 //! connector can later be a Redis stream without a change to the stages.
 
+#[cfg(test)]
+mod async_tests;
 mod batching;
 mod bucket;
 mod cluster;
@@ -86,6 +89,7 @@ mod plan;
 #[cfg(test)]
 mod plan_tests;
 mod port;
+mod ready;
 mod run;
 mod set;
 mod stats;

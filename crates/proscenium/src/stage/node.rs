@@ -7,18 +7,22 @@
 //! queue, and an enqueue looks at the pool under the same lock after pushing, so an
 //! event never waits in a queue while every instance sleeps.
 
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, SendTimeoutError, Sender, TrySendError};
+use futures_util::FutureExt;
 use parking_lot::{Condvar, Mutex};
 
 use super::batching::Batch;
 use super::bucket::TokenBucket;
 use super::context::Context;
-use super::definition::{Instance, Payload, Role};
+use super::definition::{Handled, Instance, Payload, Role};
 use super::error::{SendError, StageError};
 use super::port::{Admission, Connector, ConnectorKind, EventType};
+use super::ready::{Ready, Ticket};
 use super::stats::Counters;
 use crate::actor::{DeadLetters, Reason};
 
@@ -43,14 +47,6 @@ pub(crate) struct Queued {
 
 /// How long a blocked sender waits before looking whether the graph has halted.
 const HALT_CHECK: Duration = Duration::from_millis(20);
-
-/// Work for a cluster's thread.
-pub(crate) enum Ticket {
-    /// Run an instance of stage `node`: a turn over its queue, or a source's one run.
-    Run(usize, Box<dyn Instance>),
-    /// Leave the thread.
-    Exit,
-}
 
 /// An output port bound to its consumer.
 pub(crate) struct Route {
@@ -79,7 +75,9 @@ pub(crate) struct Node {
     pub(crate) routes: Vec<Route>,
     pub(crate) queue: (Sender<Queued>, Receiver<Queued>),
     pub(crate) capacity: usize,
-    pub(crate) ready: Sender<Ticket>,
+    /// Its handler is async: its turns are tasks on a thread's loop.
+    pub(crate) asynchronous: bool,
+    pub(crate) ready: Arc<Ready>,
     pub(crate) pool: Mutex<Pool>,
     pub(crate) released: Condvar,
     pub(crate) counters: Counters,
@@ -267,17 +265,19 @@ impl Shared {
     }
 
     fn ready(&self, stage: &Node, node: usize, instance: Box<dyn Instance>) {
-        // The ready queue's receivers live until the graph's threads exit, after
-        // every instance has gone idle; a failed send would only drop an idle one.
-        let _ = stage.ready.send(Ticket::Run(node, instance));
+        stage.ready.push(Ticket::Run(node, instance));
     }
 
     /// Runs one turn of `instance` on this thread: a source's run, or up to `batch`
     /// events from the queue.
-    pub(crate) fn turn(&self, node: usize, mut instance: Box<dyn Instance>) {
+    ///
+    /// A sync stage's turn has nothing to await: it completes in one poll, so the
+    /// thread runs it in place ([`now`]); an async stage's is a task on the thread's
+    /// loop.
+    pub(crate) async fn turn(&self, node: usize, mut instance: Box<dyn Instance>) {
         let stage = &self.nodes[node];
         if stage.role == Role::Source {
-            self.run_one(node, instance.as_mut(), None);
+            self.run_one(node, instance.as_mut(), None).await;
             stage.pool.lock().finished += 1;
             stage.released.notify_all();
             return;
@@ -287,7 +287,7 @@ impl Shared {
                 break;
             };
             stage.counters.wait.record(since.elapsed());
-            self.run_one(node, instance.as_mut(), Some(event));
+            self.run_one(node, instance.as_mut(), Some(event)).await;
         }
         self.release(node, instance);
     }
@@ -321,19 +321,25 @@ impl Shared {
         drop(pool);
         stage.counters.wait.record(since.elapsed());
         stage.counters.arrived.fetch_add(1, Ordering::Relaxed);
-        self.run_one(node, instance.as_mut(), Some(event));
+        // The graph refuses a cohort connector to an async stage.
+        now(self.run_one(node, instance.as_mut(), Some(event)));
         self.release(node, instance);
     }
 
     /// Runs a handler once; a panic is caught, logged and its event dead-lettered,
     /// and the instance (its state as the panic left it) goes on.
-    fn run_one(&self, node: usize, instance: &mut dyn Instance, event: Option<Payload>) {
+    async fn run_one(&self, node: usize, instance: &mut dyn Instance, event: Option<Payload>) {
         let stage = &self.nodes[node];
         let mut ctx = Context { shared: self, node };
         let started = Instant::now();
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            instance.run(event, &mut ctx)
-        }));
+        let outcome = AssertUnwindSafe(async {
+            match instance.run(event, &mut ctx) {
+                Handled::Now(outcome) => outcome,
+                Handled::Later(future) => future.await,
+            }
+        })
+        .catch_unwind()
+        .await;
         stage.counters.service.record(started.elapsed());
         stage.counters.handled.fetch_add(1, Ordering::Relaxed);
         match outcome {
@@ -379,6 +385,14 @@ impl Shared {
             }
         }
     }
+}
+
+/// Returns the output of `future`, which must complete in one poll: a sync stage's
+/// turn, which awaits nothing.
+pub(crate) fn now<T>(future: impl std::future::Future<Output = T>) -> T {
+    future
+        .now_or_never()
+        .expect("a sync stage's handler completes without awaiting")
 }
 
 fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {

@@ -65,6 +65,8 @@ impl Plan {
         for (at, cluster) in self.clusters.iter().enumerate() {
             let held: usize = (0..graph.stages.len())
                 .filter(|&s| self.cluster_of[s] == at && graph.stages[s].role == Role::Source)
+                // An async source awaits on a loop and holds no thread.
+                .filter(|&s| !graph.stages[s].asynchronous)
                 .map(|s| self.instances[s])
                 .sum();
             let consumers = (0..graph.stages.len())
@@ -121,6 +123,11 @@ fn check_edges(graph: &Graph) -> Result<(), StageError> {
             return Err(StageError::graph(format!(
                 "`{f}.{p}` carries {} but `{t}` takes {}",
                 port.event.name, input.name
+            )));
+        }
+        if edge.connector.kind == ConnectorKind::Cohort && to.asynchronous {
+            return Err(StageError::graph(format!(
+                "`{f}.{p}` → `{t}` is cohort, but `{t}` is async: its handler cannot run on its sender's thread; connect it local or decoupled"
             )));
         }
         if edge.connector.kind == ConnectorKind::Decoupled && !port.serializable {

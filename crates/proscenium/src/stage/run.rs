@@ -26,9 +26,10 @@ use super::definition::{Role, Stage};
 use super::error::StageError;
 use super::graph::{Edge, Graph, StageRef};
 use super::inlet::Inlet;
-use super::node::{Node, Pool, Route, Shared, Ticket};
+use super::node::{Node, Pool, Route, Shared};
 use super::plan::Plan;
 use super::port::{Admission, Connector, EventType};
+use super::ready::{Ready, Ticket};
 use super::stats::{Counters, GraphStats, StageStats};
 use crate::actor::DeadLetters;
 
@@ -110,9 +111,9 @@ impl RunningGraph {
             if stage.role == Role::Source {
                 for _ in 0..plan.instances[at] {
                     let ticket = Ticket::Run(at, (stage.instance)());
-                    let _ = running.monitor.crews[plan.cluster_of[at]]
+                    running.monitor.crews[plan.cluster_of[at]]
                         .ready
-                        .send(ticket);
+                        .push(ticket);
                 }
             }
         }
@@ -320,7 +321,7 @@ impl Drop for RunningGraph {
 
 /// Returns stage `at` ready to run: its queue, its idle instances (a source's are
 /// made as they start), its routes.
-fn build_node(graph: &Graph, plan: &Plan, at: usize, ready: &Sender<Ticket>) -> Node {
+fn build_node(graph: &Graph, plan: &Plan, at: usize, ready: &Arc<Ready>) -> Node {
     let stage = &graph.stages[at];
     let cluster = plan.cluster_of[at];
     let (capacity, instances) = (plan.clusters[cluster].queue, plan.instances[at]);
@@ -346,7 +347,8 @@ fn build_node(graph: &Graph, plan: &Plan, at: usize, ready: &Sender<Ticket>) -> 
             .collect(),
         queue: crossbeam_channel::bounded(capacity),
         capacity,
-        ready: ready.clone(),
+        asynchronous: stage.asynchronous,
+        ready: Arc::clone(ready),
         pool: Mutex::new(Pool::new(idle)),
         released: Condvar::new(),
         counters: Counters::default(),
