@@ -1,5 +1,6 @@
 //! A stage graph behind HTTP routes: requests fed into a stage through an inlet, the
-//! graph's queues, rates and latencies in `/_status`, a full queue answered 503.
+//! graph's queues, rates and latencies in `/_status`, a full queue answered 503; and
+//! the staged model, whose server is itself a stage graph.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -8,6 +9,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use http::StatusCode;
+use proscenium::config::Model;
 use proscenium::stage::{
     Admission, ClusterSpec, Connector, Graph, Inlet, Out, RunningGraph, Stage, StageRef,
 };
@@ -187,4 +189,66 @@ fn a_full_stage_queue_is_a_503_counted_as_rejected() {
     assert_eq!(client.get("/_status").response().status, 200);
     let report = running.shutdown(Duration::from_secs(5));
     assert_eq!(report.abandoned, 0);
+}
+
+#[test]
+fn the_staged_server_refuses_past_a_full_stage_queue_and_shows_its_graph() {
+    let (entered_tx, entered) = mpsc::channel();
+    let entered_tx = std::sync::Arc::new(Mutex::new(entered_tx));
+    let held = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
+    let release = held.clone();
+    let app = App::new().get("/", inline(|| "hi")).get("/hold", move || {
+        let _ = entered_tx.lock().unwrap().send(());
+        let held = held.clone();
+        async move {
+            let _ = held.acquire().await;
+            "released"
+        }
+    });
+    // One route-handler instance and room for one connection in its queue.
+    let server = support::start_with(app, |c| {
+        c.model = Model::Staged;
+        c.tools = true;
+        c.clusters.insert(
+            "http".to_owned(),
+            ClusterSpec {
+                queue: Some(1),
+                instances: [("route-handler".to_owned(), 1)].into(),
+                ..ClusterSpec::default()
+            },
+        );
+    });
+    let addr = server.local_addr();
+    let mut holding = Client::connect(addr);
+    holding.get("/hold");
+    entered.recv_timeout(Duration::from_secs(10)).unwrap();
+    // One at a time: the queue bound is every stage's, handle-client's too.
+    let mut queued: Vec<Client> = (0..2)
+        .map(|_| {
+            let mut client = Client::connect(addr);
+            client.get("/");
+            std::thread::sleep(Duration::from_millis(100));
+            client
+        })
+        .collect();
+    release.add_permits(1);
+    assert_eq!(holding.response().text(), "released");
+    let answers: Vec<_> = queued.iter_mut().map(Client::response).collect();
+    let refused: Vec<_> = answers.iter().filter(|a| a.status == 503).collect();
+    assert_eq!(refused.len(), 1, "{answers:?}");
+    assert_eq!(refused[0].header("retry-after"), Some("1"));
+    assert!(answers.iter().any(|a| a.text() == "hi"), "{answers:?}");
+
+    let page: Value = serde_json::from_slice(&support::get(addr, "/_status").body).unwrap();
+    let stages = page["staged"]["stages"].as_array().unwrap();
+    let names: Vec<_> = stages
+        .iter()
+        .map(|s| s["stage"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["wait-client", "handle-client", "route-handler"]);
+    let route = &stages[2];
+    assert_eq!(route["rejected"], 1, "{}", page["staged"]);
+    assert_eq!(stages[1]["rejected"], 0, "{}", page["staged"]);
+    assert!(route["handled"].as_u64().unwrap() >= 2, "{route}");
+    assert_eq!(page["staged"]["clusters"][0]["cluster"], "http");
 }

@@ -230,7 +230,7 @@ fn debug_adds_request_time_and_loop_to_the_access_log() {
 
 #[test]
 fn the_watchdog_names_the_route_that_stalls_a_loop() {
-    if !support::has_loops() {
+    if !support::has_watchdog() {
         // Documented: the thread models have no watchdog, their threads may block.
         return;
     }

@@ -58,6 +58,7 @@ pub mod launch;
 pub mod rt;
 mod server;
 pub mod stage;
+mod staged;
 pub mod state;
 pub mod web;
 

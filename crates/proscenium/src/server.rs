@@ -1,8 +1,8 @@
 //! Starting and stopping a server: listeners, loops, dispatcher and watchdog.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 
 use socket2::{Domain, Protocol, Socket, Type};
@@ -83,7 +83,18 @@ impl Server {
     /// in `limits.spool_dir`.
     pub fn start(self) -> Result<ServerHandle, Error> {
         let config = Arc::new(self.config);
-        let app = web::configure(self.app, &config);
+        // The staged model's own graph, in `/_status` once it runs.
+        let graph = Arc::new(OnceLock::new());
+        let app = match config.model {
+            Model::Staged => {
+                let shown = graph.clone();
+                self.app.status(crate::staged::STATUS, move || {
+                    shown.get().map(crate::stage::GraphMonitor::stats)
+                })
+            }
+            _ => self.app,
+        };
+        let app = web::configure(app, &config);
         app.check_state().map_err(Error::app)?;
         check_pools(&app, &config)?;
         check_spool_dir(&config)?;
@@ -104,6 +115,7 @@ impl Server {
         let started = match config.model {
             Model::Loops | Model::EventLoop => start_loops(&spec, app, &live, None)?,
             Model::ThreadPool | Model::ThreadPerConn => start_threads(spec)?,
+            Model::Staged => start_staged(spec, &graph)?,
             Model::Prefork => match prefork::inherited_listener() {
                 Some(listener) => {
                     let listener =
@@ -253,6 +265,23 @@ fn start_threads(spec: LoopSpec<Http1>) -> Result<Started, Error> {
     Ok(Started {
         addr,
         threads: vec![acceptor],
+        watchdog: None,
+    })
+}
+
+/// Starts the staged model's graph, and the thread that stops it. No watchdog: its
+/// threads run the stages' handlers, and the stage stats show a stuck one.
+fn start_staged(
+    spec: LoopSpec<Http1>,
+    graph: &OnceLock<crate::stage::GraphMonitor>,
+) -> Result<Started, Error> {
+    let listener = bind_listener(spec.config.bind)?;
+    let addr = local_addr(&listener)?;
+    let stopper = crate::staged::spawn(listener, spec, graph)
+        .map_err(|e| Error::io("start the staged server")(std::io::Error::other(e.to_string())))?;
+    Ok(Started {
+        addr,
+        threads: vec![stopper],
         watchdog: None,
     })
 }

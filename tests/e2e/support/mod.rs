@@ -31,12 +31,33 @@ pub fn model() -> ModelSpec {
     spec
 }
 
-/// Returns whether the model under test runs event loops (with a watchdog).
+/// Returns whether the model under test is a thread model (`thread-pool`,
+/// `thread-per-conn`): a connection with a request holds a thread.
+pub fn is_thread_model() -> bool {
+    matches!(model().model, Model::ThreadPool | Model::ThreadPerConn)
+}
+
+/// Returns whether the model under test serves connections on event loops, many to a
+/// thread: every model but the thread models.
 pub fn has_loops() -> bool {
+    !is_thread_model()
+}
+
+/// Returns whether the model under test has a watchdog reporting a stalled loop:
+/// `loops` and `event-loop` (the thread models' threads may block by design; the
+/// staged model's stalls show in its stage stats).
+pub fn has_watchdog() -> bool {
     matches!(
         model().model,
         Model::Loops | Model::EventLoop | Model::Prefork
     )
+}
+
+/// Returns whether a connection without a request waits in a waiting room, closed
+/// at its header deadline (the thread models, `staged`), rather than on a loop's
+/// shelf until the idle timeout.
+pub fn has_waiting_room() -> bool {
+    !has_watchdog()
 }
 
 /// Starts `app` with a configuration adjusted by `configure`, under the model of this

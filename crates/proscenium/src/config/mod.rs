@@ -38,10 +38,11 @@ pub struct Config {
     /// for the spellings taken.
     #[serde(deserialize_with = "value::bind")]
     pub bind: SocketAddr,
-    /// How the server executes: `loops` (default), `event-loop`, `thread-pool` or
-    /// `thread-per-conn`.
+    /// How the server executes: `loops` (default), `event-loop`, `thread-pool`,
+    /// `thread-per-conn`, `prefork` or `staged`.
     pub model: Model,
-    /// Number of event loops of the `loops` model; `None` means one per core.
+    /// Number of event loops of the `loops` model, or threads of the `staged` model's
+    /// cluster; `None` means one per core.
     #[serde(deserialize_with = "value::some_count::<_, 1, 1024>")]
     pub loops: Option<usize>,
     /// Threads of `thread-pool` (default 200, as Jetty), or the most threads
@@ -154,7 +155,7 @@ impl Config {
         match self.model {
             Model::ThreadPerConn | Model::ThreadPool => 0,
             Model::EventLoop => 1,
-            Model::Loops => self.loops.unwrap_or_else(cores).max(1),
+            Model::Loops | Model::Staged => self.loops.unwrap_or_else(cores).max(1),
             Model::Prefork => self
                 .loops
                 .unwrap_or_else(|| cores() / self.worker_count())
@@ -172,7 +173,7 @@ impl Config {
     pub fn blocking_pool_size(&self) -> usize {
         self.blocking_threads.unwrap_or(match self.model {
             Model::EventLoop | Model::ThreadPerConn | Model::ThreadPool => 0,
-            Model::Loops | Model::Prefork => 64,
+            Model::Loops | Model::Prefork | Model::Staged => 64,
         })
     }
 
@@ -190,8 +191,8 @@ impl Config {
 /// An execution model: how the same [`App`](crate::App) is run.
 ///
 /// Spelled `loops`, `loops:N`, `event-loop`, `thread-pool`, `thread-pool:N`,
-/// `thread-per-conn`, `thread-per-conn:N`, `prefork` or `prefork:P` in the config and
-/// on the command line.
+/// `thread-per-conn`, `thread-per-conn:N`, `prefork`, `prefork:P`, `staged` or
+/// `staged:N` in the config and on the command line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Model {
     /// One event loop per core (or `loops`), connections dispatched among them.
@@ -207,10 +208,14 @@ pub enum Model {
     /// Worker processes (the same binary re-executed, the listening socket inherited),
     /// each running `loops`, supervised by the first process (Yarn, Unicorn).
     Prefork,
+    /// Leda's staged server: the server is a stage graph (wait client → handle client
+    /// → route handler, and back to handle client for the next request), its one
+    /// cluster `http` of `loops` threads tuned by `[clusters.http]`.
+    Staged,
 }
 
 /// A model as written, with the count `loops:N`, `thread-pool:N`,
-/// `thread-per-conn:N` or `prefork:P` may carry.
+/// `thread-per-conn:N`, `prefork:P` or `staged:N` may carry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ModelSpec {
     /// The model.
@@ -224,7 +229,7 @@ impl ModelSpec {
     pub fn apply(self, config: &mut Config) {
         config.model = self.model;
         match self.model {
-            Model::Loops => config.loops = self.count.or(config.loops),
+            Model::Loops | Model::Staged => config.loops = self.count.or(config.loops),
             Model::ThreadPool | Model::ThreadPerConn => {
                 config.threads = self.count.or(config.threads);
             }
@@ -256,9 +261,10 @@ impl std::str::FromStr for ModelSpec {
             ("thread-pool", _) => Model::ThreadPool,
             ("thread-per-conn", _) => Model::ThreadPerConn,
             ("prefork", _) => Model::Prefork,
+            ("staged", _) => Model::Staged,
             _ => {
                 return Err(format!(
-                    "unknown model `{s}` (expected loops[:N], event-loop, thread-pool[:N], thread-per-conn[:N] or prefork[:P])"
+                    "unknown model `{s}` (expected loops[:N], event-loop, thread-pool[:N], thread-per-conn[:N], prefork[:P] or staged[:N])"
                 ));
             }
         };
@@ -274,6 +280,7 @@ impl std::fmt::Display for Model {
             Self::ThreadPool => "thread-pool",
             Self::ThreadPerConn => "thread-per-conn",
             Self::Prefork => "prefork",
+            Self::Staged => "staged",
         })
     }
 }

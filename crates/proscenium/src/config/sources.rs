@@ -325,7 +325,7 @@ impl Layer {
             return Ok(());
         };
         let key = match spec.model {
-            super::Model::Loops => "loops",
+            super::Model::Loops | super::Model::Staged => "loops",
             super::Model::Prefork => "workers",
             _ => "threads",
         };

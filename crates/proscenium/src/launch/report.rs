@@ -132,6 +132,12 @@ pub(super) fn describe(config: &Config) -> String {
             let (workers, loops) = (config.worker_count(), config.loop_count());
             return format!("model prefork, {workers} workers, {loops} loops each, dispatch jsq");
         }
+        Model::Staged => {
+            let threads = crate::staged::cluster(config).threads.unwrap_or(1);
+            return format!(
+                "model staged, one cluster `http` of {threads} threads (wait-client, handle-client, route-handler)"
+            );
+        }
         Model::Loops | Model::EventLoop => {}
     }
     let loops = config.loop_count();

@@ -26,7 +26,7 @@ pub(crate) mod runtime;
 mod sleepers;
 mod slots;
 pub(crate) mod threads;
-mod waiting_room;
+pub(crate) mod waiting_room;
 pub(crate) mod watchdog;
 
 /// The synchronisation primitives `slots` is written against: std's here, loom's when

@@ -27,6 +27,8 @@ pub(crate) enum Bound {
     ThreadQueue,
     /// `timeouts.queue`: connections that waited too long for a thread answered 503.
     QueueWait,
+    /// A staged model's stage queue (`[clusters.http] queue`): connections answered 503.
+    StageQueue,
 }
 
 impl Bound {
@@ -37,12 +39,13 @@ impl Bound {
             Self::BlockingQueue => "blocking pool queue full: requests answered 503",
             Self::ThreadQueue => "thread pool queue full: connections answered 503",
             Self::QueueWait => "no thread free within timeouts.queue: connections answered 503",
+            Self::StageQueue => "a stage queue of the staged server full: connections answered 503",
         }
     }
 }
 
 /// Per bound: times hit since the last log line, and the second of that line.
-static HITS: [(AtomicU64, AtomicU64); 5] = [const { (AtomicU64::new(0), AtomicU64::new(0)) }; 5];
+static HITS: [(AtomicU64, AtomicU64); 6] = [const { (AtomicU64::new(0), AtomicU64::new(0)) }; 6];
 
 /// Records that `bound` was hit; logs at most once a second per bound.
 pub(crate) fn note(bound: Bound) {

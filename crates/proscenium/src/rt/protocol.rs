@@ -20,6 +20,9 @@ pub(crate) enum Host {
     Loop,
     /// A thread-model thread, for one connection.
     Thread,
+    /// A staged model's thread: many connections at once, each given to it for as
+    /// long as it has requests.
+    Stage,
 }
 
 /// A protocol, shared by every loop and thread of a server.

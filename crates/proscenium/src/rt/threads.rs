@@ -67,15 +67,7 @@ async fn front<P: Protocol>(
     let mut shutdown = spec.shutdown.clone();
     loop {
         tokio::select! {
-            accepted = async {
-                let reserved = spec.gate.admit().await;
-                let (stream, peer) = listener.accept().await?;
-                // Non-blocking already (tokio's), and without Nagle's delay, as
-                // `prepare` makes a loop's; left unregistered until it must wait.
-                let stream = stream.into_std()?;
-                stream.set_nodelay(true)?;
-                Ok::<_, std::io::Error>(Held::new(stream, peer, reserved.accept(), &spec))
-            } => match accepted {
+            accepted = accept(&listener, &spec) => match accepted {
                 Ok(held) => enter(held, &threads, &spec),
                 Err(e) => super::dispatcher::pause_after_accept_error(&e).await,
             },
@@ -96,6 +88,20 @@ async fn front<P: Protocol>(
     }
     threads.stop().await;
     Ok(())
+}
+
+/// Accepts a connection once the cap has room for it.
+pub(crate) async fn accept<P>(
+    listener: &tokio::net::TcpListener,
+    spec: &LoopSpec<P>,
+) -> std::io::Result<Held> {
+    let reserved = spec.gate.admit().await;
+    let (stream, peer) = listener.accept().await?;
+    // Non-blocking already (tokio's), and without Nagle's delay, as `prepare` makes a
+    // loop's; left unregistered until it must wait.
+    let stream = stream.into_std()?;
+    stream.set_nodelay(true)?;
+    Ok(Held::new(stream, peer, reserved.accept(), spec))
 }
 
 /// Puts a connection in the waiting room, and gives it to a thread when it has a
@@ -248,7 +254,7 @@ fn work<P: Protocol>(
 }
 
 /// Makes this thread look like a loop to the code it runs (blocking pool, counters).
-fn enter_thread<P>(id: usize, spec: &LoopSpec<P>) {
+pub(crate) fn enter_thread<P>(id: usize, spec: &LoopSpec<P>) {
     context::enter(LoopContext {
         id,
         stats: Arc::new(LoopStats::default()),
@@ -265,28 +271,10 @@ fn visit<P: Protocol>(
     back: &mpsc::UnboundedSender<Held>,
 ) {
     let Held { visit, pass } = held;
-    let peer = visit.peer;
-    let mut shutdown = spec.shutdown.clone();
-    let deadline = spec.config.timeouts.shutdown;
     let local = tokio::task::LocalSet::new();
     let returned = local.block_on(runtime, async move {
         let shared = spec.protocol.local(Host::Thread);
-        let give_up = async {
-            while !*shutdown.borrow_and_update() {
-                if shutdown.changed().await.is_err() {
-                    break;
-                }
-            }
-            shared.begin_closing();
-            tokio::time::sleep(deadline).await;
-        };
-        tokio::select! {
-            returned = shared.serve_visit(visit) => returned,
-            () = give_up => {
-                tracing::warn!("shutdown deadline passed; closing the connection from {peer}");
-                None
-            }
-        }
+        serve_visit(&shared, visit, spec).await
     });
     if let Some(visit) = returned {
         // The acceptor is gone only once every connection has closed.
@@ -294,9 +282,37 @@ fn visit<P: Protocol>(
     }
 }
 
+/// Serves `visit` with this thread's side of the protocol until it closes (`None`) or
+/// waits for its next request (returned); once shutdown begins, the side closes its
+/// connections, and one still open at the shutdown deadline is dropped.
+pub(crate) async fn serve_visit<P: Protocol>(
+    shared: &Rc<P::Local>,
+    visit: Visit,
+    spec: &LoopSpec<P>,
+) -> Option<Visit> {
+    let peer = visit.peer;
+    let mut shutdown = spec.shutdown.clone();
+    let give_up = async {
+        while !*shutdown.borrow_and_update() {
+            if shutdown.changed().await.is_err() {
+                break;
+            }
+        }
+        shared.begin_closing();
+        tokio::time::sleep(spec.config.timeouts.shutdown).await;
+    };
+    tokio::select! {
+        returned = shared.serve_visit(visit) => returned,
+        () = give_up => {
+            tracing::warn!("shutdown deadline passed; closing the connection from {peer}");
+            None
+        }
+    }
+}
+
 /// Answers a connection no thread can take with the protocol's overload answer, then
 /// closes it.
-async fn refuse<P: Protocol>(visit: Visit, protocol: &P) {
+pub(crate) async fn refuse<P: Protocol>(visit: Visit, protocol: &P) {
     let answer = protocol.overloaded(visit.peer);
     let Ok(mut stream) = prepare(visit.stream) else {
         return;

@@ -125,20 +125,23 @@ impl Crew {
         let handle = crate::rt::runtime::spawn_thread(name, move |runtime| {
             let tasks = tokio::task::LocalSet::new();
             tasks.block_on(runtime, async {
+                let mut turns = tokio::task::JoinSet::new();
                 while let Ticket::Run(node, instance) = ready.pop().await {
                     if shared.nodes[node].asynchronous {
                         let shared = Arc::clone(&shared);
-                        tokio::task::spawn_local(async move {
+                        turns.spawn_local(async move {
                             shared.turn(node, instance).await;
                         });
+                        while turns.try_join_next().is_some() {}
                     } else {
                         now(shared.turn(node, instance));
                     }
                 }
+                // Told to leave: the async turns under way finish first, their
+                // instances going back to their stages. Other tasks on the loop (a
+                // handler's, a protocol's timers) end with it.
+                while turns.join_next().await.is_some() {}
             });
-            // Told to leave: the async turns under way finish first, their instances
-            // going back to their stages.
-            runtime.block_on(tasks);
             let _ = exited.send(());
         })
         .map_err(|e| StageError::start(&self.name, &e))?;

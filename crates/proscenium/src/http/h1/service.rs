@@ -62,9 +62,13 @@ impl Protocol for Http1 {
             shelf: OnceCell::new(),
         });
         // A thread serves one connection and reads the clock for its Date; a loop
-        // keeps the date fresh once a second, and shelves its long-idle connections.
-        if host == Host::Loop {
+        // or a staged model's thread keeps the date fresh once a second, and a loop
+        // shelves its long-idle connections (a staged model's go back to its
+        // handle-client stage).
+        if host != Host::Thread {
             tokio::task::spawn_local(crate::http::date::keep_fresh());
+        }
+        if host == Host::Loop {
             if let Err(e) = Shelf::start(&shared) {
                 tracing::warn!("idle connections stay on their tasks on this loop: {e}");
             }

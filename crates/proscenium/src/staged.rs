@@ -1,0 +1,233 @@
+//! The staged model: the server itself as a stage graph, after Leda's staged web
+//! server (its Fig. 2), run by the stage layer like any application graph.
+//!
+//! ```text
+//! wait-client ──client──▶ handle-client ──request──▶ route-handler
+//!                              ▲                          │
+//!                              └────────keep-alive────────┘
+//! ```
+//!
+//! - *wait client* (an async source) accepts under the connection cap;
+//! - *handle client* holds a connection, without a thread, until it has sent a whole
+//!   request (its head, and its body when small): the thread models' waiting room;
+//! - *route handler* serves the connection's requests on its thread's loop — parse,
+//!   route, the app (static files included), the answers written in order — for as
+//!   long as they keep coming, then gives it back to *handle client* for the next
+//!   request (Leda's keep-alive arrow), or closes it.
+//!
+//! Every connector carries a socket, so every one is `local` and the graph is one
+//! cluster, `http`: `loops` threads (`staged:N`), each a loop on which every stage is
+//! an async handler, so a thread waits on no one client. `[clusters.http]` tunes it like
+//! any cluster (threads, the elastic pool, queue bounds, batching); a stage queue
+//! that is full refuses the connection with the overload answer (503), as the thread
+//! pool's queue does.
+
+use std::any::Any;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crate::Config;
+use crate::rt::dispatcher::pause_after_accept_error;
+use crate::rt::event_loop::LoopSpec;
+use crate::rt::overload::{Bound, note};
+use crate::rt::threads::{accept, enter_thread, refuse, serve_visit};
+use crate::rt::waiting_room::{self, Held};
+use crate::rt::{Host, Protocol};
+use crate::stage::{
+    Admission, ClusterSpec, Connector, Context, Graph, GraphMonitor, Out, RunningGraph, Stage,
+    StageError,
+};
+
+/// The cluster every stage of the server is in.
+pub(crate) const CLUSTER: &str = "http";
+
+/// The section of `/_status` showing the server's graph (with `--tools`).
+pub(crate) const STATUS: &str = "staged";
+
+/// How often a stopping server looks whether every connection has closed.
+const DRAIN_POLL: Duration = Duration::from_millis(5);
+
+/// Returns the `http` cluster's scheduling: `[clusters.http]`, its threads by default
+/// the model's loops, and room in its queues and instances for every connection the
+/// cap lets in (so only a configured bound refuses one).
+pub(crate) fn cluster(config: &Config) -> ClusterSpec {
+    let mut spec = config.clusters.get(CLUSTER).cloned().unwrap_or_default();
+    spec.threads = spec.threads.or(Some(config.loop_count()));
+    let connections = config.limits.max_connections;
+    spec.queue = spec.queue.or(Some(connections));
+    for stage in ["handle-client", "route-handler"] {
+        spec.instances
+            .entry(stage.to_owned())
+            .or_insert(connections);
+    }
+    spec
+}
+
+/// Starts the server's graph on `listener`, its monitor in `shown`, and a thread that
+/// stops it once shutdown begins and every connection has closed (or the shutdown
+/// deadline passed).
+pub(crate) fn spawn<P: Protocol>(
+    listener: std::net::TcpListener,
+    spec: LoopSpec<P>,
+    shown: &OnceLock<GraphMonitor>,
+) -> Result<JoinHandle<()>, StageError> {
+    let graph = graph(listener, &spec);
+    let clusters = HashMap::from([(CLUSTER.to_owned(), cluster(&spec.config))]);
+    let running = graph.start(&clusters)?;
+    let _ = shown.set(running.monitor());
+    std::thread::Builder::new()
+        .name("proscenium-staged".to_owned())
+        .spawn(move || stop_when_drained(running, &spec))
+        .map_err(|e| StageError::handler(format!("cannot start the staged server's thread: {e}")))
+}
+
+/// Waits for shutdown, then for the connections to close, then stops the graph.
+fn stop_when_drained<P: Protocol>(running: RunningGraph, spec: &LoopSpec<P>) {
+    let mut shutdown = spec.shutdown.clone();
+    while !*shutdown.borrow_and_update() {
+        if shutdown.has_changed().is_err() {
+            break;
+        }
+        std::thread::sleep(DRAIN_POLL);
+    }
+    let deadline = std::time::Instant::now() + spec.config.timeouts.shutdown + DRAIN_POLL;
+    while spec.gate.live() > 0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(DRAIN_POLL);
+    }
+    let report = running.shutdown(spec.config.timeouts.shutdown);
+    if report.stuck_threads > 0 || report.abandoned > 0 {
+        tracing::warn!(
+            stuck_threads = report.stuck_threads,
+            abandoned = report.abandoned,
+            "the staged server stopped past its deadline"
+        );
+    }
+}
+
+/// Returns Leda's Fig. 2 as this server's graph.
+fn graph<P: Protocol>(listener: std::net::TcpListener, spec: &LoopSpec<P>) -> Graph {
+    let client = Out::<Held>::local("client");
+    let request = Out::<Held>::local("request");
+    let keep_alive = Out::<Held>::local("keep-alive");
+    let mut graph = Graph::new();
+    let wait = graph.stage(wait_client(listener, spec, &client).output(&client));
+    let handle = graph.stage(handle_client(spec, &request).output(&request));
+    let route = graph.stage(route_handler(spec, &keep_alive).output(&keep_alive));
+    // A full queue refuses: a sender on a loop must not wait.
+    let connector = Connector::local().admission(Admission::Reject);
+    graph.connect(&wait, "client", &handle, connector);
+    graph.connect(&handle, "request", &route, connector);
+    graph.connect(&route, "keep-alive", &handle, connector);
+    graph.part([(CLUSTER, graph.all())]);
+    graph
+}
+
+/// *Wait client*: accepts under the connection cap until shutdown begins.
+fn wait_client<P: Protocol>(
+    listener: std::net::TcpListener,
+    spec: &LoopSpec<P>,
+    client: &Out<Held>,
+) -> Stage {
+    // The source has one instance: its state takes the listener once.
+    let listener = parking_lot::Mutex::new(Some(listener));
+    let (spec, client) = (spec.clone(), client.clone());
+    Stage::source_async(
+        "wait-client",
+        move || listener.lock().take(),
+        async move |listener: &mut Option<std::net::TcpListener>, (): (), ctx: &mut Context<'_>| {
+            let Some(listener) = listener.take() else {
+                return Ok(());
+            };
+            let listener = tokio::net::TcpListener::from_std(listener)
+                .map_err(|e| StageError::handler(format!("cannot listen: {e}")))?;
+            let mut shutdown = spec.shutdown.clone();
+            loop {
+                tokio::select! {
+                    accepted = accept(&listener, &spec) => match accepted {
+                        Ok(held) => pass_on(ctx, &client, held, &spec).await,
+                        Err(e) => pause_after_accept_error(&e).await,
+                    },
+                    _ = shutdown.changed() => break,
+                }
+            }
+            spec.gate.withdraw();
+            Ok(())
+        },
+    )
+}
+
+/// *Handle client*: holds a connection until it has sent a whole request, or closes it.
+fn handle_client<P: Protocol>(spec: &LoopSpec<P>, request: &Out<Held>) -> Stage {
+    let (spec, request) = (spec.clone(), request.clone());
+    Stage::stateless_async(
+        "handle-client",
+        || (),
+        async move |(): &mut (), held: Held, ctx: &mut Context<'_>| {
+            if let Some(held) = waiting_room::wait(held, &spec).await {
+                pass_on(ctx, &request, held, &spec).await;
+            }
+            Ok(())
+        },
+    )
+}
+
+/// *Route handler*: serves a connection's requests while they keep coming, then gives
+/// it back to *handle client* (keep-alive), or closes it.
+fn route_handler<P: Protocol>(spec: &LoopSpec<P>, keep_alive: &Out<Held>) -> Stage {
+    let (spec, keep_alive) = (spec.clone(), keep_alive.clone());
+    Stage::stateless_async(
+        "route-handler",
+        || (),
+        async move |(): &mut (), held: Held, ctx: &mut Context<'_>| {
+            let Held { visit, pass } = held;
+            let side = thread_side(&spec);
+            if let Some(visit) = serve_visit(&side, visit, &spec).await {
+                pass_on(ctx, &keep_alive, Held { visit, pass }, &spec).await;
+            }
+            Ok(())
+        },
+    )
+}
+
+/// Sends `held` on through `port`; a full queue (or a stopped graph) refuses it with
+/// the protocol's overload answer.
+async fn pass_on<P: Protocol>(
+    ctx: &mut Context<'_>,
+    port: &Out<Held>,
+    held: Held,
+    spec: &LoopSpec<P>,
+) {
+    if let Err(refused) = ctx.send(port, held) {
+        if refused.error().is_rejected() {
+            note(Bound::StageQueue);
+        }
+        refuse(refused.into_inner().visit, &*spec.protocol).await;
+    }
+}
+
+thread_local! {
+    /// This thread's side of the protocol (an `Rc<P::Local>`), made on first use.
+    static SIDE: RefCell<Option<Rc<dyn Any>>> = const { RefCell::new(None) };
+}
+
+/// Threads that have made their side, for their loop ids.
+static THREADS: AtomicUsize = AtomicUsize::new(0);
+
+/// Returns this thread's side of the protocol, making it (and the thread's loop
+/// context: blocking pools, counters) the first time.
+fn thread_side<P: Protocol>(spec: &LoopSpec<P>) -> Rc<P::Local> {
+    SIDE.with_borrow_mut(|side| {
+        if let Some(local) = side.clone().and_then(|s| s.downcast::<P::Local>().ok()) {
+            return local;
+        }
+        enter_thread(THREADS.fetch_add(1, Ordering::Relaxed), spec);
+        let local = spec.protocol.local(Host::Stage);
+        *side = Some(local.clone());
+        local
+    })
+}
