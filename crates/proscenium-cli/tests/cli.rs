@@ -159,6 +159,7 @@ fn every_model_serves_and_names_itself_in_the_start_line() {
             "thread-per-conn:8",
             "model thread-per-conn, at most 8 threads",
         ),
+        ("staged:2", "model staged, one cluster `http` of 2 threads"),
     ];
     for (model, says) in cases {
         let (mut child, addr, line) = start(dir.path(), &["--model", model]);

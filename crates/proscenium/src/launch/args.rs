@@ -83,7 +83,8 @@ pub struct DeployArgs {
     /// handlers inline unless --blocking-pool is given), thread-pool or thread-pool:N
     /// (N threads, default 200), thread-per-conn or thread-per-conn:N (at most N
     /// threads, default 10000), prefork or prefork:P (P worker processes, default one
-    /// per core, each running loops) [default: loops].
+    /// per core, each running loops), staged or staged:N (the server as a stage graph,
+    /// N threads) [default: loops].
     #[arg(long, short)]
     pub model: Option<String>,
     /// Worker processes: short for --model prefork:P (Yarn's -w).
