@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Stage connectors in one process: events per second and p99 hop latency of one hop
-# through cohort, local and decoupled connectors, against a plain function call, a
-# tokio mpsc and a crossbeam channel (200,000 timestamped events, saturating load; the
-# p99 is queueing delay at saturation, not latency at half load). Prints a markdown table.
+# Stage connectors in one process: events per second of one hop through cohort, local
+# and decoupled connectors (local at batch 1, 64, and under the batching controller),
+# against a plain function call, a tokio mpsc and a crossbeam channel (200,000
+# timestamped events), and the p99 hop latency saturated (queueing delay) and at half
+# each one's saturated rate (the hop itself). Prints a markdown table.
 #
 # Usage: bench/stages.sh
 set -euo pipefail

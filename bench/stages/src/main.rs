@@ -1,34 +1,63 @@
 //! Stage connectors in one process: a source sends N timestamped events through one
-//! hop to a sink; events per second and the p99 hop latency, for each connector kind
-//! and for three baselines (a plain function call, a tokio mpsc, a crossbeam channel).
-//! Prints one markdown table. Run by `bench/stages.sh`.
+//! hop to a sink; events per second at saturation, and the p99 hop latency at
+//! saturation (queueing delay) and at half that rate (the hop itself), for each
+//! connector kind and batch setting and for three baselines (a plain function call, a
+//! tokio mpsc, a crossbeam channel). Prints one markdown table. Run by
+//! `bench/stages.sh`.
 
 use std::collections::HashMap;
 use std::hint::black_box;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use proscenium::stage::{Connector, Graph, Out, Stage};
+use proscenium::stage::{ClusterSpec, Connector, Context, Graph, Out, Stage};
 
 const EVENTS: u64 = 200_000;
 
-struct Row {
-    name: &'static str,
-    per_second: f64,
-    p99: Duration,
+/// One kind of hop, run saturated (`None`) or at a pace.
+type Hop = dyn Fn(Option<f64>) -> Run;
+
+/// One run: how long the events took, and each one's hop in nanoseconds.
+struct Run {
+    elapsed: Duration,
+    hops: Vec<u64>,
 }
 
-fn summarise(name: &'static str, elapsed: Duration, mut hops: Vec<u64>) -> Row {
-    hops.sort_unstable();
-    let p99 = hops[hops.len() * 99 / 100];
-    Row {
-        name,
-        per_second: EVENTS as f64 / elapsed.as_secs_f64(),
-        p99: Duration::from_nanos(p99),
+impl Run {
+    fn per_second(&self) -> f64 {
+        EVENTS as f64 / self.elapsed.as_secs_f64()
+    }
+
+    fn p99(&mut self) -> Duration {
+        self.hops.sort_unstable();
+        Duration::from_nanos(self.hops[self.hops.len() * 99 / 100])
     }
 }
 
-fn stage_hop(name: &'static str, connector: Connector) -> Row {
+/// Sends `EVENTS` timestamps through `send`, as fast as it takes them or `pace` a
+/// second (spinning between sends, so the pace holds to the microsecond).
+fn send_all<E>(
+    epoch: Instant,
+    pace: Option<f64>,
+    mut send: impl FnMut(u64) -> Result<(), E>,
+) -> Result<(), E> {
+    let gap = pace.map(|rate| Duration::from_secs_f64(1.0 / rate));
+    let mut next = Instant::now();
+    for _ in 0..EVENTS {
+        if let Some(gap) = gap {
+            while Instant::now() < next {
+                std::hint::spin_loop();
+            }
+            next += gap;
+        }
+        send(epoch.elapsed().as_nanos() as u64)?;
+    }
+    Ok(())
+}
+
+/// A hop through a stage graph: a source and a stateful sink in one cluster of two
+/// threads scheduled as `cluster` says.
+fn stage_hop(connector: Connector, cluster: &ClusterSpec, pace: Option<f64>) -> Run {
     let epoch = Instant::now();
     let port = Out::<u64>::new("out");
     let sender = port.clone();
@@ -38,8 +67,8 @@ fn stage_hop(name: &'static str, connector: Connector) -> Row {
         Stage::source(
             "source",
             || (),
-            move |(), ctx| {
-                Ok((0..EVENTS).try_for_each(|_| ctx.send(&sender, epoch.elapsed().as_nanos() as u64))?)
+            move |(), ctx: &mut Context<'_>| {
+                Ok(send_all(epoch, pace, |sent| ctx.send(&sender, sent))?)
             },
         )
         .output(&port),
@@ -57,15 +86,16 @@ fn stage_hop(name: &'static str, connector: Connector) -> Row {
     ));
     graph.connect(&source, "out", &sink, connector);
     graph.part([("all", graph.all())]);
+    let clusters = HashMap::from([("all".to_owned(), cluster.clone())]);
     let started = Instant::now();
-    let running = graph.start(&HashMap::new()).expect("the graph starts");
+    let running = graph.start(&clusters).expect("the graph starts");
     let hops = hops.recv().expect("the sink finishes");
     let elapsed = started.elapsed();
     running.shutdown(Duration::from_secs(5));
-    summarise(name, elapsed, hops)
+    Run { elapsed, hops }
 }
 
-fn function_call() -> Row {
+fn function_call(pace: Option<f64>) -> Run {
     #[inline(never)]
     fn sink(seen: &mut Vec<u64>, epoch: Instant, sent: u64) {
         seen.push(epoch.elapsed().as_nanos() as u64 - sent);
@@ -73,17 +103,18 @@ fn function_call() -> Row {
     let epoch = Instant::now();
     let mut seen = Vec::with_capacity(EVENTS as usize);
     let started = Instant::now();
-    for _ in 0..EVENTS {
-        sink(
-            black_box(&mut seen),
-            epoch,
-            epoch.elapsed().as_nanos() as u64,
-        );
+    let called = send_all(epoch, pace, |sent| {
+        sink(black_box(&mut seen), epoch, sent);
+        Ok::<_, std::convert::Infallible>(())
+    });
+    let Ok(()) = called;
+    Run {
+        elapsed: started.elapsed(),
+        hops: seen,
     }
-    summarise("function call", started.elapsed(), seen)
 }
 
-fn crossbeam() -> Row {
+fn crossbeam(pace: Option<f64>) -> Run {
     let epoch = Instant::now();
     let (tx, rx) = crossbeam_channel::bounded::<u64>(1024);
     let started = Instant::now();
@@ -92,16 +123,16 @@ fn crossbeam() -> Row {
             .map(|sent| epoch.elapsed().as_nanos() as u64 - sent)
             .collect::<Vec<_>>()
     });
-    for _ in 0..EVENTS {
-        tx.send(epoch.elapsed().as_nanos() as u64)
-            .expect("the sink runs");
-    }
+    send_all(epoch, pace, |sent| tx.send(sent)).expect("the sink runs");
     drop(tx);
     let hops = sink.join().expect("the sink finishes");
-    summarise("crossbeam bounded(1024)", started.elapsed(), hops)
+    Run {
+        elapsed: started.elapsed(),
+        hops,
+    }
 }
 
-fn tokio_mpsc() -> Row {
+fn tokio_mpsc(pace: Option<f64>) -> Run {
     let epoch = Instant::now();
     let (tx, mut rx) = tokio::sync::mpsc::channel::<u64>(1024);
     let started = Instant::now();
@@ -112,27 +143,63 @@ fn tokio_mpsc() -> Row {
         }
         hops
     });
-    for _ in 0..EVENTS {
-        tx.blocking_send(epoch.elapsed().as_nanos() as u64)
-            .expect("the sink runs");
-    }
+    send_all(epoch, pace, |sent| tx.blocking_send(sent)).expect("the sink runs");
     drop(tx);
     let hops = sink.join().expect("the sink finishes");
-    summarise("tokio mpsc(1024)", started.elapsed(), hops)
+    Run {
+        elapsed: started.elapsed(),
+        hops,
+    }
+}
+
+/// Returns the scheduling of the cluster holding source and sink: two threads, the
+/// events an instance takes in a turn between `batch` and `max_batch`.
+fn batches(batch: usize, max_batch: usize) -> ClusterSpec {
+    ClusterSpec {
+        threads: Some(2),
+        batch: Some(batch),
+        max_batch: Some(max_batch),
+        ..ClusterSpec::default()
+    }
 }
 
 fn main() {
-    let rows = [
-        function_call(),
-        stage_hop("cohort", Connector::cohort()),
-        crossbeam(),
-        tokio_mpsc(),
-        stage_hop("local", Connector::local()),
-        stage_hop("decoupled", Connector::decoupled()),
+    let one = batches(1, 1);
+    let kinds: Vec<(&str, Box<Hop>)> = vec![
+        ("function call", Box::new(function_call)),
+        (
+            "cohort",
+            Box::new(move |pace| stage_hop(Connector::cohort(), &batches(1, 1), pace)),
+        ),
+        ("crossbeam bounded(1024)", Box::new(crossbeam)),
+        ("tokio mpsc(1024)", Box::new(tokio_mpsc)),
+        (
+            "local, batch 1",
+            Box::new(move |pace| stage_hop(Connector::local(), &one, pace)),
+        ),
+        (
+            "local, batch 64",
+            Box::new(|pace| stage_hop(Connector::local(), &batches(64, 64), pace)),
+        ),
+        (
+            "local, batching controller 1–1024",
+            Box::new(|pace| stage_hop(Connector::local(), &batches(1, 1024), pace)),
+        ),
+        (
+            "decoupled, batch 1",
+            Box::new(|pace| stage_hop(Connector::decoupled(), &batches(1, 1), pace)),
+        ),
     ];
-    println!("| hop | events/s | p99 hop latency |");
-    println!("|---|---:|---:|");
-    for row in rows {
-        println!("| {} | {:.0} | {:?} |", row.name, row.per_second, row.p99);
+    println!("| hop | events/s | p99 hop, saturated | p99 hop, half load |");
+    println!("|---|---:|---:|---:|");
+    for (name, run) in kinds {
+        let mut saturated = run(None);
+        let rate = saturated.per_second();
+        let mut half = run(Some(rate / 2.0));
+        println!(
+            "| {name} | {rate:.0} | {:?} | {:?} |",
+            saturated.p99(),
+            half.p99()
+        );
     }
 }
