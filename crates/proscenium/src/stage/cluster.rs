@@ -42,4 +42,9 @@ pub struct ClusterSpec {
     /// shrinks the batch while throughput holds); absent or not above `batch`, the
     /// controller is off.
     pub max_batch: Option<usize>,
+    /// The 90th-percentile wait, in milliseconds, the admission controller keeps each
+    /// of the cluster's stages under, by admitting a smaller share of the rate of
+    /// every token bucket in front of it (connectors and inlets); absent, the
+    /// controller is off.
+    pub target_wait_ms: Option<u64>,
 }

@@ -7,7 +7,9 @@
 //!   `max_threads`), and retires one after the queues have stayed empty a while (down
 //!   to `threads`);
 //! - the batching controller of each stage whose `max_batch` is above `batch`
-//!   (`batching.rs`), fed the stage's rates over each window of ticks.
+//!   (`batching.rs`), fed the stage's rates over each window of ticks;
+//! - the admission controller of each stage of a cluster with `target_wait_ms`
+//!   (`admission.rs`), fed the 90th percentile of the stage's waits over each window.
 //!
 //! Every decision is logged and counted in the stats.
 use std::sync::Arc;
@@ -17,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, RecvTimeoutError};
 
+use super::admission;
 use super::batching::BatchController;
 use super::crew::Crew;
 use super::node::Shared;
@@ -49,16 +52,21 @@ fn decide(queued: usize, threads: usize, idle_ticks: u32) -> Decision {
     }
 }
 
-/// Returns the stages of cluster `cluster` whose batch a controller adjusts.
-fn batching_stages(cluster: usize, shared: &Shared) -> Vec<usize> {
+/// Returns the stages of cluster `cluster` whose batch or admission a controller
+/// adjusts.
+fn controlled_stages(cluster: usize, shared: &Shared) -> Vec<usize> {
     (0..shared.nodes.len())
-        .filter(|&at| shared.nodes[at].cluster == cluster && shared.nodes[at].batch.is_adaptive())
+        .filter(|&at| {
+            let node = &shared.nodes[at];
+            node.cluster == cluster
+                && (node.batch.is_adaptive() || node.admission.target().is_some())
+        })
         .collect()
 }
 
 /// Returns whether cluster `cluster` has a controller to run.
 pub(crate) fn needed(cluster: usize, crew: &Crew, shared: &Shared) -> bool {
-    crew.is_elastic() || !batching_stages(cluster, shared).is_empty()
+    crew.is_elastic() || !controlled_stages(cluster, shared).is_empty()
 }
 
 /// Starts the controller of cluster `cluster`; it returns when `stop` is dropped.
@@ -68,7 +76,7 @@ pub(crate) fn spawn(
     shared: Arc<Shared>,
     stop: Receiver<()>,
 ) -> std::io::Result<JoinHandle<()>> {
-    let mut windows: Vec<Window> = batching_stages(cluster, &shared)
+    let mut windows: Vec<Window> = controlled_stages(cluster, &shared)
         .into_iter()
         .map(|node| Window::open(node, &shared))
         .collect();
@@ -109,12 +117,13 @@ fn pool_tick(cluster: usize, crew: &Crew, shared: &Arc<Shared>, idle_ticks: u32)
     idle_ticks
 }
 
-/// One stage's batching controller and the counts at the start of its window.
+/// One stage's controllers and the counts at the start of their window.
 struct Window {
     node: usize,
-    controller: BatchController,
+    batching: BatchController,
     handled: u64,
     arrived: u64,
+    waits: Vec<u64>,
     since: Instant,
 }
 
@@ -123,29 +132,49 @@ impl Window {
         let stage = &shared.nodes[node];
         Self {
             node,
-            controller: stage.batch.controller(),
+            batching: stage.batch.controller(),
             handled: stage.counters.handled.load(Ordering::Relaxed),
             arrived: stage.counters.arrived.load(Ordering::Relaxed),
+            waits: stage.counters.wait.counts(),
             since: Instant::now(),
         }
     }
 
-    /// Feeds the window's rates to the controller, applies its decision, and opens
-    /// the next window.
+    /// Feeds the window to the stage's controllers, applies their decisions, and
+    /// opens the next window.
     fn close(&mut self, shared: &Shared, cluster: &str) {
         let stage = &shared.nodes[self.node];
         let next = Self::open(self.node, shared);
-        let secs = next.since.duration_since(self.since).as_secs_f64();
-        let rate = |now: u64, then: u64| now.saturating_sub(then) as f64 / secs;
-        let decision = self.controller.decide(
-            rate(next.handled, self.handled),
-            rate(next.arrived, self.arrived),
-        );
-        let from = stage.batch.now();
-        if stage.batch.apply(decision) {
-            tracing::info!(cluster, stage = %stage.name, from, to = stage.batch.now(), ?decision, "batching controller");
+        if stage.batch.is_adaptive() {
+            let secs = next.since.duration_since(self.since).as_secs_f64();
+            let rate = |now: u64, then: u64| now.saturating_sub(then) as f64 / secs;
+            let decision = self.batching.decide(
+                rate(next.handled, self.handled),
+                rate(next.arrived, self.arrived),
+            );
+            let from = stage.batch.now();
+            if stage.batch.apply(decision) {
+                tracing::info!(cluster, stage = %stage.name, from, to = stage.batch.now(), ?decision, "batching controller");
+            }
         }
-        (self.handled, self.arrived, self.since) = (next.handled, next.arrived, next.since);
+        if let Some(target) = stage.admission.target() {
+            let waits = stage.counters.wait.since(&self.waits, admission::QUANTILE);
+            let p90 = match waits {
+                Some((count, p90)) if count >= admission::LEAST_WAITS => Some(p90),
+                // Too few to measure, and none waiting: a throttled stage is calm.
+                _ if stage.queue.1.is_empty() => Some(Duration::ZERO),
+                _ => None,
+            };
+            if let Some(p90) = p90 {
+                let from = stage.admission.get();
+                let to = admission::decide(p90, target, from);
+                if stage.admission.set(to) {
+                    tracing::info!(cluster, stage = %stage.name, ?p90, ?target, from, to, "admission controller");
+                }
+            }
+        }
+        (self.handled, self.arrived, self.waits, self.since) =
+            (next.handled, next.arrived, next.waits, next.since);
     }
 }
 

@@ -65,29 +65,13 @@ impl Histogram {
     /// Returns the count, mean, median, 99th percentile and maximum now. Recording
     /// goes on meanwhile, so the figures may straddle an event or two.
     pub(crate) fn quantiles(&self) -> Quantiles {
-        let counts: Vec<u64> = self
-            .buckets
-            .iter()
-            .map(|b| b.load(Ordering::Relaxed))
-            .collect();
+        let counts = self.counts();
         let count: u64 = counts.iter().sum();
         if count == 0 {
             return Quantiles::default();
         }
         let max = self.max_nanos.load(Ordering::Relaxed);
-        let at = |q: f64| {
-            // The rank of the q-quantile, 1-based: ceil(q × count), at least 1.
-            let rank = ((q * count as f64).ceil() as u64).max(1);
-            let mut seen = 0;
-            let bucket = counts
-                .iter()
-                .position(|&n| {
-                    seen += n;
-                    seen >= rank
-                })
-                .unwrap_or(BUCKETS - 1);
-            seconds(upper_edge(bucket).min(max))
-        };
+        let at = |q: f64| seconds(quantile(&counts, count, q).min(max));
         Quantiles {
             count,
             mean: seconds(self.sum_nanos.load(Ordering::Relaxed)) / count as f64,
@@ -96,6 +80,43 @@ impl Histogram {
             max: seconds(max),
         }
     }
+
+    /// Returns the counts of every bucket now, to compare with a later reading.
+    pub(crate) fn counts(&self) -> Vec<u64> {
+        self.buckets
+            .iter()
+            .map(|b| b.load(Ordering::Relaxed))
+            .collect()
+    }
+
+    /// Returns how many durations were recorded since `earlier` (from [`counts`](
+    /// Self::counts)) and their `q`-quantile (within 12.5 %); `None` when none were.
+    pub(crate) fn since(&self, earlier: &[u64], q: f64) -> Option<(u64, Duration)> {
+        let window: Vec<u64> = self
+            .counts()
+            .iter()
+            .zip(earlier)
+            .map(|(now, then)| now.saturating_sub(*then))
+            .collect();
+        let count: u64 = window.iter().sum();
+        (count > 0).then(|| (count, Duration::from_nanos(quantile(&window, count, q))))
+    }
+}
+
+/// Returns the `q`-quantile of `count` durations in `counts`, as its bucket's largest
+/// value in nanoseconds.
+fn quantile(counts: &[u64], count: u64, q: f64) -> u64 {
+    // The rank of the q-quantile, 1-based: ceil(q × count), at least 1.
+    let rank = ((q * count as f64).ceil() as u64).max(1);
+    let mut seen = 0;
+    let bucket = counts
+        .iter()
+        .position(|&n| {
+            seen += n;
+            seen >= rank
+        })
+        .unwrap_or(BUCKETS - 1);
+    upper_edge(bucket)
 }
 
 fn seconds(nanos: u64) -> f64 {
@@ -152,6 +173,23 @@ mod tests {
         assert!((0.050..=0.050 * 1.125).contains(&q.p50), "{q:?}");
         assert!((0.099..=0.100).contains(&q.p99), "{q:?}");
         assert!((q.max - 0.100).abs() < 1e-9, "{q:?}");
+    }
+
+    #[test]
+    fn a_window_reads_only_what_came_after_it() {
+        let histogram = Histogram::default();
+        histogram.record(Duration::from_secs(1));
+        let earlier = histogram.counts();
+        assert_eq!(histogram.since(&earlier, 0.9), None);
+        for _ in 0..10 {
+            histogram.record(Duration::from_millis(1));
+        }
+        let (count, p90) = histogram.since(&earlier, 0.9).unwrap();
+        assert_eq!(count, 10);
+        assert!(
+            (Duration::from_millis(1)..Duration::from_micros(1125)).contains(&p90),
+            "{p90:?}"
+        );
     }
 
     #[test]

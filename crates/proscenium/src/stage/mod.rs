@@ -54,7 +54,8 @@
 //! ```text
 //! error, set, port, cluster,   leaves: the error, stage sets, ports/connectors/
 //! bucket, histogram, batching, admission, a cluster's spec, the token bucket, the
-//! stats                        latency histogram, a stage's batch and SEDA's batching
+//! admission, stats             latency histogram, a stage's batch and SEDA's batching
+//!                              controller, its admitted share and SEDA's admission
 //!                              controller, counters
 //! definition, context, ready   a stage as written; what a handler is handed; a
 //!                              cluster's ready queue
@@ -71,6 +72,7 @@
 //! ports made with [`Out::new`], whose type is an [`Event`] (serde), so the same
 //! connector can later be a Redis stream without a change to the stages.
 
+mod admission;
 #[cfg(test)]
 mod async_tests;
 mod batching;
@@ -96,6 +98,7 @@ mod stats;
 #[cfg(test)]
 mod tests;
 
+pub use self::admission::AdmissionStats;
 pub use self::batching::BatchStats;
 pub use self::cluster::ClusterSpec;
 pub use self::context::Context;

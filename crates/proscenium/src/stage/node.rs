@@ -16,6 +16,7 @@ use crossbeam_channel::{Receiver, SendTimeoutError, Sender, TrySendError};
 use futures_util::FutureExt;
 use parking_lot::{Condvar, Mutex};
 
+use super::admission::Share;
 use super::batching::Batch;
 use super::bucket::TokenBucket;
 use super::context::Context;
@@ -72,6 +73,8 @@ pub(crate) struct Node {
     pub(crate) cluster: usize,
     pub(crate) instances: usize,
     pub(crate) batch: Batch,
+    /// The share of its token buckets' rates it admits (the admission controller's).
+    pub(crate) admission: Share,
     pub(crate) routes: Vec<Route>,
     pub(crate) queue: (Sender<Queued>, Receiver<Queued>),
     pub(crate) capacity: usize,
@@ -191,7 +194,8 @@ impl Shared {
             Admission::Block => self.enqueue_blocking(sender, route, event)?,
             Admission::Reject => try_send(event)?,
             Admission::TokenBucket { .. } => {
-                let admitted = route.bucket.as_ref().is_some_and(TokenBucket::try_take);
+                let share = target.admission.get();
+                let admitted = route.bucket.as_ref().is_some_and(|b| b.try_take(share));
                 if !admitted {
                     return Err(refuse(event));
                 }

@@ -23,6 +23,7 @@ pub(crate) struct PlannedCluster {
     pub(crate) queue: usize,
     pub(crate) batch: usize,
     pub(crate) max_batch: usize,
+    pub(crate) target_wait: Option<std::time::Duration>,
 }
 
 /// How a checked graph runs.
@@ -248,6 +249,9 @@ fn schedule(name: &str, spec: Option<&ClusterSpec>) -> PlannedCluster {
         queue: spec.and_then(|s| s.queue).unwrap_or(DEFAULT_QUEUE).max(1),
         batch,
         max_batch: spec.and_then(|s| s.max_batch).unwrap_or(batch).max(batch),
+        target_wait: spec
+            .and_then(|s| s.target_wait_ms)
+            .map(std::time::Duration::from_millis),
     }
 }
 

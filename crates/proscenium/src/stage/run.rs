@@ -18,6 +18,7 @@ use crossbeam_channel::{Receiver, Sender};
 use parking_lot::{Condvar, Mutex};
 use serde::Serialize;
 
+use super::admission::Share;
 use super::batching::Batch;
 use super::bucket::TokenBucket;
 use super::controller;
@@ -293,7 +294,7 @@ impl GraphMonitor {
                         identity,
                         (node.queue.1.len(), node.capacity),
                         &node.counters,
-                        node.batch.stats(),
+                        (node.batch.stats(), node.admission.stats()),
                         uptime,
                     )
                 })
@@ -339,6 +340,7 @@ fn build_node(graph: &Graph, plan: &Plan, at: usize, ready: &Arc<Ready>) -> Node
             plan.clusters[cluster].batch,
             plan.clusters[cluster].max_batch,
         ),
+        admission: Share::new(plan.clusters[cluster].target_wait),
         routes: graph
             .edges
             .iter()

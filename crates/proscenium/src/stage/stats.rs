@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::admission::AdmissionStats;
 use super::batching::BatchStats;
 use super::histogram::{Histogram, Quantiles};
 
@@ -100,6 +101,9 @@ pub struct StageStats {
     pub service_secs: Quantiles,
     /// Events an instance takes in a turn, and what the batching controller did.
     pub batch: BatchStats,
+    /// The share of its token buckets' rates it admits, and what the admission
+    /// controller did.
+    pub admission: AdmissionStats,
 }
 
 impl StageStats {
@@ -107,10 +111,11 @@ impl StageStats {
         identity: (&str, &str, usize),
         queue: (usize, usize),
         counters: &Counters,
-        batch: BatchStats,
+        controllers: (BatchStats, AdmissionStats),
         uptime: Duration,
     ) -> Self {
         let (stage, cluster, instances) = identity;
+        let (batch, admission) = controllers;
         let arrived = counters.arrived.load(Ordering::Relaxed);
         let handled = counters.handled.load(Ordering::Relaxed);
         let service = counters.service.quantiles();
@@ -131,6 +136,7 @@ impl StageStats {
             wait_secs: counters.wait.quantiles(),
             service_secs: service,
             batch,
+            admission,
         }
     }
 }

@@ -468,6 +468,46 @@ fn the_batching_controller_shrinks_the_batch_under_steady_load_and_resets_it_whe
 }
 
 #[test]
+fn the_admission_controller_throttles_a_token_bucket_while_waits_pass_the_target() {
+    let mut graph = Graph::new();
+    // About 1,000 events a second at most, behind a bucket admitting 5,000.
+    let slow = graph.stage(Stage::stateful(
+        "slow",
+        || (),
+        |_, _: u64, _| {
+            std::thread::sleep(Duration::from_millis(1));
+            Ok(())
+        },
+    ));
+    let running = graph
+        .start(&clusters(
+            "[clusters.main]\nthreads = 2\nqueue = 100000\ntarget_wait_ms = 20",
+        ))
+        .unwrap();
+    let inlet = running
+        .inlet::<u64>(
+            "flood",
+            &slow,
+            Admission::TokenBucket {
+                rate: 5_000.0,
+                burst: 100,
+            },
+        )
+        .unwrap();
+    let admission = || running.stats().stage("slow").unwrap().admission;
+    let flood_until = Instant::now() + Duration::from_millis(1500);
+    while Instant::now() < flood_until {
+        let _ = inlet.send(0);
+    }
+    let flooded = admission();
+    assert!(flooded.lowered >= 3 && flooded.share < 0.5, "{flooded:?}");
+    // The flood over and the queue drained, the share comes back.
+    assert!(wait_until(|| admission().raised >= 3), "{:?}", admission());
+    running.shutdown(DEADLINE);
+    assert_eq!(flooded.target_wait_secs, Some(0.02));
+}
+
+#[test]
 fn a_batch_without_max_batch_is_fixed() {
     let running = pipeline(
         100,
