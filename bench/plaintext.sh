@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Plaintext: Proscenium vs actix-web, hyper and nginx, one loop/worker each, server on
-# core 0 and wrk on core 1. Prints req/s, p50/p99 and server CPU µs per request for
+# Plaintext: Proscenium (`loops`, and `staged` with its one thread) vs actix-web, hyper
+# and nginx, one loop/worker each, server on core 0 and wrk on core 1. Prints req/s, p50/p99 and server CPU µs per request for
 # keep-alive (64 and 256 connections) and 16-deep pipelining, and Proscenium's ratios.
 #
 # The servers run side by side (idle ones cost nothing) and are measured in rounds
@@ -27,15 +27,16 @@ declare -A CMD=(
   [actix]="$PEERS_TARGET/release/peer-actix --bind 127.0.0.1:8081 --workers 1"
   [hyper]="$PEERS_TARGET/release/peer-hyper --bind 127.0.0.1:8082 --workers 1"
   [nginx]="nginx -c $(nginx_conf "$work/nginx" 8083 "$work")"
+  [staged]="$RELEASE_DIR/hello --bind 127.0.0.1:8084 --model staged:1"
 )
-declare -A PORT=([proscenium]=8080 [actix]=8081 [hyper]=8082 [nginx]=8083)
+declare -A PORT=([proscenium]=8080 [actix]=8081 [hyper]=8082 [nginx]=8083 [staged]=8084)
 SCENARIO_LIST=(
   "keepalive-64:64:/plaintext:"
   "keepalive-256:256:/plaintext:"
   "pipeline-16:64:/plaintext:$BENCH_DIR/pipeline.lua"
 )
 # shellcheck disable=SC2206 # the list is split on purpose
-servers=(${SERVERS:-proscenium actix hyper nginx})
+servers=(${SERVERS:-proscenium staged actix hyper nginx})
 rounds="$work/rounds.tsv"
 results="$work/results.tsv"
 

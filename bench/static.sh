@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Static files: Proscenium (`proscenium serve DIR`) vs nginx (sendfile on) for 1 KB,
+# Static files: Proscenium (`proscenium serve DIR`, under `loops` and `staged` with its
+# one thread) vs nginx (sendfile on) for 1 KB,
 # 300 KB and 5 MB files, 64 keep-alive connections, one loop/worker, server on core 0
 # and wrk on core 1. Prints req/s, p50/p99, server CPU per request and per byte.
 #
@@ -25,10 +26,11 @@ head -c $((5 * 1024 * 1024)) /dev/urandom >"$site/5m.bin"
 declare -A CMD=(
   [proscenium]="$RELEASE_DIR/proscenium serve $site --bind 127.0.0.1:8080 --loops 1"
   [nginx]="nginx -c $(nginx_conf "$work/nginx" 8083 "$site")"
+  [staged]="$RELEASE_DIR/proscenium serve $site --bind 127.0.0.1:8084 --model staged:1"
 )
-declare -A PORT=([proscenium]=8080 [nginx]=8083)
+declare -A PORT=([proscenium]=8080 [nginx]=8083 [staged]=8084)
 SCENARIO_LIST=("1k:64:/1k.bin:" "300k:64:/300k.bin:" "5m:64:/5m.bin:")
-servers=(proscenium nginx)
+servers=(proscenium staged nginx)
 rounds="$work/rounds.tsv"
 results="$work/results.tsv"
 

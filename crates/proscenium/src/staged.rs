@@ -80,21 +80,18 @@ pub(crate) fn spawn<P: Protocol>(
     let clusters = HashMap::from([(CLUSTER.to_owned(), cluster(&spec.config))]);
     let running = graph.start(&clusters)?;
     let _ = shown.set(running.monitor());
-    std::thread::Builder::new()
-        .name("proscenium-staged".to_owned())
-        .spawn(move || stop_when_drained(running, &spec))
-        .map_err(|e| StageError::handler(format!("cannot start the staged server's thread: {e}")))
+    crate::rt::runtime::spawn_thread("proscenium-staged".to_owned(), move |runtime| {
+        let mut shutdown = spec.shutdown.clone();
+        // Ends at shutdown, or when the server that would say so is gone.
+        runtime.block_on(shutdown.wait_for(|stop| *stop)).ok();
+        stop_when_drained(running, &spec);
+    })
+    .map_err(|e| StageError::handler(format!("cannot start the staged server's thread: {e}")))
 }
 
-/// Waits for shutdown, then for the connections to close, then stops the graph.
+/// Waits for the connections to close (or the shutdown deadline), then stops the
+/// graph.
 fn stop_when_drained<P: Protocol>(running: RunningGraph, spec: &LoopSpec<P>) {
-    let mut shutdown = spec.shutdown.clone();
-    while !*shutdown.borrow_and_update() {
-        if shutdown.has_changed().is_err() {
-            break;
-        }
-        std::thread::sleep(DRAIN_POLL);
-    }
     let deadline = std::time::Instant::now() + spec.config.timeouts.shutdown + DRAIN_POLL;
     while spec.gate.live() > 0 && std::time::Instant::now() < deadline {
         std::thread::sleep(DRAIN_POLL);
