@@ -6,27 +6,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use super::tests::{DEADLINE, clusters, wait_until};
+use super::tests::{DEADLINE, clusters, feeding, wait_until};
 use super::{Connector, Context, Graph, Out, Stage, StageError};
-
-/// A source sending `0..count` to `sink` through `connector`, in the clusters `toml`
-/// configures; returns the graph, not started.
-fn feeding(count: u64, sink: Stage, connector: Connector) -> Graph {
-    let numbers = Out::<u64>::new("numbers");
-    let port = numbers.clone();
-    let mut graph = Graph::new();
-    let source = graph.stage(
-        Stage::source(
-            "source",
-            || (),
-            move |_, ctx| Ok((0..count).try_for_each(|n| ctx.send(&port, n))?),
-        )
-        .output(&numbers),
-    );
-    let sink = graph.stage(sink);
-    graph.connect(&source, "numbers", &sink, connector);
-    graph
-}
 
 #[test]
 fn an_async_handlers_awaits_hold_no_thread() {

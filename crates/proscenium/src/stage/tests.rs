@@ -29,14 +29,9 @@ pub(super) fn wait_until(mut done: impl FnMut() -> bool) -> bool {
     true
 }
 
-/// A source sending `0..count` through `connector` to a stage running `handler`,
-/// in one cluster configured by `toml`; returns the graph running.
-fn pipeline(
-    count: u64,
-    connector: Connector,
-    toml: &str,
-    handler: impl Fn(u64) + Send + Sync + 'static,
-) -> RunningGraph {
+/// A source sending `0..count` to `sink` through `connector`; returns the graph, not
+/// started.
+pub(super) fn feeding(count: u64, sink: Stage, connector: Connector) -> Graph {
     let numbers = Out::<u64>::new("numbers");
     let port = numbers.clone();
     let mut graph = Graph::new();
@@ -48,16 +43,30 @@ fn pipeline(
         )
         .output(&numbers),
     );
-    let sink = graph.stage(Stage::stateless(
+    let sink = graph.stage(sink);
+    graph.connect(&source, "numbers", &sink, connector);
+    graph
+}
+
+/// A source sending `0..count` through `connector` to a stage running `handler`,
+/// in one cluster configured by `toml`; returns the graph running.
+fn pipeline(
+    count: u64,
+    connector: Connector,
+    toml: &str,
+    handler: impl Fn(u64) + Send + Sync + 'static,
+) -> RunningGraph {
+    let sink = Stage::stateless(
         "sink",
         || (),
         move |_, n: u64, _| {
             handler(n);
             Ok(())
         },
-    ));
-    graph.connect(&source, "numbers", &sink, connector);
-    graph.start(&clusters(toml)).unwrap()
+    );
+    feeding(count, sink, connector)
+        .start(&clusters(toml))
+        .unwrap()
 }
 
 #[test]
