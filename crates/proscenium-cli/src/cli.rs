@@ -44,7 +44,7 @@ pub(crate) struct BenchArgs {
     #[arg(long, value_delimiter = ',')]
     pub(crate) servers: Option<Vec<proscenium_lab::ServerSpec>>,
     /// quick (at most three minutes of load a scenario and round, on-system seven; `all`
-    /// at three rounds, 70 minutes of load, about twice that in all) or full (the sources' parameters).
+    /// at three rounds, 73 minutes of load, about twice that in all) or full (the sources' parameters).
     #[arg(long, default_value = "quick")]
     pub(crate) profile: proscenium_lab::Profile,
     /// Where results go (with `all`, one subdirectory a scenario).

@@ -83,7 +83,7 @@ pub use self::sources::{Comparison, Finding, Verdict, judge};
 pub enum Profile {
     /// At most three minutes of load a scenario and round on a 2-core machine
     /// (on-system's four ramps, on eight servers: about seven and a half); three rounds of all
-    /// eleven scenarios, with on-system's saturation probes, take 70 minutes of
+    /// eleven scenarios, with on-system's saturation probes, take 73 minutes of
     /// load, and about twice that with starts, warm-ups, checks and cool-downs.
     Quick,
     /// The sources' parameters where the machine allows.

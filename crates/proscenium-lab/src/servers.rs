@@ -304,11 +304,12 @@ impl ServerSpec {
     }
 }
 
-/// The `--model` argument for `model` on `cores` cores: the multi-loop and
-/// multi-process models get one loop or worker per core unless the name says how many.
+/// The `--model` argument for `model` on `cores` cores: the multi-loop, staged and
+/// multi-process models get one loop, stage thread or worker per core unless the name
+/// says how many.
 fn proscenium_model(model: &str, cores: usize) -> String {
     match model {
-        "loops" | "prefork" => format!("{model}:{cores}"),
+        "loops" | "prefork" | "staged" => format!("{model}:{cores}"),
         _ => model.to_owned(),
     }
 }
@@ -527,6 +528,7 @@ mod tests {
     fn multi_core_models_take_the_cores_they_are_given() {
         assert_eq!(proscenium_model("loops", 2), "loops:2");
         assert_eq!(proscenium_model("prefork", 4), "prefork:4");
+        assert_eq!(proscenium_model("staged", 2), "staged:2");
         assert_eq!(proscenium_model("loops:3", 2), "loops:3");
         assert_eq!(proscenium_model("thread-pool", 2), "thread-pool");
         assert_eq!(proscenium_model("event-loop", 2), "event-loop");

@@ -55,7 +55,12 @@ pub(super) fn static_files(quick: bool) -> Plan {
         name: "static",
         reproduces: "Leda Fig. 9a/b: static files, response time and throughput against clients, vs nginx",
         // Leda measured against Apache and nginx.
-        default_servers: servers(&["proscenium:loops", "nginx", "httpd-event"]),
+        default_servers: servers(&[
+            "proscenium:loops",
+            "proscenium:staged",
+            "nginx",
+            "httpd-event",
+        ]),
         cores: Cores::Split,
         upstream: false,
         checks: vec![("/1kb.bin".to_owned(), "x".repeat(64))],
@@ -111,7 +116,14 @@ pub(super) fn dynamic(quick: bool) -> Plan {
         name: "dynamic",
         reproduces: "Leda Fig. 9c: a dynamic page of 1 ms of CPU (a loop, its iterations chosen per server), against clients",
         // Leda measured against Apache; actix, hyper and Node.js are today's choices.
-        default_servers: servers(&["proscenium:loops", "httpd-event", "actix", "hyper", "node"]),
+        default_servers: servers(&[
+            "proscenium:loops",
+            "proscenium:staged",
+            "httpd-event",
+            "actix",
+            "hyper",
+            "node",
+        ]),
         cores: Cores::Split,
         upstream: false,
         checks: vec![("/dynamic".to_owned(), "1250000 iterations".to_owned())],
