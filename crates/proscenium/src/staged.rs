@@ -90,13 +90,15 @@ pub(crate) fn spawn<P: Protocol>(
 }
 
 /// Waits for the connections to close (or the shutdown deadline), then stops the
-/// graph.
+/// graph within what is left of the deadline.
 fn stop_when_drained<P: Protocol>(running: RunningGraph, spec: &LoopSpec<P>) {
-    let deadline = std::time::Instant::now() + spec.config.timeouts.shutdown + DRAIN_POLL;
+    let deadline = std::time::Instant::now() + spec.config.timeouts.shutdown;
     while spec.gate.live() > 0 && std::time::Instant::now() < deadline {
         std::thread::sleep(DRAIN_POLL);
     }
-    let report = running.shutdown(spec.config.timeouts.shutdown);
+    // The stages' threads need a moment to leave even when every connection is gone.
+    let left = deadline.saturating_duration_since(std::time::Instant::now());
+    let report = running.shutdown(left.max(DRAIN_POLL * 20));
     if report.stuck_threads > 0 || report.abandoned > 0 {
         tracing::warn!(
             stuck_threads = report.stuck_threads,
