@@ -7,12 +7,12 @@
 //!                              └────────keep-alive────────┘
 //! ```
 //!
-//! - *wait client* (an async source) accepts under the connection cap;
-//! - *handle client* holds a connection, without a thread, until it has sent a whole
+//! - *wait-client* (an async source) accepts under the connection cap;
+//! - *handle-client* holds a connection, without a thread, until it has sent a whole
 //!   request (its head, and its body when small): the thread models' waiting room;
-//! - *route handler* serves the connection's requests on its thread's loop — parse,
+//! - *route-handler* serves the connection's requests on its thread's loop — parse,
 //!   route, the app (static files included), the answers written in order — for as
-//!   long as they keep coming, then gives it back to *handle client* for the next
+//!   long as they keep coming, then gives it back to *handle-client* for the next
 //!   request (Leda's keep-alive arrow), or closes it.
 //!
 //! Every connector carries a socket, so every one is `local` and the graph is one
@@ -49,6 +49,11 @@ pub(crate) const CLUSTER: &str = "http";
 /// The section of `/_status` showing the server's graph (with `--tools`).
 pub(crate) const STATUS: &str = "staged";
 
+/// The stages, by the names `[clusters.http]` knows them by.
+const WAIT_CLIENT: &str = "wait-client";
+const HANDLE_CLIENT: &str = "handle-client";
+const ROUTE_HANDLER: &str = "route-handler";
+
 /// How often a stopping server looks whether every connection has closed.
 const DRAIN_POLL: Duration = Duration::from_millis(5);
 
@@ -60,7 +65,7 @@ pub(crate) fn cluster(config: &Config) -> ClusterSpec {
     spec.threads = spec.threads.or(Some(config.loop_count()));
     let connections = config.limits.max_connections;
     spec.queue = spec.queue.or(Some(connections));
-    for stage in ["handle-client", "route-handler"] {
+    for stage in [HANDLE_CLIENT, ROUTE_HANDLER] {
         spec.instances
             .entry(stage.to_owned())
             .or_insert(connections);
@@ -126,7 +131,7 @@ fn graph<P: Protocol>(listener: std::net::TcpListener, spec: &LoopSpec<P>) -> Gr
     graph
 }
 
-/// *Wait client*: accepts under the connection cap until shutdown begins.
+/// *wait-client*: accepts under the connection cap until shutdown begins.
 fn wait_client<P: Protocol>(
     listener: std::net::TcpListener,
     spec: &LoopSpec<P>,
@@ -136,7 +141,7 @@ fn wait_client<P: Protocol>(
     let listener = parking_lot::Mutex::new(Some(listener));
     let (spec, client) = (spec.clone(), client.clone());
     Stage::source_async(
-        "wait-client",
+        WAIT_CLIENT,
         move || listener.lock().take(),
         async move |listener: &mut Option<std::net::TcpListener>, (): (), ctx: &mut Context<'_>| {
             let Some(listener) = listener.take() else {
@@ -160,11 +165,11 @@ fn wait_client<P: Protocol>(
     )
 }
 
-/// *Handle client*: holds a connection until it has sent a whole request, or closes it.
+/// *handle-client*: holds a connection until it has sent a whole request, or closes it.
 fn handle_client<P: Protocol>(spec: &LoopSpec<P>, request: &Out<Held>) -> Stage {
     let (spec, request) = (spec.clone(), request.clone());
     Stage::stateless_async(
-        "handle-client",
+        HANDLE_CLIENT,
         || (),
         async move |(): &mut (), held: Held, ctx: &mut Context<'_>| {
             if let Some(held) = waiting_room::wait(held, &spec).await {
@@ -175,12 +180,12 @@ fn handle_client<P: Protocol>(spec: &LoopSpec<P>, request: &Out<Held>) -> Stage 
     )
 }
 
-/// *Route handler*: serves a connection's requests while they keep coming, then gives
+/// *route-handler*: serves a connection's requests while they keep coming, then gives
 /// it back to *handle client* (keep-alive), or closes it.
 fn route_handler<P: Protocol>(spec: &LoopSpec<P>, keep_alive: &Out<Held>) -> Stage {
     let (spec, keep_alive) = (spec.clone(), keep_alive.clone());
     Stage::stateless_async(
-        "route-handler",
+        ROUTE_HANDLER,
         || (),
         async move |(): &mut (), held: Held, ctx: &mut Context<'_>| {
             let Held { visit, pass } = held;
