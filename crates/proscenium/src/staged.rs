@@ -181,7 +181,7 @@ fn handle_client<P: Protocol>(spec: &LoopSpec<P>, request: &Out<Held>) -> Stage 
 }
 
 /// *route-handler*: serves a connection's requests while they keep coming, then gives
-/// it back to *handle client* (keep-alive), or closes it.
+/// it back to *handle-client* (keep-alive), or closes it.
 fn route_handler<P: Protocol>(spec: &LoopSpec<P>, keep_alive: &Out<Held>) -> Stage {
     let (spec, keep_alive) = (spec.clone(), keep_alive.clone());
     Stage::stateless_async(
