@@ -52,6 +52,8 @@
 //! Files import in one direction, each from those before it:
 //!
 //! ```text
+//! sync, pool                   the locks, and the hand-off between a queue and idle
+//!                              instances (model-checked)
 //! error, set, port, cluster,   leaves: the error, stage sets, ports/connectors/
 //! bucket, histogram, batching, admission, a cluster's spec, the token bucket, the
 //! admission, stats             latency histogram, a stage's batch and SEDA's batching
@@ -90,11 +92,13 @@ mod node;
 mod plan;
 #[cfg(test)]
 mod plan_tests;
+mod pool;
 mod port;
 mod ready;
 mod run;
 mod set;
 mod stats;
+mod sync;
 #[cfg(test)]
 mod tests;
 

@@ -1,11 +1,5 @@
-//! A stage in the running graph: its bounded queue, its pool of idle instances and
-//! its counters, and the moves between them.
-//!
-//! Invariant: an instance is in exactly one place — idle in its stage's pool, in its
-//! cluster's ready queue, or running on one thread. Whether an instance goes idle or
-//! back to the ready queue is decided under the pool's lock after looking at the
-//! queue, and an enqueue looks at the pool under the same lock after pushing, so an
-//! event never waits in a queue while every instance sleeps.
+//! A stage in the running graph: its bounded queue, its pool of idle instances
+//! (`pool.rs`, where the hand-off between them is) and its counters.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -14,7 +8,6 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, SendTimeoutError, Sender, TrySendError};
 use futures_util::FutureExt;
-use parking_lot::{Condvar, Mutex};
 
 use super::admission::Share;
 use super::batching::Batch;
@@ -22,6 +15,7 @@ use super::bucket::TokenBucket;
 use super::context::Context;
 use super::definition::{Handled, Instance, Payload, Role};
 use super::error::{SendError, StageError};
+use super::pool::{Pool, Queue};
 use super::port::{Admission, Connector, ConnectorKind, EventType};
 use super::ready::{Ready, Ticket};
 use super::stats::Counters;
@@ -57,14 +51,6 @@ pub(crate) struct Route {
     pub(crate) bucket: Option<TokenBucket>,
 }
 
-pub(crate) struct Pool {
-    idle: Vec<Box<dyn Instance>>,
-    /// Cohort senders waiting for an instance: they go before the queue.
-    cohort_waiting: usize,
-    /// Source instances whose run has returned.
-    finished: usize,
-}
-
 pub(crate) struct Node {
     pub(crate) name: String,
     pub(crate) role: Role,
@@ -81,8 +67,7 @@ pub(crate) struct Node {
     /// Its handler is async: its turns are tasks on a thread's loop.
     pub(crate) asynchronous: bool,
     pub(crate) ready: Arc<Ready>,
-    pub(crate) pool: Mutex<Pool>,
-    pub(crate) released: Condvar,
+    pub(crate) pool: Pool<Box<dyn Instance>>,
     pub(crate) counters: Counters,
     /// Sends into this stage's queue under way (see [`Shared::enqueue`]).
     pub(crate) sending: AtomicUsize,
@@ -96,13 +81,9 @@ pub(crate) struct Shared {
     pub(crate) dead_letters: DeadLetters,
 }
 
-impl Pool {
-    pub(crate) fn new(idle: Vec<Box<dyn Instance>>) -> Self {
-        Self {
-            idle,
-            cohort_waiting: 0,
-            finished: 0,
-        }
+impl Queue for Receiver<Queued> {
+    fn is_empty(&self) -> bool {
+        Receiver::is_empty(self)
     }
 }
 
@@ -260,16 +241,9 @@ impl Shared {
     /// Moves an idle instance of `node` to the ready queue if events wait for one.
     pub(crate) fn schedule(&self, node: usize) {
         let stage = &self.nodes[node];
-        let mut pool = stage.pool.lock();
-        if pool.cohort_waiting == 0 && !stage.queue.1.is_empty() {
-            if let Some(instance) = pool.idle.pop() {
-                self.ready(stage, node, instance);
-            }
+        if let Some(instance) = stage.pool.wake(&stage.queue.1) {
+            stage.ready.push(Ticket::Run(node, instance));
         }
-    }
-
-    fn ready(&self, stage: &Node, node: usize, instance: Box<dyn Instance>) {
-        stage.ready.push(Ticket::Run(node, instance));
     }
 
     /// Runs one turn of `instance` on this thread: a source's run, or up to `batch`
@@ -282,8 +256,7 @@ impl Shared {
         let stage = &self.nodes[node];
         if stage.role == Role::Source {
             self.run_one(node, instance.as_mut(), None).await;
-            stage.pool.lock().finished += 1;
-            stage.released.notify_all();
+            stage.pool.source_finished();
             return;
         }
         for _ in 0..stage.batch.now() {
@@ -298,14 +271,9 @@ impl Shared {
 
     fn release(&self, node: usize, instance: Box<dyn Instance>) {
         let stage = &self.nodes[node];
-        let mut pool = stage.pool.lock();
-        if pool.cohort_waiting == 0 && !stage.queue.1.is_empty() {
-            self.ready(stage, node, instance);
-        } else {
-            pool.idle.push(instance);
+        if let Some(instance) = stage.pool.after_turn(instance, &stage.queue.1) {
+            stage.ready.push(Ticket::Run(node, instance));
         }
-        drop(pool);
-        stage.released.notify_all();
     }
 
     /// Runs stage `node` on this thread with `event` (a cohort connector), waiting
@@ -313,16 +281,7 @@ impl Shared {
     fn run_cohort(&self, node: usize, event: Payload) {
         let stage = &self.nodes[node];
         let since = Instant::now();
-        let mut pool = stage.pool.lock();
-        pool.cohort_waiting += 1;
-        let mut instance = loop {
-            if let Some(instance) = pool.idle.pop() {
-                break instance;
-            }
-            stage.released.wait(&mut pool);
-        };
-        pool.cohort_waiting -= 1;
-        drop(pool);
+        let mut instance = stage.pool.take_for_cohort();
         stage.counters.wait.record(since.elapsed());
         stage.counters.arrived.fetch_add(1, Ordering::Relaxed);
         // The graph refuses a cohort connector to an async stage.
@@ -375,19 +334,10 @@ impl Shared {
     /// a source: every run returned), waiting for it until `deadline`.
     pub(crate) fn wait_quiet(&self, node: usize, deadline: Instant) -> bool {
         let stage = &self.nodes[node];
-        let mut pool = stage.pool.lock();
-        loop {
-            let quiet = match stage.role {
-                Role::Source => pool.finished == stage.instances,
-                _ => stage.queue.1.is_empty() && pool.idle.len() == stage.instances,
-            };
-            if quiet {
-                return true;
-            }
-            if stage.released.wait_until(&mut pool, deadline).timed_out() {
-                return false;
-            }
-        }
+        let source = stage.role == Role::Source;
+        stage
+            .pool
+            .wait_quiet(&stage.queue.1, stage.instances, source, deadline)
     }
 }
 

@@ -15,7 +15,6 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender};
-use parking_lot::{Condvar, Mutex};
 use serde::Serialize;
 
 use super::admission::Share;
@@ -27,8 +26,9 @@ use super::definition::{Role, Stage};
 use super::error::StageError;
 use super::graph::{Edge, Graph, StageRef};
 use super::inlet::Inlet;
-use super::node::{Node, Pool, Route, Shared};
+use super::node::{Node, Route, Shared};
 use super::plan::Plan;
+use super::pool::Pool;
 use super::port::{Admission, Connector, EventType};
 use super::ready::{Ready, Ticket};
 use super::stats::{Counters, GraphStats, StageStats};
@@ -351,8 +351,7 @@ fn build_node(graph: &Graph, plan: &Plan, at: usize, ready: &Arc<Ready>) -> Node
         capacity,
         asynchronous: stage.asynchronous,
         ready: Arc::clone(ready),
-        pool: Mutex::new(Pool::new(idle)),
-        released: Condvar::new(),
+        pool: Pool::new(idle),
         counters: Counters::default(),
         sending: AtomicUsize::new(0),
     }
