@@ -8,6 +8,9 @@ use tokio::sync::Semaphore;
 
 use super::definition::Instance;
 
+/// How many times a thread looks for a ticket before it parks.
+const SPINS: usize = 200;
+
 /// Work for a cluster's thread.
 pub(crate) enum Ticket {
     /// Run an instance of stage `node`: a turn over its queue, or a source's one run.
@@ -38,9 +41,24 @@ impl Ready {
 
     /// Waits for the next ticket.
     pub(crate) async fn pop(&self) -> Ticket {
-        // The semaphore is never closed.
-        if let Ok(permit) = self.permits.acquire().await {
-            permit.forget();
+        // A busy stage's next turn comes within microseconds: spinning that long spares
+        // a park and a wake, each a syscall through the runtime's driver (eventfd and
+        // epoll were 12 % of a hop's samples).
+        let spun = (0..SPINS).find_map(|_| {
+            let permit = self.permits.try_acquire().ok();
+            if permit.is_none() {
+                std::hint::spin_loop();
+            }
+            permit
+        });
+        match spun {
+            Some(permit) => permit.forget(),
+            // The semaphore is never closed.
+            None => {
+                if let Ok(permit) = self.permits.acquire().await {
+                    permit.forget();
+                }
+            }
         }
         self.tickets
             .1
