@@ -255,7 +255,7 @@ impl Shared {
     pub(crate) async fn turn(&self, node: usize, mut instance: Box<dyn Instance>) {
         let stage = &self.nodes[node];
         if stage.role == Role::Source {
-            self.run_one(node, instance.as_mut(), None).await;
+            self.run_one(node, instance.as_mut(), None, None).await;
             stage.pool.source_finished();
             return;
         }
@@ -263,8 +263,8 @@ impl Shared {
             let Ok(Queued { event, since }) = stage.queue.1.try_recv() else {
                 break;
             };
-            stage.counters.wait.record(since.elapsed());
-            self.run_one(node, instance.as_mut(), Some(event)).await;
+            self.run_one(node, instance.as_mut(), Some(event), Some(since))
+                .await;
         }
         self.release(node, instance);
     }
@@ -282,19 +282,31 @@ impl Shared {
         let stage = &self.nodes[node];
         let since = Instant::now();
         let mut instance = stage.pool.take_for_cohort();
-        stage.counters.wait.record(since.elapsed());
         stage.counters.arrived.fetch_add(1, Ordering::Relaxed);
         // The graph refuses a cohort connector to an async stage.
-        now(self.run_one(node, instance.as_mut(), Some(event)));
+        now(self.run_one(node, instance.as_mut(), Some(event), Some(since)));
         self.release(node, instance);
     }
 
-    /// Runs a handler once; a panic is caught, logged and its event dead-lettered,
-    /// and the instance (its state as the panic left it) goes on.
-    async fn run_one(&self, node: usize, instance: &mut dyn Instance, event: Option<Payload>) {
+    /// Runs a handler once on `event`, sent `since` (its wait ends where the handler's
+    /// run starts: one clock read serves both); a panic is caught, logged and its
+    /// event dead-lettered, and the instance (its state as the panic left it) goes on.
+    async fn run_one(
+        &self,
+        node: usize,
+        instance: &mut dyn Instance,
+        event: Option<Payload>,
+        since: Option<Instant>,
+    ) {
         let stage = &self.nodes[node];
         let mut ctx = Context { shared: self, node };
         let started = Instant::now();
+        if let Some(since) = since {
+            stage
+                .counters
+                .wait
+                .record(started.saturating_duration_since(since));
+        }
         let outcome = AssertUnwindSafe(async {
             match instance.run(event, &mut ctx) {
                 Handled::Now(outcome) => outcome,
