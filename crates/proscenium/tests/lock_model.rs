@@ -7,24 +7,16 @@
 // `lock.rs` holds items the crate uses and these models do not.
 #![allow(dead_code, unreachable_pub)]
 
+#[path = "loom_lock/mod.rs"]
+mod loom_lock;
+
 /// What `lock.rs` is written against: loom's primitives here, with the lock in
 /// parking_lot's shape (no poisoning).
 mod sync {
     pub(crate) use loom::sync::Arc;
     pub(crate) use loom::sync::atomic::{AtomicBool, Ordering};
 
-    #[derive(Debug, Default)]
-    pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
-
-    impl<T> Mutex<T> {
-        pub(crate) fn new(value: T) -> Self {
-            Self(loom::sync::Mutex::new(value))
-        }
-
-        pub(crate) fn lock(&self) -> loom::sync::MutexGuard<'_, T> {
-            self.0.lock().expect("no model panics holding it")
-        }
-    }
+    pub(crate) use super::loom_lock::Mutex;
 }
 
 #[path = "../src/state/lock.rs"]

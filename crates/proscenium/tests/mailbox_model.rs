@@ -13,27 +13,15 @@
 // `mailbox.rs` holds items the crate uses and these models do not.
 #![allow(dead_code, unreachable_pub)]
 
+#[path = "loom_lock/mod.rs"]
+mod loom_lock;
+
 /// What `mailbox.rs` is written against: loom's primitives here, with the lock in
 /// parking_lot's shape (no poisoning).
 mod sync {
-    pub(crate) use loom::sync::MutexGuard;
     pub(crate) use loom::sync::atomic::{AtomicBool, Ordering};
 
-    pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
-
-    impl<T> Mutex<T> {
-        pub(crate) fn new(value: T) -> Self {
-            Self(loom::sync::Mutex::new(value))
-        }
-
-        pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
-            self.0.lock().expect("no model panics holding it")
-        }
-
-        pub(crate) fn get_mut(&mut self) -> &mut T {
-            self.0.get_mut().expect("no model panics holding it")
-        }
-    }
+    pub(crate) use super::loom_lock::{Mutex, MutexGuard};
 }
 
 /// No spinning: a waiter parks at once, so every wake-up goes through the protocol.

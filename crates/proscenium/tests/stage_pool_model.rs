@@ -12,24 +12,15 @@
 // `pool.rs` holds items these models do not use.
 #![allow(dead_code, unreachable_pub)]
 
+#[path = "loom_lock/mod.rs"]
+mod loom_lock;
+
 /// What `pool.rs` is written against: loom's primitives here, in the shape of the
 /// crate's `stage/sync.rs`.
 mod sync {
     use std::time::Instant;
 
-    pub(crate) use loom::sync::MutexGuard;
-
-    pub(crate) struct Mutex<T>(loom::sync::Mutex<T>);
-
-    impl<T> Mutex<T> {
-        pub(crate) fn new(value: T) -> Self {
-            Self(loom::sync::Mutex::new(value))
-        }
-
-        pub(crate) fn lock(&self) -> MutexGuard<'_, T> {
-            self.0.lock().expect("no model panics holding it")
-        }
-    }
+    pub(crate) use super::loom_lock::{Mutex, MutexGuard};
 
     pub(crate) struct Condvar(loom::sync::Condvar);
 
