@@ -91,7 +91,7 @@ pub(crate) fn spawn<P: Protocol>(
         runtime.block_on(shutdown.wait_for(|stop| *stop)).ok();
         stop_when_drained(running, &spec);
     })
-    .map_err(|e| StageError::handler(format!("cannot start the staged server's thread: {e}")))
+    .map_err(|e| StageError::start(CLUSTER, &e))
 }
 
 /// Waits for the connections to close (or the shutdown deadline), then stops the
