@@ -1,6 +1,6 @@
 //! The lab behind `proscenium bench`: it runs the sources' experiments — TechEmpower's
-//! plaintext and JSON, Leda's static and dynamic pages, the thesis's on- and off-system
-//! ramps, Node.Scala's mix and scaling — against Proscenium's execution models and the
+//! plaintext and JSON, Leda's static and dynamic pages and its CEP partitions (Table 1),
+//! the thesis's on- and off-system ramps, Node.Scala's mix and scaling — against Proscenium's execution models and the
 //! servers people would otherwise pick, with established load generators (`wrk`
 //! closed loop, `vegeta` open loop), and writes `results.json` and a self-contained
 //! `report.html` with its plots (SVG, and PNG beside them).
@@ -27,6 +27,9 @@
 //!
 //! # A tour
 //!
+//! - `cep` is a job, not servers under load: `run/job.rs` generates its log once and
+//!   times `examples/cep` under each partition of Table 1 (configuration files in the
+//!   checkout), its runs recorded as steps with a `job` outcome.
 //! - A scenario (`scenario/`, one file a source) is a plan: default servers, where servers and load run
 //!   (`Split`: server and load on separate cores; `Shared`: all cores for both, or as
 //!   `--server-cpus` / `--load-cpus` say), the answers checked first, the steps of
@@ -72,7 +75,7 @@ pub use self::index::write_index;
 pub use self::load::{Latency, Measured};
 pub use self::machine::Machine;
 pub use self::provenance::Provenance;
-pub use self::results::{Results, ServerRun, Step};
+pub use self::results::{JobOutcome, Results, ServerRun, Step};
 pub use self::run::{interrupt_on_signals, run};
 pub use self::scenario::SCENARIOS;
 pub use self::servers::ServerSpec;
@@ -83,8 +86,9 @@ pub use self::sources::{Comparison, Finding, Verdict, judge};
 pub enum Profile {
     /// At most three minutes of load a scenario and round on a 2-core machine
     /// (on-system's four ramps, on eight servers: about seven and a half); three rounds of all
-    /// eleven scenarios, with on-system's saturation probes, take 73 minutes of
-    /// load, and about twice that with starts, warm-ups, checks and cool-downs.
+    /// eleven scenarios of servers, with on-system's saturation probes, take 73 minutes
+    /// of load, and about twice that with starts, warm-ups, checks and cool-downs;
+    /// `cep`'s three rounds of its eight runs take one to two minutes.
     Quick,
     /// The sources' parameters where the machine allows.
     Full,

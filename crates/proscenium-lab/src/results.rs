@@ -169,8 +169,26 @@ pub struct Step {
     pub server_utilisation: Option<f64>,
     /// The most resident memory the server's process tree held during the step.
     pub peak_rss_kib: u64,
-    /// The load generator's command line.
+    /// The load generator's command line (a job's: its own).
     pub command: String,
+    /// What a job run (the `cep` scenario) did, or `None` for a step of load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<JobOutcome>,
+}
+
+/// One timed run of a job: what it says it did and what it cost.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct JobOutcome {
+    /// Its own time, from the first line read to the last report (Table 1's).
+    pub elapsed_s: f64,
+    /// From start to exit, as the lab saw it: the job's time and its start-up.
+    pub wall_s: f64,
+    /// CPU time (user + system, every thread) from start to exit.
+    pub cpu_s: f64,
+    /// The alarms it raised: the same log must raise the same under every partition.
+    pub alarms: u64,
+    /// The entries it processed.
+    pub entries: u64,
 }
 
 /// The round of steps recorded before rounds existed.
@@ -205,6 +223,7 @@ mod tests {
             server_utilisation: None,
             peak_rss_kib: 0,
             command: String::new(),
+            job: None,
         }
     }
 

@@ -15,15 +15,17 @@ use std::time::{Duration, Instant};
 
 mod calibrate;
 mod cpus;
+mod job;
 mod round;
 
-use self::cpus::CpuSplit;
+use self::cpus::{CpuSet, CpuSplit};
+use self::job::Job;
 use self::round::Bench;
 use crate::machine::{Machine, versions};
 use crate::process::{Running, tree_cpu_seconds};
 use crate::progress::Progress;
 use crate::provenance::{self, Provenance};
-use crate::results::{Results, ServerRun};
+use crate::results::{Results, ServerRun, Step};
 use crate::scenario::{self, FILES, Plan};
 use crate::servers::{Placement, ServerSpec};
 use crate::tools::Tools;
@@ -175,8 +177,17 @@ fn preflight(plans: &[Plan], tools: &Tools) -> Result<(), Error> {
     Ok(())
 }
 
-/// The servers `plan` runs: those given, or its defaults.
+/// The servers `plan` runs: those given, or its defaults; a job runs none.
 fn lineup(plan: &Plan, options: &Options) -> Result<Vec<ServerSpec>, Error> {
+    if scenario::is_job(plan.name) {
+        return match options.servers {
+            Some(_) if options.scenario != "all" => Err(Error::Tool(format!(
+                "`{}` runs its own configurations, not servers: leave out --servers",
+                plan.name
+            ))),
+            _ => Ok(Vec::new()),
+        };
+    }
     match &options.servers {
         Some(list) => Ok(list.clone()),
         None => plan.default_servers.iter().map(|s| s.parse()).collect(),
@@ -219,6 +230,65 @@ fn run_plan(
     let (date, commit) = (provenance::now(), provenance::commit_of(tools.root()));
     let machine = Machine::read();
     let (server_cores, load_cores) = split.for_plan(plan.cores);
+    let rounds = options.rounds();
+    let job = scenario::is_job(plan.name);
+    let (runs, steps) = if job {
+        Job {
+            tools,
+            progress,
+            cores: &server_cores.list,
+            core_count: server_cores.count,
+            rounds,
+        }
+        .run()?
+    } else {
+        let cores = (&server_cores, &load_cores);
+        run_servers(plan, servers, rounds, cores, tools, progress)?
+    };
+    let deviations = plan
+        .deviations
+        .iter()
+        .cloned()
+        .chain(split.note(plan.cores).filter(|_| !job))
+        .collect();
+    Ok(Results {
+        scenario: plan.name.to_owned(),
+        reproduces: plan.reproduces.to_owned(),
+        profile: options.profile.name().to_owned(),
+        provenance: Some(Provenance {
+            date,
+            commit,
+            command: options.command_line.clone(),
+            rounds,
+            server_cpus: server_cores.list,
+            load_cpus: load_cores.list,
+            targets: plan
+                .steps
+                .iter()
+                .map(|s| (format!("{} / {}", s.group, s.label), s.load.mix()))
+                .collect(),
+        }),
+        machine,
+        versions: versions(tools.root(), tools.installed_vegeta().as_deref()),
+        deviations,
+        servers: runs,
+        steps,
+        plots: Vec::new(),
+        finding: None,
+    })
+}
+
+/// Runs `rounds` of `plan`'s steps against each of `servers`, the servers on the
+/// first of `cores` and the load on the second; returns how each server ran and
+/// every step.
+fn run_servers(
+    plan: &Plan,
+    servers: &[ServerSpec],
+    rounds: u32,
+    (server_cores, load_cores): (&CpuSet, &CpuSet),
+    tools: &Tools,
+    progress: &Progress,
+) -> Result<(Vec<ServerRun>, Vec<Step>), Error> {
     // Static files, scripts and generator output live outside DIR, which keeps only
     // what a reader wants; the directory is removed when the run ends.
     let work = tempfile::Builder::new()
@@ -269,7 +339,6 @@ fn run_plan(
         },
         load_cores: &load_cores.list,
     };
-    let rounds = options.rounds();
     let mut steps = Vec::new();
     for round in 1..=rounds {
         // Each round starts with a different server, so no server always runs first
@@ -281,37 +350,7 @@ fn run_plan(
             }
         }
     }
-    let deviations = plan
-        .deviations
-        .iter()
-        .cloned()
-        .chain(split.note(plan.cores))
-        .collect();
-    Ok(Results {
-        scenario: plan.name.to_owned(),
-        reproduces: plan.reproduces.to_owned(),
-        profile: options.profile.name().to_owned(),
-        provenance: Some(Provenance {
-            date,
-            commit,
-            command: options.command_line.clone(),
-            rounds,
-            server_cpus: server_cores.list.clone(),
-            load_cpus: load_cores.list.clone(),
-            targets: plan
-                .steps
-                .iter()
-                .map(|s| (format!("{} / {}", s.group, s.label), s.load.mix()))
-                .collect(),
-        }),
-        machine,
-        versions: versions(tools.root(), tools.installed_vegeta().as_deref()),
-        deviations,
-        servers: runs,
-        steps,
-        plots: Vec::new(),
-        finding: None,
-    })
+    Ok((runs, steps))
 }
 
 /// The order of `count` servers in `round` (from 1): rotated by one a round.

@@ -4,6 +4,8 @@
 //! examples/cep/configs/one-cluster.toml` (or `--log FILE` for a log of your own,
 //! `--dir DIR` to keep the persisted windows). Prints the alarms, the entries and the
 //! time, then one `cep alarms=… entries=… elapsed_ms=…` line for a lab scenario.
+//! `--write-log FILE` writes the generated log to FILE and stops: the lab's `cep`
+//! scenario generates it once and gives every run the same.
 //! Exit codes: 0 done, 1 a run that failed, 2 bad arguments.
 
 use std::path::PathBuf;
@@ -28,6 +30,9 @@ struct Args {
     /// Where the persisted windows are kept (default: a temporary directory).
     #[arg(long)]
     dir: Option<PathBuf>,
+    /// Write the generated log of --entries to this file, and run nothing.
+    #[arg(long, conflicts_with_all = ["log", "config", "dir"])]
+    write_log: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -42,6 +47,9 @@ fn main() -> ExitCode {
 }
 
 fn run(args: &Args) -> Result<(), String> {
+    if let Some(path) = &args.write_log {
+        return write_log(args.entries, path);
+    }
     let sources = Sources {
         file: args.config.clone(),
         ..Sources::default()
@@ -52,10 +60,7 @@ fn run(args: &Args) -> Result<(), String> {
         Some(log) => log.clone(),
         None => {
             let path = scratch.path().join("access.log");
-            let mut file =
-                std::io::BufWriter::new(std::fs::File::create(&path).map_err(|e| e.to_string())?);
-            cep::log::generate(args.entries, 42, &mut file).map_err(|e| e.to_string())?;
-            drop(file);
+            write_log(args.entries, &path)?;
             path
         }
     };
@@ -75,4 +80,12 @@ fn run(args: &Args) -> Result<(), String> {
         outcome.entries
     );
     Ok(())
+}
+
+/// Writes a generated log of `entries` to `path` (always the same for the same count).
+fn write_log(entries: usize, path: &std::path::Path) -> Result<(), String> {
+    let cannot = |e: std::io::Error| format!("cannot write {}: {e}", path.display());
+    let mut file = std::io::BufWriter::new(std::fs::File::create(path).map_err(cannot)?);
+    cep::log::generate(entries, 42, &mut file).map_err(cannot)?;
+    std::io::Write::flush(&mut file).map_err(cannot)
 }

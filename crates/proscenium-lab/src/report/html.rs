@@ -5,6 +5,7 @@ use std::fmt::Write;
 use super::Figure;
 use crate::results::Results;
 
+mod jobs;
 mod source;
 mod steps;
 
@@ -54,7 +55,8 @@ pub(super) fn page(results: &Results, figures: &[Figure]) -> String {
     );
     source::section(&mut html, results);
     provenance(&mut html, results);
-    html.push_str(READING);
+    let job = jobs::is_job(results);
+    html.push_str(if job { jobs::READING } else { READING });
     html.push_str("<h2>Deviations from the source</h2><ul>");
     for d in &results.deviations {
         let _ = write!(html, "<li>{}</li>", esc(d));
@@ -71,7 +73,11 @@ pub(super) fn page(results: &Results, figures: &[Figure]) -> String {
         );
     }
     servers(&mut html, results);
-    steps::table(&mut html, results);
+    if job {
+        jobs::table(&mut html, results);
+    } else {
+        steps::table(&mut html, results);
+    }
     html.push_str("<h2>Commands</h2><ul>");
     for s in &results.steps {
         let _ = write!(

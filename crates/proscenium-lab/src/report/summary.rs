@@ -52,6 +52,7 @@ pub(crate) fn value(metric: Metric, step: &Step) -> Option<f64> {
         Metric::P99Latency => Some(m.latency_ms.p99).filter(|_| enough),
         Metric::LightMeanLatency => light(m).map(|l| l.mean).filter(|_| enough),
         Metric::LightP99Latency => light(m).map(|l| l.p99).filter(|_| enough),
+        Metric::Elapsed => step.job.map(|j| j.elapsed_s),
     }
 }
 
@@ -96,6 +97,7 @@ mod tests {
             server_utilisation: Some(0.5),
             peak_rss_kib: 0,
             command: String::new(),
+            job: None,
         }
     }
 

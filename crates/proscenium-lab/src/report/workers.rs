@@ -67,6 +67,7 @@ mod tests {
             server_utilisation: None,
             peak_rss_kib: 0,
             command: String::new(),
+            job: None,
         }
     }
 

@@ -241,6 +241,7 @@ impl Bench<'_> {
             measured,
             peak_rss_kib: rss.finish(),
             command,
+            job: None,
         })
     }
 }

@@ -1,4 +1,5 @@
-//! Leda's web-server figures (Fig. 9): static files and a dynamic page against clients.
+//! Leda's figures: its web server's (Fig. 9: static files and a dynamic page against
+//! clients) and its CEP application's partitions (Table 1).
 
 use super::*;
 
@@ -142,6 +143,97 @@ pub(super) fn dynamic(quick: bool) -> Plan {
                 .to_owned(),
             "each step lasts for nine pages a client at 1,000 pages a second, so the quick profile \
              stops at 1,000 clients (5,000 need 46 s steps: the full profile runs them)"
+                .to_owned(),
+        ],
+    }
+}
+
+/// The entries of the log every `cep` run processes: Table 1's million.
+pub(crate) const CEP_ENTRIES: u64 = 1_000_000;
+
+/// The group of the `cep` scenario's runs.
+pub(crate) const CEP_GROUP: &str = "1,000,000 entries";
+
+/// One row of Leda's Table 1, scaled to this machine: its threads and the instances
+/// of Persist, Filter and Correlate, each run under both configurations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CepRow {
+    pub(crate) threads: usize,
+    pub(crate) instances: [usize; 3],
+}
+
+/// Table 1's rows (24 and 48 threads on 24 cores: one and two a core; instances
+/// 6/6/12, 12/12/12, 12/12/24, 24/24/24) scaled to two cores, each row's proportions
+/// kept: 2 and 4 threads, instances 1/1/2, 2/2/2, 2/2/4, 4/4/4.
+pub(crate) const CEP_ROWS: [CepRow; 4] = [
+    CepRow {
+        threads: 2,
+        instances: [1, 1, 2],
+    },
+    CepRow {
+        threads: 2,
+        instances: [2, 2, 2],
+    },
+    CepRow {
+        threads: 4,
+        instances: [2, 2, 4],
+    },
+    CepRow {
+        threads: 4,
+        instances: [4, 4, 4],
+    },
+];
+
+/// The two partitions of Table 1, as the runs are named.
+pub(crate) const CEP_CONFIGURATIONS: [&str; 2] = ["configuration 1", "configuration 2"];
+
+impl CepRow {
+    /// The row's label on the plots and in the tables.
+    pub(crate) fn label(self) -> String {
+        let [p, f, c] = self.instances;
+        format!("{} threads, P/F/C {p}/{f}/{c}", self.threads)
+    }
+
+    /// The configuration file of `configuration` (1 or 2) for this row, relative to
+    /// the checkout: `proscenium.toml` alone changes between the runs.
+    pub(crate) fn config(self, configuration: usize) -> String {
+        let [p, f, c] = self.instances;
+        format!(
+            "examples/cep/configs/table-1/config-{configuration}-threads-{}-instances-{p}-{f}-{c}.toml",
+            self.threads
+        )
+    }
+}
+
+/// Leda Table 1: the CEP application under its two partitions, timed. A job, not a
+/// server under load: the lab runs `cep` itself (`run/job.rs`), so the plan has no
+/// servers, checks or load steps, only its plots.
+pub(super) fn cep() -> Plan {
+    Plan {
+        name: "cep",
+        reproduces: "Leda Table 1: a CEP application over 1,000,000 log entries, one cluster \
+            against a cluster of its own for the CPU-heavy stage, at two thread counts",
+        default_servers: servers(&CEP_CONFIGURATIONS),
+        cores: Cores::Shared,
+        upstream: false,
+        checks: Vec::new(),
+        steps: Vec::new(),
+        plots: plots(
+            &[CEP_GROUP.to_owned()],
+            &[Metric::Elapsed, Metric::Utilisation],
+            None,
+        ),
+        deviations: vec![
+            "Leda ran on 24 cores; here 2: Table 1's threads (24 and 48, one and two a core) \
+             and instances are scaled to 2 and 4 threads keeping each row's proportions, \
+             configuration 2 splitting its threads equally between its clusters as Leda split \
+             them between its two processes"
+                .to_owned(),
+            "Leda's configuration 2 ran Correlate in a second process; here it is a second \
+             cluster in the same process (the next issue maps clusters to processes)"
+                .to_owned(),
+            "the source's numbers are 100 s and ours a few, so they are not drawn on the \
+             plot: the verdict's table sets them side by side, and configuration 2 ÷ 1 in both"
                 .to_owned(),
         ],
     }

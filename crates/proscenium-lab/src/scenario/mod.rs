@@ -12,8 +12,8 @@ mod techempower;
 mod thesis;
 mod yarn;
 
-pub(crate) use self::leda::FILES;
-use self::leda::{dynamic, static_files};
+pub(crate) use self::leda::{CEP_CONFIGURATIONS, CEP_ENTRIES, CEP_GROUP, CEP_ROWS, FILES};
+use self::leda::{cep, dynamic, static_files};
 pub(crate) use self::node_scala::LIGHT;
 use self::node_scala::{mixed, scaling, stateful};
 use self::techempower::closed_max;
@@ -21,7 +21,7 @@ use self::thesis::{actors, off_system, on_system};
 use self::yarn::workers;
 
 /// Every scenario, in the order `all` runs them.
-pub const SCENARIOS: [&str; 11] = [
+pub const SCENARIOS: [&str; 12] = [
     "plaintext",
     "json",
     "static",
@@ -33,6 +33,7 @@ pub const SCENARIOS: [&str; 11] = [
     "stateful",
     "workers",
     "actors",
+    "cep",
 ];
 
 /// How long each server's warm-up runs, before its steps in every round.
@@ -94,6 +95,8 @@ pub(crate) enum Metric {
     /// request does to the others on its loop.
     LightMeanLatency,
     LightP99Latency,
+    /// A job's execution time, in seconds (the `cep` scenario).
+    Elapsed,
 }
 
 impl Metric {
@@ -107,6 +110,7 @@ impl Metric {
             Self::Utilisation => "server utilisation",
             Self::LightMeanLatency => "light requests' mean response time",
             Self::LightP99Latency => "light requests' p99 response time",
+            Self::Elapsed => "execution time",
         }
     }
 
@@ -120,6 +124,7 @@ impl Metric {
             Self::Utilisation => "server CPU busy, % of its cores",
             Self::LightMeanLatency => "mean response time of light requests (ms, failures at 10 s)",
             Self::LightP99Latency => "p99 response time of light requests (ms, failures at 10 s)",
+            Self::Elapsed => "execution time (s), first line read to last report",
         }
     }
 }
@@ -161,6 +166,12 @@ pub(crate) struct Plan {
     pub(crate) deviations: Vec<String>,
 }
 
+/// Whether scenario `name` is a job the lab runs and times (`cep`), not servers it
+/// loads.
+pub(crate) fn is_job(name: &str) -> bool {
+    name == "cep"
+}
+
 /// Plans scenario `name`, or returns `None` when there is none of that name.
 pub(crate) fn plan(name: &str, profile: Profile, cores: usize) -> Option<Plan> {
     let quick = profile == Profile::Quick;
@@ -176,8 +187,12 @@ pub(crate) fn plan(name: &str, profile: Profile, cores: usize) -> Option<Plan> {
         "stateful" => stateful(quick),
         "workers" => workers(quick),
         "actors" => actors(quick),
+        "cep" => cep(),
         _ => return None,
     };
+    if is_job(name) {
+        return Some(plan);
+    }
     // What the CPU split costs is the runner's to say: it knows the cores chosen.
     plan.deviations.push(format!(
         "one {cores}-core machine for servers and load, over loopback, not a network"

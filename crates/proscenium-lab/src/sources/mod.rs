@@ -167,6 +167,7 @@ pub(crate) fn of(name: &str) -> Option<&'static Source> {
         "scaling" => Some(&node_scala::SCALING),
         "stateful" => Some(&node_scala::STATEFUL),
         "workers" => Some(&yarn::WORKERS),
+        "cep" => Some(&leda::CEP),
         _ => None,
     }
 }
