@@ -43,11 +43,16 @@ fn post(client: &mut Client, path: &str) -> support::Response {
 
 /// Returns stage `name`'s entry in `/_status` once `until` holds of it (or after 10 s,
 /// for the assertions to report).
-fn stage_status(addr: SocketAddr, name: &str, until: impl Fn(&Value) -> bool) -> Value {
+fn stage_status(
+    addr: SocketAddr,
+    section: &str,
+    name: &str,
+    until: impl Fn(&Value) -> bool,
+) -> Value {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let page: Value = serde_json::from_slice(&support::get(addr, "/_status").body).unwrap();
-        let stage = page["graph"]["stages"]
+        let stage = page[section]["stages"]
             .as_array()
             .and_then(|stages| stages.iter().find(|s| s["stage"] == name))
             .cloned()
@@ -112,7 +117,9 @@ fn status_shows_each_stages_counters_and_latencies() {
     }
     assert_eq!(last, sum);
 
-    let square = stage_status(server.local_addr(), "square", |s| s["handled"] == 20);
+    let square = stage_status(server.local_addr(), "graph", "square", |s| {
+        s["handled"] == 20
+    });
     assert_eq!(square["cluster"], "main");
     assert_eq!(square["instances"], 2);
     assert_eq!(square["arrived"], 20, "{square}");
@@ -126,7 +133,9 @@ fn status_shows_each_stages_counters_and_latencies() {
         let secs = square["service_secs"][quantile].as_f64().unwrap();
         assert!((0.002..1.0).contains(&secs), "{quantile}: {square}");
     }
-    let total = stage_status(server.local_addr(), "total", |s| s["handled"] == 20);
+    let total = stage_status(server.local_addr(), "graph", "total", |s| {
+        s["handled"] == 20
+    });
     assert_eq!(total["arrived"], 20, "{total}");
     assert_eq!(total["wait_secs"]["count"], 20, "{total}");
     running.shutdown(Duration::from_secs(5));
@@ -180,7 +189,7 @@ fn a_full_stage_queue_is_a_503_counted_as_rejected() {
     for _ in 0..2 {
         open.send(()).unwrap();
     }
-    let stats = stage_status(server.local_addr(), "gated", |s| s["handled"] == 2);
+    let stats = stage_status(server.local_addr(), "graph", "gated", |s| s["handled"] == 2);
     assert_eq!(stats["handled"], 2, "{stats}");
     assert_eq!(stats["arrived"], 2, "{stats}");
     assert_eq!(stats["rejected"], 1, "{stats}");
@@ -245,10 +254,64 @@ fn the_staged_server_refuses_past_a_full_stage_queue_and_shows_its_graph() {
         .iter()
         .map(|s| s["stage"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["wait-client", "handle-client", "route-handler"]);
+    assert_eq!(
+        names,
+        [
+            "wait-client",
+            "handle-client",
+            "route-handler",
+            "cache",
+            "read-file"
+        ]
+    );
     let route = &stages[2];
     assert_eq!(route["rejected"], 1, "{}", page["staged"]);
     assert_eq!(stages[1]["rejected"], 0, "{}", page["staged"]);
     assert!(route["handled"].as_u64().unwrap() >= 2, "{route}");
     assert_eq!(page["staged"]["clusters"][0]["cluster"], "http");
+}
+
+#[test]
+fn the_staged_server_keeps_small_files_in_its_cache_and_never_serves_one_stale() {
+    let root = tempfile::tempdir().unwrap();
+    let small = root.path().join("small.txt");
+    std::fs::write(&small, "first version").unwrap();
+    std::fs::write(root.path().join("large.bin"), vec![b'x'; 100 * 1024]).unwrap();
+    let server = support::start_with(App::new(), |c| {
+        c.model = Model::Staged;
+        c.tools = true;
+        c.root = Some(root.path().to_owned());
+    });
+    let addr = server.local_addr();
+    let read = |until: u64| {
+        stage_status(addr, "staged", "read-file", |s| s["handled"] == until)["handled"].clone()
+    };
+    for _ in 0..3 {
+        assert_eq!(support::get(addr, "/small.txt").text(), "first version");
+    }
+    assert_eq!(read(1), 1, "one read, then two hits");
+    let cache = stage_status(addr, "staged", "cache", |s| s["handled"] == 4);
+    assert_eq!(cache["handled"], 4, "three lookups and one fill: {cache}");
+    // The same length and a new time: a stat sees it, and it is read again.
+    std::fs::write(&small, "second versio").unwrap();
+    let file = std::fs::File::options().write(true).open(&small).unwrap();
+    file.set_modified(std::time::SystemTime::now() + Duration::from_secs(5))
+        .unwrap();
+    assert_eq!(support::get(addr, "/small.txt").text(), "second versio");
+    assert_eq!(read(2), 2);
+    let part = support::exchange(
+        addr,
+        "GET /small.txt HTTP/1.1\r\nHost: t\r\nRange: bytes=7-9\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(
+        (part.status, part.text().as_str()),
+        (206, "ver"),
+        "from the cache"
+    );
+    assert_eq!(read(2), 2);
+    // A large file is declined, then sent with sendfile, every time.
+    for _ in 0..2 {
+        assert_eq!(support::get(addr, "/large.bin").body.len(), 100 * 1024);
+    }
+    assert_eq!(read(4), 4);
 }

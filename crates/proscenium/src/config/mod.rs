@@ -398,6 +398,11 @@ pub struct Limits {
     /// `TMPDIR`; a relative path is taken from the working directory). Unless no body
     /// can be spooled, the server refuses to start if it cannot make a file there.
     pub spool_dir: PathBuf,
+    /// Bytes of small static files (64 KiB or less each; larger ones are sent with
+    /// sendfile) the `staged` model's cache stage keeps in memory, least recently used
+    /// out first; 0 turns the cache off. The other models read files per request.
+    #[serde(deserialize_with = "value::bytes::<_, 0, { 1 << 40 }>")]
+    pub static_cache: u64,
 }
 
 impl Default for Limits {
@@ -415,6 +420,7 @@ impl Default for Limits {
             spool_above: 1024 * 1024,
             max_spooled_bodies: 1024 * 1024 * 1024,
             spool_dir: std::env::temp_dir(),
+            static_cache: 64 * 1024 * 1024,
         }
     }
 }

@@ -2,6 +2,7 @@
 //! diagnostic routes — each switched on by the [`Config`]. (The access log and error
 //! pages are the connection's: `http::access_log`, `http::error_page`.)
 
+pub(crate) mod file_cache;
 mod listing;
 mod static_files;
 mod tools;

@@ -3,13 +3,15 @@
 //!
 //! The handler runs inline on the loop: `stat`, `open` and small reads hit the page
 //! cache and take microseconds; large files are not read at all but sent with
-//! `sendfile(2)` by the connection. Nothing it does may wait on anything else: files
+//! `sendfile(2)` by the connection. Where the thread has a cache of small files (the
+//! staged model's, `file_cache.rs`), a small file comes from it instead. Nothing it does may wait on anything else: files
 //! are opened with `O_NONBLOCK` (a FIFO would otherwise block the open until a writer
 //! came), only regular files and directories are served, and a listing stats its
 //! entries without opening them.
 
 use std::fs::{File, Metadata};
 use std::os::fd::OwnedFd;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -18,6 +20,7 @@ use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, StatusCode};
 use nix::fcntl::{OFlag, OpenHow, ResolveFlag, openat2};
 
+use super::file_cache::{self, Cached, Lookup};
 use super::listing;
 use crate::app::{Handler, Mode, Reply, Response, error};
 use crate::http::{Body, Request};
@@ -156,11 +159,86 @@ impl StaticFiles {
             ),
         }
     }
+
+    /// Answers `req` from this thread's cache of small files, when it has one and the
+    /// request names a file; gives the request back otherwise. What the cache does not
+    /// hold it answers `None` to, and the request is served as without it.
+    fn ask_cache(&self, req: Request) -> Result<Reply, Request> {
+        if !file_cache::installed() || req.method() != Method::GET && req.method() != Method::HEAD {
+            return Err(req);
+        }
+        let raw = req
+            .param("path")
+            .map_or_else(|| req.uri().path().to_owned(), |p| format!("/{p}"));
+        let relative = match resolve(&raw, self.show_dotfiles) {
+            Ok(resolved) if !resolved.names_directory => resolved.relative,
+            _ => return Err(req),
+        };
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let lookup = Lookup {
+            files: self.clone(),
+            relative: relative.clone(),
+            reply,
+        };
+        if !file_cache::ask(lookup) {
+            return Err(req);
+        }
+        let files = self.clone();
+        Ok(Reply::later(async move {
+            match answer.await {
+                Ok(Some(cached)) => serve_cached(&req, &cached, &relative),
+                _ => files.serve(&req),
+            }
+        }))
+    }
+
+    /// The root's path: with a relative path, what names a file for a cache.
+    pub(crate) fn root_path(&self) -> &Path {
+        &self.root.path
+    }
+
+    /// Reads `relative` whole if it is a regular file small enough to keep in memory
+    /// (the size past which files are sent with sendfile instead); `None` otherwise.
+    pub(crate) fn read_small(&self, relative: &Path) -> std::io::Result<Option<Cached>> {
+        let file = self.open_beneath(relative, OFlag::O_RDONLY | OFlag::O_NONBLOCK)?;
+        let meta = file.metadata()?;
+        if !meta.is_file() || meta.len() > READ_LIMIT {
+            return Ok(None);
+        }
+        let mut bytes = vec![0; usize::try_from(meta.len()).unwrap_or(0)];
+        std::os::unix::fs::FileExt::read_exact_at(&file, &mut bytes, 0)?;
+        Ok(Some(Cached {
+            bytes: bytes.into(),
+            modified: meta.modified().unwrap_or(UNIX_EPOCH),
+            identity: (meta.dev(), meta.ino()),
+        }))
+    }
+
+    /// Whether `relative` is still the file `cached` was read from: one `stat`, no
+    /// open. A path that now leads elsewhere (outside the root, too) names another
+    /// file, so the next read goes through the checked open again.
+    pub(crate) fn still(&self, relative: &Path, cached: &Cached) -> bool {
+        let stat = match &self.root.dir {
+            Some(dir) => nix::sys::stat::fstatat(dir, relative, nix::fcntl::AtFlags::empty()),
+            None => return false,
+        };
+        stat.is_ok_and(|st| {
+            let modified = UNIX_EPOCH
+                + std::time::Duration::new(
+                    u64::try_from(st.st_mtime).unwrap_or(0),
+                    u32::try_from(st.st_mtime_nsec).unwrap_or(0),
+                );
+            (st.st_dev, st.st_ino) == cached.identity
+                && u64::try_from(st.st_size).ok() == Some(cached.len())
+                && modified == cached.modified
+        })
+    }
 }
 
 impl Handler<StaticFiles> for StaticFiles {
     fn call(&self, req: Request) -> Reply {
-        Reply::ready(self.serve(&req))
+        self.ask_cache(req)
+            .unwrap_or_else(|req| Reply::ready(self.serve(&req)))
     }
 
     fn mode(&self) -> Mode {
@@ -266,12 +344,15 @@ struct Validators {
 
 impl Validators {
     fn of(meta: &Metadata) -> Self {
-        let modified = meta.modified().unwrap_or(UNIX_EPOCH);
+        Self::new(meta.len(), meta.modified().unwrap_or(UNIX_EPOCH))
+    }
+
+    fn new(len: u64, modified: SystemTime) -> Self {
         let nanos = modified
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
         Self {
-            etag: format!("\"{:x}-{nanos:x}\"", meta.len()),
+            etag: format!("\"{len:x}-{nanos:x}\""),
             modified,
         }
     }
@@ -370,7 +451,33 @@ fn parse_range(value: &str, len: u64) -> Range {
 /// Serves one opened regular file (`path` names it for its type): 200, 206, 304 or 416.
 fn serve_file(req: &Request, file: File, path: &Path, meta: &Metadata) -> Response {
     let validators = Validators::of(meta);
-    let len = meta.len();
+    respond(req, path, &validators, meta.len(), |offset, count| {
+        body(file, offset, count, req.method() == Method::HEAD)
+    })
+}
+
+/// Serves a file's content from a cache, as [`serve_file`] serves the file.
+fn serve_cached(req: &Request, cached: &Cached, path: &Path) -> Response {
+    let validators = Validators::new(cached.len(), cached.modified);
+    respond(req, path, &validators, cached.len(), |offset, count| {
+        let (start, end) = (
+            usize::try_from(offset).unwrap_or(usize::MAX),
+            usize::try_from(offset + count).unwrap_or(usize::MAX),
+        );
+        Ok(Body::from(cached.bytes.slice(start..end)))
+    })
+}
+
+/// The answer to `req` for a file of `len` bytes with `validators` (`path` names it
+/// for its type), its content as `body` gives it from an offset and a count: 200, 206,
+/// 304 or 416.
+fn respond(
+    req: &Request,
+    path: &Path,
+    validators: &Validators,
+    len: u64,
+    body: impl FnOnce(u64, u64) -> std::io::Result<Body>,
+) -> Response {
     let mut headers = HeaderMap::new();
     validators.insert(&mut headers);
     if validators.is_fresh(req.headers()) {
@@ -406,7 +513,7 @@ fn serve_file(req: &Request, file: File, path: &Path, meta: &Metadata) -> Respon
             return with_headers(StatusCode::RANGE_NOT_SATISFIABLE, headers, Body::empty());
         }
     };
-    match body(file, offset, count, req.method() == Method::HEAD) {
+    match body(offset, count) {
         Ok(body) => with_headers(status, headers, body),
         Err(e) => io_error(&e, path),
     }

@@ -2,9 +2,11 @@
 //! server (its Fig. 2), run by the stage layer like any application graph.
 //!
 //! ```text
-//! wait-client ──client──▶ handle-client ──request──▶ route-handler
-//!                              ▲                          │
-//!                              └────────keep-alive────────┘
+//! wait-client ──client──▶ handle-client ──request──▶ route-handler ┄┄file┄┄▶ cache
+//!                              ▲                          │                ▲   │
+//!                              └────────keep-alive────────┘           fill │   │ miss
+//!                                                                          │   ▼
+//!                                                                        read-file
 //! ```
 //!
 //! - *wait-client* (an async source) accepts under the connection cap;
@@ -13,14 +15,19 @@
 //! - *route-handler* serves the connection's requests on its thread's loop — parse,
 //!   route, the app (static files included), the answers written in order — for as
 //!   long as they keep coming, then gives it back to *handle-client* for the next
-//!   request (Leda's keep-alive arrow), or closes it.
+//!   request (Leda's keep-alive arrow), or closes it;
+//! - *cache* and *read file* keep small static files in memory (`files.rs`): the app's
+//!   `StaticFiles` asks *cache* through an inlet (the dotted arrow) and the answer
+//!   goes back to the connection.
 //!
-//! Every connector carries a socket, so every one is `local` and the graph is one
-//! cluster, `http`: `loops` threads (`staged:N`), each a loop on which every stage is
+//! Every connector carries a socket or an answer's way back, so every one is `local`
+//! and the graph is one cluster, `http`: `loops` threads (`staged:N`), each a loop on which every stage is
 //! an async handler, so a thread waits on no one client. `[clusters.http]` tunes it like
 //! any cluster (threads, the elastic pool, queue bounds, batching); a stage queue
 //! that is full refuses the connection with the overload answer (503), as the thread
 //! pool's queue does.
+
+mod files;
 
 use std::any::Any;
 use std::cell::RefCell;
@@ -40,8 +47,11 @@ use crate::rt::waiting_room::{self, Held};
 use crate::rt::{Host, Protocol};
 use crate::stage::{
     Admission, ClusterSpec, Connector, Context, Graph, GraphMonitor, Out, RunningGraph, Stage,
-    StageError,
+    StageError, StageRef,
 };
+use crate::web::file_cache::Lookup;
+
+use self::files::{CacheEvent, CacheInlet};
 
 /// The cluster every stage of the server is in.
 pub(crate) const CLUSTER: &str = "http";
@@ -70,6 +80,10 @@ pub(crate) fn cluster(config: &Config) -> ClusterSpec {
             .entry(stage.to_owned())
             .or_insert(connections);
     }
+    // A read holds its thread for microseconds: one reader a thread.
+    spec.instances
+        .entry(files::READ_FILE.to_owned())
+        .or_insert(config.loop_count());
     spec
 }
 
@@ -81,9 +95,15 @@ pub(crate) fn spawn<P: Protocol>(
     spec: LoopSpec<P>,
     shown: &OnceLock<GraphMonitor>,
 ) -> Result<JoinHandle<()>, StageError> {
-    let graph = graph(listener, &spec);
+    let cache_inlet = CacheInlet::default();
+    let (graph, cache) = graph(listener, &spec, &cache_inlet);
     let clusters = HashMap::from([(CLUSTER.to_owned(), cluster(&spec.config))]);
     let running = graph.start(&clusters)?;
+    if let Some(cache) = cache {
+        // Until it is set, a file is read where its request is served.
+        let inlet = running.inlet("static-files", &cache, Admission::Reject)?;
+        let _ = cache_inlet.set(inlet);
+    }
     let _ = shown.set(running.monitor());
     crate::rt::runtime::spawn_thread("proscenium-staged".to_owned(), move |runtime| {
         let mut shutdown = spec.shutdown.clone();
@@ -113,22 +133,38 @@ fn stop_when_drained<P: Protocol>(running: RunningGraph, spec: &LoopSpec<P>) {
     }
 }
 
-/// Returns Leda's Fig. 2 as this server's graph.
-fn graph<P: Protocol>(listener: std::net::TcpListener, spec: &LoopSpec<P>) -> Graph {
+/// Returns Leda's Fig. 2 as this server's graph, and its *cache* stage unless
+/// `limits.static_cache` is 0; the route handlers ask the cache through `cache_inlet`.
+fn graph<P: Protocol>(
+    listener: std::net::TcpListener,
+    spec: &LoopSpec<P>,
+    cache_inlet: &CacheInlet,
+) -> (Graph, Option<StageRef>) {
     let client = Out::<Held>::local("client");
     let request = Out::<Held>::local("request");
     let keep_alive = Out::<Held>::local("keep-alive");
+    let budget = spec.config.limits.static_cache;
+    let inlet = (budget > 0).then_some(cache_inlet);
     let mut graph = Graph::new();
     let wait = graph.stage(wait_client(listener, spec, &client).output(&client));
     let handle = graph.stage(handle_client(spec, &request).output(&request));
-    let route = graph.stage(route_handler(spec, &keep_alive).output(&keep_alive));
+    let route = graph.stage(route_handler(spec, &keep_alive, inlet).output(&keep_alive));
     // A full queue refuses: a sender on a loop must not wait.
     let connector = Connector::local().admission(Admission::Reject);
     graph.connect(&wait, "client", &handle, connector);
     graph.connect(&handle, "request", &route, connector);
     graph.connect(&route, "keep-alive", &handle, connector);
+    let cache = inlet.map(|_| {
+        let miss = Out::<Lookup>::local("miss");
+        let fill = Out::<CacheEvent>::local("fill");
+        let cache = graph.stage(files::cache(budget, &miss).output(&miss));
+        let read = graph.stage(files::read_file(&fill).output(&fill));
+        graph.connect(&cache, "miss", &read, connector);
+        graph.connect(&read, "fill", &cache, connector);
+        cache
+    });
     graph.part([(CLUSTER, graph.all())]);
-    graph
+    (graph, cache)
 }
 
 /// *wait-client*: accepts under the connection cap until shutdown begins.
@@ -181,15 +217,20 @@ fn handle_client<P: Protocol>(spec: &LoopSpec<P>, request: &Out<Held>) -> Stage 
 }
 
 /// *route-handler*: serves a connection's requests while they keep coming, then gives
-/// it back to *handle-client* (keep-alive), or closes it.
-fn route_handler<P: Protocol>(spec: &LoopSpec<P>, keep_alive: &Out<Held>) -> Stage {
-    let (spec, keep_alive) = (spec.clone(), keep_alive.clone());
+/// it back to *handle-client* (keep-alive), or closes it; its static files come from
+/// *cache* through `cache`, when there is one.
+fn route_handler<P: Protocol>(
+    spec: &LoopSpec<P>,
+    keep_alive: &Out<Held>,
+    cache: Option<&CacheInlet>,
+) -> Stage {
+    let (spec, keep_alive, cache) = (spec.clone(), keep_alive.clone(), cache.cloned());
     Stage::stateless_async(
         ROUTE_HANDLER,
         || (),
         async move |(): &mut (), held: Held, ctx: &mut Context<'_>| {
             let Held { visit, pass } = held;
-            let side = thread_side(&spec);
+            let side = thread_side(&spec, cache.as_ref());
             if let Some(visit) = serve_visit(&side, visit, &spec).await {
                 pass_on(ctx, &keep_alive, Held { visit, pass }, &spec).await;
             }
@@ -223,13 +264,16 @@ thread_local! {
 static THREADS: AtomicUsize = AtomicUsize::new(0);
 
 /// Returns this thread's side of the protocol, making it (and the thread's loop
-/// context: blocking pools, counters) the first time.
-fn thread_side<P: Protocol>(spec: &LoopSpec<P>) -> Rc<P::Local> {
+/// context: blocking pools, counters, the static files' `cache`) the first time.
+fn thread_side<P: Protocol>(spec: &LoopSpec<P>, cache: Option<&CacheInlet>) -> Rc<P::Local> {
     SIDE.with_borrow_mut(|side| {
         if let Some(local) = side.clone().and_then(|s| s.downcast::<P::Local>().ok()) {
             return local;
         }
         enter_thread(THREADS.fetch_add(1, Ordering::Relaxed), spec);
+        if let Some(cache) = cache {
+            files::install(cache);
+        }
         let local = spec.protocol.local(Host::Stage);
         *side = Some(local.clone());
         local

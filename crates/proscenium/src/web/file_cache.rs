@@ -1,0 +1,72 @@
+//! Small static files kept in memory, as [`StaticFiles`] sees them: a hook on the thread
+//! serving a request, through which it asks a cache for a file's content. The staged
+//! model installs one on its threads (its *cache* and *read file* stages, Leda's
+//! Fig. 2); without one, as under every other model, files are read where the request
+//! is served.
+
+use std::cell::RefCell;
+use std::path::PathBuf;
+use std::rc::Rc;
+use std::time::SystemTime;
+
+use bytes::Bytes;
+use tokio::sync::oneshot;
+
+use super::StaticFiles;
+
+/// A file's content with what identifies the version of it that was read.
+#[derive(Debug, Clone)]
+pub(crate) struct Cached {
+    pub(crate) bytes: Bytes,
+    pub(crate) modified: SystemTime,
+    /// Device and inode: a file replaced by another of the same length and time is
+    /// not the same file.
+    pub(crate) identity: (u64, u64),
+}
+
+impl Cached {
+    pub(crate) fn len(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+}
+
+/// A request for the file `relative` below `files`' root; the answer goes to `reply`:
+/// its content, or `None` when it is not to be cached (not a small regular file, or
+/// it cannot be read), and `files` serves it as it would without a cache.
+#[derive(Debug)]
+pub(crate) struct Lookup {
+    pub(crate) files: StaticFiles,
+    pub(crate) relative: PathBuf,
+    pub(crate) reply: oneshot::Sender<Option<Cached>>,
+}
+
+impl Lookup {
+    /// The cache's key: the file's path with its root.
+    pub(crate) fn key(&self) -> PathBuf {
+        self.files.root_path().join(&self.relative)
+    }
+}
+
+/// Takes a lookup; returns whether it did (not when its queue is full, or the graph
+/// stopped: then the request is served without the cache).
+type Hook = Rc<dyn Fn(Lookup) -> bool>;
+
+thread_local! {
+    static HOOK: RefCell<Option<Hook>> = const { RefCell::new(None) };
+}
+
+/// Makes `hook` this thread's cache.
+pub(crate) fn install(hook: impl Fn(Lookup) -> bool + 'static) {
+    HOOK.set(Some(Rc::new(hook)));
+}
+
+/// Asks this thread's cache; returns whether it took `lookup`.
+pub(crate) fn ask(lookup: Lookup) -> bool {
+    HOOK.with_borrow(Clone::clone)
+        .is_some_and(|hook| hook(lookup))
+}
+
+/// Whether this thread has a cache to ask.
+pub(crate) fn installed() -> bool {
+    HOOK.with_borrow(Option::is_some)
+}
