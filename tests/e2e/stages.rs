@@ -315,3 +315,36 @@ fn the_staged_server_keeps_small_files_in_its_cache_and_never_serves_one_stale()
     }
     assert_eq!(read(4), 4);
 }
+
+#[test]
+fn the_staged_servers_cached_files_are_answered_inline_and_never_pile_up_in_flight() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::write(root.path().join("small.txt"), "cached").unwrap();
+    let server = support::start_with(App::new(), |c| {
+        c.model = Model::Staged;
+        c.root = Some(root.path().to_owned());
+        c.limits.max_inflight = 2;
+    });
+    let addr = server.local_addr();
+    assert_eq!(
+        support::get(addr, "/small.txt").text(),
+        "cached",
+        "now kept"
+    );
+    // Queued lookups waited their turn in flight: past `max_inflight` they were 503s.
+    let statuses: Vec<u16> = (0..32)
+        .map(|_| {
+            std::thread::spawn(move || {
+                let mut client = Client::connect(addr);
+                (0..20)
+                    .map(|_| client.get("/small.txt").response().status)
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect::<Vec<_>>()
+        .into_iter()
+        .flat_map(|t| t.join().unwrap())
+        .collect();
+    assert_eq!(statuses.len(), 640);
+    assert!(statuses.iter().all(|&s| s == 200), "{statuses:?}");
+}

@@ -6,9 +6,12 @@ use super::error::SendError;
 use super::node::{Route, Shared, given_back};
 
 /// Sends events of type `T` into one stage of a running graph, through a connector of
-/// its own (its admission policy; always a queue, never the caller's thread). Made by
-/// [`RunningGraph::inlet`](super::RunningGraph::inlet); clones share the connector
-/// (and a token bucket's rate).
+/// its own: a queue with its admission policy ([`RunningGraph::inlet`]), or the stage
+/// run at once on the caller's thread ([`RunningGraph::cohort_inlet`]). Clones share
+/// the connector (and a token bucket's rate).
+///
+/// [`RunningGraph::inlet`]: super::RunningGraph::inlet
+/// [`RunningGraph::cohort_inlet`]: super::RunningGraph::cohort_inlet
 pub struct Inlet<T> {
     shared: Arc<Shared>,
     route: Arc<Route>,
@@ -29,7 +32,7 @@ impl<T: Send + 'static> Inlet<T> {
 
     /// Sends `event` to the stage, as its admission policy says: `block` waits for
     /// room (on this thread: do not call it on a loop), `reject` and a token bucket
-    /// refuse at once.
+    /// refuse at once; a cohort inlet runs the stage's handler before it returns.
     ///
     /// # Errors
     ///

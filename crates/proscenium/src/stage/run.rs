@@ -29,7 +29,7 @@ use super::inlet::Inlet;
 use super::node::{Node, Route, Shared};
 use super::plan::Plan;
 use super::pool::Pool;
-use super::port::{Admission, Connector, EventType};
+use super::port::{Admission, Connector, ConnectorKind, EventType};
 use super::ready::{Ready, Ticket};
 use super::stats::{Counters, GraphStats, StageStats};
 use crate::actor::DeadLetters;
@@ -182,6 +182,32 @@ impl RunningGraph {
         to: &StageRef,
         admission: Admission,
     ) -> Result<Inlet<T>, StageError> {
+        self.inlet_through(name, to, Connector::local().admission(admission))
+    }
+
+    /// Returns a way into stage `to` that runs it at once on the caller's thread, as
+    /// a `cohort` connector does (waiting for an idle instance if all are busy): for
+    /// a short handler whose caller should not wait a turn in a queue, as the staged
+    /// server's file cache.
+    ///
+    /// # Errors
+    ///
+    /// A graph error if `T` is not the stage's input type, or the stage is a source or
+    /// async (a cohort connector cannot run a future on the caller's thread).
+    pub fn cohort_inlet<T: Send + 'static>(
+        &self,
+        name: &'static str,
+        to: &StageRef,
+    ) -> Result<Inlet<T>, StageError> {
+        self.inlet_through(name, to, Connector::cohort())
+    }
+
+    fn inlet_through<T: Send + 'static>(
+        &self,
+        name: &'static str,
+        to: &StageRef,
+        connector: Connector,
+    ) -> Result<Inlet<T>, StageError> {
         let stage = &self.monitor.shared.nodes[to.index];
         let given = EventType::of::<T>();
         match stage.input {
@@ -199,11 +225,18 @@ impl RunningGraph {
                 )));
             }
         }
+        if connector.kind == ConnectorKind::Cohort && stage.asynchronous {
+            return Err(StageError::graph(format!(
+                "inlet `{name}`: stage `{}` is async, and a cohort inlet runs it on the \
+                 caller's thread",
+                stage.name
+            )));
+        }
         let route = Route {
             port: name,
             target: to.index,
-            connector: Connector::local().admission(admission),
-            bucket: bucket_for(admission),
+            connector,
+            bucket: bucket_for(connector.admission),
         };
         Ok(Inlet::new(Arc::clone(&self.monitor.shared), route, name))
     }

@@ -147,6 +147,41 @@ fn a_cohort_consumer_runs_on_the_senders_thread() {
 }
 
 #[test]
+fn a_cohort_inlet_runs_the_stage_on_the_callers_thread_and_refuses_an_async_one() {
+    let ran_on = Arc::new(Mutex::new(Vec::new()));
+    let seen = ran_on.clone();
+    let mut graph = Graph::new();
+    let sink = graph.stage(Stage::stateful(
+        "sink",
+        || (),
+        move |(), n: u32, _| {
+            seen.lock().push((n, std::thread::current().id()));
+            Ok(())
+        },
+    ));
+    let waiting = graph.stage(Stage::stateful_async(
+        "waiting",
+        || (),
+        async |(), _: u32, _| Ok(()),
+    ));
+    graph.part([("main", graph.all())]);
+    let running = graph.start(&HashMap::new()).unwrap();
+    let inlet = running.cohort_inlet::<u32>("caller", &sink).unwrap();
+    inlet.send(7).unwrap();
+    assert_eq!(
+        *ran_on.lock(),
+        [(7, std::thread::current().id())],
+        "done before send returned, on this thread"
+    );
+    let refused = running.cohort_inlet::<u32>("caller", &waiting).unwrap_err();
+    assert!(
+        refused.is_graph() && refused.to_string().contains("async"),
+        "{refused}"
+    );
+    running.shutdown(DEADLINE);
+}
+
+#[test]
 fn block_makes_the_sender_wait_and_loses_nothing() {
     let (gate, opened) = crossbeam_channel::bounded::<()>(0);
     let handled = Arc::new(AtomicUsize::new(0));

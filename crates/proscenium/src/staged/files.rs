@@ -1,7 +1,7 @@
 //! Leda's *cache* and *read file* stages (its Fig. 2) for the staged server's static
-//! files. A request for a file reaches *cache* from `StaticFiles` on the thread that
-//! serves it (through an inlet the thread's `web::file_cache` hook holds); a fresh hit
-//! is answered at once, a miss goes on to *read file*, which reads the file, answers,
+//! files. A request for a file runs *cache* on the thread that serves it (a cohort
+//! inlet, which the thread's `web::file_cache` hook holds); a fresh hit is answered
+//! at once, inline, a miss goes on to *read file*, which reads the file, answers,
 //! and sends it back into the cache (Leda's completion event). The answer goes back to
 //! the connection, which writes it in order with its other answers — Leda's *send
 //! data* is the connection's own write.

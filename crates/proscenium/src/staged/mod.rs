@@ -100,8 +100,11 @@ pub(crate) fn spawn<P: Protocol>(
     let clusters = HashMap::from([(CLUSTER.to_owned(), cluster(&spec.config))]);
     let running = graph.start(&clusters)?;
     if let Some(cache) = cache {
-        // Until it is set, a file is read where its request is served.
-        let inlet = running.inlet("static-files", &cache, Admission::Reject)?;
+        // Until it is set, a file is read where its request is served. A cohort inlet:
+        // a lookup runs the cache at once on the request's thread, so a hit is
+        // answered inline, as a file read is under `loops`; queued, lookups piled up
+        // in flight under 5,000 clients and past `max_inflight` were refused 503.
+        let inlet = running.cohort_inlet("static-files", &cache)?;
         let _ = cache_inlet.set(inlet);
     }
     let _ = shown.set(running.monitor());

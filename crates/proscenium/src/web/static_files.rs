@@ -19,6 +19,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, StatusCode};
 use nix::fcntl::{OFlag, OpenHow, ResolveFlag, openat2};
+use tokio::sync::oneshot::error::TryRecvError;
 
 use super::file_cache::{self, Cached, Lookup};
 use super::listing;
@@ -174,7 +175,7 @@ impl StaticFiles {
             Ok(resolved) if !resolved.names_directory => resolved.relative,
             _ => return Err(req),
         };
-        let (reply, answer) = tokio::sync::oneshot::channel();
+        let (reply, mut answer) = tokio::sync::oneshot::channel();
         let lookup = Lookup {
             files: self.clone(),
             relative: relative.clone(),
@@ -183,6 +184,13 @@ impl StaticFiles {
         if !file_cache::ask(lookup) {
             return Err(req);
         }
+        // A hit is answered before `ask` returns: no future, nothing left in flight.
+        let answer = match answer.try_recv() {
+            Ok(Some(cached)) => return Ok(Reply::ready(serve_cached(&req, &cached, &relative))),
+            Ok(None) => return Err(req),
+            Err(TryRecvError::Empty) => answer,
+            Err(TryRecvError::Closed) => return Err(req),
+        };
         let files = self.clone();
         Ok(Reply::later(async move {
             match answer.await {
