@@ -67,6 +67,8 @@
 //!                              thread pool and batching controllers)
 //! graph, plan                  the graph as written; checking it and its partition
 //! run                          the running graph: threads, stats, inlets, shutdown
+//! stream                       Redis Streams: a decoupled connector's transport
+//!                              between processes (wire format, sender, receiver)
 //! ```
 //!
 //! Events travel type-erased (`Box<dyn Any + Send>`) after the graph compared every
@@ -98,6 +100,7 @@ mod ready;
 mod run;
 mod set;
 mod stats;
+pub mod stream;
 mod sync;
 #[cfg(test)]
 mod tests;

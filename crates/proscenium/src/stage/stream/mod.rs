@@ -1,0 +1,252 @@
+//! Redis Streams as the transport of a decoupled connector between processes: the
+//! sender appends events to a stream, the consuming stage's processes read it as one
+//! consumer group, each event acknowledged once its handler has finished
+//! (at-least-once), and an event left pending by a consumer that died is claimed by a
+//! live one after an idle time. Events cross as [`Event`]s (serde) in a versioned
+//! wire format (`wire.rs`).
+//!
+//! # Example
+//!
+//! ```no_run
+//! # async fn example() -> Result<(), proscenium::stage::stream::StreamError> {
+//! use std::time::Duration;
+//! use proscenium::stage::stream::{StreamReceiver, StreamSender};
+//!
+//! let url = "redis://127.0.0.1:6379";
+//! let mut correlate = StreamReceiver::join(url, "cep:copy:correlate", "correlate", "p2-1").await?;
+//! let mut copy = StreamSender::connect(url, "cep:copy:correlate").await?;
+//! copy.send(&["window 1".to_owned(), "window 2".to_owned()]).await?;
+//! for delivery in correlate.receive::<String>(10, Duration::from_millis(100)).await? {
+//!     println!("{}", delivery.event?);
+//!     correlate.ack(&[delivery.id]).await?;
+//! }
+//! # Ok(())
+//! # }
+//! ```
+
+mod wire;
+
+use std::time::Duration;
+
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::streams::{StreamAutoClaimReply, StreamId, StreamReadOptions, StreamReadReply};
+
+pub use self::wire::WireError;
+use super::port::Event;
+
+/// The field of a stream entry that holds the event.
+const FIELD: &str = "e";
+
+/// How long a reply may take past a receive's own block time.
+const REPLY_MARGIN: Duration = Duration::from_secs(2);
+
+/// Why a stream could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum StreamError {
+    /// Redis refused, or could not be reached (the connection retries with backoff).
+    #[error("redis: {0}")]
+    Redis(#[from] redis::RedisError),
+    /// An event that cannot be written.
+    #[error(transparent)]
+    Wire(#[from] WireError),
+}
+
+/// One event taken from a stream: its entry id (to acknowledge it) and the event, or
+/// why its bytes are not one.
+#[derive(Debug)]
+pub struct Delivery<T> {
+    /// The entry's id in the stream.
+    pub id: String,
+    /// The event, or why the entry does not read as one (another wire version,
+    /// another type): such an entry is never handled, and is the caller's to report.
+    pub event: Result<T, WireError>,
+}
+
+/// Appends events to one stream.
+pub struct StreamSender {
+    redis: ConnectionManager,
+    stream: String,
+}
+
+impl StreamSender {
+    /// Connects to the Redis at `url` to append to `stream`.
+    ///
+    /// # Errors
+    ///
+    /// When `url` is not a Redis URL, or Redis cannot be reached.
+    pub async fn connect(url: &str, stream: &str) -> Result<Self, StreamError> {
+        Ok(Self {
+            redis: manager(url, None).await?,
+            stream: stream.to_owned(),
+        })
+    }
+
+    /// Appends `events`, in order, in one round trip (a pipeline of `XADD`s); returns
+    /// their entry ids.
+    ///
+    /// # Errors
+    ///
+    /// When an event does not serialize (nothing is sent), or Redis refuses or cannot
+    /// be reached (then any of them may have been appended).
+    pub async fn send<T: Event>(&mut self, events: &[T]) -> Result<Vec<String>, StreamError> {
+        let mut pipe = redis::pipe();
+        for event in events {
+            pipe.cmd("XADD")
+                .arg(&self.stream)
+                .arg("*")
+                .arg(FIELD)
+                .arg(wire::encode(event)?);
+        }
+        Ok(pipe.query_async(&mut self.redis).await?)
+    }
+}
+
+/// Reads one stream as a consumer of a consumer group: each event goes to one consumer
+/// of the group, and stays pending until acknowledged.
+pub struct StreamReceiver {
+    redis: ConnectionManager,
+    stream: String,
+    group: String,
+    consumer: String,
+}
+
+impl StreamReceiver {
+    /// Joins `group` on `stream` as `consumer`, making the stream and the group (from
+    /// the stream's first entry) if they do not exist yet.
+    ///
+    /// # Errors
+    ///
+    /// When `url` is not a Redis URL, Redis cannot be reached, or `stream` holds
+    /// something other than a stream.
+    pub async fn join(
+        url: &str,
+        stream: &str,
+        group: &str,
+        consumer: &str,
+    ) -> Result<Self, StreamError> {
+        // A receive blocks on its connection: each receiver has its own.
+        let mut redis = manager(url, Some(Duration::from_secs(60) + REPLY_MARGIN)).await?;
+        let made: redis::RedisResult<()> = redis::cmd("XGROUP")
+            .arg("CREATE")
+            .arg(stream)
+            .arg(group)
+            .arg("0")
+            .arg("MKSTREAM")
+            .query_async(&mut redis)
+            .await;
+        match made {
+            Err(e) if e.code() == Some("BUSYGROUP") => {}
+            made => made?,
+        }
+        Ok(Self {
+            redis,
+            stream: stream.to_owned(),
+            group: group.to_owned(),
+            consumer: consumer.to_owned(),
+        })
+    }
+
+    /// Takes up to `count` events no consumer of the group has had yet, waiting up to
+    /// `block` (at most a minute) for the first.
+    ///
+    /// # Errors
+    ///
+    /// When Redis refuses or cannot be reached.
+    pub async fn receive<T: Event>(
+        &mut self,
+        count: usize,
+        block: Duration,
+    ) -> Result<Vec<Delivery<T>>, StreamError> {
+        let block = block.min(Duration::from_secs(60));
+        let options = StreamReadOptions::default()
+            .group(&self.group, &self.consumer)
+            .count(count)
+            .block(usize::try_from(block.as_millis()).unwrap_or(usize::MAX));
+        let reply: Option<StreamReadReply> = redis::cmd("XREADGROUP")
+            .arg(&options)
+            .arg("STREAMS")
+            .arg(&self.stream)
+            .arg(">")
+            .query_async(&mut self.redis)
+            .await?;
+        Ok(reply
+            .into_iter()
+            .flat_map(|r| r.keys)
+            .flat_map(|k| k.ids)
+            .map(delivery)
+            .collect())
+    }
+
+    /// Acknowledges the events `ids`: done, never delivered again.
+    ///
+    /// # Errors
+    ///
+    /// When Redis refuses or cannot be reached (the events stay pending, to be
+    /// delivered again: at-least-once).
+    pub async fn ack(&mut self, ids: &[String]) -> Result<(), StreamError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let _: u64 = redis::cmd("XACK")
+            .arg(&self.stream)
+            .arg(&self.group)
+            .arg(ids)
+            .query_async(&mut self.redis)
+            .await?;
+        Ok(())
+    }
+
+    /// Takes over up to `count` events pending on any consumer of the group for at
+    /// least `idle` — those of a consumer that died, or is stuck — so they are handled
+    /// after all (`XAUTOCLAIM`).
+    ///
+    /// # Errors
+    ///
+    /// When Redis refuses or cannot be reached.
+    pub async fn claim<T: Event>(
+        &mut self,
+        idle: Duration,
+        count: usize,
+    ) -> Result<Vec<Delivery<T>>, StreamError> {
+        let reply: StreamAutoClaimReply = redis::cmd("XAUTOCLAIM")
+            .arg(&self.stream)
+            .arg(&self.group)
+            .arg(&self.consumer)
+            .arg(u64::try_from(idle.as_millis()).unwrap_or(u64::MAX))
+            .arg("0-0")
+            .arg("COUNT")
+            .arg(count)
+            .query_async(&mut self.redis)
+            .await?;
+        Ok(reply.claimed.into_iter().map(delivery).collect())
+    }
+}
+
+/// A Redis connection that reconnects with backoff, its replies allowed `reply_within`
+/// (Redis's client default when `None`).
+async fn manager(
+    url: &str,
+    reply_within: Option<Duration>,
+) -> Result<ConnectionManager, StreamError> {
+    let client = redis::Client::open(url)?;
+    let mut config = ConnectionManagerConfig::new();
+    if let Some(within) = reply_within {
+        config = config.set_response_timeout(Some(within));
+    }
+    Ok(client.get_connection_manager_with_config(config).await?)
+}
+
+/// Reads an entry's event.
+fn delivery<T: Event>(entry: StreamId) -> Delivery<T> {
+    let event = match entry.map.get(FIELD) {
+        Some(redis::Value::BulkString(bytes)) => wire::decode(bytes),
+        _ => Err(WireError::Empty),
+    };
+    Delivery {
+        id: entry.id,
+        event,
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,186 @@
+//! Against a real `redis-server`, started on a free loopback port in a temporary
+//! directory for each test and stopped after (`scripts/test` installs it).
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::*;
+
+/// A `redis-server` of a test's own, stopped when dropped.
+struct Redis {
+    server: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Redis {
+    fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .unwrap()
+            .port();
+        let server = Command::new("redis-server")
+            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--save", "", "--appendonly", "no", "--dir"])
+            .arg(dir.path())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("redis-server does not start ({e}): scripts/test installs it (apt-get install redis-server)")
+            });
+        let redis = Self {
+            server,
+            port,
+            _dir: dir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !redis.pongs() {
+            assert!(
+                Instant::now() < deadline,
+                "redis-server did not answer on {port}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        redis
+    }
+
+    fn pongs(&self) -> bool {
+        let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) else {
+            return false;
+        };
+        let mut answer = [0; 7];
+        stream.write_all(b"PING\r\n").is_ok()
+            && stream.read_exact(&mut answer).is_ok()
+            && &answer == b"+PONG\r\n"
+    }
+
+    fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+    }
+}
+
+const WAIT: Duration = Duration::from_millis(200);
+
+/// Receives until `n` events came (or a second passed).
+async fn receive_n(receiver: &mut StreamReceiver, n: usize) -> Vec<Delivery<u64>> {
+    let deadline = Instant::now() + Duration::from_secs(1);
+    let mut got = Vec::new();
+    while got.len() < n && Instant::now() < deadline {
+        got.extend(receiver.receive::<u64>(n - got.len(), WAIT).await.unwrap());
+    }
+    got
+}
+
+fn events(deliveries: &[Delivery<u64>]) -> Vec<u64> {
+    deliveries
+        .iter()
+        .map(|d| *d.event.as_ref().unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn events_cross_in_order_each_to_one_consumer_and_an_acknowledged_one_never_again() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let mut first = StreamReceiver::join(&url, "s", "g", "first").await.unwrap();
+    let mut second = StreamReceiver::join(&url, "s", "g", "second")
+        .await
+        .unwrap();
+    let mut sender = StreamSender::connect(&url, "s").await.unwrap();
+    let ids = sender.send(&(0..100).collect::<Vec<u64>>()).await.unwrap();
+    assert_eq!(ids.len(), 100, "one round trip, a hundred entries");
+    let got = receive_n(&mut first, 60).await;
+    assert_eq!(events(&got), (0..60).collect::<Vec<_>>(), "in order");
+    let rest = receive_n(&mut second, 40).await;
+    assert_eq!(
+        events(&rest),
+        (60..100).collect::<Vec<_>>(),
+        "the group's others"
+    );
+    let acked: Vec<String> = got.iter().map(|d| d.id.clone()).collect();
+    first.ack(&acked).await.unwrap();
+    // What is acknowledged is never claimed; the unacknowledged are.
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    let claimed = second.claim::<u64>(Duration::ZERO, 1000).await.unwrap();
+    assert_eq!(events(&claimed), (60..100).collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn events_left_pending_by_a_consumer_that_died_go_to_a_live_one_after_the_idle_time() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let mut dying = StreamReceiver::join(&url, "s", "g", "dying").await.unwrap();
+    let mut live = StreamReceiver::join(&url, "s", "g", "live").await.unwrap();
+    StreamSender::connect(&url, "s")
+        .await
+        .unwrap()
+        .send(&[1_u64, 2, 3])
+        .await
+        .unwrap();
+    assert_eq!(receive_n(&mut dying, 3).await.len(), 3);
+    drop(dying);
+    assert!(
+        live.receive::<u64>(10, WAIT).await.unwrap().is_empty(),
+        "all taken"
+    );
+    let idle = Duration::from_millis(300);
+    assert!(
+        live.claim::<u64>(idle, 10).await.unwrap().is_empty(),
+        "not idle long enough yet"
+    );
+    tokio::time::sleep(idle).await;
+    let claimed = live.claim::<u64>(idle, 10).await.unwrap();
+    assert_eq!(events(&claimed), [1, 2, 3]);
+    let ids: Vec<String> = claimed.into_iter().map(|d| d.id).collect();
+    live.ack(&ids).await.unwrap();
+    tokio::time::sleep(idle).await;
+    assert!(
+        live.claim::<u64>(idle, 10).await.unwrap().is_empty(),
+        "done"
+    );
+}
+
+#[tokio::test]
+async fn an_entry_not_an_event_of_this_version_is_delivered_as_its_error() {
+    let redis = Redis::start();
+    let url = redis.url();
+    let mut receiver = StreamReceiver::join(&url, "s", "g", "c").await.unwrap();
+    let mut raw = redis::Client::open(url.as_str())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    let _: String = redis::cmd("XADD")
+        .arg("s")
+        .arg("*")
+        .arg(FIELD)
+        .arg(&[9_u8, 1, 2][..])
+        .query_async(&mut raw)
+        .await
+        .unwrap();
+    let got = receiver.receive::<u64>(1, WAIT).await.unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].event, Err(WireError::Version(9)));
+}
+
+#[tokio::test]
+async fn joining_again_keeps_the_group_and_a_redis_that_is_not_there_is_an_error() {
+    let redis = Redis::start();
+    let url = redis.url();
+    StreamReceiver::join(&url, "s", "g", "a").await.unwrap();
+    StreamReceiver::join(&url, "s", "g", "a").await.unwrap();
+    let port = redis.port;
+    drop(redis);
+    let refused = StreamSender::connect(&format!("redis://127.0.0.1:{port}"), "s").await;
+    assert!(matches!(refused, Err(StreamError::Redis(_))));
+}
