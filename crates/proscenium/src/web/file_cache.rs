@@ -14,25 +14,35 @@ use tokio::sync::oneshot;
 
 use super::StaticFiles;
 
-/// A file's content with what identifies the version of it that was read.
-#[derive(Debug, Clone)]
-pub(crate) struct Cached {
-    pub(crate) bytes: Bytes,
-    pub(crate) modified: SystemTime,
+/// Which version of a file: what one `stat` tells apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Version {
     /// Device and inode: a file replaced by another of the same length and time is
     /// not the same file.
     pub(crate) identity: (u64, u64),
+    pub(crate) len: u64,
+    pub(crate) modified: SystemTime,
 }
 
-impl Cached {
-    pub(crate) fn len(&self) -> u64 {
-        self.bytes.len() as u64
-    }
+/// A file's content, and the version of it that was read.
+#[derive(Debug, Clone)]
+pub(crate) struct Cached {
+    pub(crate) bytes: Bytes,
+    pub(crate) version: Version,
+}
+
+/// What reading a regular file found: a small one's content, or that it is too large
+/// to keep (sent with sendfile), which a cache remembers as well, so the next request
+/// for it is not a miss again.
+#[derive(Debug, Clone)]
+pub(crate) enum Found {
+    Small(Cached),
+    Large(Version),
 }
 
 /// A request for the file `relative` below `files`' root; the answer goes to `reply`:
-/// its content, or `None` when it is not to be cached (not a small regular file, or
-/// it cannot be read), and `files` serves it as it would without a cache.
+/// its content, or `None` when it is not kept (a large file, not a regular file, or
+/// one that cannot be read), and `files` serves it as it would without a cache.
 #[derive(Debug)]
 pub(crate) struct Lookup {
     pub(crate) files: StaticFiles,

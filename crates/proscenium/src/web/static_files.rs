@@ -21,7 +21,7 @@ use http::{Method, StatusCode};
 use nix::fcntl::{OFlag, OpenHow, ResolveFlag, openat2};
 use tokio::sync::oneshot::error::TryRecvError;
 
-use super::file_cache::{self, Cached, Lookup};
+use super::file_cache::{self, Cached, Found, Lookup, Version};
 use super::listing;
 use crate::app::{Handler, Mode, Reply, Response, error};
 use crate::http::{Body, Request};
@@ -205,27 +205,35 @@ impl StaticFiles {
         &self.root.path
     }
 
-    /// Reads `relative` whole if it is a regular file small enough to keep in memory
-    /// (the size past which files are sent with sendfile instead); `None` otherwise.
-    pub(crate) fn read_small(&self, relative: &Path) -> std::io::Result<Option<Cached>> {
+    /// Reads the regular file `relative`: whole when it is small enough to keep in
+    /// memory (the size past which files are sent with sendfile instead), else only
+    /// its version; `None` for anything else (a directory, a FIFO).
+    pub(crate) fn read(&self, relative: &Path) -> std::io::Result<Option<Found>> {
         let file = self.open_beneath(relative, OFlag::O_RDONLY | OFlag::O_NONBLOCK)?;
         let meta = file.metadata()?;
-        if !meta.is_file() || meta.len() > READ_LIMIT {
+        if !meta.is_file() {
             return Ok(None);
+        }
+        let version = Version {
+            identity: (meta.dev(), meta.ino()),
+            len: meta.len(),
+            modified: meta.modified().unwrap_or(UNIX_EPOCH),
+        };
+        if meta.len() > READ_LIMIT {
+            return Ok(Some(Found::Large(version)));
         }
         let mut bytes = vec![0; usize::try_from(meta.len()).unwrap_or(0)];
         std::os::unix::fs::FileExt::read_exact_at(&file, &mut bytes, 0)?;
-        Ok(Some(Cached {
+        Ok(Some(Found::Small(Cached {
             bytes: bytes.into(),
-            modified: meta.modified().unwrap_or(UNIX_EPOCH),
-            identity: (meta.dev(), meta.ino()),
-        }))
+            version,
+        })))
     }
 
-    /// Whether `relative` is still the file `cached` was read from: one `stat`, no
-    /// open. A path that now leads elsewhere (outside the root, too) names another
-    /// file, so the next read goes through the checked open again.
-    pub(crate) fn still(&self, relative: &Path, cached: &Cached) -> bool {
+    /// Whether `relative` is still the file of `version`: one `stat`, no open. A path
+    /// that now leads elsewhere (outside the root, too) names another file, so the
+    /// next read goes through the checked open again.
+    pub(crate) fn still(&self, relative: &Path, version: &Version) -> bool {
         let stat = match &self.root.dir {
             Some(dir) => nix::sys::stat::fstatat(dir, relative, nix::fcntl::AtFlags::empty()),
             None => return false,
@@ -236,9 +244,12 @@ impl StaticFiles {
                     u64::try_from(st.st_mtime).unwrap_or(0),
                     u32::try_from(st.st_mtime_nsec).unwrap_or(0),
                 );
-            (st.st_dev, st.st_ino) == cached.identity
-                && u64::try_from(st.st_size).ok() == Some(cached.len())
-                && modified == cached.modified
+            version
+                == &Version {
+                    identity: (st.st_dev, st.st_ino),
+                    len: u64::try_from(st.st_size).unwrap_or(u64::MAX),
+                    modified,
+                }
         })
     }
 }
@@ -466,14 +477,20 @@ fn serve_file(req: &Request, file: File, path: &Path, meta: &Metadata) -> Respon
 
 /// Serves a file's content from a cache, as [`serve_file`] serves the file.
 fn serve_cached(req: &Request, cached: &Cached, path: &Path) -> Response {
-    let validators = Validators::new(cached.len(), cached.modified);
-    respond(req, path, &validators, cached.len(), |offset, count| {
-        let (start, end) = (
-            usize::try_from(offset).unwrap_or(usize::MAX),
-            usize::try_from(offset + count).unwrap_or(usize::MAX),
-        );
-        Ok(Body::from(cached.bytes.slice(start..end)))
-    })
+    let Version { len, modified, .. } = cached.version;
+    respond(
+        req,
+        path,
+        &Validators::new(len, modified),
+        len,
+        |offset, count| {
+            let (start, end) = (
+                usize::try_from(offset).unwrap_or(usize::MAX),
+                usize::try_from(offset + count).unwrap_or(usize::MAX),
+            );
+            Ok(Body::from(cached.bytes.slice(start..end)))
+        },
+    )
 }
 
 /// The answer to `req` for a file of `len` bytes with `validators` (`path` names it
