@@ -318,7 +318,7 @@ fn the_staged_server_keeps_small_files_in_its_cache_and_never_serves_one_stale()
 }
 
 #[test]
-fn the_staged_servers_known_files_are_answered_inline_and_never_pile_up_in_flight() {
+fn the_staged_servers_files_are_answered_inline_and_never_pile_up_in_flight() {
     let root = tempfile::tempdir().unwrap();
     std::fs::write(root.path().join("small.txt"), "cached").unwrap();
     std::fs::write(root.path().join("large.bin"), vec![b'x'; 100 * 1024]).unwrap();
@@ -328,14 +328,8 @@ fn the_staged_servers_known_files_are_answered_inline_and_never_pile_up_in_fligh
         c.limits.max_inflight = 2;
     });
     let addr = server.local_addr();
-    assert_eq!(
-        support::get(addr, "/small.txt").text(),
-        "cached",
-        "now kept"
-    );
-    assert_eq!(support::get(addr, "/large.bin").body.len(), 100 * 1024);
-    // Queued lookups, and a large file's lookups sent to read-file every time, waited
-    // in flight: past `max_inflight` they were 503s.
+    // Cold, then kept: lookups that waited a turn in a queue, and misses that waited
+    // for read-file, sat in flight and were 503s past `max_inflight`.
     let statuses: Vec<u16> = (0..32)
         .map(|i| {
             std::thread::spawn(move || {

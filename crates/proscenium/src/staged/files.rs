@@ -1,35 +1,51 @@
 //! Leda's *cache* and *read file* stages (its Fig. 2) for the staged server's static
 //! files. A request for a file runs *cache* on the thread that serves it (a cohort
-//! inlet, which the thread's `web::file_cache` hook holds); a fresh hit is answered
-//! at once, inline, a miss goes on to *read file*, which reads the file, answers,
-//! and sends it back into the cache (Leda's completion event). The answer goes back to
-//! the connection, which writes it in order with its other answers — Leda's *send
-//! data* is the connection's own write.
+//! inlet, which the thread's `web::file_cache` hook holds), so it never waits a turn:
+//! a fresh hit is answered at once, inline; on a miss the request is served as without
+//! a cache while *read file* reads the file and sends it back into the cache (Leda's
+//! completion event). The answer is written by the connection, in order with its
+//! others — Leda's *send data* is the connection's own write. (Leda's *read file*
+//! answered the client itself; here no request waits for a read's turn, so a flood of
+//! misses is served as fast as without a cache instead of piling up in flight.)
 //!
 //! Only small files are kept (64 KiB or less: those `StaticFiles` reads into memory
-//! anyway); of a larger one the cache keeps only that it is large, so its requests
-//! are answered `None` at once and sent with sendfile from the kernel's page cache as
-//! under every model, not sent to *read file* each time. Every hit is checked with one
-//! `stat` against the version read (device, inode, length, time), so a file changed on
-//! disk is never served stale.
+//! anyway); of a larger one the cache keeps only that it is large, so it is not read
+//! again. Every hit is checked with one `stat` against the version read (device,
+//! inode, length, time), so a file changed on disk is never served stale.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 use lru::LruCache;
 
 use crate::stage::{Context, Inlet, Out, Stage};
+use crate::web::StaticFiles;
 use crate::web::file_cache::{self, Cached, Found, Lookup, Version};
 
 /// The stages, by the names `[clusters.http]` knows them by.
 pub(super) const CACHE: &str = "cache";
 pub(super) const READ_FILE: &str = "read-file";
 
-/// What *cache* takes: a file asked for, or what *read file* found on a miss, to keep.
+/// What *cache* takes: a file asked for, or what *read file* found on a miss (`None`:
+/// nothing to keep, the file is gone or unreadable).
 pub(crate) enum CacheEvent {
     Lookup(Lookup),
-    Fill(PathBuf, Found),
+    Fill(PathBuf, Option<Found>),
 }
+
+/// A file for *read file* to read into the cache under `key`.
+pub(crate) struct Miss {
+    key: PathBuf,
+    files: StaticFiles,
+    relative: PathBuf,
+}
+
+/// How long a file sent to *read file* is not sent again: its fill normally comes
+/// within microseconds, and one refused (a full queue) must not keep the file out for
+/// good.
+const READING_FOR: Duration = Duration::from_secs(1);
 
 /// What the cache holds of a large file, counted against its budget: the key and the
 /// entry, about.
@@ -49,52 +65,51 @@ pub(super) fn install(inlet: &CacheInlet) {
 }
 
 /// *cache*: stateful, the files kept within `budget` bytes, least recently used out
-/// first; a miss (or a file changed since it was read) goes out on `miss`.
-pub(super) fn cache(budget: u64, miss: &Out<Lookup>) -> Stage {
+/// first; answers every lookup at once, and sends a miss (or a file changed since it
+/// was read) out on `miss`, once.
+pub(super) fn cache(budget: u64, miss: &Out<Miss>) -> Stage {
     let miss = miss.clone();
     Stage::stateful(
         CACHE,
         move || Files::new(budget),
         move |files: &mut Files, event: CacheEvent, ctx: &mut Context<'_>| {
             match event {
-                CacheEvent::Lookup(lookup) => match files.fresh(&lookup) {
-                    Some(kept) => {
-                        let _ = lookup.reply.send(kept);
+                CacheEvent::Lookup(Lookup {
+                    files: static_files,
+                    relative,
+                    reply,
+                }) => {
+                    let key = static_files.root_path().join(&relative);
+                    let kept = files.fresh(&key, &static_files, &relative);
+                    let missed = kept.is_none();
+                    let _ = reply.send(kept.flatten());
+                    if missed && files.start_reading(key.clone()) {
+                        let read = Miss {
+                            key,
+                            files: static_files,
+                            relative,
+                        };
+                        // Refused (a full queue): read on a later miss.
+                        let _ = ctx.send(&miss, read);
                     }
-                    None => {
-                        // Refused (a full queue): the request is served without the
-                        // cache, as it would be without a reply.
-                        let _ = ctx.send(&miss, lookup);
-                    }
-                },
-                CacheEvent::Fill(key, cached) => files.keep(key, cached),
+                }
+                CacheEvent::Fill(key, found) => files.fill(key, found),
             }
             Ok(())
         },
     )
 }
 
-/// *read file*: reads a file, answers with it if small, and sends what it found to
-/// *cache* on `fill`; answers `None` to anything else (a large file, a directory, an
-/// error), which `StaticFiles` then serves as it does without a cache.
+/// *read file*: reads a missed file and sends what it found back to *cache* on `fill`.
 pub(super) fn read_file(fill: &Out<CacheEvent>) -> Stage {
     let fill = fill.clone();
     Stage::stateless(
         READ_FILE,
         || (),
-        move |(): &mut (), lookup: Lookup, ctx: &mut Context<'_>| {
-            let Ok(Some(found)) = lookup.files.read(&lookup.relative) else {
-                let _ = lookup.reply.send(None);
-                return Ok(());
-            };
-            let key = lookup.key();
-            let small = match &found {
-                Found::Small(cached) => Some(cached.clone()),
-                Found::Large(_) => None,
-            };
-            let _ = lookup.reply.send(small);
-            // Not kept when refused: the next request reads it again.
-            let _ = ctx.send(&fill, CacheEvent::Fill(key, found));
+        move |(): &mut (), miss: Miss, ctx: &mut Context<'_>| {
+            let found = miss.files.read(&miss.relative).ok().flatten();
+            // Refused (a full queue): not kept, and read again after `READING_FOR`.
+            let _ = ctx.send(&fill, CacheEvent::Fill(miss.key, found));
             Ok(())
         },
     )
@@ -123,11 +138,12 @@ impl Kept {
     }
 }
 
-/// The files *cache* keeps.
+/// The files *cache* keeps, and those being read.
 struct Files {
     kept: LruCache<PathBuf, Kept>,
     bytes: u64,
     budget: u64,
+    reading: HashMap<PathBuf, Instant>,
 }
 
 impl Files {
@@ -136,21 +152,47 @@ impl Files {
             kept: LruCache::unbounded(),
             bytes: 0,
             budget,
+            reading: HashMap::new(),
+        }
+    }
+
+    /// Whether `key` is to be sent to *read file* now: not while a read of it is on
+    /// its way.
+    fn start_reading(&mut self, key: PathBuf) -> bool {
+        let now = Instant::now();
+        match self.reading.get(&key) {
+            Some(since) if now.duration_since(*since) < READING_FOR => false,
+            _ => {
+                self.reading.insert(key, now);
+                true
+            }
+        }
+    }
+
+    /// Takes what *read file* found of `key`.
+    fn fill(&mut self, key: PathBuf, found: Option<Found>) {
+        self.reading.remove(&key);
+        if let Some(found) = found {
+            self.keep(key, found);
         }
     }
 
     /// The answer to `lookup` if the cache holds the file as it is on disk: its
     /// content, or `None` for a large one; `None` when it must be read.
-    fn fresh(&mut self, lookup: &Lookup) -> Option<Option<Cached>> {
-        let key = lookup.key();
-        let kept = self.kept.get(&key)?;
-        if lookup.files.still(&lookup.relative, kept.version()) {
+    fn fresh(
+        &mut self,
+        key: &PathBuf,
+        files: &StaticFiles,
+        relative: &std::path::Path,
+    ) -> Option<Option<Cached>> {
+        let kept = self.kept.get(key)?;
+        if files.still(relative, kept.version()) {
             return Some(match kept {
                 Kept::Small(cached) => Some(cached.clone()),
                 Kept::Large(_) => None,
             });
         }
-        if let Some(stale) = self.kept.pop(&key) {
+        if let Some(stale) = self.kept.pop(key) {
             self.bytes -= stale.cost();
         }
         None
@@ -184,12 +226,12 @@ mod tests {
     use super::*;
     use crate::web::StaticFiles;
 
-    fn lookup(files: &StaticFiles, name: &str) -> Lookup {
-        Lookup {
-            files: files.clone(),
-            relative: PathBuf::from(name),
-            reply: tokio::sync::oneshot::channel().0,
-        }
+    fn fresh(kept: &mut Files, files: &StaticFiles, name: &str) -> Option<Option<Cached>> {
+        kept.fresh(&key(files, name), files, std::path::Path::new(name))
+    }
+
+    fn key(files: &StaticFiles, name: &str) -> PathBuf {
+        files.root_path().join(name)
     }
 
     #[test]
@@ -202,31 +244,24 @@ mod tests {
         let mut kept = Files::new(240);
         for name in ["a", "b", "c", "large"] {
             let found = files.read(std::path::Path::new(name)).unwrap().unwrap();
-            kept.keep(lookup(&files, name).key(), found);
+            kept.keep(key(&files, name), found);
         }
         assert_eq!(
             kept.bytes,
             80 + LARGE_ENTRY_BYTES,
             "a, the least recently used, went"
         );
-        assert!(kept.fresh(&lookup(&files, "a")).is_none());
+        assert!(fresh(&mut kept, &files, "a").is_none());
         assert_eq!(
-            kept.fresh(&lookup(&files, "b"))
-                .unwrap()
-                .unwrap()
-                .bytes
-                .len(),
+            fresh(&mut kept, &files, "b").unwrap().unwrap().bytes.len(),
             40
         );
         assert!(
-            kept.fresh(&lookup(&files, "large")).unwrap().is_none(),
+            fresh(&mut kept, &files, "large").unwrap().is_none(),
             "known large: answered at once, not kept"
         );
         std::fs::write(root.path().join("b"), b"changed").unwrap();
-        assert!(
-            kept.fresh(&lookup(&files, "b")).is_none(),
-            "changed on disk"
-        );
+        assert!(fresh(&mut kept, &files, "b").is_none(), "changed on disk");
         assert_eq!(kept.bytes, 40 + LARGE_ENTRY_BYTES);
         let Some(Found::Small(c)) = files.read(std::path::Path::new("c")).unwrap() else {
             panic!("c is small")

@@ -49,7 +49,6 @@ use crate::stage::{
     Admission, ClusterSpec, Connector, Context, Graph, GraphMonitor, Out, RunningGraph, Stage,
     StageError, StageRef,
 };
-use crate::web::file_cache::Lookup;
 
 use self::files::{CacheEvent, CacheInlet};
 
@@ -158,7 +157,7 @@ fn graph<P: Protocol>(
     graph.connect(&handle, "request", &route, connector);
     graph.connect(&route, "keep-alive", &handle, connector);
     let cache = inlet.map(|_| {
-        let miss = Out::<Lookup>::local("miss");
+        let miss = Out::<files::Miss>::local("miss");
         let fill = Out::<CacheEvent>::local("fill");
         let cache = graph.stage(files::cache(budget, &miss).output(&miss));
         let read = graph.stage(files::read_file(&fill).output(&fill));

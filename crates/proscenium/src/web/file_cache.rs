@@ -40,21 +40,15 @@ pub(crate) enum Found {
     Large(Version),
 }
 
-/// A request for the file `relative` below `files`' root; the answer goes to `reply`:
-/// its content, or `None` when it is not kept (a large file, not a regular file, or
-/// one that cannot be read), and `files` serves it as it would without a cache.
+/// A request for the file `relative` below `files`' root; the answer goes to `reply`
+/// before the hook returns: its content, or `None` when the cache does not hold it (a
+/// miss, a large file, not a regular file), and `files` serves it as it would without
+/// a cache.
 #[derive(Debug)]
 pub(crate) struct Lookup {
     pub(crate) files: StaticFiles,
     pub(crate) relative: PathBuf,
     pub(crate) reply: oneshot::Sender<Option<Cached>>,
-}
-
-impl Lookup {
-    /// The cache's key: the file's path with its root.
-    pub(crate) fn key(&self) -> PathBuf {
-        self.files.root_path().join(&self.relative)
-    }
 }
 
 /// Takes a lookup; returns whether it did (not when its queue is full, or the graph

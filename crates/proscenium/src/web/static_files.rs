@@ -19,7 +19,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use http::header::{self, HeaderMap, HeaderValue};
 use http::{Method, StatusCode};
 use nix::fcntl::{OFlag, OpenHow, ResolveFlag, openat2};
-use tokio::sync::oneshot::error::TryRecvError;
 
 use super::file_cache::{self, Cached, Found, Lookup, Version};
 use super::listing;
@@ -161,9 +160,9 @@ impl StaticFiles {
         }
     }
 
-    /// Answers `req` from this thread's cache of small files, when it has one and the
-    /// request names a file; gives the request back otherwise. What the cache does not
-    /// hold it answers `None` to, and the request is served as without it.
+    /// Answers `req` from this thread's cache of small files, when it has one, the
+    /// request names a file and the cache holds it; gives the request back otherwise,
+    /// to be served as without a cache.
     fn ask_cache(&self, req: Request) -> Result<Reply, Request> {
         if !file_cache::installed() || req.method() != Method::GET && req.method() != Method::HEAD {
             return Err(req);
@@ -184,20 +183,12 @@ impl StaticFiles {
         if !file_cache::ask(lookup) {
             return Err(req);
         }
-        // A hit is answered before `ask` returns: no future, nothing left in flight.
-        let answer = match answer.try_recv() {
-            Ok(Some(cached)) => return Ok(Reply::ready(serve_cached(&req, &cached, &relative))),
-            Ok(None) => return Err(req),
-            Err(TryRecvError::Empty) => answer,
-            Err(TryRecvError::Closed) => return Err(req),
-        };
-        let files = self.clone();
-        Ok(Reply::later(async move {
-            match answer.await {
-                Ok(Some(cached)) => serve_cached(&req, &cached, &relative),
-                _ => files.serve(&req),
-            }
-        }))
+        // Answered before `ask` returns: a hit is served inline, and a miss as without
+        // a cache (the cache reads the file meanwhile).
+        match answer.try_recv() {
+            Ok(Some(cached)) => Ok(Reply::ready(serve_cached(&req, &cached, &relative))),
+            _ => Err(req),
+        }
     }
 
     /// The root's path: with a relative path, what names a file for a cache.
