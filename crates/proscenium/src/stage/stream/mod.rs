@@ -37,6 +37,9 @@ use super::port::Event;
 /// The field of a stream entry that holds the event.
 const FIELD: &str = "e";
 
+/// Tries to reach Redis before a connection is an error.
+const CONNECT_TRIES: usize = 3;
+
 /// How long a reply may take past a receive's own block time.
 const REPLY_MARGIN: Duration = Duration::from_secs(2);
 
@@ -223,13 +226,14 @@ impl StreamReceiver {
 }
 
 /// A Redis connection that reconnects with backoff, its replies allowed `reply_within`
-/// (Redis's client default when `None`).
+/// (Redis's client default when `None`). A Redis that is not there is an error after
+/// [`CONNECT_TRIES`] tries, not the client's default of seven (about 6 s).
 async fn manager(
     url: &str,
     reply_within: Option<Duration>,
 ) -> Result<ConnectionManager, StreamError> {
     let client = redis::Client::open(url)?;
-    let mut config = ConnectionManagerConfig::new();
+    let mut config = ConnectionManagerConfig::new().set_number_of_retries(CONNECT_TRIES - 1);
     if let Some(within) = reply_within {
         config = config.set_response_timeout(Some(within));
     }
