@@ -3,11 +3,11 @@
 //!
 //! The handler runs inline on the loop: `stat`, `open` and small reads hit the page
 //! cache and take microseconds; large files are not read at all but sent with
-//! `sendfile(2)` by the connection. Where the thread has a cache of small files (the
-//! staged model's, `file_cache.rs`), a small file comes from it instead. Nothing it does may wait on anything else: files
+//! `sendfile(2)` by the connection. Nothing it does may wait on anything else: files
 //! are opened with `O_NONBLOCK` (a FIFO would otherwise block the open until a writer
 //! came), only regular files and directories are served, and a listing stats its
-//! entries without opening them.
+//! entries without opening them. Where the thread has a cache of small files (the
+//! staged model's, `file_cache.rs`), a file it holds comes from it instead.
 
 use std::fs::{File, Metadata};
 use std::os::fd::OwnedFd;
@@ -90,13 +90,10 @@ impl StaticFiles {
                 .insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
             return res;
         }
-        let raw = req
-            .param("path")
-            .map_or_else(|| req.uri().path().to_owned(), |p| format!("/{p}"));
         let Resolved {
             relative,
             names_directory,
-        } = match resolve(&raw, self.show_dotfiles) {
+        } = match self.resolve(req) {
             Ok(resolved) => resolved,
             Err(status) => return error(status, "no such file"),
         };
@@ -116,6 +113,15 @@ impl StaticFiles {
             Ok(_) => error(StatusCode::NOT_FOUND, "no such file"),
             Err(e) => io_error(&e, &relative),
         }
+    }
+
+    /// The file `req` names below the root: its path (the request's, or a catch-all
+    /// route's `path` parameter), normalised and checked.
+    fn resolve(&self, req: &Request) -> Result<Resolved, StatusCode> {
+        let raw = req
+            .param("path")
+            .map_or_else(|| req.uri().path().to_owned(), |p| format!("/{p}"));
+        resolve(&raw, self.show_dotfiles)
     }
 
     /// Opens `relative` below the root with `flags`, refusing any escape (see [`Root`]).
@@ -167,10 +173,7 @@ impl StaticFiles {
         if !file_cache::installed() || req.method() != Method::GET && req.method() != Method::HEAD {
             return Err(req);
         }
-        let raw = req
-            .param("path")
-            .map_or_else(|| req.uri().path().to_owned(), |p| format!("/{p}"));
-        let relative = match resolve(&raw, self.show_dotfiles) {
+        let relative = match self.resolve(&req) {
             Ok(resolved) if !resolved.names_directory => resolved.relative,
             _ => return Err(req),
         };
