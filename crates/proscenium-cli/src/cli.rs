@@ -29,7 +29,8 @@ pub(crate) enum Command {
 #[derive(Debug, Args)]
 pub(crate) struct BenchArgs {
     /// The scenario: plaintext, json, static, dynamic, on-system, off-system, mixed,
-    /// scaling, stateful, workers, actors, or all.
+    /// scaling, stateful, workers, actors, cep (Leda's Table 1: a job under two
+    /// partitions, no servers), or all.
     #[arg(required_unless_present = "index")]
     pub(crate) scenario: Option<String>,
     /// Runs no load: draws every OUT/*/ report again from its results.json and
@@ -40,7 +41,7 @@ pub(crate) struct BenchArgs {
     /// proscenium:thread-pool, proscenium:loops/pool=0), fib-cache:LOOPS (the stateful
     /// scenario's server), nginx, node, node-cluster, node-nbk (Node.Scala Fig. 1c's
     /// non-blocking /fib), actix, hyper, jetty, pekko, vertx, httpd-event,
-    /// httpd-prefork [default: the scenario's list].
+    /// httpd-prefork [default: the scenario's list; cep takes none].
     #[arg(long, value_delimiter = ',')]
     pub(crate) servers: Option<Vec<proscenium_lab::ServerSpec>>,
     /// quick (at most three minutes of load a scenario and round, on-system seven; `all`
