@@ -99,6 +99,7 @@ mod port;
 mod ready;
 mod run;
 mod set;
+mod shape;
 mod stats;
 pub mod stream;
 mod sync;
