@@ -131,7 +131,7 @@ fn check_edges(graph: &Graph) -> Result<(), StageError> {
                 "`{f}.{p}` → `{t}` is cohort, but `{t}` is async: its handler cannot run on its sender's thread; connect it local or decoupled"
             )));
         }
-        if edge.connector.kind == ConnectorKind::Decoupled && !port.serializable {
+        if edge.connector.kind == ConnectorKind::Decoupled && port.codec.is_none() {
             return Err(StageError::graph(format!(
                 "`{f}.{p}` → `{t}` is decoupled, but `{f}.{p}` is a local port (Out::local): decoupled events must be serializable"
             )));

@@ -6,6 +6,9 @@ use std::marker::PhantomData;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::definition::Payload;
+use super::stream::{WireError, wire};
+
 /// An event that may cross clusters — and, over Redis Streams, processes and hosts:
 /// it serializes with serde. Every such type is one; no impl is written by hand.
 pub trait Event: Serialize + DeserializeOwned + Send + 'static {}
@@ -27,7 +30,7 @@ pub struct Out<T> {
 impl<T: Event> Out<T> {
     /// Returns the port `name`, whose events may go through any connector.
     pub fn new(name: &'static str) -> Self {
-        Self::with(name, true)
+        Self::with(name, Some(Codec::of::<T>()))
     }
 }
 
@@ -35,15 +38,15 @@ impl<T: Send + 'static> Out<T> {
     /// Returns the port `name`, whose events stay in their cluster (`cohort` or
     /// `local` connectors only).
     pub fn local(name: &'static str) -> Self {
-        Self::with(name, false)
+        Self::with(name, None)
     }
 
-    fn with(name: &'static str, serializable: bool) -> Self {
+    fn with(name: &'static str, codec: Option<Codec>) -> Self {
         Self {
             spec: PortSpec {
                 name,
                 event: EventType::of::<T>(),
-                serializable,
+                codec,
             },
             event: PhantomData,
         }
@@ -75,7 +78,37 @@ impl<T> std::fmt::Debug for Out<T> {
 pub(crate) struct PortSpec {
     pub(crate) name: &'static str,
     pub(crate) event: EventType,
-    pub(crate) serializable: bool,
+    /// How its events cross processes; `None` for a local port.
+    pub(crate) codec: Option<Codec>,
+}
+
+/// How a port's events, type-erased in the graph, are written for another process
+/// and read back there: the [`Event`]'s serde, monomorphised when the port was made.
+#[derive(Clone, Copy)]
+pub(crate) struct Codec {
+    pub(crate) encode: fn(&Payload) -> Result<Vec<u8>, WireError>,
+    pub(crate) decode: fn(&[u8]) -> Result<Payload, WireError>,
+}
+
+impl Codec {
+    fn of<T: Event>() -> Self {
+        Self {
+            encode: |payload| match payload.downcast_ref::<T>() {
+                Some(event) => wire::encode(event),
+                None => Err(WireError::Encode(format!(
+                    "not a {}",
+                    std::any::type_name::<T>()
+                ))),
+            },
+            decode: |bytes| wire::decode::<T>(bytes).map(|event| Box::new(event) as Payload),
+        }
+    }
+}
+
+impl std::fmt::Debug for Codec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Codec")
+    }
 }
 
 /// An event type, compared by id and named by its Rust name in errors.
@@ -169,5 +202,26 @@ impl Connector {
             kind,
             admission: Admission::Block,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_event_ports_codec_carries_its_erased_events_across_and_a_local_port_has_none() {
+        let port = Out::<(String, u16)>::new("entries");
+        let codec = port.spec.codec.expect("an Event's port has a codec");
+        let event: Payload = Box::new(("10.0.0.7".to_owned(), 404_u16));
+        let bytes = (codec.encode)(&event).unwrap();
+        let back = (codec.decode)(&bytes).unwrap();
+        assert_eq!(
+            back.downcast_ref::<(String, u16)>(),
+            Some(&("10.0.0.7".to_owned(), 404))
+        );
+        let wrong: Payload = Box::new(7_u8);
+        assert!(matches!((codec.encode)(&wrong), Err(WireError::Encode(_))));
+        assert!(Out::<std::fs::File>::local("file").spec.codec.is_none());
     }
 }

@@ -24,7 +24,7 @@
 //! # }
 //! ```
 
-mod wire;
+pub(crate) mod wire;
 
 use std::time::Duration;
 
