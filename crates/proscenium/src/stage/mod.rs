@@ -97,6 +97,7 @@ mod plan_tests;
 mod pool;
 mod port;
 mod ready;
+mod remote;
 mod run;
 mod set;
 mod shape;

@@ -92,13 +92,25 @@ impl StreamSender {
     /// When an event does not serialize (nothing is sent), or Redis refuses or cannot
     /// be reached (then any of them may have been appended).
     pub async fn send<T: Event>(&mut self, events: &[T]) -> Result<Vec<String>, StreamError> {
+        let encoded = events
+            .iter()
+            .map(wire::encode)
+            .collect::<Result<Vec<_>, _>>()?;
+        self.send_encoded(&encoded).await
+    }
+
+    /// Appends events already in the wire format, as [`send`](Self::send) does.
+    pub(crate) async fn send_encoded(
+        &mut self,
+        events: &[Vec<u8>],
+    ) -> Result<Vec<String>, StreamError> {
         let mut pipe = redis::pipe();
         for event in events {
             pipe.cmd("XADD")
                 .arg(&self.stream)
                 .arg("*")
                 .arg(FIELD)
-                .arg(wire::encode(event)?);
+                .arg(event);
         }
         Ok(pipe.query_async(&mut self.redis).await?)
     }
@@ -252,5 +264,7 @@ fn delivery<T: Event>(entry: StreamId) -> Delivery<T> {
     }
 }
 
+#[cfg(test)]
+pub(crate) mod test_redis;
 #[cfg(test)]
 mod tests;

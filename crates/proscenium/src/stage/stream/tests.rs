@@ -1,73 +1,9 @@
-//! Against a real `redis-server`, started on a free loopback port in a temporary
-//! directory for each test and stopped after (`scripts/test` installs it).
+//! Against a real `redis-server` of each test's own (`test_redis.rs`).
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use super::test_redis::Redis;
 use super::*;
-
-/// A `redis-server` of a test's own, stopped when dropped.
-struct Redis {
-    server: Child,
-    port: u16,
-    _dir: tempfile::TempDir,
-}
-
-impl Redis {
-    fn start() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .unwrap()
-            .port();
-        let server = Command::new("redis-server")
-            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--save", "", "--appendonly", "no", "--dir"])
-            .arg(dir.path())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!("redis-server does not start ({e}): scripts/test installs it (apt-get install redis-server)")
-            });
-        let redis = Self {
-            server,
-            port,
-            _dir: dir,
-        };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !redis.pongs() {
-            assert!(
-                Instant::now() < deadline,
-                "redis-server did not answer on {port}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        redis
-    }
-
-    fn pongs(&self) -> bool {
-        let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) else {
-            return false;
-        };
-        let mut answer = [0; 7];
-        stream.write_all(b"PING\r\n").is_ok()
-            && stream.read_exact(&mut answer).is_ok()
-            && &answer == b"+PONG\r\n"
-    }
-
-    fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.server.kill();
-        let _ = self.server.wait();
-    }
-}
 
 const WAIT: Duration = Duration::from_millis(200);
 
@@ -187,7 +123,7 @@ async fn joining_again_keeps_the_group_and_a_redis_that_is_not_there_is_an_error
     let url = redis.url();
     StreamReceiver::join(&url, "s", "g", "a").await.unwrap();
     StreamReceiver::join(&url, "s", "g", "a").await.unwrap();
-    let port = redis.port;
+    let port = redis.port();
     drop(redis);
     let refused = StreamSender::connect(&format!("redis://127.0.0.1:{port}"), "s").await;
     assert!(matches!(refused, Err(StreamError::Redis(_))));

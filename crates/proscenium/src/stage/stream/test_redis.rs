@@ -1,0 +1,82 @@
+//! A `redis-server` of a test's own: started on a loopback port in a temporary
+//! directory, stopped when dropped (`scripts/test` installs it).
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A port nothing listens on now.
+pub(crate) fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port()
+}
+
+/// A `redis-server` of a test's own, stopped when dropped.
+pub(crate) struct Redis {
+    server: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Redis {
+    /// Starts one on a free port.
+    pub(crate) fn start() -> Self {
+        Self::start_on(free_port())
+    }
+
+    /// Starts one on `port`.
+    pub(crate) fn start_on(port: u16) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let server = Command::new("redis-server")
+            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--save", "", "--appendonly", "no", "--dir"])
+            .arg(dir.path())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("redis-server does not start ({e}): scripts/test installs it (apt-get install redis-server)")
+            });
+        let redis = Self {
+            server,
+            port,
+            _dir: dir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !redis.pongs() {
+            assert!(
+                Instant::now() < deadline,
+                "redis-server did not answer on {port}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        redis
+    }
+
+    fn pongs(&self) -> bool {
+        let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) else {
+            return false;
+        };
+        let mut answer = [0; 7];
+        stream.write_all(b"PING\r\n").is_ok()
+            && stream.read_exact(&mut answer).is_ok()
+            && &answer == b"+PONG\r\n"
+    }
+
+    pub(crate) fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub(crate) fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+    }
+}
