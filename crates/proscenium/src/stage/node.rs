@@ -34,11 +34,17 @@ pub(crate) fn given_back<T: 'static>((payload, error): Refused) -> SendError<T> 
     SendError::new(*event, error)
 }
 
-/// An event in a stage's queue, with when it arrived (its wait is measured from it).
+/// An event in a stage's queue, with when it arrived (its wait is measured from it)
+/// and, for one from another process, what to tell once it is handled.
 pub(crate) struct Queued {
     event: Payload,
     since: Instant,
+    done: Option<Done>,
 }
+
+/// Told whether an event's handler finished without failing: an event from another
+/// process is acknowledged then, and left to be delivered again otherwise.
+pub(crate) type Done = Box<dyn FnOnce(bool) + Send>;
 
 /// How long a blocked sender waits before looking whether the graph has halted.
 const HALT_CHECK: Duration = Duration::from_millis(20);
@@ -166,6 +172,7 @@ impl Shared {
             let queued = Queued {
                 event,
                 since: Instant::now(),
+                done: None,
             };
             target.queue.0.try_send(queued).map_err(|e| match e {
                 TrySendError::Full(back) | TrySendError::Disconnected(back) => refuse(back.event),
@@ -195,6 +202,7 @@ impl Shared {
         let mut queued = Queued {
             event,
             since: Instant::now(),
+            done: None,
         };
         loop {
             match target.queue.0.send_timeout(queued, HALT_CHECK) {
@@ -260,11 +268,15 @@ impl Shared {
             return;
         }
         for _ in 0..stage.batch.now() {
-            let Ok(Queued { event, since }) = stage.queue.1.try_recv() else {
+            let Ok(Queued { event, since, done }) = stage.queue.1.try_recv() else {
                 break;
             };
-            self.run_one(node, instance.as_mut(), Some(event), Some(since))
+            let handled = self
+                .run_one(node, instance.as_mut(), Some(event), Some(since))
                 .await;
+            if let Some(done) = done {
+                done(handled);
+            }
         }
         self.release(node, instance);
     }
@@ -297,7 +309,7 @@ impl Shared {
         instance: &mut dyn Instance,
         event: Option<Payload>,
         since: Option<Instant>,
-    ) {
+    ) -> bool {
         let stage = &self.nodes[node];
         let mut ctx = Context { shared: self, node };
         let started = Instant::now();
@@ -318,10 +330,11 @@ impl Shared {
         stage.counters.service.record(started.elapsed());
         stage.counters.handled.fetch_add(1, Ordering::Relaxed);
         match outcome {
-            Ok(Ok(())) => {}
+            Ok(Ok(())) => true,
             Ok(Err(error)) => {
                 stage.counters.failed.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(stage = %stage.name, %error, "stage handler failed");
+                false
             }
             Err(panic) => {
                 stage.counters.failed.fetch_add(1, Ordering::Relaxed);
@@ -329,8 +342,44 @@ impl Shared {
                 tracing::error!(stage = %stage.name, panic = %failure, "stage handler panicked");
                 self.dead_letters
                     .report(&stage.name, stage.input_name(), Reason::Failed(failure));
+                false
             }
         }
+    }
+
+    /// Puts `event`, from another process, in stage `node`'s queue, waiting for room
+    /// (the caller is a thread of its own: its backpressure is Redis's lag); `done`
+    /// is told once the handler has run. A halted graph gives the event back.
+    pub(crate) fn deliver_remote(
+        &self,
+        node: usize,
+        event: Payload,
+        done: Done,
+    ) -> Result<(), Payload> {
+        let target = &self.nodes[node];
+        target.sending.fetch_add(1, Ordering::SeqCst);
+        let mut queued = Queued {
+            event,
+            since: Instant::now(),
+            done: Some(done),
+        };
+        let result = loop {
+            if self.halted.load(Ordering::SeqCst) {
+                break Err(queued.event);
+            }
+            match target.queue.0.send_timeout(queued, HALT_CHECK) {
+                Ok(()) => break Ok(()),
+                Err(SendTimeoutError::Timeout(back) | SendTimeoutError::Disconnected(back)) => {
+                    queued = back;
+                }
+            }
+        };
+        target.sending.fetch_sub(1, Ordering::SeqCst);
+        if result.is_ok() {
+            target.counters.arrived.fetch_add(1, Ordering::Relaxed);
+            self.schedule(node);
+        }
+        result
     }
 
     /// Returns the events waiting in the queues of cluster `cluster`'s stages.

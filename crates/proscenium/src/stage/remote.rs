@@ -1,11 +1,21 @@
-//! A decoupled connector to a stage in another process, this side of it: the events
-//! wait in a bounded queue here (the connector's admission applies to it as to any
-//! stage queue) and a thread of their own writes them to the connector's Redis stream,
-//! up to [`BATCH`] a round trip. A write that fails — Redis restarting, the network
-//! gone — is retried with backoff, its batch kept, so nothing is lost; a batch that
-//! failed after Redis appended part of it is appended again whole, which is what
-//! at-least-once allows (an idempotent stage drops the duplicates).
+//! A decoupled connector between processes, both sides of it.
+//!
+//! Sending ([`Outbound`]): the events wait in a bounded queue here (the connector's
+//! admission applies to it as to any stage queue) and a thread of their own writes
+//! them to the connector's Redis stream, up to [`BATCH`] a round trip. A write that
+//! fails — Redis restarting, the network gone — is retried with backoff, its batch
+//! kept, so nothing is lost; a batch that failed after Redis appended part of it is
+//! appended again whole, which is what at-least-once allows (an idempotent stage drops
+//! the duplicates).
+//!
+//! Receiving ([`Inbound`]): a thread of its own reads the stream as one consumer of
+//! the consuming stage's group, puts each event in the stage's queue (waiting for
+//! room: a full queue slows the reads, and the stream holds the rest), and
+//! acknowledges it once its handler has finished without failing; one that failed
+//! stays pending, to be delivered again.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -13,8 +23,9 @@ use crossbeam_channel::{Receiver, Sender, TrySendError};
 
 use super::definition::Payload;
 use super::error::StageError;
+use super::node::Shared;
 use super::port::Codec;
-use super::stream::StreamSender;
+use super::stream::{StreamReceiver, StreamSender};
 
 /// The most events one round trip writes.
 pub(crate) const BATCH: usize = 256;
@@ -98,6 +109,99 @@ async fn connect(url: &str, stream: &str) -> StreamSender {
     }
 }
 
+/// How long a read waits for events before the reader looks whether it must stop.
+const READ_WAIT: Duration = Duration::from_millis(100);
+
+/// Where an inbound stream goes: the consuming stage and its consumer group.
+pub(crate) struct InboundSpec {
+    pub(crate) url: String,
+    pub(crate) stream: String,
+    pub(crate) group: String,
+    pub(crate) consumer: String,
+    pub(crate) node: usize,
+    pub(crate) codec: Codec,
+}
+
+/// The receiving side of a connector from another process: its reader thread.
+pub(crate) struct Inbound {
+    stop: Arc<AtomicBool>,
+    reader: Option<JoinHandle<()>>,
+}
+
+impl Inbound {
+    /// Starts reading `spec.stream` into stage `spec.node` of `shared`.
+    pub(crate) fn spawn(shared: Arc<Shared>, spec: InboundSpec) -> Result<Self, StageError> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let name = format!("stage-in-{}", spec.stream);
+        let stopped = Arc::clone(&stop);
+        let reader = crate::rt::runtime::spawn_thread(name.clone(), move |runtime| {
+            runtime.block_on(read(&shared, &spec, &stopped));
+        })
+        .map_err(|e| StageError::start(&name, &e))?;
+        Ok(Self {
+            stop,
+            reader: Some(reader),
+        })
+    }
+}
+
+impl Drop for Inbound {
+    /// Stops reading: what was read and not yet handled stays pending in the group.
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+    }
+}
+
+/// Reads `spec`'s stream into its stage until `stop`, acknowledging what was handled.
+async fn read(shared: &Shared, spec: &InboundSpec, stop: &AtomicBool) {
+    let (handled, acks) = crossbeam_channel::unbounded::<String>();
+    let mut receiver = loop {
+        match StreamReceiver::join(&spec.url, &spec.stream, &spec.group, &spec.consumer).await {
+            Ok(receiver) => break receiver,
+            Err(error) if !stop.load(Ordering::Relaxed) => {
+                tracing::warn!(stream = %spec.stream, %error, "cannot reach Redis: trying again");
+                tokio::time::sleep(READ_WAIT).await;
+            }
+            Err(_) => return,
+        }
+    };
+    while !stop.load(Ordering::Relaxed) {
+        let done: Vec<String> = acks.try_iter().collect();
+        if let Err(error) = receiver.ack(&done).await {
+            tracing::warn!(stream = %spec.stream, %error, "acknowledging failed: delivered again later");
+        }
+        let entries = match receiver.receive_encoded(BATCH, READ_WAIT).await {
+            Ok(entries) => entries,
+            Err(error) => {
+                tracing::warn!(stream = %spec.stream, %error, "reading the stream failed: trying again");
+                tokio::time::sleep(READ_WAIT).await;
+                continue;
+            }
+        };
+        for (id, bytes) in entries {
+            let event = bytes.as_deref().map(spec.codec.decode);
+            let Some(Ok(event)) = event else {
+                tracing::error!(stream = %spec.stream, %id, "an entry that is not this connector's event: left pending");
+                continue;
+            };
+            let handled = handled.clone();
+            let done = Box::new(move |ok: bool| {
+                if ok {
+                    let _ = handled.send(id);
+                }
+            });
+            if shared.deliver_remote(spec.node, event, done).is_err() {
+                return;
+            }
+        }
+    }
+    let done: Vec<String> = acks.try_iter().collect();
+    let _ = receiver.ack(&done).await;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,5 +260,78 @@ mod tests {
         drop(outbound);
         writer.join().unwrap();
         assert_eq!(read_all(&url, 3).await, [0, 1, 2]);
+    }
+
+    #[tokio::test]
+    async fn a_stream_feeds_a_stage_and_what_it_handled_is_acknowledged_what_failed_is_not() {
+        use std::collections::HashMap;
+
+        use crate::stage::{Graph, Stage, StageError};
+
+        let redis = Redis::start();
+        let (seen, got) = crossbeam_channel::unbounded();
+        let mut graph = Graph::new();
+        let sink = graph.stage(Stage::stateful(
+            "sink",
+            || (),
+            move |(), n: u64, _| {
+                if n == 13 {
+                    return Err(StageError::handler("thirteen"));
+                }
+                seen.send(n).unwrap();
+                Ok(())
+            },
+        ));
+        graph.part([("main", graph.all())]);
+        let running = graph.start(&HashMap::new()).unwrap();
+        let inbound = Inbound::spawn(
+            running.shared(),
+            InboundSpec {
+                url: redis.url(),
+                stream: "s".into(),
+                group: "sink".into(),
+                consumer: "p1".into(),
+                node: sink.index,
+                codec: codec(),
+            },
+        )
+        .unwrap();
+        let mut sender = StreamSender::connect(&redis.url(), "s").await.unwrap();
+        sender.send(&(0..100).collect::<Vec<u64>>()).await.unwrap();
+        let mut handled: Vec<u64> = (0..99)
+            .map(|_| got.recv_timeout(Duration::from_secs(10)).unwrap())
+            .collect();
+        handled.sort_unstable();
+        assert_eq!(handled, (0..100).filter(|&n| n != 13).collect::<Vec<_>>());
+        let mut raw = redis::Client::open(redis.url())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        // The reader acknowledges between reads: a tenth of a second apart.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        let pending = loop {
+            let (count, ..): (
+                u64,
+                Option<String>,
+                Option<String>,
+                Option<Vec<(String, String)>>,
+            ) = redis::cmd("XPENDING")
+                .arg("s")
+                .arg("sink")
+                .query_async(&mut raw)
+                .await
+                .unwrap();
+            if count <= 1 || std::time::Instant::now() > deadline {
+                break count;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        assert_eq!(
+            pending, 1,
+            "the failed event alone, left to be delivered again"
+        );
+        drop(inbound);
+        running.shutdown(Duration::from_secs(5));
     }
 }

@@ -241,6 +241,11 @@ impl RunningGraph {
         Ok(Inlet::new(Arc::clone(&self.monitor.shared), route, name))
     }
 
+    /// What the graph's threads share: for a connector's reader from another process.
+    pub(crate) fn shared(&self) -> Arc<Shared> {
+        Arc::clone(&self.monitor.shared)
+    }
+
     /// Returns the graph's dead letters: events whose handler panicked, and events
     /// left undelivered by a shutdown past its deadline.
     pub fn dead_letters(&self) -> &DeadLetters {

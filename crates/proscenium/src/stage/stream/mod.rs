@@ -172,6 +172,40 @@ impl StreamReceiver {
         count: usize,
         block: Duration,
     ) -> Result<Vec<Delivery<T>>, StreamError> {
+        Ok(self
+            .receive_entries(count, block)
+            .await?
+            .into_iter()
+            .map(delivery)
+            .collect())
+    }
+
+    /// Takes entries as [`receive`](Self::receive) does, their events still in the
+    /// wire format (`None`: an entry without one).
+    pub(crate) async fn receive_encoded(
+        &mut self,
+        count: usize,
+        block: Duration,
+    ) -> Result<Vec<(String, Option<Vec<u8>>)>, StreamError> {
+        Ok(self
+            .receive_entries(count, block)
+            .await?
+            .into_iter()
+            .map(|entry| {
+                let bytes = match entry.map.get(FIELD) {
+                    Some(redis::Value::BulkString(bytes)) => Some(bytes.clone()),
+                    _ => None,
+                };
+                (entry.id, bytes)
+            })
+            .collect())
+    }
+
+    async fn receive_entries(
+        &mut self,
+        count: usize,
+        block: Duration,
+    ) -> Result<Vec<StreamId>, StreamError> {
         let block = block.min(Duration::from_secs(60));
         let options = StreamReadOptions::default()
             .group(&self.group, &self.consumer)
@@ -188,7 +222,6 @@ impl StreamReceiver {
             .into_iter()
             .flat_map(|r| r.keys)
             .flat_map(|k| k.ids)
-            .map(delivery)
             .collect())
     }
 
