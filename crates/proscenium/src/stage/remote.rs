@@ -12,7 +12,10 @@
 //! the consuming stage's group, puts each event in the stage's queue (waiting for
 //! room: a full queue slows the reads, and the stream holds the rest), and
 //! acknowledges it once its handler has finished without failing; one that failed
-//! stays pending, to be delivered again.
+//! stays pending, to be delivered again. Every half `claim_idle` it takes over what
+//! has been pending that long on any consumer of the group (one that died, or is
+//! stuck), and an event delivered more than `max_deliveries` times goes to the
+//! dead-letter stream `STREAM:dead` (reported, acknowledged, never retried again).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,6 +29,7 @@ use super::error::StageError;
 use super::node::Shared;
 use super::port::Codec;
 use super::stream::{StreamReceiver, StreamSender};
+use crate::actor::Reason;
 
 /// The most events one round trip writes.
 pub(crate) const BATCH: usize = 256;
@@ -120,6 +124,18 @@ pub(crate) struct InboundSpec {
     pub(crate) consumer: String,
     pub(crate) node: usize,
     pub(crate) codec: Codec,
+    /// How long an event may stay pending on a consumer (one that died, or is stuck)
+    /// before this one takes it over.
+    pub(crate) claim_idle: Duration,
+    /// Deliveries after which an event goes to the dead-letter stream instead.
+    pub(crate) max_deliveries: u64,
+}
+
+impl InboundSpec {
+    /// The dead-letter stream of this one: `STREAM:dead`.
+    fn dead(&self) -> String {
+        format!("{}:dead", self.stream)
+    }
 }
 
 /// The receiving side of a connector from another process: its reader thread.
@@ -168,19 +184,45 @@ async fn read(shared: &Shared, spec: &InboundSpec, stop: &AtomicBool) {
             Err(_) => return,
         }
     };
+    let mut swept = std::time::Instant::now();
     while !stop.load(Ordering::Relaxed) {
         let done: Vec<String> = acks.try_iter().collect();
         if let Err(error) = receiver.ack(&done).await {
             tracing::warn!(stream = %spec.stream, %error, "acknowledging failed: delivered again later");
         }
-        let entries = match receiver.receive_encoded(BATCH, READ_WAIT).await {
-            Ok(entries) => entries,
+        let mut entries = Vec::new();
+        if swept.elapsed() >= spec.claim_idle / 2 {
+            swept = std::time::Instant::now();
+            match receiver.claim_encoded(spec.claim_idle, BATCH).await {
+                Ok(claimed) => {
+                    for (id, bytes, deliveries) in claimed {
+                        if deliveries > spec.max_deliveries {
+                            dead_letter(
+                                shared,
+                                spec,
+                                &mut receiver,
+                                &id,
+                                bytes.as_deref(),
+                                deliveries,
+                            )
+                            .await;
+                        } else {
+                            entries.push((id, bytes));
+                        }
+                    }
+                }
+                Err(error) => {
+                    tracing::warn!(stream = %spec.stream, %error, "claiming failed: trying again")
+                }
+            }
+        }
+        match receiver.receive_encoded(BATCH, READ_WAIT).await {
+            Ok(new) => entries.extend(new),
             Err(error) => {
                 tracing::warn!(stream = %spec.stream, %error, "reading the stream failed: trying again");
                 tokio::time::sleep(READ_WAIT).await;
-                continue;
             }
-        };
+        }
         for (id, bytes) in entries {
             let event = bytes.as_deref().map(spec.codec.decode);
             let Some(Ok(event)) = event else {
@@ -200,6 +242,35 @@ async fn read(shared: &Shared, spec: &InboundSpec, stop: &AtomicBool) {
     }
     let done: Vec<String> = acks.try_iter().collect();
     let _ = receiver.ack(&done).await;
+}
+
+/// Moves event `id` to `spec`'s dead-letter stream, and reports it among the graph's
+/// dead letters; left pending (to be tried again) if Redis refuses.
+async fn dead_letter(
+    shared: &Shared,
+    spec: &InboundSpec,
+    receiver: &mut StreamReceiver,
+    id: &str,
+    event: Option<&[u8]>,
+    deliveries: u64,
+) {
+    let dead = spec.dead();
+    match receiver.dead_letter(&dead, id, event, deliveries).await {
+        Ok(()) => {
+            let node = &shared.nodes[spec.node];
+            shared.dead_letters.report(
+                &node.name,
+                node.input_name(),
+                Reason::Failed(format!(
+                    "{} {id} delivered {deliveries} times: moved to {dead}",
+                    spec.stream
+                )),
+            );
+        }
+        Err(error) => {
+            tracing::warn!(stream = %spec.stream, %id, %error, "moving to the dead letters failed: trying again");
+        }
+    }
 }
 
 #[cfg(test)]
@@ -293,6 +364,8 @@ mod tests {
                 consumer: "p1".into(),
                 node: sink.index,
                 codec: codec(),
+                claim_idle: Duration::from_secs(60),
+                max_deliveries: 3,
             },
         )
         .unwrap();
@@ -332,6 +405,87 @@ mod tests {
             "the failed event alone, left to be delivered again"
         );
         drop(inbound);
+        running.shutdown(Duration::from_secs(5));
+    }
+
+    #[tokio::test]
+    async fn a_poison_event_ends_in_the_dead_letter_stream_after_its_deliveries() {
+        use std::collections::HashMap;
+        use std::sync::atomic::AtomicUsize;
+
+        use crate::stage::{Graph, Stage, StageError};
+
+        let redis = Redis::start();
+        let tries = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&tries);
+        let mut graph = Graph::new();
+        let sink = graph.stage(Stage::stateful(
+            "sink",
+            || (),
+            move |(), n: u64, _| {
+                counted.fetch_add(1, Ordering::SeqCst);
+                Err(StageError::handler(format!("{n} always fails")))
+            },
+        ));
+        graph.part([("main", graph.all())]);
+        let running = graph.start(&HashMap::new()).unwrap();
+        let inbound = Inbound::spawn(
+            running.shared(),
+            InboundSpec {
+                url: redis.url(),
+                stream: "s".into(),
+                group: "sink".into(),
+                consumer: "p1".into(),
+                node: sink.index,
+                codec: codec(),
+                claim_idle: Duration::from_millis(100),
+                max_deliveries: 3,
+            },
+        )
+        .unwrap();
+        StreamSender::connect(&redis.url(), "s")
+            .await
+            .unwrap()
+            .send(&[13_u64])
+            .await
+            .unwrap();
+        let mut raw = redis::Client::open(redis.url())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let dead = loop {
+            let dead: u64 = redis::cmd("XLEN")
+                .arg("s:dead")
+                .query_async(&mut raw)
+                .await
+                .unwrap();
+            if dead > 0 || std::time::Instant::now() > deadline {
+                break dead;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        };
+        drop(inbound);
+        assert_eq!(dead, 1);
+        assert_eq!(
+            tries.load(Ordering::SeqCst),
+            3,
+            "handled three times, no more"
+        );
+        let (pending, ..): (
+            u64,
+            Option<String>,
+            Option<String>,
+            Option<Vec<(String, String)>>,
+        ) = redis::cmd("XPENDING")
+            .arg("s")
+            .arg("sink")
+            .query_async(&mut raw)
+            .await
+            .unwrap();
+        assert_eq!(pending, 0, "acknowledged once moved");
+        assert_eq!(running.dead_letters().count(), 1, "and reported");
         running.shutdown(Duration::from_secs(5));
     }
 }

@@ -29,7 +29,10 @@ pub(crate) mod wire;
 use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::streams::{StreamAutoClaimReply, StreamId, StreamReadOptions, StreamReadReply};
+use redis::streams::{
+    StreamAutoClaimReply, StreamClaimReply, StreamId, StreamPendingCountReply, StreamReadOptions,
+    StreamReadReply,
+};
 
 pub use self::wire::WireError;
 use super::port::Event;
@@ -267,6 +270,87 @@ impl StreamReceiver {
             .query_async(&mut self.redis)
             .await?;
         Ok(reply.claimed.into_iter().map(delivery).collect())
+    }
+
+    /// Takes over the events pending on any consumer of the group for at least
+    /// `idle` (up to `count`), as [`claim`](Self::claim) does, each with how many times
+    /// it has now been delivered, still in the wire format.
+    pub(crate) async fn claim_encoded(
+        &mut self,
+        idle: Duration,
+        count: usize,
+    ) -> Result<Vec<(String, Option<Vec<u8>>, u64)>, StreamError> {
+        let idle_ms = u64::try_from(idle.as_millis()).unwrap_or(u64::MAX);
+        let pending: StreamPendingCountReply = redis::cmd("XPENDING")
+            .arg(&self.stream)
+            .arg(&self.group)
+            .arg("IDLE")
+            .arg(idle_ms)
+            .arg("-")
+            .arg("+")
+            .arg(count)
+            .query_async(&mut self.redis)
+            .await?;
+        if pending.ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ids: Vec<&str> = pending.ids.iter().map(|p| p.id.as_str()).collect();
+        let claimed: StreamClaimReply = redis::cmd("XCLAIM")
+            .arg(&self.stream)
+            .arg(&self.group)
+            .arg(&self.consumer)
+            .arg(idle_ms)
+            .arg(&ids)
+            .query_async(&mut self.redis)
+            .await?;
+        Ok(claimed
+            .ids
+            .into_iter()
+            .map(|entry| {
+                // XCLAIM counted this delivery too.
+                let deliveries = pending
+                    .ids
+                    .iter()
+                    .find(|p| p.id == entry.id)
+                    .map_or(1, |p| p.times_delivered as u64 + 1);
+                let bytes = match entry.map.get(FIELD) {
+                    Some(redis::Value::BulkString(bytes)) => Some(bytes.clone()),
+                    _ => None,
+                };
+                (entry.id, bytes, deliveries)
+            })
+            .collect())
+    }
+
+    /// Moves the event `id` (its wire bytes `event`) to the dead-letter stream `dead`,
+    /// with the stream, group and deliveries it came from, and acknowledges it here:
+    /// never retried again, and never lost.
+    pub(crate) async fn dead_letter(
+        &mut self,
+        dead: &str,
+        id: &str,
+        event: Option<&[u8]>,
+        deliveries: u64,
+    ) -> Result<(), StreamError> {
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .cmd("XADD")
+            .arg(dead)
+            .arg("*")
+            .arg(FIELD)
+            .arg(event.unwrap_or_default())
+            .arg("from")
+            .arg(format!("{} {} {id}", self.stream, self.group))
+            .arg("deliveries")
+            .arg(deliveries)
+            .ignore()
+            .cmd("XACK")
+            .arg(&self.stream)
+            .arg(&self.group)
+            .arg(id)
+            .ignore();
+        let () = pipe.query_async(&mut self.redis).await?;
+        Ok(())
     }
 }
 
