@@ -112,6 +112,24 @@ impl Graph {
         clusters: &HashMap<String, ClusterSpec>,
     ) -> Result<RunningGraph, StageError> {
         let plan = super::plan::Plan::check(&self, clusters)?;
-        RunningGraph::start(&self, &plan)
+        RunningGraph::start(&self, &plan, None)
+    }
+
+    /// Starts this process's part of the graph as `mapping` says: the threads of its
+    /// clusters alone, each decoupled connector to a cluster elsewhere written to its
+    /// Redis stream, each from elsewhere read from one.
+    ///
+    /// # Errors
+    ///
+    /// As [`start`](Self::start); and a graph error for a connector other than
+    /// `decoupled` between this process and another, or a cluster of the mapping the
+    /// graph does not have.
+    pub fn start_mapped(
+        self,
+        clusters: &HashMap<String, ClusterSpec>,
+        mapping: &super::Mapping,
+    ) -> Result<RunningGraph, StageError> {
+        let plan = super::plan::Plan::check(&self, clusters)?;
+        RunningGraph::start(&self, &plan, Some(mapping))
     }
 }

@@ -90,6 +90,7 @@ mod error;
 mod graph;
 mod histogram;
 mod inlet;
+mod mapping;
 mod node;
 mod plan;
 #[cfg(test)]
@@ -116,6 +117,7 @@ pub use self::error::{SendError, StageError};
 pub use self::graph::{Graph, StageRef};
 pub use self::histogram::Quantiles;
 pub use self::inlet::Inlet;
+pub use self::mapping::Mapping;
 pub use self::port::{Admission, Connector, ConnectorKind, Event, Out};
 pub use self::run::{GraphMonitor, RunningGraph, ShutdownReport};
 pub use self::set::StageSet;

@@ -18,6 +18,7 @@ use super::error::{SendError, StageError};
 use super::pool::{Pool, Queue};
 use super::port::{Admission, Connector, ConnectorKind, EventType};
 use super::ready::{Ready, Ticket};
+use super::remote::Outbound;
 use super::stats::Counters;
 use crate::actor::{DeadLetters, Reason};
 
@@ -55,6 +56,8 @@ pub(crate) struct Route {
     pub(crate) target: usize,
     pub(crate) connector: Connector,
     pub(crate) bucket: Option<TokenBucket>,
+    /// To a stage in another process: the connector's writer to its stream.
+    pub(crate) outbound: Option<Arc<Outbound>>,
 }
 
 pub(crate) struct Node {
@@ -126,18 +129,62 @@ impl Shared {
         route: &Route,
         event: Payload,
     ) -> Result<(), Refused> {
-        let result = match route.connector.kind {
-            ConnectorKind::Cohort => {
+        let result = match (&route.outbound, route.connector.kind) {
+            (Some(outbound), _) => self.send_out(sender, route, outbound, event),
+            (None, ConnectorKind::Cohort) => {
                 self.run_cohort(route.target, event);
                 Ok(())
             }
-            ConnectorKind::Local | ConnectorKind::Decoupled => self.enqueue(sender, route, event),
+            (None, ConnectorKind::Local | ConnectorKind::Decoupled) => {
+                self.enqueue(sender, route, event)
+            }
         };
         if result.as_ref().is_err_and(|(_, e)| e.is_rejected()) {
             let target = &self.nodes[route.target];
             target.counters.rejected.fetch_add(1, Ordering::Relaxed);
         }
         result
+    }
+
+    /// Queues `event` for `route`'s writer to another process, as the connector's
+    /// admission policy says (`block` waits for room, until the graph halts).
+    fn send_out(
+        &self,
+        sender: &str,
+        route: &Route,
+        outbound: &Outbound,
+        event: Payload,
+    ) -> Result<(), Refused> {
+        let target = &self.nodes[route.target];
+        let rejected = |event| {
+            (
+                event,
+                StageError::rejected(sender, route.port, &target.name),
+            )
+        };
+        match route.connector.admission {
+            Admission::Block => {
+                let mut event = event;
+                loop {
+                    match outbound.send_timeout(event, HALT_CHECK) {
+                        Ok(()) => return Ok(()),
+                        Err(back) if self.halted.load(Ordering::Acquire) => {
+                            return Err(self.stopped(sender, route, back));
+                        }
+                        Err(back) => event = back,
+                    }
+                }
+            }
+            Admission::Reject => outbound.try_send(event).map_err(rejected),
+            Admission::TokenBucket { .. } => {
+                let share = target.admission.get();
+                if route.bucket.as_ref().is_some_and(|b| b.try_take(share)) {
+                    outbound.try_send(event).map_err(rejected)
+                } else {
+                    Err(rejected(event))
+                }
+            }
+        }
     }
 
     /// Puts `event` in `route`'s consumer's queue as its admission policy says, unless

@@ -63,6 +63,13 @@ impl Outbound {
         Ok((Self { events }, writer))
     }
 
+    /// Queues `event`, waiting up to `wait` for room; gives it back otherwise.
+    pub(crate) fn send_timeout(&self, event: Payload, wait: Duration) -> Result<(), Payload> {
+        self.events
+            .send_timeout(event, wait)
+            .map_err(|e| e.into_inner())
+    }
+
     /// Queues `event`, or gives it back when the queue is full.
     pub(crate) fn try_send(&self, event: Payload) -> Result<(), Payload> {
         self.events.try_send(event).map_err(|e| match e {
@@ -487,5 +494,70 @@ mod tests {
         assert_eq!(pending, 0, "acknowledged once moved");
         assert_eq!(running.dead_letters().count(), 1, "and reported");
         running.shutdown(Duration::from_secs(5));
+    }
+
+    /// The same graph in two "processes" of one test: `front` (a source) in one,
+    /// `back` (a sink) in the other, the decoupled connector between them a stream.
+    #[test]
+    fn a_graph_split_over_two_processes_carries_every_event_across_in_order() {
+        use std::collections::HashMap;
+
+        use crate::stage::{Connector, Graph, Mapping, Out, Stage};
+
+        fn graph(seen: crossbeam_channel::Sender<u64>) -> Graph {
+            let numbers = Out::<u64>::new("numbers");
+            let out = numbers.clone();
+            let mut graph = Graph::new();
+            let source = graph.stage(
+                Stage::source(
+                    "source",
+                    || (),
+                    move |(), ctx| {
+                        (0..1_000_u64).try_for_each(|n| ctx.send(&out, n))?;
+                        Ok(())
+                    },
+                )
+                .output(&numbers),
+            );
+            let sink = graph.stage(Stage::stateful(
+                "sink",
+                || (),
+                move |(), n: u64, _| {
+                    seen.send(n).unwrap();
+                    Ok(())
+                },
+            ));
+            graph.connect(&source, "numbers", &sink, Connector::decoupled());
+            graph.part([("front", (&source).into()), ("back", (&sink).into())]);
+            graph
+        }
+        let redis = Redis::start();
+        let mapping = |process: &str, cluster: &str| Mapping {
+            graph: "split".into(),
+            process: process.into(),
+            clusters: vec![cluster.into()],
+            redis: redis.url(),
+            claim_idle: Duration::from_secs(30),
+            max_deliveries: 3,
+        };
+        let (seen, got) = crossbeam_channel::unbounded();
+        let back = graph(seen.clone())
+            .start_mapped(&HashMap::new(), &mapping("b", "back"))
+            .unwrap();
+        let front = graph(seen)
+            .start_mapped(&HashMap::new(), &mapping("a", "front"))
+            .unwrap();
+        let received: Vec<u64> = (0..1_000)
+            .map(|_| got.recv_timeout(Duration::from_secs(10)).unwrap())
+            .collect();
+        assert_eq!(received, (0..1_000).collect::<Vec<_>>());
+        assert!(
+            got.recv_timeout(Duration::from_millis(200)).is_err(),
+            "each once"
+        );
+        let front_sink = front.stats().stage("sink").unwrap().handled;
+        assert_eq!(front_sink, 0, "the sink runs in the other process only");
+        front.shutdown(Duration::from_secs(5));
+        back.shutdown(Duration::from_secs(5));
     }
 }

@@ -26,11 +26,13 @@ use super::definition::{Role, Stage};
 use super::error::StageError;
 use super::graph::{Edge, Graph, StageRef};
 use super::inlet::Inlet;
+use super::mapping::Mapping;
 use super::node::{Node, Route, Shared};
 use super::plan::Plan;
 use super::pool::Pool;
-use super::port::{Admission, Connector, ConnectorKind, EventType};
+use super::port::{Admission, Codec, Connector, ConnectorKind, EventType};
 use super::ready::{Ready, Ticket};
+use super::remote::{Inbound, InboundSpec, Outbound};
 use super::stats::{Counters, GraphStats, StageStats};
 use crate::actor::DeadLetters;
 
@@ -43,6 +45,8 @@ pub struct RunningGraph {
     order: Vec<usize>,
     exited: Receiver<()>,
     stopped: bool,
+    /// Readers of the connectors from other processes, stopped first at shutdown.
+    inbounds: Vec<Inbound>,
 }
 
 /// Reads a running graph's stats from anywhere (a `/_status` section, a metrics
@@ -70,7 +74,12 @@ pub struct ShutdownReport {
 }
 
 impl RunningGraph {
-    pub(crate) fn start(graph: &Graph, plan: &Plan) -> Result<Self, StageError> {
+    pub(crate) fn start(
+        graph: &Graph,
+        plan: &Plan,
+        mapping: Option<&Mapping>,
+    ) -> Result<Self, StageError> {
+        let here = here(plan, mapping)?;
         let (exit_tx, exited) = crossbeam_channel::unbounded();
         let crews: Vec<Arc<Crew>> = plan
             .clusters
@@ -84,9 +93,31 @@ impl RunningGraph {
                 ))
             })
             .collect();
+        let local = |stage: usize| here[plan.cluster_of[stage]];
+        let mut outbound = |edge: &Edge| -> Result<Option<Arc<Outbound>>, StageError> {
+            let Some(mapping) = mapping.filter(|_| local(edge.from) && !local(edge.to)) else {
+                return Ok(None);
+            };
+            let (from, to) = (&graph.stages[edge.from], &graph.stages[edge.to]);
+            let codec = crossing(edge, from, to)?;
+            let stream = mapping.stream(&from.name, &edge.port, &to.name);
+            let bound = plan.clusters[plan.cluster_of[edge.from]].queue;
+            // The writer ends once the graph's routes are gone and it has written
+            // what waited: nothing joins it.
+            let (outbound, _writer) = Outbound::spawn(mapping.redis.clone(), stream, codec, bound)?;
+            Ok(Some(Arc::new(outbound)))
+        };
         let nodes = (0..graph.stages.len())
-            .map(|at| build_node(graph, plan, at, &crews[plan.cluster_of[at]].ready))
-            .collect();
+            .map(|at| {
+                build_node(
+                    graph,
+                    plan,
+                    at,
+                    &crews[plan.cluster_of[at]].ready,
+                    &mut outbound,
+                )
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         let mut running = Self {
             monitor: GraphMonitor {
                 shared: Arc::new(Shared {
@@ -99,17 +130,41 @@ impl RunningGraph {
                 started: Instant::now(),
             },
             controllers: Vec::new(),
-            order: graph_order(graph),
+            // Stages that run elsewhere are drained there.
+            order: graph_order(graph)
+                .into_iter()
+                .filter(|&at| local(at))
+                .collect(),
             exited,
             stopped: false,
+            inbounds: Vec::new(),
         };
         // On an error, dropping `running` tells the threads started to leave.
-        for crew in &running.monitor.crews {
-            crew.start(&running.monitor.shared)?;
+        for (at, crew) in running.monitor.crews.iter().enumerate() {
+            if here[at] {
+                crew.start(&running.monitor.shared)?;
+            }
         }
         running.start_controllers()?;
+        if let Some(mapping) = mapping {
+            for edge in graph.edges.iter().filter(|e| !local(e.from) && local(e.to)) {
+                let (from, to) = (&graph.stages[edge.from], &graph.stages[edge.to]);
+                let spec = InboundSpec {
+                    url: mapping.redis.clone(),
+                    stream: mapping.stream(&from.name, &edge.port, &to.name),
+                    group: to.name.clone(),
+                    consumer: mapping.consumer(),
+                    node: edge.to,
+                    codec: crossing(edge, from, to)?,
+                    claim_idle: mapping.claim_idle,
+                    max_deliveries: mapping.max_deliveries,
+                };
+                let inbound = Inbound::spawn(Arc::clone(&running.monitor.shared), spec)?;
+                running.inbounds.push(inbound);
+            }
+        }
         for (at, stage) in graph.stages.iter().enumerate() {
-            if stage.role == Role::Source {
+            if stage.role == Role::Source && local(at) {
                 for _ in 0..plan.instances[at] {
                     let ticket = Ticket::Run(at, (stage.instance)());
                     running.monitor.crews[plan.cluster_of[at]]
@@ -237,6 +292,7 @@ impl RunningGraph {
             target: to.index,
             connector,
             bucket: bucket_for(connector.admission),
+            outbound: None,
         };
         Ok(Inlet::new(Arc::clone(&self.monitor.shared), route, name))
     }
@@ -258,6 +314,8 @@ impl RunningGraph {
         let until = Instant::now() + deadline;
         let shared = Arc::clone(&self.monitor.shared);
         shared.stopping.store(true, Ordering::Release);
+        // Nothing more from other processes: what they sent stays in their streams.
+        self.inbounds.clear();
         let mut drained = Vec::new();
         for &node in &self.order {
             if shared.wait_quiet(node, until) {
@@ -360,7 +418,13 @@ impl Drop for RunningGraph {
 
 /// Returns stage `at` ready to run: its queue, its idle instances (a source's are
 /// made as they start), its routes.
-fn build_node(graph: &Graph, plan: &Plan, at: usize, ready: &Arc<Ready>) -> Node {
+fn build_node(
+    graph: &Graph,
+    plan: &Plan,
+    at: usize,
+    ready: &Arc<Ready>,
+    outbound: &mut impl FnMut(&Edge) -> Result<Option<Arc<Outbound>>, StageError>,
+) -> Result<Node, StageError> {
     let stage = &graph.stages[at];
     let cluster = plan.cluster_of[at];
     let (capacity, instances) = (plan.clusters[cluster].queue, plan.instances[at]);
@@ -368,7 +432,7 @@ fn build_node(graph: &Graph, plan: &Plan, at: usize, ready: &Arc<Ready>) -> Node
         Role::Source => Vec::new(),
         Role::Stateful | Role::Stateless => (0..instances).map(|_| (stage.instance)()).collect(),
     };
-    Node {
+    Ok(Node {
         name: stage.name.clone(),
         role: stage.role,
         input: stage.input,
@@ -383,8 +447,9 @@ fn build_node(graph: &Graph, plan: &Plan, at: usize, ready: &Arc<Ready>) -> Node
             .edges
             .iter()
             .filter(|edge| edge.from == at)
-            .filter_map(|edge| route(stage, edge))
-            .collect(),
+            .filter_map(|edge| Some(outbound(edge).map(|out| route(stage, edge, out))))
+            .filter_map(|route| route.transpose())
+            .collect::<Result<_, _>>()?,
         queue: crossbeam_channel::bounded(capacity),
         capacity,
         asynchronous: stage.asynchronous,
@@ -392,18 +457,57 @@ fn build_node(graph: &Graph, plan: &Plan, at: usize, ready: &Arc<Ready>) -> Node
         pool: Pool::new(idle),
         counters: Counters::default(),
         sending: AtomicUsize::new(0),
-    }
+    })
 }
 
 /// Returns `edge` as its sender's route (every edge's port exists: the plan checked).
-fn route(stage: &Stage, edge: &Edge) -> Option<Route> {
+fn route(stage: &Stage, edge: &Edge, outbound: Option<Arc<Outbound>>) -> Option<Route> {
     let port = stage.outputs.iter().find(|port| port.name == edge.port)?;
     Some(Route {
         port: port.name,
         target: edge.to,
         connector: edge.connector,
         bucket: bucket_for(edge.connector.admission),
+        outbound,
     })
+}
+
+/// Which of `plan`'s clusters run in this process: all without a mapping.
+fn here(plan: &Plan, mapping: Option<&Mapping>) -> Result<Vec<bool>, StageError> {
+    let Some(mapping) = mapping else {
+        return Ok(vec![true; plan.clusters.len()]);
+    };
+    if let Some(unknown) = mapping
+        .clusters
+        .iter()
+        .find(|name| !plan.clusters.iter().any(|c| &c.name == *name))
+    {
+        return Err(StageError::graph(format!(
+            "process `{}` runs cluster `{unknown}`, which the graph does not have",
+            mapping.process
+        )));
+    }
+    Ok(plan
+        .clusters
+        .iter()
+        .map(|c| mapping.clusters.contains(&c.name))
+        .collect())
+}
+
+/// The codec of `edge`, which crosses processes: only a decoupled connector may.
+fn crossing(edge: &Edge, from: &Stage, to: &Stage) -> Result<Codec, StageError> {
+    let codec = from
+        .outputs
+        .iter()
+        .find(|port| port.name == edge.port)
+        .and_then(|port| port.codec);
+    match (edge.connector.kind, codec) {
+        (ConnectorKind::Decoupled, Some(codec)) => Ok(codec),
+        _ => Err(StageError::graph(format!(
+            "`{}.{}` → `{}` crosses processes, which only a decoupled connector may",
+            from.name, edge.port, to.name
+        ))),
+    }
 }
 
 /// Returns the token bucket `admission` needs, if any.
