@@ -121,9 +121,9 @@ impl Graph {
     ///
     /// # Errors
     ///
-    /// As [`start`](Self::start); and a graph error for a connector other than
-    /// `decoupled` between this process and another, or a cluster of the mapping the
-    /// graph does not have.
+    /// As [`start`](Self::start) (a connector between clusters is `decoupled`, so
+    /// every one between processes is), and a graph error for a cluster of the
+    /// mapping the graph does not have.
     pub fn start_mapped(
         self,
         clusters: &HashMap<String, ClusterSpec>,

@@ -560,4 +560,52 @@ mod tests {
         front.shutdown(Duration::from_secs(5));
         back.shutdown(Duration::from_secs(5));
     }
+
+    #[test]
+    fn a_cohort_connector_across_processes_and_an_unknown_cluster_are_refused_by_name() {
+        use std::collections::HashMap;
+
+        use crate::stage::{Connector, Graph, Mapping, Out, Stage};
+
+        fn graph(connector: Connector) -> Graph {
+            let numbers = Out::<u64>::new("numbers");
+            let out = numbers.clone();
+            let mut graph = Graph::new();
+            let source = graph.stage(
+                Stage::source("source", || (), move |(), ctx| Ok(ctx.send(&out, 1)?))
+                    .output(&numbers),
+            );
+            let sink = graph.stage(Stage::stateless("sink", || (), |(), _: u64, _| Ok(())));
+            graph.connect(&source, "numbers", &sink, connector);
+            graph.part([("front", (&source).into()), ("back", (&sink).into())]);
+            graph
+        }
+        let mapping = |cluster: &str| Mapping {
+            graph: "g".into(),
+            process: "a".into(),
+            clusters: vec![cluster.into()],
+            redis: format!("redis://127.0.0.1:{}", free_port()),
+            claim_idle: Duration::from_secs(30),
+            max_deliveries: 3,
+        };
+        let crossing = graph(Connector::cohort())
+            .start_mapped(&HashMap::new(), &mapping("front"))
+            .err()
+            .unwrap();
+        assert!(crossing.is_graph(), "{crossing}");
+        assert!(
+            crossing
+                .to_string()
+                .contains("only decoupled connectors cross clusters"),
+            "{crossing}"
+        );
+        let unknown = graph(Connector::decoupled())
+            .start_mapped(&HashMap::new(), &mapping("middle"))
+            .err()
+            .unwrap();
+        assert!(
+            unknown.to_string().contains("cluster `middle`"),
+            "{unknown}"
+        );
+    }
 }

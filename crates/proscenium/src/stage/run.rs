@@ -99,7 +99,7 @@ impl RunningGraph {
                 return Ok(None);
             };
             let (from, to) = (&graph.stages[edge.from], &graph.stages[edge.to]);
-            let codec = crossing(edge, from, to)?;
+            let codec = crossing(edge, from);
             let stream = mapping.stream(&from.name, &edge.port, &to.name);
             let bound = plan.clusters[plan.cluster_of[edge.from]].queue;
             // The writer ends once the graph's routes are gone and it has written
@@ -155,7 +155,7 @@ impl RunningGraph {
                     group: to.name.clone(),
                     consumer: mapping.consumer(),
                     node: edge.to,
-                    codec: crossing(edge, from, to)?,
+                    codec: crossing(edge, from),
                     claim_idle: mapping.claim_idle,
                     max_deliveries: mapping.max_deliveries,
                 };
@@ -494,20 +494,14 @@ fn here(plan: &Plan, mapping: Option<&Mapping>) -> Result<Vec<bool>, StageError>
         .collect())
 }
 
-/// The codec of `edge`, which crosses processes: only a decoupled connector may.
-fn crossing(edge: &Edge, from: &Stage, to: &Stage) -> Result<Codec, StageError> {
-    let codec = from
-        .outputs
+/// The codec of `edge`, which crosses processes: a decoupled connector's (the plan
+/// refused any other between clusters, and a decoupled one from a port without one).
+fn crossing(edge: &Edge, from: &Stage) -> Codec {
+    from.outputs
         .iter()
         .find(|port| port.name == edge.port)
-        .and_then(|port| port.codec);
-    match (edge.connector.kind, codec) {
-        (ConnectorKind::Decoupled, Some(codec)) => Ok(codec),
-        _ => Err(StageError::graph(format!(
-            "`{}.{}` → `{}` crosses processes, which only a decoupled connector may",
-            from.name, edge.port, to.name
-        ))),
-    }
+        .and_then(|port| port.codec)
+        .expect("the plan checked: a connector between clusters is decoupled, from an Event port")
 }
 
 /// Returns the token bucket `admission` needs, if any.
