@@ -123,13 +123,18 @@ impl Graph {
     ///
     /// As [`start`](Self::start) (a connector between clusters is `decoupled`, so
     /// every one between processes is), and a graph error for a cluster of the
-    /// mapping the graph does not have.
+    /// mapping the graph does not have, for a graph whose shape (stages, ports,
+    /// connectors and their types) differs from the one its other processes recorded
+    /// in Redis — naming the lines that differ — or for a Redis that cannot be reached.
     pub fn start_mapped(
         self,
         clusters: &HashMap<String, ClusterSpec>,
         mapping: &super::Mapping,
     ) -> Result<RunningGraph, StageError> {
         let plan = super::plan::Plan::check(&self, clusters)?;
+        // Its clusters first: a mistake of this process's own, named before Redis.
+        super::run::here(&plan, Some(mapping))?;
+        super::shape::join(&self, &mapping.graph, &mapping.redis)?;
         RunningGraph::start(&self, &plan, Some(mapping))
     }
 }

@@ -219,7 +219,7 @@ async fn read(shared: &Shared, spec: &InboundSpec, stop: &AtomicBool) {
                     }
                 }
                 Err(error) => {
-                    tracing::warn!(stream = %spec.stream, %error, "claiming failed: trying again")
+                    tracing::warn!(stream = %spec.stream, %error, "claiming failed: trying again");
                 }
             }
         }
@@ -286,6 +286,17 @@ mod tests {
     use crate::stage::Out;
     use crate::stage::stream::StreamReceiver;
     use crate::stage::stream::test_redis::{Redis, free_port};
+
+    /// The events of stream `s` pending in group `sink`.
+    async fn pending(raw: &mut redis::aio::MultiplexedConnection) -> u64 {
+        let summary: (u64, redis::Value, redis::Value, redis::Value) = redis::cmd("XPENDING")
+            .arg("s")
+            .arg("sink")
+            .query_async(raw)
+            .await
+            .unwrap();
+        summary.0
+    }
 
     fn codec() -> Codec {
         Out::<u64>::new("n").spec.codec.unwrap()
@@ -391,17 +402,7 @@ mod tests {
         // The reader acknowledges between reads: a tenth of a second apart.
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
         let pending = loop {
-            let (count, ..): (
-                u64,
-                Option<String>,
-                Option<String>,
-                Option<Vec<(String, String)>>,
-            ) = redis::cmd("XPENDING")
-                .arg("s")
-                .arg("sink")
-                .query_async(&mut raw)
-                .await
-                .unwrap();
+            let count = pending(&mut raw).await;
             if count <= 1 || std::time::Instant::now() > deadline {
                 break count;
             }
@@ -480,18 +481,7 @@ mod tests {
             3,
             "handled three times, no more"
         );
-        let (pending, ..): (
-            u64,
-            Option<String>,
-            Option<String>,
-            Option<Vec<(String, String)>>,
-        ) = redis::cmd("XPENDING")
-            .arg("s")
-            .arg("sink")
-            .query_async(&mut raw)
-            .await
-            .unwrap();
-        assert_eq!(pending, 0, "acknowledged once moved");
+        assert_eq!(pending(&mut raw).await, 0, "acknowledged once moved");
         assert_eq!(running.dead_letters().count(), 1, "and reported");
         running.shutdown(Duration::from_secs(5));
     }
@@ -607,5 +597,51 @@ mod tests {
             unknown.to_string().contains("cluster `middle`"),
             "{unknown}"
         );
+    }
+
+    #[test]
+    fn a_process_whose_graph_differs_from_the_others_refuses_to_join_naming_the_difference() {
+        use std::collections::HashMap;
+
+        use crate::stage::{Connector, Graph, Mapping, Out, Stage};
+
+        fn graph<T: crate::stage::Event>() -> Graph {
+            let numbers = Out::<T>::new("numbers");
+            let mut graph = Graph::new();
+            let source =
+                graph.stage(Stage::source("source", || (), |(), _| Ok(())).output(&numbers));
+            let sink = graph.stage(Stage::stateless("sink", || (), |(), _: T, _| Ok(())));
+            graph.connect(&source, "numbers", &sink, Connector::decoupled());
+            graph.part([("front", (&source).into()), ("back", (&sink).into())]);
+            graph
+        }
+        let redis = Redis::start();
+        let mapping = |cluster: &str| Mapping {
+            graph: "g".into(),
+            process: cluster.into(),
+            clusters: vec![cluster.into()],
+            redis: redis.url(),
+            claim_idle: Duration::from_secs(30),
+            max_deliveries: 3,
+        };
+        let back = graph::<u64>()
+            .start_mapped(&HashMap::new(), &mapping("back"))
+            .unwrap();
+        let refused = graph::<u32>()
+            .start_mapped(&HashMap::new(), &mapping("front"))
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(
+            refused.contains("differs")
+                && refused.contains("- port source.numbers carries u64")
+                && refused.contains("+ port source.numbers carries u32"),
+            "{refused}"
+        );
+        let front = graph::<u64>()
+            .start_mapped(&HashMap::new(), &mapping("front"))
+            .unwrap();
+        front.shutdown(Duration::from_secs(5));
+        back.shutdown(Duration::from_secs(5));
     }
 }

@@ -298,6 +298,7 @@ impl RunningGraph {
     }
 
     /// What the graph's threads share: for a connector's reader from another process.
+    #[cfg(test)]
     pub(crate) fn shared(&self) -> Arc<Shared> {
         Arc::clone(&self.monitor.shared)
     }
@@ -447,8 +448,8 @@ fn build_node(
             .edges
             .iter()
             .filter(|edge| edge.from == at)
-            .filter_map(|edge| Some(outbound(edge).map(|out| route(stage, edge, out))))
-            .filter_map(|route| route.transpose())
+            .map(|edge| outbound(edge).map(|out| route(stage, edge, out)))
+            .filter_map(Result::transpose)
             .collect::<Result<_, _>>()?,
         queue: crossbeam_channel::bounded(capacity),
         capacity,
@@ -473,7 +474,7 @@ fn route(stage: &Stage, edge: &Edge, outbound: Option<Arc<Outbound>>) -> Option<
 }
 
 /// Which of `plan`'s clusters run in this process: all without a mapping.
-fn here(plan: &Plan, mapping: Option<&Mapping>) -> Result<Vec<bool>, StageError> {
+pub(crate) fn here(plan: &Plan, mapping: Option<&Mapping>) -> Result<Vec<bool>, StageError> {
     let Some(mapping) = mapping else {
         return Ok(vec![true; plan.clusters.len()]);
     };

@@ -1,9 +1,52 @@
 //! A graph's shape — its stages, ports and connectors, each with its types — as lines
 //! of text in a fixed order, and a fingerprint of them: what processes of one graph
-//! must agree on before they exchange events. A process whose shape differs from the
-//! others' refuses to join, naming the lines that differ, not two hashes.
+//! must agree on before they exchange events. The first process of a graph records
+//! its shape in Redis (`GRAPH:shape`); one whose shape differs refuses to join, naming
+//! the lines that differ, not two hashes.
 
+use super::error::StageError;
 use super::graph::Graph;
+
+/// Records `graph`'s shape under `GRAPH:shape` on the Redis at `url`, or compares it
+/// with the one recorded there.
+///
+/// # Errors
+///
+/// A graph error naming the lines that differ, or that Redis cannot be reached.
+pub(crate) fn join(graph: &Graph, name: &str, url: &str) -> Result<(), StageError> {
+    let ours = shape(graph);
+    let text = ours.join("\n");
+    let key = format!("{name}:shape");
+    let unreachable = |e: redis::RedisError| {
+        StageError::graph(format!(
+            "graph `{name}`: cannot compare its shape in Redis ({e})"
+        ))
+    };
+    let mut redis = redis::Client::open(url)
+        .and_then(|client| client.get_connection_with_timeout(std::time::Duration::from_secs(5)))
+        .map_err(unreachable)?;
+    // SET NX: the first process records it; GET: what every process compares with.
+    let () = redis::cmd("SET")
+        .arg(&key)
+        .arg(&text)
+        .arg("NX")
+        .query::<Option<String>>(&mut redis)
+        .map(drop)
+        .map_err(unreachable)?;
+    let recorded: String = redis::cmd("GET")
+        .arg(&key)
+        .query(&mut redis)
+        .map_err(unreachable)?;
+    let theirs: Vec<String> = recorded.lines().map(str::to_owned).collect();
+    if fingerprint(&theirs) == fingerprint(&ours) {
+        return Ok(());
+    }
+    Err(StageError::graph(format!(
+        "graph `{name}` differs from the one its other processes run (recorded in {key}; \
+         - this process lacks, + it has):\n{}",
+        differences(&theirs, &ours).join("\n")
+    )))
+}
 
 /// The graph's shape, one line a stage, output port and connector, sorted.
 pub(crate) fn shape(graph: &Graph) -> Vec<String> {
