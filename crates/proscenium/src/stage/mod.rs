@@ -69,6 +69,9 @@
 //! run                          the running graph: threads, stats, inlets, shutdown
 //! stream                       Redis Streams: a decoupled connector's transport
 //!                              between processes (wire format, sender, receiver)
+//! mapping, shape, remote       a graph mapped onto processes: this process's part,
+//!                              the shape its processes must share, and each
+//!                              crossing connector's writer and reader
 //! ```
 //!
 //! Events travel type-erased (`Box<dyn Any + Send>`) after the graph compared every
