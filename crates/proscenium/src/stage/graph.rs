@@ -132,9 +132,6 @@ impl Graph {
         mapping: &super::Mapping,
     ) -> Result<RunningGraph, StageError> {
         let plan = super::plan::Plan::check(&self, clusters)?;
-        // Its clusters first: a mistake of this process's own, named before Redis.
-        super::run::here(&plan, Some(mapping))?;
-        super::shape::join(&self, &mapping.graph, &mapping.redis)?;
         RunningGraph::start(&self, &plan, Some(mapping))
     }
 }

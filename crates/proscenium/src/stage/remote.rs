@@ -283,9 +283,44 @@ async fn dead_letter(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stage::Out;
     use crate::stage::stream::StreamReceiver;
     use crate::stage::stream::test_redis::{Redis, free_port};
+    use crate::stage::{Mapping, Out};
+
+    /// A reader of stream `s` into stage `node`, as group `sink`.
+    fn inbound(redis: &Redis, node: usize, claim_idle: Duration) -> InboundSpec {
+        InboundSpec {
+            url: redis.url(),
+            stream: "s".into(),
+            group: "sink".into(),
+            consumer: "p1".into(),
+            node,
+            codec: codec(),
+            claim_idle,
+            max_deliveries: 3,
+        }
+    }
+
+    /// Process `process`'s part of graph `graph`: cluster `cluster`.
+    fn mapping(graph: &str, process: &str, cluster: &str, redis: String) -> Mapping {
+        Mapping {
+            graph: graph.into(),
+            process: process.into(),
+            clusters: vec![cluster.into()],
+            redis,
+            claim_idle: Duration::from_secs(30),
+            max_deliveries: 3,
+        }
+    }
+
+    /// A connection of the test's own, for what the code under test does not read.
+    async fn raw(redis: &Redis) -> redis::aio::MultiplexedConnection {
+        redis::Client::open(redis.url())
+            .unwrap()
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap()
+    }
 
     /// The events of stream `s` pending in group `sink`.
     async fn pending(raw: &mut redis::aio::MultiplexedConnection) -> u64 {
@@ -375,16 +410,7 @@ mod tests {
         let running = graph.start(&HashMap::new()).unwrap();
         let inbound = Inbound::spawn(
             running.shared(),
-            InboundSpec {
-                url: redis.url(),
-                stream: "s".into(),
-                group: "sink".into(),
-                consumer: "p1".into(),
-                node: sink.index,
-                codec: codec(),
-                claim_idle: Duration::from_secs(60),
-                max_deliveries: 3,
-            },
+            inbound(&redis, sink.index, Duration::from_secs(60)),
         )
         .unwrap();
         let mut sender = StreamSender::connect(&redis.url(), "s").await.unwrap();
@@ -394,11 +420,7 @@ mod tests {
             .collect();
         handled.sort_unstable();
         assert_eq!(handled, (0..100).filter(|&n| n != 13).collect::<Vec<_>>());
-        let mut raw = redis::Client::open(redis.url())
-            .unwrap()
-            .get_multiplexed_async_connection()
-            .await
-            .unwrap();
+        let mut raw = raw(&redis).await;
         // The reader acknowledges between reads: a tenth of a second apart.
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
         let pending = loop {
@@ -439,16 +461,7 @@ mod tests {
         let running = graph.start(&HashMap::new()).unwrap();
         let inbound = Inbound::spawn(
             running.shared(),
-            InboundSpec {
-                url: redis.url(),
-                stream: "s".into(),
-                group: "sink".into(),
-                consumer: "p1".into(),
-                node: sink.index,
-                codec: codec(),
-                claim_idle: Duration::from_millis(100),
-                max_deliveries: 3,
-            },
+            inbound(&redis, sink.index, Duration::from_millis(100)),
         )
         .unwrap();
         StreamSender::connect(&redis.url(), "s")
@@ -457,11 +470,7 @@ mod tests {
             .send(&[13_u64])
             .await
             .unwrap();
-        let mut raw = redis::Client::open(redis.url())
-            .unwrap()
-            .get_multiplexed_async_connection()
-            .await
-            .unwrap();
+        let mut raw = raw(&redis).await;
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         let dead = loop {
             let dead: u64 = redis::cmd("XLEN")
@@ -492,7 +501,7 @@ mod tests {
     fn a_graph_split_over_two_processes_carries_every_event_across_in_order() {
         use std::collections::HashMap;
 
-        use crate::stage::{Connector, Graph, Mapping, Out, Stage};
+        use crate::stage::{Connector, Graph, Out, Stage};
 
         fn graph(seen: crossbeam_channel::Sender<u64>) -> Graph {
             let numbers = Out::<u64>::new("numbers");
@@ -522,14 +531,8 @@ mod tests {
             graph
         }
         let redis = Redis::start();
-        let mapping = |process: &str, cluster: &str| Mapping {
-            graph: "split".into(),
-            process: process.into(),
-            clusters: vec![cluster.into()],
-            redis: redis.url(),
-            claim_idle: Duration::from_secs(30),
-            max_deliveries: 3,
-        };
+        let mapping =
+            |process: &str, cluster: &str| mapping("split", process, cluster, redis.url());
         let (seen, got) = crossbeam_channel::unbounded();
         let back = graph(seen.clone())
             .start_mapped(&HashMap::new(), &mapping("b", "back"))
@@ -555,7 +558,7 @@ mod tests {
     fn a_cohort_connector_across_processes_and_an_unknown_cluster_are_refused_by_name() {
         use std::collections::HashMap;
 
-        use crate::stage::{Connector, Graph, Mapping, Out, Stage};
+        use crate::stage::{Connector, Graph, Out, Stage};
 
         fn graph(connector: Connector) -> Graph {
             let numbers = Out::<u64>::new("numbers");
@@ -570,14 +573,8 @@ mod tests {
             graph.part([("front", (&source).into()), ("back", (&sink).into())]);
             graph
         }
-        let mapping = |cluster: &str| Mapping {
-            graph: "g".into(),
-            process: "a".into(),
-            clusters: vec![cluster.into()],
-            redis: format!("redis://127.0.0.1:{}", free_port()),
-            claim_idle: Duration::from_secs(30),
-            max_deliveries: 3,
-        };
+        let nowhere = format!("redis://127.0.0.1:{}", free_port());
+        let mapping = |cluster: &str| mapping("g", "a", cluster, nowhere.clone());
         let crossing = graph(Connector::cohort())
             .start_mapped(&HashMap::new(), &mapping("front"))
             .err()
@@ -603,7 +600,7 @@ mod tests {
     fn a_process_whose_graph_differs_from_the_others_refuses_to_join_naming_the_difference() {
         use std::collections::HashMap;
 
-        use crate::stage::{Connector, Graph, Mapping, Out, Stage};
+        use crate::stage::{Connector, Graph, Out, Stage};
 
         fn graph<T: crate::stage::Event>() -> Graph {
             let numbers = Out::<T>::new("numbers");
@@ -616,14 +613,7 @@ mod tests {
             graph
         }
         let redis = Redis::start();
-        let mapping = |cluster: &str| Mapping {
-            graph: "g".into(),
-            process: cluster.into(),
-            clusters: vec![cluster.into()],
-            redis: redis.url(),
-            claim_idle: Duration::from_secs(30),
-            max_deliveries: 3,
-        };
+        let mapping = |cluster: &str| mapping("g", cluster, cluster, redis.url());
         let back = graph::<u64>()
             .start_mapped(&HashMap::new(), &mapping("back"))
             .unwrap();

@@ -79,7 +79,11 @@ impl RunningGraph {
         plan: &Plan,
         mapping: Option<&Mapping>,
     ) -> Result<Self, StageError> {
+        // Its clusters first: a mistake of this process's own, named before Redis.
         let here = here(plan, mapping)?;
+        if let Some(mapping) = mapping {
+            super::shape::join(graph, &mapping.graph, &mapping.redis)?;
+        }
         let (exit_tx, exited) = crossbeam_channel::unbounded();
         let crews: Vec<Arc<Crew>> = plan
             .clusters
@@ -474,7 +478,7 @@ fn route(stage: &Stage, edge: &Edge, outbound: Option<Arc<Outbound>>) -> Option<
 }
 
 /// Which of `plan`'s clusters run in this process: all without a mapping.
-pub(crate) fn here(plan: &Plan, mapping: Option<&Mapping>) -> Result<Vec<bool>, StageError> {
+fn here(plan: &Plan, mapping: Option<&Mapping>) -> Result<Vec<bool>, StageError> {
     let Some(mapping) = mapping else {
         return Ok(vec![true; plan.clusters.len()]);
     };
