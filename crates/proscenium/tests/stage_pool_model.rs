@@ -2,12 +2,12 @@
 //! `src/stage/pool.rs`, compiled here unchanged against loom's lock and condition
 //! variable, under every interleaving of senders, turns and a cohort sender up to
 //! loom's preemption bound. Checked: an event queued never waits with every instance
-//! idle and none on its way to a turn (each model runs what is left ready at its end
-//! and finds the queue empty); a cohort sender gets an instance and the queue is still
-//! served after it; the stage is quiet at the end.
+//! idle and no turn on its way (each model runs what is left ready at its end and finds
+//! the queue empty); a cohort sender gets an instance without a turn having to run
+//! first, and the queue is still served after it; the stage is quiet at the end.
 //!
 //! The queue is an atomic count here (the stage's is a crossbeam channel, which loom
-//! does not see into), and the cluster's ready queue a locked list.
+//! does not see into), and the cluster's ready queue a count of turns.
 
 // `pool.rs` holds items these models do not use.
 #![allow(dead_code, unreachable_pub)]
@@ -81,7 +81,7 @@ impl Events {
 struct Stage {
     pool: Pool<u32>,
     events: Events,
-    ready: Mutex<Vec<u32>>,
+    ready: Mutex<usize>,
 }
 
 impl Stage {
@@ -89,26 +89,32 @@ impl Stage {
         Arc::new(Self {
             pool: Pool::new((0..instances).collect()),
             events: Events::default(),
-            ready: Mutex::new(Vec::new()),
+            ready: Mutex::new(0),
         })
     }
 
     /// A sender: queues an event, then wakes an instance if one must go.
     fn send(&self) {
         self.events.0.fetch_add(1, Ordering::SeqCst);
-        if let Some(instance) = self.pool.wake(&self.events) {
-            self.ready.lock().unwrap().push(instance);
+        if self.pool.wake(&self.events) {
+            *self.ready.lock().unwrap() += 1;
         }
     }
 
-    /// A cluster thread: runs one turn of a ready instance, if there is one (a batch
-    /// of one event); returns whether there was.
+    /// A cluster thread: pops a turn, if there is one, and runs it (a batch of one
+    /// event) on the instance it claims; returns whether there was a turn.
     fn run_a_turn(&self) -> bool {
-        let Some(instance) = self.ready.lock().unwrap().pop() else {
-            return false;
-        };
-        self.take_an_event();
-        self.release(instance);
+        {
+            let mut ready = self.ready.lock().unwrap();
+            let Some(left) = ready.checked_sub(1) else {
+                return false;
+            };
+            *ready = left;
+        }
+        if let Some(instance) = self.pool.claim() {
+            self.take_an_event();
+            self.release(instance);
+        }
         true
     }
 
@@ -120,8 +126,8 @@ impl Stage {
     }
 
     fn release(&self, instance: u32) {
-        if let Some(instance) = self.pool.after_turn(instance, &self.events) {
-            self.ready.lock().unwrap().push(instance);
+        if self.pool.after_turn(instance, &self.events) {
+            *self.ready.lock().unwrap() += 1;
         }
     }
 
@@ -212,6 +218,30 @@ fn a_cohort_sender_gets_the_instance_and_the_queue_is_still_served() {
         }
         cohort.join().unwrap();
         sender.join().unwrap();
+        stage.finish(1);
+    });
+}
+
+#[test]
+fn a_cohort_sender_never_waits_for_a_turn_to_be_popped() {
+    // No thread runs turns until both are done: the cluster's threads are the cohort
+    // senders themselves. With the instance inside its turn, the cohort sender waited
+    // for ever.
+    model(|| {
+        let stage = Stage::new(1);
+        let sender = {
+            let stage = stage.clone();
+            thread::spawn(move || stage.send())
+        };
+        let cohort = {
+            let stage = stage.clone();
+            thread::spawn(move || {
+                let instance = stage.pool.take_for_cohort();
+                stage.release(instance);
+            })
+        };
+        sender.join().unwrap();
+        cohort.join().unwrap();
         stage.finish(1);
     });
 }

@@ -126,7 +126,16 @@ impl Crew {
             let tasks = tokio::task::LocalSet::new();
             tasks.block_on(runtime, async {
                 let mut turns = tokio::task::JoinSet::new();
-                while let Ticket::Run(node, instance) = ready.pop().await {
+                loop {
+                    let (node, instance) = match ready.pop().await {
+                        Ticket::Turn(node) => match shared.nodes[node].pool.claim() {
+                            Some(instance) => (node, instance),
+                            // A cohort sender has the instance: no turn to run.
+                            None => continue,
+                        },
+                        Ticket::Source(node, instance) => (node, instance),
+                        Ticket::Exit => break,
+                    };
                     if shared.nodes[node].asynchronous {
                         let shared = Arc::clone(&shared);
                         turns.spawn_local(async move {

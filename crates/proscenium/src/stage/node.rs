@@ -293,11 +293,11 @@ impl Shared {
         abandoned
     }
 
-    /// Moves an idle instance of `node` to the ready queue if events wait for one.
+    /// Puts a turn of `node` in the ready queue if events wait for one.
     pub(crate) fn schedule(&self, node: usize) {
         let stage = &self.nodes[node];
-        if let Some(instance) = stage.pool.wake(&stage.queue.1) {
-            stage.ready.push(Ticket::Run(node, instance));
+        if stage.pool.wake(&stage.queue.1) {
+            stage.ready.push(Ticket::Turn(node));
         }
     }
 
@@ -330,8 +330,8 @@ impl Shared {
 
     fn release(&self, node: usize, instance: Box<dyn Instance>) {
         let stage = &self.nodes[node];
-        if let Some(instance) = stage.pool.after_turn(instance, &stage.queue.1) {
-            stage.ready.push(Ticket::Run(node, instance));
+        if stage.pool.after_turn(instance, &stage.queue.1) {
+            stage.ready.push(Ticket::Turn(node));
         }
     }
 

@@ -1,12 +1,17 @@
 //! A stage's idle instances, and the hand-off between its queue and them.
 //!
-//! Invariant: an instance is in exactly one place — idle here, in its cluster's ready
-//! queue, or running on one thread. Whether an instance goes idle or back to the ready
-//! queue is decided under the pool's lock after looking at the queue, and an enqueue
-//! looks at the pool under the same lock after pushing, so an event never waits in a
-//! queue while every instance sleeps. Cohort senders waiting for an instance go before
-//! the queue. Written against `super::sync`, so `tests/stage_pool_model.rs` checks
-//! it under loom.
+//! Invariant: an instance is idle here or running on one thread — never locked away in
+//! the cluster's ready queue. A ticket there says only "give this stage a turn"; the
+//! thread that pops it claims an idle instance then. So a cohort sender (which runs
+//! the stage on its own thread) never waits for a ticket to be popped: with the
+//! instance inside the ticket, cohort senders on every one of a cluster's threads
+//! waited for an instance that only those threads could have taken out of the ready
+//! queue, and the cluster stopped for good (the staged server's *cache*, at two
+//! threads). Whether a turn is scheduled is decided under the pool's lock after looking
+//! at the queue, and an enqueue looks at the pool under the same lock after pushing,
+//! so an event never waits in a queue while every instance sleeps with no turn on its
+//! way. Cohort senders waiting for an instance go before the queue. Written against
+//! `super::sync`, so `tests/stage_pool_model.rs` checks it under loom.
 
 use std::time::Instant;
 
@@ -27,10 +32,22 @@ pub(crate) struct Pool<I> {
 
 struct State<I> {
     idle: Vec<I>,
+    /// Turns in the ready queue not yet claimed: at most one for each idle instance.
+    scheduled: usize,
     /// Cohort senders waiting for an instance: they go before the queue.
     cohort_waiting: usize,
     /// Source instances whose run has returned.
     finished: usize,
+}
+
+impl<I> State<I> {
+    /// Schedules a turn if events wait, no cohort sender does, and an idle instance has
+    /// no turn on its way yet; returns whether it did.
+    fn schedule(&mut self, queue: &impl Queue) -> bool {
+        let due = self.cohort_waiting == 0 && !queue.is_empty() && self.idle.len() > self.scheduled;
+        self.scheduled += usize::from(due);
+        due
+    }
 }
 
 impl<I> Pool<I> {
@@ -38,6 +55,7 @@ impl<I> Pool<I> {
         Self {
             state: Mutex::new(State {
                 idle,
+                scheduled: 0,
                 cohort_waiting: 0,
                 finished: 0,
             }),
@@ -45,27 +63,26 @@ impl<I> Pool<I> {
         }
     }
 
-    /// An event was queued: returns an idle instance to give a turn, if events wait
-    /// and no cohort sender is waiting for it.
-    pub(crate) fn wake(&self, queue: &impl Queue) -> Option<I> {
-        let mut state = self.state.lock();
-        if state.cohort_waiting == 0 && !queue.is_empty() {
-            state.idle.pop()
-        } else {
-            None
-        }
+    /// An event was queued: returns whether to put a turn in the ready queue.
+    pub(crate) fn wake(&self, queue: &impl Queue) -> bool {
+        self.state.lock().schedule(queue)
     }
 
-    /// A turn is over: returns `instance` for another turn if events wait (and no
-    /// cohort sender does), or keeps it idle.
-    pub(crate) fn after_turn(&self, instance: I, queue: &impl Queue) -> Option<I> {
+    /// A thread popped a turn: returns the instance to run it on, or `None` when a
+    /// cohort sender took the instance meanwhile (it looks at the queue when it gives
+    /// the instance back, so the events are not left waiting).
+    pub(crate) fn claim(&self) -> Option<I> {
         let mut state = self.state.lock();
-        let again = if state.cohort_waiting == 0 && !queue.is_empty() {
-            Some(instance)
-        } else {
-            state.idle.push(instance);
-            None
-        };
+        state.scheduled -= 1;
+        state.idle.pop()
+    }
+
+    /// A turn (or a cohort sender's run) is over: keeps `instance` idle and returns
+    /// whether to put another turn in the ready queue, for events that wait.
+    pub(crate) fn after_turn(&self, instance: I, queue: &impl Queue) -> bool {
+        let mut state = self.state.lock();
+        state.idle.push(instance);
+        let again = state.schedule(queue);
         drop(state);
         self.released.notify_all();
         again

@@ -24,8 +24,11 @@ const SPINS: usize = 200;
 
 /// Work for a cluster's thread.
 pub(crate) enum Ticket {
-    /// Run an instance of stage `node`: a turn over its queue, or a source's one run.
-    Run(usize, Box<dyn Instance>),
+    /// Give stage `node` a turn over its queue, on an instance idle when the ticket
+    /// is popped (`Pool::claim`).
+    Turn(usize),
+    /// Run an instance of source `node`, once.
+    Source(usize, Box<dyn Instance>),
     /// Leave the thread.
     Exit,
 }

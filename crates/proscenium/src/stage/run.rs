@@ -170,7 +170,7 @@ impl RunningGraph {
         for (at, stage) in graph.stages.iter().enumerate() {
             if stage.role == Role::Source && local(at) {
                 for _ in 0..plan.instances[at] {
-                    let ticket = Ticket::Run(at, (stage.instance)());
+                    let ticket = Ticket::Source(at, (stage.instance)());
                     running.monitor.crews[plan.cluster_of[at]]
                         .ready
                         .push(ticket);

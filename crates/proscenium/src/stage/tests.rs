@@ -182,6 +182,52 @@ fn a_cohort_inlet_runs_the_stage_on_the_callers_thread_and_refuses_an_async_one(
 }
 
 #[test]
+fn a_cohort_sender_on_the_clusters_only_thread_gets_an_instance_with_a_turn_queued() {
+    // Each number goes to `counter` twice: queued (a turn in the ready queue), then at
+    // once. The one thread that could pop that turn is the cohort sender's: with the
+    // instance inside the turn, it waited for itself for ever.
+    let queued = Out::<u64>::local("queued");
+    let at_once = Out::<u64>::local("at-once");
+    let ports = (queued.clone(), at_once.clone());
+    let (total_tx, total) = crossbeam_channel::bounded(1);
+    let mut graph = Graph::new();
+    let twice = graph.stage(
+        Stage::stateless(
+            "twice",
+            || (),
+            move |_, n: u64, ctx| {
+                ctx.send(&ports.0, n)?;
+                Ok(ctx.send(&ports.1, n)?)
+            },
+        )
+        .output(&queued)
+        .output(&at_once),
+    );
+    let counter = graph.stage(Stage::stateful(
+        "counter",
+        || 0u64,
+        move |seen: &mut u64, _: u64, _| {
+            *seen += 1;
+            if *seen == 200 {
+                total_tx.send(*seen).unwrap();
+            }
+            Ok(())
+        },
+    ));
+    graph.connect(&twice, "queued", &counter, Connector::local());
+    graph.connect(&twice, "at-once", &counter, Connector::cohort());
+    let running = graph
+        .start(&clusters(
+            "[clusters.main]\nstages = [\"twice\", \"counter\"]\nthreads = 1",
+        ))
+        .unwrap();
+    let inlet = running.inlet("test", &twice, Admission::Block).unwrap();
+    (0..100u64).for_each(|n| inlet.send(n).unwrap());
+    assert_eq!(total.recv_timeout(DEADLINE), Ok(200));
+    running.shutdown(DEADLINE);
+}
+
+#[test]
 fn block_makes_the_sender_wait_and_loses_nothing() {
     let (gate, opened) = crossbeam_channel::bounded::<()>(0);
     let handled = Arc::new(AtomicUsize::new(0));
