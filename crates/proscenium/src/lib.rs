@@ -60,6 +60,8 @@ mod server;
 pub mod stage;
 mod staged;
 pub mod state;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod web;
 
 pub use ::http::{HeaderMap, Method, StatusCode, header};

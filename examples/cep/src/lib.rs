@@ -14,4 +14,4 @@
 pub mod log;
 mod stages;
 
-pub use self::stages::{Alarm, Outcome, run};
+pub use self::stages::{Alarm, Outcome, run, run_process};

@@ -2,17 +2,26 @@
 //!
 //! Run with: `cargo run --release -p cep -- --entries 1000000 --config
 //! examples/cep/configs/one-cluster.toml` (or `--log FILE` for a log of your own,
-//! `--dir DIR` to keep the persisted windows). Prints the alarms, the entries and the
-//! time, then one `cep alarms=… entries=… elapsed_ms=…` line for a lab scenario.
+//! `--dir DIR` to keep the persisted windows). Prints each alarm, their count, the
+//! entries, Correlate's pairs (a count and a digest, to compare runs) and the time,
+//! then one `cep alarms=… entries=… elapsed_ms=…` line for a lab scenario.
 //! `--write-log FILE` writes the generated log to FILE and stops: the lab's `cep`
 //! scenario generates it once and gives every run the same.
-//! Exit codes: 0 done, 1 a run that failed, 2 bad arguments.
+//!
+//! Over processes (Leda's Table 1, configuration 2, for real): a configuration with
+//! `[processes.NAME]` tables (`configs/two-processes.toml`) and a `[redis] url` (or
+//! `PROSCENIUM_REDIS_URL`) makes `cep` start every process mapped to `--host`
+//! (`localhost` by default) — itself again, with `--process NAME` — supervise them,
+//! and print what the process with *alarm* prints; `--process NAME` runs that one alone.
+//! Exit codes: 0 done, 1 a run that failed, 2 bad arguments, 78 a process that refused
+//! to run (its configuration or its graph is wrong: not restarted).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
 use proscenium::config::{Settings, Sources};
+use proscenium::stage::{EXIT_REFUSED, Ended, HostProcesses, StageError, StopSignal};
 
 /// Leda's CEP application: a web-server log through a stage graph, alarms out.
 #[derive(Parser)]
@@ -33,53 +42,148 @@ struct Args {
     /// Write the generated log of --entries to this file, and run nothing.
     #[arg(long, conflicts_with_all = ["log", "config", "dir"])]
     write_log: Option<PathBuf>,
+    /// Run only this process of the configuration's [processes].
+    #[arg(long, conflicts_with = "host")]
+    process: Option<String>,
+    /// Start and supervise the configuration's processes mapped to this host.
+    #[arg(long, default_value = "localhost")]
+    host: String,
+}
+
+/// How long stopping processes may take to drain.
+const DRAIN: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Why a run failed, and the exit status that says it.
+struct Failure {
+    message: String,
+    status: u8,
+}
+
+impl From<String> for Failure {
+    fn from(message: String) -> Self {
+        Self { message, status: 1 }
+    }
+}
+
+impl From<StageError> for Failure {
+    fn from(error: StageError) -> Self {
+        let status = if error.is_graph() {
+            u8::try_from(EXIT_REFUSED).unwrap_or(1)
+        } else {
+            1
+        };
+        Self {
+            message: error.to_string(),
+            status,
+        }
+    }
 }
 
 fn main() -> ExitCode {
     let args = Args::parse();
     match run(&args) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(message) => {
-            eprintln!("cep: {message}");
-            ExitCode::FAILURE
+        Err(failure) => {
+            eprintln!("cep: {}", failure.message);
+            ExitCode::from(failure.status)
         }
     }
 }
 
-fn run(args: &Args) -> Result<(), String> {
+fn run(args: &Args) -> Result<(), Failure> {
     if let Some(path) = &args.write_log {
-        return write_log(args.entries, path);
+        return Ok(write_log(args.entries, path)?);
     }
+    // Watched before any thread starts: a stop that comes early is not lost.
+    let stop = args
+        .process
+        .as_ref()
+        .map(|_| StopSignal::watch())
+        .transpose();
+    let stop = stop.map_err(|e| format!("cannot watch stop signals: {e}"))?;
     let sources = Sources {
         file: args.config.clone(),
+        env: std::env::vars().collect(),
         ..Sources::default()
     };
     let settings = Settings::resolve(&sources).map_err(|e| e.to_string())?;
+    let config = &settings.config;
     let scratch = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let (log, dir) = inputs(args, scratch.path())?;
+    let outcome = match (&args.process, stop) {
+        (Some(process), Some(stop)) => cep::run_process(&log, &dir, config, process, stop)?,
+        _ if !config.processes.is_empty() => return supervise(args, config, &log, &dir),
+        _ => Some(cep::run(&log, &dir, &config.clusters)?),
+    };
+    if let Some(outcome) = outcome {
+        let ms = outcome.elapsed.as_millis();
+        for alarm in &outcome.alarms {
+            println!("alarm: {alarm}");
+        }
+        println!("alarms: {}", outcome.alarms.len());
+        println!("entries: {}", outcome.entries);
+        println!(
+            "correlations: {} digest {:016x}",
+            outcome.correlations.len(),
+            outcome.correlations_digest()
+        );
+        println!("elapsed: {ms} ms");
+        println!(
+            "cep alarms={} entries={} elapsed_ms={ms}",
+            outcome.alarms.len(),
+            outcome.entries
+        );
+    }
+    Ok(())
+}
+
+/// The log to read (generated under `scratch` unless `--log`) and the directory for
+/// the persisted windows (made).
+fn inputs(args: &Args, scratch: &std::path::Path) -> Result<(PathBuf, PathBuf), String> {
     let log = match &args.log {
         Some(log) => log.clone(),
         None => {
-            let path = scratch.path().join("access.log");
+            let path = scratch.join("access.log");
             write_log(args.entries, &path)?;
             path
         }
     };
-    let dir = args
-        .dir
-        .clone()
-        .unwrap_or_else(|| scratch.path().join("windows"));
+    let dir = args.dir.clone().unwrap_or_else(|| scratch.join("windows"));
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let outcome = cep::run(&log, &dir, &settings.config.clusters).map_err(|e| e.to_string())?;
-    let ms = outcome.elapsed.as_millis();
-    println!("alarms: {}", outcome.alarms.len());
-    println!("entries: {}", outcome.entries);
-    println!("elapsed: {ms} ms");
-    println!(
-        "cep alarms={} entries={} elapsed_ms={ms}",
-        outcome.alarms.len(),
-        outcome.entries
-    );
-    Ok(())
+    Ok((log, dir))
+}
+
+/// Starts the processes mapped to `--host`, each reading `log` into `dir`, and waits
+/// for the one with *alarm* to print the outcome and finish; then stops the others.
+fn supervise(
+    args: &Args,
+    config: &proscenium::Config,
+    log: &std::path::Path,
+    dir: &std::path::Path,
+) -> Result<(), Failure> {
+    let file = args
+        .config
+        .as_ref()
+        .ok_or_else(|| "the processes come from --config FILE".to_owned())?;
+    let child_args = [
+        "--config".into(),
+        file.into(),
+        "--log".into(),
+        log.into(),
+        "--dir".into(),
+        dir.into(),
+    ];
+    let processes = HostProcesses::start(config, &args.host, &child_args)?;
+    let ended = processes.wait_ended(None);
+    processes.stop(DRAIN);
+    match ended {
+        Some(Ended::Finished(_)) => Ok(()),
+        Some(Ended::Refused(name)) => Err(Failure {
+            message: format!("process {name} refused to run (its error is above)"),
+            status: u8::try_from(EXIT_REFUSED).unwrap_or(1),
+        }),
+        None => Err("the processes stopped before the outcome".to_owned().into()),
+    }
 }
 
 /// Writes a generated log of `entries` to `path` (always the same for the same count).

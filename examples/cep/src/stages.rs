@@ -6,7 +6,10 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use proscenium::stage::{ClusterSpec, Connector, Graph, Out, Stage, StageError};
+use proscenium::Config;
+use proscenium::stage::{
+    ClusterSpec, Connector, Graph, Mapping, Out, RunningGraph, Stage, StageError, StopSignal,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::log::{Entry, WINDOW, parse};
@@ -39,6 +42,24 @@ pub struct Outcome {
     pub correlations: BTreeMap<u64, (String, String)>,
     /// From the first line read to the last report.
     pub elapsed: Duration,
+}
+
+impl Outcome {
+    /// A digest of Correlate's pairs, to compare two runs of one build in a line.
+    pub fn correlations_digest(&self) -> u64 {
+        let mut hasher = std::hash::DefaultHasher::new();
+        std::hash::Hash::hash(&self.correlations, &mut hasher);
+        std::hash::Hasher::finish(&hasher)
+    }
+}
+
+impl std::fmt::Display for Alarm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Scan { window, client } => write!(f, "scan in window {window} by {client}"),
+            Self::Burst { window } => write!(f, "burst of 5xx in window {window}"),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -77,6 +98,15 @@ struct Report {
     finding: Finding,
 }
 
+/// The graph's name: its streams and its shape in Redis carry it.
+const GRAPH: &str = "cep";
+
+/// The stage whose cluster's process reports the outcome.
+const ALARM: &str = "alarm";
+
+/// How long a stopping graph may take to drain.
+const DRAIN: Duration = Duration::from_secs(10);
+
 /// Runs the graph over the log at `log`, persisting windows under `dir`, partitioned
 /// and scheduled by `clusters`.
 ///
@@ -90,13 +120,60 @@ pub fn run(
     clusters: &HashMap<String, ClusterSpec>,
 ) -> Result<Outcome, StageError> {
     let (done, outcome) = mpsc::channel();
-    let graph = build(log.to_owned(), dir.to_owned(), done);
     let started = Instant::now();
-    let running = graph.start(clusters)?;
-    let result = outcome.recv();
-    running.shutdown(Duration::from_secs(10));
+    let running = build(log.to_owned(), dir.to_owned(), done).start(clusters)?;
+    finish(running, &outcome, started)
+}
+
+/// Runs process `process`'s part of the graph, as `config` maps it
+/// (`[processes.NAME]`, over `[redis]`). The process with *alarm* returns the outcome
+/// after the last window's reports; any other runs until `stop` comes, and returns
+/// `None`.
+///
+/// # Errors
+///
+/// As [`run`], and as [`Graph::start_mapped`]: a mapping the configuration lacks, a
+/// graph that differs from its other processes', a Redis that cannot be reached.
+pub fn run_process(
+    log: &Path,
+    dir: &Path,
+    config: &Config,
+    process: &str,
+    stop: StopSignal,
+) -> Result<Option<Outcome>, StageError> {
+    let mapping = Mapping::for_process(GRAPH, process, config)?;
+    let (done, outcome) = mpsc::channel();
+    let done_early = done.clone();
+    let started = Instant::now();
+    let running =
+        build(log.to_owned(), dir.to_owned(), done).start_mapped(&config.clusters, &mapping)?;
+    let reports = config.clusters.iter().any(|(name, spec)| {
+        mapping.clusters.contains(name) && spec.stages.iter().any(|s| s == ALARM)
+    });
+    if !reports {
+        stop.wait();
+        running.shutdown(DRAIN);
+        return Ok(None);
+    }
+    // Stopped before the last window, the run ends with what it has drained.
+    let stopped = done_early;
+    std::thread::spawn(move || {
+        stop.wait();
+        let _ = stopped.send(None);
+    });
+    finish(running, &outcome, started).map(Some)
+}
+
+/// Waits for the last window's reports, then stops the graph.
+fn finish(
+    running: RunningGraph,
+    outcome: &mpsc::Receiver<Done>,
+    started: Instant,
+) -> Result<Outcome, StageError> {
+    let result = outcome.recv().ok().flatten();
+    running.shutdown(DRAIN);
     let (alarms, entries, correlations) =
-        result.map_err(|_| StageError::handler("the graph stopped before its last window"))?;
+        result.ok_or_else(|| StageError::handler("the graph stopped before its last window"))?;
     Ok(Outcome {
         alarms,
         entries,
@@ -105,7 +182,9 @@ pub fn run(
     })
 }
 
-type Done = (BTreeSet<Alarm>, u64, BTreeMap<u64, (String, String)>);
+/// What *alarm* sends once the last window's reports are in; `None`: the run was
+/// told to stop first.
+type Done = Option<(BTreeSet<Alarm>, u64, BTreeMap<u64, (String, String)>)>;
 
 fn build(log: PathBuf, dir: PathBuf, done: mpsc::Sender<Done>) -> Graph {
     let lines = Out::<Line>::new("lines");
@@ -342,7 +421,7 @@ struct Tally {
 
 fn alarm(done: mpsc::Sender<Done>) -> Stage {
     Stage::stateful(
-        "alarm",
+        ALARM,
         Tally::default,
         move |tally: &mut Tally, report: Report, _| {
             tally.reports += 1;
@@ -362,7 +441,7 @@ fn alarm(done: mpsc::Sender<Done>) -> Stage {
                 let t = std::mem::take(tally);
                 // The receiver gone means the run gave up waiting; nothing is lost that
                 // anyone is still waiting for.
-                let _ = done.send((t.alarms, t.entries, t.correlations));
+                let _ = done.send(Some((t.alarms, t.entries, t.correlations)));
             }
             Ok(())
         },

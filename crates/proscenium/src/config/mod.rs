@@ -90,6 +90,57 @@ pub struct Config {
     /// `threads = 4`), for [`Graph::start`](crate::stage::Graph::start): the same graph
     /// runs under another partition by changing this alone.
     pub clusters: HashMap<String, crate::stage::ClusterSpec>,
+    /// The Redis that carries what crosses processes (`[redis] url = "redis://..."`,
+    /// or `PROSCENIUM_REDIS_URL`); without one, everything stays in one process.
+    pub redis: RedisSpec,
+    /// Processes by name, each running some of the graph's clusters on a host
+    /// (`[processes.correlate] clusters = ["correlate"]`, `host = "h2"`): Leda's
+    /// mapping, in configuration.
+    pub processes: HashMap<String, ProcessSpec>,
+}
+
+/// Where Redis is, and how events that cross processes through it are redelivered.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RedisSpec {
+    /// A `redis://` (or `rediss://`, `unix://`) URL; `None` for no Redis.
+    #[serde(deserialize_with = "value::some_redis_url")]
+    pub url: Option<String>,
+    /// How long an event may stay unacknowledged on a consumer before a live one
+    /// claims it (the consumer's process is taken for dead); seconds.
+    #[serde(with = "value::seconds")]
+    pub claim_idle: Duration,
+    /// Deliveries after which an event goes to its stream's dead letters instead of
+    /// being tried again.
+    #[serde(deserialize_with = "value::count::<_, 1, 1_000_000>")]
+    pub max_deliveries: usize,
+}
+
+impl Default for RedisSpec {
+    fn default() -> Self {
+        Self {
+            url: None,
+            claim_idle: Duration::from_secs(30),
+            max_deliveries: 5,
+        }
+    }
+}
+
+/// A process of the mapping: the clusters it runs, and the host it runs on.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessSpec {
+    /// The clusters (`[clusters.NAME]`) this process runs.
+    pub clusters: Vec<String>,
+    /// The host it runs on, as `serve --host` names it (default: `localhost`).
+    #[serde(default = "ProcessSpec::default_host")]
+    pub host: String,
+}
+
+impl ProcessSpec {
+    fn default_host() -> String {
+        "localhost".to_owned()
+    }
 }
 
 /// A named blocking pool: its threads and the jobs that may wait for them.
@@ -143,6 +194,8 @@ impl Default for Config {
             dispatchers: HashMap::new(),
             pools: HashMap::new(),
             clusters: HashMap::new(),
+            redis: RedisSpec::default(),
+            processes: HashMap::new(),
         }
     }
 }

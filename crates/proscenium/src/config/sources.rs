@@ -760,4 +760,50 @@ mod tests {
         let err = resolve_file(&f).unwrap_err();
         assert!(err.to_string().contains("thread"), "{err}");
     }
+
+    #[test]
+    fn redis_and_the_processes_come_from_a_file_or_the_environment() {
+        let f = file(
+            "[redis]\nurl = \"redis://127.0.0.1:6380\"\n\
+             [processes.correlate]\nclusters = [\"correlate\"]\nhost = \"h2\"\n\
+             [processes.main]\nclusters = [\"sources\", \"main\"]\n",
+        );
+        let s = resolve_file(&f).unwrap();
+        assert_eq!(
+            s.config.redis.url.as_deref(),
+            Some("redis://127.0.0.1:6380")
+        );
+        let correlate = &s.config.processes["correlate"];
+        assert_eq!(
+            (correlate.clusters.as_slice(), correlate.host.as_str()),
+            (&["correlate".to_owned()][..], "h2")
+        );
+        assert_eq!(s.config.processes["main"].host, "localhost");
+        let s = resolve_env(&[("PROSCENIUM_REDIS_URL", "redis://10.0.0.9")]).unwrap();
+        assert_eq!(s.config.redis.url.as_deref(), Some("redis://10.0.0.9"));
+        assert!(
+            Settings::resolve(&Sources::default())
+                .unwrap()
+                .config
+                .redis
+                .url
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn a_redis_url_that_is_not_one_and_a_misspelt_process_key_are_refused_by_name() {
+        let err = resolve_env(&[("PROSCENIUM_REDIS_URL", "localhost:6379")]).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("PROSCENIUM_REDIS_URL") && text.contains("redis://"),
+            "{text}"
+        );
+        let f = file("[processes.correlate]\ncluster = [\"correlate\"]\n");
+        let err = resolve_file(&f).unwrap_err();
+        assert!(err.to_string().contains("cluster"), "{err}");
+        let f = file("[redis]\nurls = \"redis://x\"\n");
+        let err = resolve_file(&f).unwrap_err();
+        assert!(err.to_string().contains("did you mean"), "{err}");
+    }
 }

@@ -49,6 +49,18 @@ pub(super) fn some_count<'de, D: Deserializer<'de>, const MIN: u64, const MAX: u
     count::<D, MIN, MAX>(d).map(Some)
 }
 
+/// Reads a Redis URL: one the `redis` crate can connect to (`redis://`, `rediss://`,
+/// `unix://`), checked now so a typo is refused at start, not at the first event.
+pub(super) fn some_redis_url<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let url = String::deserialize(d)?;
+    redis::Client::open(url.as_str()).map_err(|e| {
+        serde::de::Error::custom(format!(
+            "expected a Redis URL such as redis://127.0.0.1:6379, got {url:?} ({e})"
+        ))
+    })?;
+    Ok(Some(url))
+}
+
 /// Reads a byte count from `MIN` to `MAX`.
 pub(super) fn bytes<'de, D: Deserializer<'de>, const MIN: u64, const MAX: u64>(
     d: D,

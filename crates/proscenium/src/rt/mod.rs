@@ -22,6 +22,7 @@ pub(crate) mod overload;
 pub(crate) mod pace;
 pub(crate) mod prefork;
 mod protocol;
+pub(crate) mod restarts;
 pub(crate) mod runtime;
 mod sleepers;
 mod slots;

@@ -7,13 +7,10 @@
 //! the socket open, connections wait in the backlog while workers come and go: none is
 //! refused during a restart.
 //!
-//! Supervision: a worker that dies is started again after a backoff that doubles with
-//! each quick death (100 ms up to 5 s), within a budget of 10 restarts a minute; past
-//! it the supervisor goes on restarting, but no more than one worker every
-//! [`OVER_BUDGET_PAUSE`], and logs each such restart. A supervisor that gave up would
-//! keep the port open with no worker behind it, where clients wait forever and a load
-//! balancer sees a live server (issue 15). SIGHUP replaces the workers one at a
-//! time. Shutdown passes SIGTERM on, waits for the workers to drain, then kills what is
+//! Supervision: a worker that dies is started again with `restarts.rs`'s backoff and
+//! budget (past the budget restarts go on, spaced, each logged: a supervisor that gave
+//! up would keep the port open with no worker behind it, where clients wait forever and
+//! a load balancer sees a live server). SIGHUP replaces the workers one at a time. Shutdown passes SIGTERM on, waits for the workers to drain, then kills what is
 //! left.
 //!
 //! Liveness: each worker beats on the load board (`board.rs`); one silent for
@@ -21,7 +18,6 @@
 //! died. (Its connections were stalled already; the other workers stopped deferring
 //! to it a second after its last beat.)
 
-use std::collections::VecDeque;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -33,21 +29,13 @@ use nix::unistd::Pid;
 use tokio::sync::watch;
 
 use super::board::{Board, Seat};
+use super::restarts::{Admit, Budget, Lives, OVER_BUDGET_PAUSE};
 use crate::Config;
 
 /// Set in a worker's environment to its slot number.
 const WORKER_ENV: &str = "PROSCENIUM_WORKER";
 /// Set in a worker's environment to `FD,SEATS,SEAT`: its load board and seat there.
 const BOARD_ENV: &str = "PROSCENIUM_BOARD";
-/// Restarts allowed within [`BUDGET_WINDOW`].
-const BUDGET: usize = 10;
-const BUDGET_WINDOW: Duration = Duration::from_secs(60);
-/// Past the budget, the least time between two restarts.
-const OVER_BUDGET_PAUSE: Duration = Duration::from_secs(5);
-/// A worker that lived this long is healthy: its next death starts the backoff over.
-const HEALTHY_AFTER: Duration = Duration::from_secs(10);
-const BACKOFF_START: Duration = Duration::from_millis(100);
-const BACKOFF_MAX: Duration = Duration::from_secs(5);
 /// How long a worker may miss its heartbeat before it is killed and replaced.
 const SILENT_GRACE: Duration = Duration::from_secs(3);
 /// How long a new worker gets to start before the one it replaces is stopped.
@@ -109,7 +97,7 @@ pub(crate) fn spawn(
         board: Board::create(config.worker_count() * 2)?,
         config,
         slots: Vec::new(),
-        restarts: VecDeque::new(),
+        restarts: Budget::default(),
     };
     supervisor.start_all()?;
     super::runtime::spawn_thread("proscenium-supervisor".to_owned(), move |runtime| {
@@ -117,27 +105,19 @@ pub(crate) fn spawn(
     })
 }
 
-/// One worker slot: its process (if running), its seat on the board, and its recent
-/// deaths.
+/// One worker slot: its process (if running), its seat on the board, and its lives.
 struct Slot {
     child: Option<Child>,
     seat: usize,
-    started: Instant,
-    quick_deaths: u32,
+    lives: Lives,
     restart_at: Option<Instant>,
 }
 
 impl Slot {
-    /// Records that the worker died; returns the backoff before its restart, which
-    /// doubles with each death that follows a short life.
+    /// Records that the worker died; returns the backoff before its restart.
     fn died(&mut self, now: Instant) -> Duration {
         self.child = None;
-        let healthy = now - self.started > HEALTHY_AFTER;
-        self.quick_deaths = if healthy { 0 } else { self.quick_deaths + 1 };
-        let doublings = self.quick_deaths.saturating_sub(1).min(6);
-        let backoff = BACKOFF_START
-            .saturating_mul(1 << doublings)
-            .min(BACKOFF_MAX);
+        let backoff = self.lives.died(now);
         self.restart_at = Some(now + backoff);
         backoff
     }
@@ -148,7 +128,7 @@ struct Supervisor {
     board: Board,
     config: std::sync::Arc<Config>,
     slots: Vec<Slot>,
-    restarts: VecDeque<Instant>,
+    restarts: Budget,
 }
 
 impl Supervisor {
@@ -159,8 +139,7 @@ impl Supervisor {
             self.slots.push(Slot {
                 child: Some(child),
                 seat,
-                started: Instant::now(),
-                quick_deaths: 0,
+                lives: Lives::new(Instant::now()),
                 restart_at: None,
             });
         }
@@ -237,29 +216,21 @@ impl Supervisor {
 
     fn restart(&mut self, index: usize, now: Instant) {
         self.slots[index].restart_at = None;
-        while self
-            .restarts
-            .front()
-            .is_some_and(|t| now - *t > BUDGET_WINDOW)
-        {
-            self.restarts.pop_front();
-        }
-        if self.restarts.len() >= BUDGET {
-            let next = self.restarts.back().map(|&last| last + OVER_BUDGET_PAUSE);
-            if let Some(next) = next.filter(|&next| next > now) {
+        match self.restarts.admit(now) {
+            Admit::At(next) => {
                 self.slots[index].restart_at = Some(next);
                 return;
             }
-            tracing::error!(
-                "worker {index}: {BUDGET} restarts within {BUDGET_WINDOW:?} already; \
-                 restarting it no sooner than {OVER_BUDGET_PAUSE:?} after the last"
-            );
+            Admit::NowOverBudget => tracing::error!(
+                "worker {index}: past the restart budget; restarting it no sooner than \
+                 {OVER_BUDGET_PAUSE:?} after the last"
+            ),
+            Admit::Now => {}
         }
-        self.restarts.push_back(now);
         match self.start_worker(index, self.slots[index].seat) {
             Ok(child) => {
                 self.slots[index].child = Some(child);
-                self.slots[index].started = now;
+                self.slots[index].lives.began(now);
             }
             Err(e) => tracing::error!("cannot restart worker {index}: {e}"),
         }
@@ -282,7 +253,7 @@ impl Supervisor {
             };
             tokio::time::sleep(WARM_UP).await;
             let old = self.slots[index].child.replace(fresh);
-            self.slots[index].started = Instant::now();
+            self.slots[index].lives.began(Instant::now());
             self.slots[index].seat = seat;
             if let Some(old) = old {
                 self.drain([old].into_iter().collect()).await;
@@ -327,26 +298,5 @@ fn signal(child: &Child, signal: Signal) {
     };
     if let Err(e) = kill(Pid::from_raw(pid), signal) {
         tracing::warn!("cannot signal worker pid {pid}: {e}");
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn backoff_doubles_with_quick_deaths_and_resets_after_a_healthy_life() {
-        let start = Instant::now();
-        let mut slot = Slot {
-            child: None,
-            seat: 0,
-            started: start,
-            quick_deaths: 0,
-            restart_at: None,
-        };
-        let backoffs: Vec<u128> = (0..8).map(|_| slot.died(start).as_millis()).collect();
-        assert_eq!(backoffs, [100, 200, 400, 800, 1600, 3200, 5000, 5000]);
-        slot.started = start;
-        assert_eq!(slot.died(start + HEALTHY_AFTER * 2).as_millis(), 100);
     }
 }

@@ -18,6 +18,7 @@ enum Kind {
     Stopped,
     Handler,
     Start,
+    Unreachable,
 }
 
 impl StageError {
@@ -38,6 +39,12 @@ impl StageError {
         self.kind == Kind::Stopped
     }
 
+    /// Returns whether Redis could not be reached (a graph mapped onto processes):
+    /// worth trying again later, unlike a graph error.
+    pub fn is_unreachable(&self) -> bool {
+        self.kind == Kind::Unreachable
+    }
+
     /// Returns an error a handler reports in its own words (counted as a failure of
     /// its stage and logged).
     pub fn handler(message: impl Into<String>) -> Self {
@@ -50,6 +57,13 @@ impl StageError {
     pub(crate) fn graph(message: String) -> Self {
         Self {
             kind: Kind::Graph,
+            message,
+        }
+    }
+
+    pub(crate) fn unreachable(message: String) -> Self {
+        Self {
+            kind: Kind::Unreachable,
             message,
         }
     }

@@ -125,7 +125,8 @@ impl Graph {
     /// every one between processes is), and a graph error for a cluster of the
     /// mapping the graph does not have, for a graph whose shape (stages, ports,
     /// connectors and their types) differs from the one its other processes recorded
-    /// in Redis — naming the lines that differ — or for a Redis that cannot be reached.
+    /// in Redis — naming the lines that differ; an unreachable error
+    /// ([`StageError::is_unreachable`]) for a Redis that cannot be reached.
     pub fn start_mapped(
         self,
         clusters: &HashMap<String, ClusterSpec>,

@@ -5,6 +5,9 @@
 
 use std::time::Duration;
 
+use super::StageError;
+use crate::Config;
+
 /// This process's part of a graph mapped onto processes.
 #[derive(Debug, Clone)]
 pub struct Mapping {
@@ -23,6 +26,48 @@ pub struct Mapping {
 }
 
 impl Mapping {
+    /// Returns process `process`'s part of graph `graph` as `config` maps it: its
+    /// `[processes.NAME]` clusters, and `[redis]`.
+    ///
+    /// # Errors
+    ///
+    /// A graph error naming what is missing: a process the configuration does not
+    /// map (the ones it maps are named), or no `[redis] url`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let config: proscenium::Config = toml::from_str(
+    ///     "[redis]\nurl = \"redis://127.0.0.1\"\n[processes.correlate]\nclusters = [\"correlate\"]",
+    /// )
+    /// .unwrap();
+    /// let mapping = proscenium::stage::Mapping::for_process("cep", "correlate", &config).unwrap();
+    /// assert_eq!(mapping.clusters, ["correlate"]);
+    /// assert!(proscenium::stage::Mapping::for_process("cep", "main", &config).is_err());
+    /// ```
+    pub fn for_process(graph: &str, process: &str, config: &Config) -> Result<Self, StageError> {
+        let Some(spec) = config.processes.get(process) else {
+            let mut known: Vec<&str> = config.processes.keys().map(String::as_str).collect();
+            known.sort_unstable();
+            return Err(StageError::graph(format!(
+                "process `{process}` is not mapped: the configuration's [processes] are {known:?}"
+            )));
+        };
+        let Some(redis) = config.redis.url.clone() else {
+            return Err(StageError::graph(format!(
+                "process `{process}` needs Redis to reach the others: set [redis] url or PROSCENIUM_REDIS_URL"
+            )));
+        };
+        Ok(Self {
+            graph: graph.to_owned(),
+            process: process.to_owned(),
+            clusters: spec.clusters.clone(),
+            redis,
+            claim_idle: config.redis.claim_idle,
+            max_deliveries: u64::try_from(config.redis.max_deliveries).unwrap_or(u64::MAX),
+        })
+    }
+
     /// The stream of the connector `from.port` → `to`.
     pub(crate) fn stream(&self, from: &str, port: &str, to: &str) -> String {
         format!("{}:{from}.{port}:{to}", self.graph)

@@ -284,8 +284,8 @@ async fn dead_letter(
 mod tests {
     use super::*;
     use crate::stage::stream::StreamReceiver;
-    use crate::stage::stream::test_redis::{Redis, free_port};
     use crate::stage::{Mapping, Out};
+    use crate::testing::{Redis, free_port};
 
     /// A reader of stream `s` into stage `node`, as group `sink`.
     fn inbound(redis: &Redis, node: usize, claim_idle: Duration) -> InboundSpec {

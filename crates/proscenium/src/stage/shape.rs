@@ -12,13 +12,14 @@ use super::graph::Graph;
 ///
 /// # Errors
 ///
-/// A graph error naming the lines that differ, or that Redis cannot be reached.
+/// A graph error naming the lines that differ, or an unreachable error
+/// ([`StageError::is_unreachable`]) when Redis cannot be reached.
 pub(crate) fn join(graph: &Graph, name: &str, url: &str) -> Result<(), StageError> {
     let ours = shape(graph);
     let text = ours.join("\n");
     let key = format!("{name}:shape");
     let unreachable = |e: redis::RedisError| {
-        StageError::graph(format!(
+        StageError::unreachable(format!(
             "graph `{name}`: cannot compare its shape in Redis ({e})"
         ))
     };

@@ -382,6 +382,4 @@ fn delivery<T: Event>(entry: StreamId) -> Delivery<T> {
 }
 
 #[cfg(test)]
-pub(crate) mod test_redis;
-#[cfg(test)]
 mod tests;

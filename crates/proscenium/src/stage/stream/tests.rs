@@ -1,9 +1,9 @@
-//! Against a real `redis-server` of each test's own (`test_redis.rs`).
+//! Against a real `redis-server` of each test's own (`crate::testing`).
 
 use std::time::{Duration, Instant};
 
-use super::test_redis::Redis;
 use super::*;
+use crate::testing::Redis;
 
 const WAIT: Duration = Duration::from_millis(200);
 

@@ -1,5 +1,6 @@
-//! A `redis-server` of a test's own: started on a loopback port in a temporary
-//! directory, stopped when dropped (`scripts/test` installs it).
+//! What tests of Proscenium and of its apps start for themselves (with the `testing`
+//! feature, for a dev-dependency): a `redis-server` of a test's own, on a loopback
+//! port in a temporary directory, stopped when dropped (`scripts/test` installs it).
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -7,7 +8,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A port nothing listens on now.
-pub(crate) fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .unwrap()
@@ -15,7 +16,7 @@ pub(crate) fn free_port() -> u16 {
 }
 
 /// A `redis-server` of a test's own, stopped when dropped.
-pub(crate) struct Redis {
+pub struct Redis {
     server: Child,
     port: u16,
     _dir: tempfile::TempDir,
@@ -23,12 +24,20 @@ pub(crate) struct Redis {
 
 impl Redis {
     /// Starts one on a free port.
-    pub(crate) fn start() -> Self {
+    ///
+    /// # Panics
+    ///
+    /// When `redis-server` does not start or answer within 10 s: a test needs it.
+    pub fn start() -> Self {
         Self::start_on(free_port())
     }
 
-    /// Starts one on `port`.
-    pub(crate) fn start_on(port: u16) -> Self {
+    /// Starts one on `port` (a restart of one stopped, to the same URL).
+    ///
+    /// # Panics
+    ///
+    /// As [`start`](Self::start).
+    pub fn start_on(port: u16) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let server = Command::new("redis-server")
             .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
@@ -65,11 +74,13 @@ impl Redis {
             && &answer == b"+PONG\r\n"
     }
 
-    pub(crate) fn port(&self) -> u16 {
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
         self.port
     }
 
-    pub(crate) fn url(&self) -> String {
+    /// Its URL, as `[redis] url` takes it.
+    pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
     }
 }
