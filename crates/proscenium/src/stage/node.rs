@@ -18,7 +18,7 @@ use super::error::{SendError, StageError};
 use super::pool::{Pool, Queue};
 use super::port::{Admission, Connector, ConnectorKind, EventType};
 use super::ready::{Ready, Ticket};
-use super::remote::Outbound;
+use super::remote::{Outbound, Progress};
 use super::stats::Counters;
 use crate::actor::{DeadLetters, Reason};
 
@@ -85,6 +85,9 @@ pub(crate) struct Node {
 /// What every thread of a running graph shares.
 pub(crate) struct Shared {
     pub(crate) nodes: Vec<Node>,
+    /// How far each writer to another process has come: an event from another
+    /// process is acknowledged once they have written what its handler sent.
+    pub(crate) written: Arc<[Arc<Progress>]>,
     pub(crate) stopping: AtomicBool,
     pub(crate) halted: AtomicBool,
     pub(crate) dead_letters: DeadLetters,

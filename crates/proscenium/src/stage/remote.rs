@@ -11,14 +11,18 @@
 //! Receiving ([`Inbound`]): a thread of its own reads the stream as one consumer of
 //! the consuming stage's group, puts each event in the stage's queue (waiting for
 //! room: a full queue slows the reads, and the stream holds the rest), and
-//! acknowledges it once its handler has finished without failing; one that failed
-//! stays pending, to be delivered again. Every half `claim_idle` it takes over what
+//! acknowledges it once its handler has finished without failing *and* what the
+//! handler sent to other processes is in Redis: each outbound counts the events queued
+//! and written ([`Progress`]), a handled event is acknowledged once every writer has
+//! written what was queued when its handler finished — so a process killed between
+//! the two loses nothing (its input is delivered again). One that failed stays
+//! pending, to be delivered again. Every half `claim_idle` it takes over what
 //! has been pending that long on any consumer of the group (one that died, or is
 //! stuck), and an event delivered more than `max_deliveries` times goes to the
 //! dead-letter stream `STREAM:dead` (reported, acknowledged, never retried again).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -42,6 +46,33 @@ const MOST_BACKOFF: Duration = Duration::from_secs(1);
 /// The sending side of a connector to another process.
 pub(crate) struct Outbound {
     events: Sender<Payload>,
+    progress: Arc<Progress>,
+}
+
+/// How far an outbound has come: events queued, and events written to the stream
+/// (or dropped as unwritable), since it started.
+#[derive(Debug, Default)]
+pub(crate) struct Progress {
+    queued: AtomicU64,
+    written: AtomicU64,
+}
+
+impl Progress {
+    /// Marks of `progresses`: what each has queued now.
+    pub(crate) fn marks(progresses: &[Arc<Self>]) -> Vec<u64> {
+        progresses
+            .iter()
+            .map(|p| p.queued.load(Ordering::Acquire))
+            .collect()
+    }
+
+    /// Whether each of `progresses` has written up to its mark in `marks`.
+    fn reached(progresses: &[Arc<Self>], marks: &[u64]) -> bool {
+        progresses
+            .iter()
+            .zip(marks)
+            .all(|(p, &mark)| p.written.load(Ordering::Acquire) >= mark)
+    }
 }
 
 impl Outbound {
@@ -55,31 +86,49 @@ impl Outbound {
         bound: usize,
     ) -> Result<(Self, JoinHandle<()>), StageError> {
         let (events, waiting) = crossbeam_channel::bounded(bound.max(1));
+        let progress = Arc::new(Progress::default());
         let name = format!("stage-out-{stream}");
+        let written = Arc::clone(&progress);
         let writer = crate::rt::runtime::spawn_thread(name.clone(), move |runtime| {
-            runtime.block_on(write(&url, &stream, codec, &waiting));
+            runtime.block_on(write(&url, &stream, codec, &waiting, &written));
         })
         .map_err(|e| StageError::start(&name, &e))?;
-        Ok((Self { events }, writer))
+        Ok((Self { events, progress }, writer))
+    }
+
+    /// Its progress, for inbounds to wait on.
+    pub(crate) fn progress(&self) -> Arc<Progress> {
+        Arc::clone(&self.progress)
     }
 
     /// Queues `event`, waiting up to `wait` for room; gives it back otherwise.
     pub(crate) fn send_timeout(&self, event: Payload, wait: Duration) -> Result<(), Payload> {
         self.events
             .send_timeout(event, wait)
-            .map_err(|e| e.into_inner())
+            .map_err(|e| e.into_inner())?;
+        self.progress.queued.fetch_add(1, Ordering::AcqRel);
+        Ok(())
     }
 
     /// Queues `event`, or gives it back when the queue is full.
     pub(crate) fn try_send(&self, event: Payload) -> Result<(), Payload> {
         self.events.try_send(event).map_err(|e| match e {
             TrySendError::Full(event) | TrySendError::Disconnected(event) => event,
-        })
+        })?;
+        self.progress.queued.fetch_add(1, Ordering::AcqRel);
+        Ok(())
     }
 }
 
-/// Writes what waits in `waiting` to `stream` until the senders are gone.
-async fn write(url: &str, stream: &str, codec: Codec, waiting: &Receiver<Payload>) {
+/// Writes what waits in `waiting` to `stream` until the senders are gone, counting
+/// what it wrote in `progress`.
+async fn write(
+    url: &str,
+    stream: &str,
+    codec: Codec,
+    waiting: &Receiver<Payload>,
+    progress: &Progress,
+) {
     let mut sender = connect(url, stream).await;
     // The thread is the writer's alone: blocking on the queue holds no one else.
     while let Ok(first) = waiting.recv() {
@@ -102,6 +151,8 @@ async fn write(url: &str, stream: &str, codec: Codec, waiting: &Receiver<Payload
             tokio::time::sleep(backoff).await;
             backoff = (backoff * 2).min(MOST_BACKOFF);
         }
+        let batch = u64::try_from(batch.len()).unwrap_or(u64::MAX);
+        progress.written.fetch_add(batch, Ordering::AcqRel);
     }
 }
 
@@ -180,7 +231,8 @@ impl Drop for Inbound {
 
 /// Reads `spec`'s stream into its stage until `stop`, acknowledging what was handled.
 async fn read(shared: &Shared, spec: &InboundSpec, stop: &AtomicBool) {
-    let (handled, acks) = crossbeam_channel::unbounded::<String>();
+    let (handled, acks) = crossbeam_channel::unbounded::<Handled>();
+    let mut unwritten = Vec::new();
     let mut receiver = loop {
         match StreamReceiver::join(&spec.url, &spec.stream, &spec.group, &spec.consumer).await {
             Ok(receiver) => break receiver,
@@ -193,7 +245,7 @@ async fn read(shared: &Shared, spec: &InboundSpec, stop: &AtomicBool) {
     };
     let mut swept = std::time::Instant::now();
     while !stop.load(Ordering::Relaxed) {
-        let done: Vec<String> = acks.try_iter().collect();
+        let done = written(&shared.written, &acks, &mut unwritten);
         if let Err(error) = receiver.ack(&done).await {
             tracing::warn!(stream = %spec.stream, %error, "acknowledging failed: delivered again later");
         }
@@ -236,10 +288,10 @@ async fn read(shared: &Shared, spec: &InboundSpec, stop: &AtomicBool) {
                 tracing::error!(stream = %spec.stream, %id, "an entry that is not this connector's event: left pending");
                 continue;
             };
-            let handled = handled.clone();
+            let (handled, outbounds) = (handled.clone(), Arc::clone(&shared.written));
             let done = Box::new(move |ok: bool| {
                 if ok {
-                    let _ = handled.send(id);
+                    let _ = handled.send((id, Progress::marks(&outbounds)));
                 }
             });
             if shared.deliver_remote(spec.node, event, done).is_err() {
@@ -247,8 +299,32 @@ async fn read(shared: &Shared, spec: &InboundSpec, stop: &AtomicBool) {
             }
         }
     }
-    let done: Vec<String> = acks.try_iter().collect();
+    let done = written(&shared.written, &acks, &mut unwritten);
     let _ = receiver.ack(&done).await;
+}
+
+/// An event handled, by its id, and the marks its outputs to other processes must
+/// reach before it is acknowledged.
+type Handled = (String, Vec<u64>);
+
+/// Returns the ids of the events handled (come through `acks`, or waiting in
+/// `unwritten`) whose outputs `outbounds` have written; the others wait in
+/// `unwritten`.
+fn written(
+    outbounds: &[Arc<Progress>],
+    acks: &Receiver<Handled>,
+    unwritten: &mut Vec<Handled>,
+) -> Vec<String> {
+    unwritten.extend(acks.try_iter());
+    let mut done = Vec::new();
+    unwritten.retain_mut(|(id, marks)| {
+        let reached = Progress::reached(outbounds, marks);
+        if reached {
+            done.push(std::mem::take(id));
+        }
+        !reached
+    });
+    done
 }
 
 /// Moves event `id` to `spec`'s dead-letter stream, and reports it among the graph's
@@ -492,6 +568,83 @@ mod tests {
         );
         assert_eq!(pending(&mut raw).await, 0, "acknowledged once moved");
         assert_eq!(running.dead_letters().count(), 1, "and reported");
+        running.shutdown(Duration::from_secs(5));
+    }
+
+    /// A stage between two processes: what it handled is acknowledged only once what
+    /// it sent on is in Redis. Its output stream is kept from being written (a key of
+    /// another type in its place) until the test removes it.
+    #[test]
+    fn an_event_is_acknowledged_only_once_what_its_handler_sent_on_is_written() {
+        use std::collections::HashMap;
+
+        use crate::stage::{Connector, Graph, Out, Stage};
+
+        let numbers = Out::<u64>::new("numbers");
+        let relayed = Out::<u64>::new("out");
+        let out = relayed.clone();
+        let mut graph = Graph::new();
+        let source = graph.stage(Stage::source("source", || (), |(), _| Ok(())).output(&numbers));
+        let relay = graph.stage(
+            Stage::stateless(
+                "relay",
+                || (),
+                move |(), n: u64, ctx| Ok(ctx.send(&out, n)?),
+            )
+            .output(&relayed),
+        );
+        let sink = graph.stage(Stage::stateless("sink", || (), |(), _: u64, _| Ok(())));
+        graph.connect(&source, "numbers", &relay, Connector::decoupled());
+        graph.connect(&relay, "out", &sink, Connector::decoupled());
+        graph.part([
+            ("front", (&source).into()),
+            ("middle", (&relay).into()),
+            ("back", (&sink).into()),
+        ]);
+        let redis = Redis::start();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let mut raw = runtime.block_on(raw(&redis));
+        let mut query = |command: &mut redis::Cmd| -> redis::Value {
+            runtime.block_on(command.query_async(&mut raw)).unwrap()
+        };
+        let (input, output) = ("t:source.numbers:relay", "t:relay.out:sink");
+        query(redis::cmd("SET").arg(output).arg("in the way"));
+        let running = graph
+            .start_mapped(&HashMap::new(), &mapping("t", "b", "middle", redis.url()))
+            .unwrap();
+        runtime.block_on(async {
+            let mut sender = StreamSender::connect(&redis.url(), input).await.unwrap();
+            sender.send(&(0..10).collect::<Vec<u64>>()).await.unwrap();
+        });
+        let pending = |query: &mut dyn FnMut(&mut redis::Cmd) -> redis::Value| {
+            let summary = query(redis::cmd("XPENDING").arg(input).arg("relay"));
+            let redis::Value::Array(fields) = summary else {
+                panic!("XPENDING answers an array: {summary:?}")
+            };
+            redis::from_redis_value::<u64>(fields[0].clone()).unwrap()
+        };
+        let until = |done: &mut dyn FnMut() -> bool| {
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while !done() && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        };
+        until(&mut || running.stats().stage("relay").unwrap().handled == 10);
+        // Several of the reader's rounds, in which it would have acknowledged them.
+        std::thread::sleep(READ_WAIT * 5);
+        assert_eq!(pending(&mut query), 10, "handled, their outputs unwritten");
+        query(redis::cmd("DEL").arg(output));
+        let mut left = 10;
+        until(&mut || {
+            left = pending(&mut query);
+            left == 0
+        });
+        assert_eq!(left, 0, "acknowledged once written");
+        let written = query(redis::cmd("XLEN").arg(output));
+        assert_eq!(redis::from_redis_value::<u64>(written).unwrap(), 10);
         running.shutdown(Duration::from_secs(5));
     }
 

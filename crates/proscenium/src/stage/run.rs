@@ -98,6 +98,7 @@ impl RunningGraph {
             })
             .collect();
         let local = |stage: usize| here[plan.cluster_of[stage]];
+        let mut written = Vec::new();
         let mut outbound = |edge: &Edge| -> Result<Option<Arc<Outbound>>, StageError> {
             let Some(mapping) = mapping.filter(|_| local(edge.from) && !local(edge.to)) else {
                 return Ok(None);
@@ -109,6 +110,7 @@ impl RunningGraph {
             // The writer ends once the graph's routes are gone and it has written
             // what waited: nothing joins it.
             let (outbound, _writer) = Outbound::spawn(mapping.redis.clone(), stream, codec, bound)?;
+            written.push(outbound.progress());
             Ok(Some(Arc::new(outbound)))
         };
         let nodes = (0..graph.stages.len())
@@ -126,6 +128,7 @@ impl RunningGraph {
             monitor: GraphMonitor {
                 shared: Arc::new(Shared {
                     nodes,
+                    written: written.into(),
                     stopping: AtomicBool::new(false),
                     halted: AtomicBool::new(false),
                     dead_letters: DeadLetters::default(),
