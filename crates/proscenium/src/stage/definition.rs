@@ -9,6 +9,7 @@ use futures_util::future::LocalBoxFuture;
 
 use super::context::Context;
 use super::error::StageError;
+use super::idempotent::{Repeats, repeats};
 use super::port::{EventType, Out, PortSpec};
 
 /// An event on its way through a queue, its type erased (the graph checked it).
@@ -102,6 +103,10 @@ pub struct Stage {
     pub(crate) input: Option<EventType>,
     pub(crate) outputs: Vec<PortSpec>,
     pub(crate) instance: Arc<dyn Fn() -> Box<dyn Instance> + Send + Sync>,
+    /// Idempotent: whether an event repeats one taken within the window.
+    pub(crate) repeats: Option<Repeats>,
+    /// A declaration that does not fit the stage, found when the graph starts.
+    pub(crate) misdeclared: Option<String>,
 }
 
 impl Stage {
@@ -141,6 +146,51 @@ impl Stage {
         let erased =
             move |state: &mut S, _: Option<Payload>, ctx: &mut Context<'_>| handler(state, ctx);
         Self::erased(name, Role::Source, None, init, Arc::new(erased))
+    }
+
+    /// Returns this stage made idempotent by `key`: an event whose key is among the
+    /// last `window` keys it took is a duplicate, dropped without running the handler
+    /// (acknowledged, and counted in its `duplicates`). Between processes delivery is
+    /// at-least-once — what a process that died had taken is delivered again — so a
+    /// stage whose effect must happen once (a sum, a mail) names what makes an event
+    /// the same event. The window is this process's, shared by the stage's instances
+    /// here: map the stage to one process for duplicates from anywhere to meet it.
+    ///
+    /// `E` must be the stage's input type; a stage that takes another is refused when
+    /// the graph starts.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use proscenium::stage::Stage;
+    ///
+    /// let sum = Stage::stateful("sum", || 0u64, |sum, n: u64, _| {
+    ///     *sum += n;
+    ///     Ok(())
+    /// })
+    /// .idempotent_by(100_000, |n: &u64| *n);
+    /// ```
+    #[must_use]
+    pub fn idempotent_by<E, K, F>(mut self, window: usize, key: F) -> Self
+    where
+        E: 'static,
+        K: std::hash::Hash + Eq + Clone + Send + 'static,
+        F: Fn(&E) -> K + Send + Sync + 'static,
+    {
+        if self
+            .input
+            .is_none_or(|input| input.id != EventType::of::<E>().id)
+        {
+            self.misdeclared = Some(format!(
+                "stage `{}` is idempotent by a key of {} events but takes {}",
+                self.name,
+                std::any::type_name::<E>(),
+                self.input.map_or("none (a source)", |input| input.name)
+            ));
+            return self;
+        }
+        self.repeats = Some(repeats(window, key));
+        self
     }
 
     /// Returns this stage with the output port `port`.
@@ -230,6 +280,8 @@ impl Stage {
             asynchronous: true,
             input,
             outputs: Vec::new(),
+            repeats: None,
+            misdeclared: None,
             instance: Arc::new(move || {
                 Box::new(AsyncInstanced {
                     stage: Arc::clone(&stage),
@@ -278,6 +330,8 @@ impl Stage {
             asynchronous: false,
             input,
             outputs: Vec::new(),
+            repeats: None,
+            misdeclared: None,
             instance: Arc::new(move || {
                 Box::new(Instanced {
                     state: init(),

@@ -32,6 +32,9 @@ pub enum Ended {
     Refused(String),
 }
 
+/// How often a process waiting to be stopped looks whether its parent is gone.
+const PARENT_CHECK: Duration = Duration::from_millis(250);
+
 /// How often the supervisor looks at its processes.
 const WATCH_EVERY: Duration = Duration::from_millis(50);
 
@@ -280,12 +283,15 @@ fn stop_all(processes: &mut [Process], stop_by: Instant) {
 /// This process's stop signals (SIGTERM, SIGINT), watched from when it is made: how a
 /// process of a mapped graph that has no end of its own waits before its graph's
 /// shutdown. Made first, a signal that comes before [`wait`](Self::wait) is not lost
-/// (nor does it kill the process unwound).
+/// (nor does it kill the process unwound). The process that started this one going
+/// away counts as a stop too: a supervisor killed outright leaves no process of its
+/// host running on for ever.
 #[derive(Debug)]
 pub struct StopSignal {
     runtime: tokio::runtime::Runtime,
     term: tokio::signal::unix::Signal,
     interrupt: tokio::signal::unix::Signal,
+    parent: Pid,
 }
 
 impl StopSignal {
@@ -298,6 +304,7 @@ impl StopSignal {
         use tokio::signal::unix::{SignalKind, signal};
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_io()
+            .enable_time()
             .build()?;
         let (term, interrupt) = runtime.block_on(async {
             Ok::<_, std::io::Error>((
@@ -309,15 +316,24 @@ impl StopSignal {
             runtime,
             term,
             interrupt,
+            parent: nix::unistd::getppid(),
         })
     }
 
-    /// Blocks until a stop signal has come (at once if one came already).
+    /// Blocks until a stop signal has come (at once if one came already), or the
+    /// parent is gone.
     pub fn wait(mut self) {
+        let parent = self.parent;
         self.runtime.block_on(async {
+            let orphaned = async {
+                while nix::unistd::getppid() == parent {
+                    tokio::time::sleep(PARENT_CHECK).await;
+                }
+            };
             tokio::select! {
                 _ = self.term.recv() => {}
                 _ = self.interrupt.recv() => {}
+                () = orphaned => tracing::warn!("the process that started this one is gone: stopping"),
             }
         });
     }

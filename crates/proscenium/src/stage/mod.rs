@@ -93,6 +93,7 @@ mod error;
 mod graph;
 mod histogram;
 mod host;
+mod idempotent;
 mod inlet;
 mod mapping;
 mod node;

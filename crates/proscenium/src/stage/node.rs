@@ -15,6 +15,7 @@ use super::bucket::TokenBucket;
 use super::context::Context;
 use super::definition::{Handled, Instance, Payload, Role};
 use super::error::{SendError, StageError};
+use super::idempotent::Repeats;
 use super::pool::{Pool, Queue};
 use super::port::{Admission, Connector, ConnectorKind, EventType};
 use super::ready::{Ready, Ticket};
@@ -78,6 +79,8 @@ pub(crate) struct Node {
     pub(crate) ready: Arc<Ready>,
     pub(crate) pool: Pool<Box<dyn Instance>>,
     pub(crate) counters: Counters,
+    /// Idempotent: whether an event repeats one taken within its window.
+    pub(crate) repeats: Option<Repeats>,
     /// Sends into this stage's queue under way (see [`Shared::enqueue`]).
     pub(crate) sending: AtomicUsize,
 }
@@ -361,6 +364,12 @@ impl Shared {
         since: Option<Instant>,
     ) -> bool {
         let stage = &self.nodes[node];
+        if let (Some(repeats), Some(event)) = (&stage.repeats, &event)
+            && repeats(event)
+        {
+            stage.counters.duplicates.fetch_add(1, Ordering::Relaxed);
+            return true;
+        }
         let mut ctx = Context { shared: self, node };
         let started = Instant::now();
         if let Some(since) = since {

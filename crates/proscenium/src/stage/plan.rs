@@ -41,7 +41,7 @@ impl Plan {
         graph: &Graph,
         config: &HashMap<String, ClusterSpec>,
     ) -> Result<Self, StageError> {
-        check_names(graph)?;
+        check_stages(graph)?;
         check_edges(graph)?;
         let parts = partition(graph, config)?;
         let cluster_of = assign(graph, &parts)?;
@@ -83,8 +83,12 @@ impl Plan {
     }
 }
 
-fn check_names(graph: &Graph) -> Result<(), StageError> {
+/// Each stage is added once, and declared as it can be.
+fn check_stages(graph: &Graph) -> Result<(), StageError> {
     for (at, stage) in graph.stages.iter().enumerate() {
+        if let Some(misdeclared) = &stage.misdeclared {
+            return Err(StageError::graph(misdeclared.clone()));
+        }
         if graph.stages[..at]
             .iter()
             .any(|other| other.name == stage.name)

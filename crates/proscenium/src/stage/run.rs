@@ -441,6 +441,7 @@ fn build_node(
         Role::Stateful | Role::Stateless => (0..instances).map(|_| (stage.instance)()).collect(),
     };
     Ok(Node {
+        repeats: stage.repeats.clone(),
         name: stage.name.clone(),
         role: stage.role,
         input: stage.input,

@@ -20,6 +20,7 @@ pub(crate) struct Counters {
     pub(crate) sent: AtomicU64,
     pub(crate) rejected: AtomicU64,
     pub(crate) failed: AtomicU64,
+    pub(crate) duplicates: AtomicU64,
     /// From an event's send to the start of its handler.
     pub(crate) wait: Histogram,
     /// Its handler's run.
@@ -89,6 +90,9 @@ pub struct StageStats {
     pub rejected: u64,
     /// Events whose handler returned an error or panicked.
     pub failed: u64,
+    /// Events dropped as repeats of one taken within its idempotency window
+    /// ([`Stage::idempotent_by`](super::Stage::idempotent_by)).
+    pub duplicates: u64,
     /// Events per second admitted, over the uptime.
     pub arrival_rate: f64,
     /// Events per second of handler time (what one busy instance sustains).
@@ -131,6 +135,7 @@ impl StageStats {
             sent: counters.sent.load(Ordering::Relaxed),
             rejected: counters.rejected.load(Ordering::Relaxed),
             failed: counters.failed.load(Ordering::Relaxed),
+            duplicates: counters.duplicates.load(Ordering::Relaxed),
             arrival_rate: per_second(arrived as f64, uptime.as_secs_f64()),
             service_rate: per_second(service.count as f64, busy),
             wait_secs: counters.wait.quantiles(),

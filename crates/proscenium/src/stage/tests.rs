@@ -678,3 +678,53 @@ fn a_sender_blocked_past_the_shutdown_deadline_gets_its_event_back() {
         "the refused one counted too"
     );
 }
+
+#[test]
+fn an_idempotent_stage_drops_repeats_within_its_window_and_counts_them() {
+    let (sums_tx, sums) = crossbeam_channel::unbounded();
+    let mut graph = Graph::new();
+    let sum = graph.stage(
+        Stage::stateful(
+            "sum",
+            || 0u64,
+            move |sum: &mut u64, n: u64, _| {
+                *sum += n;
+                sums_tx.send(*sum).unwrap();
+                Ok(())
+            },
+        )
+        .idempotent_by(1_000, |n: &u64| *n),
+    );
+    graph.part([("main", graph.all())]);
+    let running = graph.start(&HashMap::new()).unwrap();
+    let inlet = running.inlet("redelivery", &sum, Admission::Block).unwrap();
+    // Each of 1..=100 twice, as a redelivery after a crash would bring them.
+    for n in (1..=100_u64).chain(1..=100) {
+        inlet.send(n).unwrap();
+    }
+    assert!(wait_until(|| {
+        let stats = running.stats();
+        let sum = stats.stage("sum").unwrap();
+        sum.handled + sum.duplicates == 200
+    }));
+    let stats = running.stats();
+    let stage = stats.stage("sum").unwrap();
+    assert_eq!((stage.handled, stage.duplicates), (100, 100));
+    assert_eq!(sums.try_iter().last(), Some(5_050), "each number once");
+    running.shutdown(DEADLINE);
+
+    let mut graph = Graph::new();
+    graph.stage(
+        Stage::stateful("sum", || 0u64, |_, _: u64, _| Ok(()))
+            .idempotent_by(10, |s: &String| s.clone()),
+    );
+    graph.part([("main", graph.all())]);
+    let refused = graph.start(&HashMap::new()).err().unwrap();
+    assert!(
+        refused.is_graph()
+            && refused
+                .to_string()
+                .contains("idempotent by a key of alloc::string::String events but takes u64"),
+        "{refused}"
+    );
+}
