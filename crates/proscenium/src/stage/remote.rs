@@ -2,7 +2,10 @@
 //!
 //! Sending ([`Outbound`]): the events wait in a bounded queue here (the connector's
 //! admission applies to it as to any stage queue) and a thread of their own writes
-//! them to the connector's Redis stream, up to [`BATCH`] a round trip. A write that
+//! them to the connector's Redis stream, up to [`BATCH`] a round trip. The stream is
+//! bounded too: while the consuming group has not acknowledged `backlog` entries (its
+//! lag and its pending), the writer waits, the queue here fills, and the senders meet
+//! their admission policy — the consumer's pace reaches the producer. A write that
 //! fails — Redis restarting, the network gone — is retried with backoff, its batch
 //! kept, so nothing is lost; a batch that failed after Redis appended part of it is
 //! appended again whole, which is what at-least-once allows (an idempotent stage drops
@@ -20,6 +23,8 @@
 //! has been pending that long on any consumer of the group (one that died, or is
 //! stuck), and an event delivered more than `max_deliveries` times goes to the
 //! dead-letter stream `STREAM:dead` (reported, acknowledged, never retried again).
+//! Every [`TRIM_EVERY`] it trims the stream of what every group has acknowledged —
+//! never further, so trimming loses nothing.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -83,14 +88,19 @@ impl Outbound {
         url: String,
         stream: String,
         codec: Codec,
-        bound: usize,
+        bounds: Bounds,
     ) -> Result<(Self, JoinHandle<()>), StageError> {
-        let (events, waiting) = crossbeam_channel::bounded(bound.max(1));
+        let (events, waiting) = crossbeam_channel::bounded(bounds.queue.max(1));
         let progress = Arc::new(Progress::default());
         let name = format!("stage-out-{stream}");
         let written = Arc::clone(&progress);
         let writer = crate::rt::runtime::spawn_thread(name.clone(), move |runtime| {
-            runtime.block_on(write(&url, &stream, codec, &waiting, &written));
+            let to = Writing {
+                stream: &stream,
+                codec,
+                backlog: bounds.backlog,
+            };
+            runtime.block_on(write(&url, &to, &waiting, &written));
         })
         .map_err(|e| StageError::start(&name, &e))?;
         Ok((Self { events, progress }, writer))
@@ -120,16 +130,32 @@ impl Outbound {
     }
 }
 
-/// Writes what waits in `waiting` to `stream` until the senders are gone, counting
-/// what it wrote in `progress`.
-async fn write(
-    url: &str,
-    stream: &str,
+/// How many events an outbound holds: in its queue here, and in its stream not yet
+/// acknowledged by the consumer.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Bounds {
+    pub(crate) queue: usize,
+    pub(crate) backlog: u64,
+}
+
+/// Where a writer writes.
+struct Writing<'a> {
+    stream: &'a str,
     codec: Codec,
-    waiting: &Receiver<Payload>,
-    progress: &Progress,
-) {
+    backlog: u64,
+}
+
+/// How long a writer waits before it looks again at a stream's backlog at its bound.
+const ROOM_WAIT: Duration = Duration::from_millis(20);
+
+/// Writes what waits in `waiting` to its stream until the senders are gone, counting
+/// what it wrote in `progress`, and waiting while the stream's backlog is at its bound.
+async fn write(url: &str, to: &Writing<'_>, waiting: &Receiver<Payload>, progress: &Progress) {
+    let (stream, codec) = (to.stream, to.codec);
     let mut sender = connect(url, stream).await;
+    // What the backlog may be at most: the last one read, and every event written
+    // since. Redis is asked only once this reaches half the bound.
+    let mut backlog_at_most = 0;
     // The thread is the writer's alone: blocking on the queue holds no one else.
     while let Ok(first) = waiting.recv() {
         let mut batch = Vec::with_capacity(BATCH);
@@ -153,6 +179,26 @@ async fn write(
         }
         let batch = u64::try_from(batch.len()).unwrap_or(u64::MAX);
         progress.written.fetch_add(batch, Ordering::AcqRel);
+        backlog_at_most += batch;
+        if backlog_at_most >= to.backlog / 2 {
+            backlog_at_most = room(&mut sender, to).await;
+        }
+    }
+}
+
+/// Waits until the stream's backlog is below its bound; returns it.
+async fn room(sender: &mut StreamSender, to: &Writing<'_>) -> u64 {
+    loop {
+        match sender.backlog().await {
+            Ok(backlog) if backlog >= to.backlog => tokio::time::sleep(ROOM_WAIT).await,
+            Ok(backlog) => return backlog,
+            Err(error) => {
+                // The next write meets the same Redis, and retries; until then the
+                // backlog is taken to be at the bound, to be read again soon.
+                tracing::warn!(stream = %to.stream, %error, "reading the stream's backlog failed");
+                return to.backlog;
+            }
+        }
     }
 }
 
@@ -170,6 +216,9 @@ async fn connect(url: &str, stream: &str) -> StreamSender {
         }
     }
 }
+
+/// How often a reader trims its stream of what has been acknowledged.
+pub(crate) const TRIM_EVERY: Duration = Duration::from_secs(1);
 
 /// How long a read waits for events before the reader looks whether it must stop.
 const READ_WAIT: Duration = Duration::from_millis(100);
@@ -244,7 +293,14 @@ async fn read(shared: &Shared, spec: &InboundSpec, stop: &AtomicBool) {
         }
     };
     let mut swept = std::time::Instant::now();
+    let mut trimmed = std::time::Instant::now();
     while !stop.load(Ordering::Relaxed) {
+        if trimmed.elapsed() >= TRIM_EVERY {
+            trimmed = std::time::Instant::now();
+            if let Err(error) = receiver.trim_acknowledged().await {
+                tracing::warn!(stream = %spec.stream, %error, "trimming failed: trying again");
+            }
+        }
         let done = written(&shared.written, &acks, &mut unwritten);
         if let Err(error) = receiver.ack(&done).await {
             tracing::warn!(stream = %spec.stream, %error, "acknowledging failed: delivered again later");
@@ -409,6 +465,13 @@ mod tests {
         summary.0
     }
 
+    fn bounds(queue: usize) -> Bounds {
+        Bounds {
+            queue,
+            backlog: 100_000,
+        }
+    }
+
     fn codec() -> Codec {
         Out::<u64>::new("n").spec.codec.unwrap()
     }
@@ -432,7 +495,8 @@ mod tests {
     #[tokio::test]
     async fn events_are_written_in_order_in_batches_and_the_rest_on_close() {
         let redis = Redis::start();
-        let (outbound, writer) = Outbound::spawn(redis.url(), "s".into(), codec(), 10_000).unwrap();
+        let (outbound, writer) =
+            Outbound::spawn(redis.url(), "s".into(), codec(), bounds(10_000)).unwrap();
         for n in 0..5_000_u64 {
             outbound.try_send(Box::new(n)).unwrap();
         }
@@ -448,7 +512,8 @@ mod tests {
     async fn events_sent_before_redis_is_up_wait_and_arrive_and_a_full_queue_refuses() {
         let port = free_port();
         let url = format!("redis://127.0.0.1:{port}");
-        let (outbound, writer) = Outbound::spawn(url.clone(), "s".into(), codec(), 3).unwrap();
+        let (outbound, writer) =
+            Outbound::spawn(url.clone(), "s".into(), codec(), bounds(3)).unwrap();
         for n in 0..3_u64 {
             outbound.try_send(Box::new(n)).unwrap();
         }
@@ -646,6 +711,101 @@ mod tests {
         let written = query(redis::cmd("XLEN").arg(output));
         assert_eq!(redis::from_redis_value::<u64>(written).unwrap(), 10);
         running.shutdown(Duration::from_secs(5));
+    }
+
+    /// A producer whose consumer is not there: the stream holds its bound and no more,
+    /// the producer's queue fills, and its sends are refused (`reject`) — then the
+    /// consumer comes, takes every event that was accepted, and the stream is trimmed
+    /// of them.
+    #[test]
+    fn the_consumers_backlog_bounds_the_stream_and_what_it_acknowledged_is_trimmed() {
+        use std::sync::atomic::AtomicU64;
+
+        use crate::stage::{Admission, Connector, Graph, Out, Stage};
+
+        const EVENTS: u64 = 20_000;
+        fn graph(accepted: Arc<AtomicU64>, handled: Arc<AtomicU64>) -> Graph {
+            let numbers = Out::<u64>::new("numbers");
+            let out = numbers.clone();
+            let mut graph = Graph::new();
+            let source = graph.stage(
+                Stage::source(
+                    "source",
+                    || (),
+                    move |(), ctx| {
+                        for n in 0..EVENTS {
+                            match ctx.send(&out, n) {
+                                Ok(()) => {
+                                    accepted.fetch_add(1, Ordering::SeqCst);
+                                }
+                                Err(refused) if refused.error().is_rejected() => {}
+                                Err(refused) => return Err(refused.into()),
+                            }
+                        }
+                        Ok(())
+                    },
+                )
+                .output(&numbers),
+            );
+            let sink = graph.stage(Stage::stateless(
+                "sink",
+                || (),
+                move |(), _: u64, _| {
+                    handled.fetch_add(1, Ordering::SeqCst);
+                    Ok(())
+                },
+            ));
+            let connector = Connector::decoupled().admission(Admission::Reject);
+            graph.connect(&source, "numbers", &sink, connector);
+            graph.part([("front", (&source).into()), ("back", (&sink).into())]);
+            graph
+        }
+        let redis = Redis::start();
+        let clusters = super::super::tests::clusters(
+            "[clusters.front]\nqueue = 100\n[clusters.back]\nqueue = 100",
+        );
+        let (accepted, handled) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+        let front = graph(Arc::clone(&accepted), Arc::clone(&handled))
+            .start_mapped(&clusters, &mapping("bp", "a", "front", redis.url()))
+            .unwrap();
+        let stream = "bp:source.numbers:sink";
+        let mut raw = redis::Client::open(redis.url())
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        let mut len = || -> u64 { redis::cmd("XLEN").arg(stream).query(&mut raw).unwrap() };
+        let settled = |f: &mut dyn FnMut() -> bool| {
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while !f() && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        };
+        // Refusals are counted at the consumer's entry, in the sending process.
+        settled(&mut || front.stats().stage("sink").unwrap().rejected > 0);
+        std::thread::sleep(Duration::from_millis(300));
+        let held = len();
+        // The backlog bound is the consumer's queue, at least a read's batch: 256. It
+        // is read once half of it may be there, so a batch more may pass.
+        assert!(
+            held >= 256 && held < 256 + BATCH as u64,
+            "the stream holds {held}"
+        );
+        let took = accepted.load(Ordering::SeqCst);
+        assert!(took < 1_000, "{took} of {EVENTS} accepted");
+
+        let back = graph(Arc::new(AtomicU64::new(0)), Arc::clone(&handled))
+            .start_mapped(&clusters, &mapping("bp", "b", "back", redis.url()))
+            .unwrap();
+        settled(&mut || handled.load(Ordering::SeqCst) == took);
+        assert_eq!(handled.load(Ordering::SeqCst), took, "every accepted event");
+        let mut left = u64::MAX;
+        settled(&mut || {
+            left = len();
+            left <= 1
+        });
+        assert!(left <= 1, "trimmed of what was acknowledged: {left} left");
+        front.shutdown(Duration::from_secs(5));
+        back.shutdown(Duration::from_secs(5));
     }
 
     /// The same graph in two "processes" of one test: `front` (a source) in one,

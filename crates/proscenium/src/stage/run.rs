@@ -32,7 +32,7 @@ use super::plan::Plan;
 use super::pool::Pool;
 use super::port::{Admission, Codec, Connector, ConnectorKind, EventType};
 use super::ready::{Ready, Ticket};
-use super::remote::{Inbound, InboundSpec, Outbound};
+use super::remote::{BATCH, Bounds, Inbound, InboundSpec, Outbound};
 use super::stats::{Counters, GraphStats, StageStats};
 use crate::actor::DeadLetters;
 
@@ -106,10 +106,17 @@ impl RunningGraph {
             let (from, to) = (&graph.stages[edge.from], &graph.stages[edge.to]);
             let codec = crossing(edge, from);
             let stream = mapping.stream(&from.name, &edge.port, &to.name);
-            let bound = plan.clusters[plan.cluster_of[edge.from]].queue;
+            // Room for one full queue on each side: the sender's here, the
+            // consumer's in the stream (and never less than a read's batch).
+            let queue = |stage: usize| plan.clusters[plan.cluster_of[stage]].queue;
+            let bounds = Bounds {
+                queue: queue(edge.from),
+                backlog: u64::try_from(queue(edge.to).max(BATCH)).unwrap_or(u64::MAX),
+            };
             // The writer ends once the graph's routes are gone and it has written
             // what waited: nothing joins it.
-            let (outbound, _writer) = Outbound::spawn(mapping.redis.clone(), stream, codec, bound)?;
+            let (outbound, _writer) =
+                Outbound::spawn(mapping.redis.clone(), stream, codec, bounds)?;
             written.push(outbound.progress());
             Ok(Some(Arc::new(outbound)))
         };

@@ -30,8 +30,8 @@ use std::time::Duration;
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::streams::{
-    StreamAutoClaimReply, StreamClaimReply, StreamId, StreamPendingCountReply, StreamReadOptions,
-    StreamReadReply,
+    StreamAutoClaimReply, StreamClaimReply, StreamId, StreamInfoGroupsReply,
+    StreamPendingCountReply, StreamPendingReply, StreamReadOptions, StreamReadReply,
 };
 
 pub use self::wire::WireError;
@@ -116,6 +116,39 @@ impl StreamSender {
                 .arg(event);
         }
         Ok(pipe.query_async(&mut self.redis).await?)
+    }
+
+    /// Returns the entries of the stream its slowest group has not acknowledged: those
+    /// not yet delivered (the group's lag) and those delivered and pending — or all of
+    /// them while no group reads it.
+    ///
+    /// # Errors
+    ///
+    /// When Redis refuses or cannot be reached.
+    pub(crate) async fn backlog(&mut self) -> Result<u64, StreamError> {
+        let len: u64 = redis::cmd("XLEN")
+            .arg(&self.stream)
+            .query_async(&mut self.redis)
+            .await?;
+        if len == 0 {
+            return Ok(0);
+        }
+        let groups: StreamInfoGroupsReply = redis::cmd("XINFO")
+            .arg("GROUPS")
+            .arg(&self.stream)
+            .query_async(&mut self.redis)
+            .await?;
+        let unacknowledged = |group: &redis::streams::StreamInfoGroup| {
+            // No lag when Redis cannot tell: count the whole stream.
+            let lag = group.lag.map_or(len, |lag| lag as u64);
+            (group.pending as u64 + lag).min(len)
+        };
+        Ok(groups
+            .groups
+            .iter()
+            .map(unacknowledged)
+            .max()
+            .unwrap_or(len))
     }
 }
 
@@ -322,6 +355,48 @@ impl StreamReceiver {
             .collect())
     }
 
+    /// Trims the stream of the entries every group has acknowledged: those below the
+    /// oldest entry pending in any group and not past what any group has read — never
+    /// one unacknowledged (trimming those would lose them); returns how many went.
+    ///
+    /// # Errors
+    ///
+    /// When Redis refuses or cannot be reached.
+    pub(crate) async fn trim_acknowledged(&mut self) -> Result<u64, StreamError> {
+        let groups: StreamInfoGroupsReply = redis::cmd("XINFO")
+            .arg("GROUPS")
+            .arg(&self.stream)
+            .query_async(&mut self.redis)
+            .await?;
+        let mut floor: Option<EntryId> = None;
+        for group in &groups.groups {
+            let pending: StreamPendingReply = redis::cmd("XPENDING")
+                .arg(&self.stream)
+                .arg(&group.name)
+                .query_async(&mut self.redis)
+                .await?;
+            // What the group has read and acknowledged ends at its oldest pending
+            // entry, or, with none pending, at the last entry it read (kept).
+            let kept = match &pending {
+                StreamPendingReply::Data(data) => &data.start_id,
+                _ => &group.last_delivered_id,
+            };
+            let Some(kept) = EntryId::parse(kept) else {
+                return Ok(0);
+            };
+            floor = Some(floor.map_or(kept, |floor| floor.min(kept)));
+        }
+        let Some(floor) = floor else {
+            return Ok(0);
+        };
+        Ok(redis::cmd("XTRIM")
+            .arg(&self.stream)
+            .arg("MINID")
+            .arg(floor.to_string())
+            .query_async(&mut self.redis)
+            .await?)
+    }
+
     /// Moves the event `id` (its wire bytes `event`) to the dead-letter stream `dead`,
     /// with the stream, group and deliveries it came from, and acknowledges it here:
     /// never retried again, and never lost.
@@ -351,6 +426,23 @@ impl StreamReceiver {
             .ignore();
         let () = pipe.query_async(&mut self.redis).await?;
         Ok(())
+    }
+}
+
+/// A stream entry's id, `MS-SEQ`, ordered as Redis orders them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct EntryId(u64, u64);
+
+impl EntryId {
+    fn parse(id: &str) -> Option<Self> {
+        let (ms, seq) = id.split_once('-')?;
+        Some(Self(ms.parse().ok()?, seq.parse().ok()?))
+    }
+}
+
+impl std::fmt::Display for EntryId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}", self.0, self.1)
     }
 }
 
