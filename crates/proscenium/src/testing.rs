@@ -19,11 +19,12 @@ pub fn free_port() -> u16 {
 pub struct Redis {
     server: Child,
     port: u16,
-    _dir: tempfile::TempDir,
+    durable: bool,
+    dir: tempfile::TempDir,
 }
 
 impl Redis {
-    /// Starts one on a free port.
+    /// Starts one on a free port, keeping nothing on disk.
     ///
     /// # Panics
     ///
@@ -38,10 +39,43 @@ impl Redis {
     ///
     /// As [`start`](Self::start).
     pub fn start_on(port: u16) -> Self {
-        let dir = tempfile::tempdir().unwrap();
+        Self::launch(port, false, tempfile::tempdir().unwrap())
+    }
+
+    /// Starts one that writes every change to its append-only file before it answers
+    /// (`appendfsync always`), so a restart ([`restart`](Self::restart)) loses nothing.
+    ///
+    /// # Panics
+    ///
+    /// As [`start`](Self::start).
+    pub fn start_durable() -> Self {
+        Self::launch(free_port(), true, tempfile::tempdir().unwrap())
+    }
+
+    /// Kills it (SIGKILL: no last save), leaves it down for `down_for`, and starts it
+    /// again on the same port and directory, from what it had written there.
+    ///
+    /// # Panics
+    ///
+    /// As [`start`](Self::start).
+    pub fn restart(&mut self, down_for: Duration) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+        std::thread::sleep(down_for);
+        let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().unwrap());
+        *self = Self::launch(self.port, self.durable, dir);
+    }
+
+    fn launch(port: u16, durable: bool, dir: tempfile::TempDir) -> Self {
+        let (appendonly, fsync) = if durable {
+            ("yes", "always")
+        } else {
+            ("no", "everysec")
+        };
         let server = Command::new("redis-server")
             .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
-            .args(["--save", "", "--appendonly", "no", "--dir"])
+            .args(["--save", "", "--appendonly", appendonly])
+            .args(["--appendfsync", fsync, "--dir"])
             .arg(dir.path())
             .stdout(Stdio::null())
             .spawn()
@@ -51,7 +85,8 @@ impl Redis {
         let redis = Self {
             server,
             port,
-            _dir: dir,
+            durable,
+            dir,
         };
         let deadline = Instant::now() + Duration::from_secs(10);
         while !redis.pongs() {
