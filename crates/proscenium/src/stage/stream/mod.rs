@@ -355,6 +355,30 @@ impl StreamReceiver {
             .collect())
     }
 
+    /// Tells the group this consumer still holds the events `ids` (queued here, or
+    /// handled and not yet acknowledged): their idle time starts over, so no other
+    /// consumer claims them from a live one (`XCLAIM ... JUSTID`, which counts no
+    /// delivery).
+    ///
+    /// # Errors
+    ///
+    /// When Redis refuses or cannot be reached.
+    pub(crate) async fn keep(&mut self, ids: &[String]) -> Result<(), StreamError> {
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let _: redis::Value = redis::cmd("XCLAIM")
+            .arg(&self.stream)
+            .arg(&self.group)
+            .arg(&self.consumer)
+            .arg(0)
+            .arg(ids)
+            .arg("JUSTID")
+            .query_async(&mut self.redis)
+            .await?;
+        Ok(())
+    }
+
     /// Trims the stream of the entries every group has acknowledged: those below the
     /// oldest entry pending in any group and not past what any group has read — never
     /// one unacknowledged (trimming those would lose them); returns how many went.
