@@ -1012,6 +1012,32 @@ mod tests {
     }
 
     #[test]
+    fn an_inlet_to_a_stage_of_another_process_is_refused_not_left_waiting() {
+        use std::collections::HashMap;
+
+        use crate::stage::{Admission, Connector, Graph, Out, Stage};
+
+        let numbers = Out::<u64>::new("numbers");
+        let mut graph = Graph::new();
+        let source = graph.stage(Stage::source("source", || (), |(), _| Ok(())).output(&numbers));
+        let sink = graph.stage(Stage::stateless("sink", || (), |(), _: u64, _| Ok(())));
+        graph.connect(&source, "numbers", &sink, Connector::decoupled());
+        graph.part([("front", (&source).into()), ("back", (&sink).into())]);
+        let redis = Redis::start();
+        let front = graph
+            .start_mapped(&HashMap::new(), &mapping("i", "a", "front", redis.url()))
+            .unwrap();
+        let refused = front
+            .inlet::<u64>("orders", &sink, Admission::Reject)
+            .unwrap_err();
+        assert!(
+            refused.is_graph() && refused.to_string().contains("runs in another process"),
+            "{refused}"
+        );
+        front.shutdown(Duration::from_secs(5));
+    }
+
+    #[test]
     fn a_cohort_connector_across_processes_and_an_unknown_cluster_are_refused_by_name() {
         use std::collections::HashMap;
 

@@ -47,6 +47,8 @@ pub struct RunningGraph {
     stopped: bool,
     /// Readers of the connectors from other processes, stopped first at shutdown.
     inbounds: Vec<Inbound>,
+    /// Whether each cluster runs in this process.
+    here: Vec<bool>,
 }
 
 /// Reads a running graph's stats from anywhere (a `/_status` section, a metrics
@@ -152,6 +154,7 @@ impl RunningGraph {
             exited,
             stopped: false,
             inbounds: Vec::new(),
+            here: here.clone(),
         };
         // On an error, dropping `running` tells the threads started to leave.
         for (at, crew) in running.monitor.crews.iter().enumerate() {
@@ -293,6 +296,15 @@ impl RunningGraph {
                     stage.name
                 )));
             }
+        }
+        if !self.here[stage.cluster] {
+            // Its queue here is served by no thread: an event sent to it would wait
+            // for ever.
+            return Err(StageError::graph(format!(
+                "inlet `{name}`: stage `{}` runs in another process; send to it from a \
+                 stage of this one, through a decoupled connector",
+                stage.name
+            )));
         }
         if connector.kind == ConnectorKind::Cohort && stage.asynchronous {
             return Err(StageError::graph(format!(
