@@ -7,7 +7,7 @@
 //! write, and a thread leaving `epoll_wait`), so the queue wakes as few threads as it
 //! can, as tokio's scheduler does: one thread at a time *searches* — spins a moment
 //! for the next ticket before it parks — and a ticket pushed while one searches wakes
-//! no one; a searcher that finds a ticket wakes a parked thread if more are waiting.
+//! no one; a thread that takes a ticket wakes a parked one if more are waiting.
 //! With more threads than cores (Leda's two a core), threads that all spun and were all
 //! woken per ticket took the cores from the stages: the CEP job at 4 threads on 2
 //! cores ran 5× slower than at 2.
@@ -80,6 +80,14 @@ impl Ready {
             }
             parked.await;
         }
+        // More tickets than this one, and no searcher to find them: wake another
+        // thread. Pushes during a search wake no one, and a thread that takes a ticket
+        // may not come back for the rest for as long as a sync turn runs — sources
+        // blocked on a full queue held every running thread while the turn that
+        // would have drained it sat here, with threads parked.
+        if self.unclaimed.load(Ordering::SeqCst) > 0 && !self.searching.load(Ordering::SeqCst) {
+            self.parked.notify_one();
+        }
         self.tickets
             .1
             .try_recv()
@@ -99,12 +107,8 @@ impl Ready {
             }
             claimed
         });
+        // Pushes while this thread searched woke no one: `pop` passes the wake on.
         self.searching.store(false, Ordering::SeqCst);
-        // Pushes while this thread searched woke no one: a parked thread takes the
-        // rest.
-        if found && self.unclaimed.load(Ordering::SeqCst) > 0 {
-            self.parked.notify_one();
-        }
         found
     }
 
@@ -113,5 +117,63 @@ impl Ready {
         self.unclaimed
             .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
             .is_ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    /// Threads parked; tickets pushed while another thread searched (so they woke no
+    /// one), and that thread, done searching, takes one. The rest must not wait for it
+    /// to come back: it may hold its ticket for good (a sync turn that does not
+    /// return, as sources blocked on a full queue do) — each parked thread is woken
+    /// for one.
+    #[test]
+    fn tickets_pushed_during_a_search_wake_the_parked_threads_however_long_turns_last() {
+        const PARKED: usize = 5;
+        let ready = Arc::new(Ready::new());
+        let (took, taken) = crossbeam_channel::unbounded();
+        let release = Arc::new(std::sync::Barrier::new(PARKED + 2));
+        let take_and_hold = |ready: Arc<Ready>| {
+            let (took, release) = (took.clone(), release.clone());
+            std::thread::spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .build()
+                    .unwrap();
+                if let Ticket::Turn(n) = runtime.block_on(ready.pop()) {
+                    took.send(n).unwrap();
+                }
+                release.wait();
+            })
+        };
+        let mut threads: Vec<_> = (0..PARKED).map(|_| take_and_hold(ready.clone())).collect();
+        // Parked: each searched (one at a time) and found nothing.
+        std::thread::sleep(Duration::from_millis(200));
+        ready.searching.store(true, Ordering::SeqCst);
+        for n in 0..=PARKED {
+            ready.push(Ticket::Turn(n));
+        }
+        ready.searching.store(false, Ordering::SeqCst);
+        threads.push(take_and_hold(ready));
+        let deadline = Instant::now() + Duration::from_secs(5);
+        let mut got: Vec<usize> = (0..=PARKED)
+            .map_while(|_| {
+                taken
+                    .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                    .ok()
+            })
+            .collect();
+        got.sort_unstable();
+        assert_eq!(
+            got,
+            (0..=PARKED).collect::<Vec<_>>(),
+            "tickets left waiting"
+        );
+        release.wait();
+        threads.into_iter().for_each(|t| t.join().unwrap());
     }
 }
