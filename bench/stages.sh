@@ -9,5 +9,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/stages"
 export CARGO_TARGET_DIR="$PWD/../peers/target"
-cargo build --release --quiet
+cargo build --release --quiet --bin stage-bench
 "$CARGO_TARGET_DIR/release/stage-bench"
