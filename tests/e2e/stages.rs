@@ -351,3 +351,77 @@ fn the_staged_servers_files_are_answered_inline_and_never_pile_up_in_flight() {
     assert_eq!(statuses.len(), 640);
     assert!(statuses.iter().all(|&s| s == 200), "{statuses:?}");
 }
+
+/// A route that reaches a stage in another process through a graph entry: 202 while
+/// Redis carries its events over, 503 once Redis is gone and the entry's queue here is
+/// full — and the routes that need no Redis serve all along.
+#[test]
+fn a_route_to_a_stage_in_another_process_answers_503_while_redis_is_away() {
+    fn graph(seen: mpsc::Sender<u64>) -> Graph {
+        let seen = Mutex::new(seen);
+        let mut graph = Graph::new();
+        let front = graph.stage(Stage::stateless("audit", || (), |(), _: u64, _| Ok(())));
+        let back = graph.stage(Stage::stateful(
+            "orders",
+            || (),
+            move |(), n: u64, _| {
+                let _ = seen.lock().unwrap().send(n);
+                Ok(())
+            },
+        ));
+        let entry = Connector::decoupled().admission(Admission::Reject);
+        graph.entry(&Out::<u64>::new("new-order"), &back, entry);
+        graph.part([("front", (&front).into()), ("back", (&back).into())]);
+        graph
+    }
+    let redis = proscenium::testing::Redis::start();
+    let mapping = |process: &str| proscenium::stage::Mapping {
+        graph: "shop".into(),
+        process: process.into(),
+        clusters: vec![process.into()],
+        redis: redis.url(),
+        claim_idle: Duration::from_secs(30),
+        max_deliveries: 5,
+    };
+    let clusters = HashMap::from([(
+        "back".to_owned(),
+        ClusterSpec {
+            queue: Some(8),
+            ..ClusterSpec::default()
+        },
+    )]);
+    let (seen, orders) = mpsc::channel();
+    let back = graph(seen.clone())
+        .start_mapped(&clusters, &mapping("back"))
+        .unwrap();
+    let front = graph(seen)
+        .start_mapped(&clusters, &mapping("front"))
+        .unwrap();
+    let app = jobs_route(
+        App::new().get("/", inline(|| "root")),
+        front.entry::<u64>("new-order").unwrap(),
+    );
+    let server = support::start(app);
+    let mut client = Client::connect(server.local_addr());
+    for n in 1..=3 {
+        assert_eq!(post(&mut client, &format!("/jobs/{n}")).status, 202);
+    }
+    let mut got: Vec<u64> = (0..3)
+        .map(|_| orders.recv_timeout(Duration::from_secs(10)).unwrap())
+        .collect();
+    got.sort_unstable();
+    assert_eq!(got, [1, 2, 3], "carried to the other process");
+
+    drop(redis);
+    let statuses: Vec<u16> = (4..100)
+        .map(|n| post(&mut client, &format!("/jobs/{n}")).status)
+        .collect();
+    assert!(statuses.contains(&503), "{statuses:?}");
+    assert!(
+        statuses.iter().all(|&s| s == 202 || s == 503),
+        "{statuses:?}"
+    );
+    assert_eq!(support::get(server.local_addr(), "/").text(), "root");
+    front.shutdown(Duration::from_secs(1));
+    back.shutdown(Duration::from_secs(1));
+}

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use super::cluster::ClusterSpec;
 use super::definition::Stage;
 use super::error::StageError;
-use super::port::Connector;
+use super::port::{Connector, Out, PortSpec};
 use super::run::RunningGraph;
 use super::set::StageSet;
 
@@ -43,6 +43,16 @@ pub struct Graph {
     pub(crate) stages: Vec<Stage>,
     pub(crate) edges: Vec<Edge>,
     pub(crate) parts: Vec<(String, StageSet)>,
+    pub(crate) entries: Vec<Entry>,
+}
+
+/// A way into the graph from outside it, declared with the graph so that every
+/// process of it knows the way: its events go to stage `to`, wherever that runs.
+#[derive(Debug, Clone)]
+pub(crate) struct Entry {
+    pub(crate) port: PortSpec,
+    pub(crate) to: usize,
+    pub(crate) connector: Connector,
 }
 
 impl Graph {
@@ -73,6 +83,37 @@ impl Graph {
         self.edges.push(Edge {
             from: from.index,
             port: port.to_owned(),
+            to: to.index,
+            connector,
+        });
+        self
+    }
+
+    /// Declares a way in from outside the graph — an HTTP handler, an actor — named
+    /// as `port` and carrying its events to `to` through `connector`, which must be
+    /// `decoupled`: where `to` runs in another process, what is sent through
+    /// [`RunningGraph::entry`] crosses by its own Redis stream, and with `reject` a
+    /// full stream (Redis away, a consumer behind) refuses at once — for HTTP a 503.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use proscenium::stage::{Admission, Connector, Graph, Out, Stage};
+    ///
+    /// let mut graph = Graph::new();
+    /// let orders = graph.stage(Stage::stateful("orders", || 0u64, |n, _: String, _| {
+    ///     *n += 1;
+    ///     Ok(())
+    /// }));
+    /// graph.entry(&Out::<String>::new("new-order"), &orders, Connector::decoupled().admission(Admission::Reject));
+    /// graph.part([("main", graph.all())]);
+    /// let running = graph.start(&Default::default()).unwrap();
+    /// running.entry::<String>("new-order").unwrap().send("one book".into()).unwrap();
+    /// running.shutdown(std::time::Duration::from_secs(1));
+    /// ```
+    pub fn entry<T>(&mut self, port: &Out<T>, to: &StageRef, connector: Connector) -> &mut Self {
+        self.entries.push(Entry {
+            port: port.spec,
             to: to.index,
             connector,
         });

@@ -73,6 +73,11 @@ impl Mapping {
         format!("{}:{from}.{port}:{to}", self.graph)
     }
 
+    /// The stream of entry `name` into stage `to` (three colons: no connector's).
+    pub(crate) fn entry_stream(&self, name: &str, to: &str) -> String {
+        format!("{}:entry:{name}:{to}", self.graph)
+    }
+
     /// This process's consumer name: its name and pid, so a restarted process is a
     /// new consumer and what its last life left pending is claimed like a dead one's.
     pub(crate) fn consumer(&self) -> String {

@@ -43,6 +43,7 @@ impl Plan {
     ) -> Result<Self, StageError> {
         check_stages(graph)?;
         check_edges(graph)?;
+        check_entries(graph)?;
         let parts = partition(graph, config)?;
         let cluster_of = assign(graph, &parts)?;
         check_local_edges(graph, &parts, &cluster_of)?;
@@ -96,6 +97,40 @@ fn check_stages(graph: &Graph) -> Result<(), StageError> {
             return Err(StageError::graph(format!(
                 "stage `{}` is added twice",
                 stage.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Each entry is named once, carries what its stage takes, and is decoupled (it may
+/// cross processes) from an [`Event`](super::Event) port.
+fn check_entries(graph: &Graph) -> Result<(), StageError> {
+    for (at, entry) in graph.entries.iter().enumerate() {
+        let (name, to) = (entry.port.name, &graph.stages[entry.to]);
+        let t = &to.name;
+        if graph.entries[..at].iter().any(|e| e.port.name == name) {
+            return Err(StageError::graph(format!(
+                "entry `{name}` is declared twice"
+            )));
+        }
+        match to.input {
+            Some(input) if input.id == entry.port.event.id => {}
+            Some(input) => {
+                return Err(StageError::graph(format!(
+                    "entry `{name}` carries {} but `{t}` takes {}",
+                    entry.port.event.name, input.name
+                )));
+            }
+            None => {
+                return Err(StageError::graph(format!(
+                    "entry `{name}` goes to `{t}`, a source, which takes no events"
+                )));
+            }
+        }
+        if entry.connector.kind != ConnectorKind::Decoupled || entry.port.codec.is_none() {
+            return Err(StageError::graph(format!(
+                "entry `{name}` → `{t}` must be decoupled, from Out::new (its events may cross processes)"
             )));
         }
     }

@@ -9,6 +9,7 @@
 //! every thread to exit and join those that do by the deadline. A cluster's
 //! controller thread runs until step 4.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
@@ -24,7 +25,7 @@ use super::controller;
 use super::crew::Crew;
 use super::definition::{Role, Stage};
 use super::error::StageError;
-use super::graph::{Edge, Graph, StageRef};
+use super::graph::{Edge, Entry, Graph, StageRef};
 use super::inlet::Inlet;
 use super::mapping::Mapping;
 use super::node::{Node, Route, Shared};
@@ -32,7 +33,7 @@ use super::plan::Plan;
 use super::pool::Pool;
 use super::port::{Admission, Codec, Connector, ConnectorKind, EventType};
 use super::ready::{Ready, Ticket};
-use super::remote::{BATCH, Bounds, Inbound, InboundSpec, Outbound};
+use super::remote::{BATCH, Bounds, Inbound, InboundSpec, Outbound, Progress};
 use super::stats::{Counters, GraphStats, StageStats};
 use crate::actor::DeadLetters;
 
@@ -49,6 +50,49 @@ pub struct RunningGraph {
     inbounds: Vec<Inbound>,
     /// Whether each cluster runs in this process.
     here: Vec<bool>,
+    /// The graph's entries, by name.
+    entries: HashMap<&'static str, EntryRoute>,
+}
+
+/// An entry as this process reaches it: its stage's queue here, or a writer to its
+/// stream when the stage runs elsewhere.
+struct EntryRoute {
+    entry: Entry,
+    outbound: Option<Arc<Outbound>>,
+}
+
+/// The writers this process starts to stages in other processes, and their progress.
+struct Crossings<'a> {
+    plan: &'a Plan,
+    written: Vec<Arc<Progress>>,
+}
+
+impl Crossings<'_> {
+    /// Starts a writer to `stream` of events for stage `to`, sent from stage `from`'s
+    /// cluster (an entry: `to`'s own).
+    fn outbound(
+        &mut self,
+        mapping: &Mapping,
+        stream: String,
+        codec: Codec,
+        from: usize,
+        to: usize,
+    ) -> Result<Arc<Outbound>, StageError> {
+        // The sender's queue here; in the stream, four of the consumer's queues
+        // (each at least a read's batch): at one, its acknowledgements could not
+        // keep the writer from waiting (bench/stages-remote.sh: 95,000 events a
+        // second at one, 195,000 at four).
+        let queue = |stage: usize| self.plan.clusters[self.plan.cluster_of[stage]].queue;
+        let bounds = Bounds {
+            queue: queue(from),
+            backlog: u64::try_from(queue(to).max(BATCH) * 4).unwrap_or(u64::MAX),
+        };
+        // The writer ends once the graph's routes are gone and it has written what
+        // waited: nothing joins it.
+        let (outbound, _writer) = Outbound::spawn(mapping.redis.clone(), stream, codec, bounds)?;
+        self.written.push(outbound.progress());
+        Ok(Arc::new(outbound))
+    }
 }
 
 /// Reads a running graph's stats from anywhere (a `/_status` section, a metrics
@@ -100,29 +144,20 @@ impl RunningGraph {
             })
             .collect();
         let local = |stage: usize| here[plan.cluster_of[stage]];
-        let mut written = Vec::new();
+        let mut crossings = Crossings {
+            plan,
+            written: Vec::new(),
+        };
         let mut outbound = |edge: &Edge| -> Result<Option<Arc<Outbound>>, StageError> {
             let Some(mapping) = mapping.filter(|_| local(edge.from) && !local(edge.to)) else {
                 return Ok(None);
             };
             let (from, to) = (&graph.stages[edge.from], &graph.stages[edge.to]);
-            let codec = crossing(edge, from);
             let stream = mapping.stream(&from.name, &edge.port, &to.name);
-            // The sender's queue here; in the stream, four of the consumer's queues
-            // (each at least a read's batch): at one, its acknowledgements could not
-            // keep the writer from waiting (bench/stages-remote.sh: 95,000 events a
-            // second at one, 195,000 at four).
-            let queue = |stage: usize| plan.clusters[plan.cluster_of[stage]].queue;
-            let bounds = Bounds {
-                queue: queue(edge.from),
-                backlog: u64::try_from(queue(edge.to).max(BATCH) * 4).unwrap_or(u64::MAX),
-            };
-            // The writer ends once the graph's routes are gone and it has written
-            // what waited: nothing joins it.
-            let (outbound, _writer) =
-                Outbound::spawn(mapping.redis.clone(), stream, codec, bounds)?;
-            written.push(outbound.progress());
-            Ok(Some(Arc::new(outbound)))
+            let codec = crossing(edge, from);
+            crossings
+                .outbound(mapping, stream, codec, edge.from, edge.to)
+                .map(Some)
         };
         let nodes = (0..graph.stages.len())
             .map(|at| {
@@ -135,11 +170,33 @@ impl RunningGraph {
                 )
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let entries = graph
+            .entries
+            .iter()
+            .map(|entry| {
+                let to = &graph.stages[entry.to];
+                let outbound = match mapping.filter(|_| !local(entry.to)) {
+                    Some(mapping) => {
+                        let stream = mapping.entry_stream(entry.port.name, &to.name);
+                        let codec = entry.port.codec.expect("the plan checked: an Event port");
+                        Some(crossings.outbound(mapping, stream, codec, entry.to, entry.to)?)
+                    }
+                    None => None,
+                };
+                Ok((
+                    entry.port.name,
+                    EntryRoute {
+                        entry: entry.clone(),
+                        outbound,
+                    },
+                ))
+            })
+            .collect::<Result<HashMap<_, _>, StageError>>()?;
         let mut running = Self {
             monitor: GraphMonitor {
                 shared: Arc::new(Shared {
                     nodes,
-                    written: written.into(),
+                    written: crossings.written.into(),
                     stopping: AtomicBool::new(false),
                     halted: AtomicBool::new(false),
                     dead_letters: DeadLetters::default(),
@@ -157,6 +214,7 @@ impl RunningGraph {
             stopped: false,
             inbounds: Vec::new(),
             here: here.clone(),
+            entries,
         };
         // On an error, dropping `running` tells the threads started to leave.
         for (at, crew) in running.monitor.crews.iter().enumerate() {
@@ -166,15 +224,25 @@ impl RunningGraph {
         }
         running.start_controllers()?;
         if let Some(mapping) = mapping {
-            for edge in graph.edges.iter().filter(|e| !local(e.from) && local(e.to)) {
+            let edges = graph.edges.iter().filter(|e| !local(e.from) && local(e.to));
+            let from_edges = edges.map(|edge| {
                 let (from, to) = (&graph.stages[edge.from], &graph.stages[edge.to]);
+                let stream = mapping.stream(&from.name, &edge.port, &to.name);
+                (stream, edge.to, crossing(edge, from))
+            });
+            let entries = graph.entries.iter().filter(|e| local(e.to)).map(|entry| {
+                let to = &graph.stages[entry.to].name;
+                let codec = entry.port.codec.expect("the plan checked: an Event port");
+                (mapping.entry_stream(entry.port.name, to), entry.to, codec)
+            });
+            for (stream, node, codec) in from_edges.chain(entries) {
                 let spec = InboundSpec {
                     url: mapping.redis.clone(),
-                    stream: mapping.stream(&from.name, &edge.port, &to.name),
-                    group: to.name.clone(),
+                    stream,
+                    group: graph.stages[node].name.clone(),
                     consumer: mapping.consumer(),
-                    node: edge.to,
-                    codec: crossing(edge, from),
+                    node,
+                    codec,
                     claim_idle: mapping.claim_idle,
                     max_deliveries: mapping.max_deliveries,
                 };
@@ -303,8 +371,8 @@ impl RunningGraph {
             // Its queue here is served by no thread: an event sent to it would wait
             // for ever.
             return Err(StageError::graph(format!(
-                "inlet `{name}`: stage `{}` runs in another process; send to it from a \
-                 stage of this one, through a decoupled connector",
+                "inlet `{name}`: stage `{}` runs in another process; declare an entry \
+                 to it (Graph::entry) and send through RunningGraph::entry",
                 stage.name
             )));
         }
@@ -321,6 +389,39 @@ impl RunningGraph {
             connector,
             bucket: bucket_for(connector.admission),
             outbound: None,
+        };
+        Ok(Inlet::new(Arc::clone(&self.monitor.shared), route, name))
+    }
+
+    /// Returns a way in through entry `name` ([`Graph::entry`]): into its stage's
+    /// queue when the stage runs here, else to its Redis stream, read by the stage's
+    /// process. Its admission policy applies either way; while Redis is away, a
+    /// `reject` entry refuses once its queue here is full.
+    ///
+    /// # Errors
+    ///
+    /// A graph error for an entry the graph does not declare, or one that carries
+    /// another type than `T`.
+    pub fn entry<T: Send + 'static>(&self, name: &'static str) -> Result<Inlet<T>, StageError> {
+        let Some(route) = self.entries.get(name) else {
+            return Err(StageError::graph(format!(
+                "the graph has no entry `{name}`"
+            )));
+        };
+        let given = EventType::of::<T>();
+        if given.id != route.entry.port.event.id {
+            return Err(StageError::graph(format!(
+                "entry `{name}` carries {}, not {}",
+                route.entry.port.event.name, given.name
+            )));
+        }
+        let connector = route.entry.connector;
+        let route = Route {
+            port: name,
+            target: route.entry.to,
+            connector,
+            bucket: bucket_for(connector.admission),
+            outbound: route.outbound.clone(),
         };
         Ok(Inlet::new(Arc::clone(&self.monitor.shared), route, name))
     }

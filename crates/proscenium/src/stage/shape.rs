@@ -77,6 +77,15 @@ pub(crate) fn shape(graph: &Graph) -> Vec<String> {
             edge.connector.admission
         ));
     }
+    for entry in &graph.entries {
+        lines.push(format!(
+            "entry {} to {} carries {} {:?}",
+            entry.port.name,
+            graph.stages[entry.to].name,
+            entry.port.event.name,
+            entry.connector.admission
+        ));
+    }
     lines.sort();
     lines
 }

@@ -728,3 +728,45 @@ fn an_idempotent_stage_drops_repeats_within_its_window_and_counts_them() {
         "{refused}"
     );
 }
+
+#[test]
+fn an_entry_reaches_its_stage_and_a_wrong_one_is_refused_by_name() {
+    let (seen_tx, seen) = crossbeam_channel::unbounded();
+    let mut graph = Graph::new();
+    let sink = graph.stage(Stage::stateful(
+        "sink",
+        || (),
+        move |(), n: u64, _| {
+            seen_tx.send(n).unwrap();
+            Ok(())
+        },
+    ));
+    graph.entry(&Out::<u64>::new("numbers"), &sink, Connector::decoupled());
+    graph.part([("main", graph.all())]);
+    let running = graph.start(&HashMap::new()).unwrap();
+    running.entry::<u64>("numbers").unwrap().send(7).unwrap();
+    assert_eq!(seen.recv_timeout(DEADLINE), Ok(7));
+    let unknown = running.entry::<u64>("letters").unwrap_err();
+    assert!(
+        unknown.to_string().contains("no entry `letters`"),
+        "{unknown}"
+    );
+    let typed = running.entry::<String>("numbers").unwrap_err();
+    assert!(typed.to_string().contains("carries u64"), "{typed}");
+    running.shutdown(DEADLINE);
+
+    fn refused<T: Send + 'static>(connector: Connector, port: &Out<T>) -> String {
+        let mut graph = Graph::new();
+        let sink = graph.stage(Stage::stateful("sink", || (), |(), _: u64, _| Ok(())));
+        graph.entry(port, &sink, connector);
+        graph.part([("main", graph.all())]);
+        graph.start(&HashMap::new()).err().unwrap().to_string()
+    }
+    let mistyped = refused(Connector::decoupled(), &Out::<String>::new("words"));
+    assert!(
+        mistyped.contains("entry `words` carries alloc::string::String but `sink` takes u64"),
+        "{mistyped}"
+    );
+    let local = refused(Connector::local(), &Out::<u64>::local("words"));
+    assert!(local.contains("must be decoupled"), "{local}");
+}
