@@ -1,10 +1,13 @@
 //! What tests of Proscenium and of its apps start for themselves (with the `testing`
 //! feature, for a dev-dependency): a `redis-server` of a test's own, on a loopback
-//! port in a temporary directory, stopped when dropped (`scripts/test` installs it).
+//! port in a temporary directory, stopped when dropped (`scripts/test` installs it);
+//! and [`Host`]s — network namespaces joined to this one by a veth pair — to run a
+//! process on "another machine" and cut it off the network.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
 /// A port nothing listens on now.
@@ -18,9 +21,16 @@ pub fn free_port() -> u16 {
 /// A `redis-server` of a test's own, stopped when dropped.
 pub struct Redis {
     server: Child,
+    setup: Setup,
+    dir: tempfile::TempDir,
+}
+
+/// Where a Redis listens, and whether it keeps what it is told.
+#[derive(Debug, Clone, Copy)]
+struct Setup {
+    bind: Ipv4Addr,
     port: u16,
     durable: bool,
-    dir: tempfile::TempDir,
 }
 
 impl Redis {
@@ -39,7 +49,25 @@ impl Redis {
     ///
     /// As [`start`](Self::start).
     pub fn start_on(port: u16) -> Self {
-        Self::launch(port, false, tempfile::tempdir().unwrap())
+        Self::launch(Setup {
+            bind: Ipv4Addr::LOCALHOST,
+            port,
+            durable: false,
+        })
+    }
+
+    /// Starts one listening on `bind` (a [`Host`]'s gateway, for the processes on it)
+    /// and on a free port.
+    ///
+    /// # Panics
+    ///
+    /// As [`start`](Self::start).
+    pub fn start_bound(bind: Ipv4Addr) -> Self {
+        Self::launch(Setup {
+            bind,
+            port: free_port(),
+            durable: false,
+        })
     }
 
     /// Starts one that writes every change to its append-only file before it answers
@@ -49,7 +77,11 @@ impl Redis {
     ///
     /// As [`start`](Self::start).
     pub fn start_durable() -> Self {
-        Self::launch(free_port(), true, tempfile::tempdir().unwrap())
+        Self::launch(Setup {
+            bind: Ipv4Addr::LOCALHOST,
+            port: free_port(),
+            durable: true,
+        })
     }
 
     /// Kills it (SIGKILL: no last save), leaves it down for `down_for`, and starts it
@@ -63,17 +95,24 @@ impl Redis {
         let _ = self.server.wait();
         std::thread::sleep(down_for);
         let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().unwrap());
-        *self = Self::launch(self.port, self.durable, dir);
+        *self = Self::launch_in(self.setup, dir);
     }
 
-    fn launch(port: u16, durable: bool, dir: tempfile::TempDir) -> Self {
-        let (appendonly, fsync) = if durable {
+    fn launch(setup: Setup) -> Self {
+        Self::launch_in(setup, tempfile::tempdir().unwrap())
+    }
+
+    fn launch_in(setup: Setup, dir: tempfile::TempDir) -> Self {
+        let Setup { bind, port, .. } = setup;
+        let (appendonly, fsync) = if setup.durable {
             ("yes", "always")
         } else {
             ("no", "everysec")
         };
         let server = Command::new("redis-server")
-            .args(["--bind", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--bind", &bind.to_string(), "--port", &port.to_string()])
+            // Off loopback only on a test's own link to its hosts.
+            .args(["--protected-mode", "no"])
             .args(["--save", "", "--appendonly", appendonly])
             .args(["--appendfsync", fsync, "--dir"])
             .arg(dir.path())
@@ -82,12 +121,7 @@ impl Redis {
             .unwrap_or_else(|e| {
                 panic!("redis-server does not start ({e}): scripts/test installs it (apt-get install redis-server)")
             });
-        let redis = Self {
-            server,
-            port,
-            durable,
-            dir,
-        };
+        let redis = Self { server, setup, dir };
         let deadline = Instant::now() + Duration::from_secs(10);
         while !redis.pongs() {
             assert!(
@@ -100,7 +134,7 @@ impl Redis {
     }
 
     fn pongs(&self) -> bool {
-        let Ok(mut stream) = TcpStream::connect(("127.0.0.1", self.port)) else {
+        let Ok(mut stream) = TcpStream::connect((self.setup.bind, self.setup.port)) else {
             return false;
         };
         let mut answer = [0; 7];
@@ -111,12 +145,12 @@ impl Redis {
 
     /// The port it listens on.
     pub fn port(&self) -> u16 {
-        self.port
+        self.setup.port
     }
 
     /// Its URL, as `[redis] url` takes it.
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
+        format!("redis://{}:{}", self.setup.bind, self.setup.port)
     }
 }
 
@@ -125,4 +159,115 @@ impl Drop for Redis {
         let _ = self.server.kill();
         let _ = self.server.wait();
     }
+}
+
+/// Hosts made by this process so far: each has its own subnet, 10.77.N.0/30.
+static HOSTS: AtomicU8 = AtomicU8::new(0);
+
+/// A simulated host: a network namespace joined to this one by a veth pair, its address
+/// `10.77.N.2` and this side's `10.77.N.1` (its gateway); removed when dropped. Needs
+/// the right to make namespaces (root): without it, [`new`](Self::new) panics saying so,
+/// so a test that needs hosts never passes without them.
+#[derive(Debug)]
+pub struct Host {
+    namespace: String,
+    veth: String,
+    subnet: u8,
+}
+
+impl Host {
+    /// Makes a host.
+    ///
+    /// # Panics
+    ///
+    /// When the namespace or its link cannot be made (no `ip`, no right to).
+    pub fn new() -> Self {
+        let subnet = HOSTS.fetch_add(1, Ordering::SeqCst);
+        let tag = format!("{}{subnet}", std::process::id() % 100_000);
+        let host = Self {
+            namespace: format!("proscenium-{tag}"),
+            veth: format!("px{tag}"),
+            subnet,
+        };
+        let (gateway, address) = (host.gateway(), host.address());
+        let inside = format!("{}i", host.veth);
+        let steps: [&[&str]; 7] = [
+            &["netns", "add", &host.namespace],
+            &[
+                "link", "add", &host.veth, "type", "veth", "peer", "name", &inside,
+            ],
+            &["link", "set", &inside, "netns", &host.namespace],
+            &["addr", "add", &format!("{gateway}/30"), "dev", &host.veth],
+            &["link", "set", &host.veth, "up"],
+            &[
+                "-n",
+                &host.namespace,
+                "addr",
+                "add",
+                &format!("{address}/30"),
+                "dev",
+                &inside,
+            ],
+            &["-n", &host.namespace, "link", "set", &inside, "up"],
+        ];
+        for step in steps {
+            ip(step);
+        }
+        ip(&["-n", &host.namespace, "link", "set", "lo", "up"]);
+        host
+    }
+
+    /// This host's address.
+    pub fn address(&self) -> Ipv4Addr {
+        Ipv4Addr::new(10, 77, self.subnet, 2)
+    }
+
+    /// The address this side has on the host's link: where the host reaches it.
+    pub fn gateway(&self) -> Ipv4Addr {
+        Ipv4Addr::new(10, 77, self.subnet, 1)
+    }
+
+    /// A command that runs `program` on the host.
+    pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut command = Command::new("ip");
+        command
+            .args(["netns", "exec", &self.namespace])
+            .arg(program);
+        command
+    }
+
+    /// Cuts the host off the network (its link down), or joins it again.
+    pub fn set_connected(&self, connected: bool) {
+        let state = if connected { "up" } else { "down" };
+        ip(&["link", "set", &self.veth, state]);
+    }
+}
+
+impl Default for Host {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        // The veth pair goes with the namespace.
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.namespace])
+            .status();
+    }
+}
+
+/// Runs `ip ARGS`, panicking with what it said when it fails.
+fn ip(args: &[&str]) {
+    let output = Command::new("ip")
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("`ip` does not run ({e}): a host needs iproute2"));
+    assert!(
+        output.status.success(),
+        "ip {}: {} (making hosts needs network namespaces: root, or CAP_NET_ADMIN)",
+        args.join(" "),
+        String::from_utf8_lossy(&output.stderr).trim()
+    );
 }

@@ -5,7 +5,8 @@
 //! taken, and the alarm stage, idempotent, counts a report delivered twice once; and
 //! when Redis (its append-only file synced on every write) is killed and restarted in
 //! the middle: writers retry, readers reconnect. And a process whose configuration is
-//! wrong is not restarted: `cep` ends saying so.
+//! wrong is not restarted: `cep` ends saying so. And Correlate on another host (a
+//! network namespace) cut off the network for five seconds: it goes on after.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -227,5 +228,53 @@ fn redis_restarted_mid_run_loses_nothing() {
     let two = interrupted(&mut redis, &log, 10, |_, redis| {
         redis.restart(Duration::from_secs(1));
     });
+    assert_eq!(findings(&two), one);
+}
+
+/// Correlate's process on another host (a network namespace), cut off the network for
+/// five seconds once it holds windows; joined again, it goes on, and `main` prints what
+/// one process prints.
+#[test]
+fn a_host_cut_off_for_five_seconds_resumes_and_nothing_is_lost() {
+    let host = proscenium::testing::Host::new();
+    let redis = Redis::start_bound(host.gateway());
+    let scratch = tempfile::tempdir().unwrap();
+    let log = log_of(LONG_RUN, scratch.path());
+    let one = findings(&cep(&config("one-cluster.toml"), &log, &redis));
+
+    let process = |command: &mut Command, name: &str| {
+        command
+            .arg("--config")
+            .arg(config("two-processes.toml"))
+            .arg("--log")
+            .arg(&log)
+            .arg("--dir")
+            .arg(scratch.path())
+            .args(["--process", name])
+            .env("PROSCENIUM_REDIS_URL", redis.url())
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut correlate = process(&mut host.command(env!("CARGO_BIN_EXE_cep")), "correlate");
+    let main = process(&mut Command::new(env!("CARGO_BIN_EXE_cep")), "main");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let (done, pending) = correlate_progress(&redis);
+        if done >= 10 && pending >= 10 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "Correlate did not get going");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    host.set_connected(false);
+    std::thread::sleep(Duration::from_secs(5));
+    host.set_connected(true);
+    let two = finished(main, Duration::from_secs(120));
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(i32::try_from(correlate.id()).unwrap()),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    let _ = correlate.wait();
     assert_eq!(findings(&two), one);
 }
