@@ -6,7 +6,8 @@
 //! when Redis (its append-only file synced on every write) is killed and restarted in
 //! the middle: writers retry, readers reconnect. And a process whose configuration is
 //! wrong is not restarted: `cep` ends saying so. And Correlate on another host (a
-//! network namespace) cut off the network for five seconds: it goes on after.
+//! network namespace) cut off the network for five seconds: it goes on after. And Redis
+//! absent when `cep` starts: its processes are restarted with backoff until it comes.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -277,4 +278,33 @@ fn a_host_cut_off_for_five_seconds_resumes_and_nothing_is_lost() {
     );
     let _ = correlate.wait();
     assert_eq!(findings(&two), one);
+}
+
+/// Redis not there when `cep` starts: its processes say so and are restarted with
+/// backoff until it comes; then the run is the one-process run's.
+#[test]
+fn redis_absent_at_start_is_waited_for_with_backoff() {
+    let scratch = tempfile::tempdir().unwrap();
+    let log = log_of(ENTRIES, scratch.path());
+    let port = proscenium::testing::free_port();
+    let two = Command::new(env!("CARGO_BIN_EXE_cep"))
+        .arg("--config")
+        .arg(config("two-processes.toml"))
+        .arg("--log")
+        .arg(&log)
+        .env("PROSCENIUM_REDIS_URL", format!("redis://127.0.0.1:{port}"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let redis = Redis::start_on(port);
+    let output = finished(two, Duration::from_secs(60));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("cannot compare its shape in Redis"),
+        "said why it could not start: {stderr}"
+    );
+    let one = findings(&cep(&config("one-cluster.toml"), &log, &redis));
+    assert_eq!(findings(&output), one);
 }
