@@ -29,7 +29,8 @@ pub(super) struct Job<'a> {
     pub(super) rounds: u32,
 }
 
-/// One run to make: a row of Table 1 under one configuration (1 or 2).
+/// One run to make: a row of Table 1 under one configuration (1, 2, or 3: 2 over two
+/// processes).
 struct Run {
     row: usize,
     configuration: usize,
@@ -55,7 +56,9 @@ impl Job<'_> {
                 .arg(&log),
         )?;
         let runs: Vec<Run> = (0..CEP_ROWS.len())
-            .flat_map(|row| (1..=2).map(move |configuration| Run { row, configuration }))
+            .flat_map(|row| {
+                (1..=CEP_CONFIGURATIONS.len()).map(move |configuration| Run { row, configuration })
+            })
             .collect();
         self.progress
             .restart(runs.len() as u64 * u64::from(self.rounds));
@@ -78,10 +81,11 @@ impl Job<'_> {
                 let mut run = ServerRun::new((*name).to_owned(), self.cores.to_owned());
                 run.command = Some(format!(
                     "taskset -c {} {} --log LOG --config examples/cep/configs/table-1/\
-                     config-{}-threads-T-instances-P-F-C.toml (a row's threads and instances)",
+                     config-{}-threads-T-instances-P-F-C.toml (a row's threads and instances{})",
                     self.cores,
                     binary.display(),
-                    i + 1
+                    ["1", "2", "2p"][i],
+                    if i == 2 { "; PROSCENIUM_REDIS_URL: a redis-server of the lab's own, fresh for each run" } else { "" }
                 ));
                 run
             })
@@ -112,6 +116,12 @@ impl Job<'_> {
             .arg(&config)
             .arg("--dir")
             .arg(windows);
+        // Over two processes, a Redis of the run's own between them (stopped when
+        // dropped, after the run).
+        let redis = (run.configuration == 3).then(proscenium::testing::Redis::start);
+        if let Some(redis) = &redis {
+            command.env("PROSCENIUM_REDIS_URL", redis.url());
+        }
         let shown = format!("{command:?}").replace('"', "");
         let cpu_before = children_cpu_seconds();
         let started = Instant::now();

@@ -210,7 +210,7 @@ fn cep(results: &Results) -> Finding {
     if !ran(results, &CEP_CONFIGURATIONS) {
         return Finding::missing(&CEP_CONFIGURATIONS);
     }
-    let [one, two] = CEP_CONFIGURATIONS;
+    let [one, two, apart] = CEP_CONFIGURATIONS;
     let mut rows = Vec::new();
     let (mut faster, mut slower, mut measured) = (0, 0, 0);
     for (row, (leda, leda_one, leda_two)) in CEP_ROWS.iter().zip(TABLE_1) {
@@ -222,7 +222,7 @@ fn cep(results: &Results) -> Finding {
                 steps.into_iter().filter(|s| s.label == label),
             )
         };
-        let (a, b) = (of(one), of(two));
+        let (a, b, c) = (of(one), of(two), of(apart));
         let here = |s: Option<Spread>| s.map(|s| s.median);
         rows.push(Comparison::new(
             format!("{one}, {label} (Leda: {leda})"),
@@ -237,13 +237,21 @@ fn cep(results: &Results) -> Finding {
             "s",
         ));
         rows.push(Comparison::new(
-            format!("{two} ÷ {one}, {label}"),
-            Some(leda_two / leda_one),
-            at_label(results, two, CEP_GROUP, &label, Metric::Elapsed)
-                .zip(at_label(results, one, CEP_GROUP, &label, Metric::Elapsed))
-                .map(|(b, a)| b / a),
-            "×",
+            format!("{apart}, {label}"),
+            Some(leda_two),
+            here(c),
+            "s",
         ));
+        for configuration in [two, apart] {
+            rows.push(Comparison::new(
+                format!("{configuration} ÷ {one}, {label}"),
+                Some(leda_two / leda_one),
+                at_label(results, configuration, CEP_GROUP, &label, Metric::Elapsed)
+                    .zip(at_label(results, one, CEP_GROUP, &label, Metric::Elapsed))
+                    .map(|(b, a)| b / a),
+                "×",
+            ));
+        }
         if let (Some(a), Some(b)) = (a, b) {
             measured += 1;
             faster += usize::from(b.max < a.min);
