@@ -1,0 +1,278 @@
+use std::io::Write;
+
+use super::*;
+
+fn file(text: &str) -> tempfile::NamedTempFile {
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    file.write_all(text.as_bytes()).unwrap();
+    file
+}
+
+fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+fn resolve_file(f: &tempfile::NamedTempFile) -> Result<Settings, ConfigError> {
+    Settings::resolve(&Sources {
+        file: Some(f.path().to_owned()),
+        ..Sources::default()
+    })
+}
+
+fn resolve_env(pairs: &[(&str, &str)]) -> Result<Settings, ConfigError> {
+    Settings::resolve(&Sources {
+        env: env(pairs),
+        ..Sources::default()
+    })
+}
+
+fn resolve_flag(name: &str, key: &str, text: &str) -> Result<Settings, ConfigError> {
+    Settings::resolve(&Sources {
+        flags: vec![flag(name, key, text)],
+        ..Sources::default()
+    })
+}
+
+fn flag(name: &str, key: &str, text: &str) -> Flag {
+    Flag {
+        name: name.to_owned(),
+        key: key.to_owned(),
+        text: text.to_owned(),
+    }
+}
+
+#[test]
+fn defaults_then_app_then_file_then_env_then_flags() {
+    let f = file("loops = 2\nworkers = 2\nblocking_threads = 3\n[limits]\nmax_body = 10\n");
+    let mut sources = Sources {
+        app_defaults: Some("loops = 1\nworkers = 1\nthreads = 7\n".into()),
+        file: Some(f.path().to_owned()),
+        env: env(&[
+            ("PROSCENIUM_WORKERS", "3"),
+            ("PROSCENIUM_BLOCKING_THREADS", "4"),
+        ]),
+        flags: vec![flag("--blocking-pool", "blocking_threads", "5")],
+        ..Sources::default()
+    };
+    let s = Settings::resolve(&sources).unwrap();
+    let c = &s.config;
+    assert_eq!(
+        (
+            c.threads,
+            c.loops,
+            c.workers,
+            c.blocking_threads,
+            c.limits.max_body
+        ),
+        (Some(7), Some(2), Some(3), Some(5), 10)
+    );
+    assert_eq!(s.origin("threads"), &Origin::App);
+    assert_eq!(
+        s.origin("loops"),
+        &Origin::File {
+            path: f.path().to_owned(),
+            line: 1
+        }
+    );
+    assert_eq!(
+        s.origin("limits.max_body"),
+        &Origin::File {
+            path: f.path().to_owned(),
+            line: 5
+        }
+    );
+    assert_eq!(
+        s.origin("workers"),
+        &Origin::Env("PROSCENIUM_WORKERS".into())
+    );
+    assert_eq!(
+        s.origin("blocking_threads"),
+        &Origin::Flag("--blocking-pool".into())
+    );
+    assert_eq!(s.origin("dispatch"), &Origin::Default);
+    sources.flags.clear();
+    assert_eq!(
+        Settings::resolve(&sources).unwrap().config.blocking_threads,
+        Some(4)
+    );
+}
+
+#[test]
+fn a_model_with_a_count_sets_the_count_from_the_same_source() {
+    let sources = Sources {
+        env: env(&[("PROSCENIUM_MODEL", "thread-pool:8")]),
+        ..Sources::default()
+    };
+    let s = Settings::resolve(&sources).unwrap();
+    assert_eq!(
+        (s.config.model, s.config.threads),
+        (super::super::Model::ThreadPool, Some(8))
+    );
+    assert_eq!(s.origin("threads"), &Origin::Env("PROSCENIUM_MODEL".into()));
+    let f = file("model = \"prefork:3\"\n");
+    let s = resolve_file(&f).unwrap();
+    assert_eq!(s.config.workers, Some(3));
+}
+
+#[test]
+fn bad_values_name_source_key_and_expectation() {
+    let f = file("# a comment\n\nloops = \"two\"\n");
+    let err = resolve_file(&f).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}:3: loops: expected a number from 1 to 1024, got \"two\"",
+            f.path().display()
+        )
+    );
+    let err = resolve_env(&[("PROSCENIUM_LIMITS_MAX_HEADERS", "0")]).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "PROSCENIUM_LIMITS_MAX_HEADERS: expected a number from 1 to 10000, got 0"
+    );
+    let err = resolve_flag("--bind", "bind", "3000").unwrap_err();
+    assert!(
+        err.to_string().starts_with("--bind: expected an address"),
+        "{err}"
+    );
+    let err = resolve_flag("--model", "model", "fibers").unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("--model: unknown model `fibers`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn unknown_keys_and_variables_are_refused_with_a_suggestion() {
+    let f = file("loops = 1\n[limits]\nmax_bdy = 5\n");
+    let err = resolve_file(&f).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "{}:3: limits.max_bdy: no such setting, did you mean `max_body`?",
+            f.path().display()
+        )
+    );
+    let err = resolve_env(&[("PROSCENIUM_LOPS", "2"), ("PROSCENIUM_WORKER", "1")]).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "PROSCENIUM_LOPS: no such setting, did you mean `PROSCENIUM_LOOPS`?"
+    );
+    let f = file("[pools.images]\nthread = 2\n");
+    let err = resolve_file(&f).unwrap_err();
+    assert!(err.to_string().contains("threads"), "{err}");
+}
+
+#[test]
+fn a_syntax_error_names_its_line_and_a_named_file_must_exist() {
+    let f = file("loops = 1\nbind = \n");
+    let err = resolve_file(&f).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with(&format!("{}:2: ", f.path().display())),
+        "{err}"
+    );
+    assert!(!err.to_string().contains('\n'), "{err}");
+    let err = resolve_env(&[("PROSCENIUM_CONFIG", "/no/such.toml")]).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "PROSCENIUM_CONFIG: /no/such.toml: no such file"
+    );
+}
+
+#[test]
+fn named_tables_come_from_files_and_entries_list_every_value() {
+    let f =
+        file("[pools.images]\nthreads = 2\n[dispatchers.mailer]\nkind = \"pool\"\nthreads = 2\n");
+    let dir = f.path().parent().unwrap().to_owned();
+    let s = Settings::resolve(&Sources {
+        file: Some(f.path().to_owned()),
+        search: vec![dir],
+        ..Sources::default()
+    })
+    .unwrap();
+    assert_eq!(s.config.pools["images"], super::super::PoolSpec::threads(2));
+    let entries = s.entries();
+    let images = entries
+        .iter()
+        .find(|e| e.key == "pools.images.threads")
+        .unwrap();
+    assert_eq!(images.value.as_deref(), Some("2"));
+    assert!(matches!(images.origin, Origin::File { line: 2, .. }));
+    let bind = entries.iter().find(|e| e.key == "bind").unwrap();
+    assert_eq!(
+        (bind.value.as_deref(), &bind.origin),
+        (Some("\"127.0.0.1:3000\""), &Origin::Default)
+    );
+    assert!(
+        entries
+            .iter()
+            .any(|e| e.key == "loops" && e.value.is_none())
+    );
+}
+
+#[test]
+fn stage_clusters_come_from_files_and_a_misspelt_key_is_refused() {
+    let f = file(
+        "[clusters.extrusion]\nstages = [\"extrusion\"]\nthreads = 4\ninstances = { extrusion = 4 }\n",
+    );
+    let s = resolve_file(&f).unwrap();
+    let extrusion = &s.config.clusters["extrusion"];
+    assert_eq!(
+        (extrusion.threads, extrusion.instances["extrusion"]),
+        (Some(4), 4)
+    );
+    let f = file("[clusters.extrusion]\nthread = 4\n");
+    let err = resolve_file(&f).unwrap_err();
+    assert!(err.to_string().contains("thread"), "{err}");
+}
+
+#[test]
+fn redis_and_the_processes_come_from_a_file_or_the_environment() {
+    let f = file(
+        "[redis]\nurl = \"redis://127.0.0.1:6380\"\n\
+         [processes.correlate]\nclusters = [\"correlate\"]\nhost = \"h2\"\n\
+         [processes.main]\nclusters = [\"sources\", \"main\"]\n",
+    );
+    let s = resolve_file(&f).unwrap();
+    assert_eq!(
+        s.config.redis.url.as_deref(),
+        Some("redis://127.0.0.1:6380")
+    );
+    let correlate = &s.config.processes["correlate"];
+    assert_eq!(
+        (correlate.clusters.as_slice(), correlate.host.as_str()),
+        (&["correlate".to_owned()][..], "h2")
+    );
+    assert_eq!(s.config.processes["main"].host, "localhost");
+    let s = resolve_env(&[("PROSCENIUM_REDIS_URL", "redis://10.0.0.9")]).unwrap();
+    assert_eq!(s.config.redis.url.as_deref(), Some("redis://10.0.0.9"));
+    assert!(
+        Settings::resolve(&Sources::default())
+            .unwrap()
+            .config
+            .redis
+            .url
+            .is_none()
+    );
+}
+
+#[test]
+fn a_redis_url_that_is_not_one_and_a_misspelt_process_key_are_refused_by_name() {
+    let err = resolve_env(&[("PROSCENIUM_REDIS_URL", "localhost:6379")]).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("PROSCENIUM_REDIS_URL") && text.contains("redis://"),
+        "{text}"
+    );
+    let f = file("[processes.correlate]\ncluster = [\"correlate\"]\n");
+    let err = resolve_file(&f).unwrap_err();
+    assert!(err.to_string().contains("cluster"), "{err}");
+    let f = file("[redis]\nurls = \"redis://x\"\n");
+    let err = resolve_file(&f).unwrap_err();
+    assert!(err.to_string().contains("did you mean"), "{err}");
+}
