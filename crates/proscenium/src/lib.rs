@@ -60,6 +60,7 @@ mod server;
 pub mod stage;
 mod staged;
 pub mod state;
+pub mod stream;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod web;

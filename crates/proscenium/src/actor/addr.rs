@@ -89,6 +89,13 @@ pub enum SendError {
     /// The actor has stopped.
     #[error("the actor has stopped; the message went to dead letters")]
     Stopped,
+    /// The actor is in another process that is not known alive (its registry entry
+    /// expired or was never there), or Redis cannot be reached.
+    #[error("the remote actor cannot be reached; the message went to dead letters")]
+    Unreachable,
+    /// A message for a remote actor that does not serialize.
+    #[error("the message does not serialize for a remote actor; it went to dead letters")]
+    Unserializable,
 }
 
 /// Why [`Addr::try_tell`] did not queue a message: the message is handed back, and is
@@ -343,6 +350,24 @@ impl<A: Actor> Addr<A> {
         Recipient(Arc::new(self.clone()))
     }
 
+    /// Queues `message` as `tell` does, with a channel its reply comes back on once
+    /// the handler has finished (closed if it failed or the actor stopped first).
+    pub(crate) async fn post<M: Message>(
+        &self,
+        message: M,
+    ) -> Result<oneshot::Receiver<M::Reply>, SendError>
+    where
+        A: Handler<M>,
+    {
+        let (tx, rx) = oneshot::channel();
+        self.send(Sealed {
+            message,
+            reply: Some(tx),
+        })
+        .await?;
+        Ok(rx)
+    }
+
     /// Sends `sealed` as `tell` does: what is not queued goes to dead letters.
     async fn send<M: Message>(&self, sealed: Sealed<M>) -> Result<(), SendError>
     where
@@ -402,9 +427,12 @@ impl<M: Message> std::fmt::Debug for Recipient<M> {
     }
 }
 
-type BoxFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+pub(crate) type BoxFuture<'a, T> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
 
-trait Receives<M: Message>: Send + Sync {
+/// What a [`Recipient`] sends through: a local actor's address, or a remote actor's
+/// outbox (`remote::outbox`).
+pub(crate) trait Receives<M: Message>: Send + Sync {
     fn tell(&self, message: M) -> BoxFuture<'_, Result<(), SendError>>;
     fn try_tell(&self, message: M) -> Result<(), TryTellError<M>>;
     fn ask(&self, message: M, timeout: Duration) -> BoxFuture<'_, Result<M::Reply, AskError>>;
@@ -430,6 +458,15 @@ impl<A: Handler<M>, M: Message> Receives<M> for Addr<A> {
 }
 
 impl<M: Message> Recipient<M> {
+    pub(crate) fn new(to: Arc<dyn Receives<M>>) -> Self {
+        Self(to)
+    }
+
+    /// The actor's name.
+    pub fn name(&self) -> &str {
+        self.0.name()
+    }
+
     /// As [`Addr::tell`].
     ///
     /// # Errors

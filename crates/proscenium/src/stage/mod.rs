@@ -67,8 +67,6 @@
 //!                              thread pool and batching controllers)
 //! graph, plan                  the graph as written; checking it and its partition
 //! run                          the running graph: threads, stats, inlets, shutdown
-//! stream                       Redis Streams: a decoupled connector's transport
-//!                              between processes (wire format, sender, receiver)
 //! mapping, shape, remote       a graph mapped onto processes: this process's part,
 //!                              the shape its processes must share, and each
 //!                              crossing connector's writer and reader
@@ -108,7 +106,6 @@ mod run;
 mod set;
 mod shape;
 mod stats;
-pub mod stream;
 mod sync;
 #[cfg(test)]
 mod tests;

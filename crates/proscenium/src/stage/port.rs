@@ -3,17 +3,9 @@
 use std::any::TypeId;
 use std::marker::PhantomData;
 
-use serde::Serialize;
-use serde::de::DeserializeOwned;
-
 use super::definition::Payload;
-use super::stream::{WireError, wire};
-
-/// An event that may cross clusters — and, over Redis Streams, processes and hosts:
-/// it serializes with serde. Every such type is one; no impl is written by hand.
-pub trait Event: Serialize + DeserializeOwned + Send + 'static {}
-
-impl<T: Serialize + DeserializeOwned + Send + 'static> Event for T {}
+pub use crate::stream::Event;
+use crate::stream::{WireError, wire};
 
 /// A typed handle on an output port, named as Leda names ports: a handler emits `T`
 /// through it with [`Context::send`](super::Context::send), so sending the wrong type

@@ -1,15 +1,9 @@
 //! A decoupled connector between processes, both sides of it.
 //!
-//! Sending ([`Outbound`]): the events wait in a bounded queue here (the connector's
-//! admission applies to it as to any stage queue) and a thread of their own writes
-//! them to the connector's Redis stream, up to [`BATCH`] a round trip. The stream is
-//! bounded too: while the consuming group has not acknowledged `backlog` entries (its
-//! lag and its pending), the writer waits, the queue here fills, and the senders meet
-//! their admission policy — the consumer's pace reaches the producer. A write that
-//! fails — Redis restarting, the network gone — is retried with backoff, its batch
-//! kept, so nothing is lost; a batch that failed after Redis appended part of it is
-//! appended again whole, which is what at-least-once allows (an idempotent stage drops
-//! the duplicates).
+//! Sending ([`Outbound`]): a [`StreamWriter`] of the connector's events — a bounded
+//! queue here (the connector's admission applies to it as to any stage queue), a
+//! thread writing it to the connector's Redis stream in batches, waiting while the
+//! consuming group's backlog is at its bound, retrying with backoff what failed.
 //!
 //! Receiving ([`Inbound`]): a thread of its own reads the stream as one consumer of
 //! the consuming stage's group, no more than the stage's queue has room for, puts
@@ -31,195 +25,21 @@
 use std::cell::RefCell;
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-use crossbeam_channel::{Receiver, Sender, TrySendError};
 
 use super::definition::Payload;
 use super::error::StageError;
 use super::node::Shared;
 use super::port::Codec;
-use super::stream::{StreamReceiver, StreamSender};
 use crate::actor::Reason;
-
-/// The most events one round trip writes.
-pub(crate) const BATCH: usize = 256;
-
-/// The first wait before a failed write is tried again; doubled each time, to
-/// [`MOST_BACKOFF`].
-const FIRST_BACKOFF: Duration = Duration::from_millis(10);
-const MOST_BACKOFF: Duration = Duration::from_secs(1);
+use crate::stream::StreamReceiver;
+use crate::stream::writer::ROOM_WAIT;
+pub(crate) use crate::stream::writer::{BATCH, Bounds, Progress, StreamWriter};
 
 /// The sending side of a connector to another process.
-pub(crate) struct Outbound {
-    events: Sender<Payload>,
-    progress: Arc<Progress>,
-}
-
-/// How far an outbound has come: events queued, and events written to the stream
-/// (or dropped as unwritable), since it started.
-#[derive(Debug, Default)]
-pub(crate) struct Progress {
-    queued: AtomicU64,
-    written: AtomicU64,
-}
-
-impl Progress {
-    /// Marks of `progresses`: what each has queued now.
-    pub(crate) fn marks(progresses: &[Arc<Self>]) -> Vec<u64> {
-        progresses
-            .iter()
-            .map(|p| p.queued.load(Ordering::Acquire))
-            .collect()
-    }
-
-    /// Whether each of `progresses` has written up to its mark in `marks`.
-    fn reached(progresses: &[Arc<Self>], marks: &[u64]) -> bool {
-        progresses
-            .iter()
-            .zip(marks)
-            .all(|(p, &mark)| p.written.load(Ordering::Acquire) >= mark)
-    }
-}
-
-impl Outbound {
-    /// Starts the writer of `stream` on the Redis at `url`, `codec` writing the
-    /// connector's events, at most `bound` of them waiting; the thread ends once every
-    /// clone of the returned `Outbound` is dropped and what waited is written.
-    pub(crate) fn spawn(
-        url: String,
-        stream: String,
-        codec: Codec,
-        bounds: Bounds,
-    ) -> Result<(Self, JoinHandle<()>), StageError> {
-        let (events, waiting) = crossbeam_channel::bounded(bounds.queue.max(1));
-        let progress = Arc::new(Progress::default());
-        let name = format!("stage-out-{stream}");
-        let written = Arc::clone(&progress);
-        let writer = crate::rt::runtime::spawn_thread(name.clone(), move |runtime| {
-            let to = Writing {
-                stream: &stream,
-                codec,
-                backlog: bounds.backlog,
-            };
-            runtime.block_on(write(&url, &to, &waiting, &written));
-        })
-        .map_err(|e| StageError::start(&name, &e))?;
-        Ok((Self { events, progress }, writer))
-    }
-
-    /// Its progress, for inbounds to wait on.
-    pub(crate) fn progress(&self) -> Arc<Progress> {
-        Arc::clone(&self.progress)
-    }
-
-    /// Queues `event`, waiting up to `wait` for room; gives it back otherwise.
-    pub(crate) fn send_timeout(&self, event: Payload, wait: Duration) -> Result<(), Payload> {
-        self.events
-            .send_timeout(event, wait)
-            .map_err(|e| e.into_inner())?;
-        self.progress.queued.fetch_add(1, Ordering::AcqRel);
-        Ok(())
-    }
-
-    /// Queues `event`, or gives it back when the queue is full.
-    pub(crate) fn try_send(&self, event: Payload) -> Result<(), Payload> {
-        self.events.try_send(event).map_err(|e| match e {
-            TrySendError::Full(event) | TrySendError::Disconnected(event) => event,
-        })?;
-        self.progress.queued.fetch_add(1, Ordering::AcqRel);
-        Ok(())
-    }
-}
-
-/// How many events an outbound holds: in its queue here, and in its stream not yet
-/// acknowledged by the consumer.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Bounds {
-    pub(crate) queue: usize,
-    pub(crate) backlog: u64,
-}
-
-/// Where a writer writes.
-struct Writing<'a> {
-    stream: &'a str,
-    codec: Codec,
-    backlog: u64,
-}
-
-/// How long a writer waits before it looks again at a stream's backlog at its bound.
-const ROOM_WAIT: Duration = Duration::from_millis(2);
-
-/// Writes what waits in `waiting` to its stream until the senders are gone, counting
-/// what it wrote in `progress`, and waiting while the stream's backlog is at its bound.
-async fn write(url: &str, to: &Writing<'_>, waiting: &Receiver<Payload>, progress: &Progress) {
-    let (stream, codec) = (to.stream, to.codec);
-    let mut sender = connect(url, stream).await;
-    // What the backlog may be at most: the last one read, and every event written
-    // since. Redis is asked only once this reaches half the bound.
-    let mut backlog_at_most = 0;
-    // The thread is the writer's alone: blocking on the queue holds no one else.
-    while let Ok(first) = waiting.recv() {
-        let mut batch = Vec::with_capacity(BATCH);
-        batch.push(first);
-        batch.extend(waiting.try_iter().take(BATCH - 1));
-        let encoded: Vec<Vec<u8>> = batch
-            .iter()
-            .filter_map(|event| {
-                (codec.encode)(event)
-                    .inspect_err(|error| {
-                        tracing::error!(%stream, %error, "an event cannot be written: dropped");
-                    })
-                    .ok()
-            })
-            .collect();
-        let mut backoff = FIRST_BACKOFF;
-        while let Err(error) = sender.send_encoded(&encoded).await {
-            tracing::warn!(%stream, %error, "writing to the stream failed: trying again");
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(MOST_BACKOFF);
-        }
-        let batch = u64::try_from(batch.len()).unwrap_or(u64::MAX);
-        progress.written.fetch_add(batch, Ordering::AcqRel);
-        backlog_at_most += batch;
-        if backlog_at_most >= to.backlog / 2 {
-            backlog_at_most = room(&mut sender, to).await;
-        }
-    }
-}
-
-/// Waits until the stream's backlog is below its bound; returns it.
-async fn room(sender: &mut StreamSender, to: &Writing<'_>) -> u64 {
-    loop {
-        match sender.backlog().await {
-            Ok(backlog) if backlog >= to.backlog => tokio::time::sleep(ROOM_WAIT).await,
-            Ok(backlog) => return backlog,
-            Err(error) => {
-                // The next write meets the same Redis, and retries; until then the
-                // backlog is taken to be at the bound, to be read again soon.
-                tracing::warn!(stream = %to.stream, %error, "reading the stream's backlog failed");
-                return to.backlog;
-            }
-        }
-    }
-}
-
-/// Connects to `stream`, trying again with backoff until Redis answers.
-async fn connect(url: &str, stream: &str) -> StreamSender {
-    let mut backoff = FIRST_BACKOFF;
-    loop {
-        match StreamSender::connect(url, stream).await {
-            Ok(sender) => return sender,
-            Err(error) => {
-                tracing::warn!(%stream, %error, "cannot reach Redis: trying again");
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(MOST_BACKOFF);
-            }
-        }
-    }
-}
+pub(crate) type Outbound = StreamWriter<Payload>;
 
 /// The most events one read takes.
 const READ_MOST: usize = 1024;

@@ -1,6 +1,6 @@
 use super::*;
-use crate::stage::stream::StreamReceiver;
 use crate::stage::{Mapping, Out};
+use crate::stream::StreamReceiver;
 use crate::testing::{Redis, free_port};
 
 /// A reader of stream `s` into stage `node`, as group `sink`.
@@ -80,7 +80,7 @@ async fn read_all(url: &str, n: usize) -> Vec<u64> {
 async fn events_are_written_in_order_in_batches_and_the_rest_on_close() {
     let redis = Redis::start();
     let (outbound, writer) =
-        Outbound::spawn(redis.url(), "s".into(), codec(), bounds(10_000)).unwrap();
+        Outbound::spawn(redis.url(), "s".into(), codec().encode, bounds(10_000)).unwrap();
     for n in 0..5_000_u64 {
         outbound.try_send(Box::new(n)).unwrap();
     }
@@ -96,7 +96,8 @@ async fn events_are_written_in_order_in_batches_and_the_rest_on_close() {
 async fn events_sent_before_redis_is_up_wait_and_arrive_and_a_full_queue_refuses() {
     let port = free_port();
     let url = format!("redis://127.0.0.1:{port}");
-    let (outbound, writer) = Outbound::spawn(url.clone(), "s".into(), codec(), bounds(3)).unwrap();
+    let (outbound, writer) =
+        Outbound::spawn(url.clone(), "s".into(), codec().encode, bounds(3)).unwrap();
     for n in 0..3_u64 {
         outbound.try_send(Box::new(n)).unwrap();
     }

@@ -89,7 +89,10 @@ impl Crossings<'_> {
         };
         // The writer ends once the graph's routes are gone and it has written what
         // waited: nothing joins it.
-        let (outbound, _writer) = Outbound::spawn(mapping.redis.clone(), stream, codec, bounds)?;
+        let name = format!("stage-out-{stream}");
+        let (outbound, _writer) =
+            Outbound::spawn(mapping.redis.clone(), stream, codec.encode, bounds)
+                .map_err(|e| StageError::start(&name, &e))?;
         self.written.push(outbound.progress());
         Ok(Arc::new(outbound))
     }

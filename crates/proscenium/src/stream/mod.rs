@@ -8,9 +8,9 @@
 //! # Example
 //!
 //! ```no_run
-//! # async fn example() -> Result<(), proscenium::stage::stream::StreamError> {
+//! # async fn example() -> Result<(), proscenium::stream::StreamError> {
 //! use std::time::Duration;
-//! use proscenium::stage::stream::{StreamReceiver, StreamSender};
+//! use proscenium::stream::{StreamReceiver, StreamSender};
 //!
 //! let url = "redis://127.0.0.1:6379";
 //! let mut correlate = StreamReceiver::join(url, "cep:copy:correlate", "correlate", "p2-1").await?;
@@ -25,6 +25,7 @@
 //! ```
 
 pub(crate) mod wire;
+pub(crate) mod writer;
 
 use std::time::Duration;
 
@@ -35,7 +36,14 @@ use redis::streams::{
 };
 
 pub use self::wire::WireError;
-use super::port::Event;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// An event that may cross clusters — and, over Redis Streams, processes and hosts:
+/// it serializes with serde. Every such type is one; no impl is written by hand.
+pub trait Event: Serialize + DeserializeOwned + Send + 'static {}
+
+impl<T: Serialize + DeserializeOwned + Send + 'static> Event for T {}
 
 /// The field of a stream entry that holds the event.
 const FIELD: &str = "e";
