@@ -109,13 +109,22 @@ pub enum TryTellError<M> {
     /// The actor has stopped.
     #[error("the actor has stopped")]
     Stopped(M),
+    /// The actor is in another process not known alive, or Redis is down.
+    #[error("the remote actor cannot be reached")]
+    Unreachable(M),
+    /// The message does not serialize for a remote actor.
+    #[error("the message does not serialize for a remote actor")]
+    Unserializable(M),
 }
 
 impl<M> TryTellError<M> {
     /// Returns the message that was not queued.
     pub fn into_inner(self) -> M {
         match self {
-            Self::Full(message) | Self::Stopped(message) => message,
+            Self::Full(message)
+            | Self::Stopped(message)
+            | Self::Unreachable(message)
+            | Self::Unserializable(message) => message,
         }
     }
 
@@ -133,6 +142,8 @@ impl<M> TryTellError<M> {
         match self {
             Self::Full(message) => TryTellError::Full(f(message)),
             Self::Stopped(message) => TryTellError::Stopped(f(message)),
+            Self::Unreachable(message) => TryTellError::Unreachable(f(message)),
+            Self::Unserializable(message) => TryTellError::Unserializable(f(message)),
         }
     }
 }
@@ -143,6 +154,8 @@ impl<M> std::fmt::Debug for TryTellError<M> {
         match self {
             Self::Full(_) => f.write_str("Full(..)"),
             Self::Stopped(_) => f.write_str("Stopped(..)"),
+            Self::Unreachable(_) => f.write_str("Unreachable(..)"),
+            Self::Unserializable(_) => f.write_str("Unserializable(..)"),
         }
     }
 }
@@ -387,7 +400,10 @@ impl<A: Actor> Addr<A> {
                     Overflow::DropNewest | Overflow::DropOldest => SendError::Dropped,
                 }
             }
-            TryTellError::Stopped(envelope) => {
+            // A local mailbox refuses only as full or closed.
+            TryTellError::Stopped(envelope)
+            | TryTellError::Unreachable(envelope)
+            | TryTellError::Unserializable(envelope) => {
                 self.cell.report(&*envelope, Reason::Stopped);
                 SendError::Stopped
             }

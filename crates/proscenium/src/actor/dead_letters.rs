@@ -18,6 +18,12 @@ pub enum Reason {
     /// Its handler panicked with this message (the [`Failure`](super::Failure) as
     /// text); the actor's supervisor decided what came next.
     Failed(String),
+    /// For an actor in another process that could not be reached: its name not held
+    /// by a live node, or Redis down.
+    Unreachable,
+    /// A letter from another process that did not read as a message its actor takes
+    /// (why, as text); it went to the mailbox's dead-letter stream.
+    Unreadable(String),
 }
 
 /// One undelivered message.

@@ -56,6 +56,8 @@
 //! run                        an actor's life: spawn, the loop, its Context (a handler
 //!                            spawns children through it, so the two live together)
 //! system, router             the public front: System, pools of actors
+//! remote                     actors across processes through Redis: a Node, its
+//!                            registry, outboxes and mailbox readers
 //! ```
 
 mod addr;
@@ -65,6 +67,7 @@ mod mailbox;
 #[cfg(test)]
 mod mailbox_tests;
 mod props;
+pub mod remote;
 mod router;
 mod run;
 mod shared;

@@ -165,6 +165,12 @@ impl System {
         &self.shared.dead_letters
     }
 
+    /// The dead letters, for a part of the system that outlives a borrow of it (a
+    /// remote node).
+    pub(crate) fn dead_letters_arc(&self) -> Arc<DeadLetters> {
+        Arc::clone(&self.shared.dead_letters)
+    }
+
     /// Actors started and not yet stopped.
     pub fn live_actors(&self) -> usize {
         self.shared.live.load(Ordering::SeqCst)

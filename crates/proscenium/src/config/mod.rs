@@ -114,6 +114,11 @@ pub struct RedisSpec {
     /// being tried again.
     #[serde(deserialize_with = "value::count::<_, 1, 1_000_000>")]
     pub max_deliveries: usize,
+    /// How often a node of remote actors renews its actors' names in the registry;
+    /// a name not renewed for three heartbeats expires (its process is taken for
+    /// dead, and its watchers are told); seconds.
+    #[serde(with = "value::seconds")]
+    pub heartbeat: Duration,
 }
 
 impl Default for RedisSpec {
@@ -122,6 +127,7 @@ impl Default for RedisSpec {
             url: None,
             claim_idle: Duration::from_secs(30),
             max_deliveries: 5,
+            heartbeat: Duration::from_secs(1),
         }
     }
 }

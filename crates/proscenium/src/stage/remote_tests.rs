@@ -1,6 +1,6 @@
 use super::*;
 use crate::stage::{Mapping, Out};
-use crate::stream::StreamReceiver;
+use crate::stream::{StreamReceiver, StreamSender};
 use crate::testing::{Redis, free_port};
 
 /// A reader of stream `s` into stage `node`, as group `sink`.

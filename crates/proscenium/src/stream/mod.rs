@@ -46,7 +46,7 @@ pub trait Event: Serialize + DeserializeOwned + Send + 'static {}
 impl<T: Serialize + DeserializeOwned + Send + 'static> Event for T {}
 
 /// The field of a stream entry that holds the event.
-const FIELD: &str = "e";
+pub(crate) const FIELD: &str = "e";
 
 /// Tries to reach Redis before a connection is an error.
 const CONNECT_TRIES: usize = 3;
@@ -332,6 +332,16 @@ impl StreamReceiver {
             .arg(count)
             .query_async(&mut self.redis)
             .await?;
+        self.claim_pending(&pending, idle_ms).await
+    }
+
+    /// Claims the entries `pending` lists, idle at least `idle_ms`, each with how many
+    /// times it has now been delivered.
+    async fn claim_pending(
+        &mut self,
+        pending: &StreamPendingCountReply,
+        idle_ms: u64,
+    ) -> Result<Vec<(String, Option<Vec<u8>>, u64)>, StreamError> {
         if pending.ids.is_empty() {
             return Ok(Vec::new());
         }
@@ -361,6 +371,50 @@ impl StreamReceiver {
                 (entry.id, bytes, deliveries)
             })
             .collect())
+    }
+
+    /// Takes over up to `count` events pending on the group's *other* consumers,
+    /// however briefly idle — for a consumer that alone reads its stream (a remote
+    /// actor's mailbox), taking over from the ones before it — each with how many times
+    /// it has now been delivered, in the wire format; a consumer left with none is
+    /// removed from the group. Empty once none is left.
+    pub(crate) async fn take_over(
+        &mut self,
+        count: usize,
+    ) -> Result<Vec<(String, Option<Vec<u8>>, u64)>, StreamError> {
+        let consumers: redis::streams::StreamInfoConsumersReply = redis::cmd("XINFO")
+            .arg("CONSUMERS")
+            .arg(&self.stream)
+            .arg(&self.group)
+            .query_async(&mut self.redis)
+            .await?;
+        for other in consumers
+            .consumers
+            .iter()
+            .filter(|c| c.name != self.consumer)
+        {
+            let pending: StreamPendingCountReply = redis::cmd("XPENDING")
+                .arg(&self.stream)
+                .arg(&self.group)
+                .arg("-")
+                .arg("+")
+                .arg(count)
+                .arg(&other.name)
+                .query_async(&mut self.redis)
+                .await?;
+            if pending.ids.is_empty() {
+                let _: u64 = redis::cmd("XGROUP")
+                    .arg("DELCONSUMER")
+                    .arg(&self.stream)
+                    .arg(&self.group)
+                    .arg(&other.name)
+                    .query_async(&mut self.redis)
+                    .await?;
+                continue;
+            }
+            return self.claim_pending(&pending, 0).await;
+        }
+        Ok(Vec::new())
     }
 
     /// Tells the group this consumer still holds the events `ids` (queued here, or
@@ -481,7 +535,7 @@ impl std::fmt::Display for EntryId {
 /// A Redis connection that reconnects with backoff, its replies allowed `reply_within`
 /// (Redis's client default when `None`). A Redis that is not there is an error after
 /// [`CONNECT_TRIES`] tries, not the client's default of seven (about 6 s).
-async fn manager(
+pub(crate) async fn manager(
     url: &str,
     reply_within: Option<Duration>,
 ) -> Result<ConnectionManager, StreamError> {
