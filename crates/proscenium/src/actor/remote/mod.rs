@@ -19,7 +19,9 @@
 //! - **Unreachable is an error.** A tell to a name no live node holds, or while
 //!   Redis is down, fails with [`SendError::Unreachable`] and is a dead letter; an
 //!   ask gets no reply past its timeout. [`Node::watch`] tells a watcher
-//!   [`Terminated`] when the name's holder stops or its process dies.
+//!   [`Terminated`] when the name's holder stops or its process dies: the name gone
+//!   for two heartbeats past its expiry (five heartbeats after the last renewal), or
+//!   taken by another node.
 //! - **Serde, checked at compile time.** Only a [`RemoteMessage`] — a message and a
 //!   reply that serialize — can be exported or sent to another process.
 //!
@@ -185,6 +187,8 @@ pub(super) struct Inner {
 #[derive(Default)]
 struct Known {
     holder: Option<String>,
+    /// Since when the name has been seen unheld, its holder still taken to live.
+    unheld_since: Option<std::time::Instant>,
     watchers: Vec<Recipient<Terminated>>,
 }
 
@@ -461,14 +465,25 @@ impl Inner {
         self.redis_up.store(up, Ordering::Relaxed);
     }
 
-    /// Records who holds each of `names`; watchers of a name whose holder went or
-    /// changed are told it terminated.
+    /// Records who holds each of `names`; watchers of a name whose holder changed, or
+    /// went and has not come back for two heartbeats, are told it terminated. (A
+    /// Redis restarted without its data has lost every name; a live holder takes its
+    /// own again at its next heartbeat, and is not taken for dead.)
     fn saw(&self, names: Vec<String>, holders: Vec<Option<String>>) {
         let mut known = self.known.lock();
         for (name, holder) in names.into_iter().zip(holders) {
             let Some(entry) = known.get_mut(&name) else {
                 continue;
             };
+            if holder.is_none() && entry.holder.is_some() {
+                let since = *entry
+                    .unheld_since
+                    .get_or_insert_with(std::time::Instant::now);
+                if since.elapsed() < self.heartbeat * 2 {
+                    continue;
+                }
+            }
+            entry.unheld_since = None;
             if entry.holder.is_some() && entry.holder != holder {
                 let watchers = std::mem::take(&mut entry.watchers);
                 self.terminated(&name, watchers);

@@ -8,7 +8,7 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
 use super::*;
-use crate::actor::{Actor, AskError, Context, Handler, Props, SendError};
+use crate::actor::{Actor, AskError, Context, Handler, Props, SendError, TryTellError};
 use crate::testing::Redis;
 
 /// Notes a number.
@@ -224,5 +224,52 @@ fn a_crashed_nodes_actor_is_unreachable_its_watchers_told_and_its_letters_handle
                 .is_ok())
             .await
         );
+    });
+}
+
+#[test]
+fn while_redis_is_down_tells_fail_as_unreachable_and_go_again_once_it_is_back() {
+    let redis = Redis::start();
+    let port = redis.port();
+    let (host, client) = (System::new(), System::new());
+    client.block_on(async {
+        let (_exporter, _) = recorder(&host, &redis, Duration::ZERO).await;
+        let node = Node::join(&client, &spec(&redis)).await.unwrap();
+        let notes = node.recipient::<Note>("recorder").await.unwrap();
+        let count = node.recipient::<Count>("recorder").await.unwrap();
+        let told = Arc::new(Mutex::new(Vec::new()));
+        let watcher = client.spawn(Props::named("watcher"), {
+            let told = Arc::clone(&told);
+            move || Watcher(Arc::clone(&told))
+        });
+        node.watch("recorder", watcher.recipient()).await.unwrap();
+        notes.tell(Note(0)).await.unwrap();
+        drop(redis);
+        let unreachable = || {
+            matches!(
+                notes.try_tell(Note(1)),
+                Err(TryTellError::Unreachable(Note(1)))
+            )
+        };
+        assert!(until(Duration::from_secs(5), unreachable).await);
+        assert_eq!(
+            notes.tell(Note(1)).await.unwrap_err(),
+            SendError::Unreachable
+        );
+        // Back, empty (no persistence): the host takes its name again at its next
+        // heartbeat and makes its mailbox anew; the client sees it at its own.
+        let _redis = Redis::start_on(port);
+        let mut answered = false;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !answered && Instant::now() < deadline {
+            answered = count
+                .ask_within(Count, Duration::from_millis(200))
+                .await
+                .is_ok();
+        }
+        assert!(answered, "no answer once Redis was back");
+        // The names Redis lost were taken again by a live holder: no one terminated.
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(told.lock().is_empty(), "told {:?}", told.lock());
     });
 }
