@@ -108,6 +108,12 @@ async fn post_mail(
             [(header::RETRY_AFTER, "5")],
             "the mailer is stopping\n",
         ),
+        // The mailers run here: a remote actor's refusals do not come.
+        Err(_) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            [(header::RETRY_AFTER, "5")],
+            "the mail was not queued\n",
+        ),
     }
 }
 

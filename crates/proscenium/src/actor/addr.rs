@@ -79,6 +79,7 @@ impl<A: Actor> Cell<A> {
 
 /// Why a told message was not delivered; the message went to dead letters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SendError {
     /// The mailbox was full and its policy is `fail`.
     #[error("the mailbox is full; the message went to dead letters")]
@@ -101,6 +102,7 @@ pub enum SendError {
 /// Why [`Addr::try_tell`] did not queue a message: the message is handed back, and is
 /// no dead letter.
 #[derive(Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum TryTellError<M> {
     /// The mailbox has no room now (whatever its policy: `try_tell` neither waits nor
     /// drops).

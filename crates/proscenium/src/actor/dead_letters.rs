@@ -9,6 +9,7 @@ use tokio::sync::broadcast;
 
 /// Why a message became a dead letter.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Reason {
     /// A full mailbox refused it (policy `fail`) or dropped it (`drop-newest`,
     /// `drop-oldest`).

@@ -17,7 +17,7 @@
 //! - **Order.** Letters from one sender (one [`Recipient`] and its clones, in one
 //!   node) reach the actor in the order sent.
 //! - **Unreachable is an error.** A tell to a name no live node holds, or while
-//!   Redis is down, fails with [`SendError::Unreachable`] and is a dead letter; an
+//!   Redis is down, fails with [`SendError::Unreachable`](super::SendError::Unreachable) and is a dead letter; an
 //!   ask gets no reply past its timeout. [`Node::watch`] tells a watcher
 //!   [`Terminated`] when the name's holder stops or its process dies: the name gone
 //!   for two heartbeats past its expiry (five heartbeats after the last renewal), or
