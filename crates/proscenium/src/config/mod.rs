@@ -132,7 +132,8 @@ impl Default for RedisSpec {
     }
 }
 
-/// A process of the mapping: the clusters it runs, and the host it runs on.
+/// A process of the mapping: the clusters it runs, the host it runs on, and whether
+/// it serves the app's routes.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProcessSpec {
@@ -141,6 +142,10 @@ pub struct ProcessSpec {
     /// The host it runs on, as `serve --host` names it (default: `localhost`).
     #[serde(default = "ProcessSpec::default_host")]
     pub host: String,
+    /// Whether this process serves the app's routes on `bind` (default: no — it runs
+    /// its clusters until stopped).
+    #[serde(default)]
+    pub serve: bool,
 }
 
 impl ProcessSpec {

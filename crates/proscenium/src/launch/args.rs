@@ -115,6 +115,14 @@ pub struct DeployArgs {
     /// /_echo (the request as parsed, credentials redacted), /_delay?ms=N (a slow answer).
     #[arg(long)]
     pub tools: bool,
+    /// Runs only this process of the configuration's processes: its clusters, and the
+    /// app's routes if the process has serve = true.
+    #[arg(long, conflicts_with = "host")]
+    pub process: Option<String>,
+    /// Starts and supervises the configuration's processes mapped to this host
+    /// [default: localhost, when the configuration maps processes].
+    #[arg(long)]
+    pub host: Option<String>,
 }
 
 impl DeployArgs {
@@ -214,6 +222,21 @@ mod tests {
             parse(&["app", "config", "-l", "2"]),
             Command::Config(_)
         ));
+    }
+
+    #[test]
+    fn a_process_and_a_host_are_not_both_given() {
+        let Command::Serve(options) = parse(&["app", "--process", "back"]) else {
+            panic!("not serve");
+        };
+        assert_eq!(options.deploy.process.as_deref(), Some("back"));
+        let args = default_to_serve(
+            ["app", "--process", "back", "--host", "h2"]
+                .iter()
+                .map(OsString::from)
+                .collect(),
+        );
+        assert!(Cli::<NoOptions>::try_parse_from(args).is_err());
     }
 
     #[test]

@@ -8,8 +8,13 @@
 //! by a function handed a [`Deploy`]: the configuration, the app's options, and an
 //! actor system with the configured dispatchers.
 //!
+//! Over processes (`[processes.NAME]` in the configuration), `serve` starts and
+//! supervises the processes mapped to `--host` (default `localhost`), and `serve
+//! --process NAME` runs one of them: see [`Deploy::start_graph`].
+//!
 //! Exit codes: 0 after a clean shutdown, 1 when the server fails (address in use, ...),
-//! 2 for a bad flag, variable or file.
+//! 2 for a bad flag, variable or file, 78 for a process whose graph or mapping is
+//! wrong (its supervisor does not restart it).
 //!
 //! # Examples
 //!
@@ -22,19 +27,25 @@
 //! ```
 
 mod args;
+mod processes;
 mod report;
 
 use std::cell::OnceCell;
 use std::marker::PhantomData;
 use std::process::ExitCode;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use clap::{Args, CommandFactory, FromArgMatches};
 
 use self::args::{Action, Cli};
 pub use self::args::{Command, DeployArgs, NoOptions, Options};
+use self::processes::Part;
 pub use self::report::{read_start_line, served_address};
 use crate::actor::System;
 use crate::config::{ConfigError, Settings};
+use crate::stage::{EXIT_REFUSED, Graph, Mapping, RunningGraph};
 use crate::{App, Config};
 
 /// Runs the app `build` returns with the command line and configuration of the
@@ -171,7 +182,11 @@ impl<O: Args + FromArgMatches> Launcher<O> {
         let (action, options) = command.into_parts();
         let env = std::env::vars().collect();
         let sources = options.deploy.sources(self.defaults.as_deref(), env);
-        let settings = match Settings::resolve(&sources).and_then(check_root) {
+        let (process, host) = (options.deploy.process, options.deploy.host);
+        let settings = match Settings::resolve(&sources)
+            .and_then(check_root)
+            .and_then(|s| check_process(s, process.as_deref()))
+        {
             Ok(settings) => settings,
             Err(e) => {
                 eprintln!("{name}: {e}");
@@ -179,32 +194,40 @@ impl<O: Args + FromArgMatches> Launcher<O> {
             }
         };
         init_tracing(settings.config.debug);
+        let part = Part::of(&settings.config, process.clone(), host);
         let deploy = Deploy {
             settings,
             options: options.app,
             actors: OnceCell::new(),
+            name: name.clone(),
+            process,
+            graphs: Mutex::default(),
         };
-        let code = match action {
-            Action::Serve => {
-                let heading = report::Heading {
-                    name: &name,
-                    version: self.version.as_deref(),
-                };
+        let heading = report::Heading {
+            name: &name,
+            version: self.version.as_deref(),
+        };
+        let code = match (action, part) {
+            (Action::Serve, Part::Whole) => {
                 report::serve(&heading, build(&deploy), deploy.config().clone())
             }
-            Action::Routes => {
+            (Action::Serve, Part::Host(host)) => {
+                processes::supervise(&name, deploy.config(), &host)
+            }
+            (Action::Serve, Part::Process(process)) => {
+                processes::run(&heading, &deploy, &process, build)
+            }
+            (Action::Routes, _) => {
                 report::routes(build(&deploy), deploy.config());
                 ExitCode::SUCCESS
             }
             // The app is not built: printing the configuration has no side effects.
-            Action::Config => {
+            (Action::Config, _) => {
                 report::config(&deploy.settings);
                 ExitCode::SUCCESS
             }
         };
-        if let Some(system) = deploy.actors.get() {
-            system.shutdown();
-        }
+        deploy.shutdown();
         code
     }
 
@@ -230,13 +253,52 @@ fn check_root(settings: Settings) -> Result<Settings, ConfigError> {
     }
 }
 
-/// What an app is built from: the deployment's configuration, the app's options and
-/// its actor system.
-#[derive(Debug)]
+/// A process named by `--process` must be one of the configuration's.
+fn check_process(settings: Settings, process: Option<&str>) -> Result<Settings, ConfigError> {
+    match process {
+        Some(process) if !settings.config.processes.contains_key(process) => {
+            let mut known: Vec<&str> = settings
+                .config
+                .processes
+                .keys()
+                .map(String::as_str)
+                .collect();
+            known.sort_unstable();
+            Err(ConfigError {
+                origin: settings.origin("processes").clone(),
+                key: Some("processes".to_owned()),
+                message: format!(
+                    "--process {process}: no such process; the configuration's are {known:?}"
+                ),
+            })
+        }
+        _ => Ok(settings),
+    }
+}
+
+/// What an app is built from: the deployment's configuration, the app's options, its
+/// actor system, and which process of a deployment over processes this one is.
 pub struct Deploy<O = NoOptions> {
     settings: Settings,
     options: O,
     actors: OnceCell<System>,
+    /// The app's name, for messages.
+    name: String,
+    /// `--process NAME`, if given.
+    process: Option<String>,
+    /// The graphs started through `start_graph`, shut down after the app.
+    graphs: Mutex<Vec<Arc<RunningGraph>>>,
+}
+
+impl<O: std::fmt::Debug> std::fmt::Debug for Deploy<O> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Deploy")
+            .field("settings", &self.settings)
+            .field("options", &self.options)
+            .field("process", &self.process)
+            .field("graphs", &self.graphs.lock().len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl<O> Deploy<O> {
@@ -260,6 +322,52 @@ impl<O> Deploy<O> {
     pub fn actors(&self) -> &System {
         self.actors
             .get_or_init(|| System::with_dispatchers(self.settings.config.dispatchers.clone()))
+    }
+
+    /// Returns the process of `[processes]` this one runs (`--process NAME`), if any.
+    pub fn process(&self) -> Option<&str> {
+        self.process.as_deref()
+    }
+
+    /// Starts `graph`, named `name` alike in every process, as the deployment says:
+    /// whole, with the configuration's `[clusters]`; or, under `--process NAME`, this
+    /// process's clusters alone, its connectors to the others' through `[redis]`
+    /// ([`Mapping::for_process`]). It is shut down, draining, after the server stops.
+    ///
+    /// A graph that cannot start leaves the app nothing to serve: the error is printed
+    /// and the process exits — 78 for a wrong graph or mapping (a supervisor does not
+    /// restart it), 1 otherwise (Redis not reachable yet: it is restarted).
+    pub fn start_graph(&self, name: &str, graph: Graph) -> Arc<RunningGraph> {
+        let clusters = &self.config().clusters;
+        let started = match &self.process {
+            Some(process) => Mapping::for_process(name, process, self.config())
+                .and_then(|mapping| graph.start_mapped(clusters, &mapping)),
+            None => graph.start(clusters),
+        };
+        match started {
+            Ok(running) => {
+                let running = Arc::new(running);
+                self.graphs.lock().push(Arc::clone(&running));
+                running
+            }
+            Err(error) => {
+                eprintln!("{}: graph {name}: {error}", self.name);
+                std::process::exit(if error.is_graph() { EXIT_REFUSED } else { 1 });
+            }
+        }
+    }
+
+    /// Shuts down, after the app: its graphs (draining, once nothing else holds
+    /// them), then its actors.
+    fn shutdown(&self) {
+        for graph in self.graphs.lock().drain(..) {
+            if let Ok(graph) = Arc::try_unwrap(graph) {
+                graph.shutdown(processes::DRAIN);
+            }
+        }
+        if let Some(system) = self.actors.get() {
+            system.shutdown();
+        }
     }
 }
 

@@ -323,18 +323,24 @@ impl StopSignal {
     /// Blocks until a stop signal has come (at once if one came already), or the
     /// parent is gone.
     pub fn wait(mut self) {
-        let parent = self.parent;
-        self.runtime.block_on(async {
-            let orphaned = async {
-                while nix::unistd::getppid() == parent {
-                    tokio::time::sleep(PARENT_CHECK).await;
-                }
-            };
+        while !self.came_within(PARENT_CHECK) {}
+    }
+
+    /// Waits up to `within` for a stop signal (one that came before counts); returns
+    /// whether one came, or the parent is gone.
+    pub fn came_within(&mut self, within: Duration) -> bool {
+        let (term, interrupt) = (&mut self.term, &mut self.interrupt);
+        let signalled = self.runtime.block_on(async {
             tokio::select! {
-                _ = self.term.recv() => {}
-                _ = self.interrupt.recv() => {}
-                () = orphaned => tracing::warn!("the process that started this one is gone: stopping"),
+                _ = term.recv() => true,
+                _ = interrupt.recv() => true,
+                () = tokio::time::sleep(within) => false,
             }
         });
+        let orphaned = nix::unistd::getppid() != self.parent;
+        if orphaned {
+            tracing::warn!("the process that started this one is gone: stopping");
+        }
+        signalled || orphaned
     }
 }
