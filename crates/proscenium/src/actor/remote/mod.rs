@@ -1,7 +1,7 @@
 //! Actors across processes and hosts, through Redis. A [`Node`] joins one actor
 //! system to the others that share a Redis: it *exports* local actors by name, and
-//! hands out [`Recipient`]s for actors exported elsewhere, with the same `tell`,
-//! `try_tell` and `ask` as local ones.
+//! hands out [`Recipient`]s and [`RemoteAddr`]s for actors exported elsewhere, with the
+//! same `tell`, `try_tell` and `ask` as local ones.
 //!
 //! - **Found by name.** A name is a key in Redis holding the id of the node whose
 //!   actor has it, renewed every `[redis] heartbeat` and gone after three missed: a
@@ -91,8 +91,9 @@ use redis::aio::ConnectionManager;
 use tokio::sync::oneshot;
 
 use self::inbox::Export;
-use self::outbox::Outbox;
-use super::{Addr, DeadLetters, Handler, Message, Recipient, System, Terminated};
+pub use self::outbox::RemoteAddr;
+use self::outbox::{Outbox, Remote};
+use super::{Actor, Addr, DeadLetters, Handler, Message, Recipient, System, Terminated};
 use crate::config::RedisSpec;
 use crate::stream::Event;
 
@@ -283,10 +284,24 @@ impl Node {
         &self,
         name: &str,
     ) -> Result<Recipient<M>, RemoteError> {
+        self.route(name).await.map(Remote::recipient)
+    }
+
+    /// The address of the actor of type `A` named `name` in whichever process holds
+    /// it: `tell` and `ask` any message `A` handles that crosses processes.
+    ///
+    /// # Errors
+    ///
+    /// No live node holds the name, or Redis cannot be reached.
+    pub async fn addr<A: Actor>(&self, name: &str) -> Result<RemoteAddr<A>, RemoteError> {
+        self.route(name).await.map(RemoteAddr::new)
+    }
+
+    async fn route(&self, name: &str) -> Result<Arc<outbox::Route>, RemoteError> {
         let inner = Arc::clone(&self.inner);
         let name = name.to_owned();
         self.inner
-            .run(async move { outbox::recipient::<M>(&inner, &name).await })
+            .run(async move { outbox::route(&inner, &name).await })
             .await
     }
 

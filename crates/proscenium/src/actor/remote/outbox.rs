@@ -1,6 +1,7 @@
-//! Sending to a remote actor: a [`Recipient`] whose letters go, in the order sent,
-//! through this node's outbox for the name — a bounded queue and a writer appending
-//! them to the name's mailbox stream in batches (`crate::stream::writer`).
+//! Sending to a remote actor: a [`Route`] to its name — this node's outbox for it, a
+//! bounded queue and a writer appending the letters, in the order sent, to the name's
+//! mailbox stream in batches (`crate::stream::writer`) — seen as a [`Recipient`] of one
+//! message type, or as a [`RemoteAddr`] of the actor's type.
 
 use std::any::type_name;
 use std::marker::PhantomData;
@@ -10,7 +11,7 @@ use std::time::Duration;
 use super::letter::{Letter, Reply};
 use super::{Inner, RemoteError, RemoteMessage, registry};
 use crate::actor::addr::{BoxFuture, Receives};
-use crate::actor::{AskError, Reason, Recipient, SendError, TryTellError};
+use crate::actor::{Actor, AskError, Handler, Reason, Recipient, SendError, TryTellError};
 use crate::stream::writer::{Bounds, StreamWriter};
 use crate::stream::{WireError, wire};
 
@@ -26,11 +27,9 @@ const ROOM_WAIT: Duration = Duration::from_millis(1);
 /// The letters for one remote name, in the wire format.
 pub(super) type Outbox = StreamWriter<Vec<u8>>;
 
-/// A recipient of `M`s for the remote actor `name`.
-pub(super) async fn recipient<M: RemoteMessage>(
-    inner: &Arc<Inner>,
-    name: &str,
-) -> Result<Recipient<M>, RemoteError> {
+/// The route to the remote actor `name`: its holder looked up (it must be held now),
+/// and the node's outbox for it.
+pub(super) async fn route(inner: &Arc<Inner>, name: &str) -> Result<Arc<Route>, RemoteError> {
     let key = inner.name_key(name);
     let holder = registry::holders(&mut inner.redis.clone(), &[key])
         .await?
@@ -43,16 +42,14 @@ pub(super) async fn recipient<M: RemoteMessage>(
         .entry(name.to_owned())
         .or_default()
         .holder = Some(holder);
-    let outbox = outbox(inner, name)?;
-    Ok(Recipient::new(Arc::new(Remote::<M> {
+    Ok(Arc::new(Route {
         inner: Arc::clone(inner),
         name: name.to_owned(),
-        outbox,
-        message: PhantomData,
-    })))
+        outbox: outbox(inner, name)?,
+    }))
 }
 
-/// The node's outbox for `name`, started with the first recipient.
+/// The node's outbox for `name`, started with the first route to it.
 fn outbox(inner: &Inner, name: &str) -> Result<Arc<Outbox>, RemoteError> {
     let mut outboxes = inner.outboxes.lock();
     if let Some(outbox) = outboxes.get(name) {
@@ -63,7 +60,7 @@ fn outbox(inner: &Inner, name: &str) -> Result<Arc<Outbox>, RemoteError> {
         queue: QUEUED,
         backlog: BACKLOG,
     };
-    // The writer ends once the node and every recipient have let the outbox go.
+    // The writer ends once the node and every route have let the outbox go.
     let (outbox, _writer) =
         StreamWriter::spawn(inner.url.clone(), inner.mailbox_key(name), encode, bounds)?;
     let outbox = Arc::new(outbox);
@@ -71,17 +68,20 @@ fn outbox(inner: &Inner, name: &str) -> Result<Arc<Outbox>, RemoteError> {
     Ok(outbox)
 }
 
-/// A remote actor, as a recipient of `M`s sees it.
-struct Remote<M> {
+/// The way to a remote actor's mailbox, for messages of any type.
+pub(super) struct Route {
     inner: Arc<Inner>,
     name: String,
     outbox: Arc<Outbox>,
-    message: PhantomData<fn(M)>,
 }
 
-impl<M: RemoteMessage> Remote<M> {
+impl Route {
     /// `message` as a letter, or why it cannot go.
-    fn letter(&self, message: &M, ask: Option<u64>) -> Result<Vec<u8>, SendError> {
+    fn letter<M: RemoteMessage>(
+        &self,
+        message: &M,
+        ask: Option<u64>,
+    ) -> Result<Vec<u8>, SendError> {
         if !self.inner.reachable(&self.name) {
             return Err(SendError::Unreachable);
         }
@@ -94,8 +94,8 @@ impl<M: RemoteMessage> Remote<M> {
         .map_err(|_| SendError::Unserializable)
     }
 
-    /// Reports a message not sent, for `error`.
-    fn refused(&self, error: SendError) -> SendError {
+    /// Reports a message of type `M` not sent, for `error`.
+    fn refused<M>(&self, error: SendError) -> SendError {
         let reason = match error {
             SendError::Unserializable => Reason::Unreadable("does not serialize".to_owned()),
             _ => Reason::Unreachable,
@@ -106,33 +106,56 @@ impl<M: RemoteMessage> Remote<M> {
         error
     }
 
-    /// Queues `letter` in the outbox, waiting for room while the actor is reachable.
-    async fn queue(&self, mut letter: Vec<u8>) -> Result<(), SendError> {
+    /// Queues `letter` (an `M`) in the outbox, waiting for room while the actor is
+    /// reachable.
+    async fn queue<M>(&self, mut letter: Vec<u8>) -> Result<(), SendError> {
         loop {
             match self.outbox.try_send(letter) {
                 Ok(()) => return Ok(()),
                 Err(back) => letter = back,
             }
             if !self.inner.reachable(&self.name) {
-                return Err(self.refused(SendError::Unreachable));
+                return Err(self.refused::<M>(SendError::Unreachable));
             }
             tokio::time::sleep(ROOM_WAIT).await;
         }
     }
 
-    async fn ask(&self, message: M, timeout: Duration) -> Result<M::Reply, AskError> {
+    async fn tell<M: RemoteMessage>(&self, message: M) -> Result<(), SendError> {
+        let letter = self
+            .letter(&message, None)
+            .map_err(|e| self.refused::<M>(e))?;
+        self.queue::<M>(letter).await
+    }
+
+    fn try_tell<M: RemoteMessage>(&self, message: M) -> Result<(), TryTellError<M>> {
+        let letter = match self.letter(&message, None) {
+            Ok(letter) => letter,
+            Err(SendError::Unserializable) => return Err(TryTellError::Unserializable(message)),
+            Err(_) => return Err(TryTellError::Unreachable(message)),
+        };
+        self.outbox
+            .try_send(letter)
+            .map_err(|_| TryTellError::Full(message))
+    }
+
+    async fn ask<M: RemoteMessage>(
+        &self,
+        message: M,
+        timeout: Duration,
+    ) -> Result<M::Reply, AskError> {
         let deadline = tokio::time::Instant::now() + timeout;
         let (ask, reply) = self.inner.asks.expect();
         let letter = match self.letter(&message, Some(ask)) {
             Ok(letter) => letter,
             Err(error) => {
                 self.inner.asks.forget(ask);
-                return Err(self.refused(error).into());
+                return Err(self.refused::<M>(error).into());
             }
         };
         drop(message);
         let asked = async {
-            self.queue(letter).await?;
+            self.queue::<M>(letter).await?;
             let reply = reply.await.map_err(|_| AskError::NoReply)?;
             let reply: Reply<M::Reply> = wire::decode(&reply).map_err(|error| {
                 tracing::error!(%error, actor = %self.name, "a reply that does not read");
@@ -146,30 +169,137 @@ impl<M: RemoteMessage> Remote<M> {
     }
 }
 
+/// A remote actor as a [`Recipient`] of `M`s.
+pub(super) struct Remote<M> {
+    pub(super) route: Arc<Route>,
+    pub(super) message: PhantomData<fn(M)>,
+}
+
 impl<M: RemoteMessage> Receives<M> for Remote<M> {
     fn tell(&self, message: M) -> BoxFuture<'_, Result<(), SendError>> {
-        Box::pin(async move {
-            let letter = self.letter(&message, None).map_err(|e| self.refused(e))?;
-            self.queue(letter).await
-        })
+        Box::pin(self.route.tell(message))
     }
 
     fn try_tell(&self, message: M) -> Result<(), TryTellError<M>> {
-        let letter = match self.letter(&message, None) {
-            Ok(letter) => letter,
-            Err(SendError::Unserializable) => return Err(TryTellError::Unserializable(message)),
-            Err(_) => return Err(TryTellError::Unreachable(message)),
-        };
-        self.outbox
-            .try_send(letter)
-            .map_err(|_| TryTellError::Full(message))
+        self.route.try_tell(message)
     }
 
     fn ask(&self, message: M, timeout: Duration) -> BoxFuture<'_, Result<M::Reply, AskError>> {
-        Box::pin(Self::ask(self, message, timeout))
+        Box::pin(self.route.ask(message, timeout))
     }
 
     fn name(&self) -> &str {
-        &self.name
+        &self.route.name
+    }
+}
+
+impl<M: RemoteMessage> Remote<M> {
+    /// A recipient of `M`s over `route`.
+    pub(super) fn recipient(route: Arc<Route>) -> Recipient<M> {
+        Recipient::new(Arc::new(Self {
+            route,
+            message: PhantomData,
+        }))
+    }
+}
+
+/// The address of an actor of type `A` in another process, by its name
+/// ([`Node::addr`](super::Node::addr)): `tell`, `try_tell` and `ask` any message `A`
+/// handles that crosses processes, as [`Addr`](crate::actor::Addr) does locally.
+/// Letters from one address (and its clones) arrive in the order sent.
+pub struct RemoteAddr<A> {
+    route: Arc<Route>,
+    actor: PhantomData<fn(A)>,
+}
+
+impl<A> Clone for RemoteAddr<A> {
+    fn clone(&self) -> Self {
+        Self {
+            route: Arc::clone(&self.route),
+            actor: PhantomData,
+        }
+    }
+}
+
+impl<A> std::fmt::Debug for RemoteAddr<A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "RemoteAddr({})", self.route.name)
+    }
+}
+
+impl<A: Actor> RemoteAddr<A> {
+    pub(super) fn new(route: Arc<Route>) -> Self {
+        Self {
+            route,
+            actor: PhantomData,
+        }
+    }
+
+    /// The actor's name.
+    pub fn name(&self) -> &str {
+        &self.route.name
+    }
+
+    /// Sends `message`, waiting only while this node's outbox for the actor is full.
+    ///
+    /// # Errors
+    ///
+    /// [`SendError::Unreachable`] (no live node holds the name, or Redis is down), or
+    /// [`SendError::Unserializable`]; the message is reported to dead letters.
+    pub async fn tell<M: RemoteMessage>(&self, message: M) -> Result<(), SendError>
+    where
+        A: Handler<M>,
+    {
+        self.route.tell(message).await
+    }
+
+    /// Sends `message` if the outbox has room now; hands it back otherwise.
+    ///
+    /// # Errors
+    ///
+    /// [`TryTellError::Full`], [`TryTellError::Unreachable`] or
+    /// [`TryTellError::Unserializable`], with the message.
+    pub fn try_tell<M: RemoteMessage>(&self, message: M) -> Result<(), TryTellError<M>>
+    where
+        A: Handler<M>,
+    {
+        self.route.try_tell(message)
+    }
+
+    /// Sends `message` and waits for the reply, at most
+    /// [`ASK_TIMEOUT`](crate::actor::ASK_TIMEOUT).
+    ///
+    /// # Errors
+    ///
+    /// Not sent, not delivered there, no reply in time, or the actor failed first.
+    pub async fn ask<M: RemoteMessage>(&self, message: M) -> Result<M::Reply, AskError>
+    where
+        A: Handler<M>,
+    {
+        self.route.ask(message, crate::actor::ASK_TIMEOUT).await
+    }
+
+    /// Sends `message` and waits for the reply, at most `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// As [`ask`](Self::ask).
+    pub async fn ask_within<M: RemoteMessage>(
+        &self,
+        message: M,
+        timeout: Duration,
+    ) -> Result<M::Reply, AskError>
+    where
+        A: Handler<M>,
+    {
+        self.route.ask(message, timeout).await
+    }
+
+    /// A recipient of one message type it handles.
+    pub fn recipient<M: RemoteMessage>(&self) -> Recipient<M>
+    where
+        A: Handler<M>,
+    {
+        Remote::recipient(Arc::clone(&self.route))
     }
 }

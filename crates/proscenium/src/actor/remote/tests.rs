@@ -120,15 +120,17 @@ fn one_senders_tells_arrive_in_order_and_its_asks_are_answered_across_nodes() {
         let (_exporter, seen) = recorder(&host, &redis, Duration::ZERO).await;
         let node = Node::join(&client, &spec(&redis)).await.unwrap();
         let notes = node.recipient::<Note>("recorder").await.unwrap();
-        let count = node.recipient::<Count>("recorder").await.unwrap();
         for n in 0..10_000 {
             notes.tell(Note(n)).await.unwrap();
         }
-        // The ask goes after the tells, through the same outbox: it is answered
-        // once all of them are handled.
-        assert_eq!(count.ask(Count).await.unwrap(), 10_000);
-        assert_eq!(*seen.lock(), (0..10_000).collect::<Vec<_>>());
-        assert_eq!(notes.name(), "recorder");
+        // An address of the actor's type goes through the same outbox: its ask,
+        // after the tells, is answered once all of them are handled.
+        let recorder = node.addr::<Recorder>("recorder").await.unwrap();
+        assert_eq!(recorder.ask(Count).await.unwrap(), 10_000);
+        recorder.tell(Note(10_000)).await.unwrap();
+        assert_eq!(recorder.ask(Count).await.unwrap(), 10_001);
+        assert_eq!(*seen.lock(), (0..=10_000).collect::<Vec<_>>());
+        assert_eq!((notes.name(), recorder.name()), ("recorder", "recorder"));
     });
 }
 
