@@ -24,12 +24,10 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{Signal, kill};
-use nix::unistd::Pid;
 use tokio::sync::watch;
 
 use super::board::{Board, Seat};
-use super::restarts::{Admit, Budget, Lives, OVER_BUDGET_PAUSE};
+use super::restarts::{self, Admit, Budget, Lives, OVER_BUDGET_PAUSE};
 use crate::Config;
 
 /// Set in a worker's environment to its slot number.
@@ -271,32 +269,14 @@ impl Supervisor {
         self.drain(children).await;
     }
 
-    /// Sends SIGTERM, waits for the drain deadline, then kills whatever is left.
-    async fn drain(&self, mut children: Vec<Child>) {
-        for child in &children {
-            signal(child, Signal::SIGTERM);
-        }
-        let deadline = Instant::now() + self.config.timeouts.shutdown + Duration::from_secs(1);
-        while !children.is_empty() && Instant::now() < deadline {
-            children.retain_mut(|c| matches!(c.try_wait(), Ok(None)));
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        for mut child in children {
-            tracing::warn!(
-                "worker pid {} did not drain in time; killing it",
-                child.id()
-            );
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-fn signal(child: &Child, signal: Signal) {
-    let Ok(pid) = i32::try_from(child.id()) else {
-        return;
-    };
-    if let Err(e) = kill(Pid::from_raw(pid), signal) {
-        tracing::warn!("cannot signal worker pid {pid}: {e}");
+    /// Sends SIGTERM, waits for the drain deadline, then kills whatever is left — on
+    /// a blocking thread, the supervisor's loop free meanwhile.
+    async fn drain(&self, children: Vec<Child>) {
+        let stop_by = Instant::now() + self.config.timeouts.shutdown + Duration::from_secs(1);
+        let children = children
+            .into_iter()
+            .map(|child| (format!("worker pid {}", child.id()), child))
+            .collect();
+        let _ = tokio::task::spawn_blocking(move || restarts::stop(children, stop_by)).await;
     }
 }

@@ -2,10 +2,15 @@
 //! doubles with each death after a short life (100 ms up to 5 s), within a budget of
 //! 10 restarts a minute. Past the budget restarts go on, no more than one every
 //! [`OVER_BUDGET_PAUSE`]: a supervisor that gave up would leave its port (or its
-//! share of a graph) with no one behind it, looking alive (issue 15).
+//! share of a graph) with no one behind it, looking alive (issue 15). And stopping
+//! them: SIGTERM, a deadline to drain, SIGKILL for what is left ([`stop`]).
 
 use std::collections::VecDeque;
+use std::process::Child;
 use std::time::{Duration, Instant};
+
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
 
 /// Restarts allowed within [`BUDGET_WINDOW`].
 const BUDGET: usize = 10;
@@ -16,6 +21,31 @@ pub(crate) const OVER_BUDGET_PAUSE: Duration = Duration::from_secs(5);
 const HEALTHY_AFTER: Duration = Duration::from_secs(10);
 const BACKOFF_START: Duration = Duration::from_millis(100);
 const BACKOFF_MAX: Duration = Duration::from_secs(5);
+
+/// Stops `children` (each with what to call it in the log): SIGTERM to each — each
+/// drains as its own shutdown says — then SIGKILL for any still running at `stop_by`.
+/// Blocks the thread until all are reaped.
+pub(crate) fn stop(children: Vec<(String, Child)>, stop_by: Instant) {
+    let mut running = children;
+    for (name, child) in &running {
+        let pid = i32::try_from(child.id()).map(Pid::from_raw);
+        if let Err(e) = pid.map(|pid| kill(pid, Signal::SIGTERM)) {
+            tracing::warn!("cannot stop {name}: {e:?}");
+        }
+    }
+    while !running.is_empty() && Instant::now() < stop_by {
+        running.retain_mut(|(_, child)| matches!(child.try_wait(), Ok(None)));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for (name, mut child) in running {
+        tracing::warn!(
+            "{name} (pid {}) did not stop in time; killing it",
+            child.id()
+        );
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+}
 
 /// One supervised thing's lives: when the current one started, and how many short
 /// ones came before it.

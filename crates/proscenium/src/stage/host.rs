@@ -11,13 +11,12 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use parking_lot::{Condvar, Mutex};
 
 use super::StageError;
 use crate::Config;
-use crate::rt::restarts::{Admit, Budget, Lives};
+use crate::rt::restarts::{self, Admit, Budget, Lives};
 
 /// The exit status of a process that refused to run — a configuration or a graph
 /// that is wrong, which a restart would not change (`EX_CONFIG` of `sysexits.h`).
@@ -256,28 +255,11 @@ fn restart(process: &mut Process, budget: &mut Budget, now: Instant, args: &[OsS
 /// Sends SIGTERM to every running process, waits for them until `stop_by`, then
 /// kills what is left.
 fn stop_all(processes: &mut [Process], stop_by: Instant) {
-    let mut running: Vec<(&str, Child)> = processes
+    let running = processes
         .iter_mut()
-        .filter_map(|p| Some((p.name.as_str(), p.child.take()?)))
+        .filter_map(|p| Some((format!("process {}", p.name), p.child.take()?)))
         .collect();
-    for (name, child) in &running {
-        let pid = i32::try_from(child.id()).map(Pid::from_raw);
-        if let Err(e) = pid.map(|pid| kill(pid, Signal::SIGTERM)) {
-            tracing::warn!("cannot stop process {name}: {e:?}");
-        }
-    }
-    while !running.is_empty() && Instant::now() < stop_by {
-        running.retain_mut(|(_, c)| matches!(c.try_wait(), Ok(None)));
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    for (name, mut child) in running {
-        tracing::warn!(
-            "process {name} (pid {}) did not stop in time; killing it",
-            child.id()
-        );
-        let _ = child.kill();
-        let _ = child.wait();
-    }
+    restarts::stop(running, stop_by);
 }
 
 /// This process's stop signals (SIGTERM, SIGINT), watched from when it is made: how a

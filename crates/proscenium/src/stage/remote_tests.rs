@@ -1,5 +1,5 @@
 use super::*;
-use crate::stage::{Mapping, Out};
+use crate::stage::{Connector, Graph, Mapping, Out, Stage};
 use crate::stream::{StreamReceiver, StreamSender};
 use crate::testing::{Redis, free_port};
 
@@ -47,6 +47,30 @@ async fn pending(raw: &mut redis::aio::MultiplexedConnection) -> u64 {
         .await
         .unwrap();
     summary.0
+}
+
+/// The graph most of these tests split over two processes: `source` (cluster
+/// `front`) sending on its port `numbers` to `sink` (cluster `back`) through
+/// `connector`.
+fn source_to_sink(source: Stage, sink: Stage, connector: Connector) -> Graph {
+    let mut graph = Graph::new();
+    let source = graph.stage(source);
+    let sink = graph.stage(sink);
+    graph.connect(&source, "numbers", &sink, connector);
+    graph.part([("front", (&source).into()), ("back", (&sink).into())]);
+    graph
+}
+
+/// Waits up to ten seconds for `done`; returns whether it came.
+fn until(mut done: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !done() {
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
 }
 
 fn bounds(queue: usize) -> Bounds {
@@ -115,7 +139,7 @@ async fn events_sent_before_redis_is_up_wait_and_arrive_and_a_full_queue_refuses
 async fn a_stream_feeds_a_stage_and_what_it_handled_is_acknowledged_what_failed_is_not() {
     use std::collections::HashMap;
 
-    use crate::stage::{Graph, Stage, StageError};
+    use crate::stage::StageError;
 
     let redis = Redis::start();
     let (seen, got) = crossbeam_channel::unbounded();
@@ -168,7 +192,7 @@ async fn a_poison_event_ends_in_the_dead_letter_stream_after_its_deliveries() {
     use std::collections::HashMap;
     use std::sync::atomic::AtomicUsize;
 
-    use crate::stage::{Graph, Stage, StageError};
+    use crate::stage::StageError;
 
     let redis = Redis::start();
     let tries = Arc::new(AtomicUsize::new(0));
@@ -227,8 +251,6 @@ async fn a_poison_event_ends_in_the_dead_letter_stream_after_its_deliveries() {
 fn an_event_is_acknowledged_only_once_what_its_handler_sent_on_is_written() {
     use std::collections::HashMap;
 
-    use crate::stage::{Connector, Graph, Out, Stage};
-
     let numbers = Out::<u64>::new("numbers");
     let relayed = Out::<u64>::new("out");
     let out = relayed.clone();
@@ -275,19 +297,13 @@ fn an_event_is_acknowledged_only_once_what_its_handler_sent_on_is_written() {
         };
         redis::from_redis_value::<u64>(fields[0].clone()).unwrap()
     };
-    let until = |done: &mut dyn FnMut() -> bool| {
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while !done() && std::time::Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    };
-    until(&mut || running.stats().stage("relay").unwrap().handled == 10);
+    until(|| running.stats().stage("relay").unwrap().handled == 10);
     // Several of the reader's rounds, in which it would have acknowledged them.
     std::thread::sleep(READ_WAIT * 5);
     assert_eq!(pending(&mut query), 10, "handled, their outputs unwritten");
     query(redis::cmd("DEL").arg(output));
     let mut left = 10;
-    until(&mut || {
+    until(|| {
         left = pending(&mut query);
         left == 0
     });
@@ -305,7 +321,7 @@ fn an_event_is_acknowledged_only_once_what_its_handler_sent_on_is_written() {
 fn the_consumers_backlog_bounds_the_stream_and_what_it_acknowledged_is_trimmed() {
     use std::sync::atomic::AtomicU64;
 
-    use crate::stage::{Admission, Connector, Graph, Out, Stage};
+    use crate::stage::Admission;
 
     const EVENTS: u64 = 20_000;
     // Four of the consumer's queues (at least a read's batch): 4 × 256.
@@ -313,45 +329,43 @@ fn the_consumers_backlog_bounds_the_stream_and_what_it_acknowledged_is_trimmed()
     fn graph(accepted: Arc<AtomicU64>, handled: Arc<AtomicU64>, enough: Arc<AtomicBool>) -> Graph {
         let numbers = Out::<u64>::new("numbers");
         let out = numbers.clone();
-        let mut graph = Graph::new();
-        let source = graph.stage(
-            Stage::source(
-                "source",
-                || (),
-                move |(), ctx| {
-                    // Refused, it tries again a little later, as a client would,
-                    // until the test has seen enough.
-                    for n in 0..EVENTS {
-                        match ctx.send(&out, n) {
-                            Ok(()) => {
-                                accepted.fetch_add(1, Ordering::SeqCst);
-                            }
-                            Err(refused) if refused.error().is_rejected() => {
-                                std::thread::sleep(Duration::from_millis(1));
-                            }
-                            Err(refused) => return Err(refused.into()),
+        let source = Stage::source(
+            "source",
+            || (),
+            move |(), ctx| {
+                // Refused, it tries again a little later, as a client would,
+                // until the test has seen enough.
+                for n in 0..EVENTS {
+                    match ctx.send(&out, n) {
+                        Ok(()) => {
+                            accepted.fetch_add(1, Ordering::SeqCst);
                         }
-                        if enough.load(Ordering::SeqCst) {
-                            break;
+                        Err(refused) if refused.error().is_rejected() => {
+                            std::thread::sleep(Duration::from_millis(1));
                         }
+                        Err(refused) => return Err(refused.into()),
                     }
-                    Ok(())
-                },
-            )
-            .output(&numbers),
-        );
-        let sink = graph.stage(Stage::stateless(
+                    if enough.load(Ordering::SeqCst) {
+                        break;
+                    }
+                }
+                Ok(())
+            },
+        )
+        .output(&numbers);
+        let sink = Stage::stateless(
             "sink",
             || (),
             move |(), _: u64, _| {
                 handled.fetch_add(1, Ordering::SeqCst);
                 Ok(())
             },
-        ));
-        let connector = Connector::decoupled().admission(Admission::Reject);
-        graph.connect(&source, "numbers", &sink, connector);
-        graph.part([("front", (&source).into()), ("back", (&sink).into())]);
-        graph
+        );
+        source_to_sink(
+            source,
+            sink,
+            Connector::decoupled().admission(Admission::Reject),
+        )
     }
     let redis = Redis::start();
     let clusters = super::super::tests::clusters(
@@ -372,14 +386,8 @@ fn the_consumers_backlog_bounds_the_stream_and_what_it_acknowledged_is_trimmed()
         .get_connection()
         .unwrap();
     let mut len = || -> u64 { redis::cmd("XLEN").arg(stream).query(&mut raw).unwrap() };
-    let settled = |f: &mut dyn FnMut() -> bool| {
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while !f() && std::time::Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    };
     // Refusals are counted at the consumer's entry, in the sending process.
-    settled(&mut || front.stats().stage("sink").unwrap().rejected > 0 && len() >= BOUND);
+    until(|| front.stats().stage("sink").unwrap().rejected > 0 && len() >= BOUND);
     // Time for the writer to pass the bound, if it would.
     std::thread::sleep(Duration::from_millis(300));
     let held = len();
@@ -389,7 +397,7 @@ fn the_consumers_backlog_bounds_the_stream_and_what_it_acknowledged_is_trimmed()
         "the stream holds {held}"
     );
     enough.store(true, Ordering::SeqCst);
-    settled(&mut || front.stats().stage("source").unwrap().handled == 1);
+    until(|| front.stats().stage("source").unwrap().handled == 1);
     let took = accepted.load(Ordering::SeqCst);
     assert!(took < 2_000, "{took} of {EVENTS} accepted");
 
@@ -400,10 +408,10 @@ fn the_consumers_backlog_bounds_the_stream_and_what_it_acknowledged_is_trimmed()
     )
     .start_mapped(&clusters, &mapping("bp", "b", "back", redis.url()))
     .unwrap();
-    settled(&mut || handled.load(Ordering::SeqCst) == took);
+    until(|| handled.load(Ordering::SeqCst) == took);
     assert_eq!(handled.load(Ordering::SeqCst), took, "every accepted event");
     let mut left = u64::MAX;
-    settled(&mut || {
+    until(|| {
         left = len();
         left <= 1
     });
@@ -419,23 +427,18 @@ fn the_consumers_backlog_bounds_the_stream_and_what_it_acknowledged_is_trimmed()
 fn a_live_consumers_queued_events_are_not_claimed_from_it() {
     use std::collections::HashMap;
 
-    use crate::stage::{Connector, Graph, Out, Stage};
-
     fn graph() -> Graph {
         let numbers = Out::<u64>::new("numbers");
-        let mut graph = Graph::new();
-        let source = graph.stage(Stage::source("source", || (), |(), _| Ok(())).output(&numbers));
-        let sink = graph.stage(Stage::stateful(
+        let source = Stage::source("source", || (), |(), _| Ok(())).output(&numbers);
+        let sink = Stage::stateful(
             "sink",
             || (),
             |(), _: u64, _| {
                 std::thread::sleep(Duration::from_millis(40));
                 Ok(())
             },
-        ));
-        graph.connect(&source, "numbers", &sink, Connector::decoupled());
-        graph.part([("front", (&source).into()), ("back", (&sink).into())]);
-        graph
+        );
+        source_to_sink(source, sink, Connector::decoupled())
     }
     let redis = Redis::start();
     let consumer = |process: &str| {
@@ -477,34 +480,27 @@ fn a_live_consumers_queued_events_are_not_claimed_from_it() {
 fn a_graph_split_over_two_processes_carries_every_event_across_in_order() {
     use std::collections::HashMap;
 
-    use crate::stage::{Connector, Graph, Out, Stage};
-
     fn graph(seen: crossbeam_channel::Sender<u64>) -> Graph {
         let numbers = Out::<u64>::new("numbers");
         let out = numbers.clone();
-        let mut graph = Graph::new();
-        let source = graph.stage(
-            Stage::source(
-                "source",
-                || (),
-                move |(), ctx| {
-                    (0..1_000_u64).try_for_each(|n| ctx.send(&out, n))?;
-                    Ok(())
-                },
-            )
-            .output(&numbers),
-        );
-        let sink = graph.stage(Stage::stateful(
+        let source = Stage::source(
+            "source",
+            || (),
+            move |(), ctx| {
+                (0..1_000_u64).try_for_each(|n| ctx.send(&out, n))?;
+                Ok(())
+            },
+        )
+        .output(&numbers);
+        let sink = Stage::stateful(
             "sink",
             || (),
             move |(), n: u64, _| {
                 seen.send(n).unwrap();
                 Ok(())
             },
-        ));
-        graph.connect(&source, "numbers", &sink, Connector::decoupled());
-        graph.part([("front", (&source).into()), ("back", (&sink).into())]);
-        graph
+        );
+        source_to_sink(source, sink, Connector::decoupled())
     }
     let redis = Redis::start();
     let mapping = |process: &str, cluster: &str| mapping("split", process, cluster, redis.url());
@@ -533,7 +529,7 @@ fn a_graph_split_over_two_processes_carries_every_event_across_in_order() {
 fn an_inlet_to_a_stage_of_another_process_is_refused_not_left_waiting() {
     use std::collections::HashMap;
 
-    use crate::stage::{Admission, Connector, Graph, Out, Stage};
+    use crate::stage::Admission;
 
     let numbers = Out::<u64>::new("numbers");
     let mut graph = Graph::new();
@@ -559,19 +555,13 @@ fn an_inlet_to_a_stage_of_another_process_is_refused_not_left_waiting() {
 fn a_cohort_connector_across_processes_and_an_unknown_cluster_are_refused_by_name() {
     use std::collections::HashMap;
 
-    use crate::stage::{Connector, Graph, Out, Stage};
-
     fn graph(connector: Connector) -> Graph {
         let numbers = Out::<u64>::new("numbers");
         let out = numbers.clone();
-        let mut graph = Graph::new();
-        let source = graph.stage(
-            Stage::source("source", || (), move |(), ctx| Ok(ctx.send(&out, 1)?)).output(&numbers),
-        );
-        let sink = graph.stage(Stage::stateless("sink", || (), |(), _: u64, _| Ok(())));
-        graph.connect(&source, "numbers", &sink, connector);
-        graph.part([("front", (&source).into()), ("back", (&sink).into())]);
-        graph
+        let source =
+            Stage::source("source", || (), move |(), ctx| Ok(ctx.send(&out, 1)?)).output(&numbers);
+        let sink = Stage::stateless("sink", || (), |(), _: u64, _| Ok(()));
+        source_to_sink(source, sink, connector)
     }
     let nowhere = format!("redis://127.0.0.1:{}", free_port());
     let mapping = |cluster: &str| mapping("g", "a", cluster, nowhere.clone());
@@ -600,16 +590,11 @@ fn a_cohort_connector_across_processes_and_an_unknown_cluster_are_refused_by_nam
 fn a_process_whose_graph_differs_from_the_others_refuses_to_join_naming_the_difference() {
     use std::collections::HashMap;
 
-    use crate::stage::{Connector, Graph, Out, Stage};
-
     fn graph<T: crate::stage::Event>() -> Graph {
         let numbers = Out::<T>::new("numbers");
-        let mut graph = Graph::new();
-        let source = graph.stage(Stage::source("source", || (), |(), _| Ok(())).output(&numbers));
-        let sink = graph.stage(Stage::stateless("sink", || (), |(), _: T, _| Ok(())));
-        graph.connect(&source, "numbers", &sink, Connector::decoupled());
-        graph.part([("front", (&source).into()), ("back", (&sink).into())]);
-        graph
+        let source = Stage::source("source", || (), |(), _| Ok(())).output(&numbers);
+        let sink = Stage::stateless("sink", || (), |(), _: T, _| Ok(()));
+        source_to_sink(source, sink, Connector::decoupled())
     }
     let redis = Redis::start();
     let mapping = |cluster: &str| mapping("g", cluster, cluster, redis.url());
