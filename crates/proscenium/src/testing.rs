@@ -152,6 +152,11 @@ impl Redis {
     pub fn url(&self) -> String {
         format!("redis://{}:{}", self.setup.bind, self.setup.port)
     }
+
+    /// The `redis-server` process's id (for a benchmark to read its CPU time).
+    pub fn pid(&self) -> u32 {
+        self.server.id()
+    }
 }
 
 impl Drop for Redis {

@@ -5,7 +5,10 @@
 //! the hop's p50 and p99 (send to the sink's handler, wall clock: one host), saturated
 //! and paced at 10,000 events a second (those due sent each millisecond); beside the same graph in one process and
 //! `redis-benchmark`'s raw pipelined XADD rate on the same Redis. Prints a markdown
-//! table. Run by `bench/stages-remote.sh`.
+//! table; then Redis's own time per event by command (`INFO commandstats`) in the raw
+//! XADD run and in the saturated run with the sink in one other process, and the CPU
+//! Redis spent per event in each (its `/proc` times): what one event costs Redis end
+//! to end against what an append costs it. Run by `bench/stages-remote.sh`.
 //!
 //! `stage-remote sink GRAPH PROCESS URL FILE` is one sink process: it runs until
 //! SIGTERM, then writes its hops (nanoseconds, one a line) to FILE.
@@ -66,11 +69,15 @@ fn graph(events: u64, pace: Option<f64>, hops: Arc<Mutex<Vec<u64>>>) -> Graph {
         )
         .output(&stamps),
     );
-    let sink = graph.stage(Stage::stateful("sink", || (), move |(), sent: u64, _| {
-        let hop = now().saturating_sub(sent);
-        hops.lock().expect("no sink panics").push(hop);
-        Ok(())
-    }));
+    let sink = graph.stage(Stage::stateful(
+        "sink",
+        || (),
+        move |(), sent: u64, _| {
+            let hop = now().saturating_sub(sent);
+            hops.lock().expect("no sink panics").push(hop);
+            Ok(())
+        },
+    ));
     let connector = Connector::decoupled().admission(Admission::Block);
     graph.connect(&source, "stamps", &sink, connector);
     graph.part([("front", (&source).into()), ("back", (&sink).into())]);
@@ -171,7 +178,10 @@ fn across(redis: &Redis, processes: usize, events: u64, pace: Option<f64>) -> Me
         .expect("redis");
     let started = Instant::now();
     let running = graph(events, pace, Arc::new(Mutex::new(Vec::new())))
-        .start_mapped(&clusters(), &mapping(&name, "driver", "front", &redis.url()))
+        .start_mapped(
+            &clusters(),
+            &mapping(&name, "driver", "front", &redis.url()),
+        )
         .expect("the source starts");
     while acknowledged(&mut connection, &stream) < events {
         std::thread::sleep(Duration::from_micros(200));
@@ -221,6 +231,78 @@ fn in_one_process(events: u64, pace: Option<f64>) -> Measured {
     }
 }
 
+/// Redis's command statistics since the last reset: microseconds by command.
+fn command_times(redis: &Redis) -> Vec<(String, f64)> {
+    let mut connection = redis::Client::open(redis.url())
+        .and_then(|c| c.get_connection())
+        .expect("redis");
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut connection)
+        .expect("INFO answers");
+    // "cmdstat_xadd:calls=200000,usec=78000,usec_per_call=0.39,..."
+    info.lines()
+        .filter_map(|line| {
+            let (name, stats) = line.strip_prefix("cmdstat_")?.split_once(':')?;
+            let usec = stats
+                .split(',')
+                .find_map(|kv| kv.strip_prefix("usec="))?
+                .parse()
+                .ok()?;
+            Some((name.to_owned(), usec))
+        })
+        .collect()
+}
+
+/// Resets Redis's command statistics; returns the CPU time (user and system) its
+/// process has spent so far.
+fn reset_stats(redis: &Redis) -> Duration {
+    let mut connection = redis::Client::open(redis.url())
+        .and_then(|c| c.get_connection())
+        .expect("redis");
+    let () = redis::cmd("CONFIG")
+        .arg("RESETSTAT")
+        .query(&mut connection)
+        .expect("CONFIG RESETSTAT answers");
+    redis_cpu(redis)
+}
+
+/// The CPU time Redis's process has spent: its `/proc/PID/stat` user and system
+/// clock ticks (a hundredth of a second here).
+fn redis_cpu(redis: &Redis) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", redis.pid())).expect("/proc");
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .expect("a stat line")
+        .1
+        .split_whitespace()
+        .collect();
+    let ticks: u64 =
+        fields[11].parse::<u64>().expect("utime") + fields[12].parse::<u64>().expect("stime");
+    Duration::from_millis(ticks * 10)
+}
+
+/// Prints a row of Redis's time per event: by command (`times`, microseconds), in
+/// all, and its CPU time `cpu`, over `events`.
+fn print_cost(label: &str, times: &[(String, f64)], cpu: Duration, events: u64) {
+    let per_event = |usec: f64| usec / events as f64;
+    let mut times = times.to_vec();
+    times.retain(|(name, _)| name != "config|resetstat");
+    times.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let commands: f64 = times.iter().map(|(_, usec)| usec).sum();
+    let by_command: Vec<String> = times
+        .iter()
+        .filter(|(_, usec)| per_event(*usec) >= 0.005)
+        .map(|(name, usec)| format!("{} {:.2}", name.to_uppercase(), per_event(*usec)))
+        .collect();
+    println!(
+        "| {label} | {} | {:.2} | {:.2} |",
+        by_command.join(", "),
+        per_event(commands),
+        cpu.as_secs_f64() * 1e6 / events as f64,
+    );
+}
+
 /// `redis-benchmark`'s XADD rate, one client pipelining `BATCH` commands as the
 /// connector's writer does.
 fn raw_xadd(redis: &Redis) -> f64 {
@@ -248,7 +330,9 @@ fn main() {
         return;
     }
     let redis = Redis::start();
+    let raw_cpu = reset_stats(&redis);
     let raw = raw_xadd(&redis);
+    let raw_costs = (command_times(&redis), redis_cpu(&redis) - raw_cpu);
     println!("Redis: raw XADD, one client pipelining 256: {raw:.0} a second\n");
     println!(
         "| sink in | events/s | ÷ raw XADD | p50 hop | p99 hop | p50 at {PACE:.0}/s | p99 at {PACE:.0}/s |"
@@ -270,9 +354,30 @@ fn main() {
         &in_one_process(EVENTS, None),
         &in_one_process(PACED_EVENTS, Some(PACE)),
     );
+    let mut one_process = None;
     for processes in [1, 2, 4] {
+        let cpu_then = reset_stats(&redis);
         let saturated = across(&redis, processes, EVENTS, None);
+        if processes == 1 {
+            one_process = Some((command_times(&redis), redis_cpu(&redis) - cpu_then));
+        }
         let paced = across(&redis, processes, PACED_EVENTS, Some(PACE));
-        row(&format!("{processes} other process(es)"), &saturated, &paced);
+        row(
+            &format!("{processes} other process(es)"),
+            &saturated,
+            &paced,
+        );
+    }
+    println!("\nRedis's time per event, µs (INFO commandstats; CPU from /proc):\n");
+    println!("| run | by command | commands | Redis CPU |");
+    println!("|---|---|---:|---:|");
+    for (label, (times, cpu)) in [
+        ("raw XADD (redis-benchmark)", raw_costs),
+        (
+            "sink in 1 other process, saturated",
+            one_process.expect("measured"),
+        ),
+    ] {
+        print_cost(label, &times, cpu, EVENTS);
     }
 }
