@@ -159,6 +159,26 @@ impl Redis {
     }
 }
 
+/// The pid of the child of process `parent` that runs `--process NAME` (a process of
+/// a graph mapped over processes, started by its host's supervisor), once there is
+/// one.
+pub fn process_of(parent: u32, name: &str) -> Option<u32> {
+    let wanted = format!("--process\0{name}\0");
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .find_map(|entry| {
+            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
+            let status = std::fs::read_to_string(entry.path().join("status")).ok()?;
+            let ppid = status.lines().find_map(|l| l.strip_prefix("PPid:"))?.trim();
+            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
+            let runs = cmdline
+                .windows(wanted.len())
+                .any(|w| w == wanted.as_bytes());
+            (ppid == parent.to_string() && runs).then_some(pid)
+        })
+}
+
 impl Drop for Redis {
     fn drop(&mut self) {
         let _ = self.server.kill();

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use proscenium::testing::Redis;
+use proscenium::testing::{Redis, process_of};
 
 const ENTRIES: usize = 20_000;
 
@@ -98,24 +98,6 @@ fn a_process_the_configuration_does_not_hold_refuses_and_is_not_restarted() {
     );
 }
 
-/// The pid of the child of `parent` running `--process NAME`, once there is one.
-fn process_of(parent: &Child, name: &str) -> Option<u32> {
-    std::fs::read_dir("/proc")
-        .ok()?
-        .flatten()
-        .find_map(|entry| {
-            let pid: u32 = entry.file_name().to_str()?.parse().ok()?;
-            let status = std::fs::read_to_string(entry.path().join("status")).ok()?;
-            let ppid = status.lines().find_map(|l| l.strip_prefix("PPid:"))?.trim();
-            let cmdline = std::fs::read(entry.path().join("cmdline")).ok()?;
-            let wanted = format!("--process\0{name}\0");
-            let runs = cmdline
-                .windows(wanted.len())
-                .any(|w| w == wanted.as_bytes());
-            (ppid == parent.id().to_string() && runs).then_some(pid)
-        })
-}
-
 /// Waits for `child` to exit, killing it past `limit` (a run that never ends fails
 /// instead of hanging the suite).
 fn finished(mut child: Child, limit: Duration) -> Output {
@@ -196,8 +178,7 @@ fn a_correlate_process_killed_mid_run_is_replaced_and_nothing_is_lost_or_counted
     let one = findings(&cep(&config("one-cluster.toml"), &log, &redis));
 
     let two = interrupted(&mut redis, &log, 10, |cep, _| {
-        let correlate = process_of(cep, "correlate").expect("a correlate process");
-        eprintln!("DEBUG killing {correlate}");
+        let correlate = process_of(cep.id(), "correlate").expect("a correlate process");
         nix::sys::signal::kill(
             nix::unistd::Pid::from_raw(i32::try_from(correlate).unwrap()),
             nix::sys::signal::Signal::SIGKILL,
