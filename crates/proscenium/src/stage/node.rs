@@ -316,7 +316,8 @@ impl Shared {
     pub(crate) async fn turn(&self, node: usize, mut instance: Box<dyn Instance>) {
         let stage = &self.nodes[node];
         if stage.role == Role::Source {
-            self.run_one(node, instance.as_mut(), None, None).await;
+            self.run_one(node, instance.as_mut(), None, None, false)
+                .await;
             stage.pool.source_finished();
             return;
         }
@@ -324,8 +325,10 @@ impl Shared {
             let Ok(Queued { event, since, done }) = stage.queue.1.try_recv() else {
                 break;
             };
+            // An event from another process that fails stays pending there.
+            let again = done.is_some();
             let handled = self
-                .run_one(node, instance.as_mut(), Some(event), Some(since))
+                .run_one(node, instance.as_mut(), Some(event), Some(since), again)
                 .await;
             if let Some(done) = done {
                 done(handled);
@@ -349,19 +352,22 @@ impl Shared {
         let mut instance = stage.pool.take_for_cohort();
         stage.counters.arrived.fetch_add(1, Ordering::Relaxed);
         // The graph refuses a cohort connector to an async stage.
-        now(self.run_one(node, instance.as_mut(), Some(event), Some(since)));
+        now(self.run_one(node, instance.as_mut(), Some(event), Some(since), false));
         self.release(node, instance);
     }
 
     /// Runs a handler once on `event`, sent `since` (its wait ends where the handler's
     /// run starts: one clock read serves both); a panic is caught, logged and its
-    /// event dead-lettered, and the instance (its state as the panic left it) goes on.
+    /// event dead-lettered — unless it will be delivered `again` (an event from another
+    /// process, left pending: its stream dead-letters it after its last delivery) — and
+    /// the instance (its state as the panic left it) goes on.
     async fn run_one(
         &self,
         node: usize,
         instance: &mut dyn Instance,
         event: Option<Payload>,
         since: Option<Instant>,
+        again: bool,
     ) -> bool {
         let stage = &self.nodes[node];
         if let (Some(repeats), Some(event)) = (&stage.repeats, &event)
@@ -398,9 +404,14 @@ impl Shared {
             Err(panic) => {
                 stage.counters.failed.fetch_add(1, Ordering::Relaxed);
                 let failure = panic_text(panic.as_ref());
-                tracing::error!(stage = %stage.name, panic = %failure, "stage handler panicked");
-                self.dead_letters
-                    .report(&stage.name, stage.input_name(), Reason::Failed(failure));
+                tracing::error!(stage = %stage.name, panic = %failure, again, "stage handler panicked");
+                if !again {
+                    self.dead_letters.report(
+                        &stage.name,
+                        stage.input_name(),
+                        Reason::Failed(failure),
+                    );
+                }
                 false
             }
         }

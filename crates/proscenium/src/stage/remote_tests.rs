@@ -201,9 +201,9 @@ async fn a_poison_event_ends_in_the_dead_letter_stream_after_its_deliveries() {
     let sink = graph.stage(Stage::stateful(
         "sink",
         || (),
-        move |(), n: u64, _| {
+        move |(), n: u64, _| -> Result<(), StageError> {
             counted.fetch_add(1, Ordering::SeqCst);
-            Err(StageError::handler(format!("{n} always fails")))
+            panic!("{n} always panics");
         },
     ));
     graph.part([("main", graph.all())]);
