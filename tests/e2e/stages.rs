@@ -200,20 +200,40 @@ fn a_full_stage_queue_is_a_503_counted_as_rejected() {
     assert_eq!(report.abandoned, 0);
 }
 
-#[test]
-fn the_staged_server_refuses_past_a_full_stage_queue_and_shows_its_graph() {
+/// The name of the thread running a handler.
+fn this_thread() -> String {
+    std::thread::current().name().unwrap_or_default().to_owned()
+}
+
+/// An app answering `/` at once, `/who` with its handler's thread, and `/hold` once
+/// released: tells `entered` the thread a `/hold` handler began on, and answers it
+/// when `release` gets a permit.
+fn holding_app() -> (
+    App,
+    mpsc::Receiver<String>,
+    std::sync::Arc<tokio::sync::Semaphore>,
+) {
     let (entered_tx, entered) = mpsc::channel();
     let entered_tx = std::sync::Arc::new(Mutex::new(entered_tx));
     let held = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
     let release = held.clone();
-    let app = App::new().get("/", inline(|| "hi")).get("/hold", move || {
-        let _ = entered_tx.lock().unwrap().send(());
+    let app = App::new()
+        .get("/", inline(|| "hi"))
+        .get("/who", inline(this_thread));
+    let app = app.get("/hold", move || {
+        let _ = entered_tx.lock().unwrap().send(this_thread());
         let held = held.clone();
         async move {
             let _ = held.acquire().await;
             "released"
         }
     });
+    (app, entered, release)
+}
+
+#[test]
+fn the_staged_server_refuses_past_a_full_stage_queue_and_shows_its_graph() {
+    let (app, entered, release) = holding_app();
     // One route-handler instance and room for one connection in its queue.
     let server = support::start_with(app, |c| {
         c.model = Model::Staged;
@@ -269,6 +289,37 @@ fn the_staged_server_refuses_past_a_full_stage_queue_and_shows_its_graph() {
     assert_eq!(stages[1]["rejected"], 0, "{}", page["staged"]);
     assert!(route["handled"].as_u64().unwrap() >= 2, "{route}");
     assert_eq!(page["staged"]["clusters"][0]["cluster"], "http");
+}
+
+/// Node.Scala's dispatch per request: a request read on a thread whose loop is busier
+/// than another's runs on the least busy one, and its answer comes back to its
+/// connection. One thread holds a request; whichever thread reads the others, they
+/// run on the other thread.
+#[test]
+fn requests_run_on_the_thread_with_the_fewest_in_flight() {
+    let (app, entered, release) = holding_app();
+    let server = support::start_with(app, |c| {
+        c.model = Model::Staged;
+        c.clusters.insert(
+            "http".to_owned(),
+            ClusterSpec {
+                threads: Some(2),
+                ..ClusterSpec::default()
+            },
+        );
+    });
+    let addr = server.local_addr();
+    let mut holding = Client::connect(addr);
+    holding.get("/hold");
+    let busy = entered.recv_timeout(Duration::from_secs(10)).unwrap();
+    for _ in 0..20 {
+        let mut other = Client::connect(addr);
+        let ran_on = other.get("/who").response().text();
+        assert_ne!(ran_on, busy, "a request ran on the busy thread");
+        assert!(ran_on.starts_with("stage-http"), "{ran_on}");
+    }
+    release.add_permits(1);
+    assert_eq!(holding.response().text(), "released");
 }
 
 #[test]

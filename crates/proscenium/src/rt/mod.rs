@@ -18,6 +18,7 @@ mod board;
 pub(crate) mod context;
 pub(crate) mod dispatcher;
 pub(crate) mod event_loop;
+pub(crate) mod hand_off;
 pub(crate) mod overload;
 pub(crate) mod pace;
 pub(crate) mod prefork;

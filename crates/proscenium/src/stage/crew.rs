@@ -125,6 +125,9 @@ impl Crew {
         let handle = crate::rt::runtime::spawn_thread(name, move |runtime| {
             let tasks = tokio::task::LocalSet::new();
             tasks.block_on(runtime, async {
+                if let Some(start) = &shared.thread_start {
+                    start.run();
+                }
                 let mut turns = tokio::task::JoinSet::new();
                 loop {
                     let (node, instance) = match ready.pop().await {

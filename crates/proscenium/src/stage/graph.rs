@@ -44,6 +44,24 @@ pub struct Graph {
     pub(crate) edges: Vec<Edge>,
     pub(crate) parts: Vec<(String, StageSet)>,
     pub(crate) entries: Vec<Entry>,
+    /// Run on each cluster thread as it starts, before its first turn.
+    pub(crate) thread_start: Option<ThreadStart>,
+}
+
+/// What each cluster thread runs as it starts, on its loop (`Graph::on_thread_start`).
+#[derive(Clone)]
+pub(crate) struct ThreadStart(Arc<dyn Fn() + Send + Sync>);
+
+impl ThreadStart {
+    pub(crate) fn run(&self) {
+        (self.0)();
+    }
+}
+
+impl std::fmt::Debug for ThreadStart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ThreadStart")
+    }
 }
 
 /// A way into the graph from outside it, declared with the graph so that every
@@ -59,6 +77,12 @@ impl Graph {
     /// Returns an empty graph.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Runs `start` on each thread of every cluster as it starts, on its loop, before
+    /// its first turn (the staged server makes each thread's side of its protocol).
+    pub(crate) fn on_thread_start(&mut self, start: impl Fn() + Send + Sync + 'static) {
+        self.thread_start = Some(ThreadStart(Arc::new(start)));
     }
 
     /// Adds `stage` and returns its handle.

@@ -94,6 +94,8 @@ pub(crate) struct Shared {
     pub(crate) stopping: AtomicBool,
     pub(crate) halted: AtomicBool,
     pub(crate) dead_letters: DeadLetters,
+    /// Run on each cluster thread as it starts (`Graph::on_thread_start`).
+    pub(crate) thread_start: Option<super::graph::ThreadStart>,
 }
 
 impl Queue for Receiver<Queued> {

@@ -203,6 +203,7 @@ impl RunningGraph {
                     stopping: AtomicBool::new(false),
                     halted: AtomicBool::new(false),
                     dead_letters: DeadLetters::default(),
+                    thread_start: graph.thread_start.clone(),
                 }),
                 crews,
                 started: Instant::now(),

@@ -18,7 +18,10 @@
 //!   request (Leda's keep-alive arrow), or closes it;
 //! - *cache* and *read file* keep small static files in memory (`files.rs`): the app's
 //!   `StaticFiles` asks *cache* through an inlet (the dotted arrow) and the answer
-//!   goes back to the connection.
+//!   goes back to the connection;
+//! - a request read on a thread busier than another is handed to the least busy
+//!   thread's loop and answered from there (`dispatch.rs`: Node.Scala's dispatch per
+//!   request).
 //!
 //! Every connector carries a socket or an answer's way back, so every one is `local`
 //! and the graph is one cluster, `http`: `loops` threads (`staged:N`), each a loop on which every stage is
@@ -27,14 +30,15 @@
 //! that is full refuses the connection with the overload answer (503), as the thread
 //! pool's queue does.
 
+mod dispatch;
 mod files;
 
 use std::any::Any;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -50,6 +54,7 @@ use crate::stage::{
     StageError, StageRef,
 };
 
+use self::dispatch::Loops;
 use self::files::{CacheEvent, CacheInlet};
 
 /// The cluster every stage of the server is in.
@@ -95,7 +100,8 @@ pub(crate) fn spawn<P: Protocol>(
     shown: &OnceLock<GraphMonitor>,
 ) -> Result<JoinHandle<()>, StageError> {
     let cache_inlet = CacheInlet::default();
-    let (graph, cache) = graph(listener, &spec, &cache_inlet);
+    let loops = Arc::new(Loops::default());
+    let (graph, cache) = graph(listener, &spec, &cache_inlet, &loops);
     let clusters = HashMap::from([(CLUSTER.to_owned(), cluster(&spec.config))]);
     let running = graph.start(&clusters)?;
     if let Some(cache) = cache {
@@ -136,11 +142,13 @@ fn stop_when_drained<P: Protocol>(running: RunningGraph, spec: &LoopSpec<P>) {
 }
 
 /// Returns Leda's Fig. 2 as this server's graph, and its *cache* stage unless
-/// `limits.static_cache` is 0; the route handlers ask the cache through `cache_inlet`.
+/// `limits.static_cache` is 0; the route handlers ask the cache through `cache_inlet`,
+/// and hand requests to each other through `loops`.
 fn graph<P: Protocol>(
     listener: std::net::TcpListener,
     spec: &LoopSpec<P>,
     cache_inlet: &CacheInlet,
+    loops: &Arc<Loops>,
 ) -> (Graph, Option<StageRef>) {
     let client = Out::<Held>::local("client");
     let request = Out::<Held>::local("request");
@@ -150,7 +158,7 @@ fn graph<P: Protocol>(
     let mut graph = Graph::new();
     let wait = graph.stage(wait_client(listener, spec, &client).output(&client));
     let handle = graph.stage(handle_client(spec, &request).output(&request));
-    let route = graph.stage(route_handler(spec, &keep_alive, inlet).output(&keep_alive));
+    let route = graph.stage(route_handler(spec, &keep_alive, inlet, loops).output(&keep_alive));
     // A full queue refuses: a sender on a loop must not wait.
     let connector = Connector::local().admission(Admission::Reject);
     graph.connect(&wait, "client", &handle, connector);
@@ -166,6 +174,12 @@ fn graph<P: Protocol>(
         cache
     });
     graph.part([(CLUSTER, graph.all())]);
+    // Every thread joins the loops requests are handed between as it starts, so a
+    // request can go to a thread that has served nothing yet.
+    let (spec, cache_inlet, loops) = (spec.clone(), cache_inlet.clone(), Arc::clone(loops));
+    graph.on_thread_start(move || {
+        thread_side(&spec, (budget > 0).then_some(&cache_inlet), &loops);
+    });
     (graph, cache)
 }
 
@@ -225,14 +239,16 @@ fn route_handler<P: Protocol>(
     spec: &LoopSpec<P>,
     keep_alive: &Out<Held>,
     cache: Option<&CacheInlet>,
+    loops: &Arc<Loops>,
 ) -> Stage {
     let (spec, keep_alive, cache) = (spec.clone(), keep_alive.clone(), cache.cloned());
+    let loops = Arc::clone(loops);
     Stage::stateless_async(
         ROUTE_HANDLER,
         || (),
         async move |(): &mut (), held: Held, ctx: &mut Context<'_>| {
             let Held { visit, pass } = held;
-            let side = thread_side(&spec, cache.as_ref());
+            let side = thread_side(&spec, cache.as_ref(), &loops);
             if let Some(visit) = serve_visit(&side, visit, &spec).await {
                 pass_on(ctx, &keep_alive, Held { visit, pass }, &spec).await;
             }
@@ -266,13 +282,19 @@ thread_local! {
 static THREADS: AtomicUsize = AtomicUsize::new(0);
 
 /// Returns this thread's side of the protocol, making it (and the thread's loop
-/// context: blocking pools, counters, the static files' `cache`) the first time.
-fn thread_side<P: Protocol>(spec: &LoopSpec<P>, cache: Option<&CacheInlet>) -> Rc<P::Local> {
+/// context: blocking pools, counters, the static files' `cache`, its place among the
+/// `loops` requests are handed between) the first time.
+fn thread_side<P: Protocol>(
+    spec: &LoopSpec<P>,
+    cache: Option<&CacheInlet>,
+    loops: &Arc<Loops>,
+) -> Rc<P::Local> {
     SIDE.with_borrow_mut(|side| {
         if let Some(local) = side.clone().and_then(|s| s.downcast::<P::Local>().ok()) {
             return local;
         }
         enter_thread(THREADS.fetch_add(1, Ordering::Relaxed), spec);
+        loops.join();
         if let Some(cache) = cache {
             files::install(cache);
         }

@@ -370,7 +370,7 @@ impl Conn {
                 .map(|log| log.note(self.peer, Some(&req))),
         };
         let max_inflight = self.shared.config.limits.max_inflight;
-        match invoke::call(&*self.shared.app, req, max_inflight) {
+        match invoke::call(&self.shared.app, req, max_inflight) {
             Soon::Ready(res) => self.buffer(res, &mut terms).map_err(Soon::Ready),
             Soon::Later(guarded) => Err(Soon::Later((guarded, terms))),
         }

@@ -1,25 +1,34 @@
 //! The edge between a connection and the application: routing and calling the handler
-//! with the loop marked busy, panics turned into 500s, and error bodies filled in.
+//! with the loop marked busy, panics turned into 500s, and error bodies filled in; and
+//! a request handed to another thread when this loop is already busy with one and the
+//! model allows it (`rt::hand_off`).
 
+use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::task::{Context, Poll};
 
 use http::StatusCode;
+use tokio::sync::oneshot;
 
 use crate::http::error_page;
 use crate::http::response::{
     ErrorDetail, LocalResponseFuture, Respond, Response, error, unavailable,
 };
 use crate::http::{Body, Request, Soon};
+use crate::rt::hand_off::{self, Work};
 use crate::rt::{self, watchdog};
 
 /// The app's answer to one request: ready, or a future to poll on this loop.
 pub(crate) type Answer = Soon<Response, Guarded>;
 
 /// Calls the app for `req`, catching a panic in the handler's synchronous part; past
-/// `max_inflight` requests on this loop, answers 503 without calling it.
-pub(crate) fn call(app: &dyn Respond, req: Request, max_inflight: usize) -> Answer {
+/// `max_inflight` requests on this loop, answers 503 without calling it. With a
+/// request already in flight here and another thread to hand work to (the staged
+/// model), the call runs there and its answer comes back here.
+pub(crate) fn call(app: &Arc<dyn Respond>, req: Request, max_inflight: usize) -> Answer {
     let inflight = rt::context::with_current(|ctx| ctx.stats.inflight.load(Ordering::Relaxed));
     if inflight.is_some_and(|n| n >= max_inflight) {
         rt::overload::note(rt::overload::Bound::Inflight);
@@ -28,6 +37,30 @@ pub(crate) fn call(app: &dyn Respond, req: Request, max_inflight: usize) -> Answ
         ));
     }
     rt::context::with_current(|ctx| ctx.stats.count_request());
+    if inflight.is_some_and(|n| n > 0) && hand_off::installed() {
+        let (reply, answer) = oneshot::channel();
+        let call = Box::new(Call {
+            app: Arc::clone(app),
+            req,
+            reply,
+        });
+        match hand_off::hand_off(call) {
+            Ok(()) => return elsewhere(answer),
+            Err(refused) => {
+                // No room there: run here after all.
+                let call = refused
+                    .into_any()
+                    .downcast::<Call>()
+                    .unwrap_or_else(|_| unreachable!("work changed its type"));
+                return here(&*call.app, call.req);
+            }
+        }
+    }
+    here(&**app, req)
+}
+
+/// Calls the app for `req` on this thread.
+fn here(app: &dyn Respond, req: Request) -> Answer {
     let _inflight = Inflight::enter();
     let busy = watchdog::Busy::enter(watchdog::NO_ROUTE);
     let reply = catch_unwind(AssertUnwindSafe(|| app.respond(req)));
@@ -44,6 +77,45 @@ pub(crate) fn call(app: &dyn Respond, req: Request, max_inflight: usize) -> Answ
         },
         Err(panic) => Answer::Ready(panicked(app, route, &*panic)),
     }
+}
+
+/// A request's call, to run on another thread; its answer goes back through `reply`.
+struct Call {
+    app: Arc<dyn Respond>,
+    req: Request,
+    reply: oneshot::Sender<Response>,
+}
+
+impl Work for Call {
+    fn run(self: Box<Self>) -> Pin<Box<dyn Future<Output = ()>>> {
+        Box::pin(async move {
+            let Self { app, req, reply } = *self;
+            let res = match here(&*app, req) {
+                Soon::Ready(res) => res,
+                Soon::Later(guarded) => guarded.finish(&*app).await,
+            };
+            // The connection may have gone meanwhile.
+            let _ = reply.send(res);
+        })
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn Any + Send> {
+        self
+    }
+}
+
+/// The answer to a call running elsewhere, awaited here (counted in flight here too:
+/// this loop's connection waits on it).
+fn elsewhere(answer: oneshot::Receiver<Response>) -> Answer {
+    Answer::Later(Guarded {
+        future: Box::pin(async move {
+            answer
+                .await
+                .unwrap_or_else(|_| error(StatusCode::INTERNAL_SERVER_ERROR, "the handler failed"))
+        }),
+        route: watchdog::NO_ROUTE,
+        _inflight: Inflight::enter(),
+    })
 }
 
 /// A handler's future, polled with the loop marked busy and panics caught.

@@ -1,0 +1,48 @@
+//! Handing one request's work to another thread of the server — Node.Scala's dispatch
+//! per request. The staged model installs, on each of its threads, a way to pass work
+//! to its *app* stage, whose turns go to whichever thread of its cluster is free; the
+//! protocol hands a request there when its own loop already has one in flight, and
+//! waits for the answer on the connection's loop, so answers keep their order on the
+//! connection. Elsewhere nothing is installed and every request runs where it was
+//! read.
+
+use std::any::Any;
+use std::cell::RefCell;
+use std::pin::Pin;
+use std::rc::Rc;
+
+/// Work made on one thread and run on another: its future is made where it runs, so
+/// it need not be `Send`.
+pub(crate) trait Work: Send {
+    /// Makes the work's future, on the thread that runs it.
+    fn run(self: Box<Self>) -> Pin<Box<dyn Future<Output = ()>>>;
+    /// The work as itself, for the thread that made it to take it back when it is
+    /// refused.
+    fn into_any(self: Box<Self>) -> Box<dyn Any + Send>;
+}
+
+/// A way to pass work on: it is given back when there is no room.
+pub(crate) type HandOff = Rc<dyn Fn(Box<dyn Work>) -> Result<(), Box<dyn Work>>>;
+
+thread_local! {
+    static HAND_OFF: RefCell<Option<HandOff>> = const { RefCell::new(None) };
+}
+
+/// Installs this thread's way to pass work on.
+pub(crate) fn install(hand_off: HandOff) {
+    HAND_OFF.with_borrow_mut(|installed| *installed = Some(hand_off));
+}
+
+/// Whether this thread can pass work on.
+pub(crate) fn installed() -> bool {
+    HAND_OFF.with_borrow(Option::is_some)
+}
+
+/// Passes `work` on, or gives it back (nothing installed, or no room).
+pub(crate) fn hand_off(work: Box<dyn Work>) -> Result<(), Box<dyn Work>> {
+    let hand_off = HAND_OFF.with_borrow(Clone::clone);
+    match hand_off {
+        Some(hand_off) => hand_off(work),
+        None => Err(work),
+    }
+}
