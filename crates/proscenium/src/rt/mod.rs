@@ -3,7 +3,8 @@
 //! blocking pool, and the watchdog. It knows nothing of HTTP: the server hands it a
 //! `Protocol` that serves each connection.
 //!
-//! Invariants: all work of a connection stays on the loop it was given to; a loop's
+//! Invariants: all work of a connection stays on the loop it was given to (but for a
+//! request the staged model hands to a less busy thread, `hand_off`); a loop's
 //! counters are written only by that loop; a connection counts toward its loop's load
 //! from the moment the dispatcher picks the loop until it closes.
 
