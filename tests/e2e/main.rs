@@ -17,6 +17,7 @@ mod runtime;
 mod slow_clients;
 mod stages;
 mod state;
+mod upgrade;
 mod web_hostile;
 mod web_log;
 mod web_static;

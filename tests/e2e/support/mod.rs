@@ -176,6 +176,13 @@ impl Client {
         self.response_to(false)
     }
 
+    /// Reads exactly `n` bytes (after any response read before): for what follows a
+    /// `101 Switching Protocols`.
+    pub fn read_bytes(&mut self, n: usize) -> Vec<u8> {
+        self.read_until(|buf| (buf.len() >= n).then_some(n));
+        self.buf.drain(..n).collect()
+    }
+
     fn read_chunked(&mut self) -> Vec<u8> {
         let mut body = Vec::new();
         loop {

@@ -11,10 +11,12 @@ pub(crate) mod h1;
 mod request;
 pub(crate) mod response;
 pub(crate) mod spare;
+pub(crate) mod upgrade;
 
 pub use self::body::{Body, BoxError};
 pub use self::request::Request;
 pub use self::response::{LocalResponseFuture, Response};
+pub use self::upgrade::{Upgraded, upgrade};
 
 /// A value ready now, or what to wait on for it: the one shape of every answer that
 /// may come at once or later — a handler's reply (`app::Reply`), the app's answer to a

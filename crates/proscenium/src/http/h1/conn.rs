@@ -33,6 +33,7 @@ use super::service::Http1Loop;
 use crate::http::Response;
 use crate::http::Soon;
 use crate::http::body::Repr;
+use crate::http::upgrade::{OnUpgrade, Run};
 use crate::rt::pace::Pace;
 use crate::rt::{Progress, Ticket, Visit};
 
@@ -99,11 +100,16 @@ pub(crate) fn serve(
         phase: Phase::Idle,
         shared,
         ticket,
+        upgrade: None,
     };
     async move {
         match conn.run().await {
             Ok(Ended::Closed) => None,
             Ok(Ended::Idle(due)) => conn.put_away(due),
+            Ok(Ended::Upgraded) => {
+                conn.hand_over().await;
+                None
+            }
             Err(e) => {
                 tracing::debug!(
                     "connection from {} ended while {:?}: {e}",
@@ -130,6 +136,8 @@ struct Conn {
     phase: Phase,
     shared: Rc<Http1Loop>,
     ticket: Option<Ticket>,
+    /// What runs on the connection once its `101` is written (`http::upgrade`).
+    upgrade: Option<Run>,
 }
 
 /// Where a connection stands, set at each step of [`Conn::run`]: the reading phases
@@ -158,6 +166,8 @@ enum Phase {
 /// How a connection's task ended.
 enum Ended {
     Closed,
+    /// Answered `101 Switching Protocols`: the connection is the next protocol's.
+    Upgraded,
     /// Waiting long enough to be put away (see [`ReadEnd::PutAway`]).
     Idle(Instant),
 }
@@ -204,6 +214,11 @@ impl Conn {
                     Box::pin(self.answer_later(later)).await?
                 }
             };
+            if self.upgrade.is_some() {
+                self.phase = Phase::Writing;
+                Box::pin(self.flush()).await?;
+                return Ok(Ended::Upgraded);
+            }
             if self.wbuf.len() >= WRITE_FLUSH {
                 self.phase = Phase::Writing;
                 Box::pin(self.flush()).await?;
@@ -300,6 +315,23 @@ impl Conn {
                 }
             },
         })
+    }
+
+    /// Hands the connection to what its `101` answer named, with the bytes read past
+    /// the request, and runs it here; the connection counts against the cap until it
+    /// ends.
+    async fn hand_over(self) {
+        let Self {
+            socket,
+            rbuf,
+            ticket,
+            upgrade,
+            ..
+        } = self;
+        if let Some(run) = upgrade {
+            OnUpgrade::run(run, socket.stream, rbuf.freeze()).await;
+        }
+        drop(ticket);
     }
 
     /// Puts away a connection waiting since before `due` minus the idle timeout (on
@@ -407,7 +439,10 @@ impl Conn {
     /// Buffers an answer (see [`answer::buffer`]). Reads the shutdown flag after the
     /// handler: a request that was in flight when shutdown began announces the close in
     /// its answer.
-    fn buffer(&mut self, res: Response, terms: &mut Terms) -> Result<Persistence, Unsent> {
+    fn buffer(&mut self, mut res: Response, terms: &mut Terms) -> Result<Persistence, Unsent> {
+        if let Some(run) = OnUpgrade::take(&mut res) {
+            self.upgrade = Some(run);
+        }
         let closing = self.shared.closing();
         answer::buffer(
             &mut self.wbuf,

@@ -86,6 +86,11 @@ pub(crate) fn head(
     if !has_date {
         date::with_date(|d| known_field(dst, b"date: ", d));
     }
+    if status == StatusCode::SWITCHING_PROTOCOLS {
+        // The connection is the next protocol's: no framing, no persistence.
+        dst.put_slice(b"connection: upgrade\r\n\r\n");
+        return true;
+    }
     match framing {
         ResponseFraming::Length(n) => known_field(
             dst,

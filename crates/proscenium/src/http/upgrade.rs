@@ -1,0 +1,110 @@
+//! Switching protocols (RFC 9110 §7.8): a handler answers `101 Switching Protocols`
+//! with [`upgrade`], naming the protocol and what runs on the connection next; the
+//! connection writes the answer's head, stops speaking HTTP, and hands its socket —
+//! with whatever the client sent after its request that was already read — to that
+//! function, on the thread or loop that served it, where it counts against the
+//! connection cap until it ends. WebSocket is built on it.
+//!
+//! # Example
+//!
+//! ```
+//! use proscenium::http::{Upgraded, upgrade};
+//! use proscenium::{App, inline};
+//! use tokio::io::{AsyncReadExt, AsyncWriteExt};
+//!
+//! // A protocol of one's own: everything the client sends comes back.
+//! let app = App::new().get(
+//!     "/echo",
+//!     inline(|| {
+//!         upgrade("echo", |upgraded: Upgraded| async move {
+//!             let (mut stream, first) = upgraded.into_parts();
+//!             let _ = stream.write_all(&first).await;
+//!             let mut buf = [0; 1024];
+//!             while let Ok(n @ 1..) = stream.read(&mut buf).await {
+//!                 if stream.write_all(&buf[..n]).await.is_err() {
+//!                     break;
+//!                 }
+//!             }
+//!         })
+//!     }),
+//! );
+//! ```
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+use tokio::net::TcpStream;
+
+use super::{Body, Response};
+
+/// A connection another protocol has taken over: its socket, and the bytes the
+/// client sent after the request that upgraded it, already read from the socket.
+#[derive(Debug)]
+pub struct Upgraded {
+    stream: TcpStream,
+    read: Bytes,
+}
+
+impl Upgraded {
+    /// Returns the socket and the bytes already read from it, to be taken first.
+    pub fn into_parts(self) -> (TcpStream, Bytes) {
+        (self.stream, self.read)
+    }
+}
+
+/// What runs on an upgraded connection, made on the connection's own loop.
+pub(crate) type Run = Box<dyn FnOnce(Upgraded) -> Pin<Box<dyn Future<Output = ()>>> + Send>;
+
+/// A response's hand-over to another protocol, kept in its extensions (which must be
+/// `Clone`: the function is taken out once, by the connection).
+#[derive(Clone)]
+pub(crate) struct OnUpgrade(Arc<Mutex<Option<Run>>>);
+
+impl OnUpgrade {
+    /// Takes the hand-over out of a `101` response, if it has one.
+    pub(crate) fn take(res: &mut Response) -> Option<Run> {
+        if res.status() != http::StatusCode::SWITCHING_PROTOCOLS {
+            return None;
+        }
+        res.extensions_mut()
+            .remove::<Self>()
+            .and_then(|on| on.0.lock().take())
+    }
+
+    /// Runs the hand-over on `stream`, `read` its first bytes.
+    pub(crate) fn run(run: Run, stream: TcpStream, read: Bytes) -> impl Future<Output = ()> {
+        run(Upgraded { stream, read })
+    }
+}
+
+/// Returns a `101 Switching Protocols` response to `protocol` (its `Upgrade` field;
+/// the server adds `Connection: upgrade`), with `then` to run on the connection once
+/// the head is written — to be given only to a request that asked for `protocol` in
+/// its own `Upgrade` field (RFC 9110 §7.8), which is the handler's to check. Under the
+/// thread models the connection keeps its thread while `then` runs. Fields the protocol's handshake needs go in its
+/// `headers_mut()`; a handler that changes its status answers as usual and `then`
+/// never runs.
+///
+/// # Panics
+///
+/// When `protocol` is not a valid field value (a protocol token is).
+pub fn upgrade<F, Fut>(protocol: &str, then: F) -> Response
+where
+    F: FnOnce(Upgraded) -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + 'static,
+{
+    let run: Run = Box::new(move |upgraded| Box::pin(then(upgraded)));
+    let mut switching = Response::new(Body::empty());
+    *switching.status_mut() = http::StatusCode::SWITCHING_PROTOCOLS;
+    switching.headers_mut().insert(
+        http::header::UPGRADE,
+        http::HeaderValue::from_str(protocol).expect("a protocol token is a field value"),
+    );
+    switching
+        .extensions_mut()
+        .insert(OnUpgrade(Arc::new(Mutex::new(Some(run)))));
+    switching
+}
