@@ -21,3 +21,4 @@ mod upgrade;
 mod web_hostile;
 mod web_log;
 mod web_static;
+mod websocket;

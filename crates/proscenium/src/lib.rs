@@ -43,7 +43,8 @@
 //!   dispatchers named in configuration, timers and dead letters; [`events`]: an
 //!   `EventEmitter`, `defer` and `next_tick`.
 //! - [`stage`]: Leda's stage graphs — stages, connectors, clusters chosen in configuration.
-//! - [`web`] adds static files, listings, error pages and the access log.
+//! - [`web`] adds static files, listings, error pages and the access log; [`ws`]
+//!   WebSocket, over [`http::upgrade`].
 
 pub mod actor;
 pub mod app;
@@ -64,6 +65,7 @@ pub mod stream;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod web;
+pub mod ws;
 
 pub use ::http::{HeaderMap, Method, StatusCode, header};
 pub use bytes::Bytes;

@@ -9,13 +9,16 @@
 //! - `GET /json` → `{"message":"Hello, World!"}`
 //! - `ANY /echo` → the request exactly as parsed, as JSON (method, target, version,
 //!   headers in order, body): for debugging clients and differential tests.
+//! - `GET /ws/echo` → a WebSocket echoing every text and binary message as received
+//!   (what Autobahn's fuzzing client tests).
 //!
 //! Left out on purpose: logging and static files, so the benchmark measures the
 //! request path alone.
 
 use std::process::ExitCode;
 
-use proscenium::{App, Json, inline, web};
+use proscenium::ws::{Message as WsMessage, WebSocketUpgrade};
+use proscenium::{App, Json, Response, inline, web};
 
 /// TechEmpower's JSON test object, serialized for each request.
 #[derive(serde::Serialize)]
@@ -35,6 +38,20 @@ fn app() -> App {
             }),
         )
         .any("/echo", inline(web::echo))
+        .get("/ws/echo", ws_echo)
+}
+
+/// Echoes every text and binary message until the peer closes.
+async fn ws_echo(ws: WebSocketUpgrade) -> Response {
+    ws.on_upgrade(|mut socket| async move {
+        while let Some(Ok(message)) = socket.recv().await {
+            if matches!(message, WsMessage::Text(_) | WsMessage::Binary(_))
+                && socket.send(message).await.is_err()
+            {
+                break;
+            }
+        }
+    })
 }
 
 fn main() -> ExitCode {

@@ -1,0 +1,170 @@
+//! WebSocket over real sockets, frames written and read as raw bytes: the opening
+//! handshake (RFC 6455's own example key), echoes of text, binary and a fragmented
+//! message, a ping answered, the close handshake, and what breaks the protocol or a
+//! limit answered with its close code — under every model.
+
+use proscenium::App;
+use proscenium::ws::{Message, WebSocketUpgrade};
+
+use crate::support::{self, Client};
+
+/// RFC 6455's example key and the accept it calls for (§1.3).
+const KEY: &str = "dGhlIHNhbXBsZSBub25jZQ==";
+const ACCEPT: &str = "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=";
+
+const TEXT: u8 = 1;
+const BINARY: u8 = 2;
+const CONTINUATION: u8 = 0;
+const CLOSE: u8 = 8;
+const PING: u8 = 9;
+const PONG: u8 = 10;
+
+/// Echoes every text and binary message, on a socket taking messages up to `limit`.
+async fn echo(ws: WebSocketUpgrade, limit: usize) -> proscenium::Response {
+    ws.max_message_size(limit)
+        .on_upgrade(|mut socket| async move {
+            while let Some(Ok(message)) = socket.recv().await {
+                if matches!(message, Message::Text(_) | Message::Binary(_))
+                    && socket.send(message).await.is_err()
+                {
+                    break;
+                }
+            }
+        })
+}
+
+fn app() -> App {
+    App::new()
+        .get("/ws/echo", |ws: WebSocketUpgrade| echo(ws, 1 << 20))
+        .get("/ws/small", |ws: WebSocketUpgrade| echo(ws, 1024))
+}
+
+/// A client frame: masked, as RFC 6455 §5.3 requires of clients.
+fn frame(fin: bool, opcode: u8, payload: &[u8]) -> Vec<u8> {
+    let mut out = vec![(u8::from(fin) << 7) | opcode];
+    let len = payload.len();
+    if len < 126 {
+        out.push(0x80 | u8::try_from(len).unwrap());
+    } else if let Ok(len) = u16::try_from(len) {
+        out.push(0x80 | 126);
+        out.extend(len.to_be_bytes());
+    } else {
+        out.push(0x80 | 127);
+        out.extend((len as u64).to_be_bytes());
+    }
+    let mask = [0x37, 0xfa, 0x21, 0x3d];
+    out.extend(mask);
+    out.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+    out
+}
+
+/// Reads one server frame (unmasked): whether it is final, its opcode and payload.
+fn read_frame(client: &mut Client) -> (bool, u8, Vec<u8>) {
+    let head = client.read_bytes(2);
+    assert_eq!(head[1] & 0x80, 0, "a server frame is not masked");
+    let len = match head[1] & 0x7f {
+        126 => usize::from(u16::from_be_bytes(client.read_bytes(2).try_into().unwrap())),
+        127 => {
+            usize::try_from(u64::from_be_bytes(client.read_bytes(8).try_into().unwrap())).unwrap()
+        }
+        n => usize::from(n),
+    };
+    (head[0] & 0x80 != 0, head[0] & 0x0f, client.read_bytes(len))
+}
+
+/// Sends the opening handshake for `path` with these extra `fields`; returns the
+/// client and the answer.
+fn handshake(addr: std::net::SocketAddr, path: &str, fields: &str) -> (Client, support::Response) {
+    let mut client = Client::connect(addr);
+    client.send(format!("GET {path} HTTP/1.1\r\nHost: t\r\n{fields}\r\n"));
+    let answer = client.response();
+    (client, answer)
+}
+
+fn open(addr: std::net::SocketAddr, path: &str) -> Client {
+    let fields = format!(
+        "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n\
+         Sec-WebSocket-Key: {KEY}\r\n"
+    );
+    let (client, answer) = handshake(addr, path, &fields);
+    assert_eq!(answer.status, 101);
+    assert_eq!(answer.header("sec-websocket-accept"), Some(ACCEPT));
+    assert_eq!(answer.header("upgrade"), Some("websocket"));
+    client
+}
+
+#[test]
+fn a_websocket_opens_with_the_rfcs_accept_and_echoes_text_binary_and_fragments() {
+    let server = support::start(app());
+    let mut client = open(server.local_addr(), "/ws/echo");
+    client.send(frame(true, TEXT, b"hello"));
+    assert_eq!(read_frame(&mut client), (true, TEXT, b"hello".to_vec()));
+    client.send(frame(true, BINARY, &[0, 1, 2, 255]));
+    assert_eq!(read_frame(&mut client), (true, BINARY, vec![0, 1, 2, 255]));
+    // A message in two fragments, a ping between them (control frames may interleave).
+    client.send(frame(false, TEXT, b"frag"));
+    client.send(frame(true, PING, b"still there?"));
+    client.send(frame(true, CONTINUATION, b"mented"));
+    let mut got = vec![read_frame(&mut client), read_frame(&mut client)];
+    got.sort_by_key(|(_, opcode, _)| *opcode);
+    assert_eq!(
+        got,
+        [
+            (true, TEXT, b"fragmented".to_vec()),
+            (true, PONG, b"still there?".to_vec())
+        ]
+    );
+    // A message of 100 KiB, in the 64-bit length form.
+    let big = vec![b'x'; 100 * 1024];
+    client.send(frame(true, BINARY, &big));
+    assert_eq!(read_frame(&mut client), (true, BINARY, big));
+    // The close handshake: 1000 answered with a close.
+    client.send(frame(true, CLOSE, &1000u16.to_be_bytes()));
+    let (_, opcode, payload) = read_frame(&mut client);
+    assert_eq!((opcode, &payload[..2]), (CLOSE, &1000u16.to_be_bytes()[..]));
+}
+
+#[test]
+fn a_request_that_is_no_websocket_handshake_gets_400_or_426() {
+    let server = support::start(app());
+    let addr = server.local_addr();
+    let upgrade = "Connection: Upgrade\r\nUpgrade: websocket\r\n";
+    let (_, missing) = handshake(
+        addr,
+        "/ws/echo",
+        &format!("{upgrade}Sec-WebSocket-Version: 13\r\n"),
+    );
+    assert_eq!(missing.status, 400);
+    let (_, short) = handshake(
+        addr,
+        "/ws/echo",
+        &format!("{upgrade}Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: c2hvcnQ=\r\n"),
+    );
+    assert_eq!(short.status, 400);
+    let (_, version) = handshake(
+        addr,
+        "/ws/echo",
+        &format!("{upgrade}Sec-WebSocket-Version: 8\r\nSec-WebSocket-Key: {KEY}\r\n"),
+    );
+    assert_eq!(version.status, 426);
+    assert_eq!(version.header("sec-websocket-version"), Some("13"));
+    let (mut plain, not_one) = handshake(addr, "/ws/echo", "");
+    assert_eq!(not_one.status, 426);
+    assert_eq!(not_one.header("upgrade"), Some("websocket"));
+    // Refused, the connection still speaks HTTP.
+    assert_eq!(plain.get("/ws/echo").response().status, 426);
+}
+
+#[test]
+fn a_message_past_the_limit_closes_with_1009_and_text_not_utf8_with_1007() {
+    let server = support::start(app());
+    let mut small = open(server.local_addr(), "/ws/small");
+    small.send(frame(true, BINARY, &[7; 2000]));
+    let (_, opcode, payload) = read_frame(&mut small);
+    assert_eq!((opcode, &payload[..2]), (CLOSE, &1009u16.to_be_bytes()[..]));
+
+    let mut echo = open(server.local_addr(), "/ws/echo");
+    echo.send(frame(true, TEXT, &[0xff, 0xfe, 0xfd]));
+    let (_, opcode, payload) = read_frame(&mut echo);
+    assert_eq!((opcode, &payload[..2]), (CLOSE, &1007u16.to_be_bytes()[..]));
+}
