@@ -152,6 +152,7 @@ fn routes_are_the_apps_own() {
             ["GET", "/plaintext", "inline", "stateless"],
             ["GET", "/json", "inline", "stateless"],
             ["*", "/echo", "inline", "stateless"],
+            ["GET", "/ws/echo", "async", "stateless"],
         ]
     );
 }
