@@ -168,3 +168,25 @@ fn a_message_past_the_limit_closes_with_1009_and_text_not_utf8_with_1007() {
     let (_, opcode, payload) = read_frame(&mut echo);
     assert_eq!((opcode, &payload[..2]), (CLOSE, &1007u16.to_be_bytes()[..]));
 }
+
+#[test]
+fn when_shutdown_begins_an_open_websocket_is_closed_with_1001_and_the_server_stops_early() {
+    let server = support::start_with(app(), |config| {
+        config.timeouts.shutdown = std::time::Duration::from_secs(30);
+    });
+    let mut client = open(server.local_addr(), "/ws/echo");
+    client.send(frame(true, TEXT, b"hi"));
+    assert_eq!(read_frame(&mut client), (true, TEXT, b"hi".to_vec()));
+    let began = std::time::Instant::now();
+    let stopping = std::thread::spawn(move || server.shutdown());
+    let (_, opcode, payload) = read_frame(&mut client);
+    assert_eq!((opcode, &payload[..2]), (CLOSE, &1001u16.to_be_bytes()[..]));
+    // The client answers the close; the server then has nothing left to wait for.
+    client.send(frame(true, CLOSE, &1001u16.to_be_bytes()));
+    stopping.join().unwrap();
+    let took = began.elapsed();
+    assert!(
+        took < std::time::Duration::from_secs(10),
+        "shutdown took {took:?}, its deadline 30 s"
+    );
+}

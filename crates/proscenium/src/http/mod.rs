@@ -16,7 +16,7 @@ pub(crate) mod upgrade;
 pub use self::body::{Body, BoxError};
 pub use self::request::Request;
 pub use self::response::{LocalResponseFuture, Response};
-pub use self::upgrade::{Upgraded, upgrade};
+pub use self::upgrade::{GoingAway, Upgraded, upgrade};
 
 /// A value ready now, or what to wait on for it: the one shape of every answer that
 /// may come at once or later — a handler's reply (`app::Reply`), the app's answer to a

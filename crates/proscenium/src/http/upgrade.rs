@@ -40,18 +40,58 @@ use tokio::net::TcpStream;
 
 use super::{Body, Response};
 
-/// A connection another protocol has taken over: its socket, and the bytes the
-/// client sent after the request that upgraded it, already read from the socket.
+/// A connection another protocol has taken over: its socket, the bytes the client
+/// sent after the request that upgraded it (already read from the socket), and the
+/// server's word that it is going away.
 #[derive(Debug)]
 pub struct Upgraded {
     stream: TcpStream,
     read: Bytes,
+    going_away: GoingAway,
 }
 
 impl Upgraded {
     /// Returns the socket and the bytes already read from it, to be taken first.
     pub fn into_parts(self) -> (TcpStream, Bytes) {
         (self.stream, self.read)
+    }
+
+    /// What tells the protocol that the server's shutdown has begun: a protocol with a
+    /// way to say goodbye (WebSocket's close 1001) says it then, and the connection
+    /// ends well before the shutdown deadline.
+    pub fn going_away(&self) -> GoingAway {
+        self.going_away.clone()
+    }
+}
+
+/// Set once the server's shutdown has begun, for an upgraded connection.
+#[derive(Debug, Clone, Default)]
+pub struct GoingAway(Arc<GoingAwayState>);
+
+#[derive(Debug, Default)]
+struct GoingAwayState {
+    set: std::sync::atomic::AtomicBool,
+    notify: tokio::sync::Notify,
+}
+
+impl GoingAway {
+    /// Whether shutdown has begun.
+    pub fn is_set(&self) -> bool {
+        self.0.set.load(std::sync::atomic::Ordering::Acquire)
+    }
+
+    /// Waits until shutdown has begun (at once if it has).
+    pub async fn wait(&self) {
+        let notified = self.0.notify.notified();
+        if self.is_set() {
+            return;
+        }
+        notified.await;
+    }
+
+    pub(crate) fn set(&self) {
+        self.0.set.store(true, std::sync::atomic::Ordering::Release);
+        self.0.notify.notify_waiters();
     }
 }
 
@@ -74,9 +114,19 @@ impl OnUpgrade {
             .and_then(|on| on.0.lock().take())
     }
 
-    /// Runs the hand-over on `stream`, `read` its first bytes.
-    pub(crate) fn run(run: Run, stream: TcpStream, read: Bytes) -> impl Future<Output = ()> {
-        run(Upgraded { stream, read })
+    /// Runs the hand-over on `stream`, `read` its first bytes, `going_away` set once
+    /// shutdown begins.
+    pub(crate) fn run(
+        run: Run,
+        stream: TcpStream,
+        read: Bytes,
+        going_away: GoingAway,
+    ) -> impl Future<Output = ()> {
+        run(Upgraded {
+            stream,
+            read,
+            going_away,
+        })
     }
 }
 

@@ -50,6 +50,7 @@ impl WebSocketUpgrade {
     {
         let config = self.config;
         let mut switching = upgrade("websocket", move |upgraded: Upgraded| async move {
+            let going_away = upgraded.going_away();
             let (stream, read) = upgraded.into_parts();
             let stream = WebSocketStream::from_partially_read(
                 stream,
@@ -58,7 +59,7 @@ impl WebSocketUpgrade {
                 Some(config),
             )
             .await;
-            then(WebSocket::new(stream)).await;
+            then(WebSocket::new(stream, going_away)).await;
         });
         let accept = derive_accept_key(self.key.as_bytes());
         switching.headers_mut().insert(

@@ -8,7 +8,9 @@
 //! choice is measured in docs/performance.md, "WebSocket frame layers"): fragmented
 //! messages reassembled, pings answered, the close handshake, text checked as UTF-8;
 //! a frame or message past its limit closes the socket with 1009, text that is not
-//! UTF-8 with 1007, any other breach of the protocol with 1002.
+//! UTF-8 with 1007, any other breach of the protocol with 1002; when the server's
+//! shutdown begins, every socket is closed with 1001 (going away), so a graceful
+//! shutdown does not wait its deadline for them.
 //!
 //! # Example
 //!

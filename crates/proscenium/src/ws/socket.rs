@@ -9,6 +9,8 @@ use tokio_tungstenite::tungstenite::error::{CapacityError, Error, ProtocolError}
 use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode as Code;
 
+use crate::http::GoingAway;
+
 /// A WebSocket message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Message {
@@ -67,19 +69,39 @@ pub struct WebSocketError(#[from] Error);
 #[derive(Debug)]
 pub struct WebSocket {
     stream: WebSocketStream<TcpStream>,
+    /// Set when the server's shutdown begins.
+    going_away: GoingAway,
+    /// Whether this side has sent its close frame.
+    closed: bool,
 }
 
 impl WebSocket {
-    pub(super) fn new(stream: WebSocketStream<TcpStream>) -> Self {
-        Self { stream }
+    pub(super) fn new(stream: WebSocketStream<TcpStream>, going_away: GoingAway) -> Self {
+        Self {
+            stream,
+            going_away,
+            closed: false,
+        }
     }
 
     /// Waits for the next message; `None` once the socket is closed. A breach of the
     /// protocol or of a limit closes the socket with its code (1002, 1007, 1009) and
-    /// is returned.
+    /// is returned. When the server's shutdown begins the socket is closed with 1001
+    /// (going away), and what the peer sends until it answers still comes here.
     pub async fn recv(&mut self) -> Option<Result<Message, WebSocketError>> {
         loop {
-            match self.stream.next().await? {
+            let next = if self.closed {
+                self.stream.next().await
+            } else {
+                tokio::select! {
+                    next = self.stream.next() => next,
+                    () = self.going_away.wait() => {
+                        let _ = self.close(CloseCode::Away, "the server is going away").await;
+                        continue;
+                    }
+                }
+            };
+            match next? {
                 Ok(message) => {
                     if let Some(message) = from_wire(message) {
                         return Some(Ok(message));
@@ -111,6 +133,7 @@ impl WebSocket {
     ///
     /// The socket is closed already, or the connection failed.
     pub async fn close(&mut self, code: CloseCode, reason: &str) -> Result<(), WebSocketError> {
+        self.closed = true;
         let frame = CloseFrame {
             code: code.code(),
             reason: reason.into(),

@@ -33,7 +33,8 @@ use super::service::Http1Loop;
 use crate::http::Response;
 use crate::http::Soon;
 use crate::http::body::Repr;
-use crate::http::upgrade::{OnUpgrade, Run};
+use crate::http::upgrade::{GoingAway, OnUpgrade, Run};
+use crate::rt::Sleeping;
 use crate::rt::pace::Pace;
 use crate::rt::{Progress, Ticket, Visit};
 
@@ -326,10 +327,36 @@ impl Conn {
             rbuf,
             ticket,
             upgrade,
+            shared,
             ..
         } = self;
-        if let Some(run) = upgrade {
-            OnUpgrade::run(run, socket.stream, rbuf.freeze()).await;
+        let Some(run) = upgrade else {
+            return;
+        };
+        let going_away = GoingAway::default();
+        let mut running = std::pin::pin!(OnUpgrade::run(
+            run,
+            socket.stream,
+            rbuf.freeze(),
+            going_away.clone()
+        ));
+        // Told when shutdown begins, as idle connections are; then it runs on, to end
+        // as its protocol ends it.
+        let mut sleeping = Sleeping::new(&shared.sleepers);
+        let shutdown = poll_fn(|cx| {
+            if shared.closing() {
+                Poll::Ready(())
+            } else {
+                sleeping.park(cx.waker());
+                Poll::Pending
+            }
+        });
+        tokio::select! {
+            () = &mut running => {}
+            () = shutdown => {
+                going_away.set();
+                running.await;
+            }
         }
         drop(ticket);
     }
