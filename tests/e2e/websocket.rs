@@ -3,6 +3,8 @@
 //! message, a ping answered, the close handshake, and what breaks the protocol or a
 //! limit answered with its close code — under every model.
 
+use std::time::{Duration, Instant};
+
 use proscenium::App;
 use proscenium::ws::{Message, WebSocketUpgrade};
 
@@ -21,22 +23,29 @@ const PONG: u8 = 10;
 
 /// Echoes every text and binary message, on a socket taking messages up to `limit`.
 async fn echo(ws: WebSocketUpgrade, limit: usize) -> proscenium::Response {
-    ws.max_message_size(limit)
-        .on_upgrade(|mut socket| async move {
-            while let Some(Ok(message)) = socket.recv().await {
-                if matches!(message, Message::Text(_) | Message::Binary(_))
-                    && socket.send(message).await.is_err()
-                {
-                    break;
-                }
+    echo_on(ws.max_message_size(limit))
+}
+
+/// Echoes every text and binary message on the socket `ws` opens.
+fn echo_on(ws: WebSocketUpgrade) -> proscenium::Response {
+    ws.on_upgrade(|mut socket| async move {
+        while let Some(Ok(message)) = socket.recv().await {
+            if matches!(message, Message::Text(_) | Message::Binary(_))
+                && socket.send(message).await.is_err()
+            {
+                break;
             }
-        })
+        }
+    })
 }
 
 fn app() -> App {
     App::new()
         .get("/ws/echo", |ws: WebSocketUpgrade| echo(ws, 1 << 20))
         .get("/ws/small", |ws: WebSocketUpgrade| echo(ws, 1024))
+        .get("/ws/lively", |ws: WebSocketUpgrade| async move {
+            echo_on(ws.keep_alive(Some(Duration::from_millis(200))))
+        })
 }
 
 /// A client frame: masked, as RFC 6455 §5.3 requires of clients.
@@ -172,12 +181,12 @@ fn a_message_past_the_limit_closes_with_1009_and_text_not_utf8_with_1007() {
 #[test]
 fn when_shutdown_begins_an_open_websocket_is_closed_with_1001_and_the_server_stops_early() {
     let server = support::start_with(app(), |config| {
-        config.timeouts.shutdown = std::time::Duration::from_secs(30);
+        config.timeouts.shutdown = Duration::from_secs(30);
     });
     let mut client = open(server.local_addr(), "/ws/echo");
     client.send(frame(true, TEXT, b"hi"));
     assert_eq!(read_frame(&mut client), (true, TEXT, b"hi".to_vec()));
-    let began = std::time::Instant::now();
+    let began = Instant::now();
     let stopping = std::thread::spawn(move || server.shutdown());
     let (_, opcode, payload) = read_frame(&mut client);
     assert_eq!((opcode, &payload[..2]), (CLOSE, &1001u16.to_be_bytes()[..]));
@@ -186,7 +195,26 @@ fn when_shutdown_begins_an_open_websocket_is_closed_with_1001_and_the_server_sto
     stopping.join().unwrap();
     let took = began.elapsed();
     assert!(
-        took < std::time::Duration::from_secs(10),
+        took < Duration::from_secs(10),
         "shutdown took {took:?}, its deadline 30 s"
     );
+}
+
+#[test]
+fn a_silent_peer_is_pinged_kept_while_it_answers_and_closed_once_it_does_not() {
+    let server = support::start(app());
+    let mut client = open(server.local_addr(), "/ws/lively");
+    let began = Instant::now();
+    let (_, opcode, payload) = read_frame(&mut client);
+    assert_eq!((opcode, payload.len()), (PING, 0));
+    assert!(
+        began.elapsed() >= Duration::from_millis(150),
+        "pinged only once silent"
+    );
+    client.send(frame(true, PONG, b""));
+    // Answered, it is kept: the next ping comes after another silence.
+    assert_eq!(read_frame(&mut client).1, PING);
+    // Not answered, it is taken for gone.
+    let (_, opcode, payload) = read_frame(&mut client);
+    assert_eq!((opcode, &payload[..2]), (CLOSE, &1001u16.to_be_bytes()[..]));
 }

@@ -2,6 +2,7 @@
 //! the answer that switches it.
 
 use std::future::Future;
+use std::time::Duration;
 
 use http::{HeaderMap, HeaderValue, StatusCode, Version, header};
 use tokio_tungstenite::WebSocketStream;
@@ -22,7 +23,11 @@ pub struct WebSocketUpgrade {
     /// The client's `Sec-WebSocket-Key`.
     key: HeaderValue,
     config: WebSocketConfig,
+    keep_alive: Option<Duration>,
 }
+
+/// How long a peer may be silent before it is pinged, by default.
+const KEEP_ALIVE: Duration = Duration::from_secs(30);
 
 impl WebSocketUpgrade {
     /// Sets the largest message taken (default 64 MiB); past it the socket is closed
@@ -41,6 +46,15 @@ impl WebSocketUpgrade {
         self
     }
 
+    /// Sets how long the peer may send nothing before it is pinged (default 30 s);
+    /// silent as long again after the ping, it is taken for gone and the socket
+    /// closed. `None` pings never.
+    #[must_use]
+    pub fn keep_alive(mut self, interval: Option<Duration>) -> Self {
+        self.keep_alive = interval;
+        self
+    }
+
     /// Answers `101 Switching Protocols`, then runs `then` with the socket once the
     /// connection is switched.
     pub fn on_upgrade<F, Fut>(self, then: F) -> Response
@@ -48,7 +62,7 @@ impl WebSocketUpgrade {
         F: FnOnce(WebSocket) -> Fut + Send + 'static,
         Fut: Future<Output = ()> + 'static,
     {
-        let config = self.config;
+        let (config, keep_alive) = (self.config, self.keep_alive);
         let mut switching = upgrade("websocket", move |upgraded: Upgraded| async move {
             let going_away = upgraded.going_away();
             let (stream, read) = upgraded.into_parts();
@@ -59,7 +73,7 @@ impl WebSocketUpgrade {
                 Some(config),
             )
             .await;
-            then(WebSocket::new(stream, going_away)).await;
+            then(WebSocket::new(stream, going_away, keep_alive)).await;
         });
         let accept = derive_accept_key(self.key.as_bytes());
         switching.headers_mut().insert(
@@ -95,6 +109,7 @@ impl FromRequestHead for WebSocketUpgrade {
         Ok(Self {
             key: key.clone(),
             config: WebSocketConfig::default(),
+            keep_alive: Some(KEEP_ALIVE),
         })
     }
 }

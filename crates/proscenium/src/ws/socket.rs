@@ -1,6 +1,8 @@
 //! An open WebSocket: messages in and out over tungstenite's protocol, and the close
 //! codes its failures are answered with.
 
+use std::time::Duration;
+
 use bytes::Bytes;
 use futures_util::{SinkExt as _, StreamExt as _};
 use tokio::net::TcpStream;
@@ -73,23 +75,43 @@ pub struct WebSocket {
     going_away: GoingAway,
     /// Whether this side has sent its close frame.
     closed: bool,
+    /// After this long without a frame from the peer it is pinged; after as long
+    /// again, taken for gone.
+    keep_alive: Option<Duration>,
+    /// Whether a ping is out and nothing has come since.
+    pinged: bool,
 }
 
 impl WebSocket {
-    pub(super) fn new(stream: WebSocketStream<TcpStream>, going_away: GoingAway) -> Self {
+    pub(super) fn new(
+        stream: WebSocketStream<TcpStream>,
+        going_away: GoingAway,
+        keep_alive: Option<Duration>,
+    ) -> Self {
         Self {
             stream,
             going_away,
             closed: false,
+            keep_alive,
+            pinged: false,
         }
     }
 
     /// Waits for the next message; `None` once the socket is closed. A breach of the
     /// protocol or of a limit closes the socket with its code (1002, 1007, 1009) and
     /// is returned. When the server's shutdown begins the socket is closed with 1001
-    /// (going away), and what the peer sends until it answers still comes here.
+    /// (going away), and what the peer sends until it answers still comes here. A
+    /// peer silent for the keep-alive interval is pinged; silent as long again, it is
+    /// taken for gone: the socket is closed with 1001 and `None` returned.
     pub async fn recv(&mut self) -> Option<Result<Message, WebSocketError>> {
         loop {
+            let keep_alive = self.keep_alive;
+            let silence = async {
+                match keep_alive {
+                    Some(interval) => tokio::time::sleep(interval).await,
+                    None => std::future::pending().await,
+                }
+            };
             let next = if self.closed {
                 self.stream.next().await
             } else {
@@ -99,8 +121,18 @@ impl WebSocket {
                         let _ = self.close(CloseCode::Away, "the server is going away").await;
                         continue;
                     }
+                    () = silence => {
+                        if self.pinged {
+                            let _ = self.close(CloseCode::Away, "no answer to a ping").await;
+                            return None;
+                        }
+                        self.pinged = true;
+                        let _ = self.stream.send(Wire::Ping(Bytes::new())).await;
+                        continue;
+                    }
                 }
             };
+            self.pinged = false;
             match next? {
                 Ok(message) => {
                     if let Some(message) = from_wire(message) {
