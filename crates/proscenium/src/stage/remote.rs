@@ -138,16 +138,15 @@ async fn read(shared: &Shared, spec: &InboundSpec, stop: &AtomicBool) {
 
 /// Joins `spec`'s group, trying again until Redis answers or `stop`.
 async fn join(spec: &InboundSpec, stop: &AtomicBool) -> Option<StreamReceiver> {
-    loop {
-        match StreamReceiver::join(&spec.url, &spec.stream, &spec.group, &spec.consumer).await {
-            Ok(receiver) => return Some(receiver),
-            Err(error) if !stop.load(Ordering::Relaxed) => {
-                tracing::warn!(stream = %spec.stream, %error, "cannot reach Redis: trying again");
-                tokio::time::sleep(READ_WAIT).await;
-            }
-            Err(_) => return None,
-        }
-    }
+    StreamReceiver::join_retrying(
+        &spec.url,
+        &spec.stream,
+        &spec.group,
+        &spec.consumer,
+        READ_WAIT,
+        || stop.load(Ordering::Relaxed),
+    )
+    .await
 }
 
 /// How an event's handler ended, by its id: the marks its outputs to other processes

@@ -205,6 +205,28 @@ impl StreamReceiver {
         })
     }
 
+    /// Joins as [`join`](Self::join) does, trying again every `wait` while Redis
+    /// cannot be reached, until it answers or `stopping` says to give up (`None`).
+    pub(crate) async fn join_retrying(
+        url: &str,
+        stream: &str,
+        group: &str,
+        consumer: &str,
+        wait: Duration,
+        stopping: impl Fn() -> bool,
+    ) -> Option<Self> {
+        loop {
+            match Self::join(url, stream, group, consumer).await {
+                Ok(receiver) => return Some(receiver),
+                Err(error) if !stopping() => {
+                    tracing::warn!(%stream, %error, "cannot reach Redis: trying again");
+                    tokio::time::sleep(wait).await;
+                }
+                Err(_) => return None,
+            }
+        }
+    }
+
     /// Takes up to `count` events no consumer of the group has had yet, waiting up to
     /// `block` (at most a minute) for the first.
     ///

@@ -267,16 +267,10 @@ async fn read(inner: Arc<Inner>, export: Arc<Export>) {
 /// Joins the mailbox group of `stream` (made if missing), trying again until Redis
 /// answers or the node leaves.
 async fn join(inner: &Inner, stream: &str) -> Option<StreamReceiver> {
-    loop {
-        match StreamReceiver::join(&inner.url, stream, GROUP, &inner.id).await {
-            Ok(receiver) => return Some(receiver),
-            Err(error) if !inner.stopping() => {
-                tracing::warn!(%stream, %error, "cannot reach Redis: trying again");
-                tokio::time::sleep(READ_WAIT).await;
-            }
-            Err(_) => return None,
-        }
-    }
+    StreamReceiver::join_retrying(&inner.url, stream, GROUP, &inner.id, READ_WAIT, || {
+        inner.stopping()
+    })
+    .await
 }
 
 /// One exported name's mailbox, as its reader sees it.
