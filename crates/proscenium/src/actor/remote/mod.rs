@@ -188,9 +188,18 @@ pub(super) struct Inner {
 #[derive(Default)]
 struct Known {
     holder: Option<String>,
+    /// Whether a node holds it, as its routes read it on every send (no lock).
+    held: Arc<AtomicBool>,
     /// Since when the name has been seen unheld, its holder still taken to live.
     unheld_since: Option<std::time::Instant>,
     watchers: Vec<Recipient<Terminated>>,
+}
+
+impl Known {
+    fn set_holder(&mut self, holder: Option<String>) {
+        self.held.store(holder.is_some(), Ordering::Relaxed);
+        self.holder = holder;
+    }
 }
 
 impl Node {
@@ -328,7 +337,7 @@ impl Node {
                     .flatten();
                 let mut known = inner.known.lock();
                 let entry = known.entry(name.clone()).or_default();
-                entry.holder.clone_from(&holder);
+                entry.set_holder(holder.clone());
                 match holder {
                     Some(_) => entry.watchers.push(watcher),
                     None => inner.terminated(&name, vec![watcher]),
@@ -440,18 +449,6 @@ impl Inner {
             .map_err(|_| RemoteError::Left)?
     }
 
-    /// Whether a letter for `name` may go now: Redis answered the last heartbeat and
-    /// a node held the name then.
-    fn reachable(&self, name: &str) -> bool {
-        self.redis_up.load(Ordering::Relaxed)
-            && !self.stopping()
-            && self
-                .known
-                .lock()
-                .get(name)
-                .is_some_and(|known| known.holder.is_some())
-    }
-
     /// One heartbeat: renews the names exported here, and reads who holds the names
     /// known here, telling watchers of any whose holder is gone or changed.
     async fn beat(&self) {
@@ -503,7 +500,7 @@ impl Inner {
                 let watchers = std::mem::take(&mut entry.watchers);
                 self.terminated(&name, watchers);
             }
-            entry.holder = holder;
+            entry.set_holder(holder);
         }
     }
 

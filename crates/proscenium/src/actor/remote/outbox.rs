@@ -6,6 +6,7 @@
 use std::any::type_name;
 use std::marker::PhantomData;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::letter::{Letter, Reply};
@@ -36,16 +37,17 @@ pub(super) async fn route(inner: &Arc<Inner>, name: &str) -> Result<Arc<Route>, 
         .pop()
         .flatten()
         .ok_or_else(|| RemoteError::NotFound(name.to_owned()))?;
-    inner
-        .known
-        .lock()
-        .entry(name.to_owned())
-        .or_default()
-        .holder = Some(holder);
+    let held = {
+        let mut known = inner.known.lock();
+        let entry = known.entry(name.to_owned()).or_default();
+        entry.set_holder(Some(holder));
+        Arc::clone(&entry.held)
+    };
     Ok(Arc::new(Route {
         inner: Arc::clone(inner),
         name: name.to_owned(),
         outbox: outbox(inner, name)?,
+        held,
     }))
 }
 
@@ -73,16 +75,26 @@ pub(super) struct Route {
     inner: Arc<Inner>,
     name: String,
     outbox: Arc<Outbox>,
+    /// Whether a node held the name at the last heartbeat.
+    held: Arc<AtomicBool>,
 }
 
 impl Route {
+    /// Whether a letter may go now: Redis answered the last heartbeat, the node has
+    /// not left, and a node held the name then.
+    fn reachable(&self) -> bool {
+        self.inner.redis_up.load(Ordering::Relaxed)
+            && !self.inner.stopping()
+            && self.held.load(Ordering::Relaxed)
+    }
+
     /// `message` as a letter, or why it cannot go.
     fn letter<M: RemoteMessage>(
         &self,
         message: &M,
         ask: Option<u64>,
     ) -> Result<Vec<u8>, SendError> {
-        if !self.inner.reachable(&self.name) {
+        if !self.reachable() {
             return Err(SendError::Unreachable);
         }
         wire::encode(&Letter {
@@ -114,7 +126,7 @@ impl Route {
                 Ok(()) => return Ok(()),
                 Err(back) => letter = back,
             }
-            if !self.inner.reachable(&self.name) {
+            if !self.reachable() {
                 return Err(self.refused::<M>(SendError::Unreachable));
             }
             tokio::time::sleep(ROOM_WAIT).await;
