@@ -46,9 +46,9 @@ impl WebSocketUpgrade {
         self
     }
 
-    /// Sets how long the peer may send nothing before it is pinged (default 30 s);
-    /// silent as long again after the ping, it is taken for gone and the socket
-    /// closed. `None` pings never.
+    /// Sets the keep-alive interval (default 30 s): a peer that sent nothing for a
+    /// whole interval (so for one to two of them) is pinged; silent for another, it is
+    /// taken for gone and the socket closed. `None` pings never.
     #[must_use]
     pub fn keep_alive(mut self, interval: Option<Duration>) -> Self {
         self.keep_alive = interval;

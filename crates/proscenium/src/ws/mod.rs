@@ -10,9 +10,9 @@
 //! a frame or message past its limit closes the socket with 1009, text that is not
 //! UTF-8 with 1007, any other breach of the protocol with 1002; when the server's
 //! shutdown begins, every socket is closed with 1001 (going away), so a graceful
-//! shutdown does not wait its deadline for them. A peer silent for 30 s
-//! ([`WebSocketUpgrade::keep_alive`]) is pinged, and taken for gone if it stays
-//! silent as long again.
+//! shutdown does not wait its deadline for them. A peer silent for a whole
+//! keep-alive interval (30 s by default, [`WebSocketUpgrade::keep_alive`]) is pinged,
+//! and taken for gone if it stays silent for another.
 //!
 //! # Example
 //!

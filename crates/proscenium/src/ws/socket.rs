@@ -1,7 +1,10 @@
 //! An open WebSocket: messages in and out over tungstenite's protocol, and the close
 //! codes its failures are answered with.
 
+use std::pin::Pin;
 use std::time::Duration;
+
+use tokio::time::{Instant, Sleep};
 
 use bytes::Bytes;
 use futures_util::{SinkExt as _, StreamExt as _};
@@ -12,6 +15,9 @@ use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode as Code;
 
 use crate::http::GoingAway;
+
+/// How far off a timer that is not to fire is set: a year.
+const NEVER: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// A WebSocket message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,6 +84,11 @@ pub struct WebSocket {
     /// After this long without a frame from the peer it is pinged; after as long
     /// again, taken for gone.
     keep_alive: Option<Duration>,
+    /// Fires every keep-alive interval; armed once, re-armed when it fires — never per
+    /// message (a timer registered and dropped per message would cost each of them).
+    timer: Pin<Box<Sleep>>,
+    /// Whether a frame has come since the timer last fired.
+    heard: bool,
     /// Whether a ping is out and nothing has come since.
     pinged: bool,
 }
@@ -88,30 +99,43 @@ impl WebSocket {
         going_away: GoingAway,
         keep_alive: Option<Duration>,
     ) -> Self {
+        let first = Instant::now() + keep_alive.unwrap_or(NEVER);
         Self {
             stream,
             going_away,
             closed: false,
             keep_alive,
+            timer: Box::pin(tokio::time::sleep_until(first)),
+            heard: false,
             pinged: false,
         }
+    }
+
+    /// The keep-alive timer fired: a peer heard from since is fine; one silent since
+    /// is pinged, or taken for gone if it was pinged already. Returns whether it is.
+    async fn silent_for_an_interval(&mut self) -> bool {
+        let interval = self.keep_alive.unwrap_or(NEVER);
+        self.timer.as_mut().reset(Instant::now() + interval);
+        if std::mem::take(&mut self.heard) {
+            return false;
+        }
+        if self.pinged {
+            return true;
+        }
+        self.pinged = true;
+        let _ = self.stream.send(Wire::Ping(Bytes::new())).await;
+        false
     }
 
     /// Waits for the next message; `None` once the socket is closed. A breach of the
     /// protocol or of a limit closes the socket with its code (1002, 1007, 1009) and
     /// is returned. When the server's shutdown begins the socket is closed with 1001
     /// (going away), and what the peer sends until it answers still comes here. A
-    /// peer silent for the keep-alive interval is pinged; silent as long again, it is
-    /// taken for gone: the socket is closed with 1001 and `None` returned.
+    /// peer silent for a whole keep-alive interval (so for one to two of them) is
+    /// pinged; silent for another, it is taken for gone: the socket is closed with
+    /// 1001 and `None` returned.
     pub async fn recv(&mut self) -> Option<Result<Message, WebSocketError>> {
         loop {
-            let keep_alive = self.keep_alive;
-            let silence = async {
-                match keep_alive {
-                    Some(interval) => tokio::time::sleep(interval).await,
-                    None => std::future::pending().await,
-                }
-            };
             let next = if self.closed {
                 self.stream.next().await
             } else {
@@ -121,17 +145,16 @@ impl WebSocket {
                         let _ = self.close(CloseCode::Away, "the server is going away").await;
                         continue;
                     }
-                    () = silence => {
-                        if self.pinged {
+                    () = self.timer.as_mut() => {
+                        if self.silent_for_an_interval().await {
                             let _ = self.close(CloseCode::Away, "no answer to a ping").await;
                             return None;
                         }
-                        self.pinged = true;
-                        let _ = self.stream.send(Wire::Ping(Bytes::new())).await;
                         continue;
                     }
                 }
             };
+            self.heard = true;
             self.pinged = false;
             match next? {
                 Ok(message) => {
