@@ -5,11 +5,11 @@ use std::future::Future;
 use std::time::Duration;
 
 use http::{HeaderMap, HeaderValue, StatusCode, Version, header};
-use tokio_tungstenite::WebSocketStream;
-use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
-use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
+use tungstenite::handshake::derive_accept_key;
 
-use super::socket::WebSocket;
+use super::deflate::Deflate;
+use super::outbox::SlowReader;
+use super::socket::{Settings, WebSocket};
 use crate::app::{FromRequestHead, IntoResponse};
 use crate::http::{Request, Response, Upgraded, upgrade};
 
@@ -22,19 +22,18 @@ const VERSION: &str = "13";
 pub struct WebSocketUpgrade {
     /// The client's `Sec-WebSocket-Key`.
     key: HeaderValue,
-    config: WebSocketConfig,
-    keep_alive: Option<Duration>,
+    settings: Settings,
+    /// The client's permessage-deflate offer this server can take, if it made one.
+    offer: Option<Deflate>,
+    compression: bool,
 }
 
-/// How long a peer may be silent before it is pinged, by default.
-const KEEP_ALIVE: Duration = Duration::from_secs(30);
-
 impl WebSocketUpgrade {
-    /// Sets the largest message taken (default 64 MiB); past it the socket is closed
-    /// with 1009.
+    /// Sets the largest message taken (default 64 MiB; for a compressed one, its
+    /// inflated size); past it the socket is closed with 1009.
     #[must_use]
     pub fn max_message_size(mut self, bytes: usize) -> Self {
-        self.config = self.config.max_message_size(Some(bytes));
+        self.settings.max_message = bytes;
         self
     }
 
@@ -42,7 +41,7 @@ impl WebSocketUpgrade {
     /// with 1009.
     #[must_use]
     pub fn max_frame_size(mut self, bytes: usize) -> Self {
-        self.config = self.config.max_frame_size(Some(bytes));
+        self.settings.max_frame = bytes;
         self
     }
 
@@ -51,7 +50,35 @@ impl WebSocketUpgrade {
     /// taken for gone and the socket closed. `None` pings never.
     #[must_use]
     pub fn keep_alive(mut self, interval: Option<Duration>) -> Self {
-        self.keep_alive = interval;
+        self.settings.keep_alive = interval;
+        self
+    }
+
+    /// Bounds the send queue to `bytes` of messages (default 1 MiB) and says what
+    /// happens to a reader too slow for what [`Sender`](super::Sender)s feed it
+    /// (default [`SlowReader::Close`]). The socket owner's own sends wait for the
+    /// connection instead.
+    #[must_use]
+    pub fn send_queue(mut self, bytes: usize, slow_reader: SlowReader) -> Self {
+        self.settings.send_queue = bytes;
+        self.settings.slow_reader = slow_reader;
+        self
+    }
+
+    /// Sets how long a close handshake may take (default 5 s) before the connection is
+    /// ended unanswered.
+    #[must_use]
+    pub fn close_timeout(mut self, timeout: Duration) -> Self {
+        self.settings.close_timeout = timeout;
+        self
+    }
+
+    /// Takes the client's permessage-deflate offer (RFC 7692), if it made one this
+    /// server can honour (default off: the compressor and decompressor cost about
+    /// 300 KiB a socket, and compressing costs CPU on every message).
+    #[must_use]
+    pub fn compression(mut self, on: bool) -> Self {
+        self.compression = on;
         self
     }
 
@@ -62,24 +89,25 @@ impl WebSocketUpgrade {
         F: FnOnce(WebSocket) -> Fut + Send + 'static,
         Fut: Future<Output = ()> + 'static,
     {
-        let (config, keep_alive) = (self.config, self.keep_alive);
+        let deflate = self.offer.filter(|_| self.compression);
+        let settings = self.settings;
         let mut switching = upgrade("websocket", move |upgraded: Upgraded| async move {
             let going_away = upgraded.going_away();
             let (stream, read) = upgraded.into_parts();
-            let stream = WebSocketStream::from_partially_read(
-                stream,
-                read.to_vec(),
-                Role::Server,
-                Some(config),
-            )
-            .await;
-            then(WebSocket::new(stream, going_away, keep_alive)).await;
+            then(WebSocket::new(stream, &read, going_away, settings, deflate)).await;
         });
         let accept = derive_accept_key(self.key.as_bytes());
-        switching.headers_mut().insert(
+        let headers = switching.headers_mut();
+        headers.insert(
             header::SEC_WEBSOCKET_ACCEPT,
             HeaderValue::from_str(&accept).expect("an accept key is base64"),
         );
+        if let Some(deflate) = deflate {
+            headers.insert(
+                header::SEC_WEBSOCKET_EXTENSIONS,
+                HeaderValue::from_str(&deflate.answer()).expect("the answer is ASCII"),
+            );
+        }
         switching
     }
 }
@@ -108,8 +136,16 @@ impl FromRequestHead for WebSocketUpgrade {
             .ok_or(WebSocketRejection::Key)?;
         Ok(Self {
             key: key.clone(),
-            config: WebSocketConfig::default(),
-            keep_alive: Some(KEEP_ALIVE),
+            settings: Settings {
+                max_message: 64 << 20,
+                max_frame: 16 << 20,
+                keep_alive: Some(Duration::from_secs(30)),
+                close_timeout: Duration::from_secs(5),
+                send_queue: 1 << 20,
+                slow_reader: SlowReader::default(),
+            },
+            offer: Deflate::negotiate(headers),
+            compression: false,
         })
     }
 }

@@ -34,8 +34,14 @@
 //! });
 //! ```
 
+mod deflate;
 mod handshake;
+mod message;
+mod outbox;
+mod read;
 mod socket;
 
 pub use self::handshake::{WebSocketRejection, WebSocketUpgrade};
-pub use self::socket::{CloseCode, Message, WebSocket, WebSocketError};
+pub use self::message::{CloseCode, Message, Text};
+pub use self::outbox::{Closed, Sender, SlowReader};
+pub use self::socket::{WebSocket, WebSocketError};
