@@ -41,9 +41,10 @@ fn app() -> App {
         .get("/ws/echo", ws_echo)
 }
 
-/// Echoes every text and binary message until the peer closes.
+/// Echoes every text and binary message until the peer closes, compressed when the
+/// client offers permessage-deflate.
 async fn ws_echo(ws: WebSocketUpgrade) -> Response {
-    ws.on_upgrade(|mut socket| async move {
+    ws.compression(true).on_upgrade(|mut socket| async move {
         while let Some(Ok(message)) = socket.recv().await {
             if matches!(message, WsMessage::Text(_) | WsMessage::Binary(_))
                 && socket.send(message).await.is_err()
