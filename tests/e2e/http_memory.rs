@@ -13,9 +13,11 @@ use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use proscenium::{App, Body, Bytes, Config, inline};
+use proscenium::ws::{Message, SlowReader, WebSocketUpgrade};
+use proscenium::{App, Body, Bytes, Config, Response, inline};
 
 use crate::support::{self, Client};
+use crate::websocket;
 
 /// The size of the answer pipelined without reading: as large as an answer that is
 /// copied into the write buffer gets (a static file up to 64 KiB is).
@@ -34,6 +36,51 @@ fn app() -> App {
             "/sum",
             inline(|body: Bytes| summary(body.len(), checksum(CHECKSUM_START, &body))),
         )
+        .get("/ws/feed/drop", |ws: WebSocketUpgrade| async move {
+            feed(ws, SlowReader::DropOldest)
+        })
+        .get("/ws/feed/close", |ws: WebSocketUpgrade| async move {
+            feed(ws, SlowReader::Close)
+        })
+}
+
+/// How many messages a socket of `/ws/feed/...` is fed, and how large each is: 100 MiB.
+const FEED_MESSAGES: u32 = 1600;
+const FEED_MESSAGE: usize = 64 * 1024;
+
+/// A socket fed [`FEED_MESSAGES`] binary messages (each its own allocation, every
+/// page written, its number in its first four bytes) by a thread, as fast as the
+/// thread can, through a 1 MiB send queue with `policy`; then, if the feed was not
+/// refused, the socket's owner sends a text saying how many were dropped.
+fn feed(ws: WebSocketUpgrade, policy: SlowReader) -> Response {
+    ws.send_queue(1 << 20, policy)
+        // Time to read the frames written before the close frame.
+        .close_timeout(Duration::from_secs(60))
+        .on_upgrade(|mut socket| async move {
+            let sender = socket.sender();
+            let (fed, dropped) = tokio::sync::oneshot::channel();
+            std::thread::spawn(move || {
+                for number in 0..FEED_MESSAGES {
+                    let mut message = vec![0xfe; FEED_MESSAGE];
+                    message[..4].copy_from_slice(&number.to_be_bytes());
+                    if sender.feed(Message::binary(message)).is_err() {
+                        return;
+                    }
+                }
+                let _ = fed.send(sender.dropped());
+            });
+            // Fused: a oneshot may not be polled once it has answered.
+            let mut dropped = futures_util::FutureExt::fuse(dropped);
+            loop {
+                tokio::select! {
+                    next = socket.recv() => if next.is_none() { break },
+                    Ok(dropped) = &mut dropped => {
+                        let done = Message::text(format!("done, {dropped} dropped"));
+                        let _ = socket.send(done).await;
+                    }
+                }
+            }
+        })
 }
 
 /// Where [`checksum`] starts.
@@ -180,6 +227,17 @@ fn push(conns: &mut [TcpStream], bytes: &[u8], rounds: usize) {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// Returns the largest RSS the child reaches within `within`.
+fn peak_rss(server: &ChildServer, within: Duration) -> u64 {
+    let end = Instant::now() + within;
+    let mut most = server.rss();
+    while Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(20));
+        most = most.max(server.rss());
+    }
+    most
 }
 
 /// Returns the smallest RSS the child reaches within `within`.
@@ -428,4 +486,65 @@ fn issue15_spooled_bodies_reach_the_handler_exactly() {
     }
     client.send("0\r\n\r\n");
     assert_eq!(client.response().text(), want);
+}
+
+/// Twenty WebSockets whose readers never read, each fed 100 MiB (2 GB in all) as fast
+/// as a thread can: each costs the server at most its 1 MiB send queue and a write's
+/// worth, not its feed — growth stays under 32 MiB (measured: 8 MiB; 33 MiB with
+/// 4 MiB queues, so the queues are what it measures). Ten drop the oldest messages: read at
+/// last, each gets the newest, in order, and every message fed is either delivered
+/// or counted as dropped. Ten are closed with 1008 (policy) once their queue is full.
+#[test]
+fn websocket_readers_that_never_read_cost_their_send_queue_not_their_feed() {
+    let server = ChildServer::start("suite", None);
+    let before = server.rss();
+    let mut dropping: Vec<Client> = (0..10)
+        .map(|_| websocket::open(server.addr, "/ws/feed/drop"))
+        .collect();
+    let mut closing: Vec<Client> = (0..10)
+        .map(|_| websocket::open(server.addr, "/ws/feed/close"))
+        .collect();
+    let during = peak_rss(&server, Duration::from_secs(3));
+    assert_grew_less_than(32 * MIB, before, during, "20 sockets were fed 100 MiB each");
+    for client in &mut dropping {
+        let mut numbers = Vec::new();
+        let dropped = loop {
+            let (_, opcode, payload) = websocket::read_frame(client);
+            if opcode == websocket::TEXT {
+                let text = String::from_utf8(payload).unwrap();
+                let dropped = text
+                    .strip_prefix("done, ")
+                    .and_then(|t| t.strip_suffix(" dropped"));
+                break dropped.unwrap().parse::<u32>().unwrap();
+            }
+            assert_eq!((opcode, payload.len()), (websocket::BINARY, FEED_MESSAGE));
+            numbers.push(u32::from_be_bytes(payload[..4].try_into().unwrap()));
+        };
+        assert!(numbers.is_sorted(), "in the order fed");
+        assert_eq!(
+            numbers.last(),
+            Some(&(FEED_MESSAGES - 1)),
+            "the newest kept"
+        );
+        assert!(dropped > 0);
+        assert_eq!(
+            numbers.len() as u32 + dropped,
+            FEED_MESSAGES,
+            "none lost unannounced"
+        );
+    }
+    for client in &mut closing {
+        let mut got = 0;
+        let close = loop {
+            let (_, opcode, payload) = websocket::read_frame(client);
+            if opcode == websocket::CLOSE {
+                break payload;
+            }
+            got += 1;
+        };
+        assert_eq!(close[..2], 1008u16.to_be_bytes(), "closed for a policy");
+        assert!(got < FEED_MESSAGES);
+    }
+    let mut client = Client::connect(server.addr);
+    assert_eq!(client.get("/").response().text(), "root");
 }

@@ -14,10 +14,10 @@ use crate::support::{self, Client};
 const KEY: &str = "dGhlIHNhbXBsZSBub25jZQ==";
 const ACCEPT: &str = "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=";
 
-const TEXT: u8 = 1;
-const BINARY: u8 = 2;
+pub(crate) const TEXT: u8 = 1;
+pub(crate) const BINARY: u8 = 2;
 const CONTINUATION: u8 = 0;
-const CLOSE: u8 = 8;
+pub(crate) const CLOSE: u8 = 8;
 const PING: u8 = 9;
 const PONG: u8 = 10;
 
@@ -49,7 +49,7 @@ fn app() -> App {
 }
 
 /// A client frame: masked, as RFC 6455 §5.3 requires of clients.
-fn frame(fin: bool, opcode: u8, payload: &[u8]) -> Vec<u8> {
+pub(crate) fn frame(fin: bool, opcode: u8, payload: &[u8]) -> Vec<u8> {
     let mut out = vec![(u8::from(fin) << 7) | opcode];
     let len = payload.len();
     if len < 126 {
@@ -68,7 +68,7 @@ fn frame(fin: bool, opcode: u8, payload: &[u8]) -> Vec<u8> {
 }
 
 /// Reads one server frame (unmasked): whether it is final, its opcode and payload.
-fn read_frame(client: &mut Client) -> (bool, u8, Vec<u8>) {
+pub(crate) fn read_frame(client: &mut Client) -> (bool, u8, Vec<u8>) {
     let head = client.read_bytes(2);
     assert_eq!(head[1] & 0x80, 0, "a server frame is not masked");
     let len = match head[1] & 0x7f {
@@ -90,7 +90,7 @@ fn handshake(addr: std::net::SocketAddr, path: &str, fields: &str) -> (Client, s
     (client, answer)
 }
 
-fn open(addr: std::net::SocketAddr, path: &str) -> Client {
+pub(crate) fn open(addr: std::net::SocketAddr, path: &str) -> Client {
     let fields = format!(
         "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n\
          Sec-WebSocket-Key: {KEY}\r\n"
