@@ -14,7 +14,7 @@ const CLIENTS: usize = 2000;
 /// The test process (clients and server) may grow by at most this much.
 const RSS_BOUND_KIB: u64 = 256 * 1024;
 
-fn raise_fd_limit() {
+pub(crate) fn raise_fd_limit() {
     use nix::sys::resource::{Resource, getrlimit, setrlimit};
     let (_, hard) = getrlimit(Resource::RLIMIT_NOFILE).unwrap();
     setrlimit(Resource::RLIMIT_NOFILE, hard, hard).unwrap();

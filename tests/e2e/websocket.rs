@@ -46,6 +46,9 @@ fn app() -> App {
         .get("/ws/lively", |ws: WebSocketUpgrade| async move {
             echo_on(ws.keep_alive(Some(Duration::from_millis(200))))
         })
+        .get("/ws/deflate", |ws: WebSocketUpgrade| async move {
+            echo_on(ws.compression(true))
+        })
 }
 
 /// A client frame: masked, as RFC 6455 §5.3 requires of clients.
@@ -217,4 +220,141 @@ fn a_silent_peer_is_pinged_kept_while_it_answers_and_closed_once_it_does_not() {
     // Not answered, it is taken for gone.
     let (_, opcode, payload) = read_frame(&mut client);
     assert_eq!((opcode, &payload[..2]), (CLOSE, &1001u16.to_be_bytes()[..]));
+}
+
+/// RFC 7692 §7.2.3.1–2: "Hello" compressed, then "Hello" again referring back to
+/// the first (so read only with the context taken over).
+const HELLO: [u8; 7] = [0xf2, 0x48, 0xcd, 0xc9, 0xc9, 0x07, 0x00];
+const HELLO_AGAIN: [u8; 5] = [0xf2, 0x00, 0x11, 0x00, 0x00];
+/// A frame's RSV1 bit: the message is compressed.
+const RSV1: u8 = 0x40;
+
+/// Inflates a compressed message's payload as RFC 7692 §7.2.2 says: with the flush
+/// tail its sender left off put back.
+fn inflate(inflater: &mut flate2::Decompress, payload: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(1024);
+    let input = [payload, &[0, 0, 0xff, 0xff]].concat();
+    inflater
+        .decompress_vec(&input, &mut out, flate2::FlushDecompress::Sync)
+        .unwrap();
+    out
+}
+
+#[test]
+fn permessage_deflate_is_taken_when_offered_and_inflates_across_messages() {
+    let server = support::start(app());
+    let addr = server.local_addr();
+    let offer = format!(
+        "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n\
+         Sec-WebSocket-Key: {KEY}\r\n\
+         Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n"
+    );
+    let (mut client, answer) = handshake(addr, "/ws/deflate", &offer);
+    assert_eq!(answer.status, 101);
+    assert_eq!(
+        answer.header("sec-websocket-extensions"),
+        Some("permessage-deflate")
+    );
+    let mut inflater = flate2::Decompress::new(false);
+    for compressed in [&HELLO[..], &HELLO_AGAIN[..]] {
+        client.send(frame(true, RSV1 | TEXT, compressed));
+        let head = client.read_bytes(2);
+        assert_eq!(head[0], 0x80 | RSV1 | TEXT, "a compressed text frame");
+        let payload = client.read_bytes(usize::from(head[1]));
+        assert_eq!(inflate(&mut inflater, &payload), b"Hello");
+    }
+    // Not taken where the route does not ask for it; RSV1 is then a breach.
+    let (mut plain, answer) = handshake(addr, "/ws/echo", &offer);
+    assert_eq!(answer.header("sec-websocket-extensions"), None);
+    plain.send(frame(true, RSV1 | TEXT, &HELLO));
+    let (_, opcode, payload) = read_frame(&mut plain);
+    assert_eq!((opcode, &payload[..2]), (CLOSE, &1002u16.to_be_bytes()[..]));
+}
+
+/// Sockets held open at once by [`two_thousand_websockets_open_at_once_each_echo_and_close`].
+const SOCKETS: usize = 2000;
+
+/// Opens a socket on `path` over tokio, its handshake checked.
+async fn open_async(addr: std::net::SocketAddr, path: &str) -> tokio::net::TcpStream {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let request = format!(
+        "GET {path} HTTP/1.1\r\nHost: t\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\
+         Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: {KEY}\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut head = Vec::new();
+    while !head.ends_with(b"\r\n\r\n") {
+        head.push(stream.read_u8().await.unwrap());
+    }
+    assert!(
+        head.starts_with(b"HTTP/1.1 101 "),
+        "{}",
+        String::from_utf8_lossy(&head)
+    );
+    stream
+}
+
+/// Reads one server frame over tokio: its opcode and payload (short frames only).
+async fn read_frame_async(stream: &mut tokio::net::TcpStream) -> (u8, Vec<u8>) {
+    use tokio::io::AsyncReadExt as _;
+    let mut head = [0; 2];
+    stream.read_exact(&mut head).await.unwrap();
+    assert!(head[1] < 126, "a short frame");
+    let mut payload = vec![0; usize::from(head[1])];
+    stream.read_exact(&mut payload).await.unwrap();
+    (head[0] & 0x0f, payload)
+}
+
+/// 2,000 WebSockets open at once on one server: every one echoes its own message
+/// while all are open, then closes with the handshake — under every model (the
+/// thread models given a thread for each).
+#[test]
+fn two_thousand_websockets_open_at_once_each_echo_and_close() {
+    use tokio::io::AsyncWriteExt as _;
+    crate::overload::raise_fd_limit();
+    let server = support::start_with(app(), |config| {
+        if support::is_thread_model() {
+            config.threads = Some(SOCKETS + 16);
+        }
+    });
+    let addr = server.local_addr();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut sockets =
+            futures_util::future::join_all((0..SOCKETS).map(|_| open_async(addr, "/ws/echo")))
+                .await;
+        let echoes = sockets
+            .iter_mut()
+            .enumerate()
+            .map(|(i, socket)| async move {
+                let message = format!("socket {i}");
+                socket
+                    .write_all(&frame(true, TEXT, message.as_bytes()))
+                    .await
+                    .unwrap();
+                read_frame_async(socket).await == (TEXT, message.into_bytes())
+            });
+        let echoed = futures_util::future::join_all(echoes).await;
+        assert_eq!(
+            echoed.iter().filter(|&&ok| ok).count(),
+            SOCKETS,
+            "every socket echoed"
+        );
+        let closes = sockets.iter_mut().map(|socket| async move {
+            socket
+                .write_all(&frame(true, CLOSE, &1000u16.to_be_bytes()))
+                .await
+                .unwrap();
+            read_frame_async(socket).await
+        });
+        let closed = futures_util::future::join_all(closes).await;
+        let answered = closed
+            .iter()
+            .filter(|(opcode, payload)| *opcode == CLOSE && payload[..] == 1000u16.to_be_bytes());
+        assert_eq!(answered.count(), SOCKETS, "every close answered");
+    });
 }
