@@ -1,12 +1,14 @@
 //! WebSocket frame layers side by side, for issue 19's choice: an echo server on one
 //! thread over tungstenite's protocol (through tokio-tungstenite) and over
-//! fastwebsockets', the same hand-written handshake in front of each, driven by the
+//! fastwebsockets', the same hand-written handshake in front of each, and the message
+//! layer chosen, Proscenium's own (`proscenium::ws`, under the event-loop model, its
+//! own handshake) on tungstenite's frame layer; all driven by the
 //! same client (tokio-tungstenite): 64 connections each sending binary messages and
 //! waiting for each echo. Server on core 0, client on core 1 (`bench/websocket.sh`);
 //! three interleaved rounds; medians of messages a second and of the server's CPU per
 //! message (its `/proc` times).
 //!
-//! `ws-bench server tungstenite|fastwebsockets` is the server: it prints its port, then
+//! `ws-bench server tungstenite|fastwebsockets|proscenium` is the server: it prints its port, then
 //! serves until killed.
 
 use std::io::{BufRead as _, BufReader};
@@ -20,7 +22,7 @@ use tungstenite::Message;
 
 const CONNECTIONS: usize = 64;
 const ROUNDS: usize = 3;
-const SERVERS: [&str; 2] = ["tungstenite", "fastwebsockets"];
+const SERVERS: [&str; 3] = ["tungstenite", "fastwebsockets", "proscenium"];
 /// Message sizes, and messages per connection at each.
 const SIZES: [(usize, usize); 2] = [(16, 6_000), (16 * 1024, 1_000)];
 
@@ -90,7 +92,41 @@ async fn echo_fastwebsockets(stream: TcpStream) {
     }
 }
 
+/// Proscenium's echo, as `examples/hello`'s `/ws/echo` (without compression), on one
+/// event loop.
+fn proscenium_server() {
+    use proscenium::ws::{Message as WsMessage, WebSocketUpgrade};
+    let app = proscenium::App::new().get("/", |ws: WebSocketUpgrade| async move {
+        ws.on_upgrade(|mut socket| async move {
+            while let Some(Ok(message)) = socket.recv().await {
+                if matches!(message, WsMessage::Text(_) | WsMessage::Binary(_))
+                    && socket.send(message).await.is_err()
+                {
+                    break;
+                }
+            }
+        })
+    });
+    let mut config = proscenium::Config {
+        bind: "127.0.0.1:0".parse().expect("an address"),
+        ..proscenium::Config::default()
+    };
+    let model: proscenium::ModelSpec = "event-loop".parse().expect("a model");
+    model.apply(&mut config);
+    let server = proscenium::Server::new(app)
+        .config(config)
+        .start()
+        .expect("the server starts");
+    println!("{}", server.local_addr().port());
+    loop {
+        std::thread::park();
+    }
+}
+
 fn server(kind: &str) {
+    if kind == "proscenium" {
+        return proscenium_server();
+    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -128,6 +128,11 @@ impl Reader {
         }
     }
 
+    /// Returns how many more bytes the frame being read has (0 between frames).
+    pub(super) fn remaining(&self) -> u64 {
+        self.frame.as_ref().map_or(0, |frame| frame.remaining)
+    }
+
     /// Checks a frame's header against the rules and the state of the message.
     fn start(&mut self, header: &FrameHeader, len: u64) -> Result<Frame, Violation> {
         let mask = header
