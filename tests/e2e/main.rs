@@ -7,6 +7,7 @@
 
 mod support;
 
+mod feeds;
 mod http_app;
 mod http_limits;
 mod http_memory;

@@ -48,6 +48,7 @@
 
 pub mod actor;
 pub mod app;
+pub mod client;
 pub mod config;
 mod error;
 pub mod events;
@@ -55,9 +56,11 @@ pub mod events;
 #[doc(hidden)]
 pub mod fuzz;
 pub mod http;
+pub mod hub;
 pub mod launch;
 pub mod rt;
 mod server;
+pub mod sse;
 pub mod stage;
 mod staged;
 pub mod state;

@@ -261,6 +261,13 @@ impl Client {
         answered
     }
 
+    /// Reads until `needle` comes; returns what came up to and including it (what
+    /// came after stays for the next read).
+    pub fn read_past(&mut self, needle: &[u8]) -> Vec<u8> {
+        let end = self.read_until(|buf| find(buf, needle).map(|at| at + needle.len()));
+        self.buf.drain(..end).collect()
+    }
+
     fn read_until(&mut self, mut done: impl FnMut(&[u8]) -> Option<usize>) -> usize {
         let mut chunk = [0u8; 8192];
         loop {

@@ -7,7 +7,7 @@
 //! variables and flags, in that order — and remembers where each value came from.
 
 mod sources;
-mod value;
+pub(crate) mod value;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -97,6 +97,13 @@ pub struct Config {
     /// (`[processes.correlate] clusters = ["correlate"]`, `host = "h2"`): Leda's
     /// mapping, in configuration.
     pub processes: HashMap<String, ProcessSpec>,
+    /// The pub/sub hub's settings: the Redis its replicas share posts through (or
+    /// `PROSCENIUM_FEEDS_REDIS`), the history kept for resuming event streams, each
+    /// subscriber's queue.
+    pub feeds: crate::hub::FeedsSpec,
+    /// The HTTP client's settings (`proscenium::client`): timeouts, connections per
+    /// host, retries.
+    pub client: crate::client::ClientSpec,
 }
 
 /// Where Redis is, and how events that cross processes through it are redelivered.
@@ -207,6 +214,8 @@ impl Default for Config {
             clusters: HashMap::new(),
             redis: RedisSpec::default(),
             processes: HashMap::new(),
+            feeds: crate::hub::FeedsSpec::default(),
+            client: crate::client::ClientSpec::default(),
         }
     }
 }

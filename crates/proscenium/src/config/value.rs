@@ -51,7 +51,7 @@ pub(super) fn some_count<'de, D: Deserializer<'de>, const MIN: u64, const MAX: u
 
 /// Reads a Redis URL: one the `redis` crate can connect to (`redis://`, `rediss://`,
 /// `unix://`), checked now so a typo is refused at start, not at the first event.
-pub(super) fn some_redis_url<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+pub(crate) fn some_redis_url<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     let url = String::deserialize(d)?;
     redis::Client::open(url.as_str()).map_err(|e| {
         serde::de::Error::custom(format!(
@@ -106,22 +106,17 @@ pub(super) fn bind<'de, D: Deserializer<'de>>(d: D) -> Result<SocketAddr, D::Err
 }
 
 /// Durations as seconds, fractions allowed (`0.5` is 500 ms).
-pub(super) mod seconds {
+pub(crate) mod seconds {
     use super::{Deserialize, Deserializer, Duration, Serializer, de};
 
-    pub(in crate::config) fn deserialize<'de, D: Deserializer<'de>>(
-        d: D,
-    ) -> Result<Duration, D::Error> {
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
         let secs = f64::deserialize(d)?;
         Duration::try_from_secs_f64(secs).map_err(|_| {
             de::Error::custom(format!("expected seconds, a number from 0 up, got {secs}"))
         })
     }
 
-    pub(in crate::config) fn serialize<S: Serializer>(
-        d: &Duration,
-        s: S,
-    ) -> Result<S::Ok, S::Error> {
+    pub(crate) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
         s.serialize_f64(d.as_secs_f64())
     }
 }

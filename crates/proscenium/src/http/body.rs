@@ -25,6 +25,8 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// ```
 pub struct Body {
     pub(crate) repr: Repr,
+    /// A stream with no end of its own: ended when shutdown begins.
+    pub(crate) endless: bool,
 }
 
 /// How a body's bytes are held.
@@ -47,6 +49,7 @@ impl Body {
     pub fn empty() -> Self {
         Self {
             repr: Repr::Full(Bytes::new()),
+            endless: false,
         }
     }
 
@@ -54,6 +57,7 @@ impl Body {
     pub fn from_file(file: File, offset: u64, len: u64) -> Self {
         Self {
             repr: Repr::File(FileRegion { file, offset, len }),
+            endless: false,
         }
     }
 
@@ -91,7 +95,18 @@ impl Body {
             .map_err(Into::into);
         Self {
             repr: Repr::Stream(UnsyncBoxBody::new(boxed)),
+            endless: false,
         }
+    }
+
+    /// Marks a streamed body as having no end of its own — an event stream, a feed:
+    /// when the server's shutdown begins it is ended where it stands (if waiting for
+    /// its next chunk) and the connection closed, instead of holding the shutdown to
+    /// its deadline. [`Sse`](crate::sse::Sse) bodies are.
+    #[must_use]
+    pub fn endless(mut self) -> Self {
+        self.endless = true;
+        self
     }
 
     /// Returns the body's length when it is known before sending.
@@ -132,6 +147,7 @@ impl From<Bytes> for Body {
     fn from(bytes: Bytes) -> Self {
         Self {
             repr: Repr::Full(bytes),
+            endless: false,
         }
     }
 }

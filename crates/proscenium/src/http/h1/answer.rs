@@ -50,6 +50,8 @@ pub(super) struct Unsent {
     pub(super) next: Persistence,
     pub(super) repr: Repr,
     pub(super) framing: ResponseFraming,
+    /// The body has no end of its own (an event stream): it ends at shutdown.
+    pub(super) endless: bool,
 }
 
 /// Buffers a response's head in `wbuf`, and its body (the error page for a bodiless
@@ -65,6 +67,7 @@ pub(super) fn buffer(
 ) -> Result<Persistence, Unsent> {
     invoke::fill_error_body(&mut res, terms.accept.as_ref());
     let (parts, body) = res.into_parts();
+    let endless = body.endless;
     let framing = ResponseFraming::choose(parts.status, body.exact_len(), terms.version);
     let keep_alive = encode::head(
         wbuf,
@@ -99,6 +102,7 @@ pub(super) fn buffer(
             next,
             repr,
             framing,
+            endless,
         }),
     }
 }

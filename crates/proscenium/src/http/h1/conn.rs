@@ -342,18 +342,9 @@ impl Conn {
         ));
         // Told when shutdown begins, as idle connections are; then it runs on, to end
         // as its protocol ends it.
-        let mut sleeping = Sleeping::new(&shared.sleepers);
-        let shutdown = poll_fn(|cx| {
-            if shared.closing() {
-                Poll::Ready(())
-            } else {
-                sleeping.park(cx.waker());
-                Poll::Pending
-            }
-        });
         tokio::select! {
             () = &mut running => {}
-            () = shutdown => {
+            () = shutdown_begun(&shared) => {
                 going_away.set();
                 running.await;
             }
@@ -498,21 +489,40 @@ impl Conn {
                 self.socket.set_cork(false)?;
                 sent?;
             }
-            Repr::Stream(stream) => Box::pin(self.send_stream(stream, unsent.framing)).await?,
+            Repr::Stream(stream) => {
+                let ended = Box::pin(self.send_stream(stream, unsent.framing, unsent.endless));
+                if ended.await? == StreamEnd::Shutdown {
+                    return Ok(Persistence::Close);
+                }
+            }
         }
         Ok(unsent.next)
     }
 
     /// Sends a streamed body chunk by chunk, flushing whenever the stream must wait.
+    /// An `endless` one (an event stream) is ended where it stands when shutdown
+    /// begins, if it is waiting for its next chunk then.
     async fn send_stream(
         &mut self,
         mut body: http_body_util::combinators::UnsyncBoxBody<bytes::Bytes, crate::http::BoxError>,
         framing: ResponseFraming,
-    ) -> std::io::Result<()> {
+        endless: bool,
+    ) -> std::io::Result<StreamEnd> {
         let mut sent = 0u64;
+        let mut end = StreamEnd::Done;
         loop {
             let frame = match futures_util::FutureExt::now_or_never(body.frame()) {
                 Some(frame) => frame,
+                None if endless => {
+                    self.flush().await?;
+                    tokio::select! {
+                        frame = body.frame() => frame,
+                        () = shutdown_begun(&self.shared) => {
+                            end = StreamEnd::Shutdown;
+                            break;
+                        }
+                    }
+                }
                 None => {
                     self.flush().await?;
                     body.frame().await
@@ -546,7 +556,7 @@ impl Conn {
             }
             _ => {}
         }
-        Ok(())
+        Ok(end)
     }
 
     /// Writes everything buffered, within the send timeout and the pace.
@@ -596,4 +606,28 @@ impl Conn {
         }
         Ok(())
     }
+}
+
+/// How a streamed body ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StreamEnd {
+    /// As its stream ended.
+    Done,
+    /// Cut short as an endless body when shutdown began: the connection closes.
+    Shutdown,
+}
+
+/// Resolves once the server's shutdown has begun; meanwhile the waiting task is among
+/// the loop's sleepers, woken with the idle connections.
+async fn shutdown_begun(shared: &Http1Loop) {
+    let mut sleeping = Sleeping::new(&shared.sleepers);
+    poll_fn(|cx| {
+        if shared.closing() {
+            Poll::Ready(())
+        } else {
+            sleeping.park(cx.waker());
+            Poll::Pending
+        }
+    })
+    .await;
 }

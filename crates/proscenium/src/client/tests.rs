@@ -1,0 +1,150 @@
+//! The client against real servers on loopback: a Proscenium app, and a raw one that
+//! drops connections.
+
+use std::io::{Read as _, Write as _};
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use super::*;
+use crate::{App, Config, Server, ServerHandle};
+
+/// Requests `/slow` is serving now, and the most it served at once.
+static NOW: AtomicUsize = AtomicUsize::new(0);
+static MOST: AtomicUsize = AtomicUsize::new(0);
+
+fn service() -> ServerHandle {
+    let app = App::new()
+        .get("/hello", || async { "hi" })
+        .post("/echo", |body: Bytes| async move { body })
+        .get("/big", || async { vec![b'x'; 1 << 20] })
+        .get("/late", || async {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            "late"
+        })
+        .get("/slow", || async {
+            let now = NOW.fetch_add(1, Ordering::SeqCst) + 1;
+            MOST.fetch_max(now, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            NOW.fetch_sub(1, Ordering::SeqCst);
+            "slow"
+        });
+    let config = Config {
+        bind: "127.0.0.1:0".parse().unwrap(),
+        loops: Some(1),
+        ..Config::default()
+    };
+    Server::new(app).config(config).start().unwrap()
+}
+
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(future)
+}
+
+#[test]
+fn answers_come_back_whole_from_an_async_caller_and_a_plain_thread() {
+    let server = service();
+    let base = format!("http://{}", server.local_addr());
+    let client = Client::new();
+    let hello = block_on(client.get(&format!("{base}/hello"))).unwrap();
+    assert_eq!(
+        (hello.status(), &hello.body()[..]),
+        (StatusCode::OK, &b"hi"[..])
+    );
+    let echo = block_on(client.post_json(&format!("{base}/echo"), &serde_json::json!({"a": 1})));
+    assert_eq!(&echo.unwrap().body()[..], br#"{"a":1}"#);
+    let request = Request::get(format!("{base}/big"))
+        .body(Bytes::new())
+        .unwrap();
+    let big = std::thread::spawn(move || client.send_blocking(request))
+        .join()
+        .unwrap();
+    assert_eq!(big.unwrap().body().len(), 1 << 20);
+}
+
+#[test]
+fn a_late_answer_is_a_timeout_and_a_large_one_too_large() {
+    let server = service();
+    let base = format!("http://{}", server.local_addr());
+    let client = Client::with(ClientSpec {
+        timeout: Duration::from_millis(50),
+        max_body: 1000,
+        ..ClientSpec::default()
+    });
+    let began = Instant::now();
+    let late = block_on(client.get(&format!("{base}/late")));
+    assert!(matches!(late, Err(ClientError::Timeout(_))), "{late:?}");
+    assert!(
+        began.elapsed() < Duration::from_millis(190),
+        "gave up at the timeout"
+    );
+    assert_eq!(late.unwrap_err().status(), StatusCode::GATEWAY_TIMEOUT);
+    let client = Client::with(ClientSpec {
+        max_body: 1000,
+        ..ClientSpec::default()
+    });
+    let big = block_on(client.get(&format!("{base}/big")));
+    assert!(matches!(big, Err(ClientError::TooLarge(1000))), "{big:?}");
+    let bad = block_on(client.get("ftp://example.com/"));
+    assert!(matches!(bad, Err(ClientError::Url(_))), "{bad:?}");
+}
+
+#[test]
+fn a_host_gets_at_most_its_cap_of_requests_at_once() {
+    let server = service();
+    let url = format!("http://{}/slow", server.local_addr());
+    let client = Client::with(ClientSpec {
+        max_per_host: 2,
+        ..ClientSpec::default()
+    });
+    let answers = block_on(futures_util::future::join_all(
+        (0..6).map(|_| client.get(&url)),
+    ));
+    assert!(
+        answers
+            .iter()
+            .all(|a| a.as_ref().is_ok_and(|a| a.body() == "slow"))
+    );
+    assert_eq!(MOST.load(Ordering::SeqCst), 2, "two at a time, never more");
+}
+
+/// A server that reads the request on each of its first `drops` connections and
+/// closes it unanswered, then answers every request `ok`.
+fn flaky(drops: usize) -> std::net::SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for (n, conn) in listener.incoming().enumerate() {
+            let Ok(mut conn) = conn else { continue };
+            std::thread::spawn(move || {
+                let mut head = Vec::new();
+                let mut byte = [0];
+                while conn.read(&mut byte).is_ok_and(|n| n == 1) {
+                    head.push(byte[0]);
+                    if head.ends_with(b"\r\n\r\n") {
+                        if n < drops {
+                            return;
+                        }
+                        let _ = conn.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok");
+                        head.clear();
+                    }
+                }
+            });
+        }
+    });
+    addr
+}
+
+#[test]
+fn a_failed_connection_is_retried_for_a_get_never_for_a_post() {
+    let client = Client::new();
+    let get = block_on(client.get(&format!("http://{}/", flaky(1))));
+    assert_eq!(&get.unwrap().body()[..], b"ok");
+    let post = block_on(client.post_json(&format!("http://{}/", flaky(1)), &1));
+    assert!(matches!(post, Err(ClientError::Failed(_))), "{post:?}");
+    assert_eq!(post.unwrap_err().status(), StatusCode::BAD_GATEWAY);
+}

@@ -1,0 +1,425 @@
+//! A pub/sub hub: posts published to topics (`/picture/42/likes`) from any handler,
+//! actor, stage or thread reach every subscription whose pattern matches
+//! (`/picture/*/likes`, Redis's `PSUBSCRIBE` patterns) — WebSockets, event streams,
+//! actors, or code reading a [`Subscription`].
+//!
+//! In-process by default. With `[feeds] redis = "redis://..."` every replica sharing
+//! that Redis — prefork workers, processes, hosts — sees every post through Redis
+//! pub/sub, and reconnects and resubscribes by itself after Redis restarts. Pub/sub is
+//! at-most-once: what is published while a replica is cut off from Redis does not
+//! reach it. Each replica numbers its posts, so a receiver that finds a gap in a
+//! publisher's numbers counts the posts it missed ([`Hub::lost`]), and so does a
+//! publisher whose posts could not be handed to Redis; nothing is lost unannounced. A
+//! topic that must be replayed in full belongs on a Redis stream
+//! ([`crate::stream`]), not here.
+//!
+//! Fan-out costs one post per message, not one per subscriber: every subscriber
+//! shares it, and the forms the transports need (a WebSocket text, a server-sent
+//! event) are made once. Every subscriber's queue is bounded, so a slow one drops its
+//! own oldest posts (counted) and never slows the publisher or the others.
+//!
+//! A replica keeps the last posts it saw (`[feeds] history`, 1,000 by default), so an
+//! event stream's client that reconnects with `Last-Event-ID` — here or on another
+//! replica — gets what it missed ([`Hub::sse`]).
+//!
+//! # Example
+//!
+//! ```
+//! use proscenium::{App, Path};
+//! use proscenium::hub::Hub;
+//! use proscenium::sse::LastEventId;
+//! use proscenium::ws::WebSocketUpgrade;
+//!
+//! let hub = Hub::new();
+//! let (likes, feed, events) = (hub.clone(), hub.clone(), hub);
+//! let app = App::new()
+//!     .post("/picture/:id/likes", move |Path(id): Path<u64>| {
+//!         let likes = likes.clone();
+//!         async move {
+//!             likes.publish(&format!("/picture/{id}/likes"), "liked");
+//!             "liked"
+//!         }
+//!     })
+//!     // Every like, pushed to a WebSocket...
+//!     .get("/feed", move |ws: WebSocketUpgrade| {
+//!         let feed = feed.clone();
+//!         async move { feed.websocket("/picture/*/likes", ws) }
+//!     })
+//!     // ...or to an event stream, resumed after the last id the client saw.
+//!     .get("/feed/events", move |last: LastEventId| {
+//!         let events = events.clone();
+//!         async move { events.sse("/picture/*/likes", &last) }
+//!     });
+//! ```
+
+mod pattern;
+mod post;
+mod redis;
+mod subscription;
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use bytes::Bytes;
+use futures_util::StreamExt as _;
+use parking_lot::{Mutex, RwLock};
+use serde::{Deserialize, Serialize};
+
+pub use self::post::Post;
+use self::subscription::Inbox;
+pub use self::subscription::Subscription;
+use crate::actor::{Message, Recipient, TryTellError};
+use crate::app::IntoResponse as _;
+use crate::http::Response;
+use crate::sse::{LastEventId, Sse};
+use crate::ws::{self, WebSocketUpgrade};
+
+/// How a hub is set up: `[feeds]` in the configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FeedsSpec {
+    /// The Redis every replica shares posts through; `None` keeps them in this
+    /// process.
+    #[serde(deserialize_with = "crate::config::value::some_redis_url")]
+    pub redis: Option<String>,
+    /// How many of the last posts a replica keeps, for event streams resuming after
+    /// `Last-Event-ID`.
+    pub history: usize,
+    /// How many posts wait for one subscriber before its oldest is dropped.
+    pub queue: usize,
+}
+
+impl Default for FeedsSpec {
+    fn default() -> Self {
+        Self {
+            redis: None,
+            history: 1000,
+            queue: 1024,
+        }
+    }
+}
+
+/// A pub/sub hub (see the [module docs](self)); cloned, it is the same hub.
+#[derive(Debug, Clone)]
+pub struct Hub(Arc<Inner>);
+
+#[derive(Debug)]
+struct Inner {
+    /// This replica's mark on its posts' ids, random per hub.
+    node: u64,
+    /// The number of this replica's last post.
+    published: AtomicU64,
+    /// Subscribers by pattern: a post is matched once against each pattern.
+    patterns: RwLock<HashMap<String, Vec<Entry>>>,
+    history: Mutex<VecDeque<Arc<Post>>>,
+    spec: FeedsSpec,
+    lost: AtomicU64,
+    /// Subscribers ever joined, for [`Inner::sweep`].
+    joined: AtomicU64,
+    /// Present when posts are shared through Redis.
+    bridge: Option<redis::Bridge>,
+}
+
+/// A subscriber, and whether it refused a post (it is gone: let go at the next
+/// prune).
+#[derive(Debug)]
+struct Entry {
+    subscriber: Subscriber,
+    gone: AtomicBool,
+}
+
+/// Where a post goes.
+enum Subscriber {
+    Inbox(Arc<Inbox>),
+    Socket(ws::Sender),
+    Actor(Recipient<Arc<Post>>, Arc<AtomicU64>),
+}
+
+impl std::fmt::Debug for Subscriber {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Inbox(_) => "Subscriber::Inbox",
+            Self::Socket(_) => "Subscriber::Socket",
+            Self::Actor(..) => "Subscriber::Actor",
+        })
+    }
+}
+
+impl Subscriber {
+    /// Whether it is known gone without a post: a dropped subscription, a closed
+    /// socket (an actor is known gone when a post finds it stopped).
+    fn is_gone(&self) -> bool {
+        match self {
+            Self::Inbox(inbox) => inbox.is_closed(),
+            Self::Socket(sender) => sender.is_closed(),
+            Self::Actor(..) => false,
+        }
+    }
+
+    /// Hands `post` over; false once the subscriber is gone.
+    fn deliver(&self, post: &Arc<Post>) -> bool {
+        match self {
+            Self::Inbox(inbox) => inbox.push(post),
+            // The socket's own send queue bounds it, by its slow-reader policy.
+            Self::Socket(sender) => sender.feed(post.message()).is_ok(),
+            Self::Actor(recipient, dropped) => match recipient.try_tell(Arc::clone(post)) {
+                Ok(()) => true,
+                Err(TryTellError::Full(_)) => {
+                    dropped.fetch_add(1, Ordering::Relaxed);
+                    true
+                }
+                Err(_) => false,
+            },
+        }
+    }
+}
+
+impl Message for Arc<Post> {
+    type Reply = ();
+}
+
+impl Default for Hub {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Hub {
+    /// An in-process hub.
+    pub fn new() -> Self {
+        Self::with(FeedsSpec::default())
+    }
+
+    /// A hub as `spec` says: shared through Redis if it names one. Connecting happens
+    /// in the background, and again whenever Redis goes away; meanwhile posts reach
+    /// this process's subscribers, and the others' once Redis is back.
+    pub fn with(spec: FeedsSpec) -> Self {
+        let node = node_mark();
+        Self(Arc::new_cyclic(|weak| Inner {
+            node,
+            published: AtomicU64::new(0),
+            patterns: RwLock::new(HashMap::new()),
+            history: Mutex::new(VecDeque::with_capacity(spec.history.min(4096))),
+            bridge: spec
+                .redis
+                .as_deref()
+                .map(|url| redis::Bridge::start(url, node, weak.clone())),
+            spec,
+            lost: AtomicU64::new(0),
+            joined: AtomicU64::new(0),
+        }))
+    }
+
+    /// Publishes `payload` to `topic`: every subscription whose pattern matches gets
+    /// it, on every replica. Never waits: a subscriber too slow drops its own oldest.
+    /// Returns the post's id.
+    pub fn publish(&self, topic: &str, payload: impl Into<Bytes>) -> String {
+        let number = self.0.published.fetch_add(1, Ordering::Relaxed) + 1;
+        let post = Arc::new(Post::new(
+            post_id(self.0.node, number),
+            topic.to_owned(),
+            payload.into(),
+        ));
+        self.0.receive(&post);
+        if let Some(bridge) = &self.0.bridge {
+            if !bridge.send(number, &post) {
+                self.0.lost.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        post.id().to_owned()
+    }
+
+    /// Publishes `value` as JSON (serialized once, whatever the subscribers).
+    ///
+    /// # Errors
+    ///
+    /// `value` does not serialize.
+    pub fn publish_json<T: Serialize>(&self, topic: &str, value: &T) -> serde_json::Result<String> {
+        Ok(self.publish(topic, serde_json::to_vec(value)?))
+    }
+
+    /// Subscribes to the topics matching `pattern`, from now on.
+    pub fn subscribe(&self, pattern: &str) -> Subscription {
+        self.subscribe_after(pattern, None)
+    }
+
+    /// Subscribes to the topics matching `pattern`, starting with the posts this
+    /// replica still keeps that came after the one with id `after` — all it keeps if
+    /// it does not know that id (too old, or from before this replica started), none
+    /// if `after` is `None`.
+    pub fn subscribe_after(&self, pattern: &str, after: Option<&str>) -> Subscription {
+        let inbox = Arc::new(Inbox::new(self.0.spec.queue));
+        {
+            // The history is read and the inbox joins under the patterns' lock, so
+            // no post falls between them or comes twice.
+            let mut patterns = self.0.patterns.write();
+            if let Some(after) = after {
+                let history = self.0.history.lock();
+                let start = history
+                    .iter()
+                    .position(|post| post.id() == after)
+                    .map_or(0, |at| at + 1);
+                for post in history.iter().skip(start) {
+                    if pattern::matches(pattern, post.topic()) {
+                        inbox.push(post);
+                    }
+                }
+            }
+            Inner::sweep(&mut patterns, &self.0.joined);
+            patterns
+                .entry(pattern.to_owned())
+                .or_default()
+                .push(Entry::new(Subscriber::Inbox(Arc::clone(&inbox))));
+        }
+        Subscription::new(inbox)
+    }
+
+    /// Feeds the posts to topics matching `pattern` to a WebSocket, through its
+    /// [`Sender`](ws::Sender) (so its send queue and slow-reader policy bound them),
+    /// until it closes.
+    pub fn feed_socket(&self, pattern: &str, socket: ws::Sender) {
+        self.join(pattern, Subscriber::Socket(socket));
+    }
+
+    /// Tells the posts to topics matching `pattern` to an actor, until it stops;
+    /// while its mailbox is full they are dropped, and counted in the returned
+    /// counter.
+    pub fn feed_actor(&self, pattern: &str, actor: Recipient<Arc<Post>>) -> Arc<AtomicU64> {
+        let dropped = Arc::new(AtomicU64::new(0));
+        self.join(pattern, Subscriber::Actor(actor, Arc::clone(&dropped)));
+        dropped
+    }
+
+    fn join(&self, pattern: &str, subscriber: Subscriber) {
+        let mut patterns = self.0.patterns.write();
+        Inner::sweep(&mut patterns, &self.0.joined);
+        patterns
+            .entry(pattern.to_owned())
+            .or_default()
+            .push(Entry::new(subscriber));
+    }
+
+    /// Answers a WebSocket handshake with a socket fed the posts to topics matching
+    /// `pattern` (text if the payload is UTF-8, else binary) until the peer closes;
+    /// what the peer sends is read and dropped.
+    pub fn websocket(&self, pattern: &str, ws: WebSocketUpgrade) -> Response {
+        let (hub, pattern) = (self.clone(), pattern.to_owned());
+        ws.on_upgrade(move |mut socket| async move {
+            hub.feed_socket(&pattern, socket.sender());
+            while socket.recv().await.is_some() {}
+        })
+    }
+
+    /// Answers with an event stream of the posts to topics matching `pattern`, each
+    /// with its id and its topic as the event's name; a client back with
+    /// `Last-Event-ID` first gets what this replica kept after that id.
+    pub fn sse(&self, pattern: &str, last: &LastEventId) -> Response {
+        let subscription = self.subscribe_after(pattern, last.0.as_deref());
+        Sse::encoded(subscription.into_stream().map(|post| post.event())).into_response()
+    }
+
+    /// Returns how many posts this replica knows were lost: posts of other replicas
+    /// it missed while cut off from Redis (gaps in their numbering), and its own it
+    /// could not hand to Redis.
+    pub fn lost(&self) -> u64 {
+        self.0.lost.load(Ordering::Relaxed)
+    }
+
+    /// Returns whether this hub is connected to its Redis now (`false` for an
+    /// in-process hub).
+    pub fn is_connected(&self) -> bool {
+        self.0
+            .bridge
+            .as_ref()
+            .is_some_and(redis::Bridge::is_connected)
+    }
+}
+
+impl Inner {
+    /// Keeps `post` in the history and hands it to every matching subscriber,
+    /// letting go of those gone.
+    fn receive(&self, post: &Arc<Post>) {
+        let mut gone = false;
+        {
+            let patterns = self.patterns.read();
+            if self.spec.history > 0 {
+                let mut history = self.history.lock();
+                if history.len() == self.spec.history {
+                    history.pop_front();
+                }
+                history.push_back(Arc::clone(post));
+            }
+            for (pattern, subscribers) in patterns.iter() {
+                if pattern::matches(pattern, post.topic()) {
+                    for entry in subscribers {
+                        if !entry.subscriber.deliver(post) {
+                            entry.gone.store(true, Ordering::Relaxed);
+                            gone = true;
+                        }
+                    }
+                }
+            }
+        }
+        if gone {
+            self.prune();
+        }
+    }
+
+    /// Lets go of the subscribers that refused a post (gone), and of patterns left
+    /// with none.
+    fn prune(&self) {
+        Self::let_go(&mut self.patterns.write());
+    }
+
+    /// Every [`SWEEP_EVERY`]th subscriber to join lets go of those gone since — a
+    /// dropped subscription or a closed socket on a pattern no post has reached since
+    /// would otherwise stay: what they cost is bounded, and a sweep is paid for by
+    /// many joins.
+    fn sweep(patterns: &mut HashMap<String, Vec<Entry>>, joined: &AtomicU64) {
+        if joined.fetch_add(1, Ordering::Relaxed) % SWEEP_EVERY == SWEEP_EVERY - 1 {
+            Self::let_go(patterns);
+        }
+    }
+
+    fn let_go(patterns: &mut HashMap<String, Vec<Entry>>) {
+        patterns.retain(|_, subscribers| {
+            subscribers
+                .retain(|entry| !entry.gone.load(Ordering::Relaxed) && !entry.subscriber.is_gone());
+            !subscribers.is_empty()
+        });
+    }
+}
+
+/// How many joins a sweep of the subscribers gone is paid for by.
+const SWEEP_EVERY: u64 = 64;
+
+impl Entry {
+    fn new(subscriber: Subscriber) -> Self {
+        Self {
+            subscriber,
+            gone: AtomicBool::new(false),
+        }
+    }
+}
+
+/// A replica's mark no other hub shares: the process and the time, hashed with a
+/// key std draws at random for each hasher it builds.
+fn node_mark() -> u64 {
+    use std::hash::{BuildHasher as _, Hasher as _};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u32(std::process::id());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    hasher.write_u128(nanos);
+    hasher.finish()
+}
+
+/// A post's id: its replica's mark and its number there.
+fn post_id(node: u64, number: u64) -> String {
+    format!("{node:x}-{number}")
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,220 @@
+//! The hub's link to Redis, on a thread of its own: one connection subscribed to
+//! every feed channel (`proscenium:feed:` and the topic), one publishing this
+//! replica's posts in pipelined batches. When Redis goes away both are made again,
+//! with backoff, and the subscription renewed; what was published meanwhile waits in
+//! a bounded queue (past it, a post is counted lost).
+//!
+//! Every replica takes every post and matches it against its own patterns here,
+//! rather than mirroring its patterns into Redis: a replica then sees each
+//! publisher's whole numbering, so a gap in it is exactly what it missed — the count
+//! of lost posts pub/sub cannot give otherwise. The cost: a post no subscriber here
+//! wants still crosses to this replica.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::StreamExt as _;
+use redis::aio::MultiplexedConnection;
+use tokio::sync::mpsc;
+
+use super::post::Post;
+use super::{Inner, post_id};
+
+/// The channels' common prefix; a channel is this and the topic.
+const PREFIX: &str = "proscenium:feed:";
+
+/// Posts waiting for Redis, at most.
+const OUTBOX: usize = 65_536;
+
+/// Posts one round trip publishes, at most.
+const BATCH: usize = 256;
+
+const FIRST_BACKOFF: Duration = Duration::from_millis(10);
+const MOST_BACKOFF: Duration = Duration::from_secs(1);
+
+/// A post on its way to Redis: its number at this replica, and itself.
+type Outgoing = (u64, Arc<Post>);
+
+#[derive(Debug)]
+pub(super) struct Bridge {
+    outbox: mpsc::Sender<Outgoing>,
+    connected: Arc<AtomicBool>,
+}
+
+impl Bridge {
+    /// Starts the link's thread; it ends once the hub is dropped.
+    pub(super) fn start(url: &str, node: u64, hub: Weak<Inner>) -> Self {
+        let (outbox, posts) = mpsc::channel(OUTBOX);
+        let connected = Arc::new(AtomicBool::new(false));
+        let link = Link {
+            url: url.to_owned(),
+            node,
+            hub,
+            connected: Arc::clone(&connected),
+            seen: HashMap::new(),
+        };
+        std::thread::Builder::new()
+            .name("proscenium-feeds".into())
+            .spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("a runtime for the feeds' Redis link");
+                runtime.block_on(link.run(posts));
+            })
+            .expect("a thread for the feeds' Redis link");
+        Self { outbox, connected }
+    }
+
+    /// Queues a post for Redis; false if the queue is full (Redis away too long).
+    pub(super) fn send(&self, number: u64, post: &Arc<Post>) -> bool {
+        self.outbox.try_send((number, Arc::clone(post))).is_ok()
+    }
+
+    pub(super) fn is_connected(&self) -> bool {
+        self.connected.load(Ordering::Relaxed)
+    }
+}
+
+struct Link {
+    url: String,
+    node: u64,
+    hub: Weak<Inner>,
+    connected: Arc<AtomicBool>,
+    /// The last number seen from each other replica.
+    seen: HashMap<u64, u64>,
+}
+
+impl Link {
+    async fn run(mut self, mut posts: mpsc::Receiver<Outgoing>) {
+        let client = match redis::Client::open(self.url.as_str()) {
+            Ok(client) => client,
+            Err(error) => {
+                tracing::error!(%error, "feeds: the Redis URL is unusable; posts stay in this process");
+                return;
+            }
+        };
+        let mut backoff = FIRST_BACKOFF;
+        // Taken from the queue and not yet known published: kept across reconnects.
+        let mut pending: Vec<Outgoing> = Vec::new();
+        loop {
+            if self.hub.strong_count() == 0 {
+                return;
+            }
+            let (mut messages, mut publisher) = match connect(&client).await {
+                Ok(links) => links,
+                Err(error) => {
+                    tracing::warn!(%error, "feeds: cannot reach Redis; trying again");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(MOST_BACKOFF);
+                    continue;
+                }
+            };
+            backoff = FIRST_BACKOFF;
+            self.connected.store(true, Ordering::Relaxed);
+            tracing::info!("feeds: subscribed through Redis");
+            let cause = loop {
+                if !pending.is_empty() {
+                    if let Err(error) = publish(&mut publisher, self.node, &pending).await {
+                        break error.to_string();
+                    }
+                    pending.clear();
+                }
+                tokio::select! {
+                    message = messages.next() => match message {
+                        Some(message) => self.arrive(&message),
+                        None => break "the subscription ended".to_owned(),
+                    },
+                    post = posts.recv() => match post {
+                        Some(post) => {
+                            pending.push(post);
+                            while pending.len() < BATCH {
+                                let Ok(post) = posts.try_recv() else { break };
+                                pending.push(post);
+                            }
+                        }
+                        // The hub is gone.
+                        None => return,
+                    },
+                }
+            };
+            self.connected.store(false, Ordering::Relaxed);
+            tracing::warn!(%cause, "feeds: lost Redis; reconnecting and subscribing again");
+        }
+    }
+
+    /// A post from Redis: another replica's (this replica's own were delivered when
+    /// published) goes to the hub's subscribers; a gap in its publisher's numbering
+    /// is counted lost, a number seen already (a batch published again after a
+    /// failure) is dropped.
+    fn arrive(&mut self, message: &redis::Msg) {
+        let Some(topic) = message.get_channel_name().strip_prefix(PREFIX) else {
+            return;
+        };
+        let bytes = message.get_payload_bytes();
+        let (Some(node), Some(number)) = (word(bytes, 0), word(bytes, 8)) else {
+            tracing::warn!(%topic, "feeds: a message from Redis that no hub wrote; dropped");
+            return;
+        };
+        if node == self.node {
+            return;
+        }
+        let Some(hub) = self.hub.upgrade() else {
+            return;
+        };
+        let last = self.seen.insert(node, number);
+        match last {
+            Some(last) if number <= last => {
+                self.seen.insert(node, last);
+                return;
+            }
+            Some(last) if number > last + 1 => {
+                hub.lost.fetch_add(number - last - 1, Ordering::Relaxed);
+            }
+            _ => {}
+        }
+        let payload = Bytes::copy_from_slice(&bytes[16..]);
+        let post = Post::new(post_id(node, number), topic.to_owned(), payload);
+        hub.receive(&Arc::new(post));
+    }
+}
+
+/// The big-endian word at `at` in `bytes`.
+fn word(bytes: &[u8], at: usize) -> Option<u64> {
+    let word = bytes.get(at..at + 8)?;
+    Some(u64::from_be_bytes(word.try_into().ok()?))
+}
+
+/// Subscribes to every feed channel, and opens the publishing connection.
+async fn connect(
+    client: &redis::Client,
+) -> redis::RedisResult<(redis::aio::PubSubStream, MultiplexedConnection)> {
+    let mut subscriber = client.get_async_pubsub().await?;
+    subscriber.psubscribe(format!("{PREFIX}*")).await?;
+    let publisher = client.get_multiplexed_async_connection().await?;
+    Ok((subscriber.into_on_message(), publisher))
+}
+
+/// Publishes `posts` in one round trip: each on its topic's channel, after this
+/// replica's mark and the post's number.
+async fn publish(
+    connection: &mut MultiplexedConnection,
+    node: u64,
+    posts: &[Outgoing],
+) -> redis::RedisResult<()> {
+    let mut pipe = redis::pipe();
+    for (number, post) in posts {
+        let mut payload = Vec::with_capacity(16 + post.payload().len());
+        payload.extend_from_slice(&node.to_be_bytes());
+        payload.extend_from_slice(&number.to_be_bytes());
+        payload.extend_from_slice(post.payload());
+        pipe.cmd("PUBLISH")
+            .arg(format!("{PREFIX}{}", post.topic()))
+            .arg(payload)
+            .ignore();
+    }
+    pipe.query_async::<()>(connection).await
+}

@@ -1,0 +1,201 @@
+//! The hub in one process, and hubs of two "replicas" sharing a real `redis-server`
+//! of each test's own (`crate::testing`).
+
+use std::time::{Duration, Instant};
+
+use super::*;
+use crate::testing::Redis;
+
+fn hub_with(queue: usize, redis: Option<String>) -> Hub {
+    Hub::with(FeedsSpec {
+        redis,
+        queue,
+        ..FeedsSpec::default()
+    })
+}
+
+/// Waits for the next post, failing the test after five seconds.
+fn next(subscription: &mut Subscription) -> Arc<Post> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime
+        .block_on(async { tokio::time::timeout(Duration::from_secs(5), subscription.recv()).await })
+        .expect("a post within 5 s")
+}
+
+fn texts(subscription: &mut Subscription) -> Vec<String> {
+    std::iter::from_fn(|| subscription.try_recv())
+        .map(|post| post.text().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn a_post_reaches_the_subscriptions_whose_patterns_match_its_topic() {
+    let hub = Hub::new();
+    let mut likes = hub.subscribe("/picture/*/likes");
+    let mut one = hub.subscribe("/picture/1/*");
+    let mut all = hub.subscribe("*");
+    hub.publish("/picture/1/likes", "a");
+    hub.publish("/picture/2/likes", "b");
+    hub.publish("/picture/1/comments", "c");
+    hub.publish("/user/9", "d");
+    assert_eq!(texts(&mut likes), ["a", "b"]);
+    assert_eq!(texts(&mut one), ["a", "c"]);
+    assert_eq!(texts(&mut all), ["a", "b", "c", "d"]);
+}
+
+#[test]
+fn a_subscriber_that_never_reads_drops_its_own_oldest_and_slows_no_one() {
+    let hub = hub_with(4, None);
+    let mut idle = hub.subscribe("t");
+    let mut busy = hub.subscribe("t");
+    for n in 0..100 {
+        hub.publish("t", n.to_string());
+        assert_eq!(
+            busy.try_recv().unwrap().text(),
+            Some(n.to_string().as_str())
+        );
+    }
+    assert_eq!(idle.dropped(), 96);
+    assert_eq!(texts(&mut idle), ["96", "97", "98", "99"]);
+    assert_eq!(busy.dropped(), 0);
+}
+
+#[test]
+fn a_subscription_after_an_id_starts_with_what_the_history_kept_after_it() {
+    let hub = Hub::new();
+    let ids: Vec<String> = (0..5).map(|n| hub.publish("t", n.to_string())).collect();
+    hub.publish("other", "x");
+    let mut resumed = hub.subscribe_after("t", Some(&ids[1]));
+    hub.publish("t", "5");
+    assert_eq!(texts(&mut resumed), ["2", "3", "4", "5"]);
+    let mut unknown = hub.subscribe_after("t", Some("not-an-id"));
+    assert_eq!(texts(&mut unknown).len(), 6, "all it kept");
+}
+
+#[test]
+fn dropped_subscriptions_are_let_go() {
+    let hub = Hub::new();
+    for _ in 0..SWEEP_EVERY * 2 {
+        drop(hub.subscribe("quiet"));
+    }
+    let kept: usize = hub.0.patterns.read().values().map(Vec::len).sum();
+    assert!(kept <= SWEEP_EVERY as usize, "{kept} kept");
+    let mut live = hub.subscribe("busy");
+    for _ in 0..3 {
+        drop(hub.subscribe("busy"));
+    }
+    assert_eq!(hub.0.patterns.read()["busy"].len(), 1 + 3);
+    hub.publish("busy", "x");
+    assert_eq!(
+        hub.0.patterns.read()["busy"].len(),
+        1,
+        "a post finds them gone"
+    );
+    hub.publish("busy", "y");
+    assert_eq!(texts(&mut live), ["x", "y"]);
+}
+
+/// Waits until `hub` is connected to its Redis.
+fn connected(hub: &Hub) {
+    let began = Instant::now();
+    while !hub.is_connected() {
+        assert!(
+            began.elapsed() < Duration::from_secs(10),
+            "connected within 10 s"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn replicas_share_posts_through_redis_each_once_with_the_same_id() {
+    let redis = Redis::start();
+    let (a, b) = (
+        hub_with(64, Some(redis.url())),
+        hub_with(64, Some(redis.url())),
+    );
+    connected(&a);
+    connected(&b);
+    let (mut at_a, mut at_b) = (
+        a.subscribe("/picture/*/likes"),
+        b.subscribe("/picture/*/likes"),
+    );
+    let id = a.publish("/picture/7/likes", "from a");
+    b.publish("/picture/8/likes", "from b");
+    b.publish("/user/1", "not a like");
+    let post = next(&mut at_b);
+    assert_eq!(
+        (post.id(), post.topic(), post.text()),
+        (id.as_str(), "/picture/7/likes", Some("from a"))
+    );
+    assert_eq!(next(&mut at_b).text(), Some("from b"));
+    assert_eq!(next(&mut at_a).text(), Some("from a"));
+    assert_eq!(next(&mut at_a).text(), Some("from b"));
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(
+        at_a.try_recv().is_none() && at_b.try_recv().is_none(),
+        "each once"
+    );
+    assert_eq!((a.lost(), b.lost()), (0, 0));
+}
+
+/// The number a post's id gives it at its replica.
+fn number(post: &Post) -> u64 {
+    post.id().rsplit_once('-').unwrap().1.parse().unwrap()
+}
+
+/// Redis restarted while a replica publishes: both replicas reconnect and subscribe
+/// again by themselves, and of the posts published across the restart every one up
+/// to the first the other gets after it either arrived or is counted lost.
+#[test]
+fn after_a_redis_restart_replicas_resubscribe_and_count_what_they_missed() {
+    let mut redis = Redis::start();
+    let (a, b) = (
+        hub_with(100_000, Some(redis.url())),
+        hub_with(100_000, Some(redis.url())),
+    );
+    connected(&a);
+    connected(&b);
+    let mut at_b = b.subscribe("t");
+    a.publish("t", "before");
+    assert_eq!(number(&next(&mut at_b)), 1);
+    let done = Arc::new(AtomicBool::new(false));
+    let publisher = {
+        let done = Arc::clone(&done);
+        std::thread::spawn(move || {
+            for n in 0..2_000 {
+                a.publish("t", n.to_string());
+                std::thread::sleep(Duration::from_micros(500));
+            }
+            // Then on until B has one from after the restart.
+            while !done.load(Ordering::Relaxed) {
+                a.publish("t", "after");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        })
+    };
+    redis.restart(Duration::from_millis(300));
+    let mut arrived = 0;
+    let last = loop {
+        let post = next(&mut at_b);
+        arrived += 1;
+        if post.text() == Some("after") {
+            break number(&post);
+        }
+    };
+    done.store(true, Ordering::Relaxed);
+    publisher.join().unwrap();
+    eprintln!(
+        "of posts 2..={last} published by A across the restart, B got {arrived} and counted {} lost",
+        b.lost()
+    );
+    assert_eq!(
+        arrived + b.lost(),
+        last - 1,
+        "every post arrived or was counted lost"
+    );
+    assert!(b.is_connected(), "B subscribed again");
+}
