@@ -41,6 +41,8 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 
+use crate::rt::Background;
+
 /// How a client is set up: `[client]` in the configuration.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
@@ -109,11 +111,8 @@ pub struct Client(Arc<Inner>);
 #[derive(Debug)]
 struct Inner {
     exchanges: Arc<Exchanges>,
-    /// The client's runtime, on its thread.
-    runtime: tokio::runtime::Handle,
-    /// Told when the last clone is dropped: the thread then ends, and its runtime
-    /// with its connections — wherever the client was dropped, a loop's task included.
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    /// Where requests and their pooled connections run.
+    runtime: Background,
 }
 
 /// What the client's requests share, on its runtime.
@@ -143,18 +142,6 @@ impl Client {
     ///
     /// Its thread cannot be started.
     pub fn with(spec: ClientSpec) -> Self {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("the HTTP client's runtime starts");
-        let handle = runtime.handle().clone();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        std::thread::Builder::new()
-            .name("proscenium-client".into())
-            .spawn(move || {
-                let _ = runtime.block_on(stopped);
-            })
-            .expect("the HTTP client's thread starts");
         let mut connector = HttpConnector::new();
         connector.set_connect_timeout(Some(spec.connect_timeout));
         connector.set_nodelay(true);
@@ -169,8 +156,7 @@ impl Client {
                 spec,
                 hosts: Mutex::new(HashMap::new()),
             }),
-            runtime: handle,
-            stop: Some(stop),
+            runtime: Background::new("proscenium-client"),
         }))
     }
 
@@ -207,7 +193,10 @@ impl Client {
     /// connection failed (after the retries a request safe to repeat gets); the body
     /// is past `max_body`.
     pub async fn send(&self, request: Request<Bytes>) -> Result<Response<Bytes>, ClientError> {
-        self.spawn(request)
+        let exchange = self.exchange(request);
+        self.0
+            .runtime
+            .run(exchange)
             .await
             .unwrap_or(Err(ClientError::Shutdown))
     }
@@ -220,33 +209,24 @@ impl Client {
     ///
     /// As [`send`](Self::send).
     pub fn send_blocking(&self, request: Request<Bytes>) -> Result<Response<Bytes>, ClientError> {
-        let (answer, answered) = std::sync::mpsc::sync_channel(1);
-        let exchange = self.spawn(request);
-        self.0.runtime.spawn(async move {
-            let _ = answer.send(exchange.await.unwrap_or(Err(ClientError::Shutdown)));
-        });
-        answered.recv().unwrap_or(Err(ClientError::Shutdown))
+        let exchange = self.exchange(request);
+        self.0
+            .runtime
+            .block_on(exchange)
+            .unwrap_or(Err(ClientError::Shutdown))
     }
 
-    /// Runs `request` on the client's runtime, within the timeout.
-    fn spawn(
+    /// The exchange of `request`, within the timeout, to run on the client's runtime.
+    fn exchange(
         &self,
         request: Request<Bytes>,
-    ) -> tokio::task::JoinHandle<Result<Response<Bytes>, ClientError>> {
+    ) -> impl Future<Output = Result<Response<Bytes>, ClientError>> + Send + 'static {
         let exchanges = Arc::clone(&self.0.exchanges);
         let timeout = exchanges.spec.timeout;
-        self.0.runtime.spawn(async move {
+        async move {
             tokio::time::timeout(timeout, exchanges.exchange(request))
                 .await
                 .unwrap_or(Err(ClientError::Timeout(timeout)))
-        })
-    }
-}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
         }
     }
 }

@@ -14,6 +14,7 @@
 #[cfg(not(target_os = "linux"))]
 compile_error!("Proscenium runs on Linux only: it needs openat2(2), memfd_create(2) and epoll(7)");
 
+mod background;
 mod blocking;
 mod board;
 pub(crate) mod context;
@@ -38,6 +39,7 @@ mod sync {
     pub(crate) use std::sync::atomic::{AtomicUsize, Ordering};
 }
 
+pub use self::background::Background;
 pub use self::blocking::{BlockingError, BlockingTask, spawn_blocking, spawn_blocking_on};
 pub(crate) use self::blocking::{Pools, spawn_blocking_in};
 pub use self::context::current_loop;
