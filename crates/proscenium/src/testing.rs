@@ -1,6 +1,7 @@
 //! What tests of Proscenium and of its apps start for themselves (with the `testing`
-//! feature, for a dev-dependency): a `redis-server` of a test's own, on a loopback
-//! port in a temporary directory, stopped when dropped (`scripts/test` installs it);
+//! feature, for a dev-dependency): a `redis-server` and a PostgreSQL of a test's own,
+//! on a loopback port in a temporary directory, stopped when dropped (`scripts/test`
+//! installs them);
 //! and [`Host`]s — network namespaces joined to this one by a veth pair — to run a
 //! process on "another machine" and cut it off the network.
 
@@ -295,4 +296,144 @@ fn ip(args: &[&str]) {
         args.join(" "),
         String::from_utf8_lossy(&output.stderr).trim()
     );
+}
+
+/// A PostgreSQL server of a test's own: `initdb` in a temporary directory, then
+/// `postgres` on a free loopback port, durability off (a test's data need not
+/// survive a crash), stopped when dropped. Run as the `postgres` user when the test
+/// runs as root, which PostgreSQL refuses to run as. Debian's `postgresql` package
+/// (`scripts/test` installs it).
+pub struct Postgres {
+    server: Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Postgres {
+    /// Makes a database cluster and starts its server.
+    ///
+    /// # Panics
+    ///
+    /// When PostgreSQL is not installed, or does not start and answer within 20 s: a
+    /// test needs it.
+    pub fn start() -> Self {
+        let bin = postgres_bin();
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        let user = run_as_postgres();
+        if let Some((uid, gid)) = user {
+            nix::unistd::chown(dir.path(), Some(uid.into()), Some(gid.into())).unwrap();
+        }
+        let as_postgres = |program: &str| {
+            let mut command = Command::new(bin.join(program));
+            if let Some((uid, gid)) = user {
+                std::os::unix::process::CommandExt::uid(&mut command, uid);
+                std::os::unix::process::CommandExt::gid(&mut command, gid);
+            }
+            command.stdout(Stdio::null()).stderr(Stdio::null());
+            command
+        };
+        let made = as_postgres("initdb")
+            .arg("-D")
+            .arg(&data)
+            .args([
+                "-A",
+                "trust",
+                "-U",
+                "postgres",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--no-sync",
+            ])
+            .status()
+            .unwrap_or_else(|e| {
+                panic!("initdb does not run ({e}): scripts/test installs postgresql")
+            });
+        assert!(made.success(), "initdb failed");
+        let port = free_port();
+        let server = as_postgres("postgres")
+            .arg("-D")
+            .arg(&data)
+            .args(["-p", &port.to_string(), "-h", "127.0.0.1", "-k"])
+            .arg(dir.path())
+            .args([
+                "-c",
+                "fsync=off",
+                "-c",
+                "synchronous_commit=off",
+                "-c",
+                "full_page_writes=off",
+            ])
+            .spawn()
+            .unwrap();
+        let postgres = Self {
+            server,
+            port,
+            _dir: dir,
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let ready = Command::new(bin.join("pg_isready"))
+                .args(["-q", "-h", "127.0.0.1", "-p", &port.to_string()])
+                .status()
+                .is_ok_and(|s| s.success());
+            if ready {
+                return postgres;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "postgres did not answer on {port}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Its URL, as `[database] url` takes it.
+    pub fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+}
+
+impl Drop for Postgres {
+    fn drop(&mut self) {
+        // A fast shutdown: its backends end with it, nothing is left behind.
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(self.server.id()).unwrap_or(0));
+        let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if self.server.try_wait().is_ok_and(|exited| exited.is_some()) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+    }
+}
+
+/// The directory of PostgreSQL's server programs: Debian's newest, else `PATH`'s.
+fn postgres_bin() -> std::path::PathBuf {
+    let mut versions: Vec<_> = std::fs::read_dir("/usr/lib/postgresql")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path().join("bin"))
+        .filter(|bin| bin.join("postgres").is_file())
+        .collect();
+    versions.sort();
+    versions.pop().unwrap_or_default()
+}
+
+/// The `postgres` user's ids, when this process runs as root (and so must not run
+/// PostgreSQL as itself).
+fn run_as_postgres() -> Option<(u32, u32)> {
+    if !nix::unistd::Uid::effective().is_root() {
+        return None;
+    }
+    let user = nix::unistd::User::from_name("postgres")
+        .ok()
+        .flatten()
+        .expect("a postgres user: scripts/test installs postgresql");
+    Some((user.uid.as_raw(), user.gid.as_raw()))
 }

@@ -104,6 +104,30 @@ pub struct Config {
     /// The HTTP client's settings (`proscenium::client`): timeouts, connections per
     /// host, retries.
     pub client: crate::client::ClientSpec,
+    /// The app's database, for the app to connect to (Proscenium itself does not):
+    /// `[database] url`, or `PROSCENIUM_DATABASE_URL` — Play's `db.default.url`.
+    pub database: DatabaseSpec,
+}
+
+/// The app's database: where it is, and how many connections the app may open.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DatabaseSpec {
+    /// A URL such as `postgres://user@127.0.0.1/app` or `sqlite://app.db`; `None`
+    /// leaves the choice to the app (an embedded default, say).
+    pub url: Option<String>,
+    /// The most connections the app's pool opens.
+    #[serde(deserialize_with = "value::count::<_, 1, 10_000>")]
+    pub max_connections: usize,
+}
+
+impl Default for DatabaseSpec {
+    fn default() -> Self {
+        Self {
+            url: None,
+            max_connections: 8,
+        }
+    }
 }
 
 /// Where Redis is, and how events that cross processes through it are redelivered.
@@ -216,6 +240,7 @@ impl Default for Config {
             processes: HashMap::new(),
             feeds: crate::hub::FeedsSpec::default(),
             client: crate::client::ClientSpec::default(),
+            database: DatabaseSpec::default(),
         }
     }
 }

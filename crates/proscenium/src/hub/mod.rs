@@ -312,7 +312,7 @@ impl Hub {
     }
 
     /// Answers with an event stream of the posts to topics matching `pattern`, each
-    /// with its id and its topic as the event's name; a client back with
+    /// an unnamed event (`onmessage` in a browser) with its id; a client back with
     /// `Last-Event-ID` first gets what this replica kept after that id.
     pub fn sse(&self, pattern: &str, last: &LastEventId) -> Response {
         let subscription = self.subscribe_after(pattern, last.0.as_deref());

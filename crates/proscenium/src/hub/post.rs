@@ -62,8 +62,9 @@ impl Post {
         serde_json::from_slice(&self.payload)
     }
 
-    /// The post as a WebSocket message (made once, then shared).
-    pub(crate) fn message(&self) -> ws::Message {
+    /// Returns the post as a WebSocket message — text if the payload is UTF-8, else
+    /// binary — made once, then shared by every socket it goes to.
+    pub fn message(&self) -> ws::Message {
         self.message
             .get_or_init(|| match self.text() {
                 Some(text) => ws::Message::text(text),
@@ -72,15 +73,16 @@ impl Post {
             .clone()
     }
 
-    /// The post as a server-sent event (made once, then shared): its id, its topic
-    /// as the event's name, and its payload as `data` lines (a line break in the
-    /// payload starts another `data` line; bytes that are not UTF-8 are replaced).
+    /// The post as a server-sent event (made once, then shared): its id and its
+    /// payload as `data` lines (a line break in the payload starts another `data`
+    /// line; bytes that are not UTF-8 are replaced). Unnamed, so a browser's
+    /// `EventSource` hands it to `onmessage` whatever the topic: what a client needs
+    /// of the topic belongs in the payload.
     pub(crate) fn event(&self) -> Bytes {
         self.event
             .get_or_init(|| {
                 crate::sse::Event::data(String::from_utf8_lossy(&self.payload))
                     .id(&self.id)
-                    .event(&self.topic)
                     .encode()
             })
             .clone()

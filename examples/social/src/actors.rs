@@ -1,0 +1,217 @@
+//! The thesis's actors (sec. 4.2–4.4): the Mailman writes welcome and reminder mails
+//! to an outbox directory, the Notifier calls a push service over the HTTP client,
+//! and the Subscriber and the Feeder carry the hub's likes to the WebSockets open on
+//! this replica (Program 4.5, Fig. 4.2): the Subscriber holds the pattern
+//! subscription, the Feeder the sockets.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use proscenium::actor::{Actor, Addr, Context, Handler, Message, Overflow, Props, System};
+use proscenium::client::Client;
+use proscenium::hub::{Hub, Post};
+use proscenium::ws;
+use serde::Serialize;
+
+/// A mail to write: the welcome at once, the reminder later.
+#[derive(Debug, Clone)]
+pub(crate) enum Mail {
+    Welcome { name: String, email: String },
+    Reminder { name: String, email: String },
+}
+
+impl Message for Mail {
+    type Reply = ();
+}
+
+/// Writes mails as files in its outbox (a stand-in for SMTP that a test can read),
+/// and sends each new user a reminder some time after the welcome.
+pub(crate) struct Mailman {
+    outbox: PathBuf,
+    reminder_after: Duration,
+    written: Arc<AtomicU64>,
+}
+
+impl Actor for Mailman {}
+
+impl Handler<Mail> for Mailman {
+    fn handle(&mut self, mail: Mail, ctx: &mut Context<Self>) {
+        let (name, email, subject, body) = match &mail {
+            Mail::Welcome { name, email } => {
+                // The thesis's scheduled reminder (sec. 4.2): a message to itself, later.
+                ctx.run_later(
+                    self.reminder_after,
+                    Mail::Reminder {
+                        name: name.clone(),
+                        email: email.clone(),
+                    },
+                );
+                (
+                    name,
+                    email,
+                    "Welcome",
+                    "Welcome! Upload a picture, and see who likes it.",
+                )
+            }
+            Mail::Reminder { name, email } => (
+                name,
+                email,
+                "We miss you",
+                "Your followers are waiting for your next picture.",
+            ),
+        };
+        let number = self.written.fetch_add(1, Ordering::Relaxed) + 1;
+        let file = self.outbox.join(format!("{number:06}-{name}.eml"));
+        let text = format!("To: {name} <{email}>\r\nSubject: {subject}\r\n\r\n{body}\r\n");
+        match std::fs::write(&file, text) {
+            Ok(()) => tracing::info!(to = %email, %subject, file = %file.display(), "mail written"),
+            Err(error) => tracing::error!(to = %email, %error, "mail not written"),
+        }
+    }
+}
+
+/// A notification for a user's devices.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Notify {
+    pub(crate) to: String,
+    pub(crate) text: String,
+}
+
+impl Message for Notify {
+    type Reply = ();
+}
+
+/// Sends notifications to the push service (`--push URL`): `POST URL` with
+/// `{"to": ..., "text": ...}`, through the HTTP client (its timeout, its retries); a
+/// failure is logged, the notification dropped.
+pub(crate) struct Notifier {
+    client: Client,
+    push: Option<String>,
+}
+
+impl Actor for Notifier {}
+
+impl Handler<Notify> for Notifier {
+    fn handle(&mut self, notify: Notify, _: &mut Context<Self>) {
+        let Some(push) = &self.push else {
+            tracing::info!(to = %notify.to, text = %notify.text, "notification (no push service)");
+            return;
+        };
+        let body = serde_json::to_vec(&notify).expect("a notification serializes");
+        let request = http::Request::post(push.as_str())
+            .header("content-type", "application/json")
+            .body(bytes::Bytes::from(body));
+        let sent = match request {
+            Ok(request) => self
+                .client
+                .send_blocking(request)
+                .map(|answer| answer.status()),
+            Err(error) => {
+                tracing::error!(%push, %error, "the push service's URL is unusable");
+                return;
+            }
+        };
+        match sent {
+            Ok(status) if status.is_success() => tracing::debug!(to = %notify.to, "notified"),
+            Ok(status) => tracing::warn!(to = %notify.to, %status, "the push service refused"),
+            Err(error) => tracing::warn!(to = %notify.to, %error, "the push service failed"),
+        }
+    }
+}
+
+/// A socket joining the feed.
+pub(crate) struct Join(pub(crate) ws::Sender);
+
+impl Message for Join {
+    type Reply = ();
+}
+
+/// Holds this replica's feed sockets and pushes every like to each.
+#[derive(Default)]
+pub(crate) struct Feeder {
+    sockets: Vec<ws::Sender>,
+}
+
+impl Actor for Feeder {}
+
+impl Handler<Join> for Feeder {
+    fn handle(&mut self, Join(socket): Join, _: &mut Context<Self>) {
+        self.sockets.push(socket);
+    }
+}
+
+impl Handler<Arc<Post>> for Feeder {
+    fn handle(&mut self, post: Arc<Post>, _: &mut Context<Self>) {
+        // One message for every socket, made once; a closed socket is let go.
+        let message = post.message();
+        self.sockets
+            .retain(|socket| socket.feed(message.clone()).is_ok());
+    }
+}
+
+/// Takes the hub's likes (`/picture/*/likes`, on every replica) and hands them to
+/// the Feeder.
+pub(crate) struct Subscriber {
+    feeder: Addr<Feeder>,
+}
+
+impl Actor for Subscriber {}
+
+impl Handler<Arc<Post>> for Subscriber {
+    fn handle(&mut self, post: Arc<Post>, _: &mut Context<Self>) {
+        if let Err(error) = self.feeder.try_tell(post) {
+            tracing::warn!(%error, "a like did not reach the feeder");
+        }
+    }
+}
+
+/// The app's actors.
+#[derive(Clone)]
+pub(crate) struct Actors {
+    pub(crate) mailman: Addr<Mailman>,
+    pub(crate) notifier: Addr<Notifier>,
+    pub(crate) feeder: Addr<Feeder>,
+}
+
+/// Where the actors take their settings from.
+pub(crate) struct Setup {
+    pub(crate) outbox: PathBuf,
+    pub(crate) reminder_after: Duration,
+    pub(crate) push: Option<String>,
+}
+
+impl Actors {
+    /// Starts them on the `social` dispatcher, and subscribes the Subscriber.
+    pub(crate) fn start(system: &System, hub: &Hub, client: &Client, setup: Setup) -> Self {
+        let on_social = |name: &str| {
+            Props::named(name)
+                .dispatcher("social")
+                .mailbox(10_000, Overflow::DropOldest)
+        };
+        let written = Arc::new(AtomicU64::new(0));
+        let (outbox, reminder_after) = (setup.outbox, setup.reminder_after);
+        let mailman = system.spawn(on_social("mailman"), move || Mailman {
+            outbox: outbox.clone(),
+            reminder_after,
+            written: Arc::clone(&written),
+        });
+        let (client, push) = (client.clone(), setup.push);
+        let notifier = system.spawn(on_social("notifier"), move || Notifier {
+            client: client.clone(),
+            push: push.clone(),
+        });
+        let feeder = system.spawn(on_social("feeder"), Feeder::default);
+        let to_feeder = feeder.clone();
+        let subscriber = system.spawn(on_social("subscriber"), move || Subscriber {
+            feeder: to_feeder.clone(),
+        });
+        hub.feed_actor("/picture/*/likes", subscriber.recipient());
+        Self {
+            mailman,
+            notifier,
+            feeder,
+        }
+    }
+}

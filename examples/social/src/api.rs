@@ -1,0 +1,454 @@
+//! The JSON API (the thesis's Programs 4.1–4.2 and its routes): sign up, log in,
+//! follow, upload pictures, like them, list a user's pictures and likes; and the
+//! live feed of likes, over a WebSocket and as server-sent events.
+
+use std::path::{Path as FsPath, PathBuf};
+
+use argon2::password_hash::rand_core::{OsRng, RngCore as _};
+use argon2::password_hash::{PasswordHash, PasswordHasher as _, PasswordVerifier as _, SaltString};
+use bytes::Bytes;
+use proscenium::hub::Hub;
+use proscenium::sse::LastEventId;
+use proscenium::state::Read;
+use proscenium::ws::WebSocketUpgrade;
+use proscenium::{App, Body, HeaderMap, Json, Path, Response, StatusCode, header};
+use serde::Deserialize;
+use serde_json::json;
+
+use crate::actors::{Actors, Join, Mail, Notify};
+use crate::store::{Picture, Store, StoreError, User};
+
+/// What the handlers share.
+#[derive(Clone)]
+pub(crate) struct Social {
+    pub(crate) store: Store,
+    pub(crate) hub: Hub,
+    pub(crate) actors: Actors,
+    /// Where pictures and thumbnails are kept: `pictures/ID.EXT`, `thumbs/ID.png`.
+    pub(crate) data: PathBuf,
+}
+
+/// The routes; the page and its files are served beside them.
+pub(crate) fn routes(social: Social) -> App {
+    App::new()
+        .state(social)
+        .post("/users", sign_up)
+        .post("/sessions", log_in)
+        .post("/users/:name/followers", follow)
+        .get("/users/:name/followers", followers)
+        .get("/users/:name/pictures", pictures_of)
+        .get("/users/:name/likes", likes_of)
+        .post("/pictures", upload)
+        .get("/pictures/:id", picture_file)
+        .get("/thumbs/:id", thumbnail_file)
+        .post("/picture/:id/likes", like)
+        .get("/feed", feed)
+        .get("/feed/events", feed_events)
+}
+
+/// A refusal, as JSON: `{"error": "..."}` with its status.
+#[derive(Debug)]
+pub(crate) struct ApiError(StatusCode, String);
+
+impl ApiError {
+    fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        Self(status, message.into())
+    }
+}
+
+impl proscenium::IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.0, Json(json!({ "error": self.1 }))).into_response()
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::NotFound => Self::new(StatusCode::NOT_FOUND, "no such thing"),
+            StoreError::Taken => Self::new(StatusCode::CONFLICT, "taken"),
+            // The cause is logged; the client learns only that it was the server's.
+            error => {
+                tracing::error!(%error, "the store failed");
+                Self::new(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    "the server could not do that",
+                )
+            }
+        }
+    }
+}
+
+type Answer<T> = Result<T, ApiError>;
+
+#[derive(Deserialize)]
+struct SignUp {
+    name: String,
+    email: String,
+    password: String,
+}
+
+/// `POST /users`: 201 with the user, 409 if the name is taken, 400 for a bad form,
+/// 500 (its cause logged) if the store fails (Program 4.1). The Mailman sends the
+/// welcome.
+async fn sign_up(
+    social: Read<Social>,
+    Json(form): Json<SignUp>,
+) -> Answer<(StatusCode, Json<User>)> {
+    let valid_name = (1..=32).contains(&form.name.len())
+        && form
+            .name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if !valid_name {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "a name is 1 to 32 letters, digits, _ or -",
+        ));
+    }
+    if !form.email.contains('@') || form.password.len() < 8 {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "an email address and a password of 8 characters or more",
+        ));
+    }
+    let hash = hashed(form.password).await?;
+    let id = social
+        .store
+        .create_user(&form.name, &form.email, &hash)
+        .await
+        .map_err(|error| match error {
+            StoreError::Taken => ApiError::new(StatusCode::CONFLICT, "the name is taken"),
+            error => error.into(),
+        })?;
+    let welcome = Mail::Welcome {
+        name: form.name.clone(),
+        email: form.email.clone(),
+    };
+    if let Err(error) = social.actors.mailman.try_tell(welcome) {
+        tracing::warn!(%error, user = %form.name, "the welcome mail was not queued");
+    }
+    let user = User {
+        id,
+        name: form.name,
+        email: form.email,
+        password: String::new(),
+    };
+    Ok((StatusCode::CREATED, Json(user)))
+}
+
+/// Hashes a password with Argon2 on the blocking pool (tens of milliseconds of CPU:
+/// not on a loop).
+async fn hashed(password: String) -> Answer<String> {
+    let task = proscenium::rt::spawn_blocking(move || {
+        let salt = SaltString::generate(&mut OsRng);
+        argon2::Argon2::default()
+            .hash_password(password.as_bytes(), &salt)
+            .map(|hash| hash.to_string())
+    })
+    .map_err(|_| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy; try again"))?;
+    match task.await {
+        Ok(Ok(hash)) => Ok(hash),
+        _ => Err(ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "could not hash the password",
+        )),
+    }
+}
+
+#[derive(Deserialize)]
+struct LogIn {
+    name: String,
+    password: String,
+}
+
+/// `POST /sessions`: 200 with a token for `Authorization: Bearer`, 401 otherwise.
+async fn log_in(social: Read<Social>, Json(form): Json<LogIn>) -> Answer<Json<serde_json::Value>> {
+    let refused = || ApiError::new(StatusCode::UNAUTHORIZED, "wrong name or password");
+    let user = match social.store.user_named(&form.name).await {
+        Err(StoreError::NotFound) => return Err(refused()),
+        found => found?,
+    };
+    let stored = user.password.clone();
+    let checked = proscenium::rt::spawn_blocking(move || {
+        PasswordHash::new(&stored).is_ok_and(|hash| {
+            argon2::Argon2::default()
+                .verify_password(form.password.as_bytes(), &hash)
+                .is_ok()
+        })
+    })
+    .map_err(|_| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy; try again"))?;
+    if !checked.await.unwrap_or(false) {
+        return Err(refused());
+    }
+    let mut token = [0u8; 24];
+    OsRng.fill_bytes(&mut token);
+    let token: String = token.iter().map(|b| format!("{b:02x}")).collect();
+    social.store.open_session(&token, user.id).await?;
+    Ok(Json(json!({ "token": token, "name": user.name })))
+}
+
+/// The user whose session the request's `Authorization: Bearer TOKEN` names.
+async fn signed_in(social: &Social, headers: &HeaderMap) -> Answer<User> {
+    let token = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+        .ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "log in first"))?;
+    match social.store.user_of_session(token).await {
+        Err(StoreError::NotFound) => Err(ApiError::new(StatusCode::UNAUTHORIZED, "log in first")),
+        found => Ok(found?),
+    }
+}
+
+/// `POST /users/:name/followers`: the user signed in follows `name`.
+async fn follow(
+    social: Read<Social>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+) -> Answer<StatusCode> {
+    let me = signed_in(&social, &headers).await?;
+    let them = social.store.user_named(&name).await?;
+    social.store.follow(me.id, them.id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `GET /users/:name/followers`: their names.
+async fn followers(social: Read<Social>, Path(name): Path<String>) -> Answer<Json<Vec<String>>> {
+    let user = social.store.user_named(&name).await?;
+    Ok(Json(social.store.followers(user.id).await?))
+}
+
+/// `GET /users/:name/pictures`, newest first.
+async fn pictures_of(social: Read<Social>, Path(name): Path<String>) -> Answer<Json<Vec<Picture>>> {
+    let user = social.store.user_named(&name).await?;
+    Ok(Json(social.store.pictures_of(user.id).await?))
+}
+
+/// `GET /users/:name/likes`: the pictures they like.
+async fn likes_of(social: Read<Social>, Path(name): Path<String>) -> Answer<Json<Vec<Picture>>> {
+    let user = social.store.user_named(&name).await?;
+    Ok(Json(social.store.liked_by(user.id).await?))
+}
+
+/// A picture sent in an upload.
+struct Upload {
+    title: String,
+    extension: &'static str,
+    bytes: Bytes,
+}
+
+/// `POST /pictures` (signed in), `multipart/form-data` with one or more image files
+/// (PNG or JPEG): each is stored — all at once, not one after another (Program 4.2)
+/// — and answered 201 with the pictures; a thumbnail of each is then made on the
+/// `thumbnails` pool (Programs 4.3–4.4) and announced on `/picture/ID/thumbnail`.
+async fn upload(
+    social: Read<Social>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Answer<(StatusCode, Json<Vec<Picture>>)> {
+    let me = signed_in(&social, &headers).await?;
+    let uploads = parts(&headers, body).await?;
+    let stored = futures_util::future::join_all(
+        uploads
+            .into_iter()
+            .map(|upload| store_one(&social, &me, upload)),
+    );
+    let pictures: Vec<Picture> = stored.await.into_iter().collect::<Answer<_>>()?;
+    for picture in &pictures {
+        thumbnail(&social, picture.id);
+    }
+    Ok((StatusCode::CREATED, Json(pictures)))
+}
+
+/// The image files of a `multipart/form-data` body: 400 for another body, or a file
+/// that is not PNG or JPEG.
+async fn parts(headers: &HeaderMap, body: Bytes) -> Answer<Vec<Upload>> {
+    let bad = |message: &str| ApiError::new(StatusCode::BAD_REQUEST, message);
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or_default();
+    let boundary =
+        multer::parse_boundary(content_type).map_err(|_| bad("send multipart/form-data"))?;
+    let body = futures_util::stream::once(async move { Ok::<_, std::io::Error>(body) });
+    let mut multipart = multer::Multipart::new(body, boundary);
+    let mut uploads = Vec::new();
+    while let Some(field) = multipart
+        .next_field()
+        .await
+        .map_err(|e| bad(&e.to_string()))?
+    {
+        let title = field.file_name().unwrap_or("untitled").to_owned();
+        let bytes = field.bytes().await.map_err(|e| bad(&e.to_string()))?;
+        let extension = match image::guess_format(&bytes) {
+            Ok(image::ImageFormat::Png) => "png",
+            Ok(image::ImageFormat::Jpeg) => "jpg",
+            _ => return Err(bad(&format!("{title}: not a PNG or JPEG image"))),
+        };
+        uploads.push(Upload {
+            title,
+            extension,
+            bytes,
+        });
+    }
+    if uploads.is_empty() {
+        return Err(bad("no pictures in the upload"));
+    }
+    Ok(uploads)
+}
+
+/// Stores one upload: its row, then its file.
+async fn store_one(social: &Social, me: &User, upload: Upload) -> Answer<Picture> {
+    let id = social.store.add_picture(me.id, &upload.title).await?;
+    let file = social
+        .data
+        .join("pictures")
+        .join(format!("{id}.{}", upload.extension));
+    tokio::fs::write(&file, &upload.bytes)
+        .await
+        .map_err(|error| {
+            tracing::error!(%error, file = %file.display(), "a picture was not written");
+            ApiError::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the picture was not stored",
+            )
+        })?;
+    Ok(Picture {
+        id,
+        owner: me.name.clone(),
+        title: upload.title,
+        likes: 0,
+        thumbnail: false,
+    })
+}
+
+/// Makes a picture's thumbnail on the `thumbnails` pool, after the answer: when it is
+/// made the store notes it and the hub announces it.
+fn thumbnail(social: &Social, id: i64) {
+    let Some(source) = picture_path(&social.data, id) else {
+        return;
+    };
+    let target = social.data.join("thumbs").join(format!("{id}.png"));
+    let made = proscenium::rt::spawn_blocking_on("thumbnails", move || {
+        image::open(&source)?
+            .thumbnail(200, 200)
+            .save_with_format(&target, image::ImageFormat::Png)
+    });
+    let made = match made {
+        Ok(task) => task,
+        Err(error) => {
+            tracing::warn!(picture = id, %error, "no thumbnail: the pool refused");
+            return;
+        }
+    };
+    let (store, hub) = (social.store.clone(), social.hub.clone());
+    social.store.background().spawn(async move {
+        match made.await {
+            Ok(Ok(())) => {
+                if let Err(error) = store.thumbnail_made(id).await {
+                    tracing::error!(picture = id, %error, "the thumbnail was not noted");
+                }
+                hub.publish(
+                    &format!("/picture/{id}/thumbnail"),
+                    format!("{{\"picture\":{id}}}"),
+                );
+            }
+            Ok(Err(error)) => {
+                tracing::warn!(picture = id, %error, "no thumbnail: the image does not decode");
+            }
+            Err(error) => tracing::error!(picture = id, %error, "no thumbnail"),
+        }
+    });
+}
+
+/// The file of picture `id`, whichever its type.
+fn picture_path(data: &FsPath, id: i64) -> Option<PathBuf> {
+    ["png", "jpg"]
+        .into_iter()
+        .map(|extension| data.join("pictures").join(format!("{id}.{extension}")))
+        .find(|path| path.is_file())
+}
+
+/// `GET /pictures/:id`: the picture as uploaded.
+async fn picture_file(
+    social: Read<Social>,
+    Path(id): Path<i64>,
+) -> Answer<([(header::HeaderName, &'static str); 1], Body)> {
+    let path = picture_path(&social.data, id)
+        .ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "no such picture"))?;
+    let kind = if path.extension().is_some_and(|e| e == "png") {
+        "image/png"
+    } else {
+        "image/jpeg"
+    };
+    file(&path, kind).await
+}
+
+/// `GET /thumbs/:id`: the thumbnail, once made (404 until then).
+async fn thumbnail_file(
+    social: Read<Social>,
+    Path(id): Path<i64>,
+) -> Answer<([(header::HeaderName, &'static str); 1], Body)> {
+    file(
+        &social.data.join("thumbs").join(format!("{id}.png")),
+        "image/png",
+    )
+    .await
+}
+
+async fn file(
+    path: &FsPath,
+    kind: &'static str,
+) -> Answer<([(header::HeaderName, &'static str); 1], Body)> {
+    let bytes = tokio::fs::read(path)
+        .await
+        .map_err(|_| ApiError::new(StatusCode::NOT_FOUND, "not there (yet)"))?;
+    Ok(([(header::CONTENT_TYPE, kind)], Body::from(bytes)))
+}
+
+/// `POST /picture/:id/likes` (signed in): 201 with the picture as it now is. The
+/// like goes to the hub (`/picture/ID/likes`, every replica's feed) and, through the
+/// Notifier, to the picture's owner.
+async fn like(
+    social: Read<Social>,
+    Path(id): Path<i64>,
+    headers: HeaderMap,
+) -> Answer<(StatusCode, Json<Picture>)> {
+    let me = signed_in(&social, &headers).await?;
+    let picture = social.store.like(id, me.id).await?;
+    let news = json!({ "picture": id, "title": picture.title, "owner": picture.owner, "by": me.name, "likes": picture.likes });
+    if let Err(error) = social
+        .hub
+        .publish_json(&format!("/picture/{id}/likes"), &news)
+    {
+        tracing::error!(%error, "a like was not published");
+    }
+    if picture.owner != me.name {
+        let text = format!("{} likes your picture {}", me.name, picture.title);
+        if let Err(error) = social.actors.notifier.try_tell(Notify {
+            to: picture.owner.clone(),
+            text,
+        }) {
+            tracing::warn!(%error, "a notification was not queued");
+        }
+    }
+    Ok((StatusCode::CREATED, Json(picture)))
+}
+
+/// `GET /feed`: a WebSocket the Feeder pushes every like to, from every replica.
+async fn feed(social: Read<Social>, ws: WebSocketUpgrade) -> Response {
+    let feeder = social.actors.feeder.clone();
+    ws.on_upgrade(move |mut socket| async move {
+        if feeder.try_tell(Join(socket.sender())).is_err() {
+            return;
+        }
+        while socket.recv().await.is_some() {}
+    })
+}
+
+/// `GET /feed/events`: the same likes as server-sent events, resumed after
+/// `Last-Event-ID`.
+async fn feed_events(social: Read<Social>, last: LastEventId) -> Response {
+    social.hub.sse("/picture/*/likes", &last)
+}

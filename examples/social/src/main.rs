@@ -1,0 +1,93 @@
+//! The thesis's social network (Hessenberger 2014, ch. 4) on Proscenium: users,
+//! pictures and likes over a JSON API; a thumbnail of every upload made on a
+//! two-thread pool named in the configuration; a welcome and a reminder mail from the
+//! Mailman actor, a push notification from the Notifier over the HTTP client; and
+//! every like pushed live to browsers — over a WebSocket by the Subscriber and Feeder
+//! actors, or as server-sent events — from any replica, through Redis when
+//! `[feeds] redis` names one. A page at `/` uses it all.
+//!
+//! Run with: `cargo run --release -p social -- serve` (SQLite in a fresh temporary
+//! directory, one process) and open <http://127.0.0.1:3000/>. As replicas: the same
+//! binary twice on two ports with `PROSCENIUM_FEEDS_REDIS=redis://...` and
+//! `PROSCENIUM_DATABASE_URL=postgres://...` (or one SQLite file, `--data DIR`, for
+//! replicas on one host).
+
+mod actors;
+mod api;
+mod store;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use proscenium::client::Client;
+use proscenium::hub::Hub;
+use proscenium::launch::Launcher;
+use proscenium::web::StaticFiles;
+
+use crate::actors::{Actors, Setup};
+use crate::api::Social;
+use crate::store::Store;
+
+/// The app's own options; how it runs comes from the deploy flags and its
+/// configuration.
+#[derive(clap::Args)]
+struct Options {
+    /// Where the SQLite database, the pictures, their thumbnails and the mail outbox
+    /// go (default: a fresh temporary directory).
+    #[arg(long)]
+    data: Option<PathBuf>,
+    /// The push service the Notifier posts notifications to (default: none, they are
+    /// logged).
+    #[arg(long)]
+    push: Option<String>,
+    /// Seconds after the welcome that the reminder mail is sent.
+    #[arg(long, default_value_t = 86_400)]
+    reminder_after: u64,
+    /// The page's files (default: the ones beside this source).
+    #[arg(long)]
+    page: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    Launcher::new()
+        .defaults(include_str!("../proscenium.toml"))
+        .options::<Options>()
+        .run(|deploy| {
+            let (options, config) = (deploy.options(), deploy.config());
+            let data = options.data.clone().unwrap_or_else(|| {
+                std::env::temp_dir().join(format!("proscenium-social-{}", std::process::id()))
+            });
+            for dir in ["pictures", "thumbs", "outbox"] {
+                if let Err(error) = std::fs::create_dir_all(data.join(dir)) {
+                    eprintln!("social: cannot make {}: {error}", data.join(dir).display());
+                    std::process::exit(1);
+                }
+            }
+            let connections = u32::try_from(config.database.max_connections).unwrap_or(u32::MAX);
+            let store = Store::open(config.database.url.as_deref(), &data, connections)
+                .unwrap_or_else(|error| {
+                    eprintln!("social: the database cannot be used: {error}");
+                    std::process::exit(1);
+                });
+            let hub = Hub::with(config.feeds.clone());
+            let client = Client::with(config.client.clone());
+            let setup = Setup {
+                outbox: data.join("outbox"),
+                reminder_after: Duration::from_secs(options.reminder_after),
+                push: options.push.clone(),
+            };
+            let actors = Actors::start(deploy.actors(), &hub, &client, setup);
+            let page = options
+                .page
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/static")));
+            api::routes(Social {
+                store,
+                hub,
+                actors,
+                data,
+            })
+            .fallback(StaticFiles::new(page))
+        })
+}
