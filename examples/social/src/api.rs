@@ -2,8 +2,6 @@
 //! follow, upload pictures, like them, list a user's pictures and likes; and the
 //! live feed of likes, over a WebSocket and as server-sent events.
 
-use std::path::{Path as FsPath, PathBuf};
-
 use argon2::password_hash::rand_core::{OsRng, RngCore as _};
 use argon2::password_hash::{PasswordHash, PasswordHasher as _, PasswordVerifier as _, SaltString};
 use bytes::Bytes;
@@ -24,8 +22,6 @@ pub(crate) struct Social {
     pub(crate) store: Store,
     pub(crate) hub: Hub,
     pub(crate) actors: Actors,
-    /// Where pictures and thumbnails are kept: `pictures/ID.EXT`, `thumbs/ID.png`.
-    pub(crate) data: PathBuf,
 }
 
 /// The routes; the page and its files are served beside them.
@@ -234,14 +230,16 @@ async fn likes_of(social: Read<Social>, Path(name): Path<String>) -> Answer<Json
 /// A picture sent in an upload.
 struct Upload {
     title: String,
-    extension: &'static str,
+    /// Its media type.
+    kind: &'static str,
     bytes: Bytes,
 }
 
 /// `POST /pictures` (signed in), `multipart/form-data` with one or more image files
 /// (PNG or JPEG): each is stored — all at once, not one after another (Program 4.2)
 /// — and answered 201 with the pictures; a thumbnail of each is then made on the
-/// `thumbnails` pool (Programs 4.3–4.4) and announced on `/picture/ID/thumbnail`.
+/// `thumbnails` pool (Programs 4.3–4.4), kept, and announced on
+/// `/picture/ID/thumbnail`.
 async fn upload(
     social: Read<Social>,
     headers: HeaderMap,
@@ -254,9 +252,11 @@ async fn upload(
             .into_iter()
             .map(|upload| store_one(&social, &me, upload)),
     );
-    let pictures: Vec<Picture> = stored.await.into_iter().collect::<Answer<_>>()?;
-    for picture in &pictures {
-        thumbnail(&social, picture.id);
+    let stored: Vec<(Picture, Bytes)> = stored.await.into_iter().collect::<Answer<_>>()?;
+    let mut pictures = Vec::with_capacity(stored.len());
+    for (picture, bytes) in stored {
+        thumbnail(&social, picture.id, bytes);
+        pictures.push(picture);
     }
     Ok((StatusCode::CREATED, Json(pictures)))
 }
@@ -281,16 +281,12 @@ async fn parts(headers: &HeaderMap, body: Bytes) -> Answer<Vec<Upload>> {
     {
         let title = field.file_name().unwrap_or("untitled").to_owned();
         let bytes = field.bytes().await.map_err(|e| bad(&e.to_string()))?;
-        let extension = match image::guess_format(&bytes) {
-            Ok(image::ImageFormat::Png) => "png",
-            Ok(image::ImageFormat::Jpeg) => "jpg",
+        let kind = match image::guess_format(&bytes) {
+            Ok(image::ImageFormat::Png) => "image/png",
+            Ok(image::ImageFormat::Jpeg) => "image/jpeg",
             _ => return Err(bad(&format!("{title}: not a PNG or JPEG image"))),
         };
-        uploads.push(Upload {
-            title,
-            extension,
-            bytes,
-        });
+        uploads.push(Upload { title, kind, bytes });
     }
     if uploads.is_empty() {
         return Err(bad("no pictures in the upload"));
@@ -298,42 +294,30 @@ async fn parts(headers: &HeaderMap, body: Bytes) -> Answer<Vec<Upload>> {
     Ok(uploads)
 }
 
-/// Stores one upload: its row, then its file.
-async fn store_one(social: &Social, me: &User, upload: Upload) -> Answer<Picture> {
-    let id = social.store.add_picture(me.id, &upload.title).await?;
-    let file = social
-        .data
-        .join("pictures")
-        .join(format!("{id}.{}", upload.extension));
-    tokio::fs::write(&file, &upload.bytes)
-        .await
-        .map_err(|error| {
-            tracing::error!(%error, file = %file.display(), "a picture was not written");
-            ApiError::new(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                "the picture was not stored",
-            )
-        })?;
-    Ok(Picture {
+/// Stores one upload; returns the picture, and its bytes for the thumbnail.
+async fn store_one(social: &Social, me: &User, upload: Upload) -> Answer<(Picture, Bytes)> {
+    let id = social
+        .store
+        .add_picture(me.id, &upload.title, upload.kind, upload.bytes.clone())
+        .await?;
+    let picture = Picture {
         id,
         owner: me.name.clone(),
         title: upload.title,
         likes: 0,
         thumbnail: false,
-    })
+    };
+    Ok((picture, upload.bytes))
 }
 
 /// Makes a picture's thumbnail on the `thumbnails` pool, after the answer: when it is
-/// made the store notes it and the hub announces it.
-fn thumbnail(social: &Social, id: i64) {
-    let Some(source) = picture_path(&social.data, id) else {
-        return;
-    };
-    let target = social.data.join("thumbs").join(format!("{id}.png"));
+/// made the store keeps it and the hub announces it.
+fn thumbnail(social: &Social, id: i64, bytes: Bytes) {
     let made = proscenium::rt::spawn_blocking_on("thumbnails", move || {
-        image::open(&source)?
-            .thumbnail(200, 200)
-            .save_with_format(&target, image::ImageFormat::Png)
+        let thumbnail = image::load_from_memory(&bytes)?.thumbnail(200, 200);
+        let mut png = std::io::Cursor::new(Vec::new());
+        thumbnail.write_to(&mut png, image::ImageFormat::Png)?;
+        Ok::<_, image::ImageError>(png.into_inner())
     });
     let made = match made {
         Ok(task) => task,
@@ -345,9 +329,10 @@ fn thumbnail(social: &Social, id: i64) {
     let (store, hub) = (social.store.clone(), social.hub.clone());
     social.store.background().spawn(async move {
         match made.await {
-            Ok(Ok(())) => {
-                if let Err(error) = store.thumbnail_made(id).await {
-                    tracing::error!(picture = id, %error, "the thumbnail was not noted");
+            Ok(Ok(png)) => {
+                if let Err(error) = store.keep_thumbnail(id, png).await {
+                    tracing::error!(picture = id, %error, "the thumbnail was not kept");
+                    return;
                 }
                 hub.publish(
                     &format!("/picture/{id}/thumbnail"),
@@ -362,27 +347,13 @@ fn thumbnail(social: &Social, id: i64) {
     });
 }
 
-/// The file of picture `id`, whichever its type.
-fn picture_path(data: &FsPath, id: i64) -> Option<PathBuf> {
-    ["png", "jpg"]
-        .into_iter()
-        .map(|extension| data.join("pictures").join(format!("{id}.{extension}")))
-        .find(|path| path.is_file())
-}
-
 /// `GET /pictures/:id`: the picture as uploaded.
 async fn picture_file(
     social: Read<Social>,
     Path(id): Path<i64>,
-) -> Answer<([(header::HeaderName, &'static str); 1], Body)> {
-    let path = picture_path(&social.data, id)
-        .ok_or_else(|| ApiError::new(StatusCode::NOT_FOUND, "no such picture"))?;
-    let kind = if path.extension().is_some_and(|e| e == "png") {
-        "image/png"
-    } else {
-        "image/jpeg"
-    };
-    file(&path, kind).await
+) -> Answer<([(header::HeaderName, String); 1], Body)> {
+    let (kind, bytes) = social.store.picture_data(id).await?;
+    Ok(([(header::CONTENT_TYPE, kind)], Body::from(bytes)))
 }
 
 /// `GET /thumbs/:id`: the thumbnail, once made (404 until then).
@@ -390,21 +361,8 @@ async fn thumbnail_file(
     social: Read<Social>,
     Path(id): Path<i64>,
 ) -> Answer<([(header::HeaderName, &'static str); 1], Body)> {
-    file(
-        &social.data.join("thumbs").join(format!("{id}.png")),
-        "image/png",
-    )
-    .await
-}
-
-async fn file(
-    path: &FsPath,
-    kind: &'static str,
-) -> Answer<([(header::HeaderName, &'static str); 1], Body)> {
-    let bytes = tokio::fs::read(path)
-        .await
-        .map_err(|_| ApiError::new(StatusCode::NOT_FOUND, "not there (yet)"))?;
-    Ok(([(header::CONTENT_TYPE, kind)], Body::from(bytes)))
+    let png = social.store.thumbnail(id).await?;
+    Ok(([(header::CONTENT_TYPE, "image/png")], Body::from(png)))
 }
 
 /// `POST /picture/:id/likes` (signed in): 201 with the picture as it now is. The

@@ -33,8 +33,8 @@ use crate::store::Store;
 /// configuration.
 #[derive(clap::Args)]
 struct Options {
-    /// Where the SQLite database, the pictures, their thumbnails and the mail outbox
-    /// go (default: a fresh temporary directory).
+    /// Where the SQLite database and the mail outbox go (default: a fresh temporary
+    /// directory); pictures and thumbnails are kept in the database.
     #[arg(long)]
     data: Option<PathBuf>,
     /// The push service the Notifier posts notifications to (default: none, they are
@@ -58,7 +58,7 @@ fn main() -> ExitCode {
             let data = options.data.clone().unwrap_or_else(|| {
                 std::env::temp_dir().join(format!("proscenium-social-{}", std::process::id()))
             });
-            for dir in ["pictures", "thumbs", "outbox"] {
+            for dir in ["outbox"] {
                 if let Err(error) = std::fs::create_dir_all(data.join(dir)) {
                     eprintln!("social: cannot make {}: {error}", data.join(dir).display());
                     std::process::exit(1);
@@ -82,12 +82,6 @@ fn main() -> ExitCode {
                 .page
                 .clone()
                 .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/static")));
-            api::routes(Social {
-                store,
-                hub,
-                actors,
-                data,
-            })
-            .fallback(StaticFiles::new(page))
+            api::routes(Social { store, hub, actors }).fallback(StaticFiles::new(page))
         })
 }

@@ -8,6 +8,7 @@
 
 use std::path::Path;
 
+use bytes::Bytes;
 use proscenium::rt::Background;
 use serde::Serialize;
 use sqlx::any::AnyPoolOptions;
@@ -63,19 +64,20 @@ const SQLITE: &str = "
 CREATE TABLE IF NOT EXISTS users (id INTEGER PRIMARY KEY AUTOINCREMENT, name TEXT NOT NULL UNIQUE, email TEXT NOT NULL, password TEXT NOT NULL, created BIGINT NOT NULL);
 CREATE TABLE IF NOT EXISTS sessions (token TEXT PRIMARY KEY, user_id BIGINT NOT NULL REFERENCES users(id));
 CREATE TABLE IF NOT EXISTS follows (follower BIGINT NOT NULL REFERENCES users(id), followee BIGINT NOT NULL REFERENCES users(id), PRIMARY KEY (follower, followee));
-CREATE TABLE IF NOT EXISTS pictures (id INTEGER PRIMARY KEY AUTOINCREMENT, user_id BIGINT NOT NULL REFERENCES users(id), title TEXT NOT NULL, thumbnail BIGINT NOT NULL DEFAULT 0, created BIGINT NOT NULL);
+CREATE TABLE IF NOT EXISTS pictures (id INTEGER PRIMARY KEY AUTOINCREMENT, user_id BIGINT NOT NULL REFERENCES users(id), title TEXT NOT NULL, kind TEXT NOT NULL, data BLOB NOT NULL, thumbnail BLOB, created BIGINT NOT NULL);
 CREATE TABLE IF NOT EXISTS likes (picture_id BIGINT NOT NULL REFERENCES pictures(id), user_id BIGINT NOT NULL REFERENCES users(id), created BIGINT NOT NULL, PRIMARY KEY (picture_id, user_id));
 ";
 const POSTGRES: &str = "
 CREATE TABLE IF NOT EXISTS users (id BIGSERIAL PRIMARY KEY, name TEXT NOT NULL UNIQUE, email TEXT NOT NULL, password TEXT NOT NULL, created BIGINT NOT NULL);
 CREATE TABLE IF NOT EXISTS sessions (token TEXT PRIMARY KEY, user_id BIGINT NOT NULL REFERENCES users(id));
 CREATE TABLE IF NOT EXISTS follows (follower BIGINT NOT NULL REFERENCES users(id), followee BIGINT NOT NULL REFERENCES users(id), PRIMARY KEY (follower, followee));
-CREATE TABLE IF NOT EXISTS pictures (id BIGSERIAL PRIMARY KEY, user_id BIGINT NOT NULL REFERENCES users(id), title TEXT NOT NULL, thumbnail BIGINT NOT NULL DEFAULT 0, created BIGINT NOT NULL);
+CREATE TABLE IF NOT EXISTS pictures (id BIGSERIAL PRIMARY KEY, user_id BIGINT NOT NULL REFERENCES users(id), title TEXT NOT NULL, kind TEXT NOT NULL, data BYTEA NOT NULL, thumbnail BYTEA, created BIGINT NOT NULL);
 CREATE TABLE IF NOT EXISTS likes (picture_id BIGINT NOT NULL REFERENCES pictures(id), user_id BIGINT NOT NULL REFERENCES users(id), created BIGINT NOT NULL, PRIMARY KEY (picture_id, user_id));
 ";
 
 /// A picture's columns, its owner's name and its likes, for the lists.
-const PICTURE: &str = "SELECT p.id, u.name, p.title, p.thumbnail,
+const PICTURE: &str =
+    "SELECT p.id, u.name, p.title, CASE WHEN p.thumbnail IS NULL THEN 0 ELSE 1 END,
     (SELECT COUNT(*) FROM likes l WHERE l.picture_id = p.id) AS likes
     FROM pictures p JOIN users u ON u.id = p.user_id";
 
@@ -241,15 +243,25 @@ impl Store {
         .await
     }
 
-    /// Adds a picture of `user_id`'s, its thumbnail not made yet.
-    pub(crate) async fn add_picture(&self, user_id: i64, title: &str) -> Result<i64, StoreError> {
-        let title = title.to_owned();
+    /// Adds a picture of `user_id`'s — its bytes, of media type `kind` — its
+    /// thumbnail not made yet. The bytes live in the database, so every replica
+    /// sharing it serves them (the thesis kept them on S3).
+    pub(crate) async fn add_picture(
+        &self,
+        user_id: i64,
+        title: &str,
+        kind: &str,
+        data: Bytes,
+    ) -> Result<i64, StoreError> {
+        let (title, kind) = (title.to_owned(), kind.to_owned());
         self.run(|pool| async move {
             let row = sqlx::query(
-                "INSERT INTO pictures (user_id, title, created) VALUES ($1, $2, $3) RETURNING id",
+                "INSERT INTO pictures (user_id, title, kind, data, created) VALUES ($1, $2, $3, $4, $5) RETURNING id",
             )
             .bind(user_id)
             .bind(title)
+            .bind(kind)
+            .bind(data.to_vec())
             .bind(now())
             .fetch_one(&pool)
             .await?;
@@ -258,14 +270,50 @@ impl Store {
         .await
     }
 
-    /// Notes that a picture's thumbnail is made.
-    pub(crate) async fn thumbnail_made(&self, picture_id: i64) -> Result<(), StoreError> {
+    /// Keeps a picture's thumbnail (PNG).
+    pub(crate) async fn keep_thumbnail(
+        &self,
+        picture_id: i64,
+        png: Vec<u8>,
+    ) -> Result<(), StoreError> {
         self.run(|pool| async move {
-            sqlx::query("UPDATE pictures SET thumbnail = 1 WHERE id = $1")
+            sqlx::query("UPDATE pictures SET thumbnail = $1 WHERE id = $2")
+                .bind(png)
                 .bind(picture_id)
                 .execute(&pool)
                 .await?;
             Ok(())
+        })
+        .await
+    }
+
+    /// A picture's bytes and media type.
+    pub(crate) async fn picture_data(
+        &self,
+        picture_id: i64,
+    ) -> Result<(String, Vec<u8>), StoreError> {
+        self.run(|pool| async move {
+            let row = sqlx::query("SELECT kind, data FROM pictures WHERE id = $1")
+                .bind(picture_id)
+                .fetch_optional(&pool)
+                .await?
+                .ok_or(StoreError::NotFound)?;
+            Ok((row.try_get(0)?, row.try_get(1)?))
+        })
+        .await
+    }
+
+    /// A picture's thumbnail, once made.
+    pub(crate) async fn thumbnail(&self, picture_id: i64) -> Result<Vec<u8>, StoreError> {
+        self.run(|pool| async move {
+            let row = sqlx::query(
+                "SELECT thumbnail FROM pictures WHERE id = $1 AND thumbnail IS NOT NULL",
+            )
+            .bind(picture_id)
+            .fetch_optional(&pool)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+            Ok(row.try_get(0)?)
         })
         .await
     }

@@ -4,10 +4,10 @@
 //! (WebSocket and server-sent events), the owner's push service and the Mailman's
 //! outbox — and two replicas sharing likes through Redis.
 
+mod common;
+
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -16,54 +16,7 @@ use proscenium::client::Client;
 use proscenium::testing::{Postgres, Redis};
 use serde_json::{Value, json};
 
-/// The social binary, stopped on drop; its stderr kept for the test to read.
-struct Social {
-    child: Child,
-    addr: SocketAddr,
-    log: Arc<Mutex<String>>,
-}
-
-impl Drop for Social {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Social {
-    /// Starts it with its data in `data`, and `env` besides.
-    fn start(data: &Path, push: Option<&str>, env: &[(&str, String)]) -> Self {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_social"));
-        command
-            .args(["serve", "--bind", "127.0.0.1:0", "--reminder-after", "1"])
-            .arg("--data")
-            .arg(data)
-            .env("RUST_LOG", "info")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        if let Some(push) = push {
-            command.args(["--push", push]);
-        }
-        for (name, value) in env {
-            command.env(name, value);
-        }
-        let mut child = command.spawn().unwrap();
-        let log = Arc::new(Mutex::new(String::new()));
-        let stderr = child.stderr.take().unwrap();
-        let kept = Arc::clone(&log);
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                kept.lock().unwrap().push_str(&(line + "\n"));
-            }
-        });
-        let (_, addr) = proscenium::launch::read_start_line(&mut child).unwrap();
-        Self { child, addr, log }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("http://{}{path}", self.addr)
-    }
-}
+use crate::common::{Social, image};
 
 /// A request through Proscenium's own client: the status and the body as JSON
 /// (`Null` when empty).
@@ -105,14 +58,6 @@ fn member(client: &Client, social: &Social, name: &str) -> String {
     );
     assert_eq!(status, 200);
     session["token"].as_str().unwrap().to_owned()
-}
-
-/// A `width`×`height` image in `format`.
-fn image(width: u32, height: u32, format: image::ImageFormat) -> Vec<u8> {
-    let image = image::RgbImage::from_fn(width, height, |x, y| image::Rgb([x as u8, y as u8, 128]));
-    let mut out = std::io::Cursor::new(Vec::new());
-    image.write_to(&mut out, format).unwrap();
-    out.into_inner()
 }
 
 /// A `multipart/form-data` body of `files`, and its content type.
