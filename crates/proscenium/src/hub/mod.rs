@@ -1,7 +1,7 @@
 //! A pub/sub hub: posts published to topics (`/picture/42/likes`) from any handler,
 //! actor, stage or thread reach every subscription whose pattern matches
 //! (`/picture/*/likes`, Redis's `PSUBSCRIBE` patterns) — WebSockets, event streams,
-//! actors, or code reading a [`Subscription`].
+//! actors, stages (through [`Hub::feed_with`]), or code reading a [`Subscription`].
 //!
 //! In-process by default. With `[feeds] redis = "redis://..."` every replica sharing
 //! that Redis — prefork workers, processes, hosts — sees every post through Redis
@@ -134,7 +134,11 @@ enum Subscriber {
     Inbox(Arc<Inbox>),
     Socket(ws::Sender),
     Actor(Recipient<Arc<Post>>, Arc<AtomicU64>),
+    Call(Call),
 }
+
+/// A subscriber called with each post, `false` once it wants no more.
+type Call = Box<dyn Fn(&Arc<Post>) -> bool + Send + Sync>;
 
 impl std::fmt::Debug for Subscriber {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -142,6 +146,7 @@ impl std::fmt::Debug for Subscriber {
             Self::Inbox(_) => "Subscriber::Inbox",
             Self::Socket(_) => "Subscriber::Socket",
             Self::Actor(..) => "Subscriber::Actor",
+            Self::Call(_) => "Subscriber::Call",
         })
     }
 }
@@ -153,7 +158,7 @@ impl Subscriber {
         match self {
             Self::Inbox(inbox) => inbox.is_closed(),
             Self::Socket(sender) => sender.is_closed(),
-            Self::Actor(..) => false,
+            Self::Actor(..) | Self::Call(_) => false,
         }
     }
 
@@ -171,6 +176,7 @@ impl Subscriber {
                 }
                 Err(_) => false,
             },
+            Self::Call(call) => call(post),
         }
     }
 }
@@ -289,6 +295,18 @@ impl Hub {
         let dropped = Arc::new(AtomicU64::new(0));
         self.join(pattern, Subscriber::Actor(actor, Arc::clone(&dropped)));
         dropped
+    }
+
+    /// Calls `call` with each post to topics matching `pattern`, on the publisher's
+    /// thread, until it returns `false` — for a stage's entry, say
+    /// (`move |post| entry.send(Like::from(post)).is_ok()`). It must not block: the
+    /// publisher waits for it.
+    pub fn feed_with(
+        &self,
+        pattern: &str,
+        call: impl Fn(&Arc<Post>) -> bool + Send + Sync + 'static,
+    ) {
+        self.join(pattern, Subscriber::Call(Box::new(call)));
     }
 
     fn join(&self, pattern: &str, subscriber: Subscriber) {

@@ -3,6 +3,8 @@
 
 use std::time::{Duration, Instant};
 
+use parking_lot::Mutex;
+
 use super::*;
 use crate::testing::Redis;
 
@@ -44,6 +46,22 @@ fn a_post_reaches_the_subscriptions_whose_patterns_match_its_topic() {
     assert_eq!(texts(&mut likes), ["a", "b"]);
     assert_eq!(texts(&mut one), ["a", "c"]);
     assert_eq!(texts(&mut all), ["a", "b", "c", "d"]);
+}
+
+#[test]
+fn a_call_subscriber_gets_posts_until_it_declines() {
+    let hub = Hub::new();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let kept = Arc::clone(&seen);
+    hub.feed_with("t/*", move |post| {
+        kept.lock().push(post.text().unwrap().to_owned());
+        post.text() != Some("last")
+    });
+    for text in ["a", "last", "after"] {
+        hub.publish("t/1", text);
+    }
+    assert_eq!(*seen.lock(), ["a", "last"]);
+    assert!(hub.0.patterns.read().is_empty(), "let go once it declined");
 }
 
 #[test]
