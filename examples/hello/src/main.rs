@@ -11,14 +11,17 @@
 //!   headers in order, body): for debugging clients and differential tests.
 //! - `GET /ws/echo` → a WebSocket echoing every text and binary message as received
 //!   (what Autobahn's fuzzing client tests).
+//! - `GET /feed` → a WebSocket fed every message `POST /publish` is sent, through the
+//!   hub: on every replica sharing `[feeds] redis` (`bench/feeds.sh`'s fan-out).
 //!
 //! Left out on purpose: logging and static files, so the benchmark measures the
 //! request path alone.
 
 use std::process::ExitCode;
 
+use proscenium::hub::Hub;
 use proscenium::ws::{Message as WsMessage, WebSocketUpgrade};
-use proscenium::{App, Json, Response, inline, web};
+use proscenium::{App, Bytes, Json, Response, StatusCode, inline, web};
 
 /// TechEmpower's JSON test object, serialized for each request.
 #[derive(serde::Serialize)]
@@ -26,7 +29,8 @@ struct Message {
     message: &'static str,
 }
 
-fn app() -> App {
+fn app(hub: &Hub) -> App {
+    let (feed, publish) = (hub.clone(), hub.clone());
     App::new()
         .get("/plaintext", inline(|| "Hello, World!"))
         .get(
@@ -39,6 +43,17 @@ fn app() -> App {
         )
         .any("/echo", inline(web::echo))
         .get("/ws/echo", ws_echo)
+        .get("/feed", move |ws: WebSocketUpgrade| {
+            let feed = feed.clone();
+            async move { feed.websocket("feed", ws) }
+        })
+        .post(
+            "/publish",
+            inline(move |message: Bytes| {
+                publish.publish("feed", message);
+                StatusCode::NO_CONTENT
+            }),
+        )
 }
 
 /// Echoes every text and binary message until the peer closes, compressed when the
@@ -56,5 +71,5 @@ async fn ws_echo(ws: WebSocketUpgrade) -> Response {
 }
 
 fn main() -> ExitCode {
-    proscenium::main(|_| app())
+    proscenium::main(|deploy| app(&Hub::with(deploy.config().feeds.clone())))
 }

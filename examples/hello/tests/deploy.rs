@@ -153,6 +153,8 @@ fn routes_are_the_apps_own() {
             ["GET", "/json", "inline", "stateless"],
             ["*", "/echo", "inline", "stateless"],
             ["GET", "/ws/echo", "async", "stateless"],
+            ["GET", "/feed", "async", "stateless"],
+            ["POST", "/publish", "inline", "stateless"],
         ]
     );
 }

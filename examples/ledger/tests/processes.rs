@@ -48,7 +48,10 @@ fn booked(out: &Path) -> (BTreeMap<u64, u32>, i64) {
 }
 
 /// Runs the ledger over three processes on all the payments, killing `check` once a
-/// fifth are booked; returns what was booked once they all are.
+/// fiftieth are booked — early, while `check` surely still holds payments it sent on
+/// but has not acknowledged (killed once a fifth were booked, it had once finished
+/// them all, on a machine busy with a build) — and returns what was booked once they
+/// all are.
 fn killed_mid_run(dedup: bool) -> (BTreeMap<u64, u32>, i64) {
     let redis = Redis::start();
     let dir = tempfile::tempdir().unwrap();
@@ -92,7 +95,7 @@ fn killed_mid_run(dedup: bool) -> (BTreeMap<u64, u32>, i64) {
         }
     });
     let deadline = Instant::now() + Duration::from_secs(60);
-    while booked(&out).0.len() < 20_000 {
+    while booked(&out).0.len() < 2_000 {
         assert!(Instant::now() < deadline, "the ledger did not get going");
         std::thread::sleep(Duration::from_millis(10));
     }

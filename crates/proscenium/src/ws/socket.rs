@@ -27,9 +27,9 @@ const NEVER: Duration = Duration::from_secs(365 * 24 * 3600);
 /// Queued messages are framed into one write until it holds this much.
 const WRITE_BATCH: usize = 64 * 1024;
 
-/// How much room a read is given between frames — what an idle socket keeps — and
-/// at most inside a large frame (4 KiB reads made a 16 KiB echo cost 15 % more
-/// server CPU than tungstenite's 128 KiB buffer; bench/websocket.sh).
+/// How much room a read is given between frames, and at most inside a large frame
+/// (4 KiB reads made a 16 KiB echo cost 15 % more server CPU than tungstenite's
+/// 128 KiB buffer; bench/websocket.sh).
 const READ_ROOM: usize = 4096;
 const READ_ROOM_MOST: usize = 64 * 1024;
 
@@ -374,9 +374,7 @@ impl Conn {
                 self.read_buf.clear();
             }
             let frame = usize::try_from(self.reader.remaining()).unwrap_or(usize::MAX);
-            self.read_buf
-                .reserve(frame.clamp(READ_ROOM, READ_ROOM_MOST));
-            match ready!(self.poll_read(cx)) {
+            match ready!(self.poll_read(cx, frame.clamp(READ_ROOM, READ_ROOM_MOST))) {
                 Ok(0) => return Poll::Ready(Io::Eof),
                 Ok(_) => {}
                 Err(error) => return Poll::Ready(Io::Failed(error)),
@@ -384,9 +382,17 @@ impl Conn {
         }
     }
 
-    fn poll_read(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+    /// Reads what the socket has, into `room` bytes made once it has something: a
+    /// socket waiting with nothing half-read keeps no read buffer at all.
+    fn poll_read(&mut self, cx: &mut Context<'_>, room: usize) -> Poll<io::Result<usize>> {
         loop {
-            ready!(self.stream.poll_read_ready(cx))?;
+            if self.stream.poll_read_ready(cx)?.is_pending() {
+                if self.read_buf.is_empty() {
+                    self.read_buf = BytesMut::new();
+                }
+                return Poll::Pending;
+            }
+            self.read_buf.reserve(room);
             match self.stream.try_read_buf(&mut self.read_buf) {
                 Err(error) if error.kind() == io::ErrorKind::WouldBlock => {}
                 done => return Poll::Ready(done),
@@ -405,6 +411,8 @@ impl Conn {
                 }
                 self.write_buf.advance(written);
             }
+            // All written: a socket between writes keeps no write buffer.
+            self.write_buf = BytesMut::new();
             if self.state != State::Open {
                 return Poll::Ready(Ok(()));
             }

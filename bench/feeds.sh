@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Live feeds, issue 19's benchmarks (servers and Redis on core 0, the client on
+# core 1; RUNS times each, every run printed):
+#   1. Idle WebSockets: resident memory per connection with 10,000 open (CONNS) and
+#      idle, half a second and three seconds after the last opened (idle.py) —
+#      Proscenium (hello's /feed, one loop) against Node.js's ws, and nginx's idle
+#      keep-alive HTTP connection beside them for scale.
+#   2. Fan-out: MESSAGES (1,000) messages, each posted to /publish and pushed to
+#      every one of 1,000 and 10,000 subscribers (feeds-bench): deliveries a second,
+#      latency p50/p99/max, server CPU per delivery, deliveries missing — in one
+#      process, and across two replicas through Redis (subscribers on B, posts to A),
+#      Proscenium's hub against Node.js's ws with node-redis (bench/feeds/node).
+#
+# Usage: bench/feeds.sh [idle] [fanout]   (both by default)
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+trap stop_all EXIT INT TERM
+
+if [ "$#" -eq 0 ]; then set -- idle fanout; fi
+CONNS="${CONNS:-10000}"
+MESSAGES="${MESSAGES:-1000}"
+ulimit -n "$(ulimit -Hn)"
+need nginx
+need curl
+need node nodejs
+need npm
+need redis-server redis-server
+build_proscenium
+(cd "$BENCH_DIR/feeds" && CARGO_TARGET_DIR="$PEERS_TARGET" cargo build --release --quiet)
+(cd "$BENCH_DIR/feeds/node" && npm ci --no-audit --no-fund --silent)
+CLIENT="$PEERS_TARGET/release/feeds-bench"
+NODE_PEER="$BENCH_DIR/feeds/node/server.mjs"
+work="$(mktemp -d)"
+
+# Starts Proscenium's hello on PORT (one loop), with the environment given first.
+proscenium_on() {
+  local port="$1"
+  shift
+  start_server env "$@" "$RELEASE_DIR/hello" serve --bind "127.0.0.1:$port" --loops 1
+  wait_ready "http://127.0.0.1:$port/plaintext"
+}
+
+# Starts the Node.js peer on PORT, with the environment given first.
+node_on() {
+  local port="$1"
+  shift
+  start_server env "$@" node "$NODE_PEER" "$port"
+  for _ in $(seq 100); do
+    curl -s -o /dev/null -X POST "http://127.0.0.1:$port/publish" && return 0
+    sleep 0.1
+  done
+  echo "the node peer did not come up on $port" >&2
+  return 1
+}
+
+idle() {
+  echo "## Idle WebSockets ($CONNS)"
+  for run in $(seq "$RUNS"); do
+    proscenium_on 8090
+    echo -n "run $run, proscenium (ws): "
+    WS=/feed python3 "$BENCH_DIR/idle.py" 8090 "$CONNS" "$SERVER_PID"
+    stop_server "$SERVER_PID"
+    node_on 8091
+    echo -n "run $run, node ws:         "
+    WS=/feed python3 "$BENCH_DIR/idle.py" 8091 "$CONNS" "$SERVER_PID"
+    stop_server "$SERVER_PID"
+    start_server nginx -c "$(nginx_conf "$work/nginx" 8093 "$work")"
+    wait_ready http://127.0.0.1:8093/plaintext
+    echo -n "run $run, nginx (http):    "
+    # shellcheck disable=SC2046 # one pid per word
+    python3 "$BENCH_DIR/idle.py" 8093 "$CONNS" $(tree_pids "$SERVER_PID")
+    stop_server "$SERVER_PID"
+  done
+}
+
+# One fan-out run of SERVER (proscenium, node) with SUBSCRIBERS, in one process or
+# (with REDIS_PORT set) across two replicas.
+fanout_run() {
+  local server="$1" subscribers="$2" redis_port="${3:-}" pids=() env=()
+  if [ -n "$redis_port" ]; then
+    start_server redis-server --port "$redis_port" --save "" --appendonly no
+    pids+=("$SERVER_PID")
+    sleep 0.3
+    if [ "$server" = proscenium ]; then env=("PROSCENIUM_FEEDS_REDIS=redis://127.0.0.1:$redis_port"); else env=("REDIS=redis://127.0.0.1:$redis_port"); fi
+  fi
+  local a=8095 b=8095
+  [ -n "$redis_port" ] && b=8096
+  "${server}_on" "$a" "${env[@]}"
+  pids+=("$SERVER_PID")
+  if [ "$b" != "$a" ]; then
+    "${server}_on" "$b" "${env[@]}"
+    pids+=("$SERVER_PID")
+  fi
+  taskset -c "$LOAD_CORE" "$CLIENT" "ws://127.0.0.1:$b/feed" "127.0.0.1:$a" "$subscribers" "$MESSAGES" "${pids[@]}"
+  for pid in "${pids[@]}"; do stop_server "$pid"; done
+}
+
+fanout() {
+  for where in one-process two-replicas; do
+    for subscribers in 1000 10000; do
+      echo "## Fan-out, $where, $subscribers subscribers, $MESSAGES messages"
+      for run in $(seq "$RUNS"); do
+        for server in proscenium node; do
+          echo -n "run $run, $server: "
+          if [ "$where" = one-process ]; then
+            fanout_run "$server" "$subscribers"
+          else
+            fanout_run "$server" "$subscribers" 6390
+          fi
+        done
+      done
+    done
+  done
+}
+
+for part in "$@"; do
+  "$part"
+done
