@@ -94,7 +94,10 @@ impl WebSocketUpgrade {
         let mut switching = upgrade("websocket", move |upgraded: Upgraded| async move {
             let going_away = upgraded.going_away();
             let (stream, read) = upgraded.into_parts();
-            then(WebSocket::new(stream, &read, going_away, settings, deflate)).await;
+            let socket = WebSocket::new(stream, &read, going_away, settings, deflate);
+            // Not kept while the socket is open.
+            drop(read);
+            then(socket).await;
         });
         let accept = derive_accept_key(self.key.as_bytes());
         let headers = switching.headers_mut();

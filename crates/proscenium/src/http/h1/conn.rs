@@ -104,11 +104,13 @@ pub(crate) fn serve(
         upgrade: None,
     };
     async move {
-        match conn.run().await {
+        // Boxed, each phase's future is freed when it ends: an upgraded connection
+        // (a WebSocket, open for hours) keeps no room for the HTTP one it was.
+        match Box::pin(conn.run()).await {
             Ok(Ended::Closed) => None,
             Ok(Ended::Idle(due)) => conn.put_away(due),
             Ok(Ended::Upgraded) => {
-                conn.hand_over().await;
+                Box::pin(conn.hand_over()).await;
                 None
             }
             Err(e) => {
@@ -325,11 +327,18 @@ impl Conn {
         let Self {
             socket,
             rbuf,
+            wbuf,
+            decoder,
             ticket,
             upgrade,
             shared,
             ..
         } = self;
+        // What the HTTP connection held is let go now, not when the protocol ends:
+        // its buffers, and the read buffer but for the bytes past the request.
+        drop((wbuf, decoder));
+        let read = bytes::Bytes::copy_from_slice(&rbuf);
+        drop(rbuf);
         let Some(run) = upgrade else {
             return;
         };
@@ -337,7 +346,7 @@ impl Conn {
         let mut running = std::pin::pin!(OnUpgrade::run(
             run,
             socket.stream,
-            rbuf.freeze(),
+            read,
             going_away.clone()
         ));
         // Told when shutdown begins, as idle connections are; then it runs on, to end
