@@ -5,8 +5,9 @@
 #      idle, half a second and three seconds after the last opened (idle.py) —
 #      Proscenium (hello's /feed, one loop) against Node.js's ws, and nginx's idle
 #      keep-alive HTTP connection beside them for scale.
-#   2. Fan-out: MESSAGES (1,000) messages, each posted to /publish and pushed to
-#      every one of 1,000 and 10,000 subscribers (feeds-bench): deliveries a second,
+#   2. Fan-out: messages posted to /publish back to back, each pushed to every one of
+#      1,000 and 10,000 subscribers, DELIVERIES (1,000,000) deliveries in all
+#      (1,000 messages to 1,000, 100 to 10,000; feeds-bench): deliveries a second,
 #      latency p50/p99/max, server CPU per delivery, deliveries missing — in one
 #      process, and across two replicas through Redis (subscribers on B, posts to A),
 #      Proscenium's hub against Node.js's ws with node-redis (bench/feeds/node).
@@ -18,7 +19,7 @@ trap stop_all EXIT INT TERM
 
 if [ "$#" -eq 0 ]; then set -- idle fanout; fi
 CONNS="${CONNS:-10000}"
-MESSAGES="${MESSAGES:-1000}"
+DELIVERIES="${DELIVERIES:-1000000}"
 ulimit -n "$(ulimit -Hn)"
 need nginx
 need curl
@@ -32,11 +33,13 @@ CLIENT="$PEERS_TARGET/release/feeds-bench"
 NODE_PEER="$BENCH_DIR/feeds/node/server.mjs"
 work="$(mktemp -d)"
 
-# Starts Proscenium's hello on PORT (one loop), with the environment given first.
+# Starts Proscenium's hello on PORT (one loop), with the environment given first;
+# its connection cap (10,000 by default) raised above the subscribers and the
+# publisher (Node's has none).
 proscenium_on() {
   local port="$1"
   shift
-  start_server env "$@" "$RELEASE_DIR/hello" serve --bind "127.0.0.1:$port" --loops 1
+  start_server env PROSCENIUM_LIMITS_MAX_CONNECTIONS=30000 "$@" "$RELEASE_DIR/hello" serve --bind "127.0.0.1:$port" --loops 1
   wait_ready "http://127.0.0.1:$port/plaintext"
 }
 
@@ -91,14 +94,14 @@ fanout_run() {
     "${server}_on" "$b" "${env[@]}"
     pids+=("$SERVER_PID")
   fi
-  taskset -c "$LOAD_CORE" "$CLIENT" "ws://127.0.0.1:$b/feed" "127.0.0.1:$a" "$subscribers" "$MESSAGES" "${pids[@]}"
+  taskset -c "$LOAD_CORE" "$CLIENT" "ws://127.0.0.1:$b/feed" "127.0.0.1:$a" "$subscribers" $((DELIVERIES / subscribers)) "${pids[@]}"
   for pid in "${pids[@]}"; do stop_server "$pid"; done
 }
 
 fanout() {
   for where in one-process two-replicas; do
     for subscribers in 1000 10000; do
-      echo "## Fan-out, $where, $subscribers subscribers, $MESSAGES messages"
+      echo "## Fan-out, $where, $subscribers subscribers, $((DELIVERIES / subscribers)) messages"
       for run in $(seq "$RUNS"); do
         for server in proscenium node; do
           echo -n "run $run, $server: "

@@ -343,12 +343,8 @@ impl Conn {
             return;
         };
         let going_away = GoingAway::default();
-        let mut running = std::pin::pin!(OnUpgrade::run(
-            run,
-            socket.stream,
-            read,
-            going_away.clone()
-        ));
+        let mut running =
+            std::pin::pin!(OnUpgrade::run(run, socket.stream, read, going_away.clone()));
         // Told when shutdown begins, as idle connections are; then it runs on, to end
         // as its protocol ends it.
         tokio::select! {
