@@ -11,6 +11,9 @@
 #      latency p50/p99/max, server CPU per delivery, deliveries missing — in one
 #      process, and across two replicas through Redis (subscribers on B, posts to A),
 #      Proscenium's hub against Node.js's ws with node-redis (bench/feeds/node).
+#      Posted back to back (the most a server delivers; latency then includes the
+#      queues that builds), and paced at PACED (100,000) deliveries a second, under
+#      both servers' most, for latency at equal load.
 #
 # Usage: bench/feeds.sh [idle] [fanout]   (both by default)
 set -euo pipefail
@@ -20,6 +23,7 @@ trap stop_all EXIT INT TERM
 if [ "$#" -eq 0 ]; then set -- idle fanout; fi
 CONNS="${CONNS:-10000}"
 DELIVERIES="${DELIVERIES:-1000000}"
+PACED="${PACED:-100000}"
 ulimit -n "$(ulimit -Hn)"
 need nginx
 need curl
@@ -76,10 +80,11 @@ idle() {
   done
 }
 
-# One fan-out run of SERVER (proscenium, node) with SUBSCRIBERS, in one process or
-# (with REDIS_PORT set) across two replicas.
+# One fan-out run of SERVER (proscenium, node) with SUBSCRIBERS, messages posted at
+# RATE a second (0: back to back), in one process or (with REDIS_PORT set) across two
+# replicas.
 fanout_run() {
-  local server="$1" subscribers="$2" redis_port="${3:-}" pids=() env=()
+  local server="$1" subscribers="$2" rate="$3" redis_port="${4:-}" pids=() env=()
   if [ -n "$redis_port" ]; then
     start_server redis-server --port "$redis_port" --save "" --appendonly no
     pids+=("$SERVER_PID")
@@ -94,22 +99,26 @@ fanout_run() {
     "${server}_on" "$b" "${env[@]}"
     pids+=("$SERVER_PID")
   fi
-  taskset -c "$LOAD_CORE" "$CLIENT" "ws://127.0.0.1:$b/feed" "127.0.0.1:$a" "$subscribers" $((DELIVERIES / subscribers)) "${pids[@]}"
+  taskset -c "$LOAD_CORE" "$CLIENT" "ws://127.0.0.1:$b/feed" "127.0.0.1:$a" "$subscribers" $((DELIVERIES / subscribers)) "$rate" "${pids[@]}"
   for pid in "${pids[@]}"; do stop_server "$pid"; done
 }
 
 fanout() {
   for where in one-process two-replicas; do
     for subscribers in 1000 10000; do
-      echo "## Fan-out, $where, $subscribers subscribers, $((DELIVERIES / subscribers)) messages"
-      for run in $(seq "$RUNS"); do
-        for server in proscenium node; do
-          echo -n "run $run, $server: "
-          if [ "$where" = one-process ]; then
-            fanout_run "$server" "$subscribers"
-          else
-            fanout_run "$server" "$subscribers" 6390
-          fi
+      for pace in back-to-back paced; do
+        local rate=0
+        [ "$pace" = paced ] && rate=$((PACED / subscribers))
+        echo "## Fan-out, $where, $subscribers subscribers, $((DELIVERIES / subscribers)) messages, $pace"
+        for run in $(seq "$RUNS"); do
+          for server in proscenium node; do
+            echo -n "run $run, $server: "
+            if [ "$where" = one-process ]; then
+              fanout_run "$server" "$subscribers" "$rate"
+            else
+              fanout_run "$server" "$subscribers" "$rate" 6390
+            fi
+          done
         done
       done
     done

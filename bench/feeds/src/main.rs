@@ -4,9 +4,12 @@
 //! every delivery: its latency from the moment its message was posted, the
 //! deliveries a second, the server's CPU per delivery, and how many never came.
 //!
-//! Usage: feeds-bench WS_URL PUBLISH_ADDR SUBSCRIBERS MESSAGES [PID...]
+//! Usage: feeds-bench WS_URL PUBLISH_ADDR SUBSCRIBERS MESSAGES RATE [PID...]
 //!   WS_URL        ws://127.0.0.1:8080/feed (a replica's)
 //!   PUBLISH_ADDR  127.0.0.1:8080 (the same replica, or another)
+//!   RATE          messages a second to post at, or 0: back to back, as fast as the
+//!                 server answers (its most deliveries a second; latency then includes
+//!                 the queues that builds)
 //!   PID...        the servers' processes (and Redis's), for their CPU time
 
 use std::sync::Arc;
@@ -23,10 +26,11 @@ const OPENING: usize = 256;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let [_, ws_url, publish_addr, subscribers, messages, pids @ ..] = &args[..] else {
-        eprintln!("usage: feeds-bench WS_URL PUBLISH_ADDR SUBSCRIBERS MESSAGES [PID...]");
+    let [_, ws_url, publish_addr, subscribers, messages, rate, pids @ ..] = &args[..] else {
+        eprintln!("usage: feeds-bench WS_URL PUBLISH_ADDR SUBSCRIBERS MESSAGES RATE [PID...]");
         std::process::exit(2);
     };
+    let rate: f64 = rate.parse().expect("a rate");
     let (subscribers, messages): (usize, usize) =
         (subscribers.parse().expect("a count"), messages.parse().expect("a count"));
     let pids: Vec<u32> = pids.iter().map(|p| p.parse().expect("a pid")).collect();
@@ -34,7 +38,7 @@ fn main() {
         .enable_all()
         .build()
         .expect("a runtime");
-    runtime.block_on(run(ws_url, publish_addr, subscribers, messages, &pids));
+    runtime.block_on(run(ws_url, publish_addr, subscribers, messages, rate, &pids));
 }
 
 /// What the readers gather.
@@ -44,7 +48,14 @@ struct Gathered {
     last: Option<Instant>,
 }
 
-async fn run(ws_url: &str, publish_addr: &str, subscribers: usize, messages: usize, pids: &[u32]) {
+async fn run(
+    ws_url: &str,
+    publish_addr: &str,
+    subscribers: usize,
+    messages: usize,
+    rate: f64,
+    pids: &[u32],
+) {
     let epoch = Instant::now();
     let warmed = Arc::new(AtomicUsize::new(0));
     let gathered = Arc::new(Mutex::new(Gathered::default()));
@@ -74,6 +85,10 @@ async fn run(ws_url: &str, publish_addr: &str, subscribers: usize, messages: usi
     let cpu_before: u64 = pids.iter().map(|&pid| cpu_ms(pid)).sum();
     let started = Instant::now();
     for seq in 0..messages {
+        if rate > 0.0 {
+            let due = started + Duration::from_secs_f64(seq as f64 / rate);
+            tokio::time::sleep_until(due.into()).await;
+        }
         let sent = epoch.elapsed().as_micros();
         post(&mut publisher, &format!("{seq} {sent}")).await;
     }
