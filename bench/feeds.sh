@@ -15,7 +15,8 @@
 #      queues that builds), and paced at PACED (100,000) deliveries a second, under
 #      both servers' most, for latency at equal load.
 #
-# Usage: bench/feeds.sh [idle] [fanout]   (both by default)
+# Usage: bench/feeds.sh [idle] [fanout]   (both by default; WHERE=two-replicas for
+#        the fan-out across replicas alone)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 trap stop_all EXIT INT TERM
@@ -104,7 +105,7 @@ fanout_run() {
 }
 
 fanout() {
-  for where in one-process two-replicas; do
+  for where in ${WHERE:-one-process two-replicas}; do
     for subscribers in 1000 10000; do
       for pace in back-to-back paced; do
         local rate=0

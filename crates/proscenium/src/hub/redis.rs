@@ -101,7 +101,10 @@ impl Link {
         // Taken from the queue and not yet known published: kept across reconnects.
         let mut pending: Vec<Outgoing> = Vec::new();
         loop {
-            if self.hub.strong_count() == 0 {
+            // The hub is gone once its queue's sender is (not when its `Arc` has no
+            // strong count: that is also true while the hub is being made, which is
+            // when this thread starts).
+            if posts.is_closed() {
                 return;
             }
             let (mut messages, mut publisher) = match connect(&client).await {
