@@ -350,6 +350,14 @@ fn issue_15_a_stopped_prefork_worker_gets_no_connections_and_is_replaced() {
         .args(["-STOP", &workers[0].to_string()])
         .status()
         .unwrap();
+    // Stopped for sure before the connection below: a worker still running for a
+    // moment after the signal could accept it, then be replaced — resetting it.
+    wait_for(|| {
+        std::fs::read_to_string(format!("/proc/{}/stat", workers[0])).is_ok_and(|stat| {
+            stat.rsplit_once(") ")
+                .is_some_and(|(_, rest)| rest.starts_with('T'))
+        })
+    });
     // A connection held open on the running worker puts it above the stopped one,
     // which it deferred to for every new connection.
     let mut held = TcpStream::connect(&addr).unwrap();
