@@ -85,11 +85,15 @@ async fn run(
     let cpu_before: u64 = pids.iter().map(|&pid| cpu_ms(pid)).sum();
     let started = Instant::now();
     for seq in 0..messages {
-        if rate > 0.0 {
+        // Paced, a message's latency counts from when it was due, so a server that
+        // answers posts late (the publisher falls behind) pays for it here.
+        let sent = if rate > 0.0 {
             let due = started + Duration::from_secs_f64(seq as f64 / rate);
             tokio::time::sleep_until(due.into()).await;
-        }
-        let sent = epoch.elapsed().as_micros();
+            (due - epoch).as_micros()
+        } else {
+            epoch.elapsed().as_micros()
+        };
         post(&mut publisher, &format!("{seq} {sent}")).await;
     }
     let published = started.elapsed();

@@ -145,6 +145,11 @@ impl Outbox {
         Some(entry.message)
     }
 
+    /// Returns whether messages wait to be written.
+    pub(super) fn is_waiting(&self) -> bool {
+        !self.queue.lock().entries.is_empty()
+    }
+
     /// Asks to be woken when a message is fed.
     pub(super) fn register(&self, waker: &Waker) {
         self.waker.register(waker);

@@ -108,10 +108,19 @@ struct Conn {
     deflater: Option<Deflater>,
     outbox: Arc<Outbox>,
     state: State,
+    /// Fed messages wait and the socket has let the loop take its turn once before
+    /// writing them (see [`Io::Fed`]).
+    deferred: bool,
 }
 
 /// What one turn of reading and writing came to.
 enum Io {
+    /// Messages were fed to an idle socket: it lets the rest of the loop run once
+    /// before writing them, so that posts arriving meanwhile go out in the same
+    /// `write`. Without it a publisher posting back to back woke every socket for
+    /// each post and each delivery cost a `write` of its own (4.7 µs a delivery at
+    /// 1,000 subscribers; bench/feeds.sh).
+    Fed,
     Message(Message),
     Violation(Violation),
     Overflow,
@@ -138,6 +147,7 @@ impl WebSocket {
                 deflater: deflate.as_ref().map(Deflater::new),
                 outbox: Arc::new(Outbox::new(settings.send_queue, settings.slow_reader)),
                 state: State::Open,
+                deferred: false,
             },
             going_away,
             settings,
@@ -190,9 +200,12 @@ impl WebSocket {
                     }
                 },
             };
-            self.heard = true;
-            self.pinged = false;
+            if !matches!(io, Io::Fed) {
+                self.heard = true;
+                self.pinged = false;
+            }
             match io {
+                Io::Fed => tokio::task::yield_now().await,
                 Io::Message(Message::Ping(payload)) => {
                     self.conn.encode_control(Control::Pong, &payload);
                     // Answered at once, whether or not the owner reads again soon.
@@ -357,6 +370,10 @@ impl Drop for WebSocket {
 impl Conn {
     /// Writes what waits, then reads until a message, a breach or the end.
     fn poll_io(&mut self, cx: &mut Context<'_>) -> Poll<Io> {
+        if !self.deferred && self.write_buf.is_empty() && self.outbox.is_waiting() {
+            self.deferred = true;
+            return Poll::Ready(Io::Fed);
+        }
         if let Poll::Ready(Err(error)) = self.poll_flush(cx) {
             return Poll::Ready(Io::Failed(error));
         }
@@ -425,6 +442,7 @@ impl Conn {
                 self.encode(message);
                 framed = true;
             }
+            self.deferred = false;
             if !framed {
                 return Poll::Ready(Ok(()));
             }
