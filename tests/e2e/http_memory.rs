@@ -128,6 +128,7 @@ fn child() {
     let Ok(kind) = std::env::var(CHILD_ENV) else {
         return;
     };
+    let scripts = cgi_root();
     let server = support::start_with(app(), |c| {
         c.threads = Some(64);
         if kind == "loops" {
@@ -137,10 +138,29 @@ fn child() {
                 ..Config::default()
             };
         }
+        c.root = Some(scripts.path().to_owned());
+        c.cgi.enabled = true;
     });
     println!("listening on {}", server.local_addr());
     let mut line = String::new();
     while std::io::stdin().read_line(&mut line).is_ok_and(|n| n > 0) {}
+}
+
+/// The bytes `/cgi-bin/100m.sh` writes after its header section: 100 MiB.
+const SCRIPT_OUTPUT: u64 = 100 * MIB;
+
+/// The child's root: a CGI script writing [`SCRIPT_OUTPUT`] bytes, with its length.
+fn cgi_root() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt as _;
+    let root = tempfile::tempdir().unwrap();
+    std::fs::create_dir(root.path().join("cgi-bin")).unwrap();
+    let script = root.path().join("cgi-bin/100m.sh");
+    let text = format!(
+        "#!/bin/sh\nprintf 'Content-Type: application/octet-stream\\nContent-Length: {SCRIPT_OUTPUT}\\n\\n'\nhead -c {SCRIPT_OUTPUT} /dev/zero\n"
+    );
+    std::fs::write(&script, text).unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    root
 }
 
 /// A server in a child process, killed when dropped.
@@ -547,4 +567,36 @@ fn websocket_readers_that_never_read_cost_their_send_queue_not_their_feed() {
     }
     let mut client = Client::connect(server.addr);
     assert_eq!(client.get("/").response().text(), "root");
+}
+
+/// Issue 20: a CGI script's output is streamed, never held: 100 MiB through the
+/// server grow it by a few buffers.
+#[test]
+fn a_cgi_scripts_100_mib_output_streams_through_flat_memory() {
+    let server = ChildServer::start("suite", None);
+    let before = server.rss();
+    let mut conn = TcpStream::connect(server.addr).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    conn.write_all(b"GET /cgi-bin/100m.sh HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    let mut received = 0u64;
+    let mut most = before;
+    let mut chunk = vec![0u8; 256 * 1024];
+    loop {
+        let n = std::io::Read::read(&mut conn, &mut chunk).unwrap();
+        if n == 0 {
+            break;
+        }
+        received += n as u64;
+        if received % (8 * MIB) < n as u64 {
+            most = most.max(server.rss());
+        }
+    }
+    assert!(received > SCRIPT_OUTPUT, "{received} bytes, head included");
+    assert!(
+        received < SCRIPT_OUTPUT + 1024,
+        "{received} bytes: chunked, or more than the script wrote"
+    );
+    assert_grew_less_than(16 * MIB, before, most, "streaming 100 MiB of CGI output");
 }

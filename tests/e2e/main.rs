@@ -7,6 +7,7 @@
 
 mod support;
 
+mod cgi;
 mod feeds;
 mod http_app;
 mod http_limits;

@@ -127,6 +127,31 @@ fn the_demo_site_mounts_no_diagnostic_routes() {
     assert!(!text.contains("/_"), "{text}");
 }
 
+/// Issue 20: `serve DIR --cgi` runs the demo site's script; without the flag its text
+/// is a static file like any other.
+#[test]
+fn the_demo_sites_script_runs_with_cgi_and_is_a_file_without() {
+    let site = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/site"));
+    let (mut child, addr, _) = start(site, &["--cgi"]);
+    let ran = get(&addr, "/cgi-bin/hello.sh/more?name=you");
+    signal(&child, "TERM");
+    assert_eq!(wait_exit(&mut child), 0);
+    assert!(ran.starts_with("HTTP/1.1 200 OK\r\n"), "{ran}");
+    assert!(
+        ran.contains("Hello from /cgi-bin/hello.sh, run by proscenium/"),
+        "{ran}"
+    );
+    assert!(
+        ran.contains("QUERY_STRING=name=you\nPATH_INFO=/more\n"),
+        "{ran}"
+    );
+    let (mut child, addr, _) = start(site, &[]);
+    let text = get(&addr, "/cgi-bin/hello.sh");
+    signal(&child, "TERM");
+    assert_eq!(wait_exit(&mut child), 0);
+    assert!(text.contains("printf 'Content-Type"), "{text}");
+}
+
 #[test]
 fn help_names_every_serve_flag() {
     let out = proscenium().args(["serve", "--help"]).output().unwrap();
@@ -139,6 +164,7 @@ fn help_names_every_serve_flag() {
         "--log",
         "--debug",
         "--tools",
+        "--cgi",
     ] {
         assert!(text.contains(flag), "{flag} missing from help");
     }

@@ -48,6 +48,7 @@
 
 pub mod actor;
 pub mod app;
+pub mod cgi;
 pub mod client;
 pub mod config;
 mod error;

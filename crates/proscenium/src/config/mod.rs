@@ -107,6 +107,10 @@ pub struct Config {
     /// The app's database, for the app to connect to (Proscenium itself does not):
     /// `[database] url`, or `PROSCENIUM_DATABASE_URL` — Play's `db.default.url`.
     pub database: DatabaseSpec,
+    /// CGI scripts below `root` (`[cgi] enabled = true`, or `--cgi`): the CGI
+    /// directories, interpreters by extension, the time a script may run, how many
+    /// run at once, the user they run as.
+    pub cgi: crate::cgi::CgiSpec,
 }
 
 /// The app's database: where it is, and how many connections the app may open.
@@ -239,6 +243,7 @@ impl Default for Config {
             redis: RedisSpec::default(),
             processes: HashMap::new(),
             feeds: crate::hub::FeedsSpec::default(),
+            cgi: crate::cgi::CgiSpec::default(),
             client: crate::client::ClientSpec::default(),
             database: DatabaseSpec::default(),
         }

@@ -36,7 +36,7 @@ impl<const MIN: u64, const MAX: u64> Visitor<'_> for Count<MIN, MAX> {
 }
 
 /// Reads a count from `MIN` to `MAX`.
-pub(super) fn count<'de, D: Deserializer<'de>, const MIN: u64, const MAX: u64>(
+pub(crate) fn count<'de, D: Deserializer<'de>, const MIN: u64, const MAX: u64>(
     d: D,
 ) -> Result<usize, D::Error> {
     d.deserialize_any(Count::<MIN, MAX>)

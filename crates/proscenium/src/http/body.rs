@@ -3,7 +3,10 @@
 use std::fs::File;
 
 use bytes::Bytes;
-use http_body_util::BodyExt;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use http_body::{Frame, SizeHint};
 use http_body_util::combinators::UnsyncBoxBody;
 
 /// A boxed error, as carried by streaming bodies.
@@ -90,11 +93,8 @@ impl Body {
         B::Data: Into<Bytes>,
         B::Error: Into<BoxError>,
     {
-        let boxed = body
-            .map_frame(|f| f.map_data(Into::into))
-            .map_err(Into::into);
         Self {
-            repr: Repr::Stream(UnsyncBoxBody::new(boxed)),
+            repr: Repr::Stream(UnsyncBoxBody::new(Relay { inner: body })),
             endless: false,
         }
     }
@@ -173,5 +173,43 @@ impl From<String> for Body {
 impl From<Vec<u8>> for Body {
     fn from(v: Vec<u8>) -> Self {
         Bytes::from(v).into()
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// Another body's frames as a [`Body`]'s: its data as [`Bytes`], its errors boxed,
+    /// and its size told (`http_body_util`'s `map_frame` forgets it, and a body of
+    /// known length would go out chunked).
+    struct Relay<B> {
+        #[pin]
+        inner: B,
+    }
+}
+
+impl<B> http_body::Body for Relay<B>
+where
+    B: http_body::Body,
+    B::Data: Into<Bytes>,
+    B::Error: Into<BoxError>,
+{
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        self.project()
+            .inner
+            .poll_frame(cx)
+            .map(|frame| frame.map(|f| f.map(|f| f.map_data(Into::into)).map_err(Into::into)))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
     }
 }

@@ -115,6 +115,10 @@ pub struct DeployArgs {
     /// /_echo (the request as parsed, credentials redacted), /_delay?ms=N (a slow answer).
     #[arg(long)]
     pub tools: bool,
+    /// Runs CGI scripts below DIR: every file of DIR/cgi-bin/, and files with an
+    /// extension given an interpreter in `[cgi] interpreters`.
+    #[arg(long)]
+    pub cgi: bool,
     /// Runs only this process of the configuration's processes: its clusters, and the
     /// app's routes if the process has serve = true.
     #[arg(long, conflicts_with = "host")]
@@ -158,6 +162,7 @@ impl DeployArgs {
         for (name, key, on) in [
             ("--debug", "debug", self.debug),
             ("--tools", "tools", self.tools),
+            ("--cgi", "cgi.enabled", self.cgi),
         ] {
             if on {
                 flag(name, key, "true");

@@ -194,6 +194,12 @@ impl StaticFiles {
         }
     }
 
+    /// The metadata of `relative` below the root, symlinks followed but never out of
+    /// it (see [`Root`]); nothing is opened for reading.
+    pub(crate) fn metadata_beneath(&self, relative: &Path) -> std::io::Result<Metadata> {
+        self.open_beneath(relative, OFlag::O_PATH)?.metadata()
+    }
+
     /// The root's path: with a relative path, what names a file for a cache.
     pub(crate) fn root_path(&self) -> &Path {
         &self.root.path

@@ -447,7 +447,18 @@ impl Conn {
                     Poll::Ready(res) => res,
                     Poll::Pending => {
                         self.flush().await?;
-                        guarded.finish(&*shared.app).await
+                        // A client that hangs up meanwhile takes its request with it:
+                        // the handler is dropped (a CGI script it runs is killed).
+                        let watch = self.rbuf.is_empty();
+                        tokio::select! {
+                            res = guarded.finish(&*shared.app) => res,
+                            () = self.socket.hung_up(), if watch => {
+                                if let (Some(log), Some(line)) = (&shared.log, terms.line.take()) {
+                                    log.record(*line, CLIENT_GONE, Some(0));
+                                }
+                                return Err(client_gone());
+                            }
+                        }
                     }
                 };
                 match self.buffer(res, &mut terms) {
@@ -518,19 +529,17 @@ impl Conn {
         loop {
             let frame = match futures_util::FutureExt::now_or_never(body.frame()) {
                 Some(frame) => frame,
-                None if endless => {
+                None => {
                     self.flush().await?;
+                    let watch = self.rbuf.is_empty();
                     tokio::select! {
                         frame = body.frame() => frame,
-                        () = shutdown_begun(&self.shared) => {
+                        () = shutdown_begun(&self.shared), if endless => {
                             end = StreamEnd::Shutdown;
                             break;
                         }
+                        () = self.socket.hung_up(), if watch => return Err(client_gone()),
                     }
-                }
-                None => {
-                    self.flush().await?;
-                    body.frame().await
                 }
             };
             let data = match frame {
@@ -611,6 +620,17 @@ impl Conn {
         }
         Ok(())
     }
+}
+
+/// The access log's status for a request whose client hung up before its answer
+/// (nginx's).
+const CLIENT_GONE: u16 = 499;
+
+fn client_gone() -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::ConnectionAborted,
+        "the client hung up before its answer",
+    )
 }
 
 /// How a streamed body ended.

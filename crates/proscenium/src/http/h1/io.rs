@@ -70,6 +70,32 @@ impl Socket {
         });
     }
 
+    /// Resolves when the client hangs up — its end of stream, or a reset — while the
+    /// connection waits for something else: a handler, a streamed body's next chunk.
+    /// Bytes the client sent meanwhile (a pipelined request) are left unread, and the
+    /// wait then never resolves: the client still wants its answers.
+    ///
+    /// An end of stream may also be a client that only shut down its writing side,
+    /// which HTTP/1.1 clients do not do before their answer (nginx and Go's server take
+    /// it for a client gone, too).
+    pub(super) fn hung_up(&self) -> impl Future<Output = ()> + '_ {
+        let mut pipelined = false;
+        poll_fn(move |cx| {
+            if pipelined {
+                return Poll::Pending;
+            }
+            let mut byte = [0u8; 1];
+            let mut peeked = tokio::io::ReadBuf::new(&mut byte);
+            match ready!(self.stream.poll_peek(cx, &mut peeked)) {
+                Ok(0) | Err(_) => Poll::Ready(()),
+                Ok(_) => {
+                    pipelined = true;
+                    Poll::Pending
+                }
+            }
+        })
+    }
+
     /// Writes all of `bytes`, failing when the client takes nothing for the stall
     /// timeout or falls behind the pace: a slow reader may take as long as it keeps the
     /// pace, a stalled one is dropped. Uses `send(2)` (`try_write`), not the vectored

@@ -1,0 +1,157 @@
+//! A script's output read as a CGI response (RFC 3875 §6): its header section —
+//! `Status`, `Location`, `Content-Type` and other fields, lines ending in LF or CRLF —
+//! then the body, streamed from the script's standard output as it comes.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::{Bytes, BytesMut};
+use http::{HeaderName, HeaderValue, StatusCode, header};
+use http_body::{Frame, SizeHint};
+use tokio::process::ChildStdout;
+use tokio::time::Sleep;
+
+use super::run::Process;
+
+/// The longest header section a script may write.
+pub(super) const MAX_HEAD: usize = 64 * 1024;
+
+/// The most header fields a script may write.
+const MAX_FIELDS: usize = 100;
+
+/// How much of the output one read takes at most.
+const READ_ROOM: usize = 64 * 1024;
+
+/// Fields a script may not set: the connection's, which the server decides.
+const HOP_BY_HOP: [HeaderName; 6] = [
+    header::CONNECTION,
+    header::TRANSFER_ENCODING,
+    header::TE,
+    header::TRAILER,
+    header::UPGRADE,
+    HeaderName::from_static("keep-alive"),
+];
+
+/// A script's header section, read.
+#[derive(Debug, Default)]
+pub(super) struct Head {
+    /// `Status`, if given.
+    pub(super) status: Option<StatusCode>,
+    /// `Location`, if given.
+    pub(super) location: Option<String>,
+    /// `Content-Length`, if given.
+    pub(super) length: Option<u64>,
+    /// Every other field, `Content-Type` among them.
+    pub(super) fields: Vec<(HeaderName, HeaderValue)>,
+}
+
+/// Reads a header section from the start of `output`: the head and the bytes it
+/// took, `None` while it is incomplete, or why it is not a CGI response.
+pub(super) fn parse_head(output: &[u8]) -> Result<Option<(Head, usize)>, String> {
+    let mut slots = [httparse::EMPTY_HEADER; MAX_FIELDS];
+    let (used, fields) = match httparse::parse_headers(output, &mut slots) {
+        Ok(httparse::Status::Complete(parsed)) => parsed,
+        Ok(httparse::Status::Partial) => return Ok(None),
+        Err(httparse::Error::TooManyHeaders) => {
+            return Err(format!("more than {MAX_FIELDS} header fields"));
+        }
+        Err(e) => return Err(format!("not a CGI header section ({e})")),
+    };
+    let mut head = Head::default();
+    for field in fields.iter() {
+        let name = HeaderName::from_bytes(field.name.as_bytes())
+            .map_err(|_| format!("a bad field name {:?}", field.name))?;
+        let text = || {
+            std::str::from_utf8(field.value)
+                .map(str::trim)
+                .map_err(|_| format!("a {name} that is not text"))
+        };
+        if name.as_str() == "status" {
+            head.status = Some(status(text()?)?);
+        } else if name == header::LOCATION {
+            head.location = Some(text()?.to_owned());
+        } else if name == header::CONTENT_LENGTH {
+            head.length = Some(text()?.parse().map_err(|_| "a bad Content-Length")?);
+        } else if !HOP_BY_HOP.contains(&name) {
+            let value = HeaderValue::from_bytes(field.value)
+                .map_err(|_| format!("a bad value of {name}"))?;
+            head.fields.push((name, value));
+        }
+    }
+    let typed = head.fields.iter().any(|(n, _)| n == header::CONTENT_TYPE);
+    if !typed && head.location.is_none() && head.status.is_none() {
+        return Err("no Content-Type, Location or Status".to_owned());
+    }
+    Ok(Some((head, used)))
+}
+
+/// `Status: 404 Not Found`: the code (the reason phrase is the server's).
+fn status(text: &str) -> Result<StatusCode, String> {
+    let code = text.split_whitespace().next().unwrap_or("");
+    if code.len() != 3 {
+        return Err(format!("a bad Status {text:?}"));
+    }
+    StatusCode::from_bytes(code.as_bytes()).map_err(|_| format!("a bad Status {text:?}"))
+}
+
+/// A script's body: what its header section was read with, then its standard
+/// output as it comes, until it ends or the script's time is up.
+pub(super) struct Output {
+    first: Option<Bytes>,
+    stdout: ChildStdout,
+    process: Process,
+    deadline: Pin<Box<Sleep>>,
+    length: Option<u64>,
+}
+
+impl Output {
+    pub(super) fn new(
+        first: Bytes,
+        stdout: ChildStdout,
+        process: Process,
+        deadline: Pin<Box<Sleep>>,
+        length: Option<u64>,
+    ) -> Self {
+        Self {
+            first: (!first.is_empty()).then_some(first),
+            stdout,
+            process,
+            deadline,
+            length,
+        }
+    }
+}
+
+impl http_body::Body for Output {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        let this = &mut *self;
+        if let Some(first) = this.first.take() {
+            return Poll::Ready(Some(Ok(Frame::data(first))));
+        }
+        if this.deadline.as_mut().poll(cx).is_ready() {
+            let error = this.process.timed_out();
+            return Poll::Ready(Some(Err(error)));
+        }
+        let mut chunk = BytesMut::with_capacity(READ_ROOM);
+        match tokio_util::io::poll_read_buf(Pin::new(&mut this.stdout), cx, &mut chunk) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Err(e)) => Poll::Ready(Some(Err(e))),
+            Poll::Ready(Ok(0)) => {
+                this.process.ended();
+                Poll::Ready(None)
+            }
+            Poll::Ready(Ok(_)) => Poll::Ready(Some(Ok(Frame::data(chunk.freeze())))),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.length
+            .map_or_else(SizeHint::default, SizeHint::with_exact)
+    }
+}

@@ -1,0 +1,295 @@
+//! Running one script: the process started without a shell, in a process group of
+//! its own; the request body fed to it, its standard error logged, its header
+//! section read by its deadline; and the group killed whenever the script is let go
+//! of before its output ended — its time up, its client gone, its output refused.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use http::{HeaderValue, StatusCode, header};
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::process::{Child, ChildStderr, ChildStdin, Command};
+use tokio::sync::OwnedSemaphorePermit;
+use tokio::time::Instant;
+
+use super::locate::Script;
+use super::output::{self, Head, Output};
+use super::{Inner, env};
+use crate::app::error;
+use crate::http::{Body, Request, Response};
+
+/// The longest line of a script's standard error logged as one message.
+const MAX_LOG_LINE: usize = 4096;
+
+/// What running a script came to.
+pub(super) enum Outcome {
+    Response(Response),
+    /// `Location: /path`: the server answers as if that path had been asked for; the
+    /// script's slot comes back for it.
+    LocalRedirect(String, OwnedSemaphorePermit),
+}
+
+/// The user scripts run as.
+#[derive(Debug, Clone)]
+pub(super) struct User {
+    uid: u32,
+    gid: u32,
+}
+
+impl User {
+    /// The user named `name`, if it exists and the server can become it (runs as
+    /// root); otherwise says why in the log, and scripts run as the server's user.
+    pub(super) fn named(name: &str) -> Option<Self> {
+        match nix::unistd::User::from_name(name) {
+            Ok(Some(user)) if nix::unistd::geteuid().is_root() => Some(Self {
+                uid: user.uid.as_raw(),
+                gid: user.gid.as_raw(),
+            }),
+            Ok(Some(_)) => {
+                tracing::warn!(
+                    "cgi: user {name}: the server does not run as root; scripts run as its user"
+                );
+                None
+            }
+            Ok(None) | Err(_) => {
+                tracing::warn!("cgi: user {name}: no such user; scripts run as the server's");
+                None
+            }
+        }
+    }
+}
+
+/// Runs `script` for `req`, holding `permit` (one of the running scripts' slots)
+/// until its output ends.
+pub(super) async fn run(
+    cgi: &Inner,
+    script: &Script,
+    req: &Request,
+    permit: OwnedSemaphorePermit,
+) -> Outcome {
+    let deadline = Instant::now() + cgi.timeout;
+    let mut child = match command(cgi, script, req).spawn() {
+        Ok(child) => child,
+        Err(e) => {
+            tracing::error!("cgi: {}: cannot start: {e}", script.name);
+            return bad_gateway("the script could not start");
+        }
+    };
+    if let Some(stdin) = child.stdin.take() {
+        tokio::spawn(feed(stdin, req.body().clone()));
+    }
+    if let Some(stderr) = child.stderr.take() {
+        tokio::spawn(log_stderr(stderr, script.name.clone()));
+    }
+    let mut stdout = child.stdout.take().expect("stdout is piped");
+    let mut process = Process {
+        child,
+        name: script.name.clone(),
+        timeout: cgi.timeout,
+        ended: false,
+        permit: Some(permit),
+    };
+    let mut read = BytesMut::with_capacity(4096);
+    let (head, used) = loop {
+        match output::parse_head(&read) {
+            Ok(Some(parsed)) => break parsed,
+            Ok(None) if read.len() >= output::MAX_HEAD => {
+                return process.refused("its header section is over 64 KiB");
+            }
+            Ok(None) => {}
+            Err(reason) => return process.refused(&format!("it wrote {reason}")),
+        }
+        match tokio::time::timeout_at(deadline, stdout.read_buf(&mut read)).await {
+            Err(_) => {
+                let _ = process.timed_out();
+                return Outcome::Response(error(
+                    StatusCode::GATEWAY_TIMEOUT,
+                    "the script did not answer in time",
+                ));
+            }
+            Ok(Err(e)) => return process.refused(&format!("its output failed: {e}")),
+            Ok(Ok(0)) if read.is_empty() => return process.silent(deadline).await,
+            Ok(Ok(0)) => return process.refused("its output ended inside the header section"),
+            Ok(Ok(_)) => {}
+        }
+    };
+    let first = read.split_off(used).freeze();
+    respond(head, first, stdout, process, deadline)
+}
+
+/// The command for `script`: its interpreter with its path, or itself; in its
+/// directory, in a process group of its own, with the environment of `env`.
+fn command(cgi: &Inner, script: &Script, req: &Request) -> Command {
+    let mut command = match &script.interpreter {
+        Some(argv) => {
+            let mut command = Command::new(&argv[0]);
+            command.args(&argv[1..]).arg(&script.file);
+            command
+        }
+        None => Command::new(&script.file),
+    };
+    command
+        .env_clear()
+        .envs(env::build(cgi, script, req))
+        .current_dir(script.file.parent().unwrap_or(&cgi.root))
+        .process_group(0)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    if let Some(user) = &cgi.user {
+        // As root, std drops the supplementary groups too when it sets the uid.
+        command.uid(user.uid).gid(user.gid);
+    }
+    command
+}
+
+/// The response a script's `head` makes, its body the rest of its output.
+fn respond(
+    head: Head,
+    first: Bytes,
+    stdout: tokio::process::ChildStdout,
+    mut process: Process,
+    deadline: Instant,
+) -> Outcome {
+    let status = head.status.unwrap_or(StatusCode::OK);
+    if let Some(location) = &head.location {
+        if location.starts_with('/') && status == StatusCode::OK {
+            process.ended();
+            let permit = process.permit.take().expect("held until now");
+            return Outcome::LocalRedirect(location.clone(), permit);
+        }
+    }
+    let length = head.length;
+    let body = Output::new(
+        first,
+        stdout,
+        process,
+        Box::pin(tokio::time::sleep_until(deadline)),
+        length,
+    );
+    let mut res = Response::new(Body::from_http_body(body));
+    match &head.location {
+        // A client redirect (RFC 3875 §6.2.3, §6.2.4): 302 unless the script said.
+        Some(location) => {
+            *res.status_mut() = head.status.unwrap_or(StatusCode::FOUND);
+            if let Ok(value) = HeaderValue::from_str(location) {
+                res.headers_mut().insert(header::LOCATION, value);
+            }
+        }
+        None => *res.status_mut() = status,
+    }
+    for (name, value) in head.fields {
+        res.headers_mut().append(name, value);
+    }
+    Outcome::Response(res)
+}
+
+/// A running script, until its output ends: dropped before that — its time up, its
+/// client gone, its output refused — its whole process group is killed.
+pub(super) struct Process {
+    child: Child,
+    name: String,
+    timeout: Duration,
+    ended: bool,
+    permit: Option<OwnedSemaphorePermit>,
+}
+
+impl Process {
+    /// Its output ended: the script is done with its client. What it still runs is
+    /// its own business (`kill_on_drop` ends the script itself, not its children).
+    pub(super) fn ended(&mut self) {
+        self.ended = true;
+        if let Ok(Some(status)) = self.child.try_wait() {
+            if !status.success() {
+                tracing::warn!("cgi: {}: {status} after its output", self.name);
+            }
+        }
+    }
+
+    /// Its time is up: said in the log; the group is killed when it is dropped.
+    pub(super) fn timed_out(&mut self) -> std::io::Error {
+        tracing::warn!(
+            "cgi: {}: still running after {:?}: killed",
+            self.name,
+            self.timeout
+        );
+        std::io::Error::new(std::io::ErrorKind::TimedOut, "the script ran out of time")
+    }
+
+    /// Its output is not a CGI response: 502, the reason logged.
+    fn refused(&mut self, reason: &str) -> Outcome {
+        tracing::error!("cgi: {}: bad output: {reason}", self.name);
+        bad_gateway("the script's output was not a CGI response")
+    }
+
+    /// It wrote nothing: 502, saying how it ended.
+    async fn silent(&mut self, deadline: Instant) -> Outcome {
+        match tokio::time::timeout_at(deadline, self.child.wait()).await {
+            Ok(Ok(status)) => {
+                self.ended = true;
+                tracing::error!("cgi: {}: {status} before any output", self.name);
+            }
+            _ => tracing::error!("cgi: {}: closed its output before writing any", self.name),
+        }
+        bad_gateway("the script failed before answering")
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        if self.ended {
+            return;
+        }
+        // Not waited for yet, so the group's id is still the script's: it cannot
+        // have been given to another process.
+        if let Some(pid) = self.child.id().and_then(|id| i32::try_from(id).ok()) {
+            let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+    }
+}
+
+fn bad_gateway(detail: &'static str) -> Outcome {
+    Outcome::Response(error(StatusCode::BAD_GATEWAY, detail))
+}
+
+/// Writes the request body to the script's standard input, then closes it. A script
+/// that does not read it all (it exits, or closes its input) ends the writing.
+async fn feed(mut stdin: ChildStdin, body: Bytes) {
+    if !body.is_empty() {
+        let _ = stdin.write_all(&body).await;
+    }
+}
+
+/// Logs a script's standard error, line by line, under its name; a line longer than
+/// [`MAX_LOG_LINE`] is logged in pieces.
+async fn log_stderr(mut stderr: ChildStderr, name: String) {
+    let mut pending: Vec<u8> = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = match stderr.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        pending.extend_from_slice(&chunk[..n]);
+        while let Some(end) = pending.iter().position(|&b| b == b'\n') {
+            log_line(&name, &pending[..end]);
+            pending.drain(..=end);
+        }
+        if pending.len() >= MAX_LOG_LINE {
+            log_line(&name, &pending);
+            pending.clear();
+        }
+    }
+    if !pending.is_empty() {
+        log_line(&name, &pending);
+    }
+}
+
+fn log_line(name: &str, line: &[u8]) {
+    let line = String::from_utf8_lossy(line);
+    tracing::warn!("cgi: {name}: {}", line.trim_end_matches('\r'));
+}

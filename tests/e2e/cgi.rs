@@ -1,0 +1,369 @@
+//! Issue 20: CGI/1.1 over the wire — RFC 3875's meta-variables as a script sees
+//! them, a body on standard input, the response parsed and streamed, redirects, and
+//! every way a script can fail: too slow (504, its processes gone), its client gone
+//! (killed), crashing or writing garbage (502, logged), too many at once (503).
+
+use std::os::unix::fs::PermissionsExt as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use proscenium::App;
+use proscenium::cgi::CgiSpec;
+
+use crate::support::{self, Client};
+
+/// A root with `cgi-bin/` scripts (`name`, shell text) and a static file.
+fn site(scripts: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(root.join("cgi-bin")).unwrap();
+    std::fs::write(root.join("hello.txt"), "Hello, file!").unwrap();
+    for (name, text) in scripts {
+        let path = root.join("cgi-bin").join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{text}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    (dir, root)
+}
+
+fn serve(root: &Path, adjust: impl FnOnce(&mut CgiSpec)) -> proscenium::ServerHandle {
+    let mut spec = CgiSpec {
+        enabled: true,
+        ..CgiSpec::default()
+    };
+    adjust(&mut spec);
+    support::start_with(App::new(), |c| {
+        c.root = Some(root.to_owned());
+        c.cgi = spec;
+    })
+}
+
+/// The variables a script printed with `env`, as `NAME=value` lines.
+fn variables(text: &str) -> Vec<(&str, &str)> {
+    text.lines().filter_map(|l| l.split_once('=')).collect()
+}
+
+#[test]
+fn a_script_sees_the_meta_variables_of_rfc_3875_and_nothing_of_the_server() {
+    let (_dir, root) = site(&[("env.sh", "printf 'Content-Type: text/plain\\n\\n'; env")]);
+    let server = serve(&root, |_| {});
+    let port = server.local_addr().port();
+    let res = Client::connect(server.local_addr())
+        .send(format!(
+            "GET /cgi-bin/env.sh/extra/p%20ath?a=1&b=%202 HTTP/1.1\r\nHost: example.test:{port}\r\n\
+             X-Custom: one\r\nX-Custom: two\r\nProxy: http://evil.test/\r\nX_Custom: forged\r\n\
+             Authorization: Basic c2VjcmV0\r\nCookie: a=1\r\nCookie: b=2\r\n\r\n"
+        ))
+        .response();
+    assert_eq!(res.status, 200, "{}", res.text());
+    assert_eq!(res.header("content-type"), Some("text/plain"));
+    let text = res.text();
+    let vars = variables(&text);
+    let expected = [
+        ("GATEWAY_INTERFACE", "CGI/1.1".to_owned()),
+        ("SERVER_PROTOCOL", "HTTP/1.1".to_owned()),
+        ("SERVER_NAME", "example.test".to_owned()),
+        ("SERVER_PORT", port.to_string()),
+        ("REQUEST_METHOD", "GET".to_owned()),
+        ("QUERY_STRING", "a=1&b=%202".to_owned()),
+        ("SCRIPT_NAME", "/cgi-bin/env.sh".to_owned()),
+        ("PATH_INFO", "/extra/p ath".to_owned()),
+        ("PATH_TRANSLATED", format!("{}/extra/p ath", root.display())),
+        (
+            "SCRIPT_FILENAME",
+            format!("{}/cgi-bin/env.sh", root.display()),
+        ),
+        ("DOCUMENT_ROOT", root.display().to_string()),
+        (
+            "REQUEST_URI",
+            "/cgi-bin/env.sh/extra/p%20ath?a=1&b=%202".to_owned(),
+        ),
+        ("REMOTE_ADDR", "127.0.0.1".to_owned()),
+        ("HTTP_HOST", format!("example.test:{port}")),
+        ("HTTP_X_CUSTOM", "one, two".to_owned()),
+        ("HTTP_COOKIE", "a=1; b=2".to_owned()),
+    ];
+    for (name, value) in &expected {
+        assert!(
+            vars.contains(&(name, value.as_str())),
+            "{name}={value} missing:\n{text}"
+        );
+    }
+    assert!(
+        vars.iter()
+            .any(|(n, v)| *n == "SERVER_SOFTWARE" && v.starts_with("proscenium/"))
+    );
+    // httpoxy, forged underscore names, credentials, no body: none of them.
+    for absent in [
+        "HTTP_PROXY",
+        "HTTP_X_CUSTOM=forged",
+        "HTTP_AUTHORIZATION",
+        "CONTENT_LENGTH",
+    ] {
+        assert!(!text.contains(absent), "{absent} present:\n{text}");
+    }
+    // Built from scratch: nothing of the test process's environment (cargo sets
+    // CARGO_* for it) reaches the script.
+    assert!(!vars.iter().any(|(n, _)| n.starts_with("CARGO")), "{text}");
+    assert!(!vars.iter().any(|(n, _)| *n == "HOME"), "{text}");
+}
+
+#[test]
+fn a_request_body_reaches_the_script_on_its_standard_input() {
+    let (_dir, root) = site(&[(
+        "echo.sh",
+        "printf 'Content-Type: text/plain\\n\\n%s|%s|' \"$CONTENT_LENGTH\" \"$CONTENT_TYPE\"; cat",
+    )]);
+    let server = serve(&root, |_| {});
+    let body = "x".repeat(300_000);
+    let res = Client::connect(server.local_addr())
+        .send(format!(
+            "POST /cgi-bin/echo.sh HTTP/1.1\r\nHost: t\r\nContent-Type: text/x-test\r\n\
+             Content-Length: {}\r\n\r\n{body}",
+            body.len()
+        ))
+        .response();
+    assert_eq!(res.status, 200);
+    assert_eq!(res.text(), format!("300000|text/x-test|{body}"));
+}
+
+#[test]
+fn output_is_streamed_chunked_unless_the_script_gives_its_length() {
+    let (_dir, root) = site(&[
+        (
+            "stream.sh",
+            "printf 'Content-Type: text/plain\\n\\n'; for i in 1 2 3; do echo line $i; done",
+        ),
+        (
+            "sized.sh",
+            "printf 'Content-Type: text/plain\\r\\nContent-Length: 5\\r\\nX-Extra: yes\\r\\n\\r\\nhello'",
+        ),
+    ]);
+    let server = serve(&root, |_| {});
+    let streamed = support::get(server.local_addr(), "/cgi-bin/stream.sh");
+    assert_eq!(streamed.header("transfer-encoding"), Some("chunked"));
+    assert_eq!(streamed.text(), "line 1\nline 2\nline 3\n");
+    let sized = support::get(server.local_addr(), "/cgi-bin/sized.sh");
+    assert_eq!(sized.header("content-length"), Some("5"));
+    assert_eq!(sized.header("x-extra"), Some("yes"));
+    assert_eq!(sized.text(), "hello");
+}
+
+#[test]
+fn status_and_location_make_the_answer() {
+    let (_dir, root) = site(&[
+        (
+            "gone.sh",
+            "printf 'Status: 410 Gone\\nContent-Type: text/plain\\n\\nno more'",
+        ),
+        (
+            "away.sh",
+            "printf 'Location: http://example.test/there\\n\\n'",
+        ),
+        ("local.sh", "printf 'Location: /hello.txt\\n\\n'"),
+        (
+            "to-script.sh",
+            "printf 'Location: /cgi-bin/gone.sh?x=1\\n\\n'",
+        ),
+        ("loop.sh", "printf 'Location: /cgi-bin/loop.sh\\n\\n'"),
+    ]);
+    let server = serve(&root, |_| {});
+    let get = |path| support::get(server.local_addr(), path);
+    let gone = get("/cgi-bin/gone.sh");
+    assert_eq!((gone.status, gone.text().as_str()), (410, "no more"));
+    let away = get("/cgi-bin/away.sh");
+    assert_eq!(away.status, 302);
+    assert_eq!(away.header("location"), Some("http://example.test/there"));
+    let local = get("/cgi-bin/local.sh");
+    assert_eq!((local.status, local.text().as_str()), (200, "Hello, file!"));
+    let chained = get("/cgi-bin/to-script.sh");
+    assert_eq!(chained.status, 410);
+    assert_eq!(get("/cgi-bin/loop.sh").status, 502);
+}
+
+#[test]
+fn static_files_beside_scripts_are_served_and_a_script_is_never_sent_as_text() {
+    let (_dir, root) = site(&[("secret.sh", "printf 'Content-Type: text/plain\\n\\nran'")]);
+    std::fs::write(root.join("cgi-bin/plain.txt"), "not a program").unwrap();
+    let server = serve(&root, |_| {});
+    let get = |path| support::get(server.local_addr(), path);
+    assert_eq!(get("/hello.txt").text(), "Hello, file!");
+    assert_eq!(get("/cgi-bin/secret.sh").text(), "ran");
+    assert_eq!(get("/cgi-bin/plain.txt").status, 403);
+    assert_eq!(get("/cgi-bin/nothing.sh").status, 404);
+    // `..` is refused as for static files, never resolved to a script or its text.
+    assert_eq!(get("/cgi-bin/../cgi-bin/secret.sh").status, 404);
+}
+
+#[test]
+fn files_with_an_interpreters_extension_run_through_it_anywhere_below_the_root() {
+    let (_dir, root) = site(&[]);
+    std::fs::create_dir_all(root.join("pages")).unwrap();
+    std::fs::write(
+        root.join("pages/hi.sh"),
+        "printf 'Content-Type: text/plain\\n\\nhi from %s' \"$SCRIPT_NAME\"",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("pages/hi.py"),
+        "import os\nprint('Content-Type: text/plain')\nprint()\nprint('python', os.environ['QUERY_STRING'], end='')\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("pages/hi.rb"),
+        "print \"Content-Type: text/plain\\n\\n\"\nprint \"ruby #{ENV['PATH_INFO']}\"\n",
+    )
+    .unwrap();
+    let server = serve(&root, |spec| {
+        spec.interpreters = [("sh", "sh"), ("py", "python3"), ("rb", "ruby")]
+            .map(|(e, i)| (e.to_owned(), i.to_owned()))
+            .into();
+    });
+    let get = |path| support::get(server.local_addr(), path);
+    assert_eq!(get("/pages/hi.sh").text(), "hi from /pages/hi.sh");
+    for (program, path, expected) in [
+        ("python3", "/pages/hi.py?q=1", "python q=1"),
+        ("ruby", "/pages/hi.rb/more", "ruby /more"),
+    ] {
+        if !has_program(program) {
+            eprintln!("{program} is not installed here (scripts/test installs it): skipped");
+            continue;
+        }
+        assert_eq!(get(path).text(), expected, "{program}");
+    }
+}
+
+fn has_program(name: &str) -> bool {
+    std::process::Command::new(name)
+        .arg("--version")
+        .output()
+        .is_ok_and(|out| out.status.success())
+}
+
+#[test]
+fn a_script_past_its_time_gets_504_and_its_processes_are_killed() {
+    let (dir, root) = site(&[(
+        "slow.sh",
+        "echo $$ > \"$DOCUMENT_ROOT/../slow.pid\"; sleep 30 & echo $! > \"$DOCUMENT_ROOT/../child.pid\"; wait",
+    )]);
+    let server = serve(&root, |spec| spec.timeout = Duration::from_millis(500));
+    let began = Instant::now();
+    let res = support::get(server.local_addr(), "/cgi-bin/slow.sh");
+    assert_eq!(res.status, 504);
+    assert!(
+        began.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        began.elapsed()
+    );
+    for pid_file in ["slow.pid", "child.pid"] {
+        let pid = read_pid(&dir.path().join(pid_file));
+        assert!(
+            ends_within(pid, Duration::from_secs(2)),
+            "{pid_file} {pid} still runs"
+        );
+    }
+}
+
+#[test]
+fn a_client_that_hangs_up_has_its_script_killed() {
+    let (dir, root) = site(&[(
+        "wait.sh",
+        "echo $$ > \"$DOCUMENT_ROOT/../wait.pid\"; sleep 30",
+    )]);
+    let server = serve(&root, |_| {});
+    let mut client = Client::connect(server.local_addr());
+    client.get("/cgi-bin/wait.sh");
+    let pid_file = dir.path().join("wait.pid");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !pid_file.exists() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = read_pid(&pid_file);
+    assert!(
+        !ends_within(pid, Duration::from_millis(300)),
+        "the script ended by itself"
+    );
+    drop(client);
+    assert!(
+        ends_within(pid, Duration::from_secs(1)),
+        "the script outlived its client"
+    );
+}
+
+#[test]
+fn a_failing_script_gets_502_and_its_reason_in_the_log() {
+    support::capture_logs();
+    let (_dir, root) = site(&[
+        ("crash.sh", "echo 'about to fail' >&2; exit 3"),
+        ("garbage.sh", "echo 'this is no header'; echo; echo body"),
+        ("endless-head.sh", "printf 'Content-Type: text/plain\\n'"),
+    ]);
+    let server = serve(&root, |_| {});
+    let get = |path| support::get(server.local_addr(), path);
+    assert_eq!(get("/cgi-bin/crash.sh").status, 502);
+    assert!(support::logged_within(
+        &["/cgi-bin/crash.sh", "exit status: 3", "before any output"],
+        Duration::from_secs(5)
+    ));
+    assert!(support::logged_within(
+        &["/cgi-bin/crash.sh", "about to fail"],
+        Duration::from_secs(5)
+    ));
+    assert_eq!(get("/cgi-bin/garbage.sh").status, 502);
+    assert!(support::logged_within(
+        &["/cgi-bin/garbage.sh", "bad output"],
+        Duration::from_secs(5)
+    ));
+    assert_eq!(get("/cgi-bin/endless-head.sh").status, 502);
+    assert!(support::logged_within(
+        &["/cgi-bin/endless-head.sh", "inside the header section"],
+        Duration::from_secs(5)
+    ));
+    // And the server goes on serving.
+    assert_eq!(get("/hello.txt").status, 200);
+}
+
+#[test]
+fn past_the_cap_on_running_scripts_a_request_gets_503_with_retry_after() {
+    let (_dir, root) = site(&[(
+        "busy.sh",
+        "sleep 1; printf 'Content-Type: text/plain\\n\\ndone'",
+    )]);
+    let server = serve(&root, |spec| spec.max_scripts = 1);
+    let addr = server.local_addr();
+    let first = std::thread::spawn(move || support::get(addr, "/cgi-bin/busy.sh"));
+    std::thread::sleep(Duration::from_millis(300));
+    let refused = support::get(addr, "/cgi-bin/busy.sh");
+    assert_eq!(refused.status, 503);
+    assert_eq!(refused.header("retry-after"), Some("1"));
+    assert_eq!(first.join().unwrap().text(), "done");
+    assert_eq!(support::get(addr, "/cgi-bin/busy.sh").text(), "done");
+}
+
+fn read_pid(path: &Path) -> i32 {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// Whether process `pid` is gone (or a zombie, killed but not reaped yet) within
+/// `wait`.
+fn ends_within(pid: i32, wait: Duration) -> bool {
+    let deadline = Instant::now() + wait;
+    loop {
+        let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|stat| {
+                stat.rsplit_once(')')
+                    .map(|(_, rest)| rest.trim().to_owned())
+            });
+        match state {
+            None => return true,
+            Some(rest) if rest.starts_with('Z') => return true,
+            Some(_) if Instant::now() > deadline => return false,
+            Some(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
