@@ -340,6 +340,30 @@ fn past_the_cap_on_running_scripts_a_request_gets_503_with_retry_after() {
     assert_eq!(support::get(addr, "/cgi-bin/busy.sh").text(), "done");
 }
 
+#[test]
+fn a_script_runs_in_its_directory_and_as_the_configured_user() {
+    let (dir, root) = site(&[(
+        "who.sh",
+        "printf 'Content-Type: text/plain\\n\\n%s %s' \"$(id -u)\" \"$(pwd)\"",
+    )]);
+    // Where another user may reach the script.
+    for path in [dir.path(), &root, &root.join("cgi-bin")] {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let as_root = nix::unistd::geteuid().is_root();
+    let server = serve(&root, |spec| spec.user = Some("nobody".to_owned()));
+    let text = support::get(server.local_addr(), "/cgi-bin/who.sh").text();
+    let (uid, cwd) = text.split_once(' ').unwrap();
+    assert_eq!(Path::new(cwd), root.join("cgi-bin"));
+    let expected = if as_root {
+        nix::unistd::User::from_name("nobody").unwrap().unwrap().uid
+    } else {
+        // Not root: the server cannot switch, says so, and runs it as itself.
+        nix::unistd::geteuid()
+    };
+    assert_eq!(uid, expected.to_string());
+}
+
 fn read_pid(path: &Path) -> i32 {
     std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
