@@ -14,6 +14,7 @@ mod http_limits;
 mod http_memory;
 mod http_wire;
 mod idle;
+mod lua;
 mod overload;
 mod runtime;
 mod slow_clients;

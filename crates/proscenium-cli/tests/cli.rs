@@ -152,6 +152,43 @@ fn the_demo_sites_script_runs_with_cgi_and_is_a_file_without() {
     assert!(text.contains("printf 'Content-Type"), "{text}");
 }
 
+/// Issue 20: `serve DIR --app app.lua` serves a Lua app's routes before DIR's files;
+/// one that does not compile stops the start with its file and line.
+#[test]
+fn a_lua_app_is_served_with_app_and_a_broken_one_is_refused_with_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f.txt"), "a file").unwrap();
+    let app = dir.path().join("app.lua");
+    std::fs::write(
+        &app,
+        "app:get('/hi/:who', function(req) return 'hi ' .. req.params.who end)\n",
+    )
+    .unwrap();
+    let (mut child, addr, _) = start(dir.path(), &["--app", app.to_str().unwrap()]);
+    let hi = get(&addr, "/hi/lua");
+    let file = get(&addr, "/f.txt");
+    signal(&child, "TERM");
+    assert_eq!(wait_exit(&mut child), 0);
+    assert!(hi.ends_with("hi lua"), "{hi}");
+    assert!(file.ends_with("a file"), "{file}");
+
+    std::fs::write(&app, "app:get('/x', function(req)\n  return 1 +\nend)\n").unwrap();
+    let out = proscenium()
+        .args([
+            "serve",
+            dir.path().to_str().unwrap(),
+            "--bind",
+            "127.0.0.1:0",
+            "--app",
+        ])
+        .arg(&app)
+        .output()
+        .unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("app.lua:3:"), "{stderr}");
+}
+
 #[test]
 fn help_names_every_serve_flag() {
     let out = proscenium().args(["serve", "--help"]).output().unwrap();
@@ -165,6 +202,8 @@ fn help_names_every_serve_flag() {
         "--debug",
         "--tools",
         "--cgi",
+        "--lua",
+        "--app",
     ] {
         assert!(text.contains(flag), "{flag} missing from help");
     }

@@ -59,6 +59,7 @@ pub mod fuzz;
 pub mod http;
 pub mod hub;
 pub mod launch;
+pub mod lua;
 pub mod rt;
 mod server;
 pub mod sse;

@@ -94,7 +94,7 @@ impl Server {
             }
             _ => self.app,
         };
-        let app = web::configure(app, &config);
+        let app = web::configure(app, &config).map_err(|e| Error::app(e.to_string()))?;
         app.check_state().map_err(Error::app)?;
         check_pools(&app, &config)?;
         check_spool_dir(&config)?;

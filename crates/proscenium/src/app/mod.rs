@@ -26,6 +26,7 @@ pub use self::handler::{
 pub use self::middleware::{Middleware, Next};
 pub use self::response::{Html, IntoResponse, Json, Reply};
 pub use self::router::RouteInfo;
+pub(crate) use self::router::to_matchit;
 pub use self::then::{Continuation, HandlerOutput, Outcome, Then};
 pub(crate) use crate::http::response::error;
 pub use crate::http::{LocalResponseFuture, Response};

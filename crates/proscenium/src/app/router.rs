@@ -260,7 +260,7 @@ fn options_asterisk() -> super::Response {
 }
 
 /// Translates `:name` and `*name` segments to matchit's `{name}` and `{*name}`.
-fn to_matchit(pattern: &str) -> String {
+pub(crate) fn to_matchit(pattern: &str) -> String {
     pattern
         .split('/')
         .map(|segment| {

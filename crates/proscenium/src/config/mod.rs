@@ -111,6 +111,9 @@ pub struct Config {
     /// directories, interpreters by extension, the time a script may run, how many
     /// run at once, the user they run as.
     pub cgi: crate::cgi::CgiSpec,
+    /// Embedded Lua (`[lua]`): `.lua` pages below `root` (`enabled`, or `--lua`), an
+    /// app written in Lua (`app`, or `--app FILE`), and each request's budgets.
+    pub lua: crate::lua::LuaSpec,
 }
 
 /// The app's database: where it is, and how many connections the app may open.
@@ -244,6 +247,7 @@ impl Default for Config {
             processes: HashMap::new(),
             feeds: crate::hub::FeedsSpec::default(),
             cgi: crate::cgi::CgiSpec::default(),
+            lua: crate::lua::LuaSpec::default(),
             client: crate::client::ClientSpec::default(),
             database: DatabaseSpec::default(),
         }

@@ -119,6 +119,13 @@ pub struct DeployArgs {
     /// extension given an interpreter in `[cgi] interpreters`.
     #[arg(long)]
     pub cgi: bool,
+    /// Runs the `.lua` files below DIR as pages: each defines `handle(request)`.
+    #[arg(long)]
+    pub lua: bool,
+    /// Serves the app a Lua script defines (`app:get("/hello/:name", function(req) ...
+    /// end)`), before DIR's files.
+    #[arg(long, value_name = "FILE")]
+    pub app: Option<PathBuf>,
     /// Runs only this process of the configuration's processes: its clusters, and the
     /// app's routes if the process has serve = true.
     #[arg(long, conflicts_with = "host")]
@@ -143,6 +150,9 @@ impl DeployArgs {
         if let Some(dir) = &self.dir {
             flag("DIR", "root", &dir.to_string_lossy());
         }
+        if let Some(app) = &self.app {
+            flag("--app", "lua.app", &app.to_string_lossy());
+        }
         if let Some(workers) = &self.workers {
             flag("--workers", "model", "prefork");
             flag("--workers", "workers", workers);
@@ -163,6 +173,7 @@ impl DeployArgs {
             ("--debug", "debug", self.debug),
             ("--tools", "tools", self.tools),
             ("--cgi", "cgi.enabled", self.cgi),
+            ("--lua", "lua.enabled", self.lua),
         ] {
             if on {
                 flag(name, key, "true");

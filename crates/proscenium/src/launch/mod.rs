@@ -217,10 +217,7 @@ impl<O: Args + FromArgMatches> Launcher<O> {
             (Action::Serve, Part::Process(process)) => {
                 processes::run(&heading, &deploy, &process, build)
             }
-            (Action::Routes, _) => {
-                report::routes(build(&deploy), deploy.config());
-                ExitCode::SUCCESS
-            }
+            (Action::Routes, _) => report::routes(&heading, build(&deploy), deploy.config()),
             // The app is not built: printing the configuration has no side effects.
             (Action::Config, _) => {
                 report::config(&deploy.settings);

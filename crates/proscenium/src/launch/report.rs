@@ -84,10 +84,20 @@ pub fn served_address(start_line: &str) -> Option<std::net::SocketAddr> {
     rest.split(' ').next()?.parse().ok()
 }
 
-/// Prints the routes `serve` would answer, the web server's own included.
-pub(super) fn routes(app: App, config: &Config) {
-    for route in web::configure(app, config).routes() {
-        println!("{route}");
+/// Prints the routes `serve` would answer, the web server's own included; a Lua app
+/// that does not load is said on stderr, and the exit code is 2.
+pub(super) fn routes(heading: &Heading<'_>, app: App, config: &Config) -> ExitCode {
+    match web::configure(app, config) {
+        Ok(app) => {
+            for route in app.routes() {
+                println!("{route}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{}: {e}", heading.name);
+            ExitCode::from(2)
+        }
     }
 }
 

@@ -1,44 +1,97 @@
 //! The web server around the application: static files and directory listings, CGI
-//! scripts, and diagnostic routes — each switched on by the [`Config`]. (The access
-//! log and error pages are the connection's: `http::access_log`, `http::error_page`.)
+//! scripts, Lua pages and apps, and diagnostic routes — each switched on by the
+//! [`Config`]. (The access log and error pages are the connection's:
+//! `http::access_log`, `http::error_page`.)
 
 pub(crate) mod file_cache;
 mod listing;
 mod static_files;
 mod tools;
 
+use std::sync::Arc;
+
 pub use self::static_files::StaticFiles;
 pub use self::tools::echo;
 
+use crate::app::{Handler, Mode, Reply};
 use crate::cgi::Cgi;
+use crate::http::Request;
+use crate::lua::{LuaApp, LuaAppError, LuaPages};
 use crate::{App, Config};
 
-/// Returns `app` with what `config` asks for: diagnostic tools and static files from
-/// `root`. [`Server`](crate::Server) calls it when it starts.
+/// Returns `app` with what `config` asks for: diagnostic tools, and below the app's
+/// routes a Lua app's (`[lua] app`), then what `root` holds — Lua pages (`[lua]
+/// enabled`), CGI scripts (`[cgi] enabled`), static files. [`Server`](crate::Server)
+/// calls it when it starts.
+///
+/// # Errors
+///
+/// The Lua app named does not load (its error says the file and line).
 ///
 /// # Examples
 ///
 /// ```
 /// let config = proscenium::Config { tools: true, ..Default::default() };
-/// let app = proscenium::web::configure(proscenium::App::new(), &config);
+/// let app = proscenium::web::configure(proscenium::App::new(), &config).unwrap();
 /// assert!(app.routes().any(|r| r.pattern == "/_status"));
 /// ```
-pub fn configure(mut app: App, config: &Config) -> App {
+pub fn configure(mut app: App, config: &Config) -> Result<App, LuaAppError> {
     if config.tools {
         app = tools::mount(app);
     }
-    if let Some(root) = &config.root {
+    let mut below: Option<Chain> = config.root.as_ref().map(|root| {
         let files = StaticFiles::new(root).show_dotfiles(config.show_dotfiles);
-        app = if config.cgi.enabled {
+        let mut site = if config.cgi.enabled {
             let mut scripts = Cgi::new(root, &config.cgi).or_files(files);
             // Port 0 (any free one) is not known yet: scripts then get the Host's.
             if config.bind.port() != 0 {
                 scripts = scripts.port(config.bind.port());
             }
-            app.fallback(scripts)
+            Chain::of(scripts)
         } else {
-            app.fallback(files)
+            Chain::of(files)
         };
+        if config.lua.enabled {
+            site = Chain::of(LuaPages::new(root, &config.lua).or_else(site));
+        }
+        site
+    });
+    if let Some(file) = &config.lua.app {
+        let lua = LuaApp::load(file, &config.lua)?;
+        below = Some(Chain::of(match below {
+            Some(site) => lua.or_else(site),
+            None => lua,
+        }));
     }
-    app
+    if let Some(below) = below {
+        app = app.fallback(below);
+    }
+    Ok(app)
+}
+
+/// One of the handlers below the app's routes, whichever `configure` put first: each
+/// hands on what is not its own to the next.
+#[derive(Clone)]
+struct Chain {
+    call: Arc<dyn Fn(Request) -> Reply + Send + Sync>,
+    mode: Mode,
+}
+
+impl Chain {
+    fn of<T>(handler: impl Handler<T>) -> Self {
+        Self {
+            mode: handler.mode(),
+            call: Arc::new(move |req| handler.call(req)),
+        }
+    }
+}
+
+impl Handler<Chain> for Chain {
+    fn call(&self, req: Request) -> Reply {
+        (self.call)(req)
+    }
+
+    fn mode(&self) -> Mode {
+        self.mode
+    }
 }

@@ -1,0 +1,293 @@
+//! An app written in Lua: a script adding routes to the global `app`
+//! (`app:get(pattern, handler)`, `post`, `put`, `patch`, `delete`, `any`,
+//! `route(method, ...)`), routed here with the same patterns as [`App`](crate::App)'s
+//! (`/hello/:name`, `/files/*path`). Each state loads the script once; when it or a
+//! module it `require`d changes, states load it again — its routes too.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use http::{Method, StatusCode};
+use mlua::{ChunkMode, Function, Lua, MultiValue, Table, Value};
+
+use super::pool::Pool;
+use super::sandbox::Loaded;
+use super::stamp::{Stamp, Stamps};
+use super::{Failure, LuaSpec, convert, sandbox};
+use crate::app::{Handler, Mode, Reply, error, to_matchit};
+use crate::http::{Request, Response};
+
+/// Defines `app` and returns the list its methods add routes to.
+const PRELUDE: &str = r#"
+local routes = {}
+app = {}
+function app:route(method, pattern, handler)
+  routes[#routes + 1] = { method = method, pattern = pattern, handler = handler }
+end
+for _, method in ipairs({ "get", "post", "put", "patch", "delete", "head", "options" }) do
+  app[method] = function(self, pattern, handler)
+    self:route(string.upper(method), pattern, handler)
+  end
+end
+function app:any(pattern, handler)
+  self:route("*", pattern, handler)
+end
+return routes
+"#;
+
+/// An app whose routes a Lua script defines (see the [module docs](super)); what no
+/// route matches goes to the handler given to [`or_else`](Self::or_else), or gets 404.
+#[derive(Clone)]
+pub struct LuaApp(Arc<Inner>);
+
+/// What names a request that no route of the script matches.
+type Next = Arc<dyn Fn(Request) -> Reply + Send + Sync>;
+
+#[derive(Clone)]
+struct Inner {
+    file: PathBuf,
+    dir: PathBuf,
+    pool: Arc<Pool<Routes>>,
+    stamps: Arc<Stamps>,
+    next: Option<Next>,
+}
+
+/// A Lua app that could not be loaded: the script's error, with its file and line.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{0}")]
+pub struct LuaAppError(String);
+
+/// The routes one state loaded, and the files they came from.
+struct Routes {
+    handlers: Vec<Function>,
+    matcher: matchit::Router<usize>,
+    /// By endpoint: the methods (`None`: any) and their handlers.
+    endpoints: Vec<Vec<(Option<Method>, usize)>>,
+    /// The script and the modules it loaded, stamped when it was loaded.
+    files: Vec<(PathBuf, Stamp)>,
+}
+
+impl std::fmt::Debug for LuaApp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LuaApp")
+            .field("file", &self.0.file)
+            .field("pool", &self.0.pool)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LuaApp {
+    /// Loads the app in `file`, with `spec`'s budgets for its requests.
+    ///
+    /// # Errors
+    ///
+    /// The script cannot be read, does not compile, fails, or defines a bad route.
+    pub fn load(file: impl AsRef<Path>, spec: &LuaSpec) -> Result<Self, LuaAppError> {
+        let file = file.as_ref();
+        let file = std::path::absolute(file).unwrap_or_else(|_| file.to_owned());
+        let dir = file.parent().map_or_else(PathBuf::new, Path::to_owned);
+        let inner = Inner {
+            file,
+            dir,
+            pool: Arc::new(Pool::new(spec)),
+            stamps: Arc::default(),
+            next: None,
+        };
+        let slot = inner
+            .pool
+            .take(|| inner.state())
+            .map_err(|failure| LuaAppError(failure.describe()))?;
+        inner.pool.give(slot);
+        Ok(Self(Arc::new(inner)))
+    }
+
+    /// Hands what no route matches to `next` (static files, pages, CGI scripts).
+    #[must_use]
+    pub fn or_else<T>(self, next: impl Handler<T>) -> Self {
+        let mut inner = Arc::unwrap_or_clone(self.0);
+        inner.next = Some(Arc::new(move |req| next.call(req)));
+        Self(Arc::new(inner))
+    }
+
+    fn serve(&self, mut req: Request) -> Reply {
+        let inner = &*self.0;
+        let name = inner.file.display().to_string();
+        let mut slot = match inner.pool.take(|| inner.state()) {
+            Ok(slot) => slot,
+            Err(failure) => return Reply::ready(failure.answer(&name)),
+        };
+        if slot
+            .data
+            .files
+            .iter()
+            .any(|(path, stamp)| inner.stamps.of(path) != *stamp)
+        {
+            tracing::info!("lua: {name} changed: loading it again");
+            inner.pool.renew();
+            slot = match inner.pool.take(|| inner.state()) {
+                Ok(slot) => slot,
+                Err(failure) => return Reply::ready(failure.answer(&name)),
+            };
+        }
+        let found = match slot.data.route(req.method(), req.uri().path()) {
+            Found::Route(index, params) => (index, params),
+            Found::WrongMethod => {
+                inner.pool.give(slot);
+                return Reply::ready(error(
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    "no route for this method",
+                ));
+            }
+            Found::Nothing => {
+                inner.pool.give(slot);
+                return match &inner.next {
+                    Some(next) => next(req),
+                    None => Reply::ready(error(StatusCode::NOT_FOUND, "no route for this path")),
+                };
+            }
+        };
+        let (index, params) = found;
+        req.set_params(params);
+        let returned = inner.pool.run(slot, |lua, routes| {
+            let table = convert::request(lua, &req)?;
+            routes.handlers[index].call::<MultiValue>(table)
+        });
+        let response: Result<Response, Failure> = returned.and_then(|values| {
+            convert::response(values).map_err(|why| Failure::Script(mlua::Error::runtime(why)))
+        });
+        Reply::ready(response.unwrap_or_else(|failure| failure.answer(&name)))
+    }
+}
+
+impl Inner {
+    /// A state with the app loaded in it.
+    fn state(&self) -> mlua::Result<(Lua, Routes)> {
+        let lua = sandbox::state(&self.dir)?;
+        let mut routes = load(&lua, &self.file, &self.dir)?;
+        // Stamped through the same cache the requests look at, so a file is
+        // seen changed once, not again until the cache catches up.
+        for (path, stamp) in &mut routes.files {
+            *stamp = self.stamps.of(path);
+        }
+        Ok((lua, routes))
+    }
+}
+
+/// What a request's method and path lead to.
+enum Found {
+    Route(usize, Vec<(String, String)>),
+    WrongMethod,
+    Nothing,
+}
+
+impl Routes {
+    fn route(&self, method: &Method, path: &str) -> Found {
+        let Ok(matched) = self.matcher.at(path) else {
+            return Found::Nothing;
+        };
+        let endpoint = &self.endpoints[*matched.value];
+        let exact = |m: &Method| {
+            endpoint
+                .iter()
+                .find(|(have, _)| have.as_ref() == Some(m))
+                .map(|(_, index)| *index)
+        };
+        let any = endpoint
+            .iter()
+            .find(|(have, _)| have.is_none())
+            .map(|(_, index)| *index);
+        let index = exact(method)
+            .or_else(|| {
+                (method == Method::HEAD)
+                    .then(|| exact(&Method::GET))
+                    .flatten()
+            })
+            .or(any);
+        match index {
+            Some(index) => Found::Route(
+                index,
+                matched
+                    .params
+                    .iter()
+                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                    .collect(),
+            ),
+            None => Found::WrongMethod,
+        }
+    }
+}
+
+/// Runs the app's script in `lua` and reads the routes it added.
+fn load(lua: &Lua, file: &Path, dir: &Path) -> mlua::Result<Routes> {
+    let list: Table = lua.load(PRELUDE).set_name("=prelude").eval()?;
+    let text = std::fs::read(file)
+        .map_err(|e| mlua::Error::runtime(format!("{}: {e}", file.display())))?;
+    let shown = file.strip_prefix(dir).unwrap_or(file);
+    lua.load(text)
+        .set_mode(ChunkMode::Text)
+        .set_name(format!("@{}", shown.display()))
+        .exec()?;
+    let mut routes = Routes {
+        handlers: Vec::new(),
+        matcher: matchit::Router::new(),
+        endpoints: Vec::new(),
+        files: vec![(file.to_owned(), None)],
+    };
+    let mut by_path: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for route in list.sequence_values::<Table>() {
+        let route = route?;
+        let method: String = route.get("method")?;
+        let pattern: Value = route.get("pattern")?;
+        let (Value::String(pattern), Value::Function(handler)) =
+            (pattern, route.get::<Value>("handler")?)
+        else {
+            return Err(mlua::Error::runtime(format!(
+                "{}: app:{}(pattern, handler) takes a path and a function",
+                shown.display(),
+                method.to_lowercase()
+            )));
+        };
+        let pattern = pattern.to_str()?.to_owned();
+        let method = match method.as_str() {
+            "*" => None,
+            name => Some(Method::from_bytes(name.as_bytes()).map_err(mlua::Error::external)?),
+        };
+        let path = to_matchit(&pattern);
+        let endpoint = match by_path.get(&path) {
+            Some(&endpoint) => endpoint,
+            None => {
+                let endpoint = routes.endpoints.len();
+                routes.matcher.insert(path.clone(), endpoint).map_err(|e| {
+                    mlua::Error::runtime(format!("{}: route {pattern}: {e}", shown.display()))
+                })?;
+                routes.endpoints.push(Vec::new());
+                by_path.insert(path, endpoint);
+                endpoint
+            }
+        };
+        if routes.endpoints[endpoint].iter().any(|(m, _)| *m == method) {
+            return Err(mlua::Error::runtime(format!(
+                "{}: route {pattern} defined twice for one method",
+                shown.display()
+            )));
+        }
+        routes.endpoints[endpoint].push((method, routes.handlers.len()));
+        routes.handlers.push(handler);
+    }
+    if let Some(loaded) = lua.app_data_ref::<Loaded>() {
+        for module in loaded.0.lock().expect("not poisoned").iter() {
+            routes.files.push((module.clone(), None));
+        }
+    }
+    Ok(routes)
+}
+
+impl Handler<LuaApp> for LuaApp {
+    fn call(&self, req: Request) -> Reply {
+        self.serve(req)
+    }
+
+    fn mode(&self) -> Mode {
+        Mode::Inline
+    }
+}

@@ -1,0 +1,168 @@
+//! Embedded Lua 5.4 (mlua, vendored): `.lua` pages below the served directory, and
+//! apps written in Lua — routes defined by a script, the Rack of Proscenium.
+//!
+//! A page is a file defining `handle(request)`; it returns a body (a string: 200,
+//! HTML), or a status, header fields and a body, or a table with `status`, `headers`
+//! and `body`. An app is a script adding routes to the global `app`:
+//!
+//! ```lua
+//! app:get("/hello/:name", function(req)
+//!   return "Hello, " .. proscenium.html.escape(req.params.name)
+//! end)
+//! app:post("/echo", function(req)
+//!   return 200, { ["content-type"] = "application/json" }, req.body
+//! end)
+//! ```
+//!
+//! The request is a table: `method`, `path`, `query` (the raw string), `args` (the
+//! query decoded), `headers` (names in lower case), `body`, `params` (a route's),
+//! `remote_addr`. `proscenium.json.encode`/`decode` and `proscenium.html.escape` are
+//! there for every script.
+//!
+//! Each interpreter state serves one request at a time on one thread: states wait in
+//! a pool between requests, so a loop (or a thread of the thread models) takes one,
+//! runs the request on it and gives it back, and no state is ever used by two threads
+//! at once. A state is sandboxed: no `os.execute`, `io`, `loadfile`, `dofile` or
+//! `debug`, `load` of text only, `require` of the app's own directory only, `print`
+//! to the log. Each request has a budget of instructions and of memory
+//! (`[lua] instructions`, `[lua] memory`): past either it gets 503 and its state is
+//! thrown away; a script that fails gets 500, its error — file and line — logged.
+//! A changed file is loaded again within a second, without a restart.
+//!
+//! # Example
+//!
+//! ```no_run
+//! use proscenium::App;
+//! use proscenium::lua::{LuaApp, LuaSpec};
+//!
+//! let spec = LuaSpec::default();
+//! let lua = LuaApp::load("app.lua", &spec).expect("app.lua loads");
+//! let app = App::new().fallback(lua);
+//! ```
+
+mod app;
+mod convert;
+mod pages;
+mod pool;
+mod sandbox;
+mod stamp;
+
+use std::path::PathBuf;
+
+use http::StatusCode;
+use serde::{Deserialize, Serialize};
+
+pub use self::app::{LuaApp, LuaAppError};
+pub use self::pages::LuaPages;
+use crate::app::error;
+use crate::http::Response;
+
+/// How Lua runs: `[lua]` in the configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LuaSpec {
+    /// Runs `.lua` files below the served directory as pages (`--lua`); off by
+    /// default.
+    pub enabled: bool,
+    /// A Lua app to serve (`--app app.lua`): its routes before the static files.
+    pub app: Option<PathBuf>,
+    /// Lua VM instructions a request may run, at most.
+    #[serde(deserialize_with = "crate::config::value::count::<_, 1000, { u64::MAX }>")]
+    pub instructions: usize,
+    /// Bytes of memory a request may add to its interpreter's, at most.
+    #[serde(deserialize_with = "crate::config::value::count::<_, 65_536, { u64::MAX }>")]
+    pub memory: usize,
+}
+
+impl Default for LuaSpec {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            app: None,
+            instructions: 100_000_000,
+            memory: 64 << 20,
+        }
+    }
+}
+
+/// How running a script went wrong, and what the client is told.
+#[derive(Debug)]
+enum Failure {
+    /// The script failed (its error, with file and line): 500.
+    Script(mlua::Error),
+    /// It ran past its instruction budget: 503; its state is dropped.
+    Instructions,
+    /// It ran past its memory budget: 503; its state is dropped.
+    Memory,
+}
+
+impl Failure {
+    /// Sorts an error from a call into Lua.
+    fn of(error: mlua::Error, out_of_instructions: bool) -> Self {
+        let memory = error.chain().any(|e| {
+            matches!(
+                e.downcast_ref::<mlua::Error>(),
+                Some(mlua::Error::MemoryError(_))
+            )
+        }) || matches!(error, mlua::Error::MemoryError(_));
+        if out_of_instructions {
+            Self::Instructions
+        } else if memory {
+            Self::Memory
+        } else {
+            Self::Script(error)
+        }
+    }
+
+    /// Whether the state it happened in must be thrown away.
+    fn spoils_state(&self) -> bool {
+        !matches!(self, Self::Script(_))
+    }
+
+    /// Logs it under `name` (the page or route) and answers it.
+    fn answer(&self, name: &str) -> Response {
+        match self {
+            Self::Script(e) => {
+                tracing::error!("lua: {name}: {}", one_line(e));
+                error(StatusCode::INTERNAL_SERVER_ERROR, "the script failed")
+            }
+            Self::Instructions => {
+                tracing::warn!("lua: {name}: past its instruction budget: stopped");
+                error(StatusCode::SERVICE_UNAVAILABLE, "the script ran too long")
+            }
+            Self::Memory => {
+                tracing::warn!("lua: {name}: past its memory budget: stopped");
+                error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the script used too much memory",
+                )
+            }
+        }
+    }
+}
+
+impl Failure {
+    /// What went wrong, in one line, for a message at start-up.
+    fn describe(&self) -> String {
+        match self {
+            Self::Script(e) => one_line(e),
+            Self::Instructions => "past its instruction budget".to_owned(),
+            Self::Memory => "past its memory budget".to_owned(),
+        }
+    }
+}
+
+/// An mlua error as one line: the script's own message (`file:line: what`), without
+/// the traceback mlua adds.
+fn one_line(error: &mlua::Error) -> String {
+    let text = match error {
+        mlua::Error::CallbackError { cause, .. } => return one_line(cause),
+        mlua::Error::RuntimeError(message) => message.clone(),
+        mlua::Error::SyntaxError { message, .. } => message.clone(),
+        other => other.to_string(),
+    };
+    text.lines().next().unwrap_or_default().to_owned()
+}
+
+#[cfg(test)]
+mod tests;

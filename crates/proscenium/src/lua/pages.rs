@@ -1,0 +1,155 @@
+//! `.lua` pages below a root: a file defining `handle(request)`, compiled once per
+//! state and again when it changes, each page in an environment of its own (its
+//! globals are its own; the standard ones are read through).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use mlua::{ChunkMode, Function, Lua, MultiValue};
+
+use super::pool::Pool;
+use super::stamp::{Stamp, Stamps};
+use super::{Failure, LuaSpec, convert, sandbox};
+use crate::app::{Handler, Mode, Reply};
+use crate::http::Request;
+use crate::web::StaticFiles;
+
+/// Runs the `.lua` files below a root as pages (see the [module docs](super)); a
+/// request for anything else goes to the handler given to [`or_else`](Self::or_else),
+/// or gets 404.
+#[derive(Clone)]
+pub struct LuaPages(Arc<Pages>);
+
+/// What names a request that is not a page's.
+type Next = Arc<dyn Fn(Request) -> Reply + Send + Sync>;
+
+#[derive(Clone)]
+struct Pages {
+    root: PathBuf,
+    files: StaticFiles,
+    pool: Arc<Pool<Compiled>>,
+    stamps: Arc<Stamps>,
+    next: Option<Next>,
+}
+
+/// The pages a state compiled, by file: each `handle` and the stamp of the file it
+/// came from.
+type Compiled = HashMap<PathBuf, (Function, Stamp)>;
+
+impl std::fmt::Debug for LuaPages {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LuaPages")
+            .field("root", &self.0.root)
+            .field("pool", &self.0.pool)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LuaPages {
+    /// Returns a handler running the `.lua` files below `root` with `spec`'s budgets.
+    pub fn new(root: impl AsRef<Path>, spec: &LuaSpec) -> Self {
+        let root = root.as_ref();
+        let root = std::path::absolute(root).unwrap_or_else(|_| root.to_owned());
+        Self(Arc::new(Pages {
+            files: StaticFiles::new(&root),
+            root,
+            pool: Arc::new(Pool::new(spec)),
+            stamps: Arc::default(),
+            next: None,
+        }))
+    }
+
+    /// Hands what is not a page to `next` (static files, CGI scripts).
+    #[must_use]
+    pub fn or_else<T>(self, next: impl Handler<T>) -> Self {
+        let next: Next = Arc::new(move |req| next.call(req));
+        let mut pages = Arc::unwrap_or_clone(self.0);
+        pages.next = Some(next);
+        Self(Arc::new(pages))
+    }
+
+    /// The page `path` names, relative to the root: a `.lua` file below it.
+    fn page(&self, path: &str) -> Option<PathBuf> {
+        let decoded = percent_encoding::percent_decode_str(path)
+            .decode_utf8()
+            .ok()?;
+        if !decoded.ends_with(".lua") || decoded.contains('\0') || decoded.contains('\\') {
+            return None;
+        }
+        let mut relative = PathBuf::new();
+        for segment in decoded.split('/').filter(|s| !s.is_empty() && *s != ".") {
+            if segment.starts_with('.') {
+                return None;
+            }
+            relative.push(segment);
+        }
+        let meta = self.0.files.metadata_beneath(&relative).ok()?;
+        meta.is_file().then_some(relative)
+    }
+
+    fn serve(&self, req: &Request, relative: &Path) -> Result<crate::http::Response, Failure> {
+        let pages = &*self.0;
+        let file = pages.root.join(relative);
+        let stamp = pages.stamps.of(&file);
+        let slot = pages
+            .pool
+            .take(|| sandbox::state(&pages.root).map(|lua| (lua, Compiled::new())))?;
+        let returned = pages.pool.run(slot, |lua, compiled| {
+            let handle = match compiled.get(&file) {
+                Some((handle, known)) if *known == stamp => handle.clone(),
+                _ => {
+                    let handle = compile(lua, &file, relative)?;
+                    compiled.insert(file.clone(), (handle.clone(), stamp));
+                    handle
+                }
+            };
+            let req = convert::request(lua, req)?;
+            handle.call::<MultiValue>(req)
+        })?;
+        convert::response(returned).map_err(|why| Failure::Script(mlua::Error::runtime(why)))
+    }
+}
+
+/// Runs the page in `file` in an environment of its own, and returns its `handle`.
+fn compile(lua: &Lua, file: &Path, relative: &Path) -> mlua::Result<Function> {
+    let text = std::fs::read(file).map_err(mlua::Error::external)?;
+    let env = lua.create_table()?;
+    let meta = lua.create_table()?;
+    meta.set("__index", lua.globals())?;
+    env.set_metatable(Some(meta))?;
+    lua.load(text)
+        .set_mode(ChunkMode::Text)
+        .set_name(format!("@{}", relative.display()))
+        .set_environment(env.clone())
+        .exec()?;
+    env.raw_get::<Option<Function>>("handle")?.ok_or_else(|| {
+        mlua::Error::runtime(format!(
+            "{}: defines no handle(request)",
+            relative.display()
+        ))
+    })
+}
+
+impl Handler<LuaPages> for LuaPages {
+    fn call(&self, req: Request) -> Reply {
+        let Some(relative) = self.page(req.uri().path()) else {
+            return match &self.0.next {
+                Some(next) => next(req),
+                None => Reply::ready(crate::app::error(
+                    http::StatusCode::NOT_FOUND,
+                    "no such page",
+                )),
+            };
+        };
+        let name = format!("/{}", relative.display());
+        Reply::ready(
+            self.serve(&req, &relative)
+                .unwrap_or_else(|failure| failure.answer(&name)),
+        )
+    }
+
+    fn mode(&self) -> Mode {
+        Mode::Inline
+    }
+}

@@ -1,0 +1,224 @@
+//! A sandboxed interpreter state: the libraries that touch nothing outside the state
+//! (`string`, `table`, `math`, `utf8`, `coroutine`, and `os`'s clock and dates),
+//! `load` of text only, `require` of modules in the script's own directory, `print`
+//! to the log, the `proscenium` helpers — and a budget of instructions, checked by a
+//! hook that coroutines inherit.
+
+use std::path::{Component, Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use mlua::{
+    ChunkMode, HookTriggers, IntoLua as _, Lua, LuaOptions, LuaSerdeExt as _, StdLib, Table, Value,
+    Variadic, VmState,
+};
+
+/// How many instructions run between two looks at the budget.
+const HOOK_EVERY: u32 = 10_000;
+
+/// What `os` keeps: time and dates, nothing that touches the system.
+const OS_KEPT: [&str; 4] = ["clock", "date", "difftime", "time"];
+
+/// A state's budget for the request it runs, and the files it loaded.
+#[derive(Debug, Default)]
+pub(super) struct Budget {
+    /// Instructions left to the request.
+    left: AtomicU64,
+    /// The request ran out of them.
+    exhausted: AtomicBool,
+}
+
+impl Budget {
+    /// Gives the next request `instructions`.
+    pub(super) fn refill(&self, instructions: u64) {
+        self.left.store(instructions, Ordering::Relaxed);
+        self.exhausted.store(false, Ordering::Relaxed);
+    }
+
+    pub(super) fn is_exhausted(&self) -> bool {
+        self.exhausted.load(Ordering::Relaxed)
+    }
+
+    fn spend(&self, instructions: u64) -> bool {
+        let left = self.left.load(Ordering::Relaxed);
+        if left < instructions {
+            self.exhausted.store(true, Ordering::Relaxed);
+            return false;
+        }
+        self.left.store(left - instructions, Ordering::Relaxed);
+        true
+    }
+}
+
+/// The files a state loaded (`require`d modules), for reloading when one changes.
+#[derive(Debug, Default)]
+pub(super) struct Loaded(pub(super) Mutex<Vec<PathBuf>>);
+
+/// A new state whose `require` reads modules below `dir`.
+pub(super) fn state(dir: &Path) -> mlua::Result<Lua> {
+    let libs = StdLib::TABLE
+        | StdLib::STRING
+        | StdLib::MATH
+        | StdLib::UTF8
+        | StdLib::COROUTINE
+        | StdLib::OS;
+    let lua = Lua::new_with(libs, LuaOptions::default())?;
+    let globals = lua.globals();
+    let os: Table = globals.get("os")?;
+    let system: Vec<String> = os
+        .pairs::<String, Value>()
+        .filter_map(Result::ok)
+        .map(|(name, _)| name)
+        .filter(|name| !OS_KEPT.contains(&name.as_str()))
+        .collect();
+    for name in system {
+        os.set(name, Value::Nil)?;
+    }
+    for name in ["dofile", "loadfile"] {
+        globals.set(name, Value::Nil)?;
+    }
+    globals.set("load", lua.create_function(load_text)?)?;
+    globals.set("print", lua.create_function(print)?)?;
+    globals.set("require", require_below(&lua, dir.to_owned())?)?;
+    globals.set("proscenium", helpers(&lua)?)?;
+    lua.set_app_data(Budget::default());
+    lua.set_app_data(Loaded::default());
+    // The global hook, not the main thread's: a coroutine copies its creator's hook,
+    // and only the global one finds its callback from any thread.
+    lua.set_global_hook(
+        HookTriggers::new().every_nth_instruction(HOOK_EVERY),
+        |lua, _| {
+            let budget = lua.app_data_ref::<Budget>().expect("set with the state");
+            if budget.spend(u64::from(HOOK_EVERY)) {
+                Ok(VmState::Continue)
+            } else {
+                Err(mlua::Error::runtime("past its instruction budget"))
+            }
+        },
+    )?;
+    Ok(lua)
+}
+
+/// Lua's `load(chunk [, name [, mode [, env]]])` for text chunks only: compiled code
+/// (`mode` "b") can break the interpreter's memory safety.
+fn load_text(
+    lua: &Lua,
+    (chunk, name, _mode, env): (Value, Option<String>, Option<String>, Option<Table>),
+) -> mlua::Result<(Value, Value)> {
+    let Value::String(text) = chunk else {
+        return Ok((Value::Nil, "load takes a string here".into_lua(lua)?));
+    };
+    let mut loading = lua
+        .load(text.as_bytes().to_vec())
+        .set_mode(ChunkMode::Text)
+        .set_name(name.unwrap_or_else(|| "=(load)".to_owned()));
+    if let Some(env) = env {
+        loading = loading.set_environment(env);
+    }
+    match loading.into_function() {
+        Ok(function) => Ok((Value::Function(function), Value::Nil)),
+        Err(e) => Ok((Value::Nil, super::one_line(&e).into_lua(lua)?)),
+    }
+}
+
+/// `print`: to the log, at info.
+fn print(_: &Lua, values: Variadic<Value>) -> mlua::Result<()> {
+    let words: Vec<String> = values
+        .into_iter()
+        .map(|v| v.to_string().unwrap_or_else(|_| v.type_name().to_owned()))
+        .collect();
+    tracing::info!("lua: {}", words.join("\t"));
+    Ok(())
+}
+
+/// `require("a.b")`: `dir/a/b.lua`, run once per state (its result kept), in the
+/// state's globals; names of letters, digits, `_` and dots only.
+fn require_below(lua: &Lua, dir: PathBuf) -> mlua::Result<mlua::Function> {
+    let modules = lua.create_table()?;
+    lua.create_function(move |lua, name: String| {
+        if let Some(module) = modules.get::<Option<Value>>(name.as_str())? {
+            return Ok(module);
+        }
+        let relative = module_path(&name)
+            .ok_or_else(|| mlua::Error::runtime(format!("require {name:?}: not a module name")))?;
+        let path = dir.join(&relative);
+        let text = std::fs::read(&path).map_err(|e| {
+            mlua::Error::runtime(format!("require {name:?}: {}: {e}", relative.display()))
+        })?;
+        if let Some(loaded) = lua.app_data_ref::<Loaded>() {
+            loaded.0.lock().expect("not poisoned").push(path);
+        }
+        let module: Value = lua
+            .load(text)
+            .set_mode(ChunkMode::Text)
+            .set_name(format!("@{}", relative.display()))
+            .call(name.as_str())?;
+        let module = if module.is_nil() {
+            Value::Boolean(true)
+        } else {
+            module
+        };
+        modules.set(name.as_str(), module.clone())?;
+        Ok(module)
+    })
+}
+
+/// `a.b` as `a/b.lua`, or `None` for a name that could lead anywhere else.
+fn module_path(name: &str) -> Option<PathBuf> {
+    let ok = !name.is_empty()
+        && name
+            .split('.')
+            .all(|s| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'));
+    if !ok {
+        return None;
+    }
+    let path = PathBuf::from(format!("{}.lua", name.replace('.', "/")));
+    path.components()
+        .all(|c| matches!(c, Component::Normal(_)))
+        .then_some(path)
+}
+
+/// The `proscenium` table: `json.encode`, `json.decode`, `html.escape`.
+fn helpers(lua: &Lua) -> mlua::Result<Table> {
+    let json = lua.create_table()?;
+    json.set(
+        "encode",
+        lua.create_function(|lua, value: Value| {
+            let value: serde_json::Value = lua.from_value(value)?;
+            serde_json::to_string(&value).map_err(mlua::Error::external)
+        })?,
+    )?;
+    json.set(
+        "decode",
+        lua.create_function(|lua, text: mlua::String| {
+            let value: serde_json::Value =
+                serde_json::from_slice(&text.as_bytes()).map_err(mlua::Error::external)?;
+            lua.to_value(&value)
+        })?,
+    )?;
+    let html = lua.create_table()?;
+    html.set(
+        "escape",
+        lua.create_function(|_, text: String| Ok(escape_html(&text)))?,
+    )?;
+    let helpers = lua.create_table()?;
+    helpers.set("json", json)?;
+    helpers.set("html", html)?;
+    Ok(helpers)
+}
+
+/// `text` safe inside HTML text and quoted attributes.
+pub(super) fn escape_html(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => escaped.push_str("&amp;"),
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            '"' => escaped.push_str("&quot;"),
+            '\'' => escaped.push_str("&#39;"),
+            c => escaped.push(c),
+        }
+    }
+    escaped
+}

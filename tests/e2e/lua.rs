@@ -1,0 +1,294 @@
+//! Issue 20: embedded Lua over the wire — pages and apps, errors with file and line,
+//! the sandbox, the budgets of instructions and memory, and reloading a changed file;
+//! under every model (the suite runs once per model).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use proscenium::App;
+use proscenium::lua::LuaSpec;
+
+use crate::support::{self, Client};
+
+/// A root holding `files` (relative path, text).
+fn root(files: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    std::fs::create_dir_all(&root).unwrap();
+    for (name, text) in files {
+        let path = root.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    (dir, root)
+}
+
+/// Serves `root` with Lua pages on, and the app `app` (relative to `root`) if given.
+fn serve(
+    root: &Path,
+    app: Option<&str>,
+    adjust: impl FnOnce(&mut LuaSpec),
+) -> proscenium::ServerHandle {
+    let mut spec = LuaSpec {
+        enabled: true,
+        app: app.map(|file| root.join(file)),
+        ..LuaSpec::default()
+    };
+    adjust(&mut spec);
+    support::start_with(App::new(), |c| {
+        c.root = Some(root.to_owned());
+        c.lua = spec;
+    })
+}
+
+const PAGE: &str = r#"
+function handle(req)
+  local name = req.args.name or "world"
+  return "<p>Hello, " .. proscenium.html.escape(name) .. " (" .. req.method .. " " .. req.path .. ")</p>"
+end
+"#;
+
+#[test]
+fn a_page_answers_with_what_handle_returns() {
+    let (_dir, root) = root(&[
+        ("hello.lua", PAGE),
+        (
+            "full.lua",
+            r#"function handle(req)
+                 return 201, { ["X-Made"] = "yes", ["Content-Type"] = "application/json" },
+                   proscenium.json.encode({ got = proscenium.json.decode(req.body), n = #req.body })
+               end"#,
+        ),
+        (
+            "table.lua",
+            r#"function handle(req) return { status = 418, body = "teapot" } end"#,
+        ),
+        ("nothing.lua", "function handle(req) end"),
+        ("plain.txt", "a static file"),
+    ]);
+    let server = serve(&root, None, |_| {});
+    let addr = server.local_addr();
+    let hello = support::get(addr, "/hello.lua?name=%3Cb%3E");
+    assert_eq!(hello.status, 200);
+    assert_eq!(
+        hello.header("content-type"),
+        Some("text/html; charset=utf-8")
+    );
+    assert_eq!(hello.text(), "<p>Hello, &lt;b&gt; (GET /hello.lua)</p>");
+    let full = Client::connect(addr)
+        .send("POST /full.lua HTTP/1.1\r\nHost: t\r\nContent-Length: 9\r\n\r\n{\"a\":[1]}")
+        .response();
+    assert_eq!(full.status, 201);
+    assert_eq!(full.header("x-made"), Some("yes"));
+    let json: serde_json::Value = serde_json::from_slice(&full.body).unwrap();
+    assert_eq!(json, serde_json::json!({ "got": { "a": [1] }, "n": 9 }));
+    let table = support::get(addr, "/table.lua");
+    assert_eq!((table.status, table.text().as_str()), (418, "teapot"));
+    assert_eq!(support::get(addr, "/nothing.lua").status, 204);
+    assert_eq!(support::get(addr, "/plain.txt").text(), "a static file");
+    assert_eq!(support::get(addr, "/missing.lua").status, 404);
+}
+
+const APP: &str = r#"
+local greet = require("lib.greet")
+local count = 0
+app:get("/hello/:name", function(req)
+  return greet.hello(req.params.name)
+end)
+app:post("/echo", function(req)
+  return 200, { ["content-type"] = req.headers["content-type"] }, req.body
+end)
+app:get("/count", function(req)
+  count = count + 1
+  return tostring(count)
+end)
+app:any("/files/*path", function(req) return req.method .. " " .. req.params.path end)
+"#;
+
+const GREET: &str = r#"
+local M = {}
+function M.hello(name) return "Hello, " .. proscenium.html.escape(name) .. "!" end
+return M
+"#;
+
+#[test]
+fn a_lua_app_routes_requests_and_leaves_the_rest_to_the_files() {
+    let (_dir, root) = root(&[
+        ("app.lua", APP),
+        ("lib/greet.lua", GREET),
+        ("index.html", "<h1>static</h1>"),
+    ]);
+    let server = serve(&root, Some("app.lua"), |_| {});
+    let addr = server.local_addr();
+    assert_eq!(support::get(addr, "/hello/you").text(), "Hello, you!");
+    let echo = Client::connect(addr)
+        .send("POST /echo HTTP/1.1\r\nHost: t\r\nContent-Type: text/x-a\r\nContent-Length: 3\r\n\r\nabc")
+        .response();
+    assert_eq!(echo.header("content-type"), Some("text/x-a"));
+    assert_eq!(echo.text(), "abc");
+    let delete = Client::connect(addr)
+        .send("DELETE /files/a/b.txt HTTP/1.1\r\nHost: t\r\n\r\n")
+        .response();
+    assert_eq!(delete.text(), "DELETE a/b.txt");
+    let wrong = Client::connect(addr)
+        .send("POST /hello/you HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n")
+        .response();
+    assert_eq!(wrong.status, 405);
+    assert_eq!(support::get(addr, "/").text(), "<h1>static</h1>");
+    // A state keeps its globals between requests (one state per loop or thread).
+    let counts: Vec<u64> = (0..4)
+        .map(|_| support::get(addr, "/count").text().parse().unwrap())
+        .collect();
+    assert!(counts.iter().all(|&n| n >= 1), "{counts:?}");
+}
+
+#[test]
+fn script_errors_are_500_with_file_and_line_in_the_log() {
+    support::capture_logs();
+    let (_dir, root) = root(&[
+        (
+            "syntax.lua",
+            "function handle(req)\n  return 'unfinished\nend\n",
+        ),
+        (
+            "runtime.lua",
+            "function handle(req)\n  local t = nil\n  return t.field\nend\n",
+        ),
+        ("nohandle.lua", "x = 1\n"),
+        ("badreturn.lua", "function handle(req) return true end\n"),
+    ]);
+    let server = serve(&root, None, |_| {});
+    let get = |path| support::get(server.local_addr(), path);
+    assert_eq!(get("/syntax.lua").status, 500);
+    assert!(support::logged_within(
+        &["lua: /syntax.lua", "syntax.lua:2:"],
+        Duration::from_secs(5)
+    ));
+    assert_eq!(get("/runtime.lua").status, 500);
+    assert!(support::logged_within(
+        &["lua: /runtime.lua", "runtime.lua:3:"],
+        Duration::from_secs(5)
+    ));
+    assert_eq!(get("/nohandle.lua").status, 500);
+    assert!(support::logged_within(
+        &["nohandle.lua: defines no handle(request)"],
+        Duration::from_secs(5)
+    ));
+    assert_eq!(get("/badreturn.lua").status, 500);
+    assert!(support::logged_within(
+        &["lua: /badreturn.lua", "status was"],
+        Duration::from_secs(5)
+    ));
+}
+
+#[test]
+fn the_sandbox_refuses_the_system_and_files_outside() {
+    let (dir, root) = root(&[(
+        "probe.lua",
+        r#"function handle(req)
+             local out = {}
+             for _, name in ipairs({ "io", "debug", "dofile", "loadfile", "package" }) do
+               out[#out + 1] = name .. "=" .. type(_G[name])
+             end
+             out[#out + 1] = "execute=" .. type(os.execute)
+             out[#out + 1] = "getenv=" .. type(os.getenv)
+             out[#out + 1] = "time=" .. type(os.time)
+             local ok = pcall(require, "..secret")
+             out[#out + 1] = "require_out=" .. tostring(ok)
+             local f, err = load("\27Lua", "b", "b")
+             out[#out + 1] = "binary=" .. tostring(f)
+             local g = load("return 6 * 7")
+             out[#out + 1] = "text=" .. tostring(g())
+             return table.concat(out, " ")
+           end"#,
+    )]);
+    std::fs::write(dir.path().join("secret.lua"), "return 'leaked'").unwrap();
+    let server = serve(&root, None, |_| {});
+    let text = support::get(server.local_addr(), "/probe.lua").text();
+    assert_eq!(
+        text,
+        "io=nil debug=nil dofile=nil loadfile=nil package=nil execute=nil getenv=nil \
+         time=function require_out=false binary=nil text=42"
+    );
+}
+
+#[test]
+fn a_runaway_loop_and_a_memory_bomb_are_stopped_and_the_server_goes_on() {
+    support::capture_logs();
+    let (_dir, root) = root(&[
+        ("spin.lua", "function handle(req) while true do end end"),
+        (
+            "spin_in_coroutine.lua",
+            "function handle(req) coroutine.wrap(function() while true do end end)() end",
+        ),
+        (
+            "bomb.lua",
+            "function handle(req) local t = {} for i = 1, 1e9 do t[i] = string.rep('x', 1024) .. i end end",
+        ),
+        ("hello.lua", PAGE),
+    ]);
+    let server = serve(&root, None, |spec| {
+        spec.instructions = 5_000_000;
+        spec.memory = 8 << 20;
+    });
+    let get = |path| support::get(server.local_addr(), path);
+    assert_eq!(get("/spin.lua").status, 503);
+    assert!(support::logged_within(
+        &["lua: /spin.lua", "instruction budget"],
+        Duration::from_secs(5)
+    ));
+    assert_eq!(get("/spin_in_coroutine.lua").status, 503);
+    assert_eq!(get("/bomb.lua").status, 503);
+    assert!(support::logged_within(
+        &["lua: /bomb.lua", "memory budget"],
+        Duration::from_secs(5)
+    ));
+    assert_eq!(get("/hello.lua").status, 200);
+}
+
+#[test]
+fn a_changed_page_or_app_is_served_anew_without_a_restart() {
+    let (_dir, root) = root(&[
+        ("page.lua", "function handle(req) return 'one' end"),
+        ("app.lua", "app:get('/v', function(req) return 'first' end)"),
+    ]);
+    let server = serve(&root, Some("app.lua"), |_| {});
+    let get = |path| support::get(server.local_addr(), path).text();
+    assert_eq!(get("/page.lua"), "one");
+    assert_eq!(get("/v"), "first");
+    std::fs::write(
+        root.join("page.lua"),
+        "function handle(req) return 'two, longer' end",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join("app.lua"),
+        "app:get('/v', function(req) return 'second' end)\napp:get('/new', function(req) return 'added' end)",
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+    assert_eq!(get("/page.lua"), "two, longer");
+    assert_eq!(get("/v"), "second");
+    assert_eq!(get("/new"), "added");
+}
+
+#[test]
+fn a_lua_app_that_does_not_load_stops_the_start_with_its_file_and_line() {
+    let (_dir, root) = root(&[(
+        "app.lua",
+        "app:get('/x', function(req)\n  return 1 +\nend)\n",
+    )]);
+    let config = proscenium::Config {
+        bind: "127.0.0.1:0".parse().unwrap(),
+        lua: LuaSpec {
+            app: Some(root.join("app.lua")),
+            ..LuaSpec::default()
+        },
+        ..proscenium::Config::default()
+    };
+    let error = proscenium::Server::new(App::new())
+        .config(config)
+        .start()
+        .unwrap_err();
+    assert!(error.to_string().contains("app.lua:3:"), "{error}");
+}
