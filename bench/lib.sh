@@ -118,9 +118,10 @@ measure() {
   local pid="$1" url="$2" conns="$3" script="${4:-}" before after out
   local args=(-t1 -c"$conns" -d"${DURATION}s" --latency)
   [ -n "$script" ] && args+=(-s "$script")
-  before="$(cpu_ticks "$pid")"
+  # CPU_TICKS names another counter (bench/scripts.sh counts reaped children too).
+  before="$("${CPU_TICKS:-cpu_ticks}" "$pid")"
   out="$(taskset -c "$LOAD_CORE" wrk "${args[@]}" "$url")"
-  after="$(cpu_ticks "$pid")"
+  after="$("${CPU_TICKS:-cpu_ticks}" "$pid")"
   local requests rps p50 p99
   requests="$(echo "$out" | awk '/requests in/ {print $1}')"
   rps="$(echo "$out" | awk '/Requests\/sec/ {print $2}')"

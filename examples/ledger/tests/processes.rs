@@ -142,14 +142,28 @@ fn a_check_process_killed_mid_run_loses_nothing_and_book_books_each_payment_once
     assert_eq!(sum, expected_sum());
 }
 
+/// Runs of the test without deduplication, at most, until one shows a payment booked
+/// twice.
+const RUNS_FOR_A_DUPLICATE: usize = 5;
+
 #[test]
 fn without_deduplication_each_payment_is_booked_at_least_once() {
-    let (times, sum) = killed_mid_run(false);
-    assert_eq!(times.len(), usize::try_from(PAYMENTS).unwrap());
-    // The kill came while `check` held payments it had sent on but not acknowledged
-    // (hundreds, in every run so far): without the deduplication they are booked
-    // again — which is what makes the other test's "once" mean something.
-    let twice = times.values().filter(|&&n| n > 1).count();
-    assert!(twice > 0, "no payment was delivered twice");
-    assert!(sum > expected_sum());
+    // A kill that comes while `check` holds payments it has sent on but not yet
+    // acknowledged gets them booked again without the deduplication — which is what
+    // makes the other test's "once" mean something. Where the kill lands is up to the
+    // scheduler: it found such payments in about three runs of four (6 of 8 on
+    // 2026-11-26), so the test tries a few runs until one shows it; every run must
+    // book each payment at least once.
+    for run in 1..=RUNS_FOR_A_DUPLICATE {
+        let (times, sum) = killed_mid_run(false);
+        assert_eq!(times.len(), usize::try_from(PAYMENTS).unwrap());
+        assert!(sum >= expected_sum());
+        let twice = times.values().filter(|&&n| n > 1).count();
+        if twice > 0 {
+            assert!(sum > expected_sum());
+            return;
+        }
+        eprintln!("run {run}: the kill found no payment sent on and unacknowledged");
+    }
+    panic!("no payment was delivered twice in {RUNS_FOR_A_DUPLICATE} runs");
 }
