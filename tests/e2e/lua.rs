@@ -292,3 +292,36 @@ fn a_lua_app_that_does_not_load_stops_the_start_with_its_file_and_line() {
         .unwrap_err();
     assert!(error.to_string().contains("app.lua:3:"), "{error}");
 }
+
+#[test]
+fn a_lua_app_publishes_to_the_hub_and_serves_its_feed() {
+    let (_dir, root) = root(&[(
+        "app.lua",
+        r#"
+app:post("/picture/:id/likes", function(req)
+  local post = { picture = tonumber(req.params.id), by = req.body }
+  return 201, nil, proscenium.publish("/picture/" .. req.params.id .. "/likes", post)
+end)
+app:events("/feed/events", "/picture/*/likes")
+"#,
+    )]);
+    let server = serve(&root, Some("app.lua"), |_| {});
+    let addr = server.local_addr();
+    let mut feed = Client::connect(addr);
+    feed.get("/feed/events");
+    let head = String::from_utf8_lossy(&feed.read_past(b"\r\n\r\n")).into_owned();
+    assert!(head.contains("text/event-stream"), "{head}");
+    let like = Client::connect(addr)
+        .send("POST /picture/7/likes HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nann")
+        .response();
+    assert_eq!(like.status, 201);
+    let mut events = String::new();
+    while !events.contains("data:") {
+        events.push_str(&String::from_utf8_lossy(&feed.read_past(b"\n\n")));
+    }
+    assert!(
+        events.contains(r#"data: {"by":"ann","picture":7}"#),
+        "{events}"
+    );
+    assert!(events.contains(&format!("id: {}", like.text())), "{events}");
+}

@@ -1,8 +1,10 @@
 //! An app written in Lua: a script adding routes to the global `app`
 //! (`app:get(pattern, handler)`, `post`, `put`, `patch`, `delete`, `any`,
 //! `route(method, ...)`), routed here with the same patterns as [`App`](crate::App)'s
-//! (`/hello/:name`, `/files/*path`). Each state loads the script once; when it or a
-//! module it `require`d changes, states load it again — its routes too.
+//! (`/hello/:name`, `/files/*path`); and feeds of the hub's posts
+//! (`app:events(path, topics)`, `app:websocket(path, topics)`), served natively.
+//! Each state loads the script once; when it or a module it `require`d changes,
+//! states load it again — its routes too.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -14,8 +16,13 @@ use super::pool::Pool;
 use super::sandbox::Loaded;
 use super::stamp::{Stamp, Stamps};
 use super::{Failure, LuaSpec, convert, sandbox};
-use crate::app::{Handler, Mode, Reply, error, to_matchit};
+use crate::app::{
+    FromRequestHead as _, Handler, IntoResponse as _, Mode, Reply, error, to_matchit,
+};
 use crate::http::{Request, Response};
+use crate::hub::Hub;
+use crate::sse::LastEventId;
+use crate::ws::WebSocketUpgrade;
 
 /// Defines `app` and returns the list its methods add routes to.
 const PRELUDE: &str = r#"
@@ -31,6 +38,12 @@ for _, method in ipairs({ "get", "post", "put", "patch", "delete", "head", "opti
 end
 function app:any(pattern, handler)
   self:route("*", pattern, handler)
+end
+function app:events(path, topics)
+  routes[#routes + 1] = { method = "GET", pattern = path, topics = topics, transport = "events" }
+end
+function app:websocket(path, topics)
+  routes[#routes + 1] = { method = "GET", pattern = path, topics = topics, transport = "websocket" }
 end
 return routes
 "#;
@@ -50,6 +63,8 @@ struct Inner {
     pool: Arc<Pool<Routes>>,
     stamps: Arc<Stamps>,
     next: Option<Next>,
+    /// The hub `proscenium.publish` posts to and feed routes read.
+    hub: Hub,
 }
 
 /// A Lua app that could not be loaded: the script's error, with its file and line.
@@ -57,9 +72,20 @@ struct Inner {
 #[error("{0}")]
 pub struct LuaAppError(String);
 
+/// What a route runs.
+enum Target {
+    Lua(Function),
+    /// The hub's posts to topics matching a pattern, as an event stream or over a
+    /// WebSocket.
+    Feed {
+        topics: String,
+        websocket: bool,
+    },
+}
+
 /// The routes one state loaded, and the files they came from.
 struct Routes {
-    handlers: Vec<Function>,
+    handlers: Vec<Target>,
     matcher: matchit::Router<usize>,
     /// By endpoint: the methods (`None`: any) and their handlers.
     endpoints: Vec<Vec<(Option<Method>, usize)>>,
@@ -77,12 +103,28 @@ impl std::fmt::Debug for LuaApp {
 }
 
 impl LuaApp {
-    /// Loads the app in `file`, with `spec`'s budgets for its requests.
+    /// Loads the app in `file`, with `spec`'s budgets for its requests, and an
+    /// in-process hub for its posts and feeds.
     ///
     /// # Errors
     ///
     /// The script cannot be read, does not compile, fails, or defines a bad route.
     pub fn load(file: impl AsRef<Path>, spec: &LuaSpec) -> Result<Self, LuaAppError> {
+        Self::load_with_hub(file, spec, Hub::new())
+    }
+
+    /// Loads the app in `file` as [`load`](Self::load) does, its posts and feeds on
+    /// `hub` (one shared with the app's other routes, or through Redis with other
+    /// replicas).
+    ///
+    /// # Errors
+    ///
+    /// The script cannot be read, does not compile, fails, or defines a bad route.
+    pub fn load_with_hub(
+        file: impl AsRef<Path>,
+        spec: &LuaSpec,
+        hub: Hub,
+    ) -> Result<Self, LuaAppError> {
         let file = file.as_ref();
         let file = std::path::absolute(file).unwrap_or_else(|_| file.to_owned());
         let dir = file.parent().map_or_else(PathBuf::new, Path::to_owned);
@@ -92,6 +134,7 @@ impl LuaApp {
             pool: Arc::new(Pool::new(spec)),
             stamps: Arc::default(),
             next: None,
+            hub,
         };
         let slot = inner
             .pool
@@ -147,10 +190,18 @@ impl LuaApp {
             }
         };
         let (index, params) = found;
+        let handler = match &slot.data.handlers[index] {
+            Target::Lua(handler) => handler.clone(),
+            Target::Feed { topics, websocket } => {
+                let (topics, websocket) = (topics.clone(), *websocket);
+                inner.pool.give(slot);
+                return Reply::ready(inner.feed(&req, &topics, websocket));
+            }
+        };
         req.set_params(params);
-        let returned = inner.pool.run(slot, |lua, routes| {
+        let returned = inner.pool.run(slot, |lua, _| {
             let table = convert::request(lua, &req)?;
-            routes.handlers[index].call::<MultiValue>(table)
+            handler.call::<MultiValue>(table)
         });
         let response: Result<Response, Failure> = returned.and_then(|values| {
             convert::response(values).map_err(|why| Failure::Script(mlua::Error::runtime(why)))
@@ -162,7 +213,7 @@ impl LuaApp {
 impl Inner {
     /// A state with the app loaded in it.
     fn state(&self) -> mlua::Result<(Lua, Routes)> {
-        let lua = sandbox::state(&self.dir)?;
+        let lua = sandbox::state(&self.dir, Some(&self.hub))?;
         let mut routes = load(&lua, &self.file, &self.dir)?;
         // Stamped through the same cache the requests look at, so a file is
         // seen changed once, not again until the cache catches up.
@@ -170,6 +221,22 @@ impl Inner {
             *stamp = self.stamps.of(path);
         }
         Ok((lua, routes))
+    }
+}
+
+impl Inner {
+    /// Answers a feed route: the hub's posts to `topics`, as an event stream resumed
+    /// after `Last-Event-ID`, or over the WebSocket the request asks for.
+    fn feed(&self, req: &Request, topics: &str, websocket: bool) -> Response {
+        if websocket {
+            match WebSocketUpgrade::from_request_head(req) {
+                Ok(ws) => self.hub.websocket(topics, ws),
+                Err(refused) => refused.into_response(),
+            }
+        } else {
+            let Ok(last) = LastEventId::from_request_head(req);
+            self.hub.sse(topics, &last)
+        }
     }
 }
 
@@ -238,13 +305,35 @@ fn load(lua: &Lua, file: &Path, dir: &Path) -> mlua::Result<Routes> {
         let route = route?;
         let method: String = route.get("method")?;
         let pattern: Value = route.get("pattern")?;
-        let (Value::String(pattern), Value::Function(handler)) =
-            (pattern, route.get::<Value>("handler")?)
-        else {
+        let transport: Option<String> = route.get("transport")?;
+        let target = match transport {
+            Some(transport) => match route.get::<Value>("topics")? {
+                Value::String(topics) => Target::Feed {
+                    topics: topics.to_str()?.to_owned(),
+                    websocket: transport == "websocket",
+                },
+                _ => {
+                    return Err(mlua::Error::runtime(format!(
+                        "{}: app:{transport}(path, topics) takes a path and a topic pattern",
+                        shown.display()
+                    )));
+                }
+            },
+            None => match route.get::<Value>("handler")? {
+                Value::Function(handler) => Target::Lua(handler),
+                _ => {
+                    return Err(mlua::Error::runtime(format!(
+                        "{}: app:{}(pattern, handler) takes a path and a function",
+                        shown.display(),
+                        method.to_lowercase()
+                    )));
+                }
+            },
+        };
+        let Value::String(pattern) = pattern else {
             return Err(mlua::Error::runtime(format!(
-                "{}: app:{}(pattern, handler) takes a path and a function",
-                shown.display(),
-                method.to_lowercase()
+                "{}: a route's path must be a string",
+                shown.display()
             )));
         };
         let pattern = pattern.to_str()?.to_owned();
@@ -272,7 +361,7 @@ fn load(lua: &Lua, file: &Path, dir: &Path) -> mlua::Result<Routes> {
             )));
         }
         routes.endpoints[endpoint].push((method, routes.handlers.len()));
-        routes.handlers.push(handler);
+        routes.handlers.push(target);
     }
     if let Some(loaded) = lua.app_data_ref::<Loaded>() {
         for module in loaded.0.lock().expect("not poisoned").iter() {

@@ -16,8 +16,10 @@
 //!
 //! The request is a table: `method`, `path`, `query` (the raw string), `args` (the
 //! query decoded), `headers` (names in lower case), `body`, `params` (a route's),
-//! `remote_addr`. `proscenium.json.encode`/`decode` and `proscenium.html.escape` are
-//! there for every script.
+//! `remote_addr`. `proscenium.json.encode`/`decode`, `proscenium.html.escape` and
+//! `proscenium.publish(topic, payload)` (to the pub/sub [hub](crate::hub)) are there
+//! for every script; `app:events(path, topics)` and `app:websocket(path, topics)`
+//! serve the hub's posts.
 //!
 //! Each interpreter state serves one request at a time on one thread: states wait in
 //! a pool between requests, so a loop (or a thread of the thread models) takes one,

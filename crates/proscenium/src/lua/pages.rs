@@ -13,6 +13,7 @@ use super::stamp::{Stamp, Stamps};
 use super::{Failure, LuaSpec, convert, sandbox};
 use crate::app::{Handler, Mode, Reply};
 use crate::http::Request;
+use crate::hub::Hub;
 use crate::web::StaticFiles;
 
 /// Runs the `.lua` files below a root as pages (see the [module docs](super)); a
@@ -31,6 +32,7 @@ struct Pages {
     pool: Arc<Pool<Compiled>>,
     stamps: Arc<Stamps>,
     next: Option<Next>,
+    hub: Option<Hub>,
 }
 
 /// The pages a state compiled, by file: each `handle` and the stamp of the file it
@@ -57,6 +59,7 @@ impl LuaPages {
             pool: Arc::new(Pool::new(spec)),
             stamps: Arc::default(),
             next: None,
+            hub: None,
         }))
     }
 
@@ -66,6 +69,14 @@ impl LuaPages {
         let next: Next = Arc::new(move |req| next.call(req));
         let mut pages = Arc::unwrap_or_clone(self.0);
         pages.next = Some(next);
+        Self(Arc::new(pages))
+    }
+
+    /// Gives pages `proscenium.publish(topic, payload)`, posting to `hub`.
+    #[must_use]
+    pub fn with_hub(self, hub: Hub) -> Self {
+        let mut pages = Arc::unwrap_or_clone(self.0);
+        pages.hub = Some(hub);
         Self(Arc::new(pages))
     }
 
@@ -92,9 +103,9 @@ impl LuaPages {
         let pages = &*self.0;
         let file = pages.root.join(relative);
         let stamp = pages.stamps.of(&file);
-        let slot = pages
-            .pool
-            .take(|| sandbox::state(&pages.root).map(|lua| (lua, Compiled::new())))?;
+        let slot = pages.pool.take(|| {
+            sandbox::state(&pages.root, pages.hub.as_ref()).map(|lua| (lua, Compiled::new()))
+        })?;
         let returned = pages.pool.run(slot, |lua, compiled| {
             let handle = match compiled.get(&file) {
                 Some((handle, known)) if *known == stamp => handle.clone(),

@@ -8,6 +8,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
+use crate::hub::Hub;
 use mlua::{
     ChunkMode, HookTriggers, IntoLua as _, Lua, LuaOptions, LuaSerdeExt as _, StdLib, Table, Value,
     Variadic, VmState,
@@ -54,8 +55,9 @@ impl Budget {
 #[derive(Debug, Default)]
 pub(super) struct Loaded(pub(super) Mutex<Vec<PathBuf>>);
 
-/// A new state whose `require` reads modules below `dir`.
-pub(super) fn state(dir: &Path) -> mlua::Result<Lua> {
+/// A new state whose `require` reads modules below `dir`, and whose
+/// `proscenium.publish` posts to `hub`, if there is one.
+pub(super) fn state(dir: &Path, hub: Option<&Hub>) -> mlua::Result<Lua> {
     let libs = StdLib::TABLE
         | StdLib::STRING
         | StdLib::MATH
@@ -80,7 +82,7 @@ pub(super) fn state(dir: &Path) -> mlua::Result<Lua> {
     globals.set("load", lua.create_function(load_text)?)?;
     globals.set("print", lua.create_function(print)?)?;
     globals.set("require", require_below(&lua, dir.to_owned())?)?;
-    globals.set("proscenium", helpers(&lua)?)?;
+    globals.set("proscenium", helpers(&lua, hub)?)?;
     lua.set_app_data(Budget::default());
     lua.set_app_data(Loaded::default());
     // The global hook, not the main thread's: a coroutine copies its creator's hook,
@@ -178,8 +180,10 @@ fn module_path(name: &str) -> Option<PathBuf> {
         .then_some(path)
 }
 
-/// The `proscenium` table: `json.encode`, `json.decode`, `html.escape`.
-fn helpers(lua: &Lua) -> mlua::Result<Table> {
+/// The `proscenium` table: `json.encode`, `json.decode`, `html.escape`, and with a
+/// hub `publish(topic, payload)` — a string as it is, anything else as JSON — which
+/// returns the post's id.
+fn helpers(lua: &Lua, hub: Option<&Hub>) -> mlua::Result<Table> {
     let json = lua.create_table()?;
     json.set(
         "encode",
@@ -204,6 +208,22 @@ fn helpers(lua: &Lua) -> mlua::Result<Table> {
     let helpers = lua.create_table()?;
     helpers.set("json", json)?;
     helpers.set("html", html)?;
+    if let Some(hub) = hub {
+        let hub = hub.clone();
+        helpers.set(
+            "publish",
+            lua.create_function(move |lua, (topic, payload): (String, Value)| {
+                let payload = match payload {
+                    Value::String(text) => text.as_bytes().to_vec(),
+                    other => {
+                        let value: serde_json::Value = lua.from_value(other)?;
+                        serde_json::to_vec(&value).map_err(mlua::Error::external)?
+                    }
+                };
+                Ok(hub.publish(&topic, payload))
+            })?,
+        )?;
+    }
     Ok(helpers)
 }
 

@@ -16,6 +16,7 @@ pub use self::tools::echo;
 use crate::app::{Handler, Mode, Reply};
 use crate::cgi::Cgi;
 use crate::http::Request;
+use crate::hub::Hub;
 use crate::lua::{LuaApp, LuaAppError, LuaPages};
 use crate::{App, Config};
 
@@ -39,6 +40,14 @@ pub fn configure(mut app: App, config: &Config) -> Result<App, LuaAppError> {
     if config.tools {
         app = tools::mount(app);
     }
+    // Lua's posts and feeds: through Redis with the other replicas when `[feeds]`
+    // names one (made only when Lua runs: a Redis hub keeps a connection).
+    let lua = config.lua.enabled || config.lua.app.is_some();
+    let hub = if lua {
+        Hub::with(config.feeds.clone())
+    } else {
+        Hub::new()
+    };
     let mut below: Option<Chain> = config.root.as_ref().map(|root| {
         let files = StaticFiles::new(root).show_dotfiles(config.show_dotfiles);
         let mut site = if config.cgi.enabled {
@@ -52,12 +61,13 @@ pub fn configure(mut app: App, config: &Config) -> Result<App, LuaAppError> {
             Chain::of(files)
         };
         if config.lua.enabled {
-            site = Chain::of(LuaPages::new(root, &config.lua).or_else(site));
+            let pages = LuaPages::new(root, &config.lua).with_hub(hub.clone());
+            site = Chain::of(pages.or_else(site));
         }
         site
     });
     if let Some(file) = &config.lua.app {
-        let lua = LuaApp::load(file, &config.lua)?;
+        let lua = LuaApp::load_with_hub(file, &config.lua, hub)?;
         below = Some(Chain::of(match below {
             Some(site) => lua.or_else(site),
             None => lua,
