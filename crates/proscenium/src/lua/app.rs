@@ -10,11 +10,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use http::{Method, StatusCode};
-use mlua::{ChunkMode, Function, Lua, MultiValue, Table, Value};
+use std::time::Instant;
+
+use mlua::{ChunkMode, Function, Lua, Table, Value};
 
 use super::pool::Pool;
-use super::sandbox::Loaded;
-use super::stamp::{Stamp, Stamps};
+use super::sandbox::{Loaded, Sandboxed};
+use super::stamp::{self, Stamp};
 use super::{Failure, LuaSpec, convert, sandbox};
 use crate::app::{
     FromRequestHead as _, Handler, IntoResponse as _, Mode, Reply, error, to_matchit,
@@ -61,7 +63,6 @@ struct Inner {
     file: PathBuf,
     dir: PathBuf,
     pool: Arc<Pool<Routes>>,
-    stamps: Arc<Stamps>,
     next: Option<Next>,
     /// The hub `proscenium.publish` posts to and feed routes read.
     hub: Hub,
@@ -91,6 +92,8 @@ struct Routes {
     endpoints: Vec<Vec<(Option<Method>, usize)>>,
     /// The script and the modules it loaded, stamped when it was loaded.
     files: Vec<(PathBuf, Stamp)>,
+    /// When the stamps were last compared with the files'.
+    checked: Instant,
 }
 
 impl std::fmt::Debug for LuaApp {
@@ -132,7 +135,6 @@ impl LuaApp {
             file,
             dir,
             pool: Arc::new(Pool::new(spec)),
-            stamps: Arc::default(),
             next: None,
             hub,
         };
@@ -159,11 +161,12 @@ impl LuaApp {
             Ok(slot) => slot,
             Err(failure) => return Reply::ready(failure.answer(&name)),
         };
-        if slot
-            .data
-            .files
-            .iter()
-            .any(|(path, stamp)| inner.stamps.of(path) != *stamp)
+        let routes = &mut slot.data;
+        if stamp::due(&mut routes.checked)
+            && routes
+                .files
+                .iter()
+                .any(|(path, known)| stamp::take(path) != *known)
         {
             tracing::info!("lua: {name} changed: loading it again");
             inner.pool.renew();
@@ -199,28 +202,21 @@ impl LuaApp {
             }
         };
         req.set_params(params);
-        let returned = inner.pool.run(slot, |lua, _| {
-            let table = convert::request(lua, &req)?;
-            handler.call::<MultiValue>(table)
-        });
-        let response: Result<Response, Failure> = returned.and_then(|values| {
-            convert::response(values).map_err(|why| Failure::Script(mlua::Error::runtime(why)))
-        });
+        let returned = inner
+            .pool
+            .run(slot, |state, _| convert::call(state, &handler, &req));
+        let response: Result<Response, Failure> = returned
+            .and_then(|answer| answer.map_err(|why| Failure::Script(mlua::Error::runtime(why))));
         Reply::ready(response.unwrap_or_else(|failure| failure.answer(&name)))
     }
 }
 
 impl Inner {
     /// A state with the app loaded in it.
-    fn state(&self) -> mlua::Result<(Lua, Routes)> {
-        let lua = sandbox::state(&self.dir, Some(&self.hub))?;
-        let mut routes = load(&lua, &self.file, &self.dir)?;
-        // Stamped through the same cache the requests look at, so a file is
-        // seen changed once, not again until the cache catches up.
-        for (path, stamp) in &mut routes.files {
-            *stamp = self.stamps.of(path);
-        }
-        Ok((lua, routes))
+    fn state(&self) -> mlua::Result<(Sandboxed, Routes)> {
+        let state = sandbox::state(&self.dir, Some(&self.hub))?;
+        let routes = load(&state.lua, &self.file, &self.dir)?;
+        Ok((state, routes))
     }
 }
 
@@ -287,6 +283,8 @@ impl Routes {
 /// Runs the app's script in `lua` and reads the routes it added.
 fn load(lua: &Lua, file: &Path, dir: &Path) -> mlua::Result<Routes> {
     let list: Table = lua.load(PRELUDE).set_name("=prelude").eval()?;
+    // Stamped before it is read: a change made meanwhile is seen as one.
+    let stamp = stamp::take(file);
     let text = std::fs::read(file)
         .map_err(|e| mlua::Error::runtime(format!("{}: {e}", file.display())))?;
     let shown = file.strip_prefix(dir).unwrap_or(file);
@@ -298,7 +296,8 @@ fn load(lua: &Lua, file: &Path, dir: &Path) -> mlua::Result<Routes> {
         handlers: Vec::new(),
         matcher: matchit::Router::new(),
         endpoints: Vec::new(),
-        files: vec![(file.to_owned(), None)],
+        files: vec![(file.to_owned(), stamp)],
+        checked: Instant::now(),
     };
     let mut by_path: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
     for route in list.sequence_values::<Table>() {
@@ -364,9 +363,9 @@ fn load(lua: &Lua, file: &Path, dir: &Path) -> mlua::Result<Routes> {
         routes.handlers.push(target);
     }
     if let Some(loaded) = lua.app_data_ref::<Loaded>() {
-        for module in loaded.0.lock().expect("not poisoned").iter() {
-            routes.files.push((module.clone(), None));
-        }
+        routes
+            .files
+            .extend(loaded.0.lock().expect("not poisoned").iter().cloned());
     }
     Ok(routes)
 }

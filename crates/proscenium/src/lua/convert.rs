@@ -1,85 +1,95 @@
-//! The request as a Lua table, and what a script returns as a response.
+//! A request handed to a Lua handler, and its answer made a response — through the
+//! state's `invoke.lua`, so that what crosses between Rust and Lua is a few plain
+//! strings each way: every table or string mlua hands over is a reference it must
+//! register and free, and building the request table field by field from Rust cost
+//! twice what the rest of a Lua request did (bench/scripts.sh, `lua`).
 
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue, StatusCode, header};
-use mlua::{Lua, MultiValue, Table, Value};
+use mlua::{Either, Function, Value};
 
+use super::sandbox::Sandboxed;
 use crate::http::{Body, Request, Response};
 
 /// The content type of a body a script returned without one.
 const HTML: &str = "text/html; charset=utf-8";
 
-/// `req` as a table: `method`, `path`, `query`, `args`, `headers`, `body`, `params`,
-/// `remote_addr`.
-pub(super) fn request(lua: &Lua, req: &Request) -> mlua::Result<Table> {
-    let table = lua.create_table_with_capacity(0, 8)?;
-    table.set("method", req.method().as_str())?;
-    table.set("path", req.uri().path())?;
-    let query = req.uri().query().unwrap_or("");
-    table.set("query", query)?;
-    let args = lua.create_table()?;
-    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query).unwrap_or_default();
-    for (name, value) in pairs {
-        args.set(name, value)?;
-    }
-    table.set("args", args)?;
-    let headers = lua.create_table()?;
+/// Calls `handler` with `req` on `state`: the script's error, or its answer as a
+/// response (or what is wrong with that answer).
+pub(super) fn call(
+    state: &Sandboxed,
+    handler: &Function,
+    req: &Request,
+) -> mlua::Result<Result<Response, String>> {
+    let mut headers = Vec::with_capacity(256);
     for name in req.headers().keys() {
-        let values: Vec<&[u8]> = req
-            .headers()
-            .get_all(name)
-            .iter()
-            .map(HeaderValue::as_bytes)
-            .collect();
-        headers.set(name.as_str(), lua.create_string(values.join(&b", "[..]))?)?;
+        headers.extend_from_slice(name.as_str().as_bytes());
+        headers.push(0);
+        for (at, value) in req.headers().get_all(name).iter().enumerate() {
+            if at > 0 {
+                headers.extend_from_slice(b", ");
+            }
+            headers.extend_from_slice(value.as_bytes());
+        }
+        headers.push(0);
     }
-    table.set("headers", headers)?;
-    table.set("body", lua.create_string(req.body())?)?;
-    let params = lua.create_table()?;
+    let mut params = String::new();
     for (name, value) in req.params() {
-        params.set(name, value)?;
+        params.extend([name, "\0", value, "\0"]);
     }
-    table.set("params", params)?;
-    if let Some(peer) = req.peer_addr() {
-        table.set("remote_addr", peer.ip().to_string())?;
-    }
-    Ok(table)
+    let remote = req
+        .peer_addr()
+        .map_or_else(String::new, |peer| peer.ip().to_string());
+    let (status, body, fields): (Value, Option<mlua::String>, Option<mlua::String>) =
+        state.invoke.call((
+            handler,
+            req.method().as_str(),
+            req.uri().path(),
+            req.uri().query().unwrap_or(""),
+            text(state, req.body())?,
+            remote.as_str(),
+            text(state, &headers)?,
+            params.as_str(),
+        ))?;
+    Ok(answer(&status, body.as_ref(), fields.as_ref()))
 }
 
-/// What a script returned, as a response: a body (a string: 200, HTML); a status,
-/// header fields and a body; or a table of `status`, `headers` and `body`; nothing
-/// is 204. Anything else is the script's error, said in the returned text.
-pub(super) fn response(returned: MultiValue) -> Result<Response, String> {
-    let values: Vec<Value> = returned.into_iter().collect();
-    match values.as_slice() {
-        [] | [Value::Nil, ..] => answer(StatusCode::NO_CONTENT, None, None),
-        [Value::String(body)] => answer(StatusCode::OK, None, Some(body.as_bytes().to_vec())),
-        [Value::Table(parts)] => {
-            let status = parts.get::<Value>("status").map_err(|e| e.to_string())?;
-            let headers = parts
-                .get::<Option<Table>>("headers")
-                .map_err(|e| e.to_string())?;
-            let body = parts.get::<Value>("body").map_err(|e| e.to_string())?;
-            let status = match status {
-                Value::Nil => StatusCode::OK,
-                status => status_of(&status)?,
-            };
-            answer(status, headers.as_ref(), body_of(&body)?)
-        }
-        [status, rest @ ..] => {
-            let status = status_of(status)?;
-            let headers = match rest.first() {
-                None | Some(Value::Nil) => None,
-                Some(Value::Table(headers)) => Some(headers),
-                Some(other) => return Err(format!("headers were a {}", other.type_name())),
-            };
-            answer(
-                status,
-                headers,
-                body_of(rest.get(1).unwrap_or(&Value::Nil))?,
-            )
+/// `bytes` as the plain string it is when it is UTF-8 (pushed as it is), else as a Lua
+/// string made for it.
+fn text<'a>(state: &Sandboxed, bytes: &'a [u8]) -> mlua::Result<Either<&'a str, mlua::String>> {
+    Ok(match std::str::from_utf8(bytes) {
+        Ok(text) => Either::Left(text),
+        Err(_) => Either::Right(state.lua.create_string(bytes)?),
+    })
+}
+
+/// The response of a status, a body and `name\0value\0` header fields.
+fn answer(
+    status: &Value,
+    body: Option<&mlua::String>,
+    fields: Option<&mlua::String>,
+) -> Result<Response, String> {
+    let status = status_of(status)?;
+    let mut res = Response::new(body.map_or_else(Body::empty, |body| {
+        Body::from(Bytes::copy_from_slice(&body.as_bytes()))
+    }));
+    *res.status_mut() = status;
+    if let Some(fields) = fields {
+        let fields = fields.as_bytes();
+        let mut parts = fields.split(|&b| b == 0);
+        while let (Some(name), Some(value)) = (parts.next(), parts.next()) {
+            let name = HeaderName::from_bytes(name)
+                .map_err(|_| format!("a bad header name {:?}", String::from_utf8_lossy(name)))?;
+            let value =
+                HeaderValue::from_bytes(value).map_err(|_| format!("a bad value of {name}"))?;
+            res.headers_mut().append(name, value);
         }
     }
+    if body.is_some() && !res.headers().contains_key(header::CONTENT_TYPE) {
+        res.headers_mut()
+            .insert(header::CONTENT_TYPE, HeaderValue::from_static(HTML));
+    }
+    Ok(res)
 }
 
 fn status_of(value: &Value) -> Result<StatusCode, String> {
@@ -92,49 +102,4 @@ fn status_of(value: &Value) -> Result<StatusCode, String> {
     };
     code.and_then(|code| StatusCode::from_u16(code).ok())
         .ok_or_else(|| format!("the status was {value:?}, not a number from 100 to 999"))
-}
-
-fn body_of(value: &Value) -> Result<Option<Vec<u8>>, String> {
-    match value {
-        Value::Nil => Ok(None),
-        Value::String(body) => Ok(Some(body.as_bytes().to_vec())),
-        Value::Integer(_) | Value::Number(_) => Ok(value.to_string().ok().map(String::into_bytes)),
-        other => Err(format!("the body was a {}", other.type_name())),
-    }
-}
-
-fn answer(
-    status: StatusCode,
-    headers: Option<&Table>,
-    body: Option<Vec<u8>>,
-) -> Result<Response, String> {
-    let has_body = body.is_some();
-    let mut res = Response::new(body.map_or_else(Body::empty, |b| Body::from(Bytes::from(b))));
-    *res.status_mut() = status;
-    if let Some(headers) = headers {
-        for pair in headers.pairs::<String, Value>() {
-            let (name, value) = pair.map_err(|e| e.to_string())?;
-            let name = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| format!("a bad header name {name:?}"))?;
-            let values = match value {
-                Value::Table(list) => list
-                    .sequence_values::<mlua::String>()
-                    .map(|v| v.map(|s| s.as_bytes().to_vec()))
-                    .collect::<mlua::Result<Vec<_>>>()
-                    .map_err(|e| e.to_string())?,
-                Value::String(one) => vec![one.as_bytes().to_vec()],
-                other => vec![other.to_string().map_err(|e| e.to_string())?.into_bytes()],
-            };
-            for value in values {
-                let value = HeaderValue::from_bytes(&value)
-                    .map_err(|_| format!("a bad value of {name}"))?;
-                res.headers_mut().append(name.clone(), value);
-            }
-        }
-    }
-    if has_body && !res.headers().contains_key(header::CONTENT_TYPE) {
-        res.headers_mut()
-            .insert(header::CONTENT_TYPE, HeaderValue::from_static(HTML));
-    }
-    Ok(res)
 }

@@ -5,11 +5,12 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Instant;
 
-use mlua::{ChunkMode, Function, Lua, MultiValue};
+use mlua::{ChunkMode, Function, Lua};
 
 use super::pool::Pool;
-use super::stamp::{Stamp, Stamps};
+use super::stamp::{self, Stamp};
 use super::{Failure, LuaSpec, convert, sandbox};
 use crate::app::{Handler, Mode, Reply};
 use crate::http::Request;
@@ -30,14 +31,13 @@ struct Pages {
     root: PathBuf,
     files: StaticFiles,
     pool: Arc<Pool<Compiled>>,
-    stamps: Arc<Stamps>,
     next: Option<Next>,
     hub: Option<Hub>,
 }
 
-/// The pages a state compiled, by file: each `handle` and the stamp of the file it
-/// came from.
-type Compiled = HashMap<PathBuf, (Function, Stamp)>;
+/// The pages a state compiled, by file: each `handle`, the stamp of the file it came
+/// from, and when that stamp was last compared with the file's.
+type Compiled = HashMap<PathBuf, (Function, Stamp, Instant)>;
 
 impl std::fmt::Debug for LuaPages {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -57,7 +57,6 @@ impl LuaPages {
             files: StaticFiles::new(&root),
             root,
             pool: Arc::new(Pool::new(spec)),
-            stamps: Arc::default(),
             next: None,
             hub: None,
         }))
@@ -102,23 +101,28 @@ impl LuaPages {
     fn serve(&self, req: &Request, relative: &Path) -> Result<crate::http::Response, Failure> {
         let pages = &*self.0;
         let file = pages.root.join(relative);
-        let stamp = pages.stamps.of(&file);
         let slot = pages.pool.take(|| {
-            sandbox::state(&pages.root, pages.hub.as_ref()).map(|lua| (lua, Compiled::new()))
+            sandbox::state(&pages.root, pages.hub.as_ref()).map(|state| (state, Compiled::new()))
         })?;
-        let returned = pages.pool.run(slot, |lua, compiled| {
-            let handle = match compiled.get(&file) {
-                Some((handle, known)) if *known == stamp => handle.clone(),
-                _ => {
-                    let handle = compile(lua, &file, relative)?;
-                    compiled.insert(file.clone(), (handle.clone(), stamp));
+        let answer = pages.pool.run(slot, |state, compiled| {
+            let known = compiled
+                .get_mut(&file)
+                .and_then(|(handle, known, checked)| {
+                    let fresh = !stamp::due(checked) || stamp::take(&file) == *known;
+                    fresh.then(|| handle.clone())
+                });
+            let handle = match known {
+                Some(handle) => handle,
+                None => {
+                    let stamp = stamp::take(&file);
+                    let handle = compile(&state.lua, &file, relative)?;
+                    compiled.insert(file.clone(), (handle.clone(), stamp, Instant::now()));
                     handle
                 }
             };
-            let req = convert::request(lua, req)?;
-            handle.call::<MultiValue>(req)
+            convert::call(state, &handle, req)
         })?;
-        convert::response(returned).map_err(|why| Failure::Script(mlua::Error::runtime(why)))
+        answer.map_err(|why| Failure::Script(mlua::Error::runtime(why)))
     }
 }
 

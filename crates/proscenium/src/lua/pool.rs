@@ -6,10 +6,9 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use mlua::Lua;
 use parking_lot::Mutex;
 
-use super::sandbox::Budget;
+use super::sandbox::Sandboxed;
 use super::{Failure, LuaSpec};
 
 /// How many idle states a pool keeps: one per thread that ran Lua lately, for the
@@ -18,7 +17,7 @@ const MAX_IDLE: usize = 64;
 
 /// A state and what it holds for its pool's user (compiled pages, an app's routes).
 pub(super) struct Slot<T> {
-    pub(super) lua: Lua,
+    pub(super) state: Sandboxed,
     pub(super) data: T,
     generation: u64,
 }
@@ -48,10 +47,12 @@ impl<T> Pool<T> {
         }
     }
 
-    /// Takes an idle state of this generation, or makes one with `make`.
+    /// Takes an idle state of this generation, or makes one with `make` — its memory
+    /// bounded from then on to what it holds now and `[lua] memory` more (past the
+    /// bound Lua collects its garbage and tries again before it fails).
     pub(super) fn take(
         &self,
-        make: impl FnOnce() -> mlua::Result<(Lua, T)>,
+        make: impl FnOnce() -> mlua::Result<(Sandboxed, T)>,
     ) -> Result<Slot<T>, Failure> {
         let generation = self.generation.load(Ordering::Acquire);
         loop {
@@ -62,9 +63,14 @@ impl<T> Pool<T> {
                 return Ok(slot);
             }
         }
-        let (lua, data) = make().map_err(|e| Failure::of(e, false))?;
+        let (state, data) = make().map_err(|e| Failure::of(e, false))?;
+        let limit = state.lua.used_memory().saturating_add(self.spec.memory);
+        state
+            .lua
+            .set_memory_limit(limit)
+            .map_err(|e| Failure::of(e, false))?;
         Ok(Slot {
-            lua,
+            state,
             data,
             generation,
         })
@@ -87,24 +93,16 @@ impl<T> Pool<T> {
         self.idle.lock().clear();
     }
 
-    /// Runs `call` on `slot` within the request budgets, giving the state back after
-    /// unless a budget was passed.
+    /// Runs `call` on `slot` within the request's instruction budget, giving the
+    /// state back after unless a budget was passed.
     pub(super) fn run<R>(
         &self,
         mut slot: Slot<T>,
-        call: impl FnOnce(&Lua, &mut T) -> mlua::Result<R>,
+        call: impl FnOnce(&Sandboxed, &mut T) -> mlua::Result<R>,
     ) -> Result<R, Failure> {
-        let budget = slot.lua.app_data_ref::<Budget>().map(|budget| {
-            budget.refill(self.spec.instructions as u64);
-        });
-        debug_assert!(budget.is_some(), "every state has a budget");
-        let limit = slot.lua.used_memory().saturating_add(self.spec.memory);
-        let _ = slot.lua.set_memory_limit(limit);
-        let result = call(&slot.lua, &mut slot.data);
-        let exhausted = slot
-            .lua
-            .app_data_ref::<Budget>()
-            .is_some_and(|budget| budget.is_exhausted());
+        slot.state.budget.refill(self.spec.instructions as u64);
+        let result = call(&slot.state, &mut slot.data);
+        let exhausted = slot.state.budget.is_exhausted();
         let result = result.map_err(|e| Failure::of(e, exhausted));
         match &result {
             Err(failure) if failure.spoils_state() => {}

@@ -5,13 +5,14 @@
 //! hook that coroutines inherit.
 
 use std::path::{Component, Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
+use super::stamp::{self, Stamp};
 use crate::hub::Hub;
 use mlua::{
-    ChunkMode, HookTriggers, IntoLua as _, Lua, LuaOptions, LuaSerdeExt as _, StdLib, Table, Value,
-    Variadic, VmState,
+    ChunkMode, Function, HookTriggers, IntoLua as _, Lua, LuaOptions, LuaSerdeExt as _, StdLib,
+    Table, Value, Variadic, VmState,
 };
 
 /// How many instructions run between two looks at the budget.
@@ -20,7 +21,7 @@ const HOOK_EVERY: u32 = 10_000;
 /// What `os` keeps: time and dates, nothing that touches the system.
 const OS_KEPT: [&str; 4] = ["clock", "date", "difftime", "time"];
 
-/// A state's budget for the request it runs, and the files it loaded.
+/// A state's budget of instructions for the request it runs.
 #[derive(Debug, Default)]
 pub(super) struct Budget {
     /// Instructions left to the request.
@@ -36,6 +37,7 @@ impl Budget {
         self.exhausted.store(false, Ordering::Relaxed);
     }
 
+    /// Whether the request ran out of instructions.
     pub(super) fn is_exhausted(&self) -> bool {
         self.exhausted.load(Ordering::Relaxed)
     }
@@ -51,13 +53,22 @@ impl Budget {
     }
 }
 
-/// The files a state loaded (`require`d modules), for reloading when one changes.
+/// The files a state loaded (`require`d modules), each stamped before it was read,
+/// for reloading when one changes.
 #[derive(Debug, Default)]
-pub(super) struct Loaded(pub(super) Mutex<Vec<PathBuf>>);
+pub(super) struct Loaded(pub(super) Mutex<Vec<(PathBuf, Stamp)>>);
+
+/// A sandboxed state, its instruction budget, and the function requests are made
+/// through (`invoke.lua`).
+pub(super) struct Sandboxed {
+    pub(super) lua: Lua,
+    pub(super) budget: Arc<Budget>,
+    pub(super) invoke: Function,
+}
 
 /// A new state whose `require` reads modules below `dir`, and whose
 /// `proscenium.publish` posts to `hub`, if there is one.
-pub(super) fn state(dir: &Path, hub: Option<&Hub>) -> mlua::Result<Lua> {
+pub(super) fn state(dir: &Path, hub: Option<&Hub>) -> mlua::Result<Sandboxed> {
     let libs = StdLib::TABLE
         | StdLib::STRING
         | StdLib::MATH
@@ -83,22 +94,30 @@ pub(super) fn state(dir: &Path, hub: Option<&Hub>) -> mlua::Result<Lua> {
     globals.set("print", lua.create_function(print)?)?;
     globals.set("require", require_below(&lua, dir.to_owned())?)?;
     globals.set("proscenium", helpers(&lua, hub)?)?;
-    lua.set_app_data(Budget::default());
     lua.set_app_data(Loaded::default());
+    let budget = Arc::new(Budget::default());
+    let spending = Arc::clone(&budget);
     // The global hook, not the main thread's: a coroutine copies its creator's hook,
     // and only the global one finds its callback from any thread.
     lua.set_global_hook(
         HookTriggers::new().every_nth_instruction(HOOK_EVERY),
-        |lua, _| {
-            let budget = lua.app_data_ref::<Budget>().expect("set with the state");
-            if budget.spend(u64::from(HOOK_EVERY)) {
+        move |_, _| {
+            if spending.spend(u64::from(HOOK_EVERY)) {
                 Ok(VmState::Continue)
             } else {
                 Err(mlua::Error::runtime("past its instruction budget"))
             }
         },
     )?;
-    Ok(lua)
+    let invoke: Function = lua
+        .load(include_str!("invoke.lua"))
+        .set_name("=invoke")
+        .eval()?;
+    Ok(Sandboxed {
+        lua,
+        budget,
+        invoke,
+    })
 }
 
 /// Lua's `load(chunk [, name [, mode [, env]]])` for text chunks only: compiled code
@@ -135,7 +154,7 @@ fn print(_: &Lua, values: Variadic<Value>) -> mlua::Result<()> {
 
 /// `require("a.b")`: `dir/a/b.lua`, run once per state (its result kept), in the
 /// state's globals; names of letters, digits, `_` and dots only.
-fn require_below(lua: &Lua, dir: PathBuf) -> mlua::Result<mlua::Function> {
+fn require_below(lua: &Lua, dir: PathBuf) -> mlua::Result<Function> {
     let modules = lua.create_table()?;
     lua.create_function(move |lua, name: String| {
         if let Some(module) = modules.get::<Option<Value>>(name.as_str())? {
@@ -144,11 +163,12 @@ fn require_below(lua: &Lua, dir: PathBuf) -> mlua::Result<mlua::Function> {
         let relative = module_path(&name)
             .ok_or_else(|| mlua::Error::runtime(format!("require {name:?}: not a module name")))?;
         let path = dir.join(&relative);
+        let stamp = stamp::take(&path);
         let text = std::fs::read(&path).map_err(|e| {
             mlua::Error::runtime(format!("require {name:?}: {}: {e}", relative.display()))
         })?;
         if let Some(loaded) = lua.app_data_ref::<Loaded>() {
-            loaded.0.lock().expect("not poisoned").push(path);
+            loaded.0.lock().expect("not poisoned").push((path, stamp));
         }
         let module: Value = lua
             .load(text)
