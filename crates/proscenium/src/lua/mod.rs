@@ -26,9 +26,9 @@
 //! runs the request on it and gives it back, and no state is ever used by two threads
 //! at once. A state is sandboxed: no `os.execute`, `io`, `loadfile`, `dofile` or
 //! `debug`, `load` of text only, `require` of the app's own directory only, `print`
-//! to the log. Each request has a budget of instructions and of memory
-//! (`[lua] instructions`, `[lua] memory`): past either it gets 503 and its state is
-//! thrown away; a script that fails gets 500, its error — file and line — logged.
+//! to the log. Each request has a budget of instructions (`[lua] instructions`) and
+//! each state a bound on its memory (`[lua] memory` past what it held when made):
+//! past either the request gets 503 and its state is thrown away; a script that fails gets 500, its error — file and line — logged.
 //! A changed file is loaded again within a second, without a restart.
 //!
 //! # Example
@@ -71,7 +71,8 @@ pub struct LuaSpec {
     /// Lua VM instructions a request may run, at most.
     #[serde(deserialize_with = "crate::config::value::count::<_, 1000, { u64::MAX }>")]
     pub instructions: usize,
-    /// Bytes of memory a request may add to its interpreter's, at most.
+    /// Bytes of memory an interpreter state may grow by past what it held when it was
+    /// made (its scripts loaded): the bound a request that allocates too much meets.
     #[serde(deserialize_with = "crate::config::value::count::<_, 65_536, { u64::MAX }>")]
     pub memory: usize,
 }
