@@ -17,7 +17,7 @@ use mlua::{ChunkMode, Function, Lua, Table, Value};
 use super::pool::Pool;
 use super::sandbox::{Loaded, Sandboxed};
 use super::stamp::{self, Stamp};
-use super::{Failure, LuaSpec, convert, sandbox};
+use super::{Failure, LuaSpec, Next, convert, sandbox};
 use crate::app::{
     FromRequestHead as _, Handler, IntoResponse as _, Mode, Reply, error, to_matchit,
 };
@@ -54,9 +54,6 @@ return routes
 /// route matches goes to the handler given to [`or_else`](Self::or_else), or gets 404.
 #[derive(Clone)]
 pub struct LuaApp(Arc<Inner>);
-
-/// What names a request that no route of the script matches.
-type Next = Arc<dyn Fn(Request) -> Reply + Send + Sync>;
 
 #[derive(Clone)]
 struct Inner {

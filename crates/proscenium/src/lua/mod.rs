@@ -167,5 +167,6 @@ fn one_line(error: &mlua::Error) -> String {
     text.lines().next().unwrap_or_default().to_owned()
 }
 
-#[cfg(test)]
-mod tests;
+/// What a Lua handler hands on a request that is not its own to: the static files,
+/// CGI scripts or pages below it.
+type Next = std::sync::Arc<dyn Fn(crate::http::Request) -> crate::app::Reply + Send + Sync>;

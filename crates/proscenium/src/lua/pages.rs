@@ -11,7 +11,7 @@ use mlua::{ChunkMode, Function, Lua};
 
 use super::pool::Pool;
 use super::stamp::{self, Stamp};
-use super::{Failure, LuaSpec, convert, sandbox};
+use super::{Failure, LuaSpec, Next, convert, sandbox};
 use crate::app::{Handler, Mode, Reply};
 use crate::http::Request;
 use crate::hub::Hub;
@@ -22,9 +22,6 @@ use crate::web::StaticFiles;
 /// or gets 404.
 #[derive(Clone)]
 pub struct LuaPages(Arc<Pages>);
-
-/// What names a request that is not a page's.
-type Next = Arc<dyn Fn(Request) -> Reply + Send + Sync>;
 
 #[derive(Clone)]
 struct Pages {

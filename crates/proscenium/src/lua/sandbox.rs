@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::stamp::{self, Stamp};
+use crate::http::error_page::html_escape;
 use crate::hub::Hub;
 use mlua::{
     ChunkMode, Function, HookTriggers, IntoLua as _, Lua, LuaOptions, LuaSerdeExt as _, StdLib,
@@ -223,7 +224,7 @@ fn helpers(lua: &Lua, hub: Option<&Hub>) -> mlua::Result<Table> {
     let html = lua.create_table()?;
     html.set(
         "escape",
-        lua.create_function(|_, text: String| Ok(escape_html(&text)))?,
+        lua.create_function(|_, text: String| Ok(html_escape(&text)))?,
     )?;
     let helpers = lua.create_table()?;
     helpers.set("json", json)?;
@@ -245,20 +246,4 @@ fn helpers(lua: &Lua, hub: Option<&Hub>) -> mlua::Result<Table> {
         )?;
     }
     Ok(helpers)
-}
-
-/// `text` safe inside HTML text and quoted attributes.
-pub(super) fn escape_html(text: &str) -> String {
-    let mut escaped = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => escaped.push_str("&amp;"),
-            '<' => escaped.push_str("&lt;"),
-            '>' => escaped.push_str("&gt;"),
-            '"' => escaped.push_str("&quot;"),
-            '\'' => escaped.push_str("&#39;"),
-            c => escaped.push(c),
-        }
-    }
-    escaped
 }
