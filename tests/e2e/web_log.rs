@@ -253,3 +253,45 @@ fn the_watchdog_names_the_route_that_stalls_a_loop() {
         Duration::from_secs(2)
     ));
 }
+
+/// Dropped when the handler's future is: whether it was, and when.
+struct Dropped(std::sync::mpsc::Sender<()>);
+
+impl Drop for Dropped {
+    fn drop(&mut self) {
+        let _ = self.0.send(());
+    }
+}
+
+/// A client that hangs up while its request is with an async handler takes the
+/// request with it: the handler's future is dropped at once (a CGI script it runs is
+/// killed: `cgi::a_client_that_hangs_up_has_its_script_killed`), and the access log
+/// says 499, as nginx's does.
+#[test]
+fn a_client_that_hangs_up_cancels_its_request_and_is_logged_499() {
+    let (_dir, log) = log_file();
+    let (dropped, was_dropped) = std::sync::mpsc::channel();
+    let dropped = Arc::new(std::sync::Mutex::new(Some(dropped)));
+    let app = App::new().get("/slow", move || {
+        let guard = dropped.lock().unwrap().take().map(Dropped);
+        async move {
+            tokio::time::sleep(Duration::from_secs(30)).await;
+            drop(guard);
+            "too late"
+        }
+    });
+    let server = support::start_with(app, |c| c.log = Some(log.clone()));
+    let mut client = Client::connect(server.local_addr());
+    client.get("/slow");
+    std::thread::sleep(Duration::from_millis(200));
+    drop(client);
+    was_dropped
+        .recv_timeout(Duration::from_secs(2))
+        .expect("the handler was dropped when its client hung up");
+    let lines = read_log(&log, 1);
+    assert!(
+        lines[0].contains("\"GET /slow HTTP/1.1\" 499 "),
+        "{}",
+        lines[0]
+    );
+}
