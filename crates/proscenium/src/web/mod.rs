@@ -43,11 +43,7 @@ pub fn configure(mut app: App, config: &Config) -> Result<App, LuaAppError> {
     // Lua's posts and feeds: through Redis with the other replicas when `[feeds]`
     // names one (made only when Lua runs: a Redis hub keeps a connection).
     let lua = config.lua.enabled || config.lua.app.is_some();
-    let hub = if lua {
-        Hub::with(config.feeds.clone())
-    } else {
-        Hub::new()
-    };
+    let hub = lua.then(|| Hub::with(config.feeds.clone()));
     let mut below: Option<Chain> = config.root.as_ref().map(|root| {
         let files = StaticFiles::new(root).show_dotfiles(config.show_dotfiles);
         let mut site = if config.cgi.enabled {
@@ -60,13 +56,13 @@ pub fn configure(mut app: App, config: &Config) -> Result<App, LuaAppError> {
         } else {
             Chain::of(files)
         };
-        if config.lua.enabled {
+        if let (true, Some(hub)) = (config.lua.enabled, &hub) {
             let pages = LuaPages::new(root, &config.lua).with_hub(hub.clone());
             site = Chain::of(pages.or_else(site));
         }
         site
     });
-    if let Some(file) = &config.lua.app {
+    if let (Some(file), Some(hub)) = (&config.lua.app, hub) {
         let lua = LuaApp::load_with_hub(file, &config.lua, hub)?;
         below = Some(Chain::of(match below {
             Some(site) => lua.or_else(site),
