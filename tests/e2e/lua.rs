@@ -41,6 +41,23 @@ fn serve(
     })
 }
 
+/// Why a server with the app `root/app.lua` did not start.
+fn refused_start(root: &Path) -> String {
+    let config = proscenium::Config {
+        bind: "127.0.0.1:0".parse().unwrap(),
+        lua: LuaSpec {
+            app: Some(root.join("app.lua")),
+            ..LuaSpec::default()
+        },
+        ..proscenium::Config::default()
+    };
+    proscenium::Server::new(App::new())
+        .config(config)
+        .start()
+        .unwrap_err()
+        .to_string()
+}
+
 const PAGE: &str = r#"
 function handle(req)
   local name = req.args.name or "world"
@@ -278,19 +295,8 @@ fn a_lua_app_that_does_not_load_stops_the_start_with_its_file_and_line() {
         "app.lua",
         "app:get('/x', function(req)\n  return 1 +\nend)\n",
     )]);
-    let config = proscenium::Config {
-        bind: "127.0.0.1:0".parse().unwrap(),
-        lua: LuaSpec {
-            app: Some(root.join("app.lua")),
-            ..LuaSpec::default()
-        },
-        ..proscenium::Config::default()
-    };
-    let error = proscenium::Server::new(App::new())
-        .config(config)
-        .start()
-        .unwrap_err();
-    assert!(error.to_string().contains("app.lua:3:"), "{error}");
+    let error = refused_start(&root);
+    assert!(error.contains("app.lua:3:"), "{error}");
 }
 
 #[test]
@@ -324,4 +330,97 @@ app:events("/feed/events", "/picture/*/likes")
         "{events}"
     );
     assert!(events.contains(&format!("id: {}", like.text())), "{events}");
+}
+
+const SHARING_APP: &str = r#"
+app:post("/hit", { state = "write" }, function(req)
+  local n = proscenium.state.get("hits") or 0
+  local spin = 0
+  for i = 1, 20000 do spin = spin + i end -- a window for a lost update, were writes not exclusive
+  proscenium.state.set("hits", n + 1)
+  return tostring(n + 1)
+end)
+app:get("/hits", { state = "read" }, function(req)
+  return tostring(proscenium.state.get("hits"))
+end)
+app:post("/incr", { state = "write" }, function(req)
+  return tostring(proscenium.state.incr("count", 2))
+end)
+app:put("/doc", { state = "write" }, function(req)
+  proscenium.state.set("doc", proscenium.json.decode(req.body))
+end)
+app:get("/doc", { state = "read" }, function(req)
+  return 200, { ["content-type"] = "application/json" }, proscenium.json.encode(proscenium.state.get("doc"))
+end)
+app:get("/undeclared", function(req)
+  return tostring(proscenium.state.get("hits"))
+end)
+app:post("/sneaky", { state = "read" }, function(req)
+  proscenium.state.set("hits", 0)
+end)
+"#;
+
+#[test]
+fn lua_routes_and_pages_share_values_under_the_lock_class_they_declare() {
+    support::capture_logs();
+    let (_dir, root) = root(&[
+        ("app.lua", SHARING_APP),
+        (
+            "count.lua",
+            "page = { state = \"read\" }\nfunction handle(req) return tostring(proscenium.state.get(\"hits\")) end\n",
+        ),
+    ]);
+    let server = serve(&root, Some("app.lua"), |_| {});
+    let addr = server.local_addr();
+    let post = |path: &str| {
+        Client::connect(addr)
+            .send(&format!(
+                "POST {path} HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n"
+            ))
+            .response()
+    };
+    // Four clients at once read, compute and write back: every write excluded the
+    // others, so none was lost (the thread models run them in parallel).
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(|| {
+                for _ in 0..25 {
+                    assert_eq!(post("/hit").status, 200);
+                }
+            });
+        }
+    });
+    assert_eq!(support::get(addr, "/hits").text(), "100");
+    assert_eq!(support::get(addr, "/count.lua").text(), "100");
+    assert_eq!(post("/incr").text(), "2");
+    assert_eq!(post("/incr").text(), "4");
+    let put = Client::connect(addr)
+        .send(
+            "PUT /doc HTTP/1.1\r\nHost: t\r\nContent-Length: 21\r\n\r\n{\"a\":[1,2],\"b\":\"x\"}  ",
+        )
+        .response();
+    assert_eq!(put.status, 204);
+    assert_eq!(support::get(addr, "/doc").text(), r#"{"a":[1,2],"b":"x"}"#);
+    // Touching the values without declaring it, or writing under a read, fails.
+    assert_eq!(support::get(addr, "/undeclared").status, 500);
+    assert!(support::logged_within(
+        &["app.lua:22: proscenium.state.get: the script declared no state"],
+        Duration::from_secs(5)
+    ));
+    assert_eq!(post("/sneaky").status, 500);
+    assert!(support::logged_within(
+        &["app.lua:25: proscenium.state.set: the script declared state = \"read\""],
+        Duration::from_secs(5)
+    ));
+    assert_eq!(support::get(addr, "/hits").text(), "100");
+}
+
+#[test]
+fn a_lua_route_declaring_a_class_that_is_not_one_stops_the_start() {
+    let (_dir, root) = root(&[(
+        "app.lua",
+        "app:get('/x', { state = 'rw' }, function(req) end)\n",
+    )]);
+    let error = refused_start(&root);
+    assert!(error.contains("GET /x: state = rw"), "{error}");
 }

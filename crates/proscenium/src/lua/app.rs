@@ -1,6 +1,7 @@
 //! An app written in Lua: a script adding routes to the global `app`
-//! (`app:get(pattern, handler)`, `post`, `put`, `patch`, `delete`, `any`,
-//! `route(method, ...)`), routed here with the same patterns as [`App`](crate::App)'s
+//! (`app:get(pattern, [options,] handler)`, `post`, `put`, `patch`, `delete`, `any`,
+//! `route(method, ...)`; `options.state` declares the route's use of the shared
+//! values, see [`bridge`](super::bridge)), routed here with the same patterns as [`App`](crate::App)'s
 //! (`/hello/:name`, `/files/*path`); and feeds of the hub's posts
 //! (`app:events(path, topics)`, `app:websocket(path, topics)`), served natively.
 //! Each state loads the script once; when it or a module it `require`d changes,
@@ -14,32 +15,37 @@ use std::time::Instant;
 
 use mlua::{ChunkMode, Function, Lua, Table, Value};
 
+use super::bridge::{self, Bridge};
 use super::pool::Pool;
 use super::sandbox::{Loaded, Sandboxed};
 use super::stamp::{self, Stamp};
-use super::{Failure, LuaSpec, Next, convert, sandbox};
+use super::{LuaSpec, Next, convert, sandbox};
 use crate::app::{
     FromRequestHead as _, Handler, IntoResponse as _, Mode, Reply, error, to_matchit,
 };
 use crate::http::{Request, Response};
 use crate::hub::Hub;
 use crate::sse::LastEventId;
+use crate::state::LockSet;
 use crate::ws::WebSocketUpgrade;
 
 /// Defines `app` and returns the list its methods add routes to.
 const PRELUDE: &str = r#"
 local routes = {}
 app = {}
-function app:route(method, pattern, handler)
-  routes[#routes + 1] = { method = method, pattern = pattern, handler = handler }
+function app:route(method, pattern, options, handler)
+  if handler == nil then
+    options, handler = nil, options
+  end
+  routes[#routes + 1] = { method = method, pattern = pattern, options = options, handler = handler }
 end
 for _, method in ipairs({ "get", "post", "put", "patch", "delete", "head", "options" }) do
-  app[method] = function(self, pattern, handler)
-    self:route(string.upper(method), pattern, handler)
+  app[method] = function(self, pattern, options, handler)
+    self:route(string.upper(method), pattern, options, handler)
   end
 end
-function app:any(pattern, handler)
-  self:route("*", pattern, handler)
+function app:any(pattern, options, handler)
+  self:route("*", pattern, options, handler)
 end
 function app:events(path, topics)
   routes[#routes + 1] = { method = "GET", pattern = path, topics = topics, transport = "events" }
@@ -61,8 +67,9 @@ struct Inner {
     dir: PathBuf,
     pool: Arc<Pool<Routes>>,
     next: Option<Next>,
-    /// The hub `proscenium.publish` posts to and feed routes read.
-    hub: Hub,
+    /// The hub `proscenium.publish` posts to and feed routes read, and the shared
+    /// values.
+    bridge: Bridge,
 }
 
 /// A Lua app that could not be loaded: the script's error, with its file and line.
@@ -72,13 +79,11 @@ pub struct LuaAppError(String);
 
 /// What a route runs.
 enum Target {
-    Lua(Function),
+    /// A handler, and the locks its declared use of the shared values takes.
+    Lua(Function, Option<Arc<LockSet>>),
     /// The hub's posts to topics matching a pattern, as an event stream or over a
     /// WebSocket.
-    Feed {
-        topics: String,
-        websocket: bool,
-    },
+    Feed { topics: String, websocket: bool },
 }
 
 /// The routes one state loaded, and the files they came from.
@@ -103,27 +108,27 @@ impl std::fmt::Debug for LuaApp {
 }
 
 impl LuaApp {
-    /// Loads the app in `file`, with `spec`'s budgets for its requests, and an
-    /// in-process hub for its posts and feeds.
+    /// Loads the app in `file`, with `spec`'s budgets for its requests, an in-process
+    /// hub for its posts and feeds, and shared values of its own.
     ///
     /// # Errors
     ///
     /// The script cannot be read, does not compile, fails, or defines a bad route.
     pub fn load(file: impl AsRef<Path>, spec: &LuaSpec) -> Result<Self, LuaAppError> {
-        Self::load_with_hub(file, spec, Hub::new())
+        Self::load_with(file, spec, &Bridge::new(Hub::new()))
     }
 
-    /// Loads the app in `file` as [`load`](Self::load) does, its posts and feeds on
-    /// `hub` (one shared with the app's other routes, or through Redis with other
-    /// replicas).
+    /// Loads the app in `file` as [`load`](Self::load) does, reaching `bridge`'s hub
+    /// (one shared with the app's other routes, or through Redis with other replicas)
+    /// and values (shared with the server's Lua pages).
     ///
     /// # Errors
     ///
     /// The script cannot be read, does not compile, fails, or defines a bad route.
-    pub fn load_with_hub(
+    pub fn load_with(
         file: impl AsRef<Path>,
         spec: &LuaSpec,
-        hub: Hub,
+        bridge: &Bridge,
     ) -> Result<Self, LuaAppError> {
         let file = file.as_ref();
         let file = std::path::absolute(file).unwrap_or_else(|_| file.to_owned());
@@ -133,7 +138,7 @@ impl LuaApp {
             dir,
             pool: Arc::new(Pool::new(spec)),
             next: None,
-            hub,
+            bridge: bridge.clone(),
         };
         let slot = inner
             .pool
@@ -190,8 +195,8 @@ impl LuaApp {
             }
         };
         let (index, params) = found;
-        let handler = match &slot.data.handlers[index] {
-            Target::Lua(handler) => handler.clone(),
+        let (handler, locks) = match &slot.data.handlers[index] {
+            Target::Lua(handler, locks) => (handler.clone(), locks.clone()),
             Target::Feed { topics, websocket } => {
                 let (topics, websocket) = (topics.clone(), *websocket);
                 inner.pool.give(slot);
@@ -199,20 +204,16 @@ impl LuaApp {
             }
         };
         req.set_params(params);
-        let returned = inner
-            .pool
-            .run(slot, |state, _| convert::call(state, &handler, &req));
-        let response: Result<Response, Failure> = returned
-            .and_then(|answer| answer.map_err(|why| Failure::Script(mlua::Error::runtime(why))));
-        Reply::ready(response.unwrap_or_else(|failure| failure.answer(&name)))
+        let pool = Arc::clone(&inner.pool);
+        convert::respond(pool, slot, handler, locks.as_ref(), req, name)
     }
 }
 
 impl Inner {
     /// A state with the app loaded in it.
     fn state(&self) -> mlua::Result<(Sandboxed, Routes)> {
-        let state = sandbox::state(&self.dir, Some(&self.hub))?;
-        let routes = load(&state.lua, &self.file, &self.dir)?;
+        let state = sandbox::state(&self.dir, &self.bridge)?;
+        let routes = load(&state.lua, &self.file, &self.dir, &self.bridge)?;
         Ok((state, routes))
     }
 }
@@ -223,12 +224,12 @@ impl Inner {
     fn feed(&self, req: &Request, topics: &str, websocket: bool) -> Response {
         if websocket {
             match WebSocketUpgrade::from_request_head(req) {
-                Ok(ws) => self.hub.websocket(topics, ws),
+                Ok(ws) => self.bridge.hub().websocket(topics, ws),
                 Err(refused) => refused.into_response(),
             }
         } else {
             let Ok(last) = LastEventId::from_request_head(req);
-            self.hub.sse(topics, &last)
+            self.bridge.hub().sse(topics, &last)
         }
     }
 }
@@ -277,8 +278,9 @@ impl Routes {
     }
 }
 
-/// Runs the app's script in `lua` and reads the routes it added.
-fn load(lua: &Lua, file: &Path, dir: &Path) -> mlua::Result<Routes> {
+/// Runs the app's script in `lua` and reads the routes it added, each declared use
+/// of the shared values resolved to its locks on `bridge`.
+fn load(lua: &Lua, file: &Path, dir: &Path, bridge: &Bridge) -> mlua::Result<Routes> {
     let list: Table = lua.load(PRELUDE).set_name("=prelude").eval()?;
     // Stamped before it is read: a change made meanwhile is seen as one.
     let stamp = stamp::take(file);
@@ -300,7 +302,13 @@ fn load(lua: &Lua, file: &Path, dir: &Path) -> mlua::Result<Routes> {
     for route in list.sequence_values::<Table>() {
         let route = route?;
         let method: String = route.get("method")?;
-        let pattern: Value = route.get("pattern")?;
+        let Value::String(pattern) = route.get::<Value>("pattern")? else {
+            return Err(mlua::Error::runtime(format!(
+                "{}: a route's path must be a string",
+                shown.display()
+            )));
+        };
+        let pattern = pattern.to_str()?.to_owned();
         let transport: Option<String> = route.get("transport")?;
         let target = match transport {
             Some(transport) => match route.get::<Value>("topics")? {
@@ -315,24 +323,26 @@ fn load(lua: &Lua, file: &Path, dir: &Path) -> mlua::Result<Routes> {
                     )));
                 }
             },
-            None => match route.get::<Value>("handler")? {
-                Value::Function(handler) => Target::Lua(handler),
+            None => match (
+                route.get::<Value>("options")?,
+                route.get::<Value>("handler")?,
+            ) {
+                (options @ (Value::Nil | Value::Table(_)), Value::Function(handler)) => {
+                    let route = format!("{method} {pattern}");
+                    let what = format!("{}: {route}", shown.display());
+                    let access = bridge::declared(options.as_table(), &what)?;
+                    let locks = access.map(|access| bridge.locks(access, &route));
+                    Target::Lua(handler, locks)
+                }
                 _ => {
                     return Err(mlua::Error::runtime(format!(
-                        "{}: app:{}(pattern, handler) takes a path and a function",
+                        "{}: app:{}(pattern, [options,] handler) takes a path, a table and a function",
                         shown.display(),
                         method.to_lowercase()
                     )));
                 }
             },
         };
-        let Value::String(pattern) = pattern else {
-            return Err(mlua::Error::runtime(format!(
-                "{}: a route's path must be a string",
-                shown.display()
-            )));
-        };
-        let pattern = pattern.to_str()?.to_owned();
         let method = match method.as_str() {
             "*" => None,
             name => Some(Method::from_bytes(name.as_bytes()).map_err(mlua::Error::external)?),

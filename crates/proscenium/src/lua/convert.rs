@@ -4,19 +4,45 @@
 //! register and free, and building the request table field by field from Rust cost
 //! twice what the rest of a Lua request did (bench/scripts.sh, `lua`).
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue, StatusCode, header};
 use mlua::{Either, Function, Value};
 
+use super::Failure;
+use super::bridge;
+use super::pool::{Pool, Slot};
 use super::sandbox::Sandboxed;
+use crate::app::Reply;
 use crate::http::{Body, Request, Response};
+use crate::state::LockSet;
 
 /// The content type of a body a script returned without one.
 const HTML: &str = "text/html; charset=utf-8";
 
+/// Answers `req` with `handler` on `slot` — holding the shared values its script
+/// declared (`locks`) while it runs — or with what went wrong, logged under `name`.
+pub(super) fn respond<T: 'static>(
+    pool: Arc<Pool<T>>,
+    slot: Slot<T>,
+    handler: Function,
+    locks: Option<&Arc<LockSet>>,
+    req: Request,
+    name: String,
+) -> Reply {
+    bridge::holding(locks, move |holding| {
+        pool.run(slot, |state, _| {
+            bridge::lending(&state.lua, holding, || call(state, &handler, &req))
+        })
+        .and_then(|answer| answer.map_err(|why| Failure::Script(mlua::Error::runtime(why))))
+        .unwrap_or_else(|failure| failure.answer(&name))
+    })
+}
+
 /// Calls `handler` with `req` on `state`: the script's error, or its answer as a
 /// response (or what is wrong with that answer).
-pub(super) fn call(
+fn call(
     state: &Sandboxed,
     handler: &Function,
     req: &Request,

@@ -19,7 +19,11 @@
 //! `remote_addr`. `proscenium.json.encode`/`decode`, `proscenium.html.escape` and
 //! `proscenium.publish(topic, payload)` (to the pub/sub [hub](crate::hub)) are there
 //! for every script; `app:events(path, topics)` and `app:websocket(path, topics)`
-//! serve the hub's posts.
+//! serve the hub's posts. `proscenium.state.get(name)`, `set(name, value)` and
+//! `incr(name [, by])` reach values shared by every state, under the lock classes of
+//! Rust routes: a route declares `app:get(path, { state = "read" }, handler)` (or
+//! `"write"`), a page `page = { state = "read" }`, and its requests hold the lock the
+//! class asks for while the script runs (see [`Bridge`]).
 //!
 //! Each interpreter state serves one request at a time on one thread: states wait in
 //! a pool between requests, so a loop (or a thread of the thread models) takes one,
@@ -43,6 +47,7 @@
 //! ```
 
 mod app;
+mod bridge;
 mod convert;
 mod pages;
 mod pool;
@@ -55,6 +60,7 @@ use http::StatusCode;
 use serde::{Deserialize, Serialize};
 
 pub use self::app::{LuaApp, LuaAppError};
+pub use self::bridge::Bridge;
 pub use self::pages::LuaPages;
 use crate::app::error;
 use crate::http::Response;

@@ -1,20 +1,24 @@
 //! `.lua` pages below a root: a file defining `handle(request)`, compiled once per
 //! state and again when it changes, each page in an environment of its own (its
-//! globals are its own; the standard ones are read through).
+//! globals are its own; the standard ones are read through). A page declares its use
+//! of the shared values with a global `page = { state = "read" }` (or `"write"`; see
+//! [`bridge`](super::bridge)).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-use mlua::{ChunkMode, Function, Lua};
+use mlua::{ChunkMode, Function, Lua, Value};
 
+use super::bridge::{self, Bridge};
 use super::pool::Pool;
 use super::stamp::{self, Stamp};
-use super::{Failure, LuaSpec, Next, convert, sandbox};
+use super::{LuaSpec, Next, convert, sandbox};
 use crate::app::{Handler, Mode, Reply};
 use crate::http::Request;
 use crate::hub::Hub;
+use crate::state::LockSet;
 use crate::web::StaticFiles;
 
 /// Runs the `.lua` files below a root as pages (see the [module docs](super)); a
@@ -29,12 +33,21 @@ struct Pages {
     files: StaticFiles,
     pool: Arc<Pool<Compiled>>,
     next: Option<Next>,
-    hub: Option<Hub>,
+    bridge: Bridge,
 }
 
-/// The pages a state compiled, by file: each `handle`, the stamp of the file it came
-/// from, and when that stamp was last compared with the file's.
-type Compiled = HashMap<PathBuf, (Function, Stamp, Instant)>;
+/// The pages a state compiled, by file.
+type Compiled = HashMap<PathBuf, Page>;
+
+/// A compiled page: its `handle`, the locks its declaration takes, the stamp of the
+/// file it came from, and when that stamp was last compared with the file's.
+#[derive(Clone)]
+struct Page {
+    handle: Function,
+    locks: Option<Arc<LockSet>>,
+    stamp: Stamp,
+    checked: Instant,
+}
 
 impl std::fmt::Debug for LuaPages {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -46,7 +59,8 @@ impl std::fmt::Debug for LuaPages {
 }
 
 impl LuaPages {
-    /// Returns a handler running the `.lua` files below `root` with `spec`'s budgets.
+    /// Returns a handler running the `.lua` files below `root` with `spec`'s budgets,
+    /// an in-process hub and shared values of its own.
     pub fn new(root: impl AsRef<Path>, spec: &LuaSpec) -> Self {
         let root = root.as_ref();
         let root = std::path::absolute(root).unwrap_or_else(|_| root.to_owned());
@@ -55,7 +69,7 @@ impl LuaPages {
             root,
             pool: Arc::new(Pool::new(spec)),
             next: None,
-            hub: None,
+            bridge: Bridge::new(Hub::new()),
         }))
     }
 
@@ -68,11 +82,13 @@ impl LuaPages {
         Self(Arc::new(pages))
     }
 
-    /// Gives pages `proscenium.publish(topic, payload)`, posting to `hub`.
+    /// Gives pages `bridge`'s hub for `proscenium.publish` and its values for
+    /// `proscenium.state` (those of the server's Lua app).
     #[must_use]
-    pub fn with_hub(self, hub: Hub) -> Self {
+    pub fn with_bridge(self, bridge: &Bridge) -> Self {
         let mut pages = Arc::unwrap_or_clone(self.0);
-        pages.hub = Some(hub);
+        pages.bridge = bridge.clone();
+        pages.pool.renew();
         Self(Arc::new(pages))
     }
 
@@ -95,36 +111,47 @@ impl LuaPages {
         meta.is_file().then_some(relative)
     }
 
-    fn serve(&self, req: &Request, relative: &Path) -> Result<crate::http::Response, Failure> {
+    /// Answers `req` with the page in `relative`: compiled on the state the request
+    /// takes unless it was, and fresh, then run holding the values it declared.
+    fn serve(&self, req: Request, relative: &Path) -> Reply {
         let pages = &*self.0;
+        let name = format!("/{}", relative.display());
         let file = pages.root.join(relative);
-        let slot = pages.pool.take(|| {
-            sandbox::state(&pages.root, pages.hub.as_ref()).map(|state| (state, Compiled::new()))
-        })?;
-        let answer = pages.pool.run(slot, |state, compiled| {
-            let known = compiled
-                .get_mut(&file)
-                .and_then(|(handle, known, checked)| {
-                    let fresh = !stamp::due(checked) || stamp::take(&file) == *known;
-                    fresh.then(|| handle.clone())
-                });
-            let handle = match known {
-                Some(handle) => handle,
-                None => {
-                    let stamp = stamp::take(&file);
-                    let handle = compile(&state.lua, &file, relative)?;
-                    compiled.insert(file.clone(), (handle.clone(), stamp, Instant::now()));
-                    handle
+        let made = pages.pool.take(|| {
+            sandbox::state(&pages.root, &pages.bridge).map(|state| (state, Compiled::new()))
+        });
+        let mut slot = match made {
+            Ok(slot) => slot,
+            Err(failure) => return Reply::ready(failure.answer(&name)),
+        };
+        let page = pages.pool.budgeted(&mut slot, |state, compiled| {
+            if let Some(page) = compiled.get_mut(&file) {
+                if !stamp::due(&mut page.checked) || stamp::take(&file) == page.stamp {
+                    return Ok(page.clone());
                 }
-            };
-            convert::call(state, &handle, req)
-        })?;
-        answer.map_err(|why| Failure::Script(mlua::Error::runtime(why)))
+            }
+            let page = compile(&state.lua, &file, relative, &pages.bridge)?;
+            compiled.insert(file.clone(), page.clone());
+            Ok(page)
+        });
+        match page {
+            Ok(page) => {
+                let pool = Arc::clone(&pages.pool);
+                convert::respond(pool, slot, page.handle, page.locks.as_ref(), req, name)
+            }
+            Err(failure) => {
+                let answer = failure.answer(&name);
+                pages.pool.settle(slot, &Err::<(), _>(failure));
+                Reply::ready(answer)
+            }
+        }
     }
 }
 
-/// Runs the page in `file` in an environment of its own, and returns its `handle`.
-fn compile(lua: &Lua, file: &Path, relative: &Path) -> mlua::Result<Function> {
+/// Runs the page in `file` in an environment of its own: its `handle`, and the locks
+/// its `page.state` declares, on `bridge`.
+fn compile(lua: &Lua, file: &Path, relative: &Path, bridge: &Bridge) -> mlua::Result<Page> {
+    let stamp = stamp::take(file);
     let text = std::fs::read(file).map_err(mlua::Error::external)?;
     let env = lua.create_table()?;
     let meta = lua.create_table()?;
@@ -135,11 +162,25 @@ fn compile(lua: &Lua, file: &Path, relative: &Path) -> mlua::Result<Function> {
         .set_name(format!("@{}", relative.display()))
         .set_environment(env.clone())
         .exec()?;
-    env.raw_get::<Option<Function>>("handle")?.ok_or_else(|| {
-        mlua::Error::runtime(format!(
-            "{}: defines no handle(request)",
-            relative.display()
-        ))
+    let shown = relative.display();
+    let handle = env
+        .raw_get::<Option<Function>>("handle")?
+        .ok_or_else(|| mlua::Error::runtime(format!("{shown}: defines no handle(request)")))?;
+    let declared = match env.raw_get::<Value>("page")? {
+        Value::Nil => None,
+        Value::Table(page) => bridge::declared(Some(&page), &shown.to_string())?,
+        _ => {
+            return Err(mlua::Error::runtime(format!(
+                "{shown}: page must be a table, such as {{ state = \"read\" }}"
+            )));
+        }
+    };
+    let route = format!("/{shown}");
+    Ok(Page {
+        handle,
+        locks: declared.map(|access| bridge.locks(access, &route)),
+        stamp,
+        checked: Instant::now(),
     })
 }
 
@@ -154,11 +195,7 @@ impl Handler<LuaPages> for LuaPages {
                 )),
             };
         };
-        let name = format!("/{}", relative.display());
-        Reply::ready(
-            self.serve(&req, &relative)
-                .unwrap_or_else(|failure| failure.answer(&name)),
-        )
+        self.serve(req, &relative)
     }
 
     fn mode(&self) -> Mode {

@@ -100,14 +100,29 @@ impl<T> Pool<T> {
         mut slot: Slot<T>,
         call: impl FnOnce(&Sandboxed, &mut T) -> mlua::Result<R>,
     ) -> Result<R, Failure> {
+        let result = self.budgeted(&mut slot, call);
+        self.settle(slot, &result);
+        result
+    }
+
+    /// Runs `call` on `slot` within the request's instruction budget; the caller
+    /// [`settle`](Self::settle)s the slot with the result in the end.
+    pub(super) fn budgeted<R>(
+        &self,
+        slot: &mut Slot<T>,
+        call: impl FnOnce(&Sandboxed, &mut T) -> mlua::Result<R>,
+    ) -> Result<R, Failure> {
         slot.state.budget.refill(self.spec.instructions as u64);
         let result = call(&slot.state, &mut slot.data);
         let exhausted = slot.state.budget.is_exhausted();
-        let result = result.map_err(|e| Failure::of(e, exhausted));
-        match &result {
+        result.map_err(|e| Failure::of(e, exhausted))
+    }
+
+    /// Gives `slot` back after `result`, unless that passed a budget.
+    pub(super) fn settle<R>(&self, slot: Slot<T>, result: &Result<R, Failure>) {
+        match result {
             Err(failure) if failure.spoils_state() => {}
             _ => self.give(slot),
         }
-        result
     }
 }

@@ -8,9 +8,9 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use super::bridge::{self, Bridge};
 use super::stamp::{self, Stamp};
 use crate::http::error_page::html_escape;
-use crate::hub::Hub;
 use mlua::{
     ChunkMode, Function, HookTriggers, IntoLua as _, Lua, LuaOptions, LuaSerdeExt as _, StdLib,
     Table, Value, Variadic, VmState,
@@ -67,9 +67,9 @@ pub(super) struct Sandboxed {
     pub(super) invoke: Function,
 }
 
-/// A new state whose `require` reads modules below `dir`, and whose
-/// `proscenium.publish` posts to `hub`, if there is one.
-pub(super) fn state(dir: &Path, hub: Option<&Hub>) -> mlua::Result<Sandboxed> {
+/// A new state whose `require` reads modules below `dir`, and whose `proscenium`
+/// helpers reach `bridge`.
+pub(super) fn state(dir: &Path, bridge: &Bridge) -> mlua::Result<Sandboxed> {
     let libs = StdLib::TABLE
         | StdLib::STRING
         | StdLib::MATH
@@ -94,7 +94,7 @@ pub(super) fn state(dir: &Path, hub: Option<&Hub>) -> mlua::Result<Sandboxed> {
     globals.set("load", lua.create_function(load_text)?)?;
     globals.set("print", lua.create_function(print)?)?;
     globals.set("require", require_below(&lua, dir.to_owned())?)?;
-    globals.set("proscenium", helpers(&lua, hub)?)?;
+    globals.set("proscenium", helpers(&lua, bridge)?)?;
     lua.set_app_data(Loaded::default());
     let budget = Arc::new(Budget::default());
     let spending = Arc::clone(&budget);
@@ -201,10 +201,10 @@ fn module_path(name: &str) -> Option<PathBuf> {
         .then_some(path)
 }
 
-/// The `proscenium` table: `json.encode`, `json.decode`, `html.escape`, and with a
-/// hub `publish(topic, payload)` — a string as it is, anything else as JSON — which
-/// returns the post's id.
-fn helpers(lua: &Lua, hub: Option<&Hub>) -> mlua::Result<Table> {
+/// The `proscenium` table: `json.encode`, `json.decode`, `html.escape`,
+/// `publish(topic, payload)` — a string as it is, anything else as JSON — which
+/// returns the post's id, and `state` (see [`bridge`]).
+fn helpers(lua: &Lua, bridge: &Bridge) -> mlua::Result<Table> {
     let json = lua.create_table()?;
     json.set(
         "encode",
@@ -229,21 +229,20 @@ fn helpers(lua: &Lua, hub: Option<&Hub>) -> mlua::Result<Table> {
     let helpers = lua.create_table()?;
     helpers.set("json", json)?;
     helpers.set("html", html)?;
-    if let Some(hub) = hub {
-        let hub = hub.clone();
-        helpers.set(
-            "publish",
-            lua.create_function(move |lua, (topic, payload): (String, Value)| {
-                let payload = match payload {
-                    Value::String(text) => text.as_bytes().to_vec(),
-                    other => {
-                        let value: serde_json::Value = lua.from_value(other)?;
-                        serde_json::to_vec(&value).map_err(mlua::Error::external)?
-                    }
-                };
-                Ok(hub.publish(&topic, payload))
-            })?,
-        )?;
-    }
+    let hub = bridge.hub().clone();
+    helpers.set(
+        "publish",
+        lua.create_function(move |lua, (topic, payload): (String, Value)| {
+            let payload = match payload {
+                Value::String(text) => text.as_bytes().to_vec(),
+                other => {
+                    let value: serde_json::Value = lua.from_value(other)?;
+                    serde_json::to_vec(&value).map_err(mlua::Error::external)?
+                }
+            };
+            Ok(hub.publish(&topic, payload))
+        })?,
+    )?;
+    helpers.set("state", bridge::state_table(lua)?)?;
     Ok(helpers)
 }

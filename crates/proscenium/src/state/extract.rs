@@ -83,16 +83,12 @@ impl IntoResponse for StateRejection {
 /// Takes the request's grant for `T` and turns it into a guard of the value with
 /// `guard` (which cannot fail while the scheduler is right: the grant is the permission).
 fn taken<T: Send + Sync + 'static, G>(
-    req: &Request,
+    held: Option<&Held>,
     access: Access,
     guard: impl FnOnce(&Arc<parking_lot::RwLock<T>>) -> Option<G>,
 ) -> Result<(G, Grant, Arc<LockSet>), StateRejection> {
     let rejection = StateRejection(std::any::type_name::<T>());
-    let Taken { grant, cell, set } = req
-        .extensions()
-        .get::<Held>()
-        .and_then(Held::take::<T>)
-        .ok_or(rejection)?;
+    let Taken { grant, cell, set } = held.and_then(Held::take::<T>).ok_or(rejection)?;
     debug_assert_eq!(grant.access(), access);
     Ok((guard(&cell).ok_or(rejection)?, grant, set))
 }
@@ -101,8 +97,7 @@ impl<T: Send + Sync + 'static> FromRequestHead for Read<T> {
     type Rejection = StateRejection;
 
     fn from_request_head(req: &Request) -> Result<Self, Self::Rejection> {
-        let (guard, _grant, set) = taken(req, Access::Read, parking_lot::RwLock::try_read_arc)?;
-        Ok(Self { guard, _grant, set })
+        Self::from_held(req.extensions().get())
     }
 
     fn state_access() -> Option<StateAccess> {
@@ -114,13 +109,7 @@ impl<T: Send + Sync + 'static> FromRequestHead for Write<T> {
     type Rejection = StateRejection;
 
     fn from_request_head(req: &Request) -> Result<Self, Self::Rejection> {
-        let (guard, _grant, set) = taken(req, Access::Write, parking_lot::RwLock::try_write_arc)?;
-        Ok(Self {
-            guard,
-            _grant,
-            set,
-            since: Instant::now(),
-        })
+        Self::from_held(req.extensions().get())
     }
 
     fn state_access() -> Option<StateAccess> {
@@ -147,6 +136,27 @@ impl<T> Deref for Write<T> {
 impl<T> DerefMut for Write<T> {
     fn deref_mut(&mut self) -> &mut T {
         &mut self.guard
+    }
+}
+
+impl<T: Send + Sync + 'static> Read<T> {
+    /// The read of `T` among the locks `held`, if it holds one not yet taken.
+    pub(crate) fn from_held(held: Option<&Held>) -> Result<Self, StateRejection> {
+        let (guard, _grant, set) = taken(held, Access::Read, parking_lot::RwLock::try_read_arc)?;
+        Ok(Self { guard, _grant, set })
+    }
+}
+
+impl<T: Send + Sync + 'static> Write<T> {
+    /// The write of `T` among the locks `held`, if it holds one not yet taken.
+    pub(crate) fn from_held(held: Option<&Held>) -> Result<Self, StateRejection> {
+        let (guard, _grant, set) = taken(held, Access::Write, parking_lot::RwLock::try_write_arc)?;
+        Ok(Self {
+            guard,
+            _grant,
+            set,
+            since: Instant::now(),
+        })
     }
 }
 

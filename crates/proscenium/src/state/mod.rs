@@ -52,4 +52,4 @@ pub use self::map::SharedMap;
 pub use self::registry::{Class, StateAccess};
 pub use crate::app::Then;
 
-pub(crate) use self::registry::{LockSet, States};
+pub(crate) use self::registry::{Held, LockSet, States};

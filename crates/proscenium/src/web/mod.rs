@@ -17,7 +17,7 @@ use crate::app::{Handler, Mode, Reply};
 use crate::cgi::Cgi;
 use crate::http::Request;
 use crate::hub::Hub;
-use crate::lua::{LuaApp, LuaAppError, LuaPages};
+use crate::lua::{Bridge, LuaApp, LuaAppError, LuaPages};
 use crate::{App, Config};
 
 /// Returns `app` with what `config` asks for: diagnostic tools, and below the app's
@@ -40,10 +40,11 @@ pub fn configure(mut app: App, config: &Config) -> Result<App, LuaAppError> {
     if config.tools {
         app = tools::mount(app);
     }
-    // Lua's posts and feeds: through Redis with the other replicas when `[feeds]`
-    // names one (made only when Lua runs: a Redis hub keeps a connection).
+    // Lua's posts and feeds — through Redis with the other replicas when `[feeds]`
+    // names one (made only when Lua runs: a Redis hub keeps a connection) — and its
+    // shared values, one set for the app and the pages.
     let lua = config.lua.enabled || config.lua.app.is_some();
-    let hub = lua.then(|| Hub::with(config.feeds.clone()));
+    let bridge = lua.then(|| Bridge::new(Hub::with(config.feeds.clone())));
     let mut below: Option<Chain> = config.root.as_ref().map(|root| {
         let files = StaticFiles::new(root).show_dotfiles(config.show_dotfiles);
         let mut site = if config.cgi.enabled {
@@ -56,14 +57,14 @@ pub fn configure(mut app: App, config: &Config) -> Result<App, LuaAppError> {
         } else {
             Chain::of(files)
         };
-        if let (true, Some(hub)) = (config.lua.enabled, &hub) {
-            let pages = LuaPages::new(root, &config.lua).with_hub(hub.clone());
+        if let (true, Some(bridge)) = (config.lua.enabled, &bridge) {
+            let pages = LuaPages::new(root, &config.lua).with_bridge(bridge);
             site = Chain::of(pages.or_else(site));
         }
         site
     });
-    if let (Some(file), Some(hub)) = (&config.lua.app, hub) {
-        let lua = LuaApp::load_with_hub(file, &config.lua, hub)?;
+    if let (Some(file), Some(bridge)) = (&config.lua.app, &bridge) {
+        let lua = LuaApp::load_with(file, &config.lua, bridge)?;
         below = Some(Chain::of(match below {
             Some(site) => lua.or_else(site),
             None => lua,
