@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # bench/peers/check.sh: checks the sources' own servers (Jetty, Pekko HTTP, Vert.x,
-# Apache httpd with the event and the prefork MPM, Node.js blocking and non-blocking)
+# Apache httpd with the event, worker and prefork MPMs, Node.js blocking and non-blocking)
 # against examples/lab-app. It builds
 # lab-app and the JVM peers once, starts lab-app (as the reference and as /relay's
 # upstream), then each peer in turn on a loopback port, compares the status and body
 # bytes of every route the peer serves with lab-app's, and stops it.
 #
 # Usage: bench/peers/check.sh [PEER...]
-#   PEER: jetty pekko vertx httpd-event httpd-prefork node node-nbk
+#   PEER: jetty pekko vertx httpd-event httpd-worker httpd-prefork node node-nbk
 #   SANITY=1  also runs `wrk -t1 -c16 -d3` on /plaintext, /dynamic and (JVM peers)
 #             /relay of each peer.
 # Exits 1 if any answer differs, naming it.
@@ -112,7 +112,7 @@ start_jvm() {
 start_httpd() {
   mkdir -p "$work/$1"
   setsid apache2 -f "$peers/httpd/httpd.conf" -C "Define port $2" -C "Define root $work/www" \
-    -C "Define scratch $work/$1" -C "Define lua $peers/httpd/lab.lua" -C "Define cores 1" \
+    -C "Define scratch $work/$1" -C "Define lua $peers/httpd/lab.lua" -C "Define lualib $peers/lua/leda" -C "Define cores 1" \
     -D "${1#httpd-}" -DFOREGROUND > "$work/$1.log" 2>&1 &
 }
 
@@ -131,7 +131,7 @@ check() {
   port=$(port)
   case $name in
     jetty | pekko | vertx) start_jvm "$name" "$port" ;;
-    httpd-event | httpd-prefork) start_httpd "$name" "$port" ;;
+    httpd-event | httpd-worker | httpd-prefork) start_httpd "$name" "$port" ;;
     node) start_node "$name" "$port" ;;
     node-nbk) start_node "$name" "$port" --nbk ;;
     *) echo "unknown peer $name" >&2; exit 2 ;;
@@ -160,7 +160,7 @@ check() {
 }
 
 if [[ $# -eq 0 ]]; then
-  set -- jetty pekko vertx httpd-event httpd-prefork node node-nbk
+  set -- jetty pekko vertx httpd-event httpd-worker httpd-prefork node node-nbk
 fi
 for name in "$@"; do
   check "$name"

@@ -239,6 +239,10 @@ fn a_runaway_loop_and_a_memory_bomb_are_stopped_and_the_server_goes_on() {
             "function handle(req) coroutine.wrap(function() while true do end end)() end",
         ),
         (
+            "spin_caught.lua",
+            "function handle(req) while true do pcall(function() while true do end end) end end",
+        ),
+        (
             "bomb.lua",
             "function handle(req) local t = {} for i = 1, 1e9 do t[i] = string.rep('x', 1024) .. i end end",
         ),
@@ -255,6 +259,8 @@ fn a_runaway_loop_and_a_memory_bomb_are_stopped_and_the_server_goes_on() {
         Duration::from_secs(5)
     ));
     assert_eq!(get("/spin_in_coroutine.lua").status, 503);
+    // A script catching the budget's error does not get to go on.
+    assert_eq!(get("/spin_caught.lua").status, 503);
     assert_eq!(get("/bomb.lua").status, 503);
     assert!(support::logged_within(
         &["lua: /bomb.lua", "memory budget"],

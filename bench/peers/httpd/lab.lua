@@ -1,5 +1,6 @@
 -- The httpd peer's dynamic routes, run in the server by mod_lua: /plaintext, /json and
--- Leda's /dynamic page, answering with examples/lab-app's bytes.
+-- the /dynamic page, answering with examples/lab-app's bytes, and Leda's own page,
+-- /leda.lua (bench/peers/lua/leda/loop.lua, on httpd.conf's LuaPackagePath).
 
 -- Leda's dynamic page: n iterations (1,250,000 when the request names none, at most
 -- 100,000,000 as every peer) of lab-app's 32-bit arithmetic (Lua 5.3's 64-bit integers,
@@ -21,6 +22,7 @@ local routes = {
   ["/plaintext"] = function() return "text/plain; charset=utf-8", "Hello, World!" end,
   ["/json"] = function() return "application/json", '{"message":"Hello, World!"}' end,
   ["/dynamic"] = function(r) return "text/html; charset=utf-8", dynamic_page(r) end,
+  ["/leda.lua"] = function() return "text/html; charset=utf-8", require("loop")() end,
 }
 
 -- The handler httpd.conf maps the three paths to.

@@ -28,9 +28,9 @@ pub(crate) enum Command {
 /// Options of `bench`.
 #[derive(Debug, Args)]
 pub(crate) struct BenchArgs {
-    /// The scenario: plaintext, json, static, dynamic, on-system, off-system, mixed,
-    /// scaling, stateful, workers, actors, cep (Leda's Table 1: a job under two
-    /// partitions, no servers), or all.
+    /// The scenario: plaintext, json, static, dynamic, dynamic-lua (Leda's Lua page),
+    /// on-system, off-system, mixed, scaling, stateful, workers, actors, cep (Leda's
+    /// Table 1: a job under two partitions, no servers), or all.
     #[arg(required_unless_present = "index")]
     pub(crate) scenario: Option<String>,
     /// Runs no load: draws every OUT/*/ report again from its results.json and
@@ -39,13 +39,14 @@ pub(crate) struct BenchArgs {
     pub(crate) index: bool,
     /// Servers, comma-separated: proscenium:MODEL[/pool=N] (e.g. proscenium:loops,
     /// proscenium:thread-pool, proscenium:loops/pool=0), fib-cache:LOOPS (the stateful
-    /// scenario's server), nginx, node, node-cluster, node-nbk (Node.Scala Fig. 1c's
-    /// non-blocking /fib), actix, hyper, jetty, pekko, vertx, httpd-event,
-    /// httpd-prefork [default: the scenario's list; cep takes none].
+    /// scenario's server), proscenium-lua and proscenium-cgi (Leda's page as a Lua page
+    /// or a CGI script), nginx, nginx-lua, node, node-cluster, node-nbk (Node.Scala Fig.
+    /// 1c's non-blocking /fib), actix, hyper, jetty, pekko, vertx, httpd-event,
+    /// httpd-worker, httpd-prefork [default: the scenario's list; cep takes none].
     #[arg(long, value_delimiter = ',')]
     pub(crate) servers: Option<Vec<proscenium_lab::ServerSpec>>,
     /// quick (at most three minutes of load a scenario and round, on-system seven; `all`
-    /// at three rounds, 73 minutes of load, about twice that in all) or full (the sources' parameters).
+    /// at three rounds, 78 minutes of load, about twice that in all) or full (the sources' parameters).
     #[arg(long, default_value = "quick")]
     pub(crate) profile: proscenium_lab::Profile,
     /// Where results go (with `all`, one subdirectory a scenario).

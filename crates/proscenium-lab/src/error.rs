@@ -8,7 +8,7 @@ pub enum Error {
     UnknownScenario(String),
     /// No server of that name.
     #[error(
-        "unknown server `{0}` (proscenium:MODEL[/pool=N], fib-cache[:N], nginx, node, node-cluster, node-nbk, actix, hyper, jetty, pekko, vertx, httpd-event, httpd-prefork)"
+        "unknown server `{0}` (proscenium:MODEL[/pool=N], fib-cache[:N], proscenium-lua, proscenium-cgi, nginx, nginx-lua, node, node-cluster, node-nbk, actix, hyper, jetty, pekko, vertx, httpd-event, httpd-worker, httpd-prefork)"
     )]
     UnknownServer(String),
     /// No profile of that name.

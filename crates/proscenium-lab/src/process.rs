@@ -121,7 +121,8 @@ fn stat_fields(pid: u32) -> Option<Vec<String>> {
     Some(after_name.split(' ').map(str::to_owned).collect())
 }
 
-/// CPU time (user + system, every thread) of `root`'s process tree, in seconds.
+/// CPU time (user + system, every thread) of `root`'s process tree, in seconds: of the
+/// processes in it now, and of those they waited for (a CGI script a request).
 pub(crate) fn tree_cpu_seconds(root: u32) -> f64 {
     let ticks_per_second = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
         .ok()
@@ -131,9 +132,11 @@ pub(crate) fn tree_cpu_seconds(root: u32) -> f64 {
         .into_iter()
         .filter_map(stat_fields)
         .map(|f| {
-            // utime and stime are fields 14 and 15 of stat, 11 and 12 after the name.
+            // utime, stime, cutime and cstime (the children waited for) are fields 14
+            // to 17 of stat, 11 to 14 after the name. A child still running counts in
+            // its own fields, and once waited for in its parent's: never twice.
             let field = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-            field(11) + field(12)
+            (11..=14).map(field).sum::<u64>()
         })
         .sum();
     ticks as f64 / ticks_per_second as f64
@@ -223,5 +226,27 @@ mod tests {
                 "{pid} left behind"
             );
         }
+    }
+
+    #[test]
+    fn the_cpu_of_children_waited_for_counts() {
+        let mut command = Command::new("sh");
+        command.args([
+            "-c",
+            "(i=0; while [ $i -lt 1000000 ]; do i=$((i+1)); done); sleep 30",
+        ]);
+        let running = Running::spawn("sh", command).unwrap();
+        let root = running.pid();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        // The busy subshell is gone once sh runs sleep: its time is then sh's.
+        while !tree(root)
+            .iter()
+            .filter_map(|&pid| std::fs::read_to_string(format!("/proc/{pid}/comm")).ok())
+            .any(|name| name.trim() == "sleep")
+        {
+            assert!(Instant::now() < deadline, "the subshell did not finish");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(tree_cpu_seconds(root) >= 0.3, "{}", tree_cpu_seconds(root));
     }
 }

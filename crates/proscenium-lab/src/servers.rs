@@ -2,9 +2,11 @@
 //! located, started pinned to its cores, and checked.
 //!
 //! Proscenium runs `examples/lab-app` (every workload as a route) under the model the
-//! name gives, or `examples/fib-cache` (the shared-state service) on N loops; the peers
-//! are `bench/peers/` (actix-web, hyper, Node.js, and the sources' own servers: Jetty,
-//! Pekko HTTP, Vert.x and Apache httpd) and nginx with a generated config. A server runs
+//! name gives, `examples/fib-cache` (the shared-state service) on N loops, or the
+//! `proscenium` command serving Leda's Lua page (`bench/peers/lua/`) as a Lua page or a
+//! CGI script; the peers are `bench/peers/` (actix-web, hyper, Node.js, and the
+//! sources' own servers: Jetty, Pekko HTTP, Vert.x and Apache httpd) and nginx with a
+//! generated config (with its Lua module for `nginx-lua`). A server runs
 //! in a process group of its own, so a Ctrl-C at the terminal reaches the lab, which
 //! stops it by pid, and not the server directly.
 
@@ -37,7 +39,15 @@ enum Kind {
     FibCache {
         loops: Option<usize>,
     },
-    Nginx,
+    /// `proscenium-lua` / `proscenium-cgi`: `proscenium serve` on a loop per core,
+    /// answering `/leda.lua` as a Lua page or as a CGI script run by `lua5.4`.
+    Script {
+        cgi: bool,
+    },
+    /// `nginx`, or `nginx-lua`: with its Lua module answering `/leda.lua`.
+    Nginx {
+        lua: bool,
+    },
     /// `node`, `node-cluster` (one process per core) or `node-nbk` (Node.Scala
     /// Fig. 1c's non-blocking `/fib`).
     Node(NodeMode),
@@ -45,10 +55,31 @@ enum Kind {
     Hyper,
     /// A JVM peer, `bench/peers/NAME` built by Maven into one jar.
     Jvm(Jvm),
-    /// `httpd-event` / `httpd-prefork`: Apache httpd with `bench/peers/httpd/httpd.conf`.
-    Httpd {
-        prefork: bool,
-    },
+    /// `httpd-event`, `httpd-worker` or `httpd-prefork`: Apache httpd with
+    /// `bench/peers/httpd/httpd.conf` under that MPM.
+    Httpd(Mpm),
+}
+
+/// Apache httpd's multi-processing modules, as httpd.conf configures them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mpm {
+    /// Debian's 150 threads, a child per core, connections kept by a listener thread.
+    Event,
+    /// Leda's Apache: 150 threads started, up to 2,000.
+    Worker,
+    /// 150 processes.
+    Prefork,
+}
+
+impl Mpm {
+    /// The name httpd.conf's `-D` takes.
+    fn define(self) -> &'static str {
+        match self {
+            Self::Event => "event",
+            Self::Worker => "worker",
+            Self::Prefork => "prefork",
+        }
+    }
 }
 
 /// How the Node.js peer runs.
@@ -87,12 +118,16 @@ impl Jvm {
 impl FromStr for ServerSpec {
     type Err = Error;
 
-    /// Parses `proscenium:MODEL[/pool=N]`, `fib-cache[:N]`, `nginx`, `node`,
-    /// `node-cluster`, `node-nbk`, `actix`, `hyper`, `jetty`, `pekko`, `vertx`, `httpd-event` or
+    /// Parses `proscenium:MODEL[/pool=N]`, `fib-cache[:N]`, `proscenium-lua`,
+    /// `proscenium-cgi`, `nginx`, `nginx-lua`, `node`, `node-cluster`, `node-nbk`,
+    /// `actix`, `hyper`, `jetty`, `pekko`, `vertx`, `httpd-event`, `httpd-worker` or
     /// `httpd-prefork`.
     fn from_str(name: &str) -> Result<Self, Error> {
         let kind = match name {
-            "nginx" => Kind::Nginx,
+            "proscenium-lua" => Kind::Script { cgi: false },
+            "proscenium-cgi" => Kind::Script { cgi: true },
+            "nginx" => Kind::Nginx { lua: false },
+            "nginx-lua" => Kind::Nginx { lua: true },
             "node" => Kind::Node(NodeMode::Single),
             "node-cluster" => Kind::Node(NodeMode::Cluster),
             "node-nbk" => Kind::Node(NodeMode::NonBlocking),
@@ -101,8 +136,9 @@ impl FromStr for ServerSpec {
             "jetty" => Kind::Jvm(Jvm::Jetty),
             "pekko" => Kind::Jvm(Jvm::Pekko),
             "vertx" => Kind::Jvm(Jvm::Vertx),
-            "httpd-event" => Kind::Httpd { prefork: false },
-            "httpd-prefork" => Kind::Httpd { prefork: true },
+            "httpd-event" => Kind::Httpd(Mpm::Event),
+            "httpd-worker" => Kind::Httpd(Mpm::Worker),
+            "httpd-prefork" => Kind::Httpd(Mpm::Prefork),
             "fib-cache" => Kind::FibCache { loops: None },
             _ if name.starts_with("fib-cache:") => Kind::FibCache {
                 loops: Some(
@@ -180,9 +216,21 @@ impl ServerSpec {
         match &self.kind {
             Kind::Proscenium { .. } => tools.build_example("lab-app"),
             Kind::FibCache { .. } => tools.build_example("fib-cache"),
+            Kind::Script { cgi } => {
+                if *cgi {
+                    tools.need("lua5.4", "lua5.4")?;
+                }
+                tools.build_binary("proscenium-cli", "proscenium")
+            }
             Kind::Actix => tools.build_peer("actix"),
             Kind::Hyper => tools.build_peer("hyper"),
-            Kind::Nginx => tools.need("nginx", "nginx").map(|_| ()),
+            Kind::Nginx { lua } => {
+                tools.need("nginx", "nginx")?;
+                if *lua {
+                    tools.need_file(Path::new(NGINX_LUA_MODULE), "libnginx-mod-http-lua")?;
+                }
+                Ok(())
+            }
             Kind::Node(_) => tools.need("node", "nodejs").map(|_| ()),
             Kind::Jvm(peer) => tools.build_jvm_peer(peer.module()),
             Kind::Httpd { .. } => tools.need("apache2", "apache2").map(|_| ()),
@@ -247,8 +295,23 @@ impl ServerSpec {
                     }
                 }
             }
-            Kind::Nginx => {
-                let conf = nginx_conf(at)?;
+            Kind::Script { cgi } => {
+                let scripts = tools.root().join("bench/peers/lua");
+                let (dir, flag) = if *cgi {
+                    (scripts.join("cgi"), "--cgi")
+                } else {
+                    (scripts.join("leda"), "--lua")
+                };
+                command
+                    .arg(tools.example_binary("proscenium"))
+                    .args(["serve", "--bind", &bind, "--model"])
+                    .arg(proscenium_model("loops", at.core_count))
+                    .arg(flag)
+                    .arg(dir);
+            }
+            Kind::Nginx { lua } => {
+                let lua = lua.then(|| tools.root().join("bench/peers/lua"));
+                let conf = nginx_conf(at, lua.as_deref())?;
                 command.args(["nginx", "-c"]).arg(conf);
             }
             Kind::Jvm(peer) => {
@@ -260,7 +323,7 @@ impl ServerSpec {
                     .args(["--bind", &bind, "--upstream", at.upstream])
                     .arg(at.root);
             }
-            Kind::Httpd { prefork } => {
+            Kind::Httpd(mpm) => {
                 let scratch = at.workdir.join(&self.name);
                 std::fs::create_dir_all(&scratch).map_err(Error::io("create httpd's directory"))?;
                 open_to_httpd_children(at.root)?;
@@ -273,9 +336,10 @@ impl ServerSpec {
                         ("root", at.root),
                         ("scratch", &scratch),
                         ("lua", &httpd.join("lab.lua")),
+                        ("lualib", &tools.root().join("bench/peers/lua/leda")),
                         ("cores", Path::new(&n)),
                     ])?)
-                    .args(["-D", if *prefork { "prefork" } else { "event" }])
+                    .args(["-D", mpm.define()])
                     .arg("-DFOREGROUND");
             }
         }
@@ -298,7 +362,7 @@ impl ServerSpec {
                 "proscenium:prefork",
                 model.strip_prefix("prefork:")?.parse().ok()?,
             )),
-            Kind::Httpd { prefork: true } => Some(("httpd-prefork", HTTPD_PREFORK_PROCESSES)),
+            Kind::Httpd(Mpm::Prefork) => Some(("httpd-prefork", HTTPD_PREFORK_PROCESSES)),
             _ => None,
         }
     }
@@ -377,16 +441,36 @@ pub(crate) fn jvm_peer_versions() -> impl Iterator<Item = (String, String)> {
         })
 }
 
+/// Debian's build of lua-nginx-module (on LuaJIT), and the kit it needs loaded first.
+const NGINX_LUA_MODULE: &str = "/usr/lib/nginx/modules/ngx_http_lua_module.so";
+const NGINX_KIT_MODULE: &str = "/usr/lib/nginx/modules/ndk_http_module.so";
+
 /// Writes nginx's config for `at` (one worker per core, sendfile on, `/plaintext` and
-/// `/json` as fixed answers, the root below) and returns its path.
-fn nginx_conf(at: &Placement<'_>) -> Result<PathBuf, Error> {
+/// `/json` as fixed answers, the root below; with `lua`, the directory of
+/// `bench/peers/lua/`, its Lua module answering `/leda.lua` with `nginx.lua`) and
+/// returns its path.
+fn nginx_conf(at: &Placement<'_>, lua: Option<&Path>) -> Result<PathBuf, Error> {
     let dir = at.workdir.join("nginx");
     for sub in ["logs", "tmp"] {
         std::fs::create_dir_all(dir.join(sub)).map_err(Error::io("create nginx's directories"))?;
     }
     let dir_s = dir.display();
+    let (modules, package_path, leda) = match lua {
+        Some(lua) => (
+            format!("load_module {NGINX_KIT_MODULE};\nload_module {NGINX_LUA_MODULE};\n"),
+            format!(
+                "\n  lua_package_path '{}/?.lua;;';",
+                lua.join("leda").display()
+            ),
+            format!(
+                "\n    location = /leda.lua {{ default_type text/html; content_by_lua_file {}; }}",
+                lua.join("nginx.lua").display()
+            ),
+        ),
+        None => Default::default(),
+    };
     let conf = format!(
-        r"worker_processes {workers};
+        r"{modules}worker_processes {workers};
 daemon off;
 pid {dir_s}/nginx.pid;
 error_log {dir_s}/logs/error.log warn;
@@ -403,12 +487,12 @@ http {{
   fastcgi_temp_path {dir_s}/tmp/fastcgi;
   uwsgi_temp_path {dir_s}/tmp/uwsgi;
   scgi_temp_path {dir_s}/tmp/scgi;
-  types {{ text/plain txt; text/html html; application/octet-stream bin; }}
+  types {{ text/plain txt; text/html html; application/octet-stream bin; }}{package_path}
   server {{
     listen 127.0.0.1:{port} backlog=4096;
     root {root};
     location = /plaintext {{ default_type text/plain; return 200 'Hello, World!'; }}
-    location = /json {{ default_type application/json; return 200 '{{\x22message\x22:\x22Hello, World!\x22}}'; }}
+    location = /json {{ default_type application/json; return 200 '{{\x22message\x22:\x22Hello, World!\x22}}'; }}{leda}
   }}
 }}
 ",
@@ -459,18 +543,21 @@ mod tests {
             "vertx".parse::<ServerSpec>().unwrap().kind,
             Kind::Jvm(Jvm::Vertx)
         );
-        assert_eq!(
-            "httpd-event".parse::<ServerSpec>().unwrap().kind,
-            Kind::Httpd { prefork: false }
-        );
-        assert_eq!(
-            "httpd-prefork".parse::<ServerSpec>().unwrap().kind,
-            Kind::Httpd { prefork: true }
-        );
+        for (name, kind) in [
+            ("httpd-event", Kind::Httpd(Mpm::Event)),
+            ("httpd-worker", Kind::Httpd(Mpm::Worker)),
+            ("httpd-prefork", Kind::Httpd(Mpm::Prefork)),
+            ("nginx-lua", Kind::Nginx { lua: true }),
+            ("proscenium-lua", Kind::Script { cgi: false }),
+            ("proscenium-cgi", Kind::Script { cgi: true }),
+        ] {
+            assert_eq!(name.parse::<ServerSpec>().unwrap().kind, kind, "{name}");
+        }
         for bad in [
             "apache",
             "httpd",
-            "httpd-worker",
+            "httpd-mpm",
+            "proscenium-php",
             "jetty:2",
             "proscenium:",
             "proscenium:loops/pool=x",

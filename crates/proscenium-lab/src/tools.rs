@@ -121,22 +121,29 @@ impl Tools {
 
     /// Builds the example `examples/NAME` (lab-app, fib-cache) in release mode.
     pub(crate) fn build_example(&self, name: &str) -> Result<(), Error> {
+        self.build_binary(name, name)
+    }
+
+    /// Builds this workspace's `package` in release mode, and checks it made `binary`
+    /// (the `proscenium` command is `proscenium-cli`'s).
+    pub(crate) fn build_binary(&self, package: &str, binary: &str) -> Result<(), Error> {
         let mut cargo = Command::new("cargo");
         cargo
-            .args(["build", "--release", "--quiet", "-p", name])
+            .args(["build", "--release", "--quiet", "-p", package])
             .current_dir(&self.root);
-        self.build(name, &mut cargo)?;
-        let binary = self.example_binary(name);
-        if binary.is_file() {
+        self.build(package, &mut cargo)?;
+        let path = self.example_binary(binary);
+        if path.is_file() {
             Ok(())
         } else {
             Err(Error::Build {
-                what: name.to_owned(),
-                log: format!("cargo succeeded but {} is missing", binary.display()),
+                what: binary.to_owned(),
+                log: format!("cargo succeeded but {} is missing", path.display()),
             })
         }
     }
 
+    /// The release binary `name` of this workspace.
     pub(crate) fn example_binary(&self, name: &str) -> PathBuf {
         self.target.join("release").join(name)
     }

@@ -148,6 +148,83 @@ pub(super) fn dynamic(quick: bool) -> Plan {
     }
 }
 
+/// Leda's own page: `bench/peers/lua/leda/loop.lua`, a Lua `for` loop of 30,000
+/// iterations, which every server of `dynamic-lua` runs as it runs Lua.
+pub(crate) const LEDA_PAGE: &str = "/leda.lua";
+
+/// The pages a second the `dynamic-lua` steps are sized for: a loop of 30,000 costs
+/// Lua 5.4 about 0.3 ms here, and a CGI process more than that again.
+const LEDA_PAGES_A_SECOND: usize = 1_000;
+
+/// Leda Fig. 9c as Leda ran it: the same Lua page (a loop of 30,000 iterations) in
+/// every server — Proscenium's embedded Lua and its CGI, Apache httpd's mod_lua under
+/// the event MPM and under the worker MPM as Leda configured Apache (150 threads, up to
+/// 2,000), nginx's Lua module — from 100 to 5,000 clients.
+pub(super) fn dynamic_lua(quick: bool) -> Plan {
+    let (clients, least): (&[usize], u64) = if quick {
+        (&[100, 500, 1000], 5)
+    } else {
+        (&[100, 500, 1000, 2000, 3000, 4000, 5000], 10)
+    };
+    let group = "Lua page";
+    let steps = clients
+        .iter()
+        .map(|&c| {
+            closed(
+                group,
+                format!("{c} clients"),
+                c as f64,
+                LEDA_PAGE,
+                c,
+                1,
+                least.max(long_enough(c, LEDA_PAGES_A_SECOND)),
+            )
+            .with_load_threads(DYNAMIC_LOAD_THREADS)
+        })
+        .collect();
+    Plan {
+        name: "dynamic-lua",
+        reproduces: "Leda Fig. 9c: Leda's Lua page (a 30,000-iteration loop), response time and throughput against clients, vs Apache httpd",
+        default_servers: servers(&[
+            "proscenium-lua",
+            "proscenium-cgi",
+            "httpd-worker",
+            "httpd-event",
+            "nginx-lua",
+        ]),
+        cores: Cores::Split,
+        upstream: false,
+        checks: vec![(
+            LEDA_PAGE.to_owned(),
+            "30000 iterations: 3784805016".to_owned(),
+        )],
+        steps,
+        plots: plots(
+            &[group.to_owned()],
+            &[Metric::MeanLatency, Metric::Rps, Metric::CpuPerRequest],
+            Some("concurrent clients"),
+        ),
+        deviations: vec![
+            "one page, three Lua implementations: Proscenium embeds Lua 5.4 (and its CGI runs \
+             Debian's lua5.4, a process a page), Debian's mod_lua links Lua 5.3, Debian's \
+             nginx Lua module runs LuaJIT 2.1, which compiles the loop; Leda's server and \
+             Apache ran Lua 5.1 scripts"
+                .to_owned(),
+            "Apache 2.4 (Debian's) for Leda's Apache 2.2: httpd-worker is configured as Leda's \
+             (150 threads started, up to 2,000), httpd-event as Debian's (150 threads); \
+             proscenium-cgi runs up to 2,000 scripts at once (bench/peers/lua/cgi/proscenium.toml; \
+             its default cap is 64)"
+                .to_owned(),
+            "every server listens with a backlog of 4096 (the kernel caps it at net.core.somaxconn)"
+                .to_owned(),
+            "each step lasts for nine pages a client at 1,000 pages a second: a server slower \
+             than that (CGI, a process a page) leaves more than a tenth of its last requests \
+             unanswered at the most clients, and those steps are marked invalid"
+                .to_owned(),
+        ],
+    }
+}
+
 /// The entries of the log every `cep` run processes: Table 1's million.
 pub(crate) const CEP_ENTRIES: u64 = 1_000_000;
 

@@ -13,7 +13,7 @@ mod thesis;
 mod yarn;
 
 pub(crate) use self::leda::{CEP_CONFIGURATIONS, CEP_ENTRIES, CEP_GROUP, CEP_ROWS, FILES};
-use self::leda::{cep, dynamic, static_files};
+use self::leda::{cep, dynamic, dynamic_lua, static_files};
 pub(crate) use self::node_scala::LIGHT;
 use self::node_scala::{mixed, scaling, stateful};
 use self::techempower::closed_max;
@@ -21,11 +21,12 @@ use self::thesis::{actors, off_system, on_system};
 use self::yarn::workers;
 
 /// Every scenario, in the order `all` runs them.
-pub const SCENARIOS: [&str; 12] = [
+pub const SCENARIOS: [&str; 13] = [
     "plaintext",
     "json",
     "static",
     "dynamic",
+    "dynamic-lua",
     "on-system",
     "off-system",
     "mixed",
@@ -180,6 +181,7 @@ pub(crate) fn plan(name: &str, profile: Profile, cores: usize) -> Option<Plan> {
         "json" => closed_max("json", "/json", "Hello, World!", quick),
         "static" => static_files(quick),
         "dynamic" => dynamic(quick),
+        "dynamic-lua" => dynamic_lua(quick),
         "on-system" => on_system(quick),
         "off-system" => off_system(quick),
         "mixed" => mixed(quick),

@@ -160,6 +160,7 @@ pub(crate) fn of(name: &str) -> Option<&'static Source> {
         "plaintext" | "json" => Some(&techempower::SOURCE),
         "static" => Some(&leda::STATIC),
         "dynamic" => Some(&leda::DYNAMIC),
+        "dynamic-lua" => Some(&leda::DYNAMIC_LUA),
         "on-system" => Some(&thesis::ON_SYSTEM),
         "off-system" => Some(&thesis::OFF_SYSTEM),
         "actors" => Some(&thesis::ACTORS),

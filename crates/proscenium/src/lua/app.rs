@@ -142,7 +142,7 @@ impl LuaApp {
         };
         let slot = inner
             .pool
-            .take(|| inner.state())
+            .take(|instructions| inner.state(instructions))
             .map_err(|failure| LuaAppError(failure.describe()))?;
         inner.pool.give(slot);
         Ok(Self(Arc::new(inner)))
@@ -159,7 +159,7 @@ impl LuaApp {
     fn serve(&self, mut req: Request) -> Reply {
         let inner = &*self.0;
         let name = inner.file.display().to_string();
-        let mut slot = match inner.pool.take(|| inner.state()) {
+        let mut slot = match inner.pool.take(|instructions| inner.state(instructions)) {
             Ok(slot) => slot,
             Err(failure) => return Reply::ready(failure.answer(&name)),
         };
@@ -172,7 +172,7 @@ impl LuaApp {
         {
             tracing::info!("lua: {name} changed: loading it again");
             inner.pool.renew();
-            slot = match inner.pool.take(|| inner.state()) {
+            slot = match inner.pool.take(|instructions| inner.state(instructions)) {
                 Ok(slot) => slot,
                 Err(failure) => return Reply::ready(failure.answer(&name)),
             };
@@ -210,10 +210,10 @@ impl LuaApp {
 }
 
 impl Inner {
-    /// A state with the app loaded in it.
-    fn state(&self) -> mlua::Result<(Sandboxed, Routes)> {
-        let state = sandbox::state(&self.dir, &self.bridge)?;
-        let routes = load(&state.lua, &self.file, &self.dir, &self.bridge)?;
+    /// A state with the app loaded in it, its requests held to `instructions`.
+    fn state(&self, instructions: usize) -> mlua::Result<(Sandboxed, Routes)> {
+        let state = sandbox::state(&self.dir, &self.bridge, instructions)?;
+        let routes = state.run(|| load(&state.lua, &self.file, &self.dir, &self.bridge))?;
         Ok((state, routes))
     }
 }

@@ -53,6 +53,7 @@ mod pages;
 mod pool;
 mod sandbox;
 mod stamp;
+mod watch;
 
 use std::path::PathBuf;
 
@@ -74,8 +75,12 @@ pub struct LuaSpec {
     pub enabled: bool,
     /// A Lua app to serve (`--app app.lua`): its routes before the static files.
     pub app: Option<PathBuf>,
-    /// Lua VM instructions a request may run, at most.
-    #[serde(deserialize_with = "crate::config::value::count::<_, 1000, { u64::MAX }>")]
+    /// Lua VM instructions a request may run, at most, counted from its 10th
+    /// millisecond (or from when it makes a coroutine) on: counting costs Lua 5.4 a
+    /// check on every instruction, so short requests are not counted. 0 counts none, for
+    /// trusted scripts only: a script that never ends then holds its thread until the
+    /// process stops.
+    #[serde(deserialize_with = "crate::config::value::count::<_, 0, { u64::MAX }>")]
     pub instructions: usize,
     /// Bytes of memory an interpreter state may grow by past what it held when it was
     /// made (its scripts loaded): the bound a request that allocates too much meets.

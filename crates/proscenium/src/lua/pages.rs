@@ -117,8 +117,9 @@ impl LuaPages {
         let pages = &*self.0;
         let name = format!("/{}", relative.display());
         let file = pages.root.join(relative);
-        let made = pages.pool.take(|| {
-            sandbox::state(&pages.root, &pages.bridge).map(|state| (state, Compiled::new()))
+        let made = pages.pool.take(|instructions| {
+            sandbox::state(&pages.root, &pages.bridge, instructions)
+                .map(|state| (state, Compiled::new()))
         });
         let mut slot = match made {
             Ok(slot) => slot,

@@ -49,10 +49,11 @@ impl<T> Pool<T> {
 
     /// Takes an idle state of this generation, or makes one with `make` — its memory
     /// bounded from then on to what it holds now and `[lua] memory` more (past the
-    /// bound Lua collects its garbage and tries again before it fails).
+    /// bound Lua collects its garbage and tries again before it fails). `make` is given
+    /// the budget of instructions its scripts load within (`[lua] instructions`).
     pub(super) fn take(
         &self,
-        make: impl FnOnce() -> mlua::Result<(Sandboxed, T)>,
+        make: impl FnOnce(usize) -> mlua::Result<(Sandboxed, T)>,
     ) -> Result<Slot<T>, Failure> {
         let generation = self.generation.load(Ordering::Acquire);
         loop {
@@ -63,12 +64,13 @@ impl<T> Pool<T> {
                 return Ok(slot);
             }
         }
-        let (state, data) = make().map_err(|e| Failure::of(e, false))?;
+        let (state, data) = make(self.spec.instructions).map_err(|e| Failure::of(e, false))?;
         let limit = state.lua.used_memory().saturating_add(self.spec.memory);
         state
             .lua
             .set_memory_limit(limit)
             .map_err(|e| Failure::of(e, false))?;
+
         Ok(Slot {
             state,
             data,
@@ -113,7 +115,7 @@ impl<T> Pool<T> {
         call: impl FnOnce(&Sandboxed, &mut T) -> mlua::Result<R>,
     ) -> Result<R, Failure> {
         slot.state.budget.refill(self.spec.instructions as u64);
-        let result = call(&slot.state, &mut slot.data);
+        let result = slot.state.run(|| call(&slot.state, &mut slot.data));
         let exhausted = slot.state.budget.is_exhausted();
         result.map_err(|e| Failure::of(e, exhausted))
     }

@@ -2,7 +2,7 @@
 //! (`string`, `table`, `math`, `utf8`, `coroutine`, and `os`'s clock and dates),
 //! `load` of text only, `require` of modules in the script's own directory, `print`
 //! to the log, the `proscenium` helpers — and a budget of instructions, checked by a
-//! hook that coroutines inherit.
+//! hook set when a request runs long (see [`watch`]; none with `[lua] instructions = 0`).
 
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -10,14 +10,12 @@ use std::sync::{Arc, Mutex};
 
 use super::bridge::{self, Bridge};
 use super::stamp::{self, Stamp};
+use super::watch::{self, Main};
 use crate::http::error_page::html_escape;
 use mlua::{
-    ChunkMode, Function, HookTriggers, IntoLua as _, Lua, LuaOptions, LuaSerdeExt as _, StdLib,
-    Table, Value, Variadic, VmState,
+    ChunkMode, Function, IntoLua as _, Lua, LuaOptions, LuaSerdeExt as _, StdLib, Table, Value,
+    Variadic,
 };
-
-/// How many instructions run between two looks at the budget.
-const HOOK_EVERY: u32 = 10_000;
 
 /// What `os` keeps: time and dates, nothing that touches the system.
 const OS_KEPT: [&str; 4] = ["clock", "date", "difftime", "time"];
@@ -43,7 +41,8 @@ impl Budget {
         self.exhausted.load(Ordering::Relaxed)
     }
 
-    fn spend(&self, instructions: u64) -> bool {
+    /// Takes `instructions` from what is left; false, and exhausted, when too few are.
+    pub(super) fn spend(&self, instructions: u64) -> bool {
         let left = self.left.load(Ordering::Relaxed);
         if left < instructions {
             self.exhausted.store(true, Ordering::Relaxed);
@@ -63,13 +62,19 @@ pub(super) struct Loaded(pub(super) Mutex<Vec<(PathBuf, Stamp)>>);
 /// through (`invoke.lua`).
 pub(super) struct Sandboxed {
     pub(super) lua: Lua,
+    /// Its main thread, where the budget's hook is set.
+    main: Main,
+    /// At a fixed place, for the hook to find.
     pub(super) budget: Arc<Budget>,
     pub(super) invoke: Function,
+    /// Whether its requests' instructions are counted (`[lua] instructions` > 0).
+    counted: bool,
 }
 
-/// A new state whose `require` reads modules below `dir`, and whose `proscenium`
-/// helpers reach `bridge`.
-pub(super) fn state(dir: &Path, bridge: &Bridge) -> mlua::Result<Sandboxed> {
+/// A new state whose `require` reads modules below `dir`, whose `proscenium` helpers
+/// reach `bridge`, and whose requests each run at most `instructions` (0: uncounted;
+/// the scripts it loads next run within one such budget).
+pub(super) fn state(dir: &Path, bridge: &Bridge, instructions: usize) -> mlua::Result<Sandboxed> {
     let libs = StdLib::TABLE
         | StdLib::STRING
         | StdLib::MATH
@@ -96,29 +101,65 @@ pub(super) fn state(dir: &Path, bridge: &Bridge) -> mlua::Result<Sandboxed> {
     globals.set("require", require_below(&lua, dir.to_owned())?)?;
     globals.set("proscenium", helpers(&lua, bridge)?)?;
     lua.set_app_data(Loaded::default());
-    let budget = Arc::new(Budget::default());
-    let spending = Arc::clone(&budget);
-    // The global hook, not the main thread's: a coroutine copies its creator's hook,
-    // and only the global one finds its callback from any thread.
-    lua.set_global_hook(
-        HookTriggers::new().every_nth_instruction(HOOK_EVERY),
-        move |_, _| {
-            if spending.spend(u64::from(HOOK_EVERY)) {
-                Ok(VmState::Continue)
-            } else {
-                Err(mlua::Error::runtime("past its instruction budget"))
-            }
-        },
-    )?;
     let invoke: Function = lua
         .load(include_str!("invoke.lua"))
         .set_name("=invoke")
         .eval()?;
+    let counted = instructions > 0;
+    let budget = Arc::new(Budget::default());
+    budget.refill(instructions as u64);
+    if counted {
+        let from_now = lua.create_function(|_, ()| {
+            watch::count_from_now();
+            Ok(())
+        })?;
+        let spending = Arc::clone(&budget);
+        let spent = lua.create_function(move |_, ()| Ok(spending.is_exhausted()))?;
+        lua.load(GUARDS)
+            .set_name("=guards")
+            .call::<()>((from_now, spent))?;
+    }
     Ok(Sandboxed {
+        main: Main::of(&lua)?,
         lua,
         budget,
         invoke,
+        counted,
     })
+}
+
+/// The budget's guards. `coroutine.create` and `coroutine.wrap` count the request's
+/// instructions from then on, before they make a coroutine (which takes its hook then;
+/// see [`watch`]). And what catches errors — `pcall`, `xpcall`, `coroutine.resume` —
+/// raises the budget's error again once the budget is spent: caught and ignored, it
+/// would let a script run on forever, a step of instructions between two catches.
+const GUARDS: &str = r#"
+local from_now, spent = ...
+local create, wrap, resume = coroutine.create, coroutine.wrap, coroutine.resume
+local caught, caught_with = pcall, xpcall
+local function unless_spent(...)
+  if spent() then
+    error("past its instruction budget", 0)
+  end
+  return ...
+end
+coroutine.create = function(f) from_now() return create(f) end
+coroutine.wrap = function(f) from_now() return wrap(f) end
+coroutine.resume = function(...) return unless_spent(resume(...)) end
+pcall = function(...) return unless_spent(caught(...)) end
+xpcall = function(...) return unless_spent(caught_with(...)) end
+"#;
+
+impl Sandboxed {
+    /// Runs `call` — a request, or the loading of scripts — within the state's budget
+    /// of instructions, if it has one (see [`watch`]).
+    pub(super) fn run<R>(&self, call: impl FnOnce() -> R) -> R {
+        if self.counted {
+            watch::run(self.main, &self.budget, call)
+        } else {
+            call()
+        }
+    }
 }
 
 /// Lua's `load(chunk [, name [, mode [, env]]])` for text chunks only: compiled code
@@ -245,4 +286,66 @@ fn helpers(lua: &Lua, bridge: &Bridge) -> mlua::Result<Table> {
     )?;
     helpers.set("state", bridge::state_table(lua)?)?;
     Ok(helpers)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Runs `script` on a state whose requests may run `instructions`.
+    fn run(instructions: usize, script: &str) -> (mlua::Result<()>, bool) {
+        let bridge = Bridge::new(crate::hub::Hub::new());
+        let state = state(Path::new("."), &bridge, instructions).unwrap();
+        state.budget.refill(instructions as u64);
+        let ran = state.run(|| state.lua.load(script).exec());
+        (ran, state.budget.is_exhausted())
+    }
+
+    #[test]
+    fn an_endless_loop_is_stopped_past_its_budget_in_a_coroutine_too() {
+        for script in [
+            "while true do end",
+            "coroutine.wrap(function() while true do end end)()",
+            // Swallowing the budget's error and going on does not go far.
+            "local co = coroutine.create(function() while true do end end) \
+             while true do coroutine.resume(co) pcall(function() while true do end end) end",
+        ] {
+            let (ran, exhausted) = run(1_000_000, script);
+            let error = ran.unwrap_err().to_string();
+            assert!(
+                exhausted && error.contains("instruction budget"),
+                "{script}: {error}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_short_request_runs_uncounted_and_a_long_one_within_its_budget() {
+        // 2,000 iterations, far under the grace of 10 ms: not counted, so a budget
+        // smaller than the hook's step does not stop it.
+        let (ran, exhausted) = run(1_000, "for i = 1, 2000 do end");
+        assert!(ran.is_ok() && !exhausted, "{ran:?}");
+        // Counted once a coroutine is made: the same budget stops the same loop.
+        let (ran, exhausted) = run(
+            1_000,
+            "coroutine.wrap(function() for i = 1, 20000 do end end)()",
+        );
+        assert!(ran.is_err() && exhausted, "{ran:?}");
+        let (ran, exhausted) = run(
+            0,
+            "coroutine.wrap(function() for i = 1, 20000 do end end)()",
+        );
+        assert!(ran.is_ok() && !exhausted, "{ran:?}");
+    }
+
+    #[test]
+    fn module_names_stay_below_the_directory() {
+        assert_eq!(
+            module_path("lib.greet"),
+            Some(PathBuf::from("lib/greet.lua"))
+        );
+        for bad in ["", "..", "a..b", "a/b", "a.b.", "/etc/passwd"] {
+            assert_eq!(module_path(bad), None, "{bad}");
+        }
+    }
 }
