@@ -380,7 +380,7 @@ fn lua_routes_and_pages_share_values_under_the_lock_class_they_declare() {
     let addr = server.local_addr();
     let post = |path: &str| {
         Client::connect(addr)
-            .send(&format!(
+            .send(format!(
                 "POST {path} HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n"
             ))
             .response()

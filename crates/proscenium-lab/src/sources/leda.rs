@@ -202,13 +202,7 @@ fn dynamic_lua(results: &Results) -> Finding {
         return Finding::missing(&servers);
     };
     let (ours_growth, apache_growth) = (ours_top / ours_first, apache_top / apache_first);
-    let lower = ours_top <= apache_top;
-    let smoother = ours_growth <= apache_growth;
-    let verdict = match (lower, smoother) {
-        (true, true) => Verdict::Reproduced,
-        (false, false) => Verdict::NotReproduced,
-        _ => Verdict::Partly,
-    };
+    let verdict = Verdict::of_both(ours_top <= apache_top, ours_growth <= apache_growth);
     Finding::new(
         verdict,
         format!(

@@ -86,6 +86,15 @@ impl Verdict {
         }
     }
 
+    /// The verdict on a claim of two parts: both held, neither, or one.
+    fn of_both(first: bool, second: bool) -> Self {
+        match (first, second) {
+            (true, true) => Self::Reproduced,
+            (false, false) => Self::NotReproduced,
+            _ => Self::Partly,
+        }
+    }
+
     /// The verdict as the pages print it.
     pub fn text(self) -> &'static str {
         match self {

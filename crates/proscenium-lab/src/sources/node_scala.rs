@@ -241,12 +241,7 @@ fn stateful(results: &Results) -> Finding {
             "×",
         ),
     ];
-    let (scales, falls) = (low >= 1.3, high <= 1.25);
-    let verdict = match (scales, falls) {
-        (true, true) => Verdict::Reproduced,
-        (false, false) => Verdict::NotReproduced,
-        _ => Verdict::Partly,
-    };
+    let verdict = Verdict::of_both(low >= 1.3, high <= 1.25);
     Finding::new(
         verdict,
         format!(
