@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Plaintext: Proscenium (`loops`, and `staged` with its one thread) vs actix-web, hyper
-# and nginx, one loop/worker each, server on core 0 and wrk on core 1. Prints req/s, p50/p99 and server CPU µs per request for
-# keep-alive (64 and 256 connections) and 16-deep pipelining, and Proscenium's ratios.
+# and nginx, one loop/worker each, and the floor (bench/peers/floor: one recv and one
+# send a request or pipelined batch, nothing parsed — the least a server can spend
+# here), server on core 0 and wrk on core 1. Prints req/s, p50/p99 and server CPU µs
+# per request for keep-alive (64 and 256 connections) and 16-deep pipelining, and
+# Proscenium's ratios to each.
 #
 # The servers run side by side (idle ones cost nothing) and are measured in rounds
 # (`measure_rounds` in lib.sh): the machine is shared and its noise drifts over
@@ -17,26 +20,29 @@ trap stop_all EXIT INT TERM
 need wrk
 need nginx
 need curl
+need cc gcc
 build_proscenium
 build_peer actix
 build_peer hyper
 
 work="$(mktemp -d)"
+cc -O2 -o "$work/floor" "$BENCH_DIR/peers/floor/floor.c"
 declare -A CMD=(
   [proscenium]="$RELEASE_DIR/hello --bind 127.0.0.1:8080 --loops 1"
   [actix]="$PEERS_TARGET/release/peer-actix --bind 127.0.0.1:8081 --workers 1"
   [hyper]="$PEERS_TARGET/release/peer-hyper --bind 127.0.0.1:8082 --workers 1"
   [nginx]="nginx -c $(nginx_conf "$work/nginx" 8083 "$work")"
   [staged]="$RELEASE_DIR/hello --bind 127.0.0.1:8084 --model staged:1"
+  [floor]="$work/floor --bind 127.0.0.1:8085"
 )
-declare -A PORT=([proscenium]=8080 [actix]=8081 [hyper]=8082 [nginx]=8083 [staged]=8084)
+declare -A PORT=([proscenium]=8080 [actix]=8081 [hyper]=8082 [nginx]=8083 [staged]=8084 [floor]=8085)
 SCENARIO_LIST=(
   "keepalive-64:64:/plaintext:"
   "keepalive-256:256:/plaintext:"
   "pipeline-16:64:/plaintext:$BENCH_DIR/pipeline.lua"
 )
 # shellcheck disable=SC2206 # the list is split on purpose
-servers=(${SERVERS:-proscenium staged actix hyper nginx})
+servers=(${SERVERS:-proscenium staged actix hyper nginx floor})
 rounds="$work/rounds.tsv"
 results="$work/results.tsv"
 
