@@ -85,15 +85,36 @@ pub(crate) const MIN_ANSWERS: u64 = 100;
 /// requests: wrk's figures leave them out, and they are the longest waits.
 pub(crate) const MAX_UNANSWERED_SHARE: f64 = 0.1;
 
+/// More time than a load generator spends on a request of its own (wrk: microseconds):
+/// what a closed loop's requests in flight may lack beyond this, a second's answers
+/// long, was never being answered.
+const MOST_GENERATOR_TIME_S: f64 = 0.001;
+
+/// A closed loop's step, as its validity is judged.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ClosedLoop {
+    /// Requests answered.
+    pub(crate) answers: u64,
+    /// Requests it keeps in flight: connections × depth.
+    pub(crate) in_flight: u64,
+    /// Answers a second and their mean response time in seconds.
+    pub(crate) rate: f64,
+    pub(crate) mean_s: Option<f64>,
+}
+
 impl Step {
     /// Why a step is invalid, or `None`: an open loop that sent `sent_share` of its
-    /// offered load, under 95 %; a closed loop whose `in_flight` requests (its
-    /// connections × depth, waiting when it stopped) are more than a tenth of them
-    /// with its `answers` — its latency would leave out the longest waits (5,000
-    /// clients of a ~1,000/s page for 5 s: under one answer a client).
+    /// offered load, under 95 %; a closed loop whose requests in flight (waiting when
+    /// it stopped) are more than a tenth of them with its answers — its latency would
+    /// leave out the longest waits (5,000 clients of a ~1,000/s page for 5 s: under
+    /// one answer a client) — or whose answers show fewer requests in flight than it
+    /// kept (Little's law: answers a second × mean response time), by more than a
+    /// tenth and more than the generator's own time explains: the rest were kept
+    /// waiting unserved (connections not accepted, or never taken in turn), in no
+    /// latency (httpd-worker at 5,000 clients: its 2,000 threads' worth).
     pub(crate) fn invalid_for(
         sent_share: Option<f64>,
-        closed: Option<(u64, u64)>,
+        closed: Option<ClosedLoop>,
     ) -> Option<String> {
         if let Some(share) = sent_share.filter(|&s| s < MIN_SENT_SHARE) {
             return Some(format!(
@@ -103,17 +124,35 @@ impl Step {
                 MIN_SENT_SHARE * 100.0
             ));
         }
-        let (answers, in_flight) = closed?;
+        let ClosedLoop {
+            answers,
+            in_flight,
+            rate,
+            mean_s,
+        } = closed?;
         let unanswered = in_flight as f64 / (answers + in_flight).max(1) as f64;
-        (unanswered > MAX_UNANSWERED_SHARE).then(|| {
-            format!(
+        if unanswered > MAX_UNANSWERED_SHARE {
+            return Some(format!(
                 "{answers} answers to {in_flight} requests kept in flight: the {:.0} % still \
                  waiting at the end (over {:.0} %) are left out of a closed loop's latency, \
                  and they are the longest waits; the step is too short for its clients",
                 unanswered * 100.0,
                 MAX_UNANSWERED_SHARE * 100.0
-            )
-        })
+            ));
+        }
+        let mean_s = mean_s?;
+        let seen = rate * mean_s;
+        let unseen = in_flight as f64 - seen;
+        (unseen > MAX_UNANSWERED_SHARE * in_flight as f64 && unseen > rate * MOST_GENERATOR_TIME_S)
+            .then(|| {
+                format!(
+                    "{rate:.0} answers a second × {:.0} ms mean = {seen:.0} requests in flight \
+                     of the {in_flight} kept: the other {unseen:.0} were kept waiting unserved \
+                     (connections not accepted, or never taken in turn), and a request never \
+                     answered is in no latency",
+                    mean_s * 1e3
+                )
+            })
     }
 
     /// Whether latency and CPU figures rest on enough answers to be drawn.
@@ -238,15 +277,36 @@ mod tests {
         );
     }
 
+    fn closed(answers: u64, in_flight: u64, rate: f64, mean_ms: f64) -> Option<ClosedLoop> {
+        Some(ClosedLoop {
+            answers,
+            in_flight,
+            rate,
+            mean_s: Some(mean_ms / 1e3),
+        })
+    }
+
     #[test]
     fn a_closed_loop_too_short_for_its_clients_is_invalid() {
         assert!(
-            Step::invalid_for(None, Some((9_000, 1_000))).is_none(),
+            Step::invalid_for(None, closed(9_000, 1_000, 900.0, 1_100.0)).is_none(),
             "10 % waiting"
         );
         // The dynamic page at 5,000 clients for 5 s: 4,837 answers.
-        let why = Step::invalid_for(None, Some((4_837, 5_000))).unwrap();
+        let why = Step::invalid_for(None, closed(4_837, 5_000, 967.0, 5_000.0)).unwrap();
         assert!(why.contains("51 % still waiting"), "{why}");
+    }
+
+    #[test]
+    fn a_closed_loop_whose_answers_show_clients_unserved_is_invalid() {
+        // httpd-worker at 5,000 clients (dynamic-lua, full): 3,671 a second, 540 ms.
+        let why = Step::invalid_for(None, closed(169_130, 5_000, 3_671.0, 540.0)).unwrap();
+        assert!(why.contains("= 1982 requests in flight"), "{why}");
+        // Proscenium there: 4,914 a second, 1,002 ms — every client served.
+        assert!(Step::invalid_for(None, closed(226_000, 5_000, 4_914.0, 1_002.0)).is_none());
+        // Plaintext: 64 connections at 150,000 a second and 0.4 ms — 60 in flight, the
+        // other 4 the generator's own time.
+        assert!(Step::invalid_for(None, closed(1_500_000, 64, 150_000.0, 0.4)).is_none());
     }
 
     #[test]

@@ -15,7 +15,7 @@ use super::{base_url, check_interrupt, cool_down, start_checked};
 use crate::calibration::{self, PROBE_CONNECTIONS};
 use crate::process::{RssPeak, Running, tree_cpu_seconds};
 use crate::progress::Progress;
-use crate::results::{ServerRun, Step};
+use crate::results::{ClosedLoop, ServerRun, Step};
 use crate::scenario::{JIT_WARM_UP_SECONDS, Plan, StepPlan, WARM_UP_SECONDS};
 use crate::servers::{Placement, ServerSpec};
 use crate::tools::Tools;
@@ -233,7 +233,14 @@ impl Bench<'_> {
             sent_share,
             invalid: Step::invalid_for(
                 sent_share,
-                step.load.in_flight().map(|n| (measured.requests, n)),
+                step.load.in_flight().map(|in_flight| ClosedLoop {
+                    answers: measured.requests,
+                    in_flight,
+                    rate: measured.window_s.map_or(measured.achieved_rps, |w| {
+                        measured.requests as f64 / w.max(1e-9)
+                    }),
+                    mean_s: measured.answered_latency_ms.as_ref().map(|l| l.mean / 1e3),
+                }),
             ),
             cpu_us_per_request: (measured.requests > 0)
                 .then(|| cpu * 1e6 / measured.requests as f64),
