@@ -48,9 +48,17 @@ impl Crew {
         self.max > self.min
     }
 
-    /// Starts the crew's `min` threads.
+    /// Starts the crew's `min` threads, and returns once each has run the graph's
+    /// thread start: a server that says it has started has every loop ready to take
+    /// work (a request handed between loops could miss one still starting).
     pub(crate) fn start(&self, shared: &Arc<Shared>) -> Result<(), StageError> {
-        (0..self.min).try_for_each(|_| self.add(shared))
+        let (started, each_started) = std::sync::mpsc::channel();
+        (0..self.min).try_for_each(|_| self.add(shared, Some(started.clone())))?;
+        drop(started);
+        // Returns when every thread has let its sender go: started, or died starting
+        // (its panic shows at stop).
+        let _ = each_started.recv();
+        Ok(())
     }
 
     /// Adds a thread if under the maximum; returns whether it did.
@@ -58,7 +66,7 @@ impl Crew {
         if self.live.load(Ordering::Relaxed) >= self.max {
             return false;
         }
-        match self.add(shared) {
+        match self.add(shared, None) {
             Ok(()) => {
                 self.grown.fetch_add(1, Ordering::Relaxed);
                 true
@@ -110,7 +118,12 @@ impl Crew {
         }
     }
 
-    fn add(&self, shared: &Arc<Shared>) -> Result<(), StageError> {
+    /// Starts a thread; it drops `started` once it has run the graph's thread start.
+    fn add(
+        &self,
+        shared: &Arc<Shared>,
+        started: Option<std::sync::mpsc::Sender<()>>,
+    ) -> Result<(), StageError> {
         let mut handles = self.handles.lock();
         let name = format!("stage-{}-{}", self.name, handles.len());
         let (shared, ready, exited) = (
@@ -128,6 +141,7 @@ impl Crew {
                 if let Some(start) = &shared.thread_start {
                     start.run();
                 }
+                drop(started);
                 let mut turns = tokio::task::JoinSet::new();
                 loop {
                     let (node, instance) = match ready.pop().await {
