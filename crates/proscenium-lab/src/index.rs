@@ -1,8 +1,8 @@
 //! `docs/results/README.md`, generated from the `results.json` files beside it
 //! (`proscenium bench --index --out docs/results`), so the list of reports cannot go
 //! stale; each report's page and plots are drawn again from its `results.json` on the
-//! way, so a page follows the lab's rules (what is drawn, the source's numbers, the
-//! verdict) without rerunning its load. It reads reports written before the lab
+//! way, so a page follows the lab's rules (which steps are valid, what is drawn, the
+//! source's numbers, the verdict) without rerunning its load. It reads reports written before the lab
 //! recorded provenance, validity or rounds, and says `not recorded` for what they lack.
 
 use std::fmt::Write;
@@ -29,8 +29,8 @@ Everything but the servers' own builds is checked before any load runs; a server
 cannot be built is skipped, with the reason in its report.
 ";
 
-/// Draws every `dir/*/` report again from its `results.json` and writes `dir/README.md`
-/// from them; returns its path.
+/// Draws every `dir/*/` report again from its `results.json`, its steps judged again
+/// by the lab's rules of today, and writes `dir/README.md` from them; returns its path.
 ///
 /// # Errors
 ///
@@ -46,8 +46,9 @@ pub fn write_index(dir: &Path) -> Result<PathBuf, Error> {
             .join("results.json");
         if path.is_file() {
             let json = std::fs::read_to_string(&path).map_err(Error::io("read a results.json"))?;
-            let results: Results = serde_json::from_str(&json)
+            let mut results: Results = serde_json::from_str(&json)
                 .map_err(|e| Error::Tool(format!("{}: {e}", path.display())))?;
+            results.judge_again();
             let report = path.parent().unwrap_or(dir);
             crate::report::write(&results, report)?;
             let name = report.file_name().map(|n| n.to_string_lossy().into_owned());

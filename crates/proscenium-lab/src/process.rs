@@ -124,10 +124,6 @@ fn stat_fields(pid: u32) -> Option<Vec<String>> {
 /// CPU time (user + system, every thread) of `root`'s process tree, in seconds: of the
 /// processes in it now, and of those they waited for (a CGI script a request).
 pub(crate) fn tree_cpu_seconds(root: u32) -> f64 {
-    let ticks_per_second = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
-        .ok()
-        .flatten()
-        .unwrap_or(100);
     let ticks: u64 = tree(root)
         .into_iter()
         .filter_map(stat_fields)
@@ -139,6 +135,26 @@ pub(crate) fn tree_cpu_seconds(root: u32) -> f64 {
             (11..=14).map(field).sum::<u64>()
         })
         .sum();
+    seconds(ticks)
+}
+
+/// CPU time (user + system) of this process's children it has waited for, in
+/// seconds: around a generator run with `output()`, the generator's.
+pub(crate) fn waited_children_cpu_seconds() -> f64 {
+    let ticks = stat_fields(std::process::id()).map_or(0, |f| {
+        // cutime and cstime: fields 16 and 17 of stat, 13 and 14 after the name.
+        let field = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        field(13) + field(14)
+    });
+    seconds(ticks)
+}
+
+/// `ticks` of the kernel's clock, in seconds.
+fn seconds(ticks: u64) -> f64 {
+    let ticks_per_second = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .unwrap_or(100);
     ticks as f64 / ticks_per_second as f64
 }
 
@@ -248,5 +264,18 @@ mod tests {
             std::thread::sleep(Duration::from_millis(10));
         }
         assert!(tree_cpu_seconds(root) >= 0.3, "{}", tree_cpu_seconds(root));
+    }
+
+    #[test]
+    fn a_generators_cpu_is_the_time_its_waited_for_children_gained() {
+        let before = waited_children_cpu_seconds();
+        let busy = Command::new("sh")
+            .args(["-c", "i=0; while [ $i -lt 1000000 ]; do i=$((i+1)); done"])
+            .status()
+            .unwrap();
+        assert!(busy.success());
+        // At least the loop's time: other tests' children may add theirs.
+        let spent = waited_children_cpu_seconds() - before;
+        assert!(spent >= 0.3, "{spent}");
     }
 }

@@ -337,7 +337,7 @@ fn run_servers(
             upstream: &upstream_url,
             workdir: &scratch,
         },
-        load_cores: &load_cores.list,
+        load_cores,
     };
     let mut steps = Vec::new();
     for round in 1..=rounds {

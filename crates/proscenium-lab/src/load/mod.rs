@@ -103,6 +103,9 @@ pub struct Measured {
     pub latency_by_path_ms: BTreeMap<String, Latency>,
     /// Counts by class: `2xx`, `4xx`, `5xx` (wrk: `non-2xx` only), `errors`, `timeouts`.
     pub statuses: BTreeMap<String, u64>,
+    /// CPU seconds (user + system, every thread) the generator spent sending it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_cpu_s: Option<f64>,
 }
 
 impl Measured {
@@ -249,18 +252,22 @@ impl Load {
     }
 }
 
-/// Runs a generator; returns its stdout, or an error with its stderr.
-fn output(command: &mut std::process::Command, what: &str) -> Result<String, Error> {
+/// Runs a generator; returns its stdout and the CPU seconds it spent, or an error with
+/// its stderr. (The lab waits for no other child meanwhile: the time its children
+/// waited for gained is the generator's.)
+fn output(command: &mut std::process::Command, what: &str) -> Result<(String, f64), Error> {
+    let before = crate::process::waited_children_cpu_seconds();
     let out = command
         .output()
         .map_err(Error::io("run the load generator"))?;
+    let cpu_s = crate::process::waited_children_cpu_seconds() - before;
     if !out.status.success() && out.stdout.is_empty() {
         return Err(Error::Load(format!(
             "{what} failed: {}",
             String::from_utf8_lossy(&out.stderr).trim()
         )));
     }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    Ok((String::from_utf8_lossy(&out.stdout).into_owned(), cpu_s))
 }
 
 /// A command as a shell would show it.

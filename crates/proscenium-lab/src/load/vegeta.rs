@@ -65,11 +65,15 @@ pub(super) fn run(
         .arg(&targets_file)
         .arg("-output")
         .arg(&results);
-    output(&mut attack, "vegeta attack")?;
+    let (_, cpu_s) = output(&mut attack, "vegeta attack")?;
     let mut encode = Command::new(&vegeta);
     encode.args(["encode", "--to", "json"]).arg(&results);
-    let lines = output(&mut encode, "vegeta encode")?;
-    Ok((shown(&attack), parse(&lines, seconds as f64, TIMEOUT_MS)?))
+    let (lines, _) = output(&mut encode, "vegeta encode")?;
+    let measured = Measured {
+        generator_cpu_s: Some(cpu_s),
+        ..parse(&lines, seconds as f64, TIMEOUT_MS)?
+    };
+    Ok((shown(&attack), measured))
 }
 
 #[derive(Deserialize)]
@@ -189,6 +193,7 @@ pub(crate) fn parse(lines: &str, window_s: f64, timeout_ms: f64) -> Result<Measu
             BTreeMap::new()
         },
         statuses,
+        generator_cpu_s: None,
     })
 }
 

@@ -33,13 +33,18 @@ the drain, reported apart.</li>\
 <li>A latency or CPU figure resting on fewer than 100 answers is not drawn.</li>\
 <li>Closed loop: a step whose requests still in flight at its end (one a connection, or the \
 pipelining depth) are over 10 % of all its requests is <b>invalid</b>: wrk's figures leave them \
-out, and they are the longest waits.</li>\
+out, and they are the longest waits. So is one whose answers show fewer requests in flight than \
+it kept (Little's law: answers a second × mean response time) by over 10 %, from a generator under \
+half busy: the others were kept waiting unserved (connections not accepted, or never taken in \
+turn), and a request never answered is in no latency. (A busier generator holds requests of its \
+own, each connection's next one waiting its turn.)</li>\
 <li>Each server gets a warm-up before its steps (in the steps table with its load, never \
 counted); the steps run in \
 interleaved rounds, each round starting with the next server. A point is the median over the \
 rounds, its whisker from the least to the most.</li>\
 <li>Utilisation is the server's CPU time ÷ (the send window and drain × its cores): under \
-100 %, the server was not the bottleneck.</li></ul>";
+100 %, the server was not the bottleneck. The generator's is its CPU time ÷ (its run × its cores): \
+near 100 %, the generator may have been.</li></ul>";
 
 /// The page for `results` and its drawn `figures`.
 pub(super) fn page(results: &Results, figures: &[Figure]) -> String {

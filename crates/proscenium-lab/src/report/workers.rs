@@ -58,6 +58,7 @@ mod tests {
             offered_rps: None,
             sent_share: None,
             invalid: None,
+            in_flight: None,
             measured: Measured {
                 requests: 1_000,
                 achieved_rps: rps,
@@ -65,6 +66,7 @@ mod tests {
             },
             cpu_us_per_request: None,
             server_utilisation: None,
+            generator_utilisation: None,
             peak_rss_kib: 0,
             command: String::new(),
             job: None,

@@ -161,6 +161,7 @@ impl Job<'_> {
             offered_rps: None,
             sent_share: None,
             invalid: None,
+            in_flight: None,
             measured: Measured {
                 requests: outcome.entries,
                 achieved_rps: outcome.entries as f64 / outcome.elapsed_s.max(1e-9),
@@ -168,6 +169,7 @@ impl Job<'_> {
             },
             cpu_us_per_request: (outcome.entries > 0).then(|| cpu_s * 1e6 / outcome.entries as f64),
             server_utilisation: Some(cpu_s / (wall_s * self.core_count as f64)),
+            generator_utilisation: None,
             peak_rss_kib,
             command: shown,
             job: Some(outcome),

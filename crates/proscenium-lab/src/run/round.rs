@@ -11,11 +11,12 @@
 
 use std::time::Instant;
 
+use super::cpus::CpuSet;
 use super::{base_url, check_interrupt, cool_down, start_checked};
 use crate::calibration::{self, PROBE_CONNECTIONS};
 use crate::process::{RssPeak, Running, tree_cpu_seconds};
 use crate::progress::Progress;
-use crate::results::{ClosedLoop, ServerRun, Step};
+use crate::results::{ServerRun, Step};
 use crate::scenario::{JIT_WARM_UP_SECONDS, Plan, StepPlan, WARM_UP_SECONDS};
 use crate::servers::{Placement, ServerSpec};
 use crate::tools::Tools;
@@ -28,7 +29,7 @@ pub(super) struct Bench<'a> {
     pub(super) progress: &'a Progress,
     /// The server's place, its port chosen afresh each turn.
     pub(super) placement: Placement<'a>,
-    pub(super) load_cores: &'a str,
+    pub(super) load_cores: &'a CpuSet,
 }
 
 impl Bench<'_> {
@@ -207,7 +208,9 @@ impl Bench<'_> {
         let cpu_before = tree_cpu_seconds(pid);
         let started = Instant::now();
         let scratch = self.placement.workdir;
-        let (command, measured) = step.load.run(self.tools, base, self.load_cores, scratch)?;
+        let load_cores = self.load_cores;
+        let (command, measured) = step.load.run(self.tools, base, &load_cores.list, scratch)?;
+        let generator_wall = started.elapsed().as_secs_f64();
         let cpu = tree_cpu_seconds(pid) - cpu_before;
         // The server works while the load sends and drains; the generator's start and
         // vegeta's encoding of its results afterwards are idle time, not the server's.
@@ -222,7 +225,7 @@ impl Bench<'_> {
             .zip(measured.sent)
             .map(|(offered, sent)| sent as f64 / offered.max(1) as f64);
         let cores = self.placement.core_count as f64;
-        Ok(Step {
+        let mut ran = Step {
             server: server.to_string(),
             group: step.group.clone(),
             label: step.label.clone(),
@@ -231,24 +234,20 @@ impl Bench<'_> {
             warmup: false,
             offered_rps: step.load.offered(),
             sent_share,
-            invalid: Step::invalid_for(
-                sent_share,
-                step.load.in_flight().map(|in_flight| ClosedLoop {
-                    answers: measured.requests,
-                    in_flight,
-                    rate: measured.window_s.map_or(measured.achieved_rps, |w| {
-                        measured.requests as f64 / w.max(1e-9)
-                    }),
-                    mean_s: measured.answered_latency_ms.as_ref().map(|l| l.mean / 1e3),
-                }),
-            ),
+            invalid: None,
+            in_flight: step.load.in_flight(),
             cpu_us_per_request: (measured.requests > 0)
                 .then(|| cpu * 1e6 / measured.requests as f64),
             server_utilisation: Some(cpu / (busy_window * cores)),
+            generator_utilisation: measured
+                .generator_cpu_s
+                .map(|cpu| cpu / (generator_wall * load_cores.count as f64)),
             measured,
             peak_rss_kib: rss.finish(),
             command,
             job: None,
-        })
+        };
+        ran.invalid = ran.judged();
+        Ok(ran)
     }
 }

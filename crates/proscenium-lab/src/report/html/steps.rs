@@ -1,6 +1,7 @@
 //! The table of every step of every round: what was offered, sent, achieved and
 //! drained, the latency over all sent requests beside the failed share and the
-//! answered requests' own p99, what the server spent, and why a step is not drawn.
+//! answered requests' own p99, what the server (and the generator) spent, and why a
+//! step is not drawn.
 
 use std::fmt::Write;
 
@@ -11,7 +12,7 @@ const HEAD: &str = "<h2>Steps</h2><table><tr><th class=l>server</th><th class=l>
 <th class=l>step</th><th>round</th><th>offered/s</th><th>sent %</th><th>achieved/s</th><th>failed %</th>\
 <th>drain s (answers)</th><th>mean ms</th><th>p50</th><th>p90</th><th>p99</th><th>max</th>\
 <th>answered p99</th><th class=l>statuses</th><th>CPU µs/req</th><th>server busy %</th>\
-<th>peak RSS MiB</th><th class=l>not drawn because</th></tr>";
+<th>generator busy %</th><th>peak RSS MiB</th><th class=l>not drawn because</th></tr>";
 
 /// Writes the table of `results`' steps.
 pub(super) fn table(html: &mut String, results: &crate::results::Results) {
@@ -35,7 +36,7 @@ pub(super) fn table(html: &mut String, results: &crate::results::Results) {
             html,
             "<tr><td class=l>{}</td><td class=l>{}</td><td class=l>{}</td><td>{}</td><td>{}</td><td>{}</td>\
              <td>{:.0}</td><td>{}</td><td>{drain}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td>\
-             <td>{:.2}</td><td>{}</td><td class=l>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td class=l>{}</td></tr>",
+             <td>{:.2}</td><td>{}</td><td class=l>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.1}</td><td class=l>{}</td></tr>",
             esc(&s.server),
             esc(&s.group),
             esc(&s.label),
@@ -57,6 +58,7 @@ pub(super) fn table(html: &mut String, results: &crate::results::Results) {
             esc(&statuses.join(", ")),
             opt(s.cpu_us_per_request, 2),
             opt(s.server_utilisation.map(|u| u * 100.0), 0),
+            opt(s.generator_utilisation.map(|u| u * 100.0), 0),
             s.peak_rss_kib as f64 / 1024.0,
             esc(&why_not_drawn(s)),
         );
