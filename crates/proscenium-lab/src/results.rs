@@ -375,7 +375,7 @@ mod tests {
         let mut httpd = step(None, 3_746.0, 531.6);
         httpd.measured.requests = 172_722;
         httpd.measured.window_s = Some(46.1);
-        httpd.measured.answered_latency_ms = Some(httpd.measured.latency_ms.clone());
+        httpd.measured.answered_latency_ms = Some(httpd.measured.latency_ms);
         let unrecorded = httpd.clone();
         (httpd.in_flight, httpd.generator_utilisation) = (Some(5_000), Some(0.04));
         let mut results: Results = serde_json::from_str(
