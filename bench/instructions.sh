@@ -10,6 +10,9 @@
 # BATCHES + 10 rounds, and the difference is divided by the requests between them, so
 # start-up and shutdown cancel out.
 #
+# For Proscenium it then shows where its instructions go: each part of the request
+# path with what it calls (inclusive), per request, from the same two runs.
+#
 # Usage: bench/instructions.sh            (BATCHES=500 by default; SERVERS to pick,
 #        e.g. SERVERS=proscenium while working on the request path; DEPTH=1 for
 #        keep-alive without pipelining, 16 by default)
@@ -29,11 +32,12 @@ CONNS="${CONNS:-4}"
 PORT=8098
 work="$(mktemp -d)"
 
-# Prints the instructions a server ran while answering ROUNDS rounds.
+# Prints the instructions a server ran while answering ROUNDS rounds; keeps the
+# profile as $work/callgrind-ROUNDS.out.
 instructions() {
   local rounds="$1"
   shift
-  local out="$work/callgrind.out"
+  local out="$work/callgrind-$rounds.out"
   rm -f "$out"
   valgrind --tool=callgrind --callgrind-out-file="$out" "$@" >/dev/null 2>&1 &
   local pid=$!
@@ -56,4 +60,10 @@ for server in $SERVERS; do
   # shellcheck disable=SC2086
   full=$(instructions $((BATCHES + 10)) ${CMD[$server]})
   printf '%-11s %14d\n' "$server" $(((full - base) / (BATCHES * CONNS * DEPTH)))
+  if [ "$server" = proscenium ]; then
+    echo
+    echo "where Proscenium's go (inclusive, a request):"
+    python3 "$BENCH_DIR/callgrind_parts.py" "$work/callgrind-10.out" \
+      "$work/callgrind-$((BATCHES + 10)).out" $((BATCHES * CONNS * DEPTH))
+  fi
 done

@@ -11,8 +11,12 @@
 # minutes, so one server's runs back to back and the next server's later would compare
 # different machines.
 #
+# `ROUTE=/json` measures TechEmpower's JSON instead: `{"message":"Hello, World!"}`
+# serialized with serde_json by every Rust server for each request (nginx returns it
+# as a literal; the floor, which parses no path, is left out).
+#
 # Usage: bench/plaintext.sh            (DURATION=10 RUNS=3 by default; SERVERS and
-#        SCENARIOS to pick, e.g. SCENARIOS=pipeline-16)
+#        SCENARIOS to pick, e.g. SCENARIOS=pipeline-16; ROUTE=/json)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 trap stop_all EXIT INT TERM
@@ -36,24 +40,30 @@ declare -A CMD=(
   [floor]="$work/floor --bind 127.0.0.1:8085"
 )
 declare -A PORT=([proscenium]=8080 [actix]=8081 [hyper]=8082 [nginx]=8083 [staged]=8084 [floor]=8085)
+ROUTE="${ROUTE:-/plaintext}"
+case "$ROUTE" in
+  /plaintext) ANSWER="Hello, World!" EVERY="proscenium staged actix hyper nginx floor" ;;
+  /json) ANSWER='{"message":"Hello, World!"}' EVERY="proscenium staged actix hyper nginx" ;;
+  *) echo "ROUTE is /plaintext or /json" >&2; exit 2 ;;
+esac
 SCENARIO_LIST=(
-  "keepalive-64:64:/plaintext:"
-  "keepalive-256:256:/plaintext:"
-  "pipeline-16:64:/plaintext:$BENCH_DIR/pipeline.lua"
+  "keepalive-64:64:$ROUTE:"
+  "keepalive-256:256:$ROUTE:"
+  "pipeline-16:64:$ROUTE:$BENCH_DIR/pipeline.lua"
 )
 # shellcheck disable=SC2206 # the list is split on purpose
-servers=(${SERVERS:-proscenium staged actix hyper nginx floor})
+servers=(${SERVERS:-$EVERY})
 rounds="$work/rounds.tsv"
 results="$work/results.tsv"
 
 declare -A PID
-start_all /plaintext "${servers[@]}"
+start_all "$ROUTE" "${servers[@]}"
 for server in "${servers[@]}"; do
-  check_answer "http://127.0.0.1:${PORT[$server]}/plaintext" "Hello, World!"
+  check_answer "http://127.0.0.1:${PORT[$server]}$ROUTE" "$ANSWER"
 done
 measure_rounds "${servers[@]}" >"$rounds"
 medians_by_pair <"$rounds" >"$results"
-keep_results plaintext "$rounds" "$results"
+keep_results "${ROUTE#/}" "$rounds" "$results"
 
 echo
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); ${DURATION}s x ${RUNS} rounds, medians"
