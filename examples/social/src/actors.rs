@@ -65,7 +65,10 @@ impl Handler<Mail> for Mailman {
         let number = self.written.fetch_add(1, Ordering::Relaxed) + 1;
         let file = self.outbox.join(format!("{number:06}-{name}.eml"));
         let text = format!("To: {name} <{email}>\r\nSubject: {subject}\r\n\r\n{body}\r\n");
-        match std::fs::write(&file, text) {
+        // Written beside it and renamed, as a maildir delivers: whoever reads the
+        // outbox sees a whole mail or none (a reader once found a `.eml` still empty).
+        let part = file.with_extension("eml.part");
+        match std::fs::write(&part, text).and_then(|()| std::fs::rename(&part, &file)) {
             Ok(()) => tracing::info!(to = %email, %subject, file = %file.display(), "mail written"),
             Err(error) => tracing::error!(to = %email, %error, "mail not written"),
         }

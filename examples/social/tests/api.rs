@@ -8,6 +8,7 @@ mod common;
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -337,15 +338,17 @@ fn the_api_end_to_end(url: Option<String>) {
         })
     });
     // The Mailman's welcome, then (a second later) the reminder, for each.
-    eventually("four mails", || {
+    let outbox = || -> Vec<PathBuf> {
         std::fs::read_dir(data.path().join("outbox"))
             .unwrap()
-            .count()
-            == 4
-    });
-    let mails: Vec<String> = std::fs::read_dir(data.path().join("outbox"))
-        .unwrap()
-        .map(|entry| std::fs::read_to_string(entry.unwrap().path()).unwrap())
+            .map(|entry| entry.unwrap().path())
+            .filter(|path| path.extension().is_some_and(|e| e == "eml"))
+            .collect()
+    };
+    eventually("four mails", || outbox().len() == 4);
+    let mails: Vec<String> = outbox()
+        .iter()
+        .map(|path| std::fs::read_to_string(path).unwrap())
         .collect();
     assert_eq!(
         mails
