@@ -106,6 +106,10 @@ pub struct Measured {
     /// CPU seconds (user + system, every thread) the generator spent sending it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generator_cpu_s: Option<f64>,
+    /// Wall seconds the generator ran for, from its start to its exit (what the lab
+    /// does with its output afterwards, such as vegeta's encoding, not counted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_wall_s: Option<f64>,
 }
 
 impl Measured {
@@ -114,6 +118,27 @@ impl Measured {
         let sent = self.sent.filter(|&n| n > 0)?;
         Some(self.failed? as f64 / sent as f64)
     }
+
+    /// How many cores the generator kept busy on average while it ran, when recorded.
+    pub fn generator_cores_busy(&self) -> Option<f64> {
+        Some(self.generator_cpu_s? / self.generator_wall_s.filter(|&w| w > 0.0)?)
+    }
+
+    /// These figures with the generator's own spending beside them.
+    fn spent(self, spent: Spent) -> Self {
+        Self {
+            generator_cpu_s: Some(spent.cpu_s),
+            generator_wall_s: Some(spent.wall_s),
+            ..self
+        }
+    }
+}
+
+/// What a generator's run cost it.
+#[derive(Clone, Copy, Debug)]
+struct Spent {
+    cpu_s: f64,
+    wall_s: f64,
 }
 
 impl Load {
@@ -252,25 +277,49 @@ impl Load {
     }
 }
 
-/// Runs a generator; returns its stdout and the CPU seconds it spent, or an error with
-/// its stderr. (The lab waits for no other child meanwhile: the time its children
-/// waited for gained is the generator's.)
-fn output(command: &mut std::process::Command, what: &str) -> Result<(String, f64), Error> {
+/// Runs a generator; returns its stdout and what it spent, or an error with its
+/// stderr. (The lab waits for no other child meanwhile: the time its children waited
+/// for gained is the generator's.)
+fn output(command: &mut std::process::Command, what: &str) -> Result<(String, Spent), Error> {
     let before = crate::process::waited_children_cpu_seconds();
+    let started = std::time::Instant::now();
     let out = command
         .output()
         .map_err(Error::io("run the load generator"))?;
-    let cpu_s = crate::process::waited_children_cpu_seconds() - before;
+    let spent = Spent {
+        cpu_s: crate::process::waited_children_cpu_seconds() - before,
+        wall_s: started.elapsed().as_secs_f64(),
+    };
     if !out.status.success() && out.stdout.is_empty() {
         return Err(Error::Load(format!(
             "{what} failed: {}",
             String::from_utf8_lossy(&out.stderr).trim()
         )));
     }
-    Ok((String::from_utf8_lossy(&out.stdout).into_owned(), cpu_s))
+    Ok((String::from_utf8_lossy(&out.stdout).into_owned(), spent))
 }
 
 /// A command as a shell would show it.
 fn shown(command: &std::process::Command) -> String {
     format!("{command:?}").replace('"', "")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_generators_cores_busy_are_its_cpu_over_its_own_run() {
+        let ran = Measured::default().spent(Spent {
+            cpu_s: 3.0,
+            wall_s: 2.0,
+        });
+        assert_eq!(ran.generator_cores_busy(), Some(1.5));
+        assert_eq!(Measured::default().generator_cores_busy(), None);
+        let not_run = Measured::default().spent(Spent {
+            cpu_s: 0.0,
+            wall_s: 0.0,
+        });
+        assert_eq!(not_run.generator_cores_busy(), None);
+    }
 }

@@ -65,14 +65,11 @@ pub(super) fn run(
         .arg(&targets_file)
         .arg("-output")
         .arg(&results);
-    let (_, cpu_s) = output(&mut attack, "vegeta attack")?;
+    let (_, spent) = output(&mut attack, "vegeta attack")?;
     let mut encode = Command::new(&vegeta);
     encode.args(["encode", "--to", "json"]).arg(&results);
     let (lines, _) = output(&mut encode, "vegeta encode")?;
-    let measured = Measured {
-        generator_cpu_s: Some(cpu_s),
-        ..parse(&lines, seconds as f64, TIMEOUT_MS)?
-    };
+    let measured = parse(&lines, seconds as f64, TIMEOUT_MS)?.spent(spent);
     Ok((shown(&attack), measured))
 }
 
@@ -194,6 +191,7 @@ pub(crate) fn parse(lines: &str, window_s: f64, timeout_ms: f64) -> Result<Measu
         },
         statuses,
         generator_cpu_s: None,
+        generator_wall_s: None,
     })
 }
 

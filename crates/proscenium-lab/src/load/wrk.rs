@@ -131,12 +131,8 @@ pub(super) fn run(
     } else if depth > 1 {
         command.args(["--", &depth.to_string()]);
     }
-    let (out, cpu_s) = output(&mut command, "wrk")?;
-    let measured = Measured {
-        generator_cpu_s: Some(cpu_s),
-        ..parse(&out, TIMEOUT_MS)?
-    };
-    Ok((shown(&command), measured))
+    let (out, spent) = output(&mut command, "wrk")?;
+    Ok((shown(&command), parse(&out, TIMEOUT_MS)?.spent(spent)))
 }
 
 /// Reads the summary line out of wrk's output and accounts for it, a request that
@@ -202,6 +198,7 @@ pub(crate) fn parse(out: &str, timeout_ms: f64) -> Result<Measured, Error> {
             ("timeouts".to_owned(), s.timeout),
         ]),
         generator_cpu_s: None,
+        generator_wall_s: None,
     })
 }
 

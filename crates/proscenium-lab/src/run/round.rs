@@ -210,7 +210,6 @@ impl Bench<'_> {
         let scratch = self.placement.workdir;
         let load_cores = self.load_cores;
         let (command, measured) = step.load.run(self.tools, base, &load_cores.list, scratch)?;
-        let generator_wall = started.elapsed().as_secs_f64();
         let cpu = tree_cpu_seconds(pid) - cpu_before;
         // The server works while the load sends and drains; the generator's start and
         // vegeta's encoding of its results afterwards are idle time, not the server's.
@@ -240,8 +239,8 @@ impl Bench<'_> {
                 .then(|| cpu * 1e6 / measured.requests as f64),
             server_utilisation: Some(cpu / (busy_window * cores)),
             generator_utilisation: measured
-                .generator_cpu_s
-                .map(|cpu| cpu / (generator_wall * load_cores.count as f64)),
+                .generator_cores_busy()
+                .map(|busy| busy / load_cores.count as f64),
             measured,
             peak_rss_kib: rss.finish(),
             command,
