@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 # (label, functions summed), as callgrind names them; an indented label is a part of
-# the one above it.
+# the one above it, and the unindented ones with the rest make up the whole.
 PARTS = [
     ("reading the head (httparse, strict checks, the request built)",
      ["proscenium::http::h1::head::parse"]),
@@ -28,6 +28,10 @@ PARTS = [
     ("writing the response into the buffer", ["proscenium::http::h1::answer::buffer"]),
     ("dropping the request (its header table kept)",
      ["core::ptr::drop_in_place<proscenium::http::request::Request>"]),
+]
+
+# Functions called from every part, shown beside them (already inside their figures).
+ACROSS = [
     ("memcpy, from anywhere (moves of requests and responses)",
      ["__memcpy_avx_unaligned_erms"]),
     ("malloc and free, from anywhere", ["malloc", "free"]),
@@ -36,8 +40,8 @@ PARTS = [
 # The whole run's instructions, under this name.
 TOTAL = "PROGRAM TOTALS"
 
-# The top-level parts, whose sum the total less is the rest.
-TOP = [PARTS[i][1][0] for i in (0, 4, 8, 9)]
+# The functions of the top-level parts, whose sum the total less is the rest.
+TOP = [f for label, functions in PARTS if not label.startswith(" ") for f in functions]
 
 # "248,436,596 (43.97%)  path/file.rs:function [object]": a function's own entry, all
 # it ran and called (the entries without the object are the shares of it inlined from
@@ -68,10 +72,15 @@ def main():
     def per_request(functions):
         return sum(long_.get(f, 0) - short.get(f, 0) for f in functions) // requests
 
+    def show(label, instructions):
+        print(f"  {label:<62} {instructions:>6}")
+
     for label, functions in PARTS:
-        print(f"  {label:<62} {per_request(functions):>6}")
-    rest = per_request([TOTAL]) - sum(per_request([f]) for f in TOP)
-    print(f"  {'the rest: the connection loop, tokio, the socket calls':<62} {rest:>6}")
+        show(label, per_request(functions))
+    show("the rest: the connection loop, tokio, the socket calls",
+         per_request([TOTAL]) - sum(per_request([f]) for f in TOP))
+    for label, functions in ACROSS:
+        show(label, per_request(functions))
 
 
 if __name__ == "__main__":
