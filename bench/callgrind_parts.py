@@ -21,13 +21,12 @@ PARTS = [
     ("    the target's Uri parsed", ["http::uri::Uri::from_shared"]),
     ("calling the app (route, handler, response)", ["proscenium::http::h1::invoke::here"]),
     ("  the route found (matchit)", ["matchit::tree::Node<T>::at"]),
-    ("  the response built from a &str",
-     ["<&str as proscenium::app::response::IntoResponse>::into_response"]),
-    ("    its Content-Type inserted in the header map",
-     ["http::header::map::HeaderMap<T>::try_insert2"]),
+    ("  the response's header table taken (a kept one)", ["proscenium::http::spare::headers"]),
+    ("  its Content-Type inserted", ["http::header::map::HeaderMap<T>::try_insert2"]),
+    ("  the request dropped (its allocation and header table kept)",
+     ["<proscenium::http::request::Request as core::ops::drop::Drop>::drop"]),
     ("writing the response into the buffer", ["proscenium::http::h1::answer::buffer"]),
-    ("dropping the request (its header table kept)",
-     ["core::ptr::drop_in_place<proscenium::http::request::Request>"]),
+    ("  the response's header table kept", ["proscenium::http::spare::keep"]),
 ]
 
 # Functions called from every part, shown beside them (already inside their figures).

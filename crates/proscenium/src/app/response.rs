@@ -37,6 +37,7 @@ pub trait IntoResponse {
     fn into_response(self) -> Response;
 }
 
+#[inline]
 fn with_type(body: impl Into<Body>, content_type: &'static str) -> Response {
     let mut res = Response::new(body.into());
     *res.headers_mut() = crate::http::spare::headers(1);
@@ -75,6 +76,7 @@ impl IntoResponse for StatusCode {
 }
 
 impl IntoResponse for &'static str {
+    #[inline]
     fn into_response(self) -> Response {
         with_type(self, TEXT)
     }
@@ -248,6 +250,7 @@ pub(crate) type ReplyKind = crate::http::Soon<Response, LocalResponseFuture>;
 
 impl Reply {
     /// Returns a reply that is ready now.
+    #[inline]
     pub fn ready(res: impl IntoResponse) -> Self {
         Self(ReplyKind::Ready(res.into_response()))
     }

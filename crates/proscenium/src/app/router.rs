@@ -179,13 +179,17 @@ impl Routes {
         let Some(id) = select(endpoint, req.method()) else {
             return Reply::ready(method_not_allowed(endpoint));
         };
-        req.set_params(
-            found
-                .params
-                .iter()
-                .map(|(k, v)| (k.to_owned(), v.to_owned()))
-                .collect(),
-        );
+        // Most routes have no parameters: skipping the empty collection saves ~40
+        // instructions a request (bench/instructions.sh).
+        if !found.params.is_empty() {
+            req.set_params(
+                found
+                    .params
+                    .iter()
+                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                    .collect(),
+            );
+        }
         self.invoke(id, req)
     }
 

@@ -42,6 +42,7 @@ enum Step {
 
 impl Outcome {
     /// The reply on the connection's loop: the response, or the continuation's.
+    #[inline]
     pub(crate) fn into_reply(self) -> Reply {
         match self.0 {
             Step::Respond(res) => Reply::ready(res),
