@@ -5,7 +5,7 @@ use std::future::Future;
 
 use bytes::Bytes;
 use http::StatusCode;
-use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::Serialize;
 
 use super::then::HandlerOutput;
@@ -40,14 +40,17 @@ pub trait IntoResponse {
 #[inline]
 fn with_type(body: impl Into<Body>, content_type: &'static str) -> Response {
     let mut res = Response::new(body.into());
-    *res.headers_mut() = crate::http::spare::headers(1);
-    res.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    *res.headers_mut() = crate::http::spare::with_content_type(content_type);
     res
 }
 
-const TEXT: &str = "text/plain; charset=utf-8";
-const OCTETS: &str = "application/octet-stream";
+// Statics, not consts: each names one string wherever it is used (a const's text may be
+// copied into each crate that uses it), which is how a kept header table knows its
+// type (`spare::with_content_type`).
+static TEXT: &str = "text/plain; charset=utf-8";
+static OCTETS: &str = "application/octet-stream";
+static JSON: &str = "application/json";
+static HTML: &str = "text/html; charset=utf-8";
 
 impl IntoResponse for Response {
     fn into_response(self) -> Response {
@@ -221,7 +224,7 @@ pub struct Json<T>(pub T);
 impl<T: Serialize> IntoResponse for Json<T> {
     fn into_response(self) -> Response {
         match serde_json::to_vec(&self.0) {
-            Ok(bytes) => with_type(bytes, "application/json"),
+            Ok(bytes) => with_type(bytes, JSON),
             Err(e) => error(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 format!("JSON encoding failed: {e}"),
@@ -236,7 +239,7 @@ pub struct Html<T>(pub T);
 
 impl<T: Into<Body>> IntoResponse for Html<T> {
     fn into_response(self) -> Response {
-        with_type(self.0, "text/html; charset=utf-8")
+        with_type(self.0, HTML)
     }
 }
 
