@@ -128,7 +128,7 @@ measure() {
   p50="$(to_us "$(echo "$out" | awk '$1 == "50%" {print $2}')")"
   p99="$(to_us "$(echo "$out" | awk '$1 == "99%" {print $2}')")"
   awk -v r="$requests" -v rps="$rps" -v p50="$p50" -v p99="$p99" -v t=$((after - before)) -v hz="$CLK_TCK" \
-    'BEGIN { printf "%d %.0f %.0f %.0f %.2f\n", r, rps, p50, p99, (r > 0 ? t / hz * 1e6 / r : 0) }'
+    'BEGIN { printf "%d %.0f %.0f %.0f %.3f\n", r, rps, p50, p99, (r > 0 ? t / hz * 1e6 / r : 0) }'
 }
 
 # Runs `measure` RUNS times; prints the median of each column.

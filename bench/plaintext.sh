@@ -68,7 +68,7 @@ keep_results "${ROUTE#/}" "$rounds" "$results"
 echo
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); ${DURATION}s x ${RUNS} rounds, medians"
 printf '%-11s %-14s %10s %9s %9s %12s\n' server scenario req/s p50_us p99_us cpu_us/req
-awk '{ printf "%-11s %-14s %10d %9d %9d %12.2f\n", $1, $2, $4, $5, $6, $7 }' "$results"
+awk '{ printf "%-11s %-14s %10d %9d %9d %12.3f\n", $1, $2, $4, $5, $6, $7 }' "$results"
 echo
 echo "Proscenium's ratios: within each round, median over rounds (CPU/req: lower is better; req/s: higher is better)"
 for peer in "${servers[@]}"; do
