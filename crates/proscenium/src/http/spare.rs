@@ -117,7 +117,7 @@ mod tests {
 
     #[test]
     fn a_table_whose_one_field_is_its_content_type_is_kept_with_it() {
-        const TEXT: &str = "text/plain";
+        static TEXT: &str = "text/plain";
         let typed = with_content_type(TEXT);
         assert_eq!(typed.len(), 1);
         assert_eq!(typed[CONTENT_TYPE], TEXT);

@@ -329,7 +329,7 @@ fn content_length(fields: &Fields) -> Result<u64, ParseError> {
 /// literal in brackets, or a reg-name / IPv4 address (unreserved, sub-delims and
 /// percent-encoded bytes), then digits after a colon. Empty is valid (a target without
 /// an authority); spaces, slashes and `@` are not, so `x/../../etc` never reaches an
-/// app as a host. One pass and a table lookup a byte: it runs on every request.
+/// app as a host. A table lookup a byte: it runs on every request.
 fn is_host(host: &[u8]) -> bool {
     let port = match host.strip_prefix(b"[") {
         Some(literal) => match literal.iter().position(|&b| b == b']') {
