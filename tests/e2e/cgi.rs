@@ -391,3 +391,175 @@ fn ends_within(pid: i32, wait: Duration) -> bool {
         }
     }
 }
+
+/// Sends `first` then a pipelined `GET /hello.txt` on one connection, and returns
+/// everything the server wrote before it closed.
+fn pipelined_after(addr: std::net::SocketAddr, first: &str) -> String {
+    let mut client = Client::connect(addr);
+    client.send(format!(
+        "GET {first} HTTP/1.1\r\nHost: t\r\n\r\nGET /hello.txt HTTP/1.1\r\nHost: t\r\n\r\n"
+    ));
+    String::from_utf8_lossy(&client.read_to_close()).into_owned()
+}
+
+#[test]
+fn issue33_output_past_its_content_length_is_cut_and_never_read_as_the_next_answer() {
+    let (_dir, root) = site(&[(
+        "liar.sh",
+        "printf 'Content-Type: text/plain\\nContent-Length: 5\\n\\nhello'; \
+         printf 'HTTP/1.1 200 OK\\r\\nContent-Length: 6\\r\\n\\r\\nforged'",
+    )]);
+    let server = serve(&root, |_| {});
+    let wire = pipelined_after(server.local_addr(), "/cgi-bin/liar.sh");
+    assert!(wire.starts_with("HTTP/1.1 200"), "{wire}");
+    assert!(wire.contains("content-length: 5\r\n"), "{wire}");
+    assert!(wire.ends_with("\r\n\r\nhello"), "{wire}");
+    assert!(!wire.contains("forged"), "{wire}");
+    assert_eq!(wire.matches("HTTP/1.1 ").count(), 1, "{wire}");
+}
+
+#[test]
+fn issue33_output_short_of_its_content_length_ends_with_the_connection_closed() {
+    let (_dir, root) = site(&[(
+        "short.sh",
+        "printf 'Content-Type: text/plain\\nContent-Length: 50\\n\\nshort'",
+    )]);
+    let server = serve(&root, |_| {});
+    let wire = pipelined_after(server.local_addr(), "/cgi-bin/short.sh");
+    assert!(wire.contains("content-length: 50\r\n"), "{wire}");
+    assert!(wire.ends_with("\r\n\r\nshort"), "{wire}");
+    // The second request is never answered inside the first answer's missing bytes.
+    assert_eq!(wire.matches("HTTP/1.1 ").count(), 1, "{wire}");
+}
+
+#[test]
+fn issue33_a_1xx_final_status_or_a_bad_content_length_gets_502() {
+    support::capture_logs();
+    let (_dir, root) = site(&[
+        (
+            "continue.sh",
+            "printf 'Status: 100 Continue\\nContent-Type: text/plain\\n\\nx'",
+        ),
+        (
+            "switching.sh",
+            "printf 'Status: 101 Switching Protocols\\n\\n'",
+        ),
+        (
+            "hints.sh",
+            "printf 'Status: 103 Early Hints\\nLink: </a>\\n\\n'",
+        ),
+        (
+            "nan-length.sh",
+            "printf 'Content-Type: text/plain\\nContent-Length: ten\\n\\nx'",
+        ),
+        (
+            "negative-length.sh",
+            "printf 'Content-Type: text/plain\\nContent-Length: -1\\n\\nx'",
+        ),
+    ]);
+    let server = serve(&root, |_| {});
+    for (script, reason) in [
+        ("continue.sh", "a 1xx Status"),
+        ("switching.sh", "a 1xx Status"),
+        ("hints.sh", "a 1xx Status"),
+        ("nan-length.sh", "a bad Content-Length"),
+        ("negative-length.sh", "a bad Content-Length"),
+    ] {
+        let path = format!("/cgi-bin/{script}");
+        assert_eq!(
+            support::get(server.local_addr(), &path).status,
+            502,
+            "{script}"
+        );
+        assert!(
+            support::logged_within(&[&path, reason], Duration::from_secs(10)),
+            "{script}: {reason} not logged"
+        );
+    }
+}
+
+/// The processes alive (not zombies) in process group `pgid`.
+fn group_members(pgid: i32) -> Vec<i32> {
+    let mut members = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        // After the name: state, ppid, pgrp.
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.len() > 2 && fields[0] != "Z" && fields[2] == pgid.to_string() {
+            members.push(pid);
+        }
+    }
+    members
+}
+
+/// Whether every process of group `pgid` is gone within `wait`.
+fn group_ends_within(pgid: i32, wait: Duration) -> bool {
+    let deadline = Instant::now() + wait;
+    while !group_members(pgid).is_empty() {
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+#[test]
+fn issue33_no_process_of_a_script_outlives_its_response_nor_holds_its_slot() {
+    let (dir, root) = site(&[
+        (
+            "closes.sh",
+            "echo $$ > \"$DOCUMENT_ROOT/../closes.pid\"; printf 'Content-Type: text/plain\\n\\nbye'; \
+             exec >&- 2>&-; sleep 60",
+        ),
+        (
+            "forks.sh",
+            "echo $$ > \"$DOCUMENT_ROOT/../forks.pid\"; (exec >&- 2>&-; sleep 60) & \
+             printf 'Content-Type: text/plain\\n\\nbye'",
+        ),
+    ]);
+    let server = serve(&root, |spec| spec.max_scripts = 1);
+    for script in ["closes", "forks"] {
+        let res = support::get(server.local_addr(), &format!("/cgi-bin/{script}.sh"));
+        assert_eq!((res.status, res.text().as_str()), (200, "bye"), "{script}");
+        let pgid = read_pid(&dir.path().join(format!("{script}.pid")));
+        assert!(
+            group_ends_within(pgid, Duration::from_secs(20)),
+            "{script}: {:?} of its group still run",
+            group_members(pgid)
+        );
+    }
+    // With one slot, a script that left processes behind would have kept it: the
+    // slot is free once the answer is whole.
+    let again = support::get(server.local_addr(), "/cgi-bin/closes.sh");
+    assert_eq!(again.status, 200);
+}
+
+#[test]
+fn issue33_a_script_flooding_its_standard_error_logs_its_bound_and_one_summary() {
+    support::capture_logs();
+    let (_dir, root) = site(&[(
+        "flood.sh",
+        "yes 'flood-marker-line' | head -n 200000 >&2; printf 'Content-Type: text/plain\\n\\ndone'",
+    )]);
+    let server = serve(&root, |_| {});
+    let res = support::get(server.local_addr(), "/cgi-bin/flood.sh");
+    assert_eq!(res.text(), "done");
+    assert!(
+        support::logged_within(
+            &["/cgi-bin/flood.sh", "199900 more lines", "not logged"],
+            Duration::from_secs(30)
+        ),
+        "no summary line"
+    );
+    let logged = support::logged_lines(&["/cgi-bin/flood.sh", "flood-marker-line"]);
+    assert_eq!(logged, 100);
+}

@@ -17,9 +17,13 @@
 //!
 //! Bounds: a script runs for `[cgi] timeout` at most, wall clock (then its whole
 //! process group is killed: 504 if it had not answered, the connection cut if it
-//! had); a client that hangs up kills it; past `[cgi] max_scripts` running at once a
-//! request gets 503 with `Retry-After`; output that is not a CGI response, or a script
-//! that fails before any, gets 502 with the reason logged. Scripts are separate
+//! had); a client that hangs up kills it; when its output ends its group is killed
+//! too, and its slot given back once it has been waited for, so nothing it started
+//! outlives its answer; past `[cgi] max_scripts` running at once a request gets 503
+//! with `Retry-After`; output that is not a CGI response (a 1xx status among it), or
+//! a script that fails before any, gets 502 with the reason logged; a body is held to
+//! its `Content-Length` (cut past it, the connection closed); and of its standard
+//! error `[cgi] log_lines` lines and `log_bytes` bytes are logged, the rest counted. Scripts are separate
 //! processes watched by the loop's reactor (tokio's process support): no loop or
 //! thread waits for one, under any execution model.
 //!
@@ -79,6 +83,14 @@ pub struct CgiSpec {
     pub max_scripts: usize,
     /// The user scripts run as (its name), when the server runs as root.
     pub user: Option<String>,
+    /// Lines of one script's standard error logged at most; the rest is counted and
+    /// said in one line.
+    #[serde(deserialize_with = "crate::config::value::count::<_, 0, 1_000_000>")]
+    pub log_lines: usize,
+    /// Bytes of one script's standard error logged at most; the rest is counted and
+    /// said in one line.
+    #[serde(deserialize_with = "crate::config::value::count::<_, 0, { 1 << 30 }>")]
+    pub log_bytes: usize,
 }
 
 impl Default for CgiSpec {
@@ -90,6 +102,8 @@ impl Default for CgiSpec {
             timeout: Duration::from_secs(60),
             max_scripts: 64,
             user: None,
+            log_lines: 100,
+            log_bytes: 64 * 1024,
         }
     }
 }
@@ -115,6 +129,7 @@ struct Inner {
     timeout: Duration,
     running: Arc<Semaphore>,
     user: Option<run::User>,
+    log: run::LogBounds,
     software: String,
 }
 
@@ -146,6 +161,10 @@ impl Cgi {
             timeout: spec.timeout,
             running: Arc::new(Semaphore::new(spec.max_scripts)),
             user: spec.user.as_deref().and_then(run::User::named),
+            log: run::LogBounds {
+                lines: spec.log_lines,
+                bytes: spec.log_bytes,
+            },
             software: format!("proscenium/{}", env!("CARGO_PKG_VERSION")),
         }))
     }

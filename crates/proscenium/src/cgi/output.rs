@@ -2,6 +2,7 @@
 //! `Status`, `Location`, `Content-Type` and other fields, lines ending in LF or CRLF —
 //! then the body, streamed from the script's standard output as it comes.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -9,6 +10,7 @@ use bytes::{Bytes, BytesMut};
 use http::{HeaderName, HeaderValue, StatusCode, header};
 use http_body::{Frame, SizeHint};
 use tokio::process::ChildStdout;
+use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Sleep;
 
 use super::run::Process;
@@ -45,6 +47,16 @@ pub(super) struct Head {
     pub(super) fields: Vec<(HeaderName, HeaderValue)>,
 }
 
+impl Head {
+    /// `Location: /path` without another status: the server answers as if that path
+    /// had been asked for (RFC 3875 §6.2.2).
+    pub(super) fn local_redirect(&self) -> Option<&str> {
+        let location = self.location.as_deref()?;
+        let plain = self.status.is_none_or(|status| status == StatusCode::OK);
+        (location.starts_with('/') && plain).then_some(location)
+    }
+}
+
 /// Reads a header section from the start of `output`: the head and the bytes it
 /// took, `None` while it is incomplete, or why it is not a CGI response.
 pub(super) fn parse_head(output: &[u8]) -> Result<Option<(Head, usize)>, String> {
@@ -71,7 +83,11 @@ pub(super) fn parse_head(output: &[u8]) -> Result<Option<(Head, usize)>, String>
         } else if name == header::LOCATION {
             head.location = Some(text()?.to_owned());
         } else if name == header::CONTENT_LENGTH {
-            head.length = Some(text()?.parse().map_err(|_| "a bad Content-Length")?);
+            let length = content_length(text()?)?;
+            if head.length.is_some_and(|first| first != length) {
+                return Err("two different Content-Lengths".to_owned());
+            }
+            head.length = Some(length);
         } else if !HOP_BY_HOP.contains(&name) {
             let value = HeaderValue::from_bytes(field.value)
                 .map_err(|_| format!("a bad value of {name}"))?;
@@ -85,24 +101,45 @@ pub(super) fn parse_head(output: &[u8]) -> Result<Option<(Head, usize)>, String>
     Ok(Some((head, used)))
 }
 
-/// `Status: 404 Not Found`: the code (the reason phrase is the server's).
+/// `Status: 404 Not Found`: the code (the reason phrase is the server's). A 1xx is
+/// refused: it is never a final answer (RFC 9110 §15.2), and sent as one it would
+/// leave the client waiting for another, reading the next answer as this one's.
 fn status(text: &str) -> Result<StatusCode, String> {
     let code = text.split_whitespace().next().unwrap_or("");
     if code.len() != 3 {
         return Err(format!("a bad Status {text:?}"));
     }
-    StatusCode::from_bytes(code.as_bytes()).map_err(|_| format!("a bad Status {text:?}"))
+    let code =
+        StatusCode::from_bytes(code.as_bytes()).map_err(|_| format!("a bad Status {text:?}"))?;
+    if code.is_informational() {
+        return Err(format!("a 1xx Status {text:?} as its final answer"));
+    }
+    Ok(code)
+}
+
+/// `Content-Length: 42`: digits only (RFC 9110 §8.6), so `+42` or `-1` is refused.
+fn content_length(text: &str) -> Result<u64, String> {
+    match text.parse() {
+        Ok(length) if text.bytes().all(|b| b.is_ascii_digit()) => Ok(length),
+        _ => Err(format!("a bad Content-Length {text:?}")),
+    }
 }
 
 /// A script's body: what its header section was read with, then its standard
-/// output as it comes, until it ends or the script's time is up.
+/// output as it comes, until it ends or the script's time is up. At its end the
+/// script is finished (its group killed and waited for) before the body ends, so its
+/// slot is free again by the time the client has the whole answer.
 pub(super) struct Output {
     first: Option<Bytes>,
     stdout: ChildStdout,
-    process: Process,
+    process: Option<Process>,
+    finishing: Option<Finishing>,
     deadline: Pin<Box<Sleep>>,
     length: Option<u64>,
 }
+
+/// A script being finished: its slot comes back when it has been waited for.
+type Finishing = Pin<Box<dyn Future<Output = Option<OwnedSemaphorePermit>> + Send>>;
 
 impl Output {
     pub(super) fn new(
@@ -115,9 +152,23 @@ impl Output {
         Self {
             first: (!first.is_empty()).then_some(first),
             stdout,
-            process,
+            process: Some(process),
+            finishing: None,
             deadline,
             length,
+        }
+    }
+
+    /// Finishes the script whose output ended; ready when it has been waited for.
+    fn poll_finish(&mut self, cx: &mut Context<'_>) -> Poll<()> {
+        if let Some(process) = self.process.take() {
+            self.finishing = Some(Box::pin(process.finish("after its output")));
+        }
+        match self.finishing.as_mut() {
+            Some(finishing) => finishing.as_mut().poll(cx).map(|_slot| {
+                self.finishing = None;
+            }),
+            None => Poll::Ready(()),
         }
     }
 }
@@ -134,18 +185,21 @@ impl http_body::Body for Output {
         if let Some(first) = this.first.take() {
             return Poll::Ready(Some(Ok(Frame::data(first))));
         }
+        if this.finishing.is_some() {
+            return this.poll_finish(cx).map(|()| None);
+        }
         if this.deadline.as_mut().poll(cx).is_ready() {
-            let error = this.process.timed_out();
+            let error = match this.process.as_mut() {
+                Some(process) => process.timed_out(),
+                None => std::io::Error::other("the script's output has ended"),
+            };
             return Poll::Ready(Some(Err(error)));
         }
         let mut chunk = BytesMut::with_capacity(READ_ROOM);
         match tokio_util::io::poll_read_buf(Pin::new(&mut this.stdout), cx, &mut chunk) {
             Poll::Pending => Poll::Pending,
             Poll::Ready(Err(e)) => Poll::Ready(Some(Err(e))),
-            Poll::Ready(Ok(0)) => {
-                this.process.ended();
-                Poll::Ready(None)
-            }
+            Poll::Ready(Ok(0)) => this.poll_finish(cx).map(|()| None),
             Poll::Ready(Ok(_)) => Poll::Ready(Some(Ok(Frame::data(chunk.freeze())))),
         }
     }

@@ -1,7 +1,8 @@
 //! Running one script: the process started without a shell, in a process group of
-//! its own; the request body fed to it, its standard error logged, its header
-//! section read by its deadline; and the group killed whenever the script is let go
-//! of before its output ended — its time up, its client gone, its output refused.
+//! its own; the request body fed to it, its standard error logged (within bounds),
+//! its header section read by its deadline; and the group killed whenever the script
+//! is let go of — its output ended, its time up, its client gone, its output refused
+//! — then the script waited for before its slot is given back.
 
 use std::process::Stdio;
 use std::time::Duration;
@@ -10,6 +11,7 @@ use bytes::{Bytes, BytesMut};
 use http::{HeaderValue, StatusCode, header};
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
+use std::os::unix::process::ExitStatusExt as _;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::process::{Child, ChildStderr, ChildStdin, Command};
 use tokio::sync::OwnedSemaphorePermit;
@@ -82,15 +84,13 @@ pub(super) async fn run(
         tokio::spawn(feed(stdin, req.body().clone()));
     }
     if let Some(stderr) = child.stderr.take() {
-        tokio::spawn(log_stderr(stderr, script.name.clone()));
+        tokio::spawn(log_stderr(stderr, script.name.clone(), cgi.log));
     }
     let mut stdout = child.stdout.take().expect("stdout is piped");
     let mut process = Process {
-        child,
+        running: Some(Running { child, permit }),
         name: script.name.clone(),
         timeout: cgi.timeout,
-        ended: false,
-        permit: Some(permit),
     };
     let mut read = BytesMut::with_capacity(4096);
     let (head, used) = loop {
@@ -111,12 +111,19 @@ pub(super) async fn run(
                 ));
             }
             Ok(Err(e)) => return process.refused(&format!("its output failed: {e}")),
-            Ok(Ok(0)) if read.is_empty() => return process.silent(deadline).await,
+            Ok(Ok(0)) if read.is_empty() => return process.silent().await,
             Ok(Ok(0)) => return process.refused("its output ended inside the header section"),
             Ok(Ok(_)) => {}
         }
     };
     let first = read.split_off(used).freeze();
+    if let Some(location) = head.local_redirect() {
+        let location = location.to_owned();
+        return match process.finish("after its local redirect").await {
+            Some(permit) => Outcome::LocalRedirect(location, permit),
+            None => bad_gateway("the script could not be waited for"),
+        };
+    }
     respond(head, first, stdout, process, deadline)
 }
 
@@ -152,17 +159,10 @@ fn respond(
     head: Head,
     first: Bytes,
     stdout: tokio::process::ChildStdout,
-    mut process: Process,
+    process: Process,
     deadline: Instant,
 ) -> Outcome {
     let status = head.status.unwrap_or(StatusCode::OK);
-    if let Some(location) = &head.location {
-        if location.starts_with('/') && status == StatusCode::OK {
-            process.ended();
-            let permit = process.permit.take().expect("held until now");
-            return Outcome::LocalRedirect(location.clone(), permit);
-        }
-    }
     let length = head.length;
     let body = Output::new(
         first,
@@ -188,26 +188,50 @@ fn respond(
     Outcome::Response(res)
 }
 
-/// A running script, until its output ends: dropped before that — its time up, its
-/// client gone, its output refused — its whole process group is killed.
+/// A running script: its process group, and its slot among the running scripts. Let
+/// go of — its output ended, its time up, its client gone, its output refused — its
+/// whole group is killed, so no process of it outlives its request; its slot comes
+/// back once the script has been waited for.
 pub(super) struct Process {
-    child: Child,
+    /// Until the script has been waited for: its group's id is the script's until
+    /// then, never another process's.
+    running: Option<Running>,
     name: String,
     timeout: Duration,
-    ended: bool,
-    permit: Option<OwnedSemaphorePermit>,
+}
+
+struct Running {
+    child: Child,
+    permit: OwnedSemaphorePermit,
+}
+
+impl Running {
+    /// Kills the whole group, the script and whatever it started (closing its output
+    /// or not). Its leader not yet waited for — a zombie at worst — the group's id
+    /// cannot have been given to another process.
+    fn kill_group(&self) {
+        if let Some(pid) = self.child.id().and_then(|id| i32::try_from(id).ok()) {
+            let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+    }
 }
 
 impl Process {
-    /// Its output ended: the script is done with its client. What it still runs is
-    /// its own business (`kill_on_drop` ends the script itself, not its children).
-    pub(super) fn ended(&mut self) {
-        self.ended = true;
-        if let Ok(Some(status)) = self.child.try_wait() {
-            if !status.success() {
-                tracing::warn!("cgi: {}: {status} after its output", self.name);
+    /// Ends the script (its group killed), waits for it, and gives back its slot;
+    /// says in the log how it ended unless it succeeded. `when` says at which point
+    /// of its answer ("after its output", "before any output").
+    pub(super) async fn finish(mut self, when: &'static str) -> Option<OwnedSemaphorePermit> {
+        let mut running = self.running.take()?;
+        running.kill_group();
+        match running.child.wait().await {
+            Ok(status) if status.success() => {}
+            Ok(status) if status.signal() == Some(Signal::SIGKILL as i32) => {
+                tracing::info!("cgi: {}: still running {when}: its group killed", self.name);
             }
+            Ok(status) => tracing::warn!("cgi: {}: {status} {when}", self.name),
+            Err(e) => tracing::warn!("cgi: {}: cannot be waited for: {e}", self.name),
         }
+        Some(running.permit)
     }
 
     /// Its time is up: said in the log; the group is killed when it is dropped.
@@ -227,27 +251,26 @@ impl Process {
     }
 
     /// It wrote nothing: 502, saying how it ended.
-    async fn silent(&mut self, deadline: Instant) -> Outcome {
-        match tokio::time::timeout_at(deadline, self.child.wait()).await {
-            Ok(Ok(status)) => {
-                self.ended = true;
-                tracing::error!("cgi: {}: {status} before any output", self.name);
-            }
-            _ => tracing::error!("cgi: {}: closed its output before writing any", self.name),
-        }
+    async fn silent(self) -> Outcome {
+        self.finish("before any output").await;
         bad_gateway("the script failed before answering")
     }
 }
 
 impl Drop for Process {
     fn drop(&mut self) {
-        if self.ended {
+        let Some(running) = self.running.take() else {
             return;
-        }
-        // Not waited for yet, so the group's id is still the script's: it cannot
-        // have been given to another process.
-        if let Some(pid) = self.child.id().and_then(|id| i32::try_from(id).ok()) {
-            let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+        };
+        running.kill_group();
+        // Waited for by a task that holds the slot until then; with no runtime left
+        // (the server is gone), tokio's orphan queue reaps it.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let Running { mut child, permit } = running;
+                let _ = child.wait().await;
+                drop(permit);
+            });
         }
     }
 }
@@ -264,9 +287,17 @@ async fn feed(mut stdin: ChildStdin, body: Bytes) {
     }
 }
 
-/// Logs a script's standard error, line by line, under its name; a line longer than
+/// Logs a script's standard error, line by line, under its name — within `bounds`:
+/// the rest is read and counted, never logged, and said in one line at its end, so
+/// a script cannot flood the log (issue 33: 20 MB in 0.2 s). A line longer than
 /// [`MAX_LOG_LINE`] is logged in pieces.
-async fn log_stderr(mut stderr: ChildStderr, name: String) {
+async fn log_stderr(mut stderr: ChildStderr, name: String, bounds: LogBounds) {
+    let mut log = StderrLog {
+        name,
+        bounds,
+        logged: LogBounds::default(),
+        unlogged: LogBounds::default(),
+    };
     let mut pending: Vec<u8> = Vec::new();
     let mut chunk = [0u8; 4096];
     loop {
@@ -275,21 +306,67 @@ async fn log_stderr(mut stderr: ChildStderr, name: String) {
             Ok(n) => n,
         };
         pending.extend_from_slice(&chunk[..n]);
-        while let Some(end) = pending.iter().position(|&b| b == b'\n') {
-            log_line(&name, &pending[..end]);
-            pending.drain(..=end);
+        let mut start = 0;
+        while let Some(end) = pending[start..].iter().position(|&b| b == b'\n') {
+            log.line(&pending[start..start + end]);
+            start += end + 1;
         }
+        pending.drain(..start);
         if pending.len() >= MAX_LOG_LINE {
-            log_line(&name, &pending);
+            log.line(&pending);
             pending.clear();
         }
     }
     if !pending.is_empty() {
-        log_line(&name, &pending);
+        log.line(&pending);
     }
+    log.summarise();
 }
 
-fn log_line(name: &str, line: &[u8]) {
-    let line = String::from_utf8_lossy(line);
-    tracing::warn!("cgi: {name}: {}", line.trim_end_matches('\r'));
+/// How much of one script's standard error is logged: `[cgi] log_lines` lines and
+/// `[cgi] log_bytes` bytes at most; also what was logged, or not.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct LogBounds {
+    pub(super) lines: usize,
+    pub(super) bytes: usize,
+}
+
+/// One script's standard error on its way to the log.
+struct StderrLog {
+    name: String,
+    bounds: LogBounds,
+    logged: LogBounds,
+    unlogged: LogBounds,
+}
+
+impl StderrLog {
+    /// Logs `line` if the bounds have room for it, else counts it.
+    fn line(&mut self, line: &[u8]) {
+        let room = self.logged.lines < self.bounds.lines
+            && self.logged.bytes + line.len() <= self.bounds.bytes;
+        // Once one line is held back, every later one is: the log keeps a prefix.
+        let counter = if room && self.unlogged.lines == 0 {
+            let text = String::from_utf8_lossy(line);
+            tracing::warn!("cgi: {}: {}", self.name, text.trim_end_matches('\r'));
+            &mut self.logged
+        } else {
+            &mut self.unlogged
+        };
+        counter.lines += 1;
+        counter.bytes += line.len();
+    }
+
+    /// Says how much was not logged, if anything.
+    fn summarise(&self) {
+        if self.unlogged.lines > 0 {
+            tracing::warn!(
+                "cgi: {}: {} more lines ({} bytes) of standard error not logged: past [cgi] log_lines = {} or log_bytes = {}",
+                self.name,
+                self.unlogged.lines,
+                self.unlogged.bytes,
+                self.bounds.lines,
+                self.bounds.bytes
+            );
+        }
+    }
 }

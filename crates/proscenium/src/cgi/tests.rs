@@ -45,6 +45,29 @@ fn what_is_not_a_cgi_head_is_refused_with_the_reason() {
             b"Content-Type: a/b\n folded\n\n",
             "not a CGI header section",
         ),
+        // Issue 33: framing the client would read wrongly.
+        (b"Status: 100 Continue\n\n", "a 1xx Status"),
+        (
+            b"Status: 101 Switching\nContent-Type: a/b\n\n",
+            "a 1xx Status",
+        ),
+        (b"Status: 103 Early Hints\n\n", "a 1xx Status"),
+        (
+            b"Content-Length: +5\nContent-Type: a/b\n\n",
+            "a bad Content-Length",
+        ),
+        (
+            b"Content-Length: -1\nContent-Type: a/b\n\n",
+            "a bad Content-Length",
+        ),
+        (
+            b"Content-Length: 99999999999999999999\nContent-Type: a/b\n\n",
+            "a bad Content-Length",
+        ),
+        (
+            b"Content-Length: 3\nContent-Length: 4\nContent-Type: a/b\n\n",
+            "two different Content-Lengths",
+        ),
     ] {
         let error = parse_head(output).unwrap_err();
         assert!(error.contains(reason), "{output:?}: {error}");

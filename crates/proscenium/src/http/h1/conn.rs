@@ -507,7 +507,7 @@ impl Conn {
             }
             Repr::Stream(stream) => {
                 let ended = Box::pin(self.send_stream(stream, unsent.framing, unsent.endless));
-                if ended.await? == StreamEnd::Shutdown {
+                if ended.await? != StreamEnd::Done {
                     return Ok(Persistence::Close);
                 }
             }
@@ -552,11 +552,22 @@ impl Conn {
                     return Err(std::io::Error::other(format!("response body failed: {e}")));
                 }
             };
-            sent += data.len() as u64;
             match framing {
                 ResponseFraming::Chunked => encode::chunk(&mut self.wbuf, &data),
+                ResponseFraming::Length(n) if data.len() as u64 > n - sent => {
+                    // Bytes past the declared length would be read as the next
+                    // answer on the connection: cut here, and close (issue 33).
+                    let room = usize::try_from(n - sent).unwrap_or(usize::MAX);
+                    self.wbuf.extend_from_slice(&data[..room]);
+                    tracing::warn!(
+                        "response to {} longer than its declared {n} bytes: cut there, connection closed",
+                        self.peer
+                    );
+                    return Ok(StreamEnd::Cut);
+                }
                 _ => self.wbuf.extend_from_slice(&data),
             }
+            sent += data.len() as u64;
             if self.wbuf.len() > WRITE_FLUSH {
                 self.flush().await?;
             }
@@ -564,9 +575,13 @@ impl Conn {
         match framing {
             ResponseFraming::Chunked => encode::last_chunk(&mut self.wbuf),
             ResponseFraming::Length(n) if n != sent => {
-                return Err(std::io::Error::other(format!(
-                    "response body was {sent} bytes, declared {n}"
-                )));
+                // The client sees a message shorter than announced, then the close:
+                // never a desynchronised connection.
+                tracing::warn!(
+                    "response to {} ended at {sent} of its declared {n} bytes: connection closed",
+                    self.peer
+                );
+                return Ok(StreamEnd::Cut);
             }
             _ => {}
         }
@@ -640,6 +655,8 @@ enum StreamEnd {
     Done,
     /// Cut short as an endless body when shutdown began: the connection closes.
     Shutdown,
+    /// Longer or shorter than its declared length: cut there, the connection closes.
+    Cut,
 }
 
 /// Resolves once the server's shutdown has begun; meanwhile the waiting task is among
