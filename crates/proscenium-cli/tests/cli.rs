@@ -467,3 +467,43 @@ fn issue_15_a_spool_dir_the_server_cannot_use_stops_start_up() {
         );
     }
 }
+
+/// Issue 33: `serve DIR` never serves nor lists the configuration — the file it read
+/// (found in DIR, or named by `--config` below DIR) or DIR's `proscenium.toml`, under
+/// its own name or a link's — where passwords go.
+#[test]
+fn issue33_the_configuration_file_is_never_served_nor_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    let secret = "[redis]\nurl = \"redis://:s3cret-pw@127.0.0.1:6379\"\n";
+    std::fs::create_dir_all(dir.path().join("conf")).unwrap();
+    std::fs::write(dir.path().join("proscenium.toml"), secret).unwrap();
+    std::fs::write(dir.path().join("conf/site.toml"), secret).unwrap();
+    std::fs::write(dir.path().join("hello.txt"), "hi").unwrap();
+    std::os::unix::fs::symlink("proscenium.toml", dir.path().join("link.toml")).unwrap();
+    std::os::unix::fs::symlink("site.toml", dir.path().join("conf/other.toml")).unwrap();
+    let named = dir.path().join("conf/site.toml");
+    for args in [vec![], vec!["--config", named.to_str().unwrap()]] {
+        let (mut child, addr, _) = start(dir.path(), &args);
+        assert!(get(&addr, "/hello.txt").starts_with("HTTP/1.1 200"));
+        for path in ["/proscenium.toml", "/link.toml", "/./proscenium.toml"] {
+            let answer = get(&addr, path);
+            assert!(
+                answer.starts_with("HTTP/1.1 404"),
+                "{args:?} {path}: {answer}"
+            );
+        }
+        let listing = get(&addr, "/");
+        assert!(listing.contains("hello.txt"), "{listing}");
+        assert!(!listing.contains("proscenium.toml"), "{args:?}: {listing}");
+        assert!(!listing.contains("link.toml"), "{args:?}: {listing}");
+        if !args.is_empty() {
+            for path in ["/conf/site.toml", "/conf/other.toml"] {
+                let answer = get(&addr, path);
+                assert!(answer.starts_with("HTTP/1.1 404"), "{path}: {answer}");
+            }
+            assert!(!get(&addr, "/conf/").contains("site.toml"));
+        }
+        signal(&child, "TERM");
+        assert_eq!(wait_exit(&mut child), 0);
+    }
+}

@@ -114,6 +114,10 @@ pub struct Config {
     /// Embedded Lua (`[lua]`): `.lua` pages below `root` (`enabled`, or `--lua`), an
     /// app written in Lua (`app`, or `--app FILE`), and each request's budgets.
     pub lua: crate::lua::LuaSpec,
+    /// The configuration file this was read from, if any ([`Settings::resolve`] sets
+    /// it; no key of its own): never served as a static file, nor listed.
+    #[serde(skip)]
+    pub file: Option<PathBuf>,
 }
 
 /// The app's database: where it is, and how many connections the app may open.
@@ -248,6 +252,7 @@ impl Default for Config {
             feeds: crate::hub::FeedsSpec::default(),
             cgi: crate::cgi::CgiSpec::default(),
             lua: crate::lua::LuaSpec::default(),
+            file: None,
             client: crate::client::ClientSpec::default(),
             database: DatabaseSpec::default(),
         }

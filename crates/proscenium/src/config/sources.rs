@@ -171,8 +171,9 @@ impl Settings {
         if let Some(text) = &sources.app_defaults {
             layers.push(Layer::toml(text, &|_| Origin::App)?);
         }
-        if let Some(path) = config_file(sources)? {
-            layers.push(Layer::file(&path)?);
+        let file = config_file(sources)?;
+        if let Some(path) = &file {
+            layers.push(Layer::file(path)?);
         }
         layers.push(Layer::env(&sources.env, &schema)?);
         layers.push(Layer::flags(&sources.flags, &schema));
@@ -182,7 +183,9 @@ impl Settings {
             layer.check_keys(&schema)?;
             merged.merge(layer);
         }
-        merged.into_settings()
+        let mut settings = merged.into_settings()?;
+        settings.config.file = file;
+        Ok(settings)
     }
 
     /// Returns where the value of `key` (dotted) came from: its own origin, else the

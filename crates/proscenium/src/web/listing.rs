@@ -42,6 +42,8 @@ struct Entry {
 
 /// What a listing shows of a file or directory.
 pub(crate) struct Stat {
+    /// Device and inode, to tell a withheld file under another name.
+    pub(crate) identity: (u64, u64),
     is_dir: bool,
     size: u64,
     modified: SystemTime,
@@ -60,6 +62,8 @@ impl Stat {
             UNIX_EPOCH + Duration::new(secs, nanos)
         });
         Some(Self {
+            #[allow(clippy::useless_conversion)] // the widths differ between targets
+            identity: (u64::from(st.st_dev), u64::from(st.st_ino)),
             is_dir: kind == SFlag::S_IFDIR,
             size: u64::try_from(st.st_size).unwrap_or(0),
             modified,
@@ -68,16 +72,17 @@ impl Stat {
 }
 
 /// Renders the listing of the opened directory `dir` (`path` names it in logs), as JSON
-/// when the client asks for it. `follow` gives what a symlink named in `dir` leads to,
-/// or `None` to leave it out (dangling, or leading outside the root).
+/// when the client asks for it. `listed` says whether an entry is shown (not hidden,
+/// not withheld); `follow` gives what a symlink named in `dir` leads to, or `None` to
+/// leave it out (dangling, or leading outside the root).
 pub(crate) fn render(
     req: &Request,
     dir: OwnedFd,
     path: &str,
-    show_dotfiles: bool,
+    listed: &dyn Fn(&str, &Stat) -> bool,
     follow: &dyn Fn(&str) -> Option<Stat>,
 ) -> Response {
-    let entries = match read(dir, show_dotfiles, follow) {
+    let entries = match read(dir, listed, follow) {
         Ok(entries) => entries,
         Err(e) => {
             tracing::warn!("cannot list {path}: {e}");
@@ -104,7 +109,7 @@ pub(crate) fn render(
 /// came, and opening a device may have effects of its own.
 fn read(
     dir: OwnedFd,
-    show_dotfiles: bool,
+    listed: &dyn Fn(&str, &Stat) -> bool,
     follow: &dyn Fn(&str) -> Option<Stat>,
 ) -> nix::Result<Vec<Entry>> {
     let mut dir = Dir::from_fd(dir)?;
@@ -113,7 +118,6 @@ fn read(
         .filter_map(Result::ok)
         .map(|item| item.file_name().to_string_lossy().into_owned())
         .filter(|name| name != "." && name != "..")
-        .filter(|name| show_dotfiles || !name.starts_with('.'))
         .collect();
     let mut entries = Vec::with_capacity(names.len());
     for name in names {
@@ -126,7 +130,7 @@ fn read(
         } else {
             Stat::of(&st)
         };
-        if let Some(stat) = stat {
+        if let Some(stat) = stat.filter(|stat| listed(&name, stat)) {
             entries.push(Entry { name, stat });
         }
     }

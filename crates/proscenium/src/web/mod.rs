@@ -46,7 +46,13 @@ pub fn configure(mut app: App, config: &Config) -> Result<App, LuaAppError> {
     let lua = config.lua.enabled || config.lua.app.is_some();
     let bridge = lua.then(|| Bridge::new(Hub::with(config.feeds.clone())));
     let mut below: Option<Chain> = config.root.as_ref().map(|root| {
-        let files = StaticFiles::new(root).show_dotfiles(config.show_dotfiles);
+        // The configuration, where passwords go, is never served (issue 33).
+        let mut files = StaticFiles::new(root)
+            .show_dotfiles(config.show_dotfiles)
+            .withhold(root.join("proscenium.toml"));
+        if let Some(file) = &config.file {
+            files = files.withhold(file);
+        }
         let mut site = if config.cgi.enabled {
             let mut scripts = Cgi::new(root, &config.cgi).or_files(files);
             // Port 0 (any free one) is not known yet: scripts then get the Host's.

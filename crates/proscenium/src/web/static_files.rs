@@ -46,6 +46,16 @@ const READ_LIMIT: u64 = 64 * 1024;
 pub struct StaticFiles {
     root: Arc<Root>,
     show_dotfiles: bool,
+    withheld: Arc<[Withheld]>,
+}
+
+/// A file never served nor listed (the server's configuration): known by its path
+/// below the root, so one made after the start is too, and by its identity, so a
+/// link to it is as well.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Withheld {
+    relative: Option<PathBuf>,
+    identity: Option<(u64, u64)>,
 }
 
 /// The root directory, opened once. Every file is opened relative to it with
@@ -70,7 +80,42 @@ impl StaticFiles {
         Self {
             root: Arc::new(Root { path, dir }),
             show_dotfiles: false,
+            withheld: Arc::new([]),
         }
+    }
+
+    /// Never serves nor lists the file at `path` — the server's configuration, where
+    /// passwords go: it is answered 404 as a hidden name is, under its own name or a
+    /// link's. [`web::configure`](crate::web::configure) withholds the configuration
+    /// file read and the root's `proscenium.toml`.
+    #[must_use]
+    pub fn withhold(mut self, path: impl AsRef<Path>) -> Self {
+        let path = path.as_ref();
+        let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_owned());
+        let relative = absolute(path)
+            .strip_prefix(absolute(&self.root.path))
+            .ok()
+            .map(Path::to_owned);
+        let identity = std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()));
+        let mut withheld = self.withheld.to_vec();
+        withheld.push(Withheld { relative, identity });
+        self.withheld = withheld.into();
+        self
+    }
+
+    /// Whether `relative`, or the file of `identity`, is withheld.
+    fn is_withheld(&self, relative: &Path, identity: Option<(u64, u64)>) -> bool {
+        self.withheld.iter().any(|w| {
+            w.relative.as_deref() == Some(relative)
+                || (identity.is_some() && w.identity == identity)
+        })
+    }
+
+    /// Whether a directory entry is listed: not hidden, not withheld.
+    fn is_listed(&self, relative: &Path, stat: &listing::Stat) -> bool {
+        let name = relative.file_name().unwrap_or_default().to_string_lossy();
+        (self.show_dotfiles || !name.starts_with('.'))
+            && !self.is_withheld(relative, Some(stat.identity))
     }
 
     /// Serves files and folders whose names start with a dot (hidden by default).
@@ -94,13 +139,17 @@ impl StaticFiles {
             relative,
             names_directory,
         } = match self.resolve(req) {
-            Ok(resolved) => resolved,
+            Ok(resolved) if !self.is_withheld(&resolved.relative, None) => resolved,
+            Ok(_) => return error(StatusCode::NOT_FOUND, "no such file"),
             Err(status) => return error(status, "no such file"),
         };
         let opened = self
             .open_beneath(&relative, OFlag::O_RDONLY | OFlag::O_NONBLOCK)
             .and_then(|f| Ok((f.metadata()?, f)));
         match opened {
+            Ok((meta, _)) if self.is_withheld(&relative, Some((meta.dev(), meta.ino()))) => {
+                error(StatusCode::NOT_FOUND, "no such file")
+            }
             Ok((meta, _)) if meta.is_dir() && !names_directory => redirect_to_directory(req),
             Ok((meta, dir)) if meta.is_dir() => self.directory(req, &relative, dir),
             // `/file.txt/` names a directory, which a file is not (nginx: 404); served,
@@ -155,12 +204,16 @@ impl StaticFiles {
             .open_beneath(&index, OFlag::O_RDONLY | OFlag::O_NONBLOCK)
             .and_then(|f| Ok((f.metadata()?, f)))
         {
-            Ok((meta, file)) if meta.is_file() => serve_file(req, file, &index, &meta),
+            Ok((meta, file))
+                if meta.is_file() && !self.is_withheld(&index, Some((meta.dev(), meta.ino()))) =>
+            {
+                serve_file(req, file, &index, &meta)
+            }
             _ => listing::render(
                 req,
                 dir.into(),
                 &relative.display().to_string(),
-                self.show_dotfiles,
+                &|name, stat| self.is_listed(&relative.join(name), stat),
                 &|name| self.follow(&relative.join(name)),
             ),
         }
@@ -177,6 +230,10 @@ impl StaticFiles {
             Ok(resolved) if !resolved.names_directory => resolved.relative,
             _ => return Err(req),
         };
+        // Answered 404 the uncached way.
+        if self.is_withheld(&relative, None) {
+            return Err(req);
+        }
         let (reply, mut answer) = tokio::sync::oneshot::channel();
         let lookup = Lookup {
             files: self.clone(),
@@ -189,7 +246,9 @@ impl StaticFiles {
         // Answered before `ask` returns: a hit is served inline, and a miss as without
         // a cache (the cache reads the file meanwhile).
         match answer.try_recv() {
-            Ok(Some(cached)) => Ok(Reply::ready(serve_cached(&req, &cached, &relative))),
+            Ok(Some(cached)) if !self.is_withheld(&relative, Some(cached.version.identity)) => {
+                Ok(Reply::ready(serve_cached(&req, &cached, &relative)))
+            }
             _ => Err(req),
         }
     }
