@@ -31,9 +31,17 @@ pub struct DispatcherSpec {
     #[serde(default)]
     pub kind: DispatcherKind,
     /// Threads of a `pool` (default: one per core).
+    #[serde(
+        default,
+        deserialize_with = "crate::config::value::some_count::<_, 1, 10_000>"
+    )]
     pub threads: Option<usize>,
     /// Messages an actor handles in one turn before letting others on its thread run
     /// (default 5, as Akka's).
+    #[serde(
+        default,
+        deserialize_with = "crate::config::value::some_count::<_, 1, 1_000_000>"
+    )]
     pub throughput: Option<usize>,
 }
 

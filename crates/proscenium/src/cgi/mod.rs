@@ -76,7 +76,10 @@ pub struct CgiSpec {
     /// extension anywhere below the root run through them.
     pub interpreters: BTreeMap<String, String>,
     /// How long a script may run, its output included, in seconds.
-    #[serde(with = "crate::config::value::seconds")]
+    #[serde(
+        deserialize_with = "crate::config::value::seconds::within::<_, 1, { crate::config::value::DAY }>",
+        serialize_with = "crate::config::value::seconds::serialize"
+    )]
     pub timeout: Duration,
     /// Scripts running at once, at most: past it a request gets 503.
     #[serde(deserialize_with = "crate::config::value::count::<_, 1, 100_000>")]

@@ -48,21 +48,33 @@ use crate::rt::Background;
 #[serde(default, deny_unknown_fields)]
 pub struct ClientSpec {
     /// How long connecting may take; seconds.
-    #[serde(with = "crate::config::value::seconds")]
+    #[serde(
+        deserialize_with = "crate::config::value::seconds::within::<_, 1, { crate::config::value::DAY }>",
+        serialize_with = "crate::config::value::seconds::serialize"
+    )]
     pub connect_timeout: Duration,
     /// How long a request may take in all — waiting for a connection, connecting,
     /// sending, the answer and its body, every retry; seconds.
-    #[serde(with = "crate::config::value::seconds")]
+    #[serde(
+        deserialize_with = "crate::config::value::seconds::within::<_, 1, { crate::config::value::DAY }>",
+        serialize_with = "crate::config::value::seconds::serialize"
+    )]
     pub timeout: Duration,
     /// Requests (so connections) open to one host at once; more wait their turn.
+    #[serde(deserialize_with = "crate::config::value::count::<_, 1, 100_000>")]
     pub max_per_host: usize,
     /// How long an unused pooled connection is kept; seconds.
-    #[serde(with = "crate::config::value::seconds")]
+    #[serde(
+        deserialize_with = "crate::config::value::seconds::within::<_, 1, { crate::config::value::DAY }>",
+        serialize_with = "crate::config::value::seconds::serialize"
+    )]
     pub idle_timeout: Duration,
     /// How many times a request safe to repeat (GET, HEAD, PUT, DELETE, OPTIONS,
     /// TRACE) is tried again after its connection failed.
+    #[serde(deserialize_with = "crate::config::value::number::<_, u32, 0, 100>")]
     pub retries: u32,
     /// The largest response body read, in bytes.
+    #[serde(deserialize_with = "crate::config::value::count::<_, 0, { 1 << 40 }>")]
     pub max_body: usize,
 }
 

@@ -150,7 +150,10 @@ pub struct RedisSpec {
     pub url: Option<String>,
     /// How long an event may stay unacknowledged on a consumer before a live one
     /// claims it (the consumer's process is taken for dead); seconds.
-    #[serde(with = "value::seconds")]
+    #[serde(
+        deserialize_with = "value::seconds::within::<_, 10, { value::DAY }>",
+        serialize_with = "value::seconds::serialize"
+    )]
     pub claim_idle: Duration,
     /// Deliveries after which an event goes to its stream's dead letters instead of
     /// being tried again.
@@ -159,7 +162,10 @@ pub struct RedisSpec {
     /// How often a node of remote actors renews its actors' names in the registry;
     /// a name not renewed for three heartbeats expires (its process is taken for
     /// dead, and its watchers are told); seconds.
-    #[serde(with = "value::seconds")]
+    #[serde(
+        deserialize_with = "value::seconds::within::<_, 10, { value::DAY }>",
+        serialize_with = "value::seconds::serialize"
+    )]
     pub heartbeat: Duration,
 }
 
@@ -476,7 +482,7 @@ pub struct Limits {
     #[serde(deserialize_with = "value::bytes::<_, 0, { 1 << 40 }>")]
     pub max_body: u64,
     /// Requests served on one connection before it is closed.
-    #[serde(deserialize_with = "value::bytes::<_, 1, { u64::MAX >> 1 }>")]
+    #[serde(deserialize_with = "value::bytes::<_, 1, 1_000_000_000_000>")]
     pub max_requests_per_conn: u64,
     /// Live connections (under the thread models: those waiting for a request and
     /// those on a thread); accepting pauses at the cap and resumes below it (the
@@ -537,35 +543,58 @@ impl Default for Limits {
     }
 }
 
-/// Connection timeouts, in the config as seconds (fractions allowed).
+/// Connection timeouts, in the config as seconds (fractions allowed): each from 1 ms
+/// to a day, `grace` and `shutdown` from 0 (said below what 0 does).
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Timeouts {
     /// From the first byte of a request until its header section is complete (408
     /// after); a new connection that sends nothing is closed after it too.
-    #[serde(with = "value::seconds")]
+    #[serde(
+        deserialize_with = "value::seconds::within::<_, 1, { value::DAY }>",
+        serialize_with = "value::seconds::serialize"
+    )]
     pub header: Duration,
     /// Between two reads of a request body (408 after), and between two writes that
     /// make progress on a response (the connection is dropped after).
-    #[serde(with = "value::seconds")]
+    #[serde(
+        deserialize_with = "value::seconds::within::<_, 1, { value::DAY }>",
+        serialize_with = "value::seconds::serialize"
+    )]
     pub body: Duration,
     /// How long a request, or the writing of a response, may take before
     /// `limits.min_rate` applies: the time allowed for moving N bytes is this plus N /
-    /// `min_rate` seconds.
-    #[serde(with = "value::seconds")]
+    /// `min_rate` seconds. 0 gives none: the rate applies from the first byte.
+    #[serde(
+        deserialize_with = "value::seconds::within::<_, 0, { value::DAY }>",
+        serialize_with = "value::seconds::serialize"
+    )]
     pub grace: Duration,
     /// A keep-alive connection with no request is closed after this.
-    #[serde(with = "value::seconds")]
+    #[serde(
+        deserialize_with = "value::seconds::within::<_, 1, { value::DAY }>",
+        serialize_with = "value::seconds::serialize"
+    )]
     pub idle: Duration,
     /// Under the thread models, how long an accepted connection may wait for a thread
     /// (503 after).
-    #[serde(with = "value::seconds")]
+    #[serde(
+        deserialize_with = "value::seconds::within::<_, 1, { value::DAY }>",
+        serialize_with = "value::seconds::serialize"
+    )]
     pub queue: Duration,
-    /// How long graceful shutdown waits for in-flight requests.
-    #[serde(with = "value::seconds")]
+    /// How long graceful shutdown waits for in-flight requests. 0 waits for none:
+    /// connections are closed as soon as shutdown begins.
+    #[serde(
+        deserialize_with = "value::seconds::within::<_, 0, { value::DAY }>",
+        serialize_with = "value::seconds::serialize"
+    )]
     pub shutdown: Duration,
     /// A loop busy in one handler longer than this is reported by the watchdog.
-    #[serde(with = "value::seconds")]
+    #[serde(
+        deserialize_with = "value::seconds::within::<_, 1, { value::DAY }>",
+        serialize_with = "value::seconds::serialize"
+    )]
     pub stall: Duration,
 }
 
@@ -629,6 +658,74 @@ mod tests {
         let config: Config =
             toml::from_str("model = \"event-loop\"\nblocking_threads = 4").unwrap();
         assert_eq!(config.blocking_pool_size(), 4);
+    }
+
+    /// Every key whose value is a number (or an unset one), as `config` lists them.
+    fn numeric_keys() -> Vec<(String, serde_json::Value)> {
+        let settings = Settings::resolve(&Sources::default()).unwrap();
+        let tree = serde_json::to_value(&settings.config).unwrap();
+        let mut keys = Vec::new();
+        let mut stack = vec![(String::new(), &tree)];
+        while let Some((key, value)) = stack.pop() {
+            match value {
+                serde_json::Value::Object(fields) => stack.extend(fields.iter().map(|(k, v)| {
+                    let dotted = if key.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{key}.{k}")
+                    };
+                    (dotted, v)
+                })),
+                serde_json::Value::Number(_) | serde_json::Value::Null => {
+                    keys.push((key, value.clone()));
+                }
+                _ => {}
+            }
+        }
+        keys
+    }
+
+    /// Resolves a configuration of `key = text` alone, as a variable gives it.
+    fn with(key: &str, text: &str) -> Result<Settings, ConfigError> {
+        let name = format!("PROSCENIUM_{}", key.replace('.', "_").to_ascii_uppercase());
+        Settings::resolve(&Sources {
+            env: vec![(name, text.to_owned())],
+            ..Sources::default()
+        })
+    }
+
+    /// Issue 33: no number of the configuration takes a hostile value; a key added
+    /// without a range fails here.
+    #[test]
+    fn every_number_is_range_checked_when_read() {
+        let keys = numeric_keys();
+        assert!(keys.len() > 40, "{keys:?}");
+        for (key, _) in &keys {
+            for hostile in ["1e19", "-1", "nan", "inf", "9223372036854775807"] {
+                assert!(with(key, hostile).is_err(), "{key} = {hostile} was taken");
+            }
+        }
+    }
+
+    /// Issue 33: every duration is at most a day, and a day is taken.
+    #[test]
+    fn every_duration_is_at_most_a_day() {
+        let durations: Vec<String> = numeric_keys()
+            .into_iter()
+            .filter(|(_, value)| value.is_f64())
+            .map(|(key, _)| key)
+            .collect();
+        assert!(durations.len() >= 13, "{durations:?}");
+        for key in &durations {
+            assert!(with(key, "86400").is_ok(), "{key}: a day refused");
+            let error = with(key, "86400.5").unwrap_err().to_string();
+            assert!(error.contains("to 86400, got 86400.5"), "{key}: {error}");
+        }
+        // Zero only where it means something said in the key's docs.
+        let mut zero_taken: Vec<&String> =
+            durations.iter().filter(|k| with(k, "0").is_ok()).collect();
+        zero_taken.sort();
+        assert_eq!(zero_taken, ["timeouts.grace", "timeouts.shutdown"]);
     }
 
     #[test]

@@ -85,8 +85,10 @@ pub struct FeedsSpec {
     pub redis: Option<String>,
     /// How many of the last posts a replica keeps, for event streams resuming after
     /// `Last-Event-ID`.
+    #[serde(deserialize_with = "crate::config::value::count::<_, 0, 1_000_000>")]
     pub history: usize,
     /// How many posts wait for one subscriber before its oldest is dropped.
+    #[serde(deserialize_with = "crate::config::value::count::<_, 1, 1_000_000>")]
     pub queue: usize,
 }
 

@@ -80,11 +80,11 @@ pub struct LuaSpec {
     /// check on every instruction, so short requests are not counted. 0 counts none, for
     /// trusted scripts only: a script that never ends then holds its thread until the
     /// process stops.
-    #[serde(deserialize_with = "crate::config::value::count::<_, 0, { u64::MAX }>")]
+    #[serde(deserialize_with = "crate::config::value::count::<_, 0, 1_000_000_000_000>")]
     pub instructions: usize,
     /// Bytes of memory an interpreter state may grow by past what it held when it was
     /// made (its scripts loaded): the bound a request that allocates too much meets.
-    #[serde(deserialize_with = "crate::config::value::count::<_, 65_536, { u64::MAX }>")]
+    #[serde(deserialize_with = "crate::config::value::count::<_, 65_536, { 1 << 40 }>")]
     pub memory: usize,
 }
 

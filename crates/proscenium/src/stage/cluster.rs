@@ -26,25 +26,32 @@ pub struct ClusterSpec {
     /// [`part`](super::Graph::part) is, and this entry only tunes the cluster named.
     pub stages: Vec<String>,
     /// Threads running the cluster's stages (default: one per core).
+    #[serde(deserialize_with = "crate::config::value::some_count::<_, 1, 10_000>")]
     pub threads: Option<usize>,
     /// The most threads the thread-pool controller may grow the cluster to while its
     /// queues grow (it shrinks back to `threads` when they stay empty); absent or not
     /// above `threads`, the controller is off.
+    #[serde(deserialize_with = "crate::config::value::some_count::<_, 1, 10_000>")]
     pub max_threads: Option<usize>,
     /// Instances of each stateless stage or source (default 1).
+    #[serde(deserialize_with = "crate::config::value::counts::<_, 1, 10_000>")]
     pub instances: BTreeMap<String, usize>,
     /// The bound of each stage's queue (default 1,024 events).
+    #[serde(deserialize_with = "crate::config::value::some_count::<_, 1, 10_000_000>")]
     pub queue: Option<usize>,
     /// Events an instance handles in one turn before its thread takes other work
     /// (default 1); the least the batching controller may set.
+    #[serde(deserialize_with = "crate::config::value::some_count::<_, 1, 1_000_000>")]
     pub batch: Option<usize>,
     /// The most events a turn the batching controller may set (it starts there and
     /// shrinks the batch while throughput holds); absent or not above `batch`, the
     /// controller is off.
+    #[serde(deserialize_with = "crate::config::value::some_count::<_, 1, 1_000_000>")]
     pub max_batch: Option<usize>,
     /// The 90th-percentile wait, in milliseconds, the admission controller keeps each
     /// of the cluster's stages under, by admitting a smaller share of the rate of
     /// every token bucket in front of it (connectors and inlets); absent, the
     /// controller is off.
+    #[serde(deserialize_with = "crate::config::value::some_number::<_, u64, 1, 86_400_000>")]
     pub target_wait_ms: Option<u64>,
 }

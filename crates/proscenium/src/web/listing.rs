@@ -218,6 +218,7 @@ mod tests {
         let entries = [Entry {
             name: "a <b>&c.txt".into(),
             stat: Stat {
+                identity: (0, 0),
                 is_dir: false,
                 size: 3,
                 modified: UNIX_EPOCH,
