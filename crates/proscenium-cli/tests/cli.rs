@@ -507,3 +507,132 @@ fn issue33_the_configuration_file_is_never_served_nor_listed() {
         assert_eq!(wait_exit(&mut child), 0);
     }
 }
+
+/// Issue 33: hostile values of every kind of key — durations, sizes, counts, in
+/// every table — stop the start with exit 2 and one line naming the source, the key
+/// and the range, instead of failing later (a header timeout of 1e19 s killed every
+/// loop while the process kept listening).
+#[test]
+fn issue33_hostile_configuration_values_stop_the_start_with_one_line() {
+    let durations = [
+        "timeouts.header",
+        "timeouts.body",
+        "timeouts.grace",
+        "timeouts.idle",
+        "timeouts.queue",
+        "timeouts.shutdown",
+        "timeouts.stall",
+        "cgi.timeout",
+        "client.connect_timeout",
+        "client.timeout",
+        "client.idle_timeout",
+        "redis.claim_idle",
+        "redis.heartbeat",
+    ];
+    let counts = [
+        "loops",
+        "threads",
+        "workers",
+        "thread_queue",
+        "blocking_threads",
+        "limits.max_body",
+        "limits.max_connections",
+        "limits.max_requests_per_conn",
+        "cgi.max_scripts",
+        "cgi.log_lines",
+        "client.max_per_host",
+        "client.retries",
+        "client.max_body",
+        "feeds.history",
+        "feeds.queue",
+        "lua.instructions",
+        "lua.memory",
+        "redis.max_deliveries",
+        "dispatchers.d.threads",
+        "dispatchers.d.throughput",
+        "pools.p.queue",
+        "clusters.c.threads",
+        "clusters.c.queue",
+        "clusters.c.batch",
+        "clusters.c.target_wait_ms",
+        "clusters.c.instances.stage",
+    ];
+    let hostile = ["1e19", "-1", "nan", "inf", "-inf", "9223372036854775807"];
+    let mut cases: Vec<(&str, &str)> = Vec::new();
+    for key in durations {
+        cases.extend(hostile.iter().map(|v| (key, *v)));
+        cases.extend([(key, "86401"), (key, "\"soon\"")]);
+    }
+    for key in counts {
+        cases.extend(hostile.iter().map(|v| (key, *v)));
+        cases.push((key, "1.5"));
+    }
+    // Zero where zero means nothing.
+    for key in [
+        "timeouts.header",
+        "timeouts.idle",
+        "cgi.timeout",
+        "cgi.max_scripts",
+    ] {
+        cases.push((key, "0"));
+    }
+    cases.extend([("client.max_per_host", "0"), ("feeds.queue", "0")]);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("hostile.toml");
+    for (key, value) in cases {
+        let (table, name) = key.rsplit_once('.').unwrap_or(("", key));
+        // A pool needs its threads; the value is on the file's last line.
+        let extra = if table == "pools.p" {
+            "threads = 1\n"
+        } else {
+            ""
+        };
+        let header = if table.is_empty() {
+            String::new()
+        } else {
+            format!("[{table}]\n")
+        };
+        std::fs::write(&file, format!("{header}{extra}{name} = {value}\n")).unwrap();
+        let out = proscenium()
+            .args(["config", "--config", file.to_str().unwrap()])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{key} = {value}: {stderr}");
+        assert_eq!(
+            stderr.trim().lines().count(),
+            1,
+            "{key} = {value}: {stderr}"
+        );
+        for part in [file.to_str().unwrap(), key, "expected"] {
+            assert!(
+                stderr.contains(part),
+                "{key} = {value}: {part} missing: {stderr}"
+            );
+        }
+        assert!(
+            stderr.contains("expected seconds from") || stderr.contains("expected a number from"),
+            "{key} = {value}: no range: {stderr}"
+        );
+    }
+    // From a variable and a flag, and through `serve`: no port is ever taken.
+    for (env, args) in [
+        (
+            Some(("PROSCENIUM_TIMEOUTS_SHUTDOWN", "1e19")),
+            vec!["serve"],
+        ),
+        (Some(("PROSCENIUM_TIMEOUTS_STALL", "nan")), vec!["serve"]),
+        (None, vec!["serve", "--loops", "100000000000"]),
+    ] {
+        let mut command = proscenium();
+        command.args(&args).args(["--bind", "127.0.0.1:0"]);
+        if let Some((name, value)) = env {
+            command.env(name, value);
+        }
+        let out = command.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{env:?} {args:?}: {stderr}");
+        assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+        assert!(stderr.contains("expected"), "{stderr}");
+    }
+}
