@@ -482,10 +482,15 @@ fn issue33_the_configuration_file_is_never_served_nor_listed() {
     std::os::unix::fs::symlink("proscenium.toml", dir.path().join("link.toml")).unwrap();
     std::os::unix::fs::symlink("site.toml", dir.path().join("conf/other.toml")).unwrap();
     let named = dir.path().join("conf/site.toml");
-    for args in [vec![], vec!["--config", named.to_str().unwrap()]] {
+    // The staged model's cache of small files answers the second asking of a file.
+    for args in [
+        vec![],
+        vec!["--config", named.to_str().unwrap()],
+        vec!["--model", "staged"],
+    ] {
         let (mut child, addr, _) = start(dir.path(), &args);
         assert!(get(&addr, "/hello.txt").starts_with("HTTP/1.1 200"));
-        for path in ["/proscenium.toml", "/link.toml", "/./proscenium.toml"] {
+        for path in ["/proscenium.toml", "/link.toml", "/./proscenium.toml"].repeat(2) {
             let answer = get(&addr, path);
             assert!(
                 answer.starts_with("HTTP/1.1 404"),
@@ -496,7 +501,7 @@ fn issue33_the_configuration_file_is_never_served_nor_listed() {
         assert!(listing.contains("hello.txt"), "{listing}");
         assert!(!listing.contains("proscenium.toml"), "{args:?}: {listing}");
         assert!(!listing.contains("link.toml"), "{args:?}: {listing}");
-        if !args.is_empty() {
+        if args.first() == Some(&"--config") {
             for path in ["/conf/site.toml", "/conf/other.toml"] {
                 let answer = get(&addr, path);
                 assert!(answer.starts_with("HTTP/1.1 404"), "{path}: {answer}");
