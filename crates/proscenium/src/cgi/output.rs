@@ -185,15 +185,17 @@ impl http_body::Body for Output {
         if let Some(first) = this.first.take() {
             return Poll::Ready(Some(Ok(Frame::data(first))));
         }
-        if this.finishing.is_some() {
-            return this.poll_finish(cx).map(|()| None);
-        }
+        // Finishing too is bounded by the deadline: dropped then, the script is
+        // killed (kill_on_drop) and its slot given back.
         if this.deadline.as_mut().poll(cx).is_ready() {
             let error = match this.process.as_mut() {
                 Some(process) => process.timed_out(),
-                None => std::io::Error::other("the script's output has ended"),
+                None => std::io::Error::other("the script was not done in time"),
             };
             return Poll::Ready(Some(Err(error)));
+        }
+        if this.finishing.is_some() {
+            return this.poll_finish(cx).map(|()| None);
         }
         let mut chunk = BytesMut::with_capacity(READ_ROOM);
         match tokio_util::io::poll_read_buf(Pin::new(&mut this.stdout), cx, &mut chunk) {
