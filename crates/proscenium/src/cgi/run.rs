@@ -65,7 +65,7 @@ impl User {
 }
 
 /// Runs `script` for `req`, holding `permit` (one of the running scripts' slots)
-/// until its output ends.
+/// until the script has ended and been waited for.
 pub(super) async fn run(
     cgi: &Inner,
     script: &Script,
