@@ -49,8 +49,12 @@
 mod app;
 mod bridge;
 mod convert;
+mod helpers;
+mod json;
+mod log;
 mod pages;
 mod pool;
+mod readonly;
 mod sandbox;
 mod stamp;
 mod watch;
@@ -86,6 +90,19 @@ pub struct LuaSpec {
     /// made (its scripts loaded): the bound a request that allocates too much meets.
     #[serde(deserialize_with = "crate::config::value::count::<_, 65_536, { u64::MAX }>")]
     pub memory: usize,
+    /// Bytes the values behind `proscenium.state` may take together, each counted as
+    /// its name and its JSON text: a `set` or `incr` past it fails (500, logged), and a
+    /// value is measured before it is made a Rust one, so none grows past it meanwhile.
+    #[serde(deserialize_with = "crate::config::value::count::<_, 0, { u64::MAX }>")]
+    pub state_memory: usize,
+    /// Lines a request's `print` may write to the log; past it the request's further
+    /// lines are dropped, counted, and told in one line when it ends.
+    #[serde(deserialize_with = "crate::config::value::count::<_, 0, { u64::MAX }>")]
+    pub log_lines: usize,
+    /// Bytes a request's `print` may write to the log, its lines cut to what is left
+    /// (and to 4 KiB each); past it, as past `log_lines`.
+    #[serde(deserialize_with = "crate::config::value::count::<_, 0, { u64::MAX }>")]
+    pub log_bytes: usize,
 }
 
 impl Default for LuaSpec {
@@ -95,6 +112,9 @@ impl Default for LuaSpec {
             app: None,
             instructions: 100_000_000,
             memory: 64 << 20,
+            state_memory: 16 << 20,
+            log_lines: 100,
+            log_bytes: 64 << 10,
         }
     }
 }

@@ -14,7 +14,7 @@ use mlua::{ChunkMode, Function, Lua, Value};
 use super::bridge::{self, Bridge};
 use super::pool::Pool;
 use super::stamp::{self, Stamp};
-use super::{LuaSpec, Next, convert, sandbox};
+use super::{LuaSpec, Next, convert, readonly, sandbox};
 use crate::app::{Handler, Mode, Reply};
 use crate::http::Request;
 use crate::hub::Hub;
@@ -69,7 +69,7 @@ impl LuaPages {
             root,
             pool: Arc::new(Pool::new(spec)),
             next: None,
-            bridge: Bridge::new(Hub::new()),
+            bridge: Bridge::new(Hub::new()).bounded_by(spec),
         }))
     }
 
@@ -154,10 +154,7 @@ impl LuaPages {
 fn compile(lua: &Lua, file: &Path, relative: &Path, bridge: &Bridge) -> mlua::Result<Page> {
     let stamp = stamp::take(file);
     let text = std::fs::read(file).map_err(mlua::Error::external)?;
-    let env = lua.create_table()?;
-    let meta = lua.create_table()?;
-    meta.set("__index", lua.globals())?;
-    env.set_metatable(Some(meta))?;
+    let env = readonly::page_env(lua)?;
     lua.load(text)
         .set_mode(ChunkMode::Text)
         .set_name(format!("@{}", relative.display()))
