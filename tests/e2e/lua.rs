@@ -453,10 +453,19 @@ fn issue33_a_table_nested_10000_deep_or_holding_itself_is_500_and_the_server_goe
             "cycle.lua",
             "function handle(req)\n  local c = {}\n  c.self = { c }\n  return proscenium.json.encode(c)\nend\n",
         ),
+        (
+            "deepest.lua",
+            "function handle(req)\n  local t = {}\n  for i = 2, 127 do t = { t } end\n  \
+             return proscenium.json.encode(proscenium.json.decode(proscenium.json.encode(t)))\nend\n",
+        ),
         ("hello.lua", PAGE),
     ]);
     let server = serve(&root, None, |_| {});
     let get = |path| support::get(server.local_addr(), path);
+    // As deep as JSON reads back is written, there and back again.
+    let deepest = get("/deepest.lua");
+    assert_eq!(deepest.status, 200);
+    assert!(deepest.text().starts_with("[[[[") && deepest.text().len() == 2 * 127);
     for (path, line) in [
         ("/encode.lua", "encode.lua:3: proscenium.json.encode"),
         ("/publish.lua", "publish.lua:3: proscenium.publish"),

@@ -310,3 +310,27 @@ fn writing<R>(
 fn misuse(lua: &Lua, function: &str, why: &str) -> mlua::Error {
     helpers::refusal(lua, &format!("state.{function}"), why)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_take_their_names_and_json_text_within_their_bound() {
+        let mut values = Values::default();
+        let text = |n: usize| Some(serde_json::Value::String("x".repeat(n)));
+        // "a" and "xxxx…" in quotes: 1 + 10 + 2 bytes.
+        values.put("a".to_owned(), text(10), 40).unwrap();
+        assert_eq!((values.bytes, values.room_for("b", 40)), (13, 27));
+        assert_eq!(values.room_for("a", 40), 40);
+        let refused = values.put("b".to_owned(), text(25), 40).unwrap_err();
+        assert!(refused.contains("the values 41 in all"), "{refused}");
+        values.put("b".to_owned(), text(24), 40).unwrap();
+        assert_eq!(values.bytes, 40);
+        // Replacing a value frees its own bytes first; removing one frees them all.
+        values.put("a".to_owned(), text(9), 40).unwrap();
+        assert_eq!(values.bytes, 39);
+        values.put("a".to_owned(), None, 40).unwrap();
+        assert_eq!((values.bytes, values.by_name.len()), (27, 1));
+    }
+}
