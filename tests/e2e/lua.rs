@@ -559,7 +559,9 @@ fn issue33_a_page_cannot_change_the_libraries_another_page_uses() {
         ),
         (
             "globals.lua",
-            &hijack("_G.print = nil; _G.tostring = function() return 'hijacked' end; load('proscenium = nil')()"),
+            &hijack(
+                "_G.print = nil; _G.tostring = function() return 'hijacked' end; load('proscenium = nil')()",
+            ),
         ),
         (
             "victim.lua",

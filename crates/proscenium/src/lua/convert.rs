@@ -11,9 +11,9 @@ use http::{HeaderName, HeaderValue, StatusCode, header};
 use mlua::{Either, Function, Value};
 
 use super::Failure;
-use super::{bridge, log};
 use super::pool::{Pool, Slot};
 use super::sandbox::Sandboxed;
+use super::{bridge, log};
 use crate::app::Reply;
 use crate::http::{Body, Request, Response};
 use crate::state::LockSet;

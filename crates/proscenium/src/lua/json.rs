@@ -74,10 +74,7 @@ end
 
 /// Loads the measure into `lua`, for [`from_lua`].
 pub(super) fn install(lua: &Lua) -> mlua::Result<()> {
-    let measure: Function = lua
-        .load(MEASURE)
-        .set_name("=measure")
-        .call(MAX_DEPTH)?;
+    let measure: Function = lua.load(MEASURE).set_name("=measure").call(MAX_DEPTH)?;
     lua.set_named_registry_value(MEASURE_KEY, measure)
 }
 
@@ -99,9 +96,9 @@ pub(super) fn from_lua(
     let (size, why): (Option<i64>, Option<String>) = measure.call((&value, room))?;
     if size.is_none() {
         let why = match why.as_deref() {
-            Some("deep") => format!(
-                "a table nested deeper than {MAX_DEPTH} levels, or holding itself"
-            ),
+            Some("deep") => {
+                format!("a table nested deeper than {MAX_DEPTH} levels, or holding itself")
+            }
             _ => format!("a value of more than {room} bytes as JSON"),
         };
         return Err(helpers::refusal(lua, function, &why));

@@ -119,9 +119,18 @@ mod tests {
     #[test]
     fn a_line_is_cut_at_its_room_on_a_character_boundary() {
         let lua = Lua::new();
-        assert_eq!(line(&lua, "return 'a', 1, true", 100), ("a\t1\ttrue".to_owned(), false));
-        assert_eq!(line(&lua, "return string.rep('x', 10)", 4), ("xxxx".to_owned(), true));
-        assert_eq!(line(&lua, "return 'ab', 'cd', 'ef'", 4), ("ab\tc".to_owned(), true));
+        assert_eq!(
+            line(&lua, "return 'a', 1, true", 100),
+            ("a\t1\ttrue".to_owned(), false)
+        );
+        assert_eq!(
+            line(&lua, "return string.rep('x', 10)", 4),
+            ("xxxx".to_owned(), true)
+        );
+        assert_eq!(
+            line(&lua, "return 'ab', 'cd', 'ef'", 4),
+            ("ab\tc".to_owned(), true)
+        );
         // 'é' is two bytes: cut before it rather than through it.
         let (text, cut) = line(&lua, "return 'aé', 12345", 4);
         assert!(cut && text == "a\u{e9}\t", "{text:?}");

@@ -30,7 +30,10 @@
 //! runs the request on it and gives it back, and no state is ever used by two threads
 //! at once. A state is sandboxed: no `os.execute`, `io`, `loadfile`, `dofile` or
 //! `debug`, `load` of text only, `require` of the app's own directory only, `print`
-//! to the log. Each request has a budget of instructions (`[lua] instructions`) and
+//! to the log (`[lua] log_lines` and `log_bytes` a request), its library tables
+//! read-only. What a script hands Rust as JSON is measured first, in bytes and in
+//! depth (127 levels), and the shared values take `[lua] state_memory` bytes at most.
+//! Each request has a budget of instructions (`[lua] instructions`) and
 //! each state a bound on its memory (`[lua] memory` past what it held when made):
 //! past either the request gets 503 and its state is thrown away; a script that fails gets 500, its error — file and line — logged.
 //! A changed file is loaded again within a second, without a restart.

@@ -67,10 +67,7 @@ end
 /// Makes `lua`'s libraries read-only: to be done last, once they are what every
 /// script is to see (the budget's guards replace some of `coroutine`'s functions).
 pub(super) fn seal(lua: &Lua) -> mlua::Result<()> {
-    let page_env: Function = lua
-        .load(SEAL)
-        .set_name("=seal")
-        .call(lua.globals())?;
+    let page_env: Function = lua.load(SEAL).set_name("=seal").call(lua.globals())?;
     lua.set_named_registry_value(PAGE_ENV_KEY, page_env)
 }
 
@@ -108,7 +105,10 @@ mod tests {
             ("proscenium.html = {}", "proscenium"),
             ("string.format = nil", "string"),
             ("table.insert(math, 1)", "math"),
-            ("rawset(proscenium.html, 'escape', tostring)", "proscenium.html"),
+            (
+                "rawset(proscenium.html, 'escape', tostring)",
+                "proscenium.html",
+            ),
             ("setmetatable(os, nil)", "protected metatable"),
             ("getmetatable('').__index.rep = nil", "string"),
             ("getmetatable('').__index = {}", "the string metatable"),
@@ -142,7 +142,10 @@ mod tests {
         assert_eq!(run(&lua, own).unwrap(), "mine");
         let other = "return tostring(print ~= nil) .. tostring(tostring) .. tostring(x)";
         let seen = run(&lua, other).unwrap();
-        assert!(seen.starts_with("truefunction") && seen.ends_with("nil"), "{seen}");
+        assert!(
+            seen.starts_with("truefunction") && seen.ends_with("nil"),
+            "{seen}"
+        );
     }
 }
 
@@ -168,7 +171,10 @@ mod bench {
         let views = std::env::var("VIEWS").ok();
         let named = std::env::var("CALL").unwrap_or_default();
         for sealed in [false, true] {
-            if views.as_deref().is_some_and(|v| v != if sealed { "1" } else { "0" }) {
+            if views
+                .as_deref()
+                .is_some_and(|v| v != if sealed { "1" } else { "0" })
+            {
                 continue;
             }
             let bridge = Bridge::new(Hub::new());
@@ -179,7 +185,9 @@ mod bench {
             }
             for call in calls.into_iter().filter(|c| c.starts_with(&named)) {
                 let f: Function = lua
-                    .load(format!("return function() for i = 1, 100000 do local _ = {call} end end"))
+                    .load(format!(
+                        "return function() for i = 1, 100000 do local _ = {call} end end"
+                    ))
                     .eval()
                     .unwrap();
                 let start = Instant::now();

@@ -9,9 +9,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::bridge::Bridge;
-use super::{helpers, log, readonly};
 use super::stamp::{self, Stamp};
 use super::watch::{self, Main};
+use super::{helpers, log, readonly};
 use mlua::{ChunkMode, Function, IntoLua as _, Lua, LuaOptions, StdLib, Table, Value};
 
 /// What `os` keeps: time and dates, nothing that touches the system.
