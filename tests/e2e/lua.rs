@@ -521,13 +521,13 @@ fn issue33_shared_values_past_state_memory_are_refused_and_the_rest_kept() {
         assert_eq!(post("/text/d?kib=300"), 500);
     }
     assert!(support::logged_within(
-        &["app.lua:3: proscenium.state.set", "bytes as JSON"],
+        &["app.lua:3: proscenium.state.set", "bytes (its JSON"],
         Duration::from_secs(5)
     ));
-    // A table is measured before it is converted: 200,000 items are some 2 MB.
+    // A table is measured before it is converted: 200,000 items weigh some 8.6 MB.
     assert_eq!(post("/list/e?n=200000"), 500);
     assert!(support::logged_within(
-        &["app.lua:8: proscenium.state.set", "bytes as JSON"],
+        &["app.lua:8: proscenium.state.set", "bytes (its JSON"],
         Duration::from_secs(5)
     ));
     assert_eq!(support::get(addr, "/size/d").text(), "0");

@@ -67,7 +67,7 @@ impl Bounds {
 
 /// The values behind `proscenium.state`: names to JSON values (nil, booleans,
 /// numbers, strings, and tables of them — nothing that lives only in one state), each
-/// with its size (its name's and its JSON text's bytes), and their sum.
+/// with its size (its name's bytes and its [weight](json::weight)), and their sum.
 #[derive(Debug, Default)]
 pub(crate) struct Values {
     by_name: HashMap<String, (serde_json::Value, usize)>,
@@ -96,7 +96,7 @@ impl Values {
             self.bytes = others;
             return Ok(());
         };
-        let size = name.len() + json::len(&value);
+        let size = name.len() + json::weight(&value);
         if others + size > bound {
             return Err(format!(
                 "{name:?} would take {size} bytes, the values {} in all, past [lua] state_memory = {bound}",
@@ -316,21 +316,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn values_take_their_names_and_json_text_within_their_bound() {
+    fn values_take_their_names_and_weight_within_their_bound() {
         let mut values = Values::default();
         let text = |n: usize| Some(serde_json::Value::String("x".repeat(n)));
-        // "a" and "xxxx…" in quotes: 1 + 10 + 2 bytes.
-        values.put("a".to_owned(), text(10), 40).unwrap();
-        assert_eq!((values.bytes, values.room_for("b", 40)), (13, 27));
-        assert_eq!(values.room_for("a", 40), 40);
-        let refused = values.put("b".to_owned(), text(25), 40).unwrap_err();
-        assert!(refused.contains("the values 41 in all"), "{refused}");
-        values.put("b".to_owned(), text(24), 40).unwrap();
-        assert_eq!(values.bytes, 40);
+        let bound = 100 + 2 * json::ITEM;
+        // "a" and "xxxx…" in quotes, a value: 1 + 10 + 2 + ITEM bytes.
+        values.put("a".to_owned(), text(10), bound).unwrap();
+        assert_eq!(values.bytes, 13 + json::ITEM);
+        assert_eq!(values.room_for("b", bound), 87 + json::ITEM);
+        assert_eq!(values.room_for("a", bound), bound);
+        let refused = values.put("b".to_owned(), text(85), bound).unwrap_err();
+        assert!(
+            refused.contains(&format!("the values {} in all", bound + 1)),
+            "{refused}"
+        );
+        values.put("b".to_owned(), text(84), bound).unwrap();
+        assert_eq!(values.bytes, bound);
         // Replacing a value frees its own bytes first; removing one frees them all.
-        values.put("a".to_owned(), text(9), 40).unwrap();
-        assert_eq!(values.bytes, 39);
-        values.put("a".to_owned(), None, 40).unwrap();
-        assert_eq!((values.bytes, values.by_name.len()), (27, 1));
+        values.put("a".to_owned(), text(9), bound).unwrap();
+        assert_eq!(values.bytes, bound - 1);
+        values.put("a".to_owned(), None, bound).unwrap();
+        assert_eq!((values.bytes, values.by_name.len()), (87 + json::ITEM, 1));
     }
 }

@@ -4,13 +4,17 @@
 //! it recurses once a level of tables (some 10,000 levels overflowed a thread's
 //! stack and aborted the process) and allocates in Rust, where the state's memory
 //! bound does not reach. A table nested past [`MAX_DEPTH`] levels — or holding itself,
-//! which has no depth — and a value larger than the room it is given fail as the
-//! script's error (500, its file and line logged).
+//! which has no depth — and a value weighing more than the room it is given fail as
+//! the script's error (500, its file and line logged).
 //!
-//! The measure is a Lua function (`MEASURE`), so that its steps count against the
-//! request's instructions and its memory against the state's; the size it finds is
-//! about the JSON text's: exact for strings' contents and integers, keys of a list
-//! (its indices) not counted, a float as long as Lua writes it.
+//! A value's weight is about what Rust holds it in: its JSON text and, for each value
+//! and key within it, the [`ITEM`] bytes of a `serde_json::Value` — the text alone
+//! undercounts a list of small items some 17 times (`[1,1,…]` is 2 bytes an item
+//! as text and 32 as values). The measure is a Lua function (`MEASURE`), so that its
+//! steps count against the request's instructions and its memory against the
+//! state's; its weight is exact for strings' contents and integers (keys of a list,
+//! its indices, are not written), a float as long as Lua writes it. [`weight`] is the
+//! exact figure, of the value made.
 
 use mlua::{Function, Lua, LuaSerdeExt as _, Value};
 
@@ -21,26 +25,29 @@ use super::helpers;
 /// or stores reads back — `json.decode` included.
 pub(super) const MAX_DEPTH: usize = 127;
 
+/// Bytes a value or a key weighs besides its text: a `serde_json::Value`'s size.
+pub(super) const ITEM: usize = std::mem::size_of::<serde_json::Value>();
+
 /// Where a state keeps its `MEASURE` function.
 const MEASURE_KEY: &str = "proscenium.json.measure";
 
-/// Given the depth bound, returns `measure(value, room)`: the size of `value` as JSON
-/// (about), or nil and "deep" or "large". It walks tables depth first with a path of
+/// Given the depth bound and [`ITEM`], returns `measure(value, room)`: the weight of
+/// `value` (about), or nil and "deep" or "large". It walks tables depth first with a path of
 /// its own (a table and the key reached in it at each level), using `next`, which
 /// reads past metatables as mlua's conversion does.
 const MEASURE: &str = r#"
-local max_depth = ...
+local max_depth, per_item = ...
 local next, type, tostring = next, type, tostring
 local function scalar(value)
   local kind = type(value)
   if kind == "string" then
-    return #value + 2
+    return #value + 2 + per_item
   elseif kind == "number" then
-    return #tostring(value)
+    return #tostring(value) + per_item
   elseif kind == "boolean" then
-    return value and 4 or 5
+    return (value and 4 or 5) + per_item
   end
-  return 4
+  return 4 + per_item
 end
 return function(value, room)
   if type(value) ~= "table" then
@@ -48,20 +55,20 @@ return function(value, room)
     if size > room then return nil, "large" end
     return size
   end
-  local tables, keys, depth, size = { value }, {}, 1, 2
+  local tables, keys, depth, size = { value }, {}, 1, 2 + per_item
   while depth > 0 do
     local key, item = next(tables[depth], keys[depth])
     if key == nil then
       tables[depth], keys[depth], depth = nil, nil, depth - 1
     else
       keys[depth] = key
-      -- A separator; a name also its quotes and colon.
-      size = size + (type(key) == "string" and #key + 4 or 1)
+      -- A separator; a name also its quotes, colon and weight as a value.
+      size = size + (type(key) == "string" and #key + 4 + per_item or 1)
       if type(item) == "table" then
         if depth == max_depth then return nil, "deep" end
         depth = depth + 1
         tables[depth] = item
-        size = size + 2
+        size = size + 2 + per_item
       else
         size = size + scalar(item)
       end
@@ -74,12 +81,15 @@ end
 
 /// Loads the measure into `lua`, for [`from_lua`].
 pub(super) fn install(lua: &Lua) -> mlua::Result<()> {
-    let measure: Function = lua.load(MEASURE).set_name("=measure").call(MAX_DEPTH)?;
+    let measure: Function = lua
+        .load(MEASURE)
+        .set_name("=measure")
+        .call((MAX_DEPTH, ITEM))?;
     lua.set_named_registry_value(MEASURE_KEY, measure)
 }
 
 /// Returns `value` as a JSON value, if it nests at most [`MAX_DEPTH`] levels and
-/// measures at most `room` bytes.
+/// weighs at most `room` bytes.
 ///
 /// # Errors
 ///
@@ -99,7 +109,7 @@ pub(super) fn from_lua(
             Some("deep") => {
                 format!("a table nested deeper than {MAX_DEPTH} levels, or holding itself")
             }
-            _ => format!("a value of more than {room} bytes as JSON"),
+            _ => format!("a value of more than {room} bytes (its JSON and {ITEM} a value)"),
         };
         return Err(helpers::refusal(lua, function, &why));
     }
@@ -107,8 +117,9 @@ pub(super) fn from_lua(
         .map_err(|e| helpers::refusal(lua, function, &super::one_line(&e)))
 }
 
-/// The length of `value`'s JSON text, counted as it is written (not kept).
-pub(super) fn len(value: &serde_json::Value) -> usize {
+/// What `value` weighs: its JSON text (counted as it is written, not kept) and
+/// [`ITEM`] bytes for each value and key within it (counted with a list of its own).
+pub(super) fn weight(value: &serde_json::Value) -> usize {
     struct Counter(usize);
     impl std::io::Write for Counter {
         fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
@@ -119,9 +130,21 @@ pub(super) fn len(value: &serde_json::Value) -> usize {
             Ok(())
         }
     }
-    let mut counter = Counter(0);
-    serde_json::to_writer(&mut counter, value).expect("a counter takes every byte");
-    counter.0
+    let mut text = Counter(0);
+    serde_json::to_writer(&mut text, value).expect("a counter takes every byte");
+    let (mut items, mut left) = (0, vec![value]);
+    while let Some(value) = left.pop() {
+        items += 1;
+        match value {
+            serde_json::Value::Array(list) => left.extend(list),
+            serde_json::Value::Object(map) => {
+                items += map.len();
+                left.extend(map.values());
+            }
+            _ => {}
+        }
+    }
+    text.0 + items * ITEM
 }
 
 #[cfg(test)]
@@ -163,18 +186,21 @@ mod tests {
     #[test]
     fn a_value_past_its_room_is_refused_before_it_is_converted() {
         let list = "local t = {} for i = 1, 1000 do t[i] = 'abcdefgh' end return t";
-        let value = convert(list, 12_000).unwrap();
-        assert_eq!(len(&value), 11_001);
-        let error = convert(list, 10_000).unwrap_err().to_string();
-        assert!(error.contains("more than 10000 bytes"), "{error}");
+        // 11,001 bytes of text, 1,001 values.
+        let value = convert(list, 44_000).unwrap();
+        assert_eq!(weight(&value), 11_001 + 1_001 * ITEM);
+        let error = convert(list, 43_000).unwrap_err().to_string();
+        assert!(error.contains("more than 43000 bytes"), "{error}");
         // A table shared by every item of a list counts as often as it is written.
         let shared = "local x = { 'abcdefgh' } local t = {} \
                       for i = 1, 1000 do t[i] = x end return t";
-        assert!(convert(shared, 10_000).is_err());
+        assert!(convert(shared, 44_000).is_err());
         assert!(convert("return string.rep('x', 20000)", 10_000).is_err());
-        assert_eq!(
-            convert("return { a = 1, b = { true, 'x' } }", 27).unwrap(),
-            serde_json::json!({ "a": 1, "b": [true, "x"] })
-        );
+        // Text 22 bytes, five values and two keys: 246; measured 248 (the indices).
+        let small = "return { a = 1, b = { true, 'x' } }";
+        let value = convert(small, 248).unwrap();
+        assert_eq!(value, serde_json::json!({ "a": 1, "b": [true, "x"] }));
+        assert_eq!(weight(&value), 22 + 7 * ITEM);
+        assert!(convert(small, 247).is_err());
     }
 }

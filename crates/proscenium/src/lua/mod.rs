@@ -93,8 +93,9 @@ pub struct LuaSpec {
     /// made (its scripts loaded): the bound a request that allocates too much meets.
     #[serde(deserialize_with = "crate::config::value::count::<_, 65_536, { u64::MAX }>")]
     pub memory: usize,
-    /// Bytes the values behind `proscenium.state` may take together, each counted as
-    /// its name and its JSON text: a `set` or `incr` past it fails (500, logged), and a
+    /// Bytes the values behind `proscenium.state` may take together, each weighed as
+    /// about what Rust holds it in — its name, its JSON text and 32 bytes for each
+    /// value and key within it: a `set` or `incr` past it fails (500, logged), and a
     /// value is measured before it is made a Rust one, so none grows past it meanwhile.
     #[serde(deserialize_with = "crate::config::value::count::<_, 0, { u64::MAX }>")]
     pub state_memory: usize,
