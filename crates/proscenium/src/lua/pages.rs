@@ -1,6 +1,7 @@
 //! `.lua` pages below a root: a file defining `handle(request)`, compiled once per
 //! state and again when it changes, each page in an environment of its own (its
-//! globals are its own; the standard ones are read through). A page declares its use
+//! globals are its own, `_G` too; the standard ones are read through, read-only: see
+//! [`readonly`](super::readonly)). A page declares its use
 //! of the shared values with a global `page = { state = "read" }` (or `"write"`; see
 //! [`bridge`](super::bridge)).
 

@@ -1,8 +1,10 @@
 //! A sandboxed interpreter state: the libraries that touch nothing outside the state
 //! (`string`, `table`, `math`, `utf8`, `coroutine`, and `os`'s clock and dates),
 //! `load` of text only, `require` of modules in the script's own directory, `print`
-//! to the log, the `proscenium` helpers — and a budget of instructions, checked by a
-//! hook set when a request runs long (see [`watch`]; none with `[lua] instructions = 0`).
+//! to the log (bounded per request, see [`log`]), the `proscenium` helpers, every
+//! library read-only once made (see [`readonly`]) — and a budget of instructions,
+//! checked by a hook set when a request runs long (see [`watch`]; none with `[lua]
+//! instructions = 0`).
 
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
