@@ -430,3 +430,189 @@ fn a_lua_route_declaring_a_class_that_is_not_one_stops_the_start() {
     let error = refused_start(&root);
     assert!(error.contains("GET /x: state = rw"), "{error}");
 }
+
+/// Builds a table nested 10,000 levels deep in `t` (mlua's conversion recursed once a
+/// level and overflowed the stack, aborting the process).
+const DEEP: &str = "local t = {} for i = 1, 10000 do t = { t } end";
+
+#[test]
+fn issue33_a_table_nested_10000_deep_or_holding_itself_is_500_and_the_server_goes_on() {
+    support::capture_logs();
+    let page = |call: &str| format!("{DEEP}\nfunction handle(req)\n  {call}\nend\n");
+    let (_dir, root) = root(&[
+        ("encode.lua", &page("return proscenium.json.encode(t)")),
+        ("publish.lua", &page("return proscenium.publish('deep', t)")),
+        (
+            "store.lua",
+            &format!(
+                "page = {{ state = \"write\" }}\n{}",
+                page("proscenium.state.set('deep', t)")
+            ),
+        ),
+        (
+            "cycle.lua",
+            "function handle(req)\n  local c = {}\n  c.self = { c }\n  return proscenium.json.encode(c)\nend\n",
+        ),
+        (
+            "deepest.lua",
+            "function handle(req)\n  local t = {}\n  for i = 2, 127 do t = { t } end\n  \
+             return proscenium.json.encode(proscenium.json.decode(proscenium.json.encode(t)))\nend\n",
+        ),
+        ("hello.lua", PAGE),
+    ]);
+    let server = serve(&root, None, |_| {});
+    let get = |path| support::get(server.local_addr(), path);
+    // As deep as JSON reads back is written, there and back again.
+    let deepest = get("/deepest.lua");
+    assert_eq!(deepest.status, 200);
+    assert!(deepest.text().starts_with("[[[[") && deepest.text().len() == 2 * 127);
+    for (path, line) in [
+        ("/encode.lua", "encode.lua:3: proscenium.json.encode"),
+        ("/publish.lua", "publish.lua:3: proscenium.publish"),
+        ("/store.lua", "store.lua:4: proscenium.state.set"),
+        ("/cycle.lua", "cycle.lua:4: proscenium.json.encode"),
+    ] {
+        assert_eq!(get(path).status, 500, "{path}");
+        assert!(
+            support::logged_within(&[line, "nested deeper than 127"], Duration::from_secs(5)),
+            "{path}"
+        );
+    }
+    assert_eq!(get("/hello.lua").status, 200);
+}
+
+const STORING_APP: &str = r#"
+app:post("/text/:name", { state = "write" }, function(req)
+  proscenium.state.set(req.params.name, string.rep("x", tonumber(req.args.kib) * 1024))
+end)
+app:post("/list/:name", { state = "write" }, function(req)
+  local list = {}
+  for i = 1, tonumber(req.args.n) do list[i] = "abcdefgh" end
+  proscenium.state.set(req.params.name, list)
+end)
+app:post("/drop/:name", { state = "write" }, function(req)
+  proscenium.state.set(req.params.name, nil)
+end)
+app:get("/size/:name", { state = "read" }, function(req)
+  local value = proscenium.state.get(req.params.name)
+  return tostring(value and #value or 0)
+end)
+"#;
+
+#[test]
+fn issue33_shared_values_past_state_memory_are_refused_and_the_rest_kept() {
+    support::capture_logs();
+    let (_dir, root) = root(&[("app.lua", STORING_APP)]);
+    let server = serve(&root, Some("app.lua"), |spec| spec.state_memory = 1 << 20);
+    let addr = server.local_addr();
+    let post = |path: &str| {
+        Client::connect(addr)
+            .send(format!(
+                "POST {path} HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n"
+            ))
+            .response()
+            .status
+    };
+    // Three values of 300 KiB fit in 1 MiB; a fourth does not, again and again.
+    for name in ["a", "b", "c"] {
+        assert_eq!(post(&format!("/text/{name}?kib=300")), 204, "{name}");
+    }
+    for _ in 0..3 {
+        assert_eq!(post("/text/d?kib=300"), 500);
+    }
+    assert!(support::logged_within(
+        &["app.lua:3: proscenium.state.set", "bytes (its JSON"],
+        Duration::from_secs(5)
+    ));
+    // A table is measured before it is converted: 200,000 items weigh some 8.6 MB.
+    assert_eq!(post("/list/e?n=200000"), 500);
+    assert!(support::logged_within(
+        &["app.lua:8: proscenium.state.set", "bytes (its JSON"],
+        Duration::from_secs(5)
+    ));
+    assert_eq!(support::get(addr, "/size/d").text(), "0");
+    // A value replaced has its own room again; one removed leaves its room to others.
+    assert_eq!(post("/text/a?kib=300"), 204);
+    assert_eq!(post("/drop/b"), 204);
+    assert_eq!(post("/text/d?kib=300"), 204);
+    assert_eq!(support::get(addr, "/size/d").text(), "307200");
+    assert_eq!(support::get(addr, "/size/c").text(), "307200");
+}
+
+#[test]
+fn issue33_a_page_cannot_change_the_libraries_another_page_uses() {
+    support::capture_logs();
+    let hijack = |code: &str| format!("function handle(req)\n  {code}\n  return 'changed'\nend\n");
+    let (_dir, root) = root(&[
+        (
+            "escape.lua",
+            &hijack("proscenium.html.escape = function(s) return s end"),
+        ),
+        (
+            "format.lua",
+            &hijack("string.format = function() return '' end"),
+        ),
+        ("methods.lua", &hijack("getmetatable('').__index.rep = nil")),
+        (
+            "rawset.lua",
+            &hijack("rawset(proscenium.html, 'escape', tostring)"),
+        ),
+        (
+            "globals.lua",
+            &hijack(
+                "_G.print = nil; _G.tostring = function() return 'hijacked' end; load('proscenium = nil')()",
+            ),
+        ),
+        (
+            "victim.lua",
+            "function handle(req)\n  return proscenium.html.escape('<script>') .. string.format('%d', 7) .. ('a'):rep(2) .. tostring(1)\nend\n",
+        ),
+    ]);
+    let server = serve(&root, None, |_| {});
+    // One connection: its requests run on one state (each page on it in turn).
+    let mut client = Client::connect(server.local_addr());
+    for (path, named) in [
+        ("/escape.lua", "escape.lua:2: proscenium.html is read-only"),
+        ("/format.lua", "format.lua:2: string is read-only"),
+        ("/methods.lua", "methods.lua:2: string is read-only"),
+        ("/rawset.lua", "rawset.lua:2: proscenium.html is read-only"),
+    ] {
+        assert_eq!(client.get(path).response().status, 500, "{path}");
+        assert!(
+            support::logged_within(&[named], Duration::from_secs(5)),
+            "{path}"
+        );
+        let victim = client.get("/victim.lua").response();
+        assert_eq!(victim.text(), "&lt;script&gt;7aa1", "after {path}");
+    }
+    // A page's `_G` and what it loads are its own globals: changed for it alone.
+    assert_eq!(client.get("/globals.lua").response().text(), "changed");
+    let victim = client.get("/victim.lua").response();
+    assert_eq!(victim.text(), "&lt;script&gt;7aa1");
+}
+
+#[test]
+fn issue33_a_page_printing_in_a_loop_logs_its_bound_and_one_summary_a_request() {
+    support::capture_logs();
+    let marker = "issue33-flood-marker";
+    let (_dir, root) = root(&[(
+        "flood.lua",
+        &format!(
+            "function handle(req)\n  for i = 1, 100000 do print('{marker}', i, string.rep('y', 100)) end\n  return 'ok'\nend\n"
+        ),
+    )]);
+    let server = serve(&root, None, |spec| spec.log_lines = 10);
+    for request in 1..=2 {
+        assert_eq!(support::get(server.local_addr(), "/flood.lua").text(), "ok");
+        assert!(support::logged_within(
+            &["lua: /flood.lua: 99990 log lines dropped"],
+            Duration::from_secs(5)
+        ));
+        // The count starts again with each request (its state is pooled).
+        assert_eq!(support::logged_lines(&[marker]), 10 * request);
+    }
+    assert_eq!(
+        support::logged_lines(&["lua: /flood.lua: 99990 log lines dropped"]),
+        2
+    );
+}

@@ -321,6 +321,16 @@ impl Write for Capture {
     }
 }
 
+/// How many captured log lines hold every one of `needles`.
+pub fn logged_lines(needles: &[&str]) -> usize {
+    LOGS.get().map_or(0, |logs| {
+        String::from_utf8_lossy(&logs.lock().unwrap())
+            .lines()
+            .filter(|line| needles.iter().all(|n| line.contains(n)))
+            .count()
+    })
+}
+
 /// Starts capturing the servers' log messages (idempotent).
 pub fn capture_logs() {
     LOGS.get_or_init(|| {

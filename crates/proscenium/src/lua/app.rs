@@ -115,7 +115,7 @@ impl LuaApp {
     ///
     /// The script cannot be read, does not compile, fails, or defines a bad route.
     pub fn load(file: impl AsRef<Path>, spec: &LuaSpec) -> Result<Self, LuaAppError> {
-        Self::load_with(file, spec, &Bridge::new(Hub::new()))
+        Self::load_with(file, spec, &Bridge::new(Hub::new()).bounded_by(spec))
     }
 
     /// Loads the app in `file` as [`load`](Self::load) does, reaching `bridge`'s hub

@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use mlua::{Lua, LuaSerdeExt as _, Table, Value};
 
+use super::{LuaSpec, helpers, json};
 use crate::app::{IntoResponse as _, Reply};
 use crate::http::Response;
 use crate::hub::Hub;
@@ -37,26 +38,105 @@ use crate::state::{Access, Held, LockSet, Read, StateAccess, StateRejection, Sta
 pub struct Bridge {
     hub: Hub,
     states: Arc<States>,
+    bounds: Bounds,
+}
+
+/// How much of what scripts hand the server a bridge takes: `[lua]`'s bounds.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Bounds {
+    /// Bytes the values may take together (`[lua] state_memory`).
+    pub(super) values: usize,
+    /// Bytes of JSON one value made JSON may take, for `json.encode` and `publish`
+    /// (`[lua] memory`: larger, it could not be a string of the state's either).
+    pub(super) converted: usize,
+    /// Log lines and bytes a request may write (`[lua] log_lines`, `log_bytes`).
+    pub(super) log_lines: usize,
+    pub(super) log_bytes: usize,
+}
+
+impl Bounds {
+    fn of(spec: &LuaSpec) -> Self {
+        Self {
+            values: spec.state_memory,
+            converted: spec.memory,
+            log_lines: spec.log_lines,
+            log_bytes: spec.log_bytes,
+        }
+    }
 }
 
 /// The values behind `proscenium.state`: names to JSON values (nil, booleans,
-/// numbers, strings, and tables of them — nothing that lives only in one state).
+/// numbers, strings, and tables of them — nothing that lives only in one state), each
+/// with its size (its name's bytes and its [weight](json::weight)), and their sum.
 #[derive(Debug, Default)]
-pub(crate) struct Values(HashMap<String, serde_json::Value>);
+pub(crate) struct Values {
+    by_name: HashMap<String, (serde_json::Value, usize)>,
+    bytes: usize,
+}
+
+impl Values {
+    /// Bytes `name`'s value may take within `bound`, given what the others take.
+    fn room_for(&self, name: &str, bound: usize) -> usize {
+        let own = self.by_name.get(name).map_or(0, |(_, size)| *size);
+        bound.saturating_sub(self.bytes - own)
+    }
+
+    /// Stores `value` under `name` (`None` removes it), unless the values would take
+    /// more than `bound` bytes then: the sizes they would take, as an error.
+    fn put(
+        &mut self,
+        name: String,
+        value: Option<serde_json::Value>,
+        bound: usize,
+    ) -> Result<(), String> {
+        let old = self.by_name.get(&name).map_or(0, |(_, size)| *size);
+        let others = self.bytes - old;
+        let Some(value) = value else {
+            self.by_name.remove(&name);
+            self.bytes = others;
+            return Ok(());
+        };
+        let size = name.len() + json::weight(&value);
+        if others + size > bound {
+            return Err(format!(
+                "{name:?} would take {size} bytes, the values {} in all, past [lua] state_memory = {bound}",
+                others + size
+            ));
+        }
+        self.by_name.insert(name, (value, size));
+        self.bytes = others + size;
+        Ok(())
+    }
+}
 
 impl Bridge {
-    /// A bridge to `hub`, with no values yet.
+    /// A bridge to `hub`, with no values yet, taking as much as `[lua]`'s defaults
+    /// allow (see [`bounded_by`](Self::bounded_by)).
     pub fn new(hub: Hub) -> Self {
         let mut states = States::default();
         states.insert(Values::default());
         Self {
             hub,
             states: Arc::new(states),
+            bounds: Bounds::of(&LuaSpec::default()),
         }
+    }
+
+    /// Takes `spec`'s bounds: the bytes the shared values may take together
+    /// (`state_memory`), one value made JSON (`memory`), and a request's log lines
+    /// (`log_lines`, `log_bytes`).
+    #[must_use]
+    pub fn bounded_by(mut self, spec: &LuaSpec) -> Self {
+        self.bounds = Bounds::of(spec);
+        self
     }
 
     pub(super) fn hub(&self) -> &Hub {
         &self.hub
+    }
+
+    pub(super) fn bounds(&self) -> Bounds {
+        self.bounds
     }
 
     /// The locks a script declaring `access` takes, named `route` when one is held
@@ -143,8 +223,10 @@ pub(super) fn lending<R>(lua: &Lua, holding: Option<Holding>, call: impl FnOnce(
 }
 
 /// The `proscenium.state` table: `get(name)`, `set(name, value)` (nil removes it) and
-/// `incr(name [, by])`, which adds to an integer (absent: 0) and returns the sum.
-pub(super) fn state_table(lua: &Lua) -> mlua::Result<Table> {
+/// `incr(name [, by])`, which adds to an integer (absent: 0) and returns the sum; the
+/// values take at most `bridge`'s bound in bytes.
+pub(super) fn state_table(lua: &Lua, bridge: &Bridge) -> mlua::Result<Table> {
+    let bound = bridge.bounds().values;
     let state = lua.create_table()?;
     state.set(
         "get",
@@ -152,36 +234,38 @@ pub(super) fn state_table(lua: &Lua) -> mlua::Result<Table> {
             let holding = lua
                 .app_data_ref::<Holding>()
                 .ok_or_else(|| misuse(lua, "get", "the script declared no state = \"read\""))?;
-            match holding.values().0.get(&name) {
-                Some(value) => lua.to_value(value),
+            match holding.values().by_name.get(&name) {
+                Some((value, _)) => lua.to_value(value),
                 None => Ok(Value::Nil),
             }
         })?,
     )?;
     state.set(
         "set",
-        lua.create_function(|lua, (name, value): (String, Value)| {
-            let value: Option<serde_json::Value> = match value {
+        lua.create_function(move |lua, (name, value): (String, Value)| {
+            // Measured within the room left before it is made a Rust value at all.
+            let room = writing(lua, "set", |values| Ok(values.room_for(&name, bound)))?;
+            let value = match value {
                 Value::Nil => None,
-                value => Some(lua.from_value(value)?),
+                value => Some(json::from_lua(lua, "state.set", value, room)?),
             };
             writing(lua, "set", |values| {
-                match value {
-                    Some(value) => values.0.insert(name, value),
-                    None => values.0.remove(&name),
-                };
-                Ok(())
+                values
+                    .put(name, value, bound)
+                    .map_err(|why| misuse(lua, "set", &why))
             })
         })?,
     )?;
     state.set(
         "incr",
-        lua.create_function(|lua, (name, by): (String, Option<i64>)| {
+        lua.create_function(move |lua, (name, by): (String, Option<i64>)| {
             writing(lua, "incr", |values| {
-                let now = match values.0.get(&name) {
+                let now = match values.by_name.get(&name) {
                     None => 0,
-                    Some(serde_json::Value::Number(n)) if n.is_i64() => n.as_i64().unwrap_or(0),
-                    Some(other) => {
+                    Some((serde_json::Value::Number(n), _)) if n.is_i64() => {
+                        n.as_i64().unwrap_or(0)
+                    }
+                    Some((other, _)) => {
                         let why = format!("{name:?} holds {other}, not an integer");
                         return Err(misuse(lua, "incr", &why));
                     }
@@ -189,7 +273,9 @@ pub(super) fn state_table(lua: &Lua) -> mlua::Result<Table> {
                 let sum = now
                     .checked_add(by.unwrap_or(1))
                     .ok_or_else(|| misuse(lua, "incr", "the sum overflows"))?;
-                values.0.insert(name, sum.into());
+                values
+                    .put(name, Some(sum.into()), bound)
+                    .map_err(|why| misuse(lua, "incr", &why))?;
                 Ok(sum)
             })
         })?,
@@ -219,18 +305,37 @@ fn writing<R>(
     }
 }
 
-/// `proscenium.state.function` used against its declaration, as an error naming the
-/// script's file and line.
+/// `proscenium.state.function` used against its declaration or its bound, as an
+/// error naming the script's file and line.
 fn misuse(lua: &Lua, function: &str, why: &str) -> mlua::Error {
-    let place = lua
-        .inspect_stack(1, |frame| {
-            let source = frame.source();
-            let file = source.short_src.as_deref().unwrap_or("?").to_owned();
-            match frame.current_line() {
-                Some(line) => format!("{file}:{line}: "),
-                None => format!("{file}: "),
-            }
-        })
-        .unwrap_or_default();
-    mlua::Error::runtime(format!("{place}proscenium.state.{function}: {why}"))
+    helpers::refusal(lua, &format!("state.{function}"), why)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_take_their_names_and_weight_within_their_bound() {
+        let mut values = Values::default();
+        let text = |n: usize| Some(serde_json::Value::String("x".repeat(n)));
+        let bound = 100 + 2 * json::ITEM;
+        // "a" and "xxxx…" in quotes, a value: 1 + 10 + 2 + ITEM bytes.
+        values.put("a".to_owned(), text(10), bound).unwrap();
+        assert_eq!(values.bytes, 13 + json::ITEM);
+        assert_eq!(values.room_for("b", bound), 87 + json::ITEM);
+        assert_eq!(values.room_for("a", bound), bound);
+        let refused = values.put("b".to_owned(), text(85), bound).unwrap_err();
+        assert!(
+            refused.contains(&format!("the values {} in all", bound + 1)),
+            "{refused}"
+        );
+        values.put("b".to_owned(), text(84), bound).unwrap();
+        assert_eq!(values.bytes, bound);
+        // Replacing a value frees its own bytes first; removing one frees them all.
+        values.put("a".to_owned(), text(9), bound).unwrap();
+        assert_eq!(values.bytes, bound - 1);
+        values.put("a".to_owned(), None, bound).unwrap();
+        assert_eq!((values.bytes, values.by_name.len()), (87 + json::ITEM, 1));
+    }
 }

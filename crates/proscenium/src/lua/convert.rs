@@ -11,9 +11,9 @@ use http::{HeaderName, HeaderValue, StatusCode, header};
 use mlua::{Either, Function, Value};
 
 use super::Failure;
-use super::bridge;
 use super::pool::{Pool, Slot};
 use super::sandbox::Sandboxed;
+use super::{bridge, log};
 use crate::app::Reply;
 use crate::http::{Body, Request, Response};
 use crate::state::LockSet;
@@ -33,7 +33,9 @@ pub(super) fn respond<T: 'static>(
 ) -> Reply {
     bridge::holding(locks, move |holding| {
         pool.run(slot, |state, _| {
-            bridge::lending(&state.lua, holding, || call(state, &handler, &req))
+            log::per_request(&state.lua, &name, || {
+                bridge::lending(&state.lua, holding, || call(state, &handler, &req))
+            })
         })
         .and_then(|answer| answer.map_err(|why| Failure::Script(mlua::Error::runtime(why))))
         .unwrap_or_else(|failure| failure.answer(&name))

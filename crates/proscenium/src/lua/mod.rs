@@ -30,7 +30,10 @@
 //! runs the request on it and gives it back, and no state is ever used by two threads
 //! at once. A state is sandboxed: no `os.execute`, `io`, `loadfile`, `dofile` or
 //! `debug`, `load` of text only, `require` of the app's own directory only, `print`
-//! to the log. Each request has a budget of instructions (`[lua] instructions`) and
+//! to the log (`[lua] log_lines` and `log_bytes` a request), its library tables
+//! read-only. What a script hands Rust as JSON is measured first, in bytes and in
+//! depth (127 levels), and the shared values take `[lua] state_memory` bytes at most.
+//! Each request has a budget of instructions (`[lua] instructions`) and
 //! each state a bound on its memory (`[lua] memory` past what it held when made):
 //! past either the request gets 503 and its state is thrown away; a script that fails gets 500, its error — file and line — logged.
 //! A changed file is loaded again within a second, without a restart.
@@ -49,8 +52,12 @@
 mod app;
 mod bridge;
 mod convert;
+mod helpers;
+mod json;
+mod log;
 mod pages;
 mod pool;
+mod readonly;
 mod sandbox;
 mod stamp;
 mod watch;
@@ -86,6 +93,20 @@ pub struct LuaSpec {
     /// made (its scripts loaded): the bound a request that allocates too much meets.
     #[serde(deserialize_with = "crate::config::value::count::<_, 65_536, { 1 << 40 }>")]
     pub memory: usize,
+    /// Bytes the values behind `proscenium.state` may take together, each weighed as
+    /// about what Rust holds it in — its name, its JSON text and 32 bytes for each
+    /// value and key within it: a `set` or `incr` past it fails (500, logged), and a
+    /// value is measured before it is made a Rust one, so none grows past it meanwhile.
+    #[serde(deserialize_with = "crate::config::value::count::<_, 0, { 1 << 40 }>")]
+    pub state_memory: usize,
+    /// Lines a request's `print` may write to the log; past it the request's further
+    /// lines are dropped, counted, and told in one line when it ends.
+    #[serde(deserialize_with = "crate::config::value::count::<_, 0, 1_000_000>")]
+    pub log_lines: usize,
+    /// Bytes a request's `print` may write to the log, its lines cut to what is left
+    /// (and to 4 KiB each); past it, as past `log_lines`.
+    #[serde(deserialize_with = "crate::config::value::count::<_, 0, { 1 << 30 }>")]
+    pub log_bytes: usize,
 }
 
 impl Default for LuaSpec {
@@ -95,6 +116,9 @@ impl Default for LuaSpec {
             app: None,
             instructions: 100_000_000,
             memory: 64 << 20,
+            state_memory: 16 << 20,
+            log_lines: 100,
+            log_bytes: 64 << 10,
         }
     }
 }

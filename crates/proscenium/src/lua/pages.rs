@@ -1,6 +1,7 @@
 //! `.lua` pages below a root: a file defining `handle(request)`, compiled once per
 //! state and again when it changes, each page in an environment of its own (its
-//! globals are its own; the standard ones are read through). A page declares its use
+//! globals are its own, `_G` too; the standard ones are read through, read-only: see
+//! [`readonly`](super::readonly)). A page declares its use
 //! of the shared values with a global `page = { state = "read" }` (or `"write"`; see
 //! [`bridge`](super::bridge)).
 
@@ -14,7 +15,7 @@ use mlua::{ChunkMode, Function, Lua, Value};
 use super::bridge::{self, Bridge};
 use super::pool::Pool;
 use super::stamp::{self, Stamp};
-use super::{LuaSpec, Next, convert, sandbox};
+use super::{LuaSpec, Next, convert, readonly, sandbox};
 use crate::app::{Handler, Mode, Reply};
 use crate::http::Request;
 use crate::hub::Hub;
@@ -69,7 +70,7 @@ impl LuaPages {
             root,
             pool: Arc::new(Pool::new(spec)),
             next: None,
-            bridge: Bridge::new(Hub::new()),
+            bridge: Bridge::new(Hub::new()).bounded_by(spec),
         }))
     }
 
@@ -154,10 +155,7 @@ impl LuaPages {
 fn compile(lua: &Lua, file: &Path, relative: &Path, bridge: &Bridge) -> mlua::Result<Page> {
     let stamp = stamp::take(file);
     let text = std::fs::read(file).map_err(mlua::Error::external)?;
-    let env = lua.create_table()?;
-    let meta = lua.create_table()?;
-    meta.set("__index", lua.globals())?;
-    env.set_metatable(Some(meta))?;
+    let env = readonly::page_env(lua)?;
     lua.load(text)
         .set_mode(ChunkMode::Text)
         .set_name(format!("@{}", relative.display()))

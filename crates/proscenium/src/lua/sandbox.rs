@@ -1,21 +1,20 @@
 //! A sandboxed interpreter state: the libraries that touch nothing outside the state
 //! (`string`, `table`, `math`, `utf8`, `coroutine`, and `os`'s clock and dates),
 //! `load` of text only, `require` of modules in the script's own directory, `print`
-//! to the log, the `proscenium` helpers — and a budget of instructions, checked by a
-//! hook set when a request runs long (see [`watch`]; none with `[lua] instructions = 0`).
+//! to the log (bounded per request, see [`log`]), the `proscenium` helpers, every
+//! library read-only once made (see [`readonly`]) — and a budget of instructions,
+//! checked by a hook set when a request runs long (see [`watch`]; none with `[lua]
+//! instructions = 0`).
 
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::bridge::{self, Bridge};
+use super::bridge::Bridge;
 use super::stamp::{self, Stamp};
 use super::watch::{self, Main};
-use crate::http::error_page::html_escape;
-use mlua::{
-    ChunkMode, Function, IntoLua as _, Lua, LuaOptions, LuaSerdeExt as _, StdLib, Table, Value,
-    Variadic,
-};
+use super::{helpers, log, readonly};
+use mlua::{ChunkMode, Function, IntoLua as _, Lua, LuaOptions, StdLib, Table, Value};
 
 /// What `os` keeps: time and dates, nothing that touches the system.
 const OS_KEPT: [&str; 4] = ["clock", "date", "difftime", "time"];
@@ -97,9 +96,9 @@ pub(super) fn state(dir: &Path, bridge: &Bridge, instructions: usize) -> mlua::R
         globals.set(name, Value::Nil)?;
     }
     globals.set("load", lua.create_function(load_text)?)?;
-    globals.set("print", lua.create_function(print)?)?;
+    globals.set("print", log::print(&lua, bridge.bounds())?)?;
     globals.set("require", require_below(&lua, dir.to_owned())?)?;
-    globals.set("proscenium", helpers(&lua, bridge)?)?;
+    globals.set("proscenium", helpers::table(&lua, bridge)?)?;
     lua.set_app_data(Loaded::default());
     let invoke: Function = lua
         .load(include_str!("invoke.lua"))
@@ -119,6 +118,7 @@ pub(super) fn state(dir: &Path, bridge: &Bridge, instructions: usize) -> mlua::R
             .set_name("=guards")
             .call::<()>((from_now, spent))?;
     }
+    readonly::seal(&lua)?;
     Ok(Sandboxed {
         main: Main::of(&lua)?,
         lua,
@@ -184,16 +184,6 @@ fn load_text(
     }
 }
 
-/// `print`: to the log, at info.
-fn print(_: &Lua, values: Variadic<Value>) -> mlua::Result<()> {
-    let words: Vec<String> = values
-        .into_iter()
-        .map(|v| v.to_string().unwrap_or_else(|_| v.type_name().to_owned()))
-        .collect();
-    tracing::info!("lua: {}", words.join("\t"));
-    Ok(())
-}
-
 /// `require("a.b")`: `dir/a/b.lua`, run once per state (its result kept), in the
 /// state's globals; names of letters, digits, `_` and dots only.
 fn require_below(lua: &Lua, dir: PathBuf) -> mlua::Result<Function> {
@@ -240,52 +230,6 @@ fn module_path(name: &str) -> Option<PathBuf> {
     path.components()
         .all(|c| matches!(c, Component::Normal(_)))
         .then_some(path)
-}
-
-/// The `proscenium` table: `json.encode`, `json.decode`, `html.escape`,
-/// `publish(topic, payload)` — a string as it is, anything else as JSON — which
-/// returns the post's id, and `state` (see [`bridge`]).
-fn helpers(lua: &Lua, bridge: &Bridge) -> mlua::Result<Table> {
-    let json = lua.create_table()?;
-    json.set(
-        "encode",
-        lua.create_function(|lua, value: Value| {
-            let value: serde_json::Value = lua.from_value(value)?;
-            serde_json::to_string(&value).map_err(mlua::Error::external)
-        })?,
-    )?;
-    json.set(
-        "decode",
-        lua.create_function(|lua, text: mlua::String| {
-            let value: serde_json::Value =
-                serde_json::from_slice(&text.as_bytes()).map_err(mlua::Error::external)?;
-            lua.to_value(&value)
-        })?,
-    )?;
-    let html = lua.create_table()?;
-    html.set(
-        "escape",
-        lua.create_function(|_, text: String| Ok(html_escape(&text)))?,
-    )?;
-    let helpers = lua.create_table()?;
-    helpers.set("json", json)?;
-    helpers.set("html", html)?;
-    let hub = bridge.hub().clone();
-    helpers.set(
-        "publish",
-        lua.create_function(move |lua, (topic, payload): (String, Value)| {
-            let payload = match payload {
-                Value::String(text) => text.as_bytes().to_vec(),
-                other => {
-                    let value: serde_json::Value = lua.from_value(other)?;
-                    serde_json::to_vec(&value).map_err(mlua::Error::external)?
-                }
-            };
-            Ok(hub.publish(&topic, payload))
-        })?,
-    )?;
-    helpers.set("state", bridge::state_table(lua)?)?;
-    Ok(helpers)
 }
 
 #[cfg(test)]

@@ -44,7 +44,7 @@ pub fn configure(mut app: App, config: &Config) -> Result<App, LuaAppError> {
     // names one (made only when Lua runs: a Redis hub keeps a connection) — and its
     // shared values, one set for the app and the pages.
     let lua = config.lua.enabled || config.lua.app.is_some();
-    let bridge = lua.then(|| Bridge::new(Hub::with(config.feeds.clone())));
+    let bridge = lua.then(|| Bridge::new(Hub::with(config.feeds.clone())).bounded_by(&config.lua));
     let mut below: Option<Chain> = config.root.as_ref().map(|root| {
         // The configuration, where passwords go, is never served (issue 33).
         let mut files = StaticFiles::new(root)
