@@ -53,9 +53,11 @@ mod pages;
 mod pool;
 mod sandbox;
 mod stamp;
+mod threads;
 mod watch;
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use http::StatusCode;
 use serde::{Deserialize, Serialize};
@@ -86,6 +88,22 @@ pub struct LuaSpec {
     /// made (its scripts loaded): the bound a request that allocates too much meets.
     #[serde(deserialize_with = "crate::config::value::count::<_, 65_536, { u64::MAX }>")]
     pub memory: usize,
+    /// Script threads of an app or of the pages, where their scripts run (0: one a
+    /// core): never on a loop, so a script that will not stop holds one of them.
+    #[serde(deserialize_with = "crate::config::value::count::<_, 0, 4096>")]
+    pub threads: usize,
+    /// Requests waiting for a script thread, at most; past it they get 503.
+    #[serde(deserialize_with = "crate::config::value::count::<_, 1, 1_000_000>")]
+    pub queue: usize,
+    /// How long a request waits for its script's answer, wall clock, queueing
+    /// included; past it the client gets 503, and a script still running a margin
+    /// later (the timeout again, at most a second) has its thread retired.
+    #[serde(with = "crate::config::value::seconds")]
+    pub timeout: Duration,
+    /// Retired script threads — scripts past their deadline that would not stop —
+    /// running at once, at most; past it Lua requests get 503 until some end.
+    #[serde(deserialize_with = "crate::config::value::count::<_, 1, 4096>")]
+    pub retired: usize,
 }
 
 impl Default for LuaSpec {
@@ -95,6 +113,10 @@ impl Default for LuaSpec {
             app: None,
             instructions: 100_000_000,
             memory: 64 << 20,
+            threads: 0,
+            queue: 1024,
+            timeout: Duration::from_secs(5),
+            retired: 8,
         }
     }
 }
