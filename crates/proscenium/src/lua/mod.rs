@@ -25,14 +25,33 @@
 //! `"write"`), a page `page = { state = "read" }`, and its requests hold the lock the
 //! class asks for while the script runs (see [`Bridge`]).
 //!
-//! Each interpreter state serves one request at a time on one thread: states wait in
-//! a pool between requests, so a loop (or a thread of the thread models) takes one,
-//! runs the request on it and gives it back, and no state is ever used by two threads
-//! at once. A state is sandboxed: no `os.execute`, `io`, `loadfile`, `dofile` or
-//! `debug`, `load` of text only, `require` of the app's own directory only, `print`
-//! to the log. Each request has a budget of instructions (`[lua] instructions`) and
-//! each state a bound on its memory (`[lua] memory` past what it held when made):
-//! past either the request gets 503 and its state is thrown away; a script that fails gets 500, its error — file and line — logged.
+//! Scripts run on script threads of their own, never on a loop or on a thread model's
+//! connection thread (`lua/threads.rs`): each app and each set of pages has `[lua] threads`
+//! of them (one a core by default) and a bounded queue (`[lua] queue`; full: 503 with
+//! `Retry-After`). The request's side — the loop, or the connection's thread — awaits
+//! the answer until the request's deadline (`[lua] timeout`, 5 s by default, wall clock,
+//! queueing included); past it the client gets 503 and its connection goes on. Each
+//! interpreter state serves one request at a time on one thread: states wait in a pool
+//! between requests, a script thread takes one, runs the request on it and gives it
+//! back, and no state is ever used by two threads at once. A state is sandboxed: no
+//! `os.execute`, `io`, `loadfile`, `dofile` or `debug`, `load` of text only, `require`
+//! of the app's own directory only, `print` to the log. Each request has a budget of
+//! instructions (`[lua] instructions`) and each state a bound on its memory
+//! (`[lua] memory` past what it held when made): past either the request gets 503 and
+//! its state is thrown away; a script that fails gets 500, its error — file and line —
+//! logged. The C functions that would loop on a count a script chooses without a Lua
+//! instruction counted are bounded (`lua/sandbox.rs`); what cannot be bounded — Lua's
+//! pattern matcher backtracking on a pattern a client sent — is what the deadline is
+//! for: a script still running a margin past it has its thread retired (idle
+//! priority, replaced in the pool, at most `[lua] retired` of them alive), so the
+//! worst one request can do is hold one script thread until its deadline, and the
+//! server, its shutdown included, goes on.
+//!
+//! Why threads of its own rather than the blocking pool: a thread whose script will
+//! not stop must be replaced while it runs, lowered in priority and left to exit, and
+//! its state must never come back; the blocking pool's threads are neither watched nor
+//! replaceable. The hop costs a trivial route a few microseconds of CPU
+//! (docs/performance.md, "Scripts").
 //! A changed file is loaded again within a second, without a restart.
 //!
 //! # Example

@@ -261,11 +261,13 @@ impl Busy {
     fn start(ticket: &Arc<Ticket>, margin: Duration) -> Self {
         let worker = WORKER.with(|w| w.borrow().clone());
         if let Some(worker) = &worker {
-            *worker.ticket.lock() = Some(Arc::clone(ticket));
             let late = ticket.deadline.saturating_duration_since(Instant::now()) + margin;
+            let mut current = worker.ticket.lock();
+            *current = Some(Arc::clone(ticket));
             worker
                 .retire_at
                 .store(watch::now() + late.as_millis() as u64, Ordering::SeqCst);
+            drop(current);
             watch::wake();
         }
         Self(worker)
@@ -275,8 +277,9 @@ impl Busy {
 impl Drop for Busy {
     fn drop(&mut self) {
         if let Some(worker) = &self.0 {
+            let mut ticket = worker.ticket.lock();
             worker.retire_at.store(0, Ordering::SeqCst);
-            worker.ticket.lock().take();
+            ticket.take();
         }
     }
 }
@@ -303,32 +306,43 @@ pub(super) fn retire_overdue(now: u64) -> bool {
         let at = worker.retire_at.load(Ordering::SeqCst);
         busy |= at != 0;
         if at != 0 && now >= at {
-            overdue.push(worker);
+            overdue.push((worker, at));
         }
         true
     });
-    for worker in overdue {
-        worker.retire();
+    for (worker, at) in overdue {
+        worker.retire(at);
     }
     busy
 }
 
 impl Worker {
     /// Gives up its request, lowers it to idle priority and puts a new thread in its
-    /// place.
-    fn retire(&self) {
-        if self.retired.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        self.retire_at.store(0, Ordering::SeqCst);
-        if let Some(ticket) = self.ticket.lock().take() {
-            ticket.give_up();
-        }
-        watch::lower_to_idle(self.tid);
+    /// place — unless the request due at `at` has ended meanwhile.
+    fn retire(&self, at: u64) {
         let Some(pool) = self.pool.upgrade() else {
             return;
         };
-        let retired = pool.retired.fetch_add(1, Ordering::AcqRel) + 1;
+        // Under the ticket's lock, which a request's start and end take too: the ticket
+        // taken is the overdue request's, and it is counted retired before its thread
+        // can see it is.
+        let (ticket, retired) = {
+            let mut ticket = self.ticket.lock();
+            let still_due = self
+                .retire_at
+                .compare_exchange(at, 0, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok();
+            if !still_due {
+                return;
+            }
+            let retired = pool.retired.fetch_add(1, Ordering::AcqRel) + 1;
+            self.retired.store(true, Ordering::SeqCst);
+            (ticket.take(), retired)
+        };
+        if let Some(ticket) = ticket {
+            ticket.give_up();
+        }
+        watch::lower_to_idle(self.tid);
         start(&pool);
         tracing::warn!(
             "lua: a script ran past its deadline and would not stop: its thread is retired \
