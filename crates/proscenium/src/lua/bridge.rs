@@ -158,6 +158,9 @@ impl Loan {
 /// Takes the locks a script declared (`locks`) and lends their values to `loan`:
 /// at once when they are free, else waiting on this script thread until `deadline`
 /// (503 past it). Returns the loan to give the script, `None` when it declared none.
+// A refusal is the whole response the client gets; boxing it would only add an
+// allocation.
+#[allow(clippy::result_large_err)]
 pub(super) fn hold(
     locks: Option<&Arc<LockSet>>,
     loan: &Arc<Loan>,

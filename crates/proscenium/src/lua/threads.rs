@@ -86,6 +86,7 @@ impl Turn<'_> {
     /// Takes the locks a script declared (`locks`) and lends their values to it, for
     /// [`bridge::lending`](super::bridge::lending); waits until the request's deadline
     /// at most.
+    #[allow(clippy::result_large_err)] // as bridge::hold's
     pub(super) fn hold(&self, locks: Option<&Arc<LockSet>>) -> Result<Option<Arc<Loan>>, Response> {
         bridge::hold(locks, &self.ticket.loan, self.ticket.deadline, self.runtime)
     }
