@@ -22,9 +22,9 @@ const FIND: &str = r#"function handle(req)
   return tostring(string.rep("a", 20):find(req.args.q))
 end"#;
 
-/// Serves `root`'s pages with three script threads, a deadline of 0.3 s, and four
-/// threads under the thread models.
-fn serve(root: &Path) -> proscenium::ServerHandle {
+/// Serves `root`'s pages with three script threads, a deadline of 0.3 s, at most
+/// `retired` retired threads, and four threads under the thread models.
+fn serve(root: &Path, retired: usize) -> proscenium::ServerHandle {
     support::start_with(App::new(), |c| {
         c.root = Some(root.to_owned());
         c.threads = Some(4);
@@ -32,6 +32,7 @@ fn serve(root: &Path) -> proscenium::ServerHandle {
             enabled: true,
             threads: 3,
             timeout: Duration::from_millis(300),
+            retired,
             ..LuaSpec::default()
         };
     })
@@ -95,7 +96,7 @@ fn issue33_scripts_that_would_freeze_a_loop_leave_the_server_serving_and_stoppab
              end",
         ),
     ]);
-    let server = serve(&root);
+    let server = serve(&root, 8);
     let addr = server.local_addr();
     let find = format!("/find.lua?q={PATTERN}");
     // The pattern matcher cannot be stopped: the deadline answers, and the watcher
@@ -153,7 +154,7 @@ fn issue33_a_script_past_its_deadline_holds_no_lock_and_its_values_fail_it_after
                function handle(req) return tostring(proscenium.state.get("n")) end"#,
         ),
     ]);
-    let server = serve(&root);
+    let server = serve(&root, 8);
     let addr = server.local_addr();
     let hold = support::get(addr, &format!("/hold.lua?q={PATTERN}"));
     assert_eq!(hold.status, 503);
@@ -171,4 +172,39 @@ fn issue33_a_script_past_its_deadline_holds_no_lock_and_its_values_fail_it_after
     ));
     assert_eq!(support::get(addr, "/read.lua").text(), "nil");
     shut_down_within_30s(server);
+}
+
+#[test]
+fn issue33_past_the_bound_of_retired_threads_lua_requests_get_503_until_they_end() {
+    support::capture_logs();
+    let (_dir, root) = root(&[
+        ("hello.lua", "function handle(req) return 'hello' end"),
+        ("find.lua", FIND),
+    ]);
+    let server = serve(&root, 1);
+    let addr = server.local_addr();
+    let find = support::get(addr, &format!("/find.lua?q={PATTERN}"));
+    assert_eq!(find.status, 503);
+    assert!(support::logged_within(
+        &["would not stop", "(1 retired threads running, at most 1)"],
+        Duration::from_secs(30)
+    ));
+    let refused = support::get(addr, "/hello.lua");
+    assert_eq!(refused.status, 503);
+    assert_eq!(refused.header("retry-after"), Some("1"));
+    assert!(support::logged_within(
+        &["retired script threads still running past their deadline"],
+        Duration::from_secs(5)
+    ));
+    // Once the match ends, its thread exits and Lua is served again.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while support::get(addr, "/hello.lua").status != 200 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still refused after 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Other routes never were refused.
+    assert_eq!(support::get(addr, "/missing").status, 404);
 }
