@@ -2,8 +2,12 @@
 //! thread, so that a script the instruction budget cannot stop (a C function that
 //! loops, the pattern matcher backtracking) holds one script thread and nothing else.
 //!
-//! Each app or set of pages has `[lua] threads` of them and a queue of
+//! Each app or set of pages has `[lua] threads` of them — one a core by default: a
+//! script is CPU work, more threads than cores add no throughput, and a thread held
+//! past its deadline is replaced rather than waited for — and a queue of
 //! `[lua] queue` requests (full: 503 with `Retry-After`, as the blocking pool's).
+//! An app's routes live in its states, so its requests are routed on a script thread
+//! too; what none of them matches is handed back to the request's side.
 //! A request's side awaits the answer until its deadline (`[lua] timeout`, wall clock,
 //! from when it was queued); past it the client gets 503, the request is given up —
 //! the values its script holds are taken back, its locks released — and its

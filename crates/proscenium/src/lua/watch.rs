@@ -9,6 +9,10 @@
 //! instructions count against its budget. The signal reaches the state's main thread
 //! only, and a coroutine takes its hook from the thread that makes it, when it is
 //! made: so a script is counted from the moment it makes a coroutine.
+//!
+//! The same watcher retires the script threads whose requests run a margin past their
+//! deadline ([`threads`](super::threads)): what the budget cannot stop — C code, such
+//! as Lua's pattern matcher — is left to finish on a thread lowered to idle priority.
 
 // Setting a hook from a signal handler takes Lua's C API, and its state's pointer.
 #![allow(unsafe_code)]
