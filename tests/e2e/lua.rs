@@ -11,7 +11,7 @@ use proscenium::lua::LuaSpec;
 use crate::support::{self, Client};
 
 /// A root holding `files` (relative path, text).
-fn root(files: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf) {
+pub(crate) fn root(files: &[(&str, &str)]) -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("root");
     std::fs::create_dir_all(&root).unwrap();

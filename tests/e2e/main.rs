@@ -15,6 +15,7 @@ mod http_memory;
 mod http_wire;
 mod idle;
 mod lua;
+mod lua_threads;
 mod overload;
 mod runtime;
 mod slow_clients;

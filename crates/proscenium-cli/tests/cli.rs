@@ -35,8 +35,12 @@ fn serve(dir: &std::path::Path) -> (Child, String) {
     (child, addr)
 }
 
+/// Asks for `path` on a connection of its own; panics if no answer comes in 30 s.
 fn get(addr: &str, path: &str) -> String {
     let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
     write!(
         stream,
         "GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
@@ -187,6 +191,53 @@ fn a_lua_app_is_served_with_app_and_a_broken_one_is_refused_with_its_line() {
     assert_ne!(out.status.code(), Some(0));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("app.lua:3:"), "{stderr}");
+}
+
+/// Issue 33: a Lua pattern a client sends that backtracks for minutes holds script
+/// threads, never a loop or a connection's thread: under every model, two such
+/// requests get 503 at their deadline, another route is answered meanwhile, and
+/// SIGTERM ends the process.
+#[test]
+fn issue33_a_backtracking_lua_pattern_leaves_every_model_serving_and_stoppable() {
+    let dir = tempfile::tempdir().unwrap();
+    let site = dir.path().join("site");
+    std::fs::create_dir(&site).unwrap();
+    let app = site.join("app.lua");
+    std::fs::write(
+        &app,
+        "app:get('/find', function(req) return tostring(string.rep('a', 24):find(req.args.q)) end)\n\
+         app:get('/hi', function(req) return 'hi' end)\n",
+    )
+    .unwrap();
+    let config = dir.path().join("proscenium.toml");
+    std::fs::write(&config, "[lua]\ntimeout = 0.5\n").unwrap();
+    let find = format!("/find?q={}x", ".-".repeat(12));
+    let models = [
+        "loops:2",
+        "event-loop",
+        "thread-pool:4",
+        "thread-per-conn:8",
+        "staged:2",
+        "prefork:2",
+    ];
+    for model in models {
+        let args = ["--model", model, "--app", app.to_str().unwrap()];
+        let config = ["--config", config.to_str().unwrap()];
+        let (mut child, addr, _) = start(&site, &[&args[..], &config[..]].concat());
+        let attackers: Vec<_> = (0..2)
+            .map(|_| {
+                let (addr, find) = (addr.clone(), find.clone());
+                std::thread::spawn(move || get(&addr, &find))
+            })
+            .collect();
+        assert!(get(&addr, "/hi").ends_with("hi"), "{model}");
+        for attacker in attackers {
+            let answer = attacker.join().unwrap();
+            assert!(answer.starts_with("HTTP/1.1 503"), "{model}: {answer}");
+        }
+        signal(&child, "TERM");
+        assert_eq!(wait_exit(&mut child), 0, "{model}");
+    }
 }
 
 #[test]

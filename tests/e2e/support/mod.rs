@@ -360,13 +360,3 @@ pub fn logged_within(needles: &[&str], wait: Duration) -> bool {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
-
-/// Counts the captured log lines containing every one of `needles`.
-pub fn logged_lines(needles: &[&str]) -> usize {
-    LOGS.get().map_or(0, |logs| {
-        String::from_utf8_lossy(&logs.lock().unwrap())
-            .lines()
-            .filter(|line| needles.iter().all(|n| line.contains(n)))
-            .count()
-    })
-}

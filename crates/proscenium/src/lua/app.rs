@@ -19,6 +19,7 @@ use super::bridge::{self, Bridge};
 use super::pool::Pool;
 use super::sandbox::{Loaded, Sandboxed};
 use super::stamp::{self, Stamp};
+use super::threads::{Ran, Turn};
 use super::{LuaSpec, Next, convert, sandbox};
 use crate::app::{
     FromRequestHead as _, Handler, IntoResponse as _, Mode, Reply, error, to_matchit,
@@ -156,12 +157,20 @@ impl LuaApp {
         Self(Arc::new(inner))
     }
 
-    fn serve(&self, mut req: Request) -> Reply {
+    /// Answers `req` on a script thread.
+    fn serve(&self, req: Request) -> Reply {
+        let app = self.clone();
+        self.0.pool.on_thread(move |turn| app.run(turn, req))
+    }
+
+    /// Answers `req` on this script thread: routed with the routes of the state it
+    /// takes (loaded again if a file changed), then its route's handler run.
+    fn run(&self, turn: &Turn<'_>, mut req: Request) -> Ran {
         let inner = &*self.0;
         let name = inner.file.display().to_string();
         let mut slot = match inner.pool.take(|instructions| inner.state(instructions)) {
             Ok(slot) => slot,
-            Err(failure) => return Reply::ready(failure.answer(&name)),
+            Err(failure) => return Ran::Answer(failure.answer(&name)),
         };
         let routes = &mut slot.data;
         if stamp::due(&mut routes.checked)
@@ -174,38 +183,47 @@ impl LuaApp {
             inner.pool.renew();
             slot = match inner.pool.take(|instructions| inner.state(instructions)) {
                 Ok(slot) => slot,
-                Err(failure) => return Reply::ready(failure.answer(&name)),
+                Err(failure) => return Ran::Answer(failure.answer(&name)),
             };
         }
-        let found = match slot.data.route(req.method(), req.uri().path()) {
+        let (index, params) = match slot.data.route(req.method(), req.uri().path()) {
             Found::Route(index, params) => (index, params),
             Found::WrongMethod => {
                 inner.pool.give(slot);
-                return Reply::ready(error(
+                return Ran::Answer(error(
                     StatusCode::METHOD_NOT_ALLOWED,
                     "no route for this method",
                 ));
             }
             Found::Nothing => {
                 inner.pool.give(slot);
-                return match &inner.next {
-                    Some(next) => next(req),
-                    None => Reply::ready(error(StatusCode::NOT_FOUND, "no route for this path")),
+                let Some(next) = inner.next.clone() else {
+                    return Ran::Answer(error(StatusCode::NOT_FOUND, "no route for this path"));
                 };
+                return Ran::Elsewhere(Box::new(move || next(req)));
             }
         };
-        let (index, params) = found;
         let (handler, locks) = match &slot.data.handlers[index] {
             Target::Lua(handler, locks) => (handler.clone(), locks.clone()),
             Target::Feed { topics, websocket } => {
                 let (topics, websocket) = (topics.clone(), *websocket);
                 inner.pool.give(slot);
-                return Reply::ready(inner.feed(&req, &topics, websocket));
+                let app = self.clone();
+                return Ran::Elsewhere(Box::new(move || {
+                    Reply::ready(app.0.feed(&req, &topics, websocket))
+                }));
             }
         };
         req.set_params(params);
-        let pool = Arc::clone(&inner.pool);
-        convert::respond(pool, slot, handler, locks.as_ref(), req, name)
+        let answer = convert::respond(
+            turn,
+            &inner.pool,
+            slot,
+            (&handler, locks.as_ref()),
+            &req,
+            &name,
+        );
+        Ran::Answer(answer)
     }
 }
 
@@ -382,7 +400,9 @@ impl Handler<LuaApp> for LuaApp {
         self.serve(req)
     }
 
+    /// Async: its requests are awaited on their own thread, their scripts run on
+    /// script threads.
     fn mode(&self) -> Mode {
-        Mode::Inline
+        Mode::Async
     }
 }

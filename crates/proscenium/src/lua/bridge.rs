@@ -5,20 +5,27 @@
 //! A route (`app:get(path, { state = "read" }, handler)`) or a page (a global
 //! `page = { state = "write" }`) declares what it does with the values; before its
 //! script runs, the request takes the lock its class asks for — readers share it,
-//! writers exclude each other and the readers, contention defers the request so its
-//! loop serves others, as for a Rust route — and holds it until the script has
-//! answered. A script that declared nothing fails when it touches the values, and one
-//! that declared `read` fails when it writes (500, the line logged): an undeclared
-//! access would be a data race the declaration exists to rule out.
+//! writers exclude each other and the readers; under contention the request's script
+//! thread waits, until the request's deadline at most — and holds it until the script
+//! has answered, or until its request is given up past its deadline: the values are
+//! lent to the script through a [`Loan`] that is taken back then, so a script that will
+//! not stop holds no lock ([`threads`](super::threads)). A script that declared
+//! nothing fails when it touches the values, and one that declared `read` fails when
+//! it writes (500, the line logged): an undeclared access would be a data race the
+//! declaration exists to rule out.
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Instant;
 
 use mlua::{Lua, LuaSerdeExt as _, Table, Value};
+use parking_lot::Mutex;
+use tokio::runtime::Runtime;
 
 use super::{LuaSpec, helpers, json};
-use crate::app::{IntoResponse as _, Reply};
+use crate::app::IntoResponse;
 use crate::http::Response;
+use crate::http::response::unavailable;
 use crate::hub::Hub;
 use crate::state::{Access, Held, LockSet, Read, StateAccess, StateRejection, States, Write};
 
@@ -167,7 +174,7 @@ pub(super) fn declared(options: Option<&Table>, what: &str) -> mlua::Result<Opti
 }
 
 /// The values a request holds while its script runs, as its class allows.
-pub(super) enum Holding {
+enum Holding {
     Read(Read<Values>),
     Write(Write<Values>),
 }
@@ -189,38 +196,84 @@ impl Holding {
     }
 }
 
-/// Answers with `run`, given the values when `locks` are declared: at once when their
-/// lock is free, else once the loop has taken it (deferring, then waiting).
-pub(super) fn holding(
-    locks: Option<&Arc<LockSet>>,
-    run: impl FnOnce(Option<Holding>) -> Response + 'static,
-) -> Reply {
-    let Some(set) = locks else {
-        return Reply::ready(run(None));
-    };
-    let answer = move |held: Held, set: &LockSet| match Holding::of(&held, set) {
-        Ok(holding) => run(Some(holding)),
-        Err(refused) => refused.into_response(),
-    };
-    if let Some(held) = set.try_hold() {
-        return Reply::ready(answer(held, set));
-    }
-    let set = Arc::clone(set);
-    Reply::later(async move {
-        let held = Arc::clone(&set).hold().await;
-        answer(held, &set)
-    })
+/// The values lent to one request's script, taken back when the request is given up
+/// (past its deadline): their locks are released then, and `proscenium.state` fails
+/// for the rest of that script.
+#[derive(Default)]
+pub(super) struct Loan(Mutex<Lent>);
+
+#[derive(Default)]
+struct Lent {
+    holding: Option<Holding>,
+    taken_back: bool,
 }
 
-/// Runs `call` on `lua` with `holding` lent to `proscenium.state` for its time.
-pub(super) fn lending<R>(lua: &Lua, holding: Option<Holding>, call: impl FnOnce() -> R) -> R {
-    if let Some(holding) = holding {
-        lua.set_app_data(holding);
+impl Loan {
+    /// Takes the values back, for good.
+    pub(super) fn take_back(&self) {
+        let holding = {
+            let mut lent = self.0.lock();
+            lent.taken_back = true;
+            lent.holding.take()
+        };
+        drop(holding);
+    }
+
+    /// Lends `holding`, unless the values were taken back already.
+    fn lend(&self, holding: Holding) {
+        let mut lent = self.0.lock();
+        if !lent.taken_back {
+            lent.holding = Some(holding);
+        }
+    }
+
+    /// Runs `use_` on the values lent (`None`: taken back).
+    fn with<R>(&self, use_: impl FnOnce(Option<&mut Holding>) -> R) -> R {
+        use_(self.0.lock().holding.as_mut())
+    }
+}
+
+/// Takes the locks a script declared (`locks`) and lends their values to `loan`:
+/// at once when they are free, else waiting on this script thread until `deadline`
+/// (503 past it). Returns the loan to give the script, `None` when it declared none.
+// A refusal is the whole response the client gets; boxing it would only add an
+// allocation.
+#[allow(clippy::result_large_err)]
+pub(super) fn hold(
+    locks: Option<&Arc<LockSet>>,
+    loan: &Arc<Loan>,
+    deadline: Instant,
+    runtime: &Runtime,
+) -> Result<Option<Arc<Loan>>, Response> {
+    let Some(set) = locks else {
+        return Ok(None);
+    };
+    let held = match set.try_hold() {
+        Some(held) => held,
+        // The timer is made inside the runtime, whose time driver it needs.
+        None => runtime
+            .block_on(async {
+                tokio::time::timeout_at(deadline.into(), Arc::clone(set).hold()).await
+            })
+            .map_err(|_| unavailable("the shared values stayed busy past the deadline"))?,
+    };
+    let holding = Holding::of(&held, set).map_err(IntoResponse::into_response)?;
+    loan.lend(holding);
+    Ok(Some(Arc::clone(loan)))
+}
+
+/// Runs `call` on `lua` with `loan` lent to `proscenium.state` for its time.
+pub(super) fn lending<R>(lua: &Lua, loan: Option<Arc<Loan>>, call: impl FnOnce() -> R) -> R {
+    if let Some(loan) = loan {
+        lua.set_app_data(loan);
     }
     let result = call();
-    lua.remove_app_data::<Holding>();
+    lua.remove_app_data::<Arc<Loan>>();
     result
 }
+
+/// What `proscenium.state` says once its request was given up.
+const GIVEN_UP: &str = "the request was given up past its deadline";
 
 /// The `proscenium.state` table: `get(name)`, `set(name, value)` (nil removes it) and
 /// `incr(name [, by])`, which adds to an integer (absent: 0) and returns the sum; the
@@ -231,13 +284,16 @@ pub(super) fn state_table(lua: &Lua, bridge: &Bridge) -> mlua::Result<Table> {
     state.set(
         "get",
         lua.create_function(|lua, name: String| {
-            let holding = lua
-                .app_data_ref::<Holding>()
+            let loan = lua
+                .app_data_ref::<Arc<Loan>>()
                 .ok_or_else(|| misuse(lua, "get", "the script declared no state = \"read\""))?;
-            match holding.values().by_name.get(&name) {
-                Some((value, _)) => lua.to_value(value),
-                None => Ok(Value::Nil),
-            }
+            loan.with(|holding| {
+                let holding = holding.ok_or_else(|| misuse(lua, "get", GIVEN_UP))?;
+                match holding.values().by_name.get(&name) {
+                    Some((value, _)) => lua.to_value(value),
+                    None => Ok(Value::Nil),
+                }
+            })
         })?,
     )?;
     state.set(
@@ -289,20 +345,22 @@ fn writing<R>(
     function: &str,
     change: impl FnOnce(&mut Values) -> mlua::Result<R>,
 ) -> mlua::Result<R> {
-    let mut holding = lua.app_data_mut::<Holding>();
-    match holding.as_deref_mut() {
+    let Some(loan) = lua.app_data_ref::<Arc<Loan>>() else {
+        return Err(misuse(
+            lua,
+            function,
+            "the script declared no state = \"write\"",
+        ));
+    };
+    loan.with(|holding| match holding {
         Some(Holding::Write(values)) => change(values),
         Some(Holding::Read(_)) => Err(misuse(
             lua,
             function,
             "the script declared state = \"read\", not \"write\"",
         )),
-        None => Err(misuse(
-            lua,
-            function,
-            "the script declared no state = \"write\"",
-        )),
-    }
+        None => Err(misuse(lua, function, GIVEN_UP)),
+    })
 }
 
 /// `proscenium.state.function` used against its declaration or its bound, as an

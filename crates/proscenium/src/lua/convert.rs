@@ -13,33 +13,39 @@ use mlua::{Either, Function, Value};
 use super::Failure;
 use super::pool::{Pool, Slot};
 use super::sandbox::Sandboxed;
+use super::threads::Turn;
 use super::{bridge, log};
-use crate::app::Reply;
 use crate::http::{Body, Request, Response};
 use crate::state::LockSet;
 
 /// The content type of a body a script returned without one.
 const HTML: &str = "text/html; charset=utf-8";
 
-/// Answers `req` with `handler` on `slot` — holding the shared values its script
-/// declared (`locks`) while it runs — or with what went wrong, logged under `name`.
-pub(super) fn respond<T: 'static>(
-    pool: Arc<Pool<T>>,
+/// Answers `req` with `handler` on `slot`, on its script thread (`turn`) — holding
+/// the shared values its script declared (`locks`) while it runs — or with what went
+/// wrong, logged under `name`.
+pub(super) fn respond<T>(
+    turn: &Turn<'_>,
+    pool: &Pool<T>,
     slot: Slot<T>,
-    handler: Function,
-    locks: Option<&Arc<LockSet>>,
-    req: Request,
-    name: String,
-) -> Reply {
-    bridge::holding(locks, move |holding| {
-        pool.run(slot, |state, _| {
-            log::per_request(&state.lua, &name, || {
-                bridge::lending(&state.lua, holding, || call(state, &handler, &req))
-            })
+    (handler, locks): (&Function, Option<&Arc<LockSet>>),
+    req: &Request,
+    name: &str,
+) -> Response {
+    let loan = match turn.hold(locks) {
+        Ok(loan) => loan,
+        Err(refused) => {
+            pool.give(slot);
+            return refused;
+        }
+    };
+    pool.run(slot, |state, _| {
+        log::per_request(&state.lua, name, || {
+            bridge::lending(&state.lua, loan, || call(state, handler, req))
         })
-        .and_then(|answer| answer.map_err(|why| Failure::Script(mlua::Error::runtime(why))))
-        .unwrap_or_else(|failure| failure.answer(&name))
     })
+    .and_then(|answer| answer.map_err(|why| Failure::Script(mlua::Error::runtime(why))))
+    .unwrap_or_else(|failure| failure.answer(name))
 }
 
 /// Calls `handler` with `req` on `state`: the script's error, or its answer as a

@@ -25,17 +25,37 @@
 //! `"write"`), a page `page = { state = "read" }`, and its requests hold the lock the
 //! class asks for while the script runs (see [`Bridge`]).
 //!
-//! Each interpreter state serves one request at a time on one thread: states wait in
-//! a pool between requests, so a loop (or a thread of the thread models) takes one,
-//! runs the request on it and gives it back, and no state is ever used by two threads
-//! at once. A state is sandboxed: no `os.execute`, `io`, `loadfile`, `dofile` or
-//! `debug`, `load` of text only, `require` of the app's own directory only, `print`
-//! to the log (`[lua] log_lines` and `log_bytes` a request), its library tables
-//! read-only. What a script hands Rust as JSON is measured first, in bytes and in
-//! depth (127 levels), and the shared values take `[lua] state_memory` bytes at most.
-//! Each request has a budget of instructions (`[lua] instructions`) and
-//! each state a bound on its memory (`[lua] memory` past what it held when made):
-//! past either the request gets 503 and its state is thrown away; a script that fails gets 500, its error — file and line — logged.
+//! Scripts run on script threads of their own, never on a loop or on a thread model's
+//! connection thread (`lua/threads.rs`): each app and each set of pages has `[lua] threads`
+//! of them (one a core by default) and a bounded queue (`[lua] queue`; full: 503 with
+//! `Retry-After`). The request's side — the loop, or the connection's thread — awaits
+//! the answer until the request's deadline (`[lua] timeout`, 5 s by default, wall clock,
+//! queueing included); past it the client gets 503 and its connection goes on. Each
+//! interpreter state serves one request at a time on one thread: states wait in a pool
+//! between requests, a script thread takes one, runs the request on it and gives it
+//! back, and no state is ever used by two threads at once. A state is sandboxed: no
+//! `os.execute`, `io`, `loadfile`, `dofile` or `debug`, `load` of text only, `require`
+//! of the app's own directory only, `print` to the log (`[lua] log_lines` and `log_bytes`
+//! a request), its library tables read-only. What a script hands Rust as JSON is
+//! measured first, in bytes and in depth (127 levels), and the shared values take
+//! `[lua] state_memory` bytes at most. Each request has a budget of instructions
+//! (`[lua] instructions`) and each state a bound on its memory (`[lua] memory` past
+//! what it held when made): past either the request gets 503 and its state is thrown
+//! away; a script that fails gets 500, its error — file and line —
+//! logged. The C functions that would loop on a count a script chooses without a Lua
+//! instruction counted are bounded (`lua/sandbox.rs`); what cannot be bounded — Lua's
+//! pattern matcher backtracking on a pattern a client sent — is what the deadline is
+//! for: a script still running a margin past it has its thread retired (idle
+//! priority, replaced in the pool, at most `[lua] retired` of them alive), so the
+//! worst one request can do is hold one script thread until its deadline, and the
+//! server, its shutdown included, goes on.
+//!
+//! Why threads of its own rather than the blocking pool: a thread whose script will
+//! not stop must be replaced while it runs, lowered in priority and left to exit, and
+//! its state must never come back; the blocking pool's threads are neither watched nor
+//! replaceable. The hop costs a trivial route about half a microsecond of CPU, 4 %
+//! (docs/performance.md, "Scripts").
+//!
 //! A changed file is loaded again within a second, without a restart.
 //!
 //! # Example
@@ -60,9 +80,11 @@ mod pool;
 mod readonly;
 mod sandbox;
 mod stamp;
+mod threads;
 mod watch;
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use http::StatusCode;
 use serde::{Deserialize, Serialize};
@@ -107,6 +129,25 @@ pub struct LuaSpec {
     /// (and to 4 KiB each); past it, as past `log_lines`.
     #[serde(deserialize_with = "crate::config::value::count::<_, 0, { 1 << 30 }>")]
     pub log_bytes: usize,
+    /// Script threads of an app or of the pages, where their scripts run (0: one a
+    /// core): never on a loop, so a script that will not stop holds one of them.
+    #[serde(deserialize_with = "crate::config::value::count::<_, 0, 4096>")]
+    pub threads: usize,
+    /// Requests waiting for a script thread, at most; past it they get 503.
+    #[serde(deserialize_with = "crate::config::value::count::<_, 1, 1_000_000>")]
+    pub queue: usize,
+    /// How long a request waits for its script's answer, wall clock, queueing
+    /// included; past it the client gets 503, and a script still running a margin
+    /// later (the timeout again, at most a second) has its thread retired.
+    #[serde(
+        deserialize_with = "crate::config::value::seconds::within::<_, 1, { crate::config::value::DAY }>",
+        serialize_with = "crate::config::value::seconds::serialize"
+    )]
+    pub timeout: Duration,
+    /// Retired script threads — scripts past their deadline that would not stop —
+    /// running at once, at most; past it Lua requests get 503 until some end.
+    #[serde(deserialize_with = "crate::config::value::count::<_, 1, 4096>")]
+    pub retired: usize,
 }
 
 impl Default for LuaSpec {
@@ -119,6 +160,10 @@ impl Default for LuaSpec {
             state_memory: 16 << 20,
             log_lines: 100,
             log_bytes: 64 << 10,
+            threads: 0,
+            queue: 1024,
+            timeout: Duration::from_secs(5),
+            retired: 8,
         }
     }
 }

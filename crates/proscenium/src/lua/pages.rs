@@ -15,9 +15,10 @@ use mlua::{ChunkMode, Function, Lua, Value};
 use super::bridge::{self, Bridge};
 use super::pool::Pool;
 use super::stamp::{self, Stamp};
+use super::threads::{Ran, Turn};
 use super::{LuaSpec, Next, convert, readonly, sandbox};
 use crate::app::{Handler, Mode, Reply};
-use crate::http::Request;
+use crate::http::{Request, Response};
 use crate::hub::Hub;
 use crate::state::LockSet;
 use crate::web::StaticFiles;
@@ -112,9 +113,18 @@ impl LuaPages {
         meta.is_file().then_some(relative)
     }
 
-    /// Answers `req` with the page in `relative`: compiled on the state the request
-    /// takes unless it was, and fresh, then run holding the values it declared.
-    fn serve(&self, req: Request, relative: &Path) -> Reply {
+    /// Answers `req` with the page in `relative`, on a script thread.
+    fn serve(&self, req: Request, relative: PathBuf) -> Reply {
+        let pages = self.clone();
+        self.0
+            .pool
+            .on_thread(move |turn| Ran::Answer(pages.run(turn, &req, &relative)))
+    }
+
+    /// Answers `req` with the page in `relative` on this script thread: compiled on the
+    /// state the request takes unless it was, and fresh, then run holding the values it
+    /// declared.
+    fn run(&self, turn: &Turn<'_>, req: &Request, relative: &Path) -> Response {
         let pages = &*self.0;
         let name = format!("/{}", relative.display());
         let file = pages.root.join(relative);
@@ -124,7 +134,7 @@ impl LuaPages {
         });
         let mut slot = match made {
             Ok(slot) => slot,
-            Err(failure) => return Reply::ready(failure.answer(&name)),
+            Err(failure) => return failure.answer(&name),
         };
         let page = pages.pool.budgeted(&mut slot, |state, compiled| {
             if let Some(page) = compiled.get_mut(&file) {
@@ -137,14 +147,18 @@ impl LuaPages {
             Ok(page)
         });
         match page {
-            Ok(page) => {
-                let pool = Arc::clone(&pages.pool);
-                convert::respond(pool, slot, page.handle, page.locks.as_ref(), req, name)
-            }
+            Ok(page) => convert::respond(
+                turn,
+                &pages.pool,
+                slot,
+                (&page.handle, page.locks.as_ref()),
+                req,
+                &name,
+            ),
             Err(failure) => {
                 let answer = failure.answer(&name);
                 pages.pool.settle(slot, &Err::<(), _>(failure));
-                Reply::ready(answer)
+                answer
             }
         }
     }
@@ -194,10 +208,12 @@ impl Handler<LuaPages> for LuaPages {
                 )),
             };
         };
-        self.serve(req, &relative)
+        self.serve(req, relative)
     }
 
+    /// Async: its requests are awaited on their own thread, their scripts run on
+    /// script threads.
     fn mode(&self) -> Mode {
-        Mode::Inline
+        Mode::Async
     }
 }

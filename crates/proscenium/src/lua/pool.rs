@@ -2,17 +2,19 @@
 //! request takes one (or has one made), runs on it within its budgets, and gives it
 //! back — so a state serves one request at a time, on one thread. States of an older
 //! generation (made before a file changed) are dropped rather than given back, and so
-//! is a state whose request ran past a budget.
+//! is a state whose request ran past a budget, and one whose script thread was retired
+//! (see [`threads`](super::threads)). The pool's requests run on its script threads.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
 
 use super::sandbox::Sandboxed;
+use super::threads::{self, Ran, ScriptThreads, Turn};
 use super::{Failure, LuaSpec};
+use crate::app::Reply;
 
-/// How many idle states a pool keeps: one per thread that ran Lua lately, for the
-/// loop models; the thread models' many threads make more when they need them.
+/// How many idle states a pool keeps, at most: one per script thread.
 const MAX_IDLE: usize = 64;
 
 /// A state and what it holds for its pool's user (compiled pages, an app's routes).
@@ -27,6 +29,7 @@ pub(super) struct Pool<T> {
     spec: LuaSpec,
     idle: Mutex<Vec<Slot<T>>>,
     generation: AtomicU64,
+    threads: ScriptThreads,
 }
 
 impl<T> std::fmt::Debug for Pool<T> {
@@ -44,7 +47,13 @@ impl<T> Pool<T> {
             spec: spec.clone(),
             idle: Mutex::new(Vec::new()),
             generation: AtomicU64::new(0),
+            threads: ScriptThreads::new(spec),
         }
+    }
+
+    /// Answers with `work`, run on one of the pool's script threads.
+    pub(super) fn on_thread(&self, work: impl FnOnce(&Turn<'_>) -> Ran + Send + 'static) -> Reply {
+        self.threads.run(work)
     }
 
     /// Takes an idle state of this generation, or makes one with `make` — its memory
@@ -78,9 +87,10 @@ impl<T> Pool<T> {
         })
     }
 
-    /// Gives `slot` back for the next request, unless it is of an older generation.
+    /// Gives `slot` back for the next request, unless it is of an older generation or
+    /// its request's thread was retired.
     pub(super) fn give(&self, slot: Slot<T>) {
-        if slot.generation != self.generation.load(Ordering::Acquire) {
+        if slot.generation != self.generation.load(Ordering::Acquire) || threads::is_retired() {
             return;
         }
         let mut idle = self.idle.lock();

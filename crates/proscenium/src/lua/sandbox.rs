@@ -99,6 +99,7 @@ pub(super) fn state(dir: &Path, bridge: &Bridge, instructions: usize) -> mlua::R
     globals.set("print", log::print(&lua, bridge.bounds())?)?;
     globals.set("require", require_below(&lua, dir.to_owned())?)?;
     globals.set("proscenium", helpers::table(&lua, bridge)?)?;
+    lua.load(BOUNDS).set_name("=bounds").call::<()>(MAX_MOVE)?;
     lua.set_app_data(Loaded::default());
     let invoke: Function = lua
         .load(include_str!("invoke.lua"))
@@ -130,9 +131,13 @@ pub(super) fn state(dir: &Path, bridge: &Bridge, instructions: usize) -> mlua::R
 
 /// The budget's guards. `coroutine.create` and `coroutine.wrap` count the request's
 /// instructions from then on, before they make a coroutine (which takes its hook then;
-/// see [`watch`]). And what catches errors — `pcall`, `xpcall`, `coroutine.resume` —
+/// see [`watch`]). What catches errors — `pcall`, `xpcall`, `coroutine.resume` —
 /// raises the budget's error again once the budget is spent: caught and ignored, it
-/// would let a script run on forever, a step of instructions between two catches.
+/// would let a script run on forever, a step of instructions between two catches. And
+/// an `xpcall` message handler is not run once the budget is spent: the budget's error
+/// is raised from the hook, and Lua runs the handler of an error raised there with
+/// hooks off (`luaD_hook` leaves them off when the hook does not return), so a handler
+/// that looped would never be stopped.
 const GUARDS: &str = r#"
 local from_now, spent = ...
 local create, wrap, resume = coroutine.create, coroutine.wrap, coroutine.resume
@@ -147,7 +152,55 @@ coroutine.create = function(f) from_now() return create(f) end
 coroutine.wrap = function(f) from_now() return wrap(f) end
 coroutine.resume = function(...) return unless_spent(resume(...)) end
 pcall = function(...) return unless_spent(caught(...)) end
-xpcall = function(...) return unless_spent(caught_with(...)) end
+xpcall = function(f, handler, ...)
+  local function handle(...)
+    if spent() then
+      return "past its instruction budget"
+    end
+    return handler(...)
+  end
+  return unless_spent(caught_with(f, handle, ...))
+end
+"#;
+
+/// The most elements one `table.move` may move: 16 M plain moves take some 0.1 s.
+const MAX_MOVE: i64 = 1 << 24;
+
+/// Bounds on C functions that loop a count a script chooses, with no instruction
+/// counted meanwhile (so the budget cannot stop them). `string.rep` of an empty string
+/// (and separator) is empty whatever the count, returned at once; any other result
+/// past the memory budget fails at once, when its buffer is allocated. `table.move`
+/// moves at most [`MAX_MOVE`] elements a call: moving nils between empty tables
+/// allocates nothing. `setmetatable` refuses a metatable with a `__gc` field: Lua runs
+/// finalizers with hooks off, so one that looped would never be stopped; and Lua marks
+/// a table for finalization only when its metatable is set with the field there, so
+/// one added later is never run. `table.concat`, `string.format`, `string.byte`,
+/// `string.char` and `utf8`'s functions loop over what they are given (bounded by
+/// memory or by the stack), or call back into counted Lua. Lua's pattern matching
+/// cannot be bounded here: a pathological pattern is stopped by the retirement of its
+/// script thread ([`threads`](super::threads)).
+const BOUNDS: &str = r#"
+local rep, move, set, rawget, type, tonumber, error = string.rep, table.move, setmetatable, rawget, type, tonumber, error
+local MAX_MOVE = ...
+string.rep = function(s, n, sep)
+  if s == "" and (sep == nil or sep == "") and tonumber(n) then
+    return ""
+  end
+  return rep(s, n, sep)
+end
+table.move = function(a1, f, e, t, a2)
+  f, e = tonumber(f), tonumber(e)
+  if f and e and e >= f and e - f >= MAX_MOVE then
+    error("table.move: more than " .. MAX_MOVE .. " elements", 2)
+  end
+  return move(a1, f, e, t, a2)
+end
+setmetatable = function(t, mt)
+  if type(mt) == "table" and rawget(mt, "__gc") ~= nil then
+    error("setmetatable: __gc finalizers are not allowed", 2)
+  end
+  return set(t, mt)
+end
 "#;
 
 impl Sandboxed {
@@ -280,6 +333,66 @@ mod tests {
             "coroutine.wrap(function() for i = 1, 20000 do end end)()",
         );
         assert!(ran.is_ok() && !exhausted, "{ran:?}");
+    }
+
+    /// Runs `script` as [`run`] does, on a state bounded to 1 MiB more memory, on a
+    /// thread of its own: its error, or a panic if it is not done within 30 s (a C
+    /// function that loops would never be).
+    fn run_bounded(script: &'static str) -> String {
+        let (done, outcome) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let bridge = Bridge::new(crate::hub::Hub::new());
+            let state = state(Path::new("."), &bridge, 1_000_000).unwrap();
+            let limit = state.lua.used_memory() + (1 << 20);
+            state.lua.set_memory_limit(limit).unwrap();
+            state.budget.refill(1_000_000);
+            let ran = state.run(|| state.lua.load(script).exec());
+            let _ = done.send(ran.map_or_else(|e| e.to_string(), |()| "ok".to_owned()));
+        });
+        outcome
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("{script}: still running after 30 s"))
+    }
+
+    #[test]
+    fn issue33_c_functions_that_loop_a_scripts_count_end_at_once() {
+        let ok = [
+            // An empty string repeated any count is empty, at once.
+            r#"assert(string.rep("", math.maxinteger) == "")"#,
+            r#"assert((""):rep(1e18, "") == "")"#,
+            r#"assert(string.rep("ab", 3, ",") == "ab,ab,ab")"#,
+            "assert(select(2, table.move({1, 2, 3}, 1, 3, 2)) == nil)",
+        ];
+        for script in ok {
+            assert_eq!(run_bounded(script), "ok", "{script}");
+        }
+        let refused = [
+            (r#"string.rep("x", 1 << 30)"#, "memory"),
+            (r#"string.rep("", 1 << 30, "x")"#, "memory"),
+            ("table.move({}, 1, math.maxinteger - 1, 1, {})", "elements"),
+            ("table.move({}, 1, 1 << 40, 1)", "elements"),
+        ];
+        for (script, why) in refused {
+            let error = run_bounded(script);
+            assert!(error.contains(why), "{script}: {error}");
+        }
+    }
+
+    #[test]
+    fn issue33_no_finalizer_runs_and_no_message_handler_once_the_budget_is_spent() {
+        let error = run_bounded("setmetatable({}, { __gc = function() while true do end end })");
+        assert!(error.contains("__gc"), "{error}");
+        // Added later, the field is never a finalizer.
+        let later = "local mt = {} setmetatable({}, mt) \
+                     mt.__gc = function() while true do end end collectgarbage()";
+        assert_eq!(run_bounded(later), "ok");
+        let looping = "xpcall(function() while true do end end, function() while true do end end)";
+        let error = run_bounded(looping);
+        assert!(error.contains("instruction budget"), "{error}");
+        // A handler of an ordinary error still runs.
+        let handled = r#"local ok, why = xpcall(error, function(e) return "handled " .. e end, "x")
+                         assert(not ok and why == "handled x")"#;
+        assert_eq!(run_bounded(handled), "ok");
     }
 
     #[test]

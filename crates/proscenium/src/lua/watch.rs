@@ -9,6 +9,10 @@
 //! instructions count against its budget. The signal reaches the state's main thread
 //! only, and a coroutine takes its hook from the thread that makes it, when it is
 //! made: so a script is counted from the moment it makes a coroutine.
+//!
+//! The same watcher retires the script threads whose requests run a margin past their
+//! deadline ([`threads`](super::threads)): what the budget cannot stop — C code, such
+//! as Lua's pattern matcher — is left to finish on a thread lowered to idle priority.
 
 // Setting a hook from a signal handler takes Lua's C API, and its state's pointer.
 #![allow(unsafe_code)]
@@ -116,7 +120,8 @@ fn epoch() -> Instant {
     *EPOCH.get_or_init(Instant::now)
 }
 
-fn now() -> u64 {
+/// Milliseconds since the watcher's epoch, plus one (0 means none).
+pub(super) fn now() -> u64 {
     epoch().elapsed().as_millis() as u64 + 1
 }
 
@@ -158,11 +163,12 @@ fn watch() {
     }
 }
 
-/// Signals the threads due; returns whether any request was running.
+/// Signals the threads due and retires the script threads overdue (see
+/// [`threads`](super::threads)); returns whether any request was running.
 fn look(watcher: &Watcher) -> bool {
     let now = now();
     let grace = GRACE.as_millis() as u64;
-    let mut running = false;
+    let mut running = super::threads::retire_overdue(now);
     watcher.slots.lock().retain(|slot| {
         let Some(slot) = slot.upgrade() else {
             return false;
@@ -183,6 +189,28 @@ fn look(watcher: &Watcher) -> bool {
         true
     });
     running
+}
+
+/// Wakes the watcher if it sleeps: a request has started.
+pub(super) fn wake() {
+    let watcher = watcher();
+    if watcher.parked.load(Ordering::SeqCst) {
+        watcher.thread.unpark();
+    }
+}
+
+/// Lowers thread `tid` of this process to idle priority (`SCHED_IDLE`: it runs only
+/// when no other thread wants the CPU), or to nice 19 where that is refused.
+pub(super) fn lower_to_idle(tid: nix::unistd::Pid) {
+    use nix::libc;
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: `sched_setscheduler` reads `param` only; a thread id that has ended meanwhile
+    // makes it fail with ESRCH, harmlessly.
+    let lowered = unsafe { libc::sched_setscheduler(tid.as_raw(), libc::SCHED_IDLE, &param) };
+    if lowered != 0 {
+        // SAFETY: as above; on Linux `PRIO_PROCESS` with a thread id names that thread.
+        unsafe { libc::setpriority(libc::PRIO_PROCESS, tid.as_raw() as libc::id_t, 19) };
+    }
 }
 
 /// The signal's handler: arms the hook of the state running on this thread, if any.
@@ -251,10 +279,7 @@ impl Running {
             place.0.signalled.store(false, Ordering::SeqCst);
             place.0.since.store(now(), Ordering::SeqCst);
         });
-        let watcher = watcher();
-        if watcher.parked.load(Ordering::SeqCst) {
-            watcher.thread.unpark();
-        }
+        wake();
         Self(main)
     }
 }

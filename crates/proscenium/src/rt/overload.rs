@@ -29,6 +29,11 @@ pub(crate) enum Bound {
     QueueWait,
     /// A staged model's stage queue (`[clusters.http] queue`): connections answered 503.
     StageQueue,
+    /// `[lua] queue`: Lua requests answered 503.
+    LuaQueue,
+    /// `[lua] retired`: Lua requests answered 503 while too many script threads run
+    /// past their deadline.
+    LuaRetired,
 }
 
 impl Bound {
@@ -40,12 +45,16 @@ impl Bound {
             Self::ThreadQueue => "thread pool queue full: connections answered 503",
             Self::QueueWait => "no thread free within timeouts.queue: connections answered 503",
             Self::StageQueue => "a stage queue of the staged server full: connections answered 503",
+            Self::LuaQueue => "the Lua queue full: Lua requests answered 503",
+            Self::LuaRetired => {
+                "[lua] retired script threads still running past their deadline: Lua requests answered 503"
+            }
         }
     }
 }
 
 /// Per bound: times hit since the last log line, and the second of that line.
-static HITS: [(AtomicU64, AtomicU64); 6] = [const { (AtomicU64::new(0), AtomicU64::new(0)) }; 6];
+static HITS: [(AtomicU64, AtomicU64); 8] = [const { (AtomicU64::new(0), AtomicU64::new(0)) }; 8];
 
 /// Records that `bound` was hit; logs at most once a second per bound.
 pub(crate) fn note(bound: Bound) {
