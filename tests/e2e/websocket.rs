@@ -271,6 +271,33 @@ fn permessage_deflate_is_taken_when_offered_and_inflates_across_messages() {
     assert_eq!((opcode, &payload[..2]), (CLOSE, &1002u16.to_be_bytes()[..]));
 }
 
+/// Idle sockets held open past the threads of a thread model, by
+/// [`issue33_idle_websockets_hold_no_thread`].
+const IDLE_SOCKETS: usize = 50;
+
+/// Under the thread models an open WebSocket used to hold its thread: 4 idle ones
+/// filled a pool of 4, and every request and handshake after them waited in the
+/// queue until it was refused 503 (issue 33). With 50 idle sockets open on 4
+/// threads, a plain request and a new socket are answered, and every idle socket
+/// still echoes — under every model.
+#[test]
+fn issue33_idle_websockets_hold_no_thread() {
+    let app = app().get("/hello", || async { "hello" });
+    let server = support::start_with(app, |config| config.threads = Some(4));
+    let addr = server.local_addr();
+    let mut idle: Vec<Client> = (0..IDLE_SOCKETS).map(|_| open(addr, "/ws/echo")).collect();
+    let plain = support::get(addr, "/hello");
+    assert_eq!((plain.status, plain.text()), (200, "hello".to_owned()));
+    let mut fresh = open(addr, "/ws/echo");
+    fresh.send(frame(true, TEXT, b"fresh"));
+    assert_eq!(read_frame(&mut fresh), (true, TEXT, b"fresh".to_vec()));
+    for (i, socket) in idle.iter_mut().enumerate() {
+        let message = format!("idle {i}");
+        socket.send(frame(true, TEXT, message.as_bytes()));
+        assert_eq!(read_frame(socket), (true, TEXT, message.into_bytes()));
+    }
+}
+
 /// Sockets held open at once by [`two_thousand_websockets_open_at_once_each_echo_and_close`].
 const SOCKETS: usize = 2000;
 
