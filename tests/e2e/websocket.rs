@@ -335,14 +335,14 @@ async fn read_frame_async(stream: &mut tokio::net::TcpStream) -> (u8, Vec<u8>) {
 
 /// 2,000 WebSockets open at once on one server: every one echoes its own message
 /// while all are open, then closes with the handshake — under every model (the
-/// thread models given a thread and a place in the queue for each).
+/// thread models given a place in the queue for each handshake; an open socket holds
+/// no thread).
 #[test]
 fn two_thousand_websockets_open_at_once_each_echo_and_close() {
     use tokio::io::AsyncWriteExt as _;
     crate::overload::raise_fd_limit();
     let server = support::start_with(app(), |config| {
         if support::is_thread_model() {
-            config.threads = Some(SOCKETS + 16);
             // Room for all of them at once: the 2,000 connect in one burst, and on a
             // busy machine the pool's threads wake to take them more slowly than the
             // acceptor queues them (the default 1,024 then refused some with 503).
