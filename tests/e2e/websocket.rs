@@ -298,6 +298,32 @@ fn issue33_idle_websockets_hold_no_thread() {
     }
 }
 
+/// An open WebSocket keeps its place under `limits.max_connections` wherever it runs
+/// (under the thread models, off the thread that switched it): with a cap of 2 and
+/// two sockets open a third connection waits, and is served once a socket closes.
+#[test]
+fn issue33_an_open_websocket_counts_under_the_connection_cap() {
+    let app = app().get("/hello", || async { "hello" });
+    let server = support::start_with(app, |config| config.limits.max_connections = 2);
+    let addr = server.local_addr();
+    let first = open(addr, "/ws/echo");
+    let mut second = open(addr, "/ws/echo");
+    let mut third = Client::connect(addr);
+    third.get("/hello");
+    assert!(
+        !third.has_answer_within(Duration::from_millis(300)),
+        "the third waits while two sockets are open"
+    );
+    drop(first);
+    assert_eq!(
+        third.response().text(),
+        "hello",
+        "and is served once one closes"
+    );
+    second.send(frame(true, TEXT, b"still"));
+    assert_eq!(read_frame(&mut second), (true, TEXT, b"still".to_vec()));
+}
+
 /// Sockets held open at once by [`two_thousand_websockets_open_at_once_each_echo_and_close`].
 const SOCKETS: usize = 2000;
 
