@@ -271,6 +271,59 @@ fn permessage_deflate_is_taken_when_offered_and_inflates_across_messages() {
     assert_eq!((opcode, &payload[..2]), (CLOSE, &1002u16.to_be_bytes()[..]));
 }
 
+/// Idle sockets held open past the threads of a thread model, by
+/// [`issue33_idle_websockets_hold_no_thread`].
+const IDLE_SOCKETS: usize = 50;
+
+/// Under the thread models an open WebSocket used to hold its thread: 4 idle ones
+/// filled a pool of 4, and every request and handshake after them waited in the
+/// queue until it was refused 503 (issue 33). With 50 idle sockets open on 4
+/// threads, a plain request and a new socket are answered, and every idle socket
+/// still echoes — under every model.
+#[test]
+fn issue33_idle_websockets_hold_no_thread() {
+    let app = app().get("/hello", || async { "hello" });
+    let server = support::start_with(app, |config| config.threads = Some(4));
+    let addr = server.local_addr();
+    let mut idle: Vec<Client> = (0..IDLE_SOCKETS).map(|_| open(addr, "/ws/echo")).collect();
+    let plain = support::get(addr, "/hello");
+    assert_eq!((plain.status, plain.text()), (200, "hello".to_owned()));
+    let mut fresh = open(addr, "/ws/echo");
+    fresh.send(frame(true, TEXT, b"fresh"));
+    assert_eq!(read_frame(&mut fresh), (true, TEXT, b"fresh".to_vec()));
+    for (i, socket) in idle.iter_mut().enumerate() {
+        let message = format!("idle {i}");
+        socket.send(frame(true, TEXT, message.as_bytes()));
+        assert_eq!(read_frame(socket), (true, TEXT, message.into_bytes()));
+    }
+}
+
+/// An open WebSocket keeps its place under `limits.max_connections` wherever it runs
+/// (under the thread models, off the thread that switched it): with a cap of 2 and
+/// two sockets open a third connection waits, and is served once a socket closes.
+#[test]
+fn issue33_an_open_websocket_counts_under_the_connection_cap() {
+    let app = app().get("/hello", || async { "hello" });
+    let server = support::start_with(app, |config| config.limits.max_connections = 2);
+    let addr = server.local_addr();
+    let first = open(addr, "/ws/echo");
+    let mut second = open(addr, "/ws/echo");
+    let mut third = Client::connect(addr);
+    third.get("/hello");
+    assert!(
+        !third.has_answer_within(Duration::from_millis(300)),
+        "the third waits while two sockets are open"
+    );
+    drop(first);
+    assert_eq!(
+        third.response().text(),
+        "hello",
+        "and is served once one closes"
+    );
+    second.send(frame(true, TEXT, b"still"));
+    assert_eq!(read_frame(&mut second), (true, TEXT, b"still".to_vec()));
+}
+
 /// Sockets held open at once by [`two_thousand_websockets_open_at_once_each_echo_and_close`].
 const SOCKETS: usize = 2000;
 
@@ -308,14 +361,14 @@ async fn read_frame_async(stream: &mut tokio::net::TcpStream) -> (u8, Vec<u8>) {
 
 /// 2,000 WebSockets open at once on one server: every one echoes its own message
 /// while all are open, then closes with the handshake — under every model (the
-/// thread models given a thread and a place in the queue for each).
+/// thread models given a place in the queue for each handshake; an open socket holds
+/// no thread).
 #[test]
 fn two_thousand_websockets_open_at_once_each_echo_and_close() {
     use tokio::io::AsyncWriteExt as _;
     crate::overload::raise_fd_limit();
     let server = support::start_with(app(), |config| {
         if support::is_thread_model() {
-            config.threads = Some(SOCKETS + 16);
             // Room for all of them at once: the 2,000 connect in one burst, and on a
             // busy machine the pool's threads wake to take them more slowly than the
             // acceptor queues them (the default 1,024 then refused some with 503).

@@ -15,7 +15,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 use crate::http::h1::readings::{Reading, pieces, readings, readings_with};
 use crate::http::h1::{ChunkedDecoder, Head, Http1, ParseError, chunk, last_chunk, parse_head};
-use crate::rt::{Host, LocalProtocol, Progress, Protocol, Visit};
+use crate::rt::{Host, Left, LocalProtocol, Progress, Protocol, Visit};
 use crate::{App, Config, Limits, inline};
 
 /// Splits an input into the cuts its first 4 bytes make and the stream after them.
@@ -501,9 +501,9 @@ impl Rig {
             progress,
         });
         async move {
-            let mut visit = visit.ok();
-            while let Some(next) = visit.take() {
-                visit = server.serve_visit(next).await;
+            let mut left = visit.map_or(Left::Closed, Left::Waiting);
+            while let Left::Waiting(next) = left {
+                left = server.serve_visit(next).await;
             }
         }
     }

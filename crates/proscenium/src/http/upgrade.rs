@@ -2,8 +2,9 @@
 //! with [`upgrade`], naming the protocol and what runs on the connection next; the
 //! connection writes the answer's head, stops speaking HTTP, and hands its socket —
 //! with whatever the client sent after its request that was already read — to that
-//! function, on the thread or loop that served it, where it counts against the
-//! connection cap until it ends. WebSocket is built on it.
+//! function, on the loop that served it (under the thread models, on their one thread
+//! of upgraded connections, apart from the request threads), where it counts against
+//! the connection cap until it ends. WebSocket is built on it.
 //!
 //! # Example
 //!
@@ -95,7 +96,7 @@ impl GoingAway {
     }
 }
 
-/// What runs on an upgraded connection, made on the connection's own loop.
+/// What runs on an upgraded connection, made where it runs.
 pub(crate) type Run = Box<dyn FnOnce(Upgraded) -> Pin<Box<dyn Future<Output = ()>>> + Send>;
 
 /// A response's hand-over to another protocol, kept in its extensions (which must be
@@ -134,7 +135,9 @@ impl OnUpgrade {
 /// the server adds `Connection: upgrade`), with `then` to run on the connection once
 /// the head is written — to be given only to a request that asked for `protocol` in
 /// its own `Upgrade` field (RFC 9110 §7.8), which is the handler's to check. Under the
-/// thread models the connection keeps its thread while `then` runs. Fields the protocol's handshake needs go in its
+/// thread models `then` runs on their thread of upgraded connections, not on a request
+/// thread: work that computes or blocks there delays the other upgraded connections,
+/// and belongs on the blocking pool. Fields the protocol's handshake needs go in its
 /// `headers_mut()`; a handler that changes its status answers as usual and `then`
 /// never runs.
 ///

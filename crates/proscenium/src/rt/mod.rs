@@ -30,6 +30,7 @@ pub(crate) mod runtime;
 mod sleepers;
 mod slots;
 pub(crate) mod threads;
+pub(crate) mod upgraded;
 pub(crate) mod waiting_room;
 pub(crate) mod watchdog;
 
@@ -45,7 +46,9 @@ pub(crate) use self::blocking::{Pools, spawn_blocking_in};
 pub use self::context::current_loop;
 pub(crate) use self::event_loop::Ticket;
 pub use self::prefork::prefork_worker;
-pub(crate) use self::protocol::{Host, LocalProtocol, Progress, Protocol, Readiness, Visit};
+pub(crate) use self::protocol::{
+    Host, Left, LocalProtocol, Moved, Progress, Protocol, Readiness, Visit,
+};
 pub(crate) use self::sleepers::{Sleepers, Sleeping};
 
 /// Returns the message a panic carried, for logs.

@@ -5,10 +5,12 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::rc::Rc;
 
 use bytes::BytesMut;
 use tokio::net::TcpStream;
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::event_loop::Ticket;
@@ -67,12 +69,30 @@ pub(crate) trait LocalProtocol: 'static {
     ) -> impl Future<Output: 'static> + 'static;
 
     /// Serves a connection given to a thread by its model's waiting room until it
-    /// closes, or waits for its next request: then it is handed back.
-    fn serve_visit(self: &Rc<Self>, visit: Visit) -> impl Future<Output = Option<Visit>> + 'static;
+    /// closes, waits for its next request (then it is handed back), or is upgraded to
+    /// another protocol (then what runs next is handed on, to run elsewhere).
+    fn serve_visit(self: &Rc<Self>, visit: Visit) -> impl Future<Output = Left> + 'static;
 
     /// Shutdown has begun: idle connections close, busy ones announce the close.
     fn begin_closing(&self);
 }
+
+/// What a connection is when it leaves the thread that served it (see
+/// [`LocalProtocol::serve_visit`]).
+pub(crate) enum Left {
+    Closed,
+    /// Waiting for its next request, or the rest of a head: back to the waiting room.
+    Waiting(Visit),
+    /// Switched to another protocol, which runs next without the thread
+    /// (`rt/upgraded.rs`).
+    Upgraded(Moved),
+}
+
+/// An upgraded connection moved off the thread that switched it, made into its task
+/// where it runs, and given the server's shutdown signal (`true` once shutdown has
+/// begun; the sender dropped, the server is gone).
+pub(crate) type Moved =
+    Box<dyn FnOnce(watch::Receiver<bool>) -> Pin<Box<dyn Future<Output = ()>>> + Send>;
 
 /// A connection under a thread model, passed between the waiting room, which holds it
 /// while it waits for a request, and a thread, which holds it while it has one

@@ -11,14 +11,17 @@
 //! request is there, and again whenever it waits for a next request, or the rest of a
 //! head, for more than a moment. So slow, silent and idle clients hold no thread
 //! (issue 15); a thread waits on a client only inside a large body or a response.
+//! A connection upgraded to another protocol (a WebSocket) leaves its thread too, for
+//! the thread of upgraded connections (`upgraded.rs`), however long it stays open.
 //!
 //! The socket is read through the thread's own reactor rather than with blocking
 //! reads, so that every model drives the same connection code; with one socket per
 //! reactor the thread sleeps in `epoll_wait` where it would sleep in `read`.
 //!
 //! Shutdown steps: the acceptor stops; waiting connections close (those yet to send a
-//! first request get a second); each thread gives its connection until the shutdown
-//! deadline, then drops it; the acceptor returns when every thread has ended.
+//! first request get a second); each thread, and the thread of upgraded connections,
+//! gives its connections until the shutdown deadline, then drops them; the acceptor
+//! returns when every thread has ended.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -32,8 +35,9 @@ use tokio::sync::{Semaphore, mpsc};
 
 use super::context::{self, LoopContext};
 use super::event_loop::{LoopSpec, prepare};
-use super::protocol::{Host, LocalProtocol, Protocol, Visit};
+use super::protocol::{Host, Left, LocalProtocol, Protocol, Visit};
 use super::runtime::spawn_thread;
+use super::upgraded::{Upgraded, Upgrades};
 use super::waiting_room::{self, Held};
 use super::watchdog::LoopStats;
 use crate::config::Model;
@@ -63,7 +67,13 @@ async fn front<P: Protocol>(
 ) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::from_std(listener)?;
     let (back, mut returned) = mpsc::unbounded_channel();
-    let threads = Rc::new(Threads::start(&spec, back)?);
+    // Its loop id is one past the last a request thread of a pool has.
+    let upgraded = Upgraded::start(spec.config.thread_count(), &spec)?;
+    let exits = Exits {
+        back,
+        upgraded: upgraded.way(),
+    };
+    let threads = Rc::new(Threads::start(&spec, exits)?);
     let mut shutdown = spec.shutdown.clone();
     loop {
         tokio::select! {
@@ -87,6 +97,7 @@ async fn front<P: Protocol>(
         }
     }
     threads.stop().await;
+    upgraded.stop();
     Ok(())
 }
 
@@ -118,6 +129,14 @@ fn enter<P: Protocol>(held: Held, threads: &Rc<Threads>, spec: &LoopSpec<P>) {
 /// A connection ready for a pool thread, and since when.
 type Queued = (Held, Instant);
 
+/// Where a connection goes when it leaves a thread open: `back` to the waiting room,
+/// or, upgraded, to the thread of upgraded connections.
+#[derive(Clone)]
+struct Exits {
+    back: mpsc::UnboundedSender<Held>,
+    upgraded: Upgrades,
+}
+
 /// The threads of a model, as the acceptor gives them connections.
 enum Threads {
     /// `thread-pool`: N threads take connections from a bounded queue, closed (`None`)
@@ -130,32 +149,31 @@ enum Threads {
     PerConn {
         permits: Arc<Semaphore>,
         cap: u32,
-        back: mpsc::UnboundedSender<Held>,
+        /// Taken when the server stops: the thread of upgraded connections ends once
+        /// no thread can hand it more.
+        exits: RefCell<Option<Exits>>,
         started: Cell<usize>,
     },
 }
 
 impl Threads {
-    /// Starts the model's threads (a pool's); each hands connections back on `back`.
-    fn start<P: Protocol>(
-        spec: &LoopSpec<P>,
-        back: mpsc::UnboundedSender<Held>,
-    ) -> std::io::Result<Self> {
+    /// Starts the model's threads (a pool's); each hands connections on by `exits`.
+    fn start<P: Protocol>(spec: &LoopSpec<P>, exits: Exits) -> std::io::Result<Self> {
         if spec.config.model != Model::ThreadPool {
             let cap = u32::try_from(spec.config.thread_count()).unwrap_or(u32::MAX);
             return Ok(Self::PerConn {
                 permits: Arc::new(Semaphore::new(cap as usize)),
                 cap,
-                back,
+                exits: RefCell::new(Some(exits)),
                 started: Cell::new(0),
             });
         }
         let (tx, rx) = crossbeam_channel::bounded(spec.config.thread_queue.max(1));
         let workers = (0..spec.config.thread_count())
             .map(|id| {
-                let (rx, spec, back) = (rx.clone(), spec.clone(), back.clone());
+                let (rx, spec, exits) = (rx.clone(), spec.clone(), exits.clone());
                 spawn_thread(format!("proscenium-worker-{id}"), move |runtime| {
-                    work(runtime, id, &rx, &spec, &back);
+                    work(runtime, id, &rx, &spec, &exits);
                 })
             })
             .collect::<std::io::Result<Vec<_>>>()?;
@@ -184,7 +202,7 @@ impl Threads {
             }
             Self::PerConn {
                 permits,
-                back,
+                exits,
                 started,
                 ..
             } => {
@@ -203,10 +221,13 @@ impl Threads {
                 };
                 let id = started.get() + 1;
                 started.set(id);
-                let (spec, back) = (spec.clone(), back.clone());
+                let Some(exits) = exits.borrow().clone() else {
+                    return;
+                };
+                let spec = spec.clone();
                 let thread = spawn_thread(format!("proscenium-conn-{id}"), move |runtime| {
                     enter_thread(id, &spec);
-                    visit(runtime, held, &spec, &back);
+                    visit(runtime, held, &spec, &exits);
                     drop(permit);
                 });
                 if let Err(e) = thread {
@@ -226,7 +247,13 @@ impl Threads {
                 }
             }
             // Every thread holds a permit until it ends: taking them all waits for the last.
-            Self::PerConn { permits, cap, .. } => {
+            Self::PerConn {
+                permits,
+                cap,
+                exits,
+                ..
+            } => {
+                exits.take();
                 let _ = permits.acquire_many(*cap).await;
             }
         }
@@ -240,7 +267,7 @@ fn work<P: Protocol>(
     id: usize,
     queue: &Receiver<Queued>,
     spec: &LoopSpec<P>,
-    back: &mpsc::UnboundedSender<Held>,
+    exits: &Exits,
 ) {
     enter_thread(id, spec);
     while let Ok((held, queued)) = queue.recv() {
@@ -248,7 +275,7 @@ fn work<P: Protocol>(
             super::overload::note(super::overload::Bound::QueueWait);
             runtime.block_on(refuse(held.visit, &*spec.protocol));
         } else {
-            visit(runtime, held, spec, back);
+            visit(runtime, held, spec, exits);
         }
     }
 }
@@ -263,51 +290,57 @@ pub(crate) fn enter_thread<P>(id: usize, spec: &LoopSpec<P>) {
 }
 
 /// Serves a connection on this thread until it closes, giving up at the shutdown
-/// deadline, or until it waits again: then it goes `back` to the waiting room.
+/// deadline; until it waits again: then it goes back to the waiting room; or until it
+/// is upgraded: then it goes to the thread of upgraded connections.
 fn visit<P: Protocol>(
     runtime: &tokio::runtime::Runtime,
     held: Held,
     spec: &LoopSpec<P>,
-    back: &mpsc::UnboundedSender<Held>,
+    exits: &Exits,
 ) {
     let Held { visit, pass } = held;
     let local = tokio::task::LocalSet::new();
-    let returned = local.block_on(runtime, async move {
+    let left = local.block_on(runtime, async move {
         let shared = spec.protocol.local(Host::Thread);
         serve_visit(&shared, visit, spec).await
     });
-    if let Some(visit) = returned {
+    match left {
+        Left::Closed => {}
         // The acceptor is gone only once every connection has closed.
-        let _ = back.send(Held { visit, pass });
+        Left::Waiting(visit) => drop(exits.back.send(Held { visit, pass })),
+        Left::Upgraded(moved) => exits.upgraded.hand(moved, pass),
     }
 }
 
-/// Serves `visit` with this thread's side of the protocol until it closes (`None`) or
-/// waits for its next request (returned); once shutdown begins, the side closes its
+/// Serves `visit` with this thread's side of the protocol until it leaves the thread
+/// (see [`LocalProtocol::serve_visit`]); once shutdown begins, the side closes its
 /// connections, and one still open at the shutdown deadline is dropped.
 pub(crate) async fn serve_visit<P: Protocol>(
     shared: &Rc<P::Local>,
     visit: Visit,
     spec: &LoopSpec<P>,
-) -> Option<Visit> {
+) -> Left {
     let peer = visit.peer;
-    let mut shutdown = spec.shutdown.clone();
-    let give_up = async {
-        while !*shutdown.borrow_and_update() {
-            if shutdown.changed().await.is_err() {
-                break;
-            }
-        }
-        shared.begin_closing();
-        tokio::time::sleep(spec.config.timeouts.shutdown).await;
-    };
     tokio::select! {
-        returned = shared.serve_visit(visit) => returned,
-        () = give_up => {
+        left = shared.serve_visit(visit) => left,
+        () = shutdown_deadline(spec, || shared.begin_closing()) => {
             tracing::warn!("shutdown deadline passed; closing the connection from {peer}");
-            None
+            Left::Closed
         }
     }
+}
+
+/// Resolves at the shutdown deadline, calling `begun` when shutdown begins (or the
+/// server that would say so is gone).
+pub(crate) async fn shutdown_deadline<P>(spec: &LoopSpec<P>, begun: impl FnOnce()) {
+    let mut shutdown = spec.shutdown.clone();
+    while !*shutdown.borrow_and_update() {
+        if shutdown.changed().await.is_err() {
+            break;
+        }
+    }
+    begun();
+    tokio::time::sleep(spec.config.timeouts.shutdown).await;
 }
 
 /// Answers a connection no thread can take with the protocol's overload answer, then

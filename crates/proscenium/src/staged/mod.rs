@@ -47,8 +47,9 @@ use crate::rt::dispatcher::pause_after_accept_error;
 use crate::rt::event_loop::LoopSpec;
 use crate::rt::overload::{Bound, note};
 use crate::rt::threads::{accept, enter_thread, refuse, serve_visit};
+use crate::rt::upgraded;
 use crate::rt::waiting_room::{self, Held};
-use crate::rt::{Host, Protocol};
+use crate::rt::{Host, Left, Protocol};
 use crate::stage::{
     Admission, ClusterSpec, Connector, Context, Graph, GraphMonitor, Out, RunningGraph, Stage,
     StageError, StageRef,
@@ -249,8 +250,13 @@ fn route_handler<P: Protocol>(
         async move |(): &mut (), held: Held, ctx: &mut Context<'_>| {
             let Held { visit, pass } = held;
             let side = thread_side(&spec, cache.as_ref(), &loops);
-            if let Some(visit) = serve_visit(&side, visit, &spec).await {
-                pass_on(ctx, &keep_alive, Held { visit, pass }, &spec).await;
+            match serve_visit(&side, visit, &spec).await {
+                Left::Closed => {}
+                Left::Waiting(visit) => {
+                    pass_on(ctx, &keep_alive, Held { visit, pass }, &spec).await;
+                }
+                // This thread's loop waits on no one socket: it runs here.
+                Left::Upgraded(moved) => upgraded::run(moved, pass, spec.clone()).await,
             }
             Ok(())
         },

@@ -30,13 +30,14 @@ use super::idle::{self, Idle, Waiting};
 use super::invoke::{self, Guarded};
 use super::io::Socket;
 use super::service::Http1Loop;
+use super::upgraded;
 use crate::http::Response;
 use crate::http::Soon;
 use crate::http::body::Repr;
-use crate::http::upgrade::{GoingAway, OnUpgrade, Run};
+use crate::http::upgrade::{OnUpgrade, Run};
 use crate::rt::Sleeping;
 use crate::rt::pace::Pace;
-use crate::rt::{Progress, Ticket, Visit};
+use crate::rt::{Left, Progress, Ticket, Visit};
 
 /// Bytes a read asks for at least.
 const READ_CHUNK: usize = 8 * 1024;
@@ -57,8 +58,9 @@ pub(crate) enum Start {
     Thread(Progress),
 }
 
-/// Serves one connection until it closes, is shelved (on a loop), or goes back to
-/// the waiting room (on a thread: the returned visit). (The connection is built before
+/// Serves one connection until it closes, is shelved (on a loop), goes back to the
+/// waiting room, or is upgraded (on a thread: what is left of it returned; on a loop
+/// an upgraded connection runs here). (The connection is built before
 /// the future, not in it, and the ticket is held by the connection rather than by a
 /// wrapping future: each saves the task from holding the same bytes twice.)
 pub(crate) fn serve(
@@ -66,7 +68,7 @@ pub(crate) fn serve(
     peer: SocketAddr,
     shared: Rc<Http1Loop>,
     start: Start,
-) -> impl Future<Output = Option<Visit>> {
+) -> impl Future<Output = Left> {
     let config = &shared.config;
     let socket = Socket::new(stream, config.timeouts.body, Pace::new(config));
     let (served, ticket, rbuf, head_deadline, pace) = match start {
@@ -107,19 +109,16 @@ pub(crate) fn serve(
         // Boxed, each phase's future is freed when it ends: an upgraded connection
         // (a WebSocket, open for hours) keeps no room for the HTTP one it was.
         match Box::pin(conn.run()).await {
-            Ok(Ended::Closed) => None,
-            Ok(Ended::Idle(due)) => conn.put_away(due),
-            Ok(Ended::Upgraded) => {
-                Box::pin(conn.hand_over()).await;
-                None
-            }
+            Ok(Ended::Closed) => Left::Closed,
+            Ok(Ended::Idle(due)) => conn.put_away(due).map_or(Left::Closed, Left::Waiting),
+            Ok(Ended::Upgraded) => Box::pin(conn.hand_over()).await,
             Err(e) => {
                 tracing::debug!(
                     "connection from {} ended while {:?}: {e}",
                     conn.peer,
                     conn.phase
                 );
-                None
+                Left::Closed
             }
         }
     }
@@ -321,11 +320,12 @@ impl Conn {
     }
 
     /// Hands the connection to what its `101` answer named, with the bytes read past
-    /// the request, and runs it here; the connection counts against the cap until it
-    /// ends.
-    async fn hand_over(self) {
+    /// the request: on a loop it runs here, counting against the cap until it ends; on
+    /// a thread it is returned, to run without the thread (`rt/upgraded.rs`).
+    async fn hand_over(self) -> Left {
         let Self {
             socket,
+            peer,
             rbuf,
             wbuf,
             decoder,
@@ -340,21 +340,16 @@ impl Conn {
         let read = bytes::Bytes::copy_from_slice(&rbuf);
         drop(rbuf);
         let Some(run) = upgrade else {
-            return;
+            return Left::Closed;
         };
-        let going_away = GoingAway::default();
-        let mut running =
-            std::pin::pin!(OnUpgrade::run(run, socket.stream, read, going_away.clone()));
-        // Told when shutdown begins, as idle connections are; then it runs on, to end
-        // as its protocol ends it.
-        tokio::select! {
-            () = &mut running => {}
-            () = shutdown_begun(&shared) => {
-                going_away.set();
-                running.await;
-            }
-        }
+        let Some(ticket) = ticket else {
+            return upgraded::moved(run, socket.stream, read, peer)
+                .map_or(Left::Closed, Left::Upgraded);
+        };
+        // Told when shutdown begins, as idle connections are.
+        upgraded::run_here(run, socket.stream, read, shutdown_begun(&shared)).await;
         drop(ticket);
+        Left::Closed
     }
 
     /// Puts away a connection waiting since before `due` minus the idle timeout (on

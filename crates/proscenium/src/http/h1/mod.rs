@@ -22,6 +22,7 @@ mod ready;
 mod room;
 mod service;
 mod spool;
+mod upgraded;
 
 #[cfg(test)]
 mod proptests;

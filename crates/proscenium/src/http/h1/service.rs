@@ -16,7 +16,7 @@ use super::room::Bodies;
 use crate::Config;
 use crate::http::access_log::AccessLog;
 use crate::http::response::Respond;
-use crate::rt::{Host, LocalProtocol, Protocol, Readiness, Sleepers, Ticket, Visit};
+use crate::rt::{Host, Left, LocalProtocol, Protocol, Readiness, Sleepers, Ticket, Visit};
 
 /// HTTP/1.1 serving an app: the protocol a server hands the runtime.
 #[derive(Debug)]
@@ -129,7 +129,7 @@ impl LocalProtocol for Http1Loop {
         )
     }
 
-    fn serve_visit(self: &Rc<Self>, visit: Visit) -> impl Future<Output = Option<Visit>> + 'static {
+    fn serve_visit(self: &Rc<Self>, visit: Visit) -> impl Future<Output = Left> + 'static {
         let Visit {
             stream,
             peer,
@@ -139,7 +139,12 @@ impl LocalProtocol for Http1Loop {
             .inspect_err(|e| tracing::warn!("cannot serve connection from {peer}: {e}"));
         let start = Start::Thread(progress);
         let conn = stream.map(|stream| conn::serve(stream, peer, self.clone(), start));
-        async move { conn.ok()?.await }
+        async move {
+            match conn {
+                Ok(conn) => conn.await,
+                Err(_) => Left::Closed,
+            }
+        }
     }
 
     fn begin_closing(&self) {
