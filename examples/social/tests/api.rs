@@ -678,3 +678,17 @@ fn issue33_a_second_like_of_a_picture_tells_no_one() {
     }
     assert_eq!(stream.matches("\"by\":\"bob\"").count(), 2, "{stream}");
 }
+
+/// SIGTERM completes with a reminder mail pending a day away (the Mailman's timer
+/// slept out its delay before shutdown could end, and the process ran on).
+#[test]
+fn issue33_sigterm_completes_with_a_reminder_pending_a_day_away() {
+    let data = tempfile::tempdir().unwrap();
+    let mut social = Social::reminding_after(86_400, data.path(), None, &[]);
+    let client = Client::new();
+    member(&client, &social, "ana");
+    eventually("the welcome, which sets the reminder", || {
+        social.log.lock().unwrap().contains("mail written")
+    });
+    assert_eq!(social.terminate(30), Some(0));
+}

@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// The social binary, stopped on drop; its stderr kept for the test to read.
 pub(crate) struct Social {
@@ -22,11 +23,24 @@ impl Drop for Social {
 }
 
 impl Social {
-    /// Starts it with its data in `data`, and `env` besides.
+    /// Starts it with its data in `data`, and `env` besides; the reminder mail a
+    /// second after the welcome.
     pub(crate) fn start(data: &Path, push: Option<&str>, env: &[(&str, String)]) -> Self {
+        Self::reminding_after(1, data, push, env)
+    }
+
+    /// Starts it as [`start`](Self::start) does, the reminder mail `secs` seconds after
+    /// the welcome.
+    pub(crate) fn reminding_after(
+        secs: u64,
+        data: &Path,
+        push: Option<&str>,
+        env: &[(&str, String)],
+    ) -> Self {
         let mut command = Command::new(env!("CARGO_BIN_EXE_social"));
         command
-            .args(["serve", "--bind", "127.0.0.1:0", "--reminder-after", "1"])
+            .args(["serve", "--bind", "127.0.0.1:0", "--reminder-after"])
+            .arg(secs.to_string())
             .arg("--data")
             .arg(data)
             .env("RUST_LOG", "info")
@@ -49,6 +63,27 @@ impl Social {
         });
         let (_, addr) = proscenium::launch::read_start_line(&mut child).unwrap();
         Self { child, addr, log }
+    }
+
+    /// Sends it SIGTERM; returns its exit code once it exits, panicking if it has not
+    /// within `secs` seconds.
+    pub(crate) fn terminate(&mut self, secs: u64) -> Option<i32> {
+        let sent = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "still running {secs} s after SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     pub(crate) fn url(&self, path: &str) -> String {
