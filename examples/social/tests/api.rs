@@ -690,5 +690,21 @@ fn issue33_sigterm_completes_with_a_reminder_pending_a_day_away() {
     eventually("the welcome, which sets the reminder", || {
         social.log.lock().unwrap().contains("mail written")
     });
-    assert_eq!(social.terminate(30), Some(0));
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &social.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let began = Instant::now();
+    let exited = loop {
+        if let Some(status) = social.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            began.elapsed() < Duration::from_secs(30),
+            "still running 30 s after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(exited.code(), Some(0));
 }

@@ -6,11 +6,10 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 /// The social binary, stopped on drop; its stderr kept for the test to read.
 pub(crate) struct Social {
-    child: Child,
+    pub(crate) child: Child,
     pub(crate) addr: SocketAddr,
     pub(crate) log: Arc<Mutex<String>>,
 }
@@ -63,27 +62,6 @@ impl Social {
         });
         let (_, addr) = proscenium::launch::read_start_line(&mut child).unwrap();
         Self { child, addr, log }
-    }
-
-    /// Sends it SIGTERM; returns its exit code once it exits, panicking if it has not
-    /// within `secs` seconds.
-    pub(crate) fn terminate(&mut self, secs: u64) -> Option<i32> {
-        let sent = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(sent.success());
-        let deadline = Instant::now() + Duration::from_secs(secs);
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status.code();
-            }
-            assert!(
-                Instant::now() < deadline,
-                "still running {secs} s after SIGTERM"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
     }
 
     pub(crate) fn url(&self, path: &str) -> String {
