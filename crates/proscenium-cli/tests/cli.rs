@@ -492,6 +492,41 @@ fn issue_15_a_stopped_prefork_worker_gets_no_connections_and_is_replaced() {
     assert_eq!(wait_exit(&mut child), 0);
 }
 
+/// Returns whether process `pid` is gone (or a zombie, dead but not yet reaped).
+fn is_gone(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |stat| {
+        stat.rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('Z'))
+    })
+}
+
+/// Waits up to `secs` seconds for `done`, panicking with `what` past that.
+fn within(secs: u64, what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !done() {
+        assert!(Instant::now() < deadline, "{what} within {secs} s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Workers follow their supervisor: SIGKILLed, it leaves no worker serving the port
+/// unsupervised (they kept serving, for good).
+#[test]
+fn issue33_prefork_workers_exit_when_their_supervisor_is_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f.txt"), "same file").unwrap();
+    let (mut child, addr, _) = start(dir.path(), &["--workers", "2"]);
+    wait_for(|| children(child.id()).len() == 2);
+    let workers = children(child.id());
+    assert!(get(&addr, "/f.txt").ends_with("same file"));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    within(60, "the workers exit", || {
+        workers.iter().all(|&pid| is_gone(pid))
+    });
+    within(60, "the port closes", || TcpStream::connect(&addr).is_err());
+}
+
 /// A spool directory that does not exist, or is a file, stops start-up with exit 1
 /// and a message naming the key and the directory, instead of failing the first
 /// large body. (Tests run as root here, which may write any directory, so an

@@ -100,7 +100,10 @@ impl Server {
         check_spool_dir(&config)?;
         let live = app.live.clone();
         let (shutdown_tx, shutdown) = watch::channel(false);
-        let seat = match prefork::inherited_seat() {
+        if let Some(followed) = prefork::follow_supervisor() {
+            followed.map_err(Error::io("follow the supervisor"))?;
+        }
+        let seat = match prefork::inherited_seat(live.clone()) {
             Some(seat) => Some(seat.map_err(Error::io("take the load board from the supervisor"))?),
             None => None,
         };

@@ -7,6 +7,7 @@
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
@@ -17,6 +18,48 @@ pub fn free_port() -> u16 {
         .and_then(|l| l.local_addr())
         .unwrap()
         .port()
+}
+
+/// How long a server a test starts may take to answer while it runs: long, for a
+/// machine busy with the whole suite (a redis-server once took more than 10 s there).
+/// A server that exits fails the test at once, with its log.
+const READY_WITHIN: Duration = Duration::from_secs(60);
+
+/// Tries a server on another free port when the one picked was taken meanwhile (a
+/// port free when picked may be bound by another test before the server binds it).
+const PORT_TRIES: usize = 5;
+
+/// Waits until `ready` says `server` answers; `Err` with why not (its exit and the
+/// `log` it wrote, or its silence past [`READY_WITHIN`], when it is killed).
+fn wait_ready(
+    server: &mut Child,
+    log: &Path,
+    mut ready: impl FnMut() -> bool,
+) -> Result<(), String> {
+    let deadline = Instant::now() + READY_WITHIN;
+    loop {
+        if ready() {
+            return Ok(());
+        }
+        if let Ok(Some(status)) = server.try_wait() {
+            let log = std::fs::read_to_string(log).unwrap_or_default();
+            return Err(format!("exited ({status}):\n{log}"));
+        }
+        if Instant::now() >= deadline {
+            let _ = server.kill();
+            let _ = server.wait();
+            return Err(format!(
+                "did not answer within {} s",
+                READY_WITHIN.as_secs()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Whether a server's failure to start was a port taken before it bound it.
+fn lost_its_port(why: &str) -> bool {
+    why.contains("Address already in use")
 }
 
 /// A `redis-server` of a test's own, stopped when dropped.
@@ -39,9 +82,10 @@ impl Redis {
     ///
     /// # Panics
     ///
-    /// When `redis-server` does not start or answer within 10 s: a test needs it.
+    /// When `redis-server` does not start, exits, or does not answer within 60 s: a
+    /// test needs it.
     pub fn start() -> Self {
-        Self::start_on(free_port())
+        Self::launch(Ipv4Addr::LOCALHOST, false)
     }
 
     /// Starts one on `port` (a restart of one stopped, to the same URL).
@@ -50,11 +94,13 @@ impl Redis {
     ///
     /// As [`start`](Self::start).
     pub fn start_on(port: u16) -> Self {
-        Self::launch(Setup {
+        let setup = Setup {
             bind: Ipv4Addr::LOCALHOST,
             port,
             durable: false,
-        })
+        };
+        Self::launch_in(setup, tempfile::tempdir().unwrap())
+            .unwrap_or_else(|why| panic!("redis-server on {port} {why}"))
     }
 
     /// Starts one listening on `bind` (a [`Host`]'s gateway, for the processes on it)
@@ -64,11 +110,7 @@ impl Redis {
     ///
     /// As [`start`](Self::start).
     pub fn start_bound(bind: Ipv4Addr) -> Self {
-        Self::launch(Setup {
-            bind,
-            port: free_port(),
-            durable: false,
-        })
+        Self::launch(bind, false)
     }
 
     /// Starts one that writes every change to its append-only file before it answers
@@ -78,11 +120,7 @@ impl Redis {
     ///
     /// As [`start`](Self::start).
     pub fn start_durable() -> Self {
-        Self::launch(Setup {
-            bind: Ipv4Addr::LOCALHOST,
-            port: free_port(),
-            durable: true,
-        })
+        Self::launch(Ipv4Addr::LOCALHOST, true)
     }
 
     /// Kills it (SIGKILL: no last save), leaves it down for `down_for`, and starts it
@@ -96,14 +134,29 @@ impl Redis {
         let _ = self.server.wait();
         std::thread::sleep(down_for);
         let dir = std::mem::replace(&mut self.dir, tempfile::tempdir().unwrap());
-        *self = Self::launch_in(self.setup, dir);
+        let port = self.setup.port;
+        *self = Self::launch_in(self.setup, dir)
+            .unwrap_or_else(|why| panic!("redis-server on {port} {why}"));
     }
 
-    fn launch(setup: Setup) -> Self {
-        Self::launch_in(setup, tempfile::tempdir().unwrap())
+    /// Starts one on `bind` and a free port, another if that port is taken first.
+    fn launch(bind: Ipv4Addr, durable: bool) -> Self {
+        let mut tries = 0;
+        loop {
+            let setup = Setup {
+                bind,
+                port: free_port(),
+                durable,
+            };
+            match Self::launch_in(setup, tempfile::tempdir().unwrap()) {
+                Ok(redis) => return redis,
+                Err(why) if lost_its_port(&why) && tries + 1 < PORT_TRIES => tries += 1,
+                Err(why) => panic!("redis-server on {} {why}", setup.port),
+            }
+        }
     }
 
-    fn launch_in(setup: Setup, dir: tempfile::TempDir) -> Self {
+    fn launch_in(setup: Setup, dir: tempfile::TempDir) -> Result<Self, String> {
         let Setup { bind, port, .. } = setup;
         let (appendonly, fsync) = if setup.durable {
             ("yes", "always")
@@ -117,31 +170,17 @@ impl Redis {
             .args(["--save", "", "--appendonly", appendonly])
             .args(["--appendfsync", fsync, "--dir"])
             .arg(dir.path())
+            .arg("--logfile")
+            .arg(dir.path().join("redis.log"))
             .stdout(Stdio::null())
             .spawn()
             .unwrap_or_else(|e| {
                 panic!("redis-server does not start ({e}): scripts/test installs it (apt-get install redis-server)")
             });
-        let redis = Self { server, setup, dir };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !redis.pongs() {
-            assert!(
-                Instant::now() < deadline,
-                "redis-server did not answer on {port}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        redis
-    }
-
-    fn pongs(&self) -> bool {
-        let Ok(mut stream) = TcpStream::connect((self.setup.bind, self.setup.port)) else {
-            return false;
-        };
-        let mut answer = [0; 7];
-        stream.write_all(b"PING\r\n").is_ok()
-            && stream.read_exact(&mut answer).is_ok()
-            && &answer == b"+PONG\r\n"
+        let mut redis = Self { server, setup, dir };
+        let log = redis.dir.path().join("redis.log");
+        wait_ready(&mut redis.server, &log, || pongs(bind, port))?;
+        Ok(redis)
     }
 
     /// The port it listens on.
@@ -178,6 +217,20 @@ pub fn process_of(parent: u32, name: &str) -> Option<u32> {
                 .any(|w| w == wanted.as_bytes());
             (ppid == parent.to_string() && runs).then_some(pid)
         })
+}
+
+/// Whether a Redis on `bind`:`port` answers PING (a read that hangs counts as no).
+fn pongs(bind: Ipv4Addr, port: u16) -> bool {
+    let Ok(mut stream) = TcpStream::connect((bind, port)) else {
+        return false;
+    };
+    let mut answer = [0; 7];
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .is_ok()
+        && stream.write_all(b"PING\r\n").is_ok()
+        && stream.read_exact(&mut answer).is_ok()
+        && &answer == b"+PONG\r\n"
 }
 
 impl Drop for Redis {
@@ -314,8 +367,8 @@ impl Postgres {
     ///
     /// # Panics
     ///
-    /// When PostgreSQL is not installed, or does not start and answer within 20 s: a
-    /// test needs it.
+    /// When PostgreSQL is not installed, does not start, exits, or does not answer
+    /// within 60 s: a test needs it.
     pub fn start() -> Self {
         let bin = postgres_bin();
         let dir = tempfile::tempdir().unwrap();
@@ -351,41 +404,43 @@ impl Postgres {
                 panic!("initdb does not run ({e}): scripts/test installs postgresql")
             });
         assert!(made.success(), "initdb failed");
-        let port = free_port();
-        let server = as_postgres("postgres")
-            .arg("-D")
-            .arg(&data)
-            .args(["-p", &port.to_string(), "-h", "127.0.0.1", "-k"])
-            .arg(dir.path())
-            .args([
-                "-c",
-                "fsync=off",
-                "-c",
-                "synchronous_commit=off",
-                "-c",
-                "full_page_writes=off",
-            ])
-            .spawn()
-            .unwrap();
-        let postgres = Self {
-            server,
-            port,
-            _dir: dir,
-        };
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let log = dir.path().join("postgres.log");
+        let mut tries = 0;
         loop {
-            let ready = Command::new(bin.join("pg_isready"))
-                .args(["-q", "-h", "127.0.0.1", "-p", &port.to_string()])
-                .status()
-                .is_ok_and(|s| s.success());
-            if ready {
-                return postgres;
+            let port = free_port();
+            let mut server = as_postgres("postgres");
+            server
+                .arg("-D")
+                .arg(&data)
+                .args(["-p", &port.to_string(), "-h", "127.0.0.1", "-k"])
+                .arg(dir.path())
+                .args([
+                    "-c",
+                    "fsync=off",
+                    "-c",
+                    "synchronous_commit=off",
+                    "-c",
+                    "full_page_writes=off",
+                ])
+                .stderr(std::fs::File::create(&log).unwrap());
+            let mut server = server.spawn().unwrap();
+            let ready = || {
+                Command::new(bin.join("pg_isready"))
+                    .args(["-q", "-h", "127.0.0.1", "-p", &port.to_string()])
+                    .status()
+                    .is_ok_and(|s| s.success())
+            };
+            match wait_ready(&mut server, &log, ready) {
+                Ok(()) => {
+                    return Self {
+                        server,
+                        port,
+                        _dir: dir,
+                    };
+                }
+                Err(why) if lost_its_port(&why) && tries + 1 < PORT_TRIES => tries += 1,
+                Err(why) => panic!("postgres on {port} {why}"),
             }
-            assert!(
-                Instant::now() < deadline,
-                "postgres did not answer on {port}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
         }
     }
 
@@ -436,4 +491,18 @@ fn run_as_postgres() -> Option<(u32, u32)> {
         .flatten()
         .expect("a postgres user: scripts/test installs postgresql");
     Some((user.uid.as_raw(), user.gid.as_raw()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A server that cannot start fails the test at once with its log, rather than
+    /// after a deadline with "did not answer" (a busy suite once passed 10 s).
+    #[test]
+    #[should_panic(expected = "Address already in use")]
+    fn a_redis_that_exits_fails_at_once_with_its_log() {
+        let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+        Redis::start_on(taken.local_addr().unwrap().port());
+    }
 }

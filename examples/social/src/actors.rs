@@ -62,9 +62,12 @@ impl Handler<Mail> for Mailman {
                 "Your followers are waiting for your next picture.",
             ),
         };
+        let Some(text) = mail_text(name, email, subject, body) else {
+            tracing::error!(to = ?email, user = ?name, "mail not written: a header value holds a line break");
+            return;
+        };
         let number = self.written.fetch_add(1, Ordering::Relaxed) + 1;
         let file = self.outbox.join(format!("{number:06}-{name}.eml"));
-        let text = format!("To: {name} <{email}>\r\nSubject: {subject}\r\n\r\n{body}\r\n");
         // Written beside it and renamed, as a maildir delivers: whoever reads the
         // outbox sees a whole mail or none (a reader once found a `.eml` still empty).
         let part = file.with_extension("eml.part");
@@ -73,6 +76,22 @@ impl Handler<Mail> for Mailman {
             Err(error) => tracing::error!(to = %email, %error, "mail not written"),
         }
     }
+}
+
+/// A mail's text, or `None` if a header value holds a CR, an LF or another control
+/// character: written into the header, a line break starts a header of the sender's
+/// choosing (`Bcc:`). Sign-up refuses such an address too; this holds for every mail.
+fn mail_text(name: &str, email: &str, subject: &str, body: &str) -> Option<String> {
+    let header = [name, email, subject];
+    if header
+        .iter()
+        .any(|value| value.chars().any(char::is_control))
+    {
+        return None;
+    }
+    Some(format!(
+        "To: {name} <{email}>\r\nSubject: {subject}\r\n\r\n{body}\r\n"
+    ))
 }
 
 /// A notification for a user's devices.
@@ -216,5 +235,32 @@ impl Actors {
             notifier,
             feeder,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mail_header_value_with_a_line_break_is_not_written() {
+        for email in [
+            "a@example.org\r\nBcc: b@example.org",
+            "a@example.org\nBcc: b@example.org",
+        ] {
+            assert_eq!(
+                mail_text("ana", email, "Welcome", "Hello"),
+                None,
+                "{email:?}"
+            );
+        }
+        assert_eq!(
+            mail_text("ana\r", "a@example.org", "Welcome", "Hello"),
+            None
+        );
+        assert_eq!(
+            mail_text("ana", "a@example.org", "Welcome", "Hello").as_deref(),
+            Some("To: ana <a@example.org>\r\nSubject: Welcome\r\n\r\nHello\r\n")
+        );
     }
 }

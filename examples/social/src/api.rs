@@ -22,6 +22,17 @@ pub(crate) struct Social {
     pub(crate) store: Store,
     pub(crate) hub: Hub,
     pub(crate) actors: Actors,
+    pub(crate) uploads: Uploads,
+}
+
+/// What one upload may hold.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Uploads {
+    /// Pictures in one upload (a hostile one once stored 20,000 in 3.7 MB).
+    pub(crate) pictures: usize,
+    /// Bytes one picture may take decoded: its declared dimensions are read before
+    /// anything is decoded (a PNG of 471 kB once decoded to 463 MB).
+    pub(crate) decoded: u64,
 }
 
 /// The routes; the page and its files are served beside them.
@@ -102,7 +113,7 @@ async fn sign_up(
             "a name is 1 to 32 letters, digits, _ or -",
         ));
     }
-    if !form.email.contains('@') || form.password.len() < 8 {
+    if !is_plain_address(&form.email) || form.password.len() < 8 {
         return Err(ApiError::new(
             StatusCode::BAD_REQUEST,
             "an email address and a password of 8 characters or more",
@@ -131,6 +142,22 @@ async fn sign_up(
         password: String::new(),
     };
     Ok((StatusCode::CREATED, Json(user)))
+}
+
+/// Whether `email` is a plain address, `local@domain` of printable ASCII without
+/// spaces, quotes, brackets or separators: what goes into a mail's `To:` header, where
+/// a line break would write headers of the sender's choosing (`Bcc:`).
+fn is_plain_address(email: &str) -> bool {
+    let plain = |part: &str| {
+        !part.is_empty()
+            && part
+                .bytes()
+                .all(|b| b.is_ascii_graphic() && !b"<>()[]\\,;:\"@".contains(&b))
+    };
+    email.len() <= 254
+        && email
+            .split_once('@')
+            .is_some_and(|(local, domain)| plain(local) && plain(domain))
 }
 
 /// Hashes a password with Argon2 on the blocking pool (tens of milliseconds of CPU:
@@ -237,34 +264,39 @@ struct Upload {
 
 /// `POST /pictures` (signed in), `multipart/form-data` with one or more image files
 /// (PNG or JPEG): each is stored — all at once, not one after another (Program 4.2)
-/// — and answered 201 with the pictures; a thumbnail of each is then made on the
-/// `thumbnails` pool (Programs 4.3–4.4), kept, and announced on
-/// `/picture/ID/thumbnail`.
+/// — and answered 201 with the pictures; their thumbnails are then made on the
+/// `thumbnails` pool (Programs 4.3–4.4), one picture after another, kept, and
+/// announced on `/picture/ID/thumbnail`. 413 for more pictures than
+/// [`Uploads::pictures`], or one larger decoded than [`Uploads::decoded`].
 async fn upload(
     social: Read<Social>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Answer<(StatusCode, Json<Vec<Picture>>)> {
     let me = signed_in(&social, &headers).await?;
-    let uploads = parts(&headers, body).await?;
+    let uploads = parts(&headers, body, social.uploads).await?;
     let stored = futures_util::future::join_all(
         uploads
             .into_iter()
             .map(|upload| store_one(&social, &me, upload)),
     );
     let stored: Vec<(Picture, Bytes)> = stored.await.into_iter().collect::<Answer<_>>()?;
-    let mut pictures = Vec::with_capacity(stored.len());
-    for (picture, bytes) in stored {
-        thumbnail(&social, picture.id, bytes);
-        pictures.push(picture);
-    }
+    let (pictures, images) = stored
+        .into_iter()
+        .map(|(picture, bytes)| {
+            let id = picture.id;
+            (picture, (id, bytes))
+        })
+        .unzip();
+    thumbnails(&social, images);
     Ok((StatusCode::CREATED, Json(pictures)))
 }
 
 /// The image files of a `multipart/form-data` body: 400 for another body, or a file
-/// that is not PNG or JPEG.
-async fn parts(headers: &HeaderMap, body: Bytes) -> Answer<Vec<Upload>> {
+/// that is not PNG or JPEG; 413 past `limits`.
+async fn parts(headers: &HeaderMap, body: Bytes, limits: Uploads) -> Answer<Vec<Upload>> {
     let bad = |message: &str| ApiError::new(StatusCode::BAD_REQUEST, message);
+    let too_large = |message: String| ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, message);
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
@@ -279,13 +311,27 @@ async fn parts(headers: &HeaderMap, body: Bytes) -> Answer<Vec<Upload>> {
         .await
         .map_err(|e| bad(&e.to_string()))?
     {
+        if uploads.len() == limits.pictures {
+            let most = limits.pictures;
+            return Err(too_large(format!("at most {most} pictures in one upload")));
+        }
         let title = field.file_name().unwrap_or("untitled").to_owned();
         let bytes = field.bytes().await.map_err(|e| bad(&e.to_string()))?;
-        let kind = match image::guess_format(&bytes) {
-            Ok(image::ImageFormat::Png) => "image/png",
-            Ok(image::ImageFormat::Jpeg) => "image/jpeg",
+        let format = image::guess_format(&bytes).ok();
+        let kind = match format {
+            Some(image::ImageFormat::Png) => "image/png",
+            Some(image::ImageFormat::Jpeg) => "image/jpeg",
             _ => return Err(bad(&format!("{title}: not a PNG or JPEG image"))),
         };
+        let size = format
+            .and_then(|format| decoded_size(format, &bytes).ok())
+            .ok_or_else(|| bad(&format!("{title}: the image's header does not decode")))?;
+        if size > limits.decoded {
+            let (size, most) = (size >> 20, limits.decoded >> 20);
+            return Err(too_large(format!(
+                "{title}: {size} MiB decoded, more than {most} MiB"
+            )));
+        }
         uploads.push(Upload { title, kind, bytes });
     }
     if uploads.is_empty() {
@@ -310,41 +356,67 @@ async fn store_one(social: &Social, me: &User, upload: Upload) -> Answer<(Pictur
     Ok((picture, upload.bytes))
 }
 
-/// Makes a picture's thumbnail on the `thumbnails` pool, after the answer: when it is
-/// made the store keeps it and the hub announces it.
-fn thumbnail(social: &Social, id: i64, bytes: Bytes) {
+/// The bytes an image takes decoded, from the dimensions and colour type its header
+/// declares; nothing else is decoded.
+fn decoded_size(format: image::ImageFormat, bytes: &[u8]) -> image::ImageResult<u64> {
+    use image::ImageDecoder as _;
+    let header = std::io::Cursor::new(bytes);
+    Ok(match format {
+        image::ImageFormat::Png => image::codecs::png::PngDecoder::new(header)?.total_bytes(),
+        _ => image::codecs::jpeg::JpegDecoder::new(header)?.total_bytes(),
+    })
+}
+
+/// Makes the thumbnails of one upload's pictures on the `thumbnails` pool, after the
+/// answer, one picture after another (four large pictures decoded at once once took
+/// 1.06 GB); as each is made the store keeps it and the hub announces it.
+fn thumbnails(social: &Social, pictures: Vec<(i64, Bytes)>) {
+    let decoded = social.uploads.decoded;
+    let (store, hub) = (social.store.clone(), social.hub.clone());
     let made = proscenium::rt::spawn_blocking_on("thumbnails", move || {
-        let thumbnail = image::load_from_memory(&bytes)?.thumbnail(200, 200);
-        let mut png = std::io::Cursor::new(Vec::new());
-        thumbnail.write_to(&mut png, image::ImageFormat::Png)?;
-        Ok::<_, image::ImageError>(png.into_inner())
+        for (id, bytes) in pictures {
+            let made = thumbnail_of(&bytes, decoded);
+            let (kept, hub) = (store.clone(), hub.clone());
+            store.background().spawn(async move {
+                keep_thumbnail(&kept, &hub, id, made).await;
+            });
+        }
     });
-    let made = match made {
-        Ok(task) => task,
+    if let Err(error) = made {
+        tracing::warn!(%error, "no thumbnails: the pool refused");
+    }
+}
+
+/// A picture's thumbnail as PNG, decoded within `decoded` bytes (the declared size is
+/// checked at upload; this bounds what the decoder may allocate besides).
+fn thumbnail_of(bytes: &[u8], decoded: u64) -> image::ImageResult<Vec<u8>> {
+    let mut reader = image::io::Reader::new(std::io::Cursor::new(bytes)).with_guessed_format()?;
+    let mut limits = image::io::Limits::default();
+    limits.max_alloc = Some(decoded);
+    reader.limits(limits);
+    let thumbnail = reader.decode()?.thumbnail(200, 200);
+    let mut png = std::io::Cursor::new(Vec::new());
+    thumbnail.write_to(&mut png, image::ImageFormat::Png)?;
+    Ok(png.into_inner())
+}
+
+/// Keeps a thumbnail made, and announces it; a picture that did not decode is logged.
+async fn keep_thumbnail(store: &Store, hub: &Hub, id: i64, made: image::ImageResult<Vec<u8>>) {
+    let png = match made {
+        Ok(png) => png,
         Err(error) => {
-            tracing::warn!(picture = id, %error, "no thumbnail: the pool refused");
+            tracing::warn!(picture = id, %error, "no thumbnail: the image does not decode");
             return;
         }
     };
-    let (store, hub) = (social.store.clone(), social.hub.clone());
-    social.store.background().spawn(async move {
-        match made.await {
-            Ok(Ok(png)) => {
-                if let Err(error) = store.keep_thumbnail(id, png).await {
-                    tracing::error!(picture = id, %error, "the thumbnail was not kept");
-                    return;
-                }
-                hub.publish(
-                    &format!("/picture/{id}/thumbnail"),
-                    format!("{{\"picture\":{id}}}"),
-                );
-            }
-            Ok(Err(error)) => {
-                tracing::warn!(picture = id, %error, "no thumbnail: the image does not decode");
-            }
-            Err(error) => tracing::error!(picture = id, %error, "no thumbnail"),
-        }
-    });
+    if let Err(error) = store.keep_thumbnail(id, png).await {
+        tracing::error!(picture = id, %error, "the thumbnail was not kept");
+        return;
+    }
+    hub.publish(
+        &format!("/picture/{id}/thumbnail"),
+        format!("{{\"picture\":{id}}}"),
+    );
 }
 
 /// `GET /pictures/:id`: the picture as uploaded.
@@ -367,14 +439,19 @@ async fn thumbnail_file(
 
 /// `POST /picture/:id/likes` (signed in): 201 with the picture as it now is. The
 /// like goes to the hub (`/picture/ID/likes`, every replica's feed) and, through the
-/// Notifier, to the picture's owner.
+/// Notifier, to the picture's owner. A user likes a picture once: liking it again
+/// answers 200 and tells no one (300 likes of one picture once sent 300 events and
+/// 300 notifications).
 async fn like(
     social: Read<Social>,
     Path(id): Path<i64>,
     headers: HeaderMap,
 ) -> Answer<(StatusCode, Json<Picture>)> {
     let me = signed_in(&social, &headers).await?;
-    let picture = social.store.like(id, me.id).await?;
+    let (picture, new) = social.store.like(id, me.id).await?;
+    if !new {
+        return Ok((StatusCode::OK, Json(picture)));
+    }
     let news = json!({ "picture": id, "title": picture.title, "owner": picture.owner, "by": me.name, "likes": picture.likes });
     if let Err(error) = social
         .hub

@@ -26,7 +26,7 @@ use proscenium::launch::Launcher;
 use proscenium::web::StaticFiles;
 
 use crate::actors::{Actors, Setup};
-use crate::api::Social;
+use crate::api::{Social, Uploads};
 use crate::store::Store;
 
 /// The app's own options; how it runs comes from the deploy flags and its
@@ -47,6 +47,13 @@ struct Options {
     /// The page's files (default: the ones beside this source).
     #[arg(long)]
     page: Option<PathBuf>,
+    /// The most pictures one upload may hold (more: 413).
+    #[arg(long, default_value_t = 10)]
+    max_pictures: usize,
+    /// The most MiB one picture may take decoded, as its header declares it (more:
+    /// 413); 64 is a 4096×4096 picture with an alpha channel.
+    #[arg(long, default_value_t = 64)]
+    max_decoded_mib: u64,
 }
 
 fn main() -> ExitCode {
@@ -82,6 +89,16 @@ fn main() -> ExitCode {
                 .page
                 .clone()
                 .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/static")));
-            api::routes(Social { store, hub, actors }).fallback(StaticFiles::new(page))
+            let uploads = Uploads {
+                pictures: options.max_pictures,
+                decoded: options.max_decoded_mib.saturating_mul(1 << 20),
+            };
+            let social = Social {
+                store,
+                hub,
+                actors,
+                uploads,
+            };
+            api::routes(social).fallback(StaticFiles::new(page))
         })
 }

@@ -319,8 +319,13 @@ impl Store {
     }
 
     /// `user_id` likes a picture (again: nothing changes); returns the picture as it
-    /// now is. [`StoreError::NotFound`] if there is no such picture.
-    pub(crate) async fn like(&self, picture_id: i64, user_id: i64) -> Result<Picture, StoreError> {
+    /// now is, and whether the like is new. [`StoreError::NotFound`] if there is no
+    /// such picture.
+    pub(crate) async fn like(
+        &self,
+        picture_id: i64,
+        user_id: i64,
+    ) -> Result<(Picture, bool), StoreError> {
         self.run(|pool| async move {
             let found = sqlx::query(&format!("{PICTURE} WHERE p.id = $1"))
                 .bind(picture_id)
@@ -329,19 +334,20 @@ impl Store {
             if found.is_none() {
                 return Err(StoreError::NotFound);
             }
-            sqlx::query(
+            let added = sqlx::query(
                 "INSERT INTO likes (picture_id, user_id, created) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
             )
             .bind(picture_id)
             .bind(user_id)
             .bind(now())
             .execute(&pool)
-            .await?;
+            .await?
+            .rows_affected();
             let row = sqlx::query(&format!("{PICTURE} WHERE p.id = $1"))
                 .bind(picture_id)
                 .fetch_one(&pool)
                 .await?;
-            picture(&row)
+            Ok((picture(&row)?, added == 1))
         })
         .await
     }

@@ -77,6 +77,24 @@ fn multipart(files: &[(&str, Vec<u8>)]) -> (String, Bytes) {
     )
 }
 
+/// Uploads `files` as `token`'s: the status and the answer as JSON.
+fn upload(
+    client: &Client,
+    social: &Social,
+    token: &str,
+    files: &[(&str, Vec<u8>)],
+) -> (u16, Value) {
+    let (content_type, body) = multipart(files);
+    let request = http::Request::post(social.url("/pictures"))
+        .header("authorization", format!("Bearer {token}"))
+        .header("content-type", content_type)
+        .body(body)
+        .unwrap();
+    let answer = client.send_blocking(request).unwrap();
+    let json = serde_json::from_slice(answer.body()).unwrap_or(Value::Null);
+    (answer.status().as_u16(), json)
+}
+
 /// A push service of the test's own: what it is posted, kept.
 fn push_service() -> (String, Arc<Mutex<Vec<Value>>>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -229,6 +247,9 @@ fn the_api_end_to_end(url: Option<String>) {
         .1,
         json!(["bob"])
     );
+    // The feed socket opens before the upload: it has joined the Feeder by the time
+    // the thumbnails are made, and the like it waits for is sent once.
+    let mut socket = feed_socket(&social);
     // Two pictures in one upload; a thumbnail of each, made after the answer.
     let (content_type, body) = multipart(&[
         ("sunset.png", image(640, 480, image::ImageFormat::Png)),
@@ -271,24 +292,17 @@ fn the_api_end_to_end(url: Option<String>) {
         .unwrap();
     assert_eq!(client.send_blocking(refused).unwrap().status(), 400);
     // A like: counted once, on the feed, and to the owner's devices.
-    let mut socket = feed_socket(&social);
     let like = social.url(&format!("/picture/{}/likes", ids[0]));
-    // The socket joins the Feeder as it opens; like until the feed carries one.
-    socket
-        .set_read_timeout(Some(Duration::from_millis(300)))
-        .unwrap();
-    let (liked, news) = loop {
-        let liked = call(&client, "POST", &like, Some(&bob), None);
-        let mut head = [0; 1];
-        if socket.peek(&mut head).is_ok() {
-            socket
-                .set_read_timeout(Some(Duration::from_secs(10)))
-                .unwrap();
-            break (liked, feed_message(&mut socket));
-        }
-    };
+    let liked = call(&client, "POST", &like, Some(&bob), None);
+    let news = feed_message(&mut socket);
     assert_eq!(liked.0, 201);
-    assert_eq!(liked.1["likes"], 1, "liked again, counted once");
+    assert_eq!(liked.1["likes"], 1);
+    let again = call(&client, "POST", &like, Some(&bob), None);
+    assert_eq!(
+        (again.0, &again.1["likes"]),
+        (200, &json!(1)),
+        "liked again, counted once"
+    );
     assert_eq!(
         (
             news["by"].as_str(),
@@ -446,29 +460,31 @@ fn two_replicas_share_their_likes_through_redis() {
     let b = Social::start(data_b.path(), None, &env);
     let client = Client::new();
     let ana = member(&client, &a, "ana");
-    let (content_type, body) = multipart(&[("one.png", image(20, 20, image::ImageFormat::Png))]);
-    let upload = http::Request::post(a.url("/pictures"))
-        .header("authorization", format!("Bearer {ana}"))
-        .header("content-type", content_type)
-        .body(body)
-        .unwrap();
-    let picture: Value =
-        serde_json::from_slice(client.send_blocking(upload).unwrap().body()).unwrap();
-    let id = picture[0]["id"].as_i64().unwrap();
     let mut on_b = feed_socket(&b);
     on_b.set_read_timeout(Some(Duration::from_millis(300)))
         .unwrap();
     let began = Instant::now();
+    let mut liked = Vec::new();
     let news = loop {
-        // A like on A; B's feed has it once B's socket and subscription are up.
-        let bob_likes = call(
+        // A like of a new picture on A (a user likes a picture once); B's feed has
+        // one once B's socket and subscription are up.
+        let (status, picture) = upload(
+            &client,
+            &a,
+            &ana,
+            &[("one.png", image(20, 20, image::ImageFormat::Png))],
+        );
+        assert_eq!(status, 201);
+        let id = picture[0]["id"].as_i64().unwrap();
+        liked.push(id);
+        let ana_likes = call(
             &client,
             "POST",
             &a.url(&format!("/picture/{id}/likes")),
             Some(&ana),
             None,
         );
-        assert_eq!(bob_likes.0, 201);
+        assert_eq!(ana_likes.0, 201);
         let mut head = [0; 1];
         if on_b.peek(&mut head).is_ok() {
             on_b.set_read_timeout(Some(Duration::from_secs(10)))
@@ -480,8 +496,215 @@ fn two_replicas_share_their_likes_through_redis() {
             "B's feed never had A's like"
         );
     };
+    assert!(liked.contains(&news["picture"].as_i64().unwrap()), "{news}");
+    assert_eq!(news["by"].as_str(), Some("ana"));
+}
+
+/// A PNG whose header declares `width`×`height` RGBA pixels, with a few bytes of
+/// image data: a decompression bomb's header, which is all a server may read of it.
+fn png_declaring(width: u32, height: u32) -> Vec<u8> {
+    fn chunk(png: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]) {
+        png.extend((data.len() as u32).to_be_bytes());
+        let start = png.len();
+        png.extend(kind);
+        png.extend(data);
+        let crc = crc32(&png[start..]);
+        png.extend(crc.to_be_bytes());
+    }
+    let mut header = Vec::new();
+    header.extend(width.to_be_bytes());
+    header.extend(height.to_be_bytes());
+    // 8 bits a sample, RGBA, deflate, adaptive filtering, not interlaced.
+    header.extend([8, 6, 0, 0, 0]);
+    let mut png = b"\x89PNG\r\n\x1a\n".to_vec();
+    chunk(&mut png, b"IHDR", &header);
+    chunk(&mut png, b"IDAT", &[0x78, 0x9c, 0x03, 0x00]);
+    chunk(&mut png, b"IEND", &[]);
+    png
+}
+
+/// The CRC-32 a PNG chunk ends with (ISO 3309, bit by bit).
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &byte in bytes {
+        crc ^= u32::from(byte);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+/// Sign-up takes a plain address only: a line break would write headers of the
+/// client's choosing into the mail (`Bcc:`, a second `Subject:`).
+#[test]
+fn issue33_a_sign_up_address_that_is_not_plain_is_refused() {
+    let data = tempfile::tempdir().unwrap();
+    let social = Social::start(data.path(), None, &[]);
+    let client = Client::new();
+    for email in [
+        "eve@example.org\r\nBcc: all@example.org\r\nSubject: Free",
+        "eve@example.org\nBcc: all@example.org",
+        "Eve <eve@example.org>",
+        "eve@example.org, all@example.org",
+        "eve",
+    ] {
+        let form = json!({"name": "eve", "email": email, "password": "correct horse"});
+        let (status, body) = call(&client, "POST", &social.url("/users"), None, Some(form));
+        assert_eq!(status, 400, "{email:?}");
+        assert!(body["error"].is_string(), "{email:?}: {body}");
+    }
+    member(&client, &social, "ana");
+    let outbox = data.path().join("outbox");
+    eventually("the welcome", || {
+        std::fs::read_dir(&outbox).unwrap().any(|entry| {
+            let path = entry.unwrap().path();
+            path.extension().is_some_and(|e| e == "eml")
+        })
+    });
+    for entry in std::fs::read_dir(&outbox).unwrap() {
+        let mail = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        assert!(mail.starts_with("To: ana <ana@example.org>\r\n"), "{mail}");
+        assert!(!mail.contains("Bcc:"), "{mail}");
+    }
+}
+
+/// One upload holds at most 10 pictures (a 3.7 MB upload once stored 20,000), and a
+/// picture whose header declares more than 64 MiB decoded is refused before anything
+/// is decoded (a 471 kB PNG once cost 463 MB); the server goes on.
+#[test]
+fn issue33_an_upload_is_bounded_in_pictures_and_in_decoded_size() {
+    let data = tempfile::tempdir().unwrap();
+    let social = Social::start(data.path(), None, &[]);
+    let client = Client::new();
+    let ana = member(&client, &social, "ana");
+    let small = || ("small.png", image(2, 2, image::ImageFormat::Png));
+    let eleven: Vec<_> = (0..11).map(|_| small()).collect();
+    let (status, body) = upload(&client, &social, &ana, &eleven);
     assert_eq!(
-        (news["picture"].as_i64(), news["by"].as_str()),
-        (Some(id), Some("ana"))
+        (status, body),
+        (413, json!({"error": "at most 10 pictures in one upload"}))
     );
+    let (status, body) = upload(&client, &social, &ana, &eleven[..10]);
+    assert_eq!((status, body.as_array().map(Vec::len)), (201, Some(10)));
+    for (width, height) in [(60_000, 60_000), (4097, 4096), (1, 1 << 30)] {
+        let bomb = png_declaring(width, height);
+        assert!(bomb.len() < 100, "{} bytes", bomb.len());
+        let (status, body) = upload(&client, &social, &ana, &[small(), ("bomb.png", bomb)]);
+        assert_eq!(status, 413, "{width}×{height}: {body}");
+        assert!(
+            body["error"].as_str().unwrap().starts_with("bomb.png: "),
+            "{body}"
+        );
+    }
+    let listed = call(
+        &client,
+        "GET",
+        &social.url("/users/ana/pictures"),
+        None,
+        None,
+    )
+    .1;
+    assert_eq!(
+        listed.as_array().map(Vec::len),
+        Some(10),
+        "nothing of a refused upload is kept"
+    );
+    let (status, _) = upload(
+        &client,
+        &social,
+        &ana,
+        &[("fits.png", png_declaring(4096, 4096))],
+    );
+    assert_eq!(status, 201, "a picture of 64 MiB decoded is taken");
+}
+
+/// A user likes a picture once: liking it again answers 200 and sends no event and
+/// no notification (300 likes once sent 300 of each).
+#[test]
+fn issue33_a_second_like_of_a_picture_tells_no_one() {
+    let data = tempfile::tempdir().unwrap();
+    let (push, pushed) = push_service();
+    let social = Social::start(data.path(), Some(&push), &[]);
+    let client = Client::new();
+    let (ana, bob) = (
+        member(&client, &social, "ana"),
+        member(&client, &social, "bob"),
+    );
+    let png = || image(2, 2, image::ImageFormat::Png);
+    let (status, pictures) = upload(
+        &client,
+        &social,
+        &ana,
+        &[("one.png", png()), ("two.png", png())],
+    );
+    assert_eq!(status, 201);
+    let likes = |at: usize| social.url(&format!("/picture/{}/likes", pictures[at]["id"]));
+    let first = call(&client, "POST", &likes(0), Some(&bob), None);
+    assert_eq!((first.0, &first.1["likes"]), (201, &json!(1)));
+    for _ in 0..5 {
+        let again = call(&client, "POST", &likes(0), Some(&bob), None);
+        assert_eq!((again.0, &again.1["likes"]), (200, &json!(1)));
+    }
+    assert_eq!(call(&client, "POST", &likes(1), Some(&bob), None).0, 201);
+    // The Notifier sends in order: once the second picture's is in, any for a
+    // repeated like of the first would be too.
+    let about = |title: &str| {
+        let pushed = pushed.lock().unwrap();
+        let text = format!("bob likes your picture {title}");
+        pushed.iter().filter(|p| p["text"] == text.as_str()).count()
+    };
+    eventually("the second picture's notification", || {
+        about("two.png") == 1
+    });
+    assert_eq!(about("one.png"), 1);
+    let mut events = TcpStream::connect(social.addr).unwrap();
+    events
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    events
+        .write_all(b"GET /feed/events HTTP/1.1\r\nHost: t\r\nLast-Event-ID: 0\r\n\r\n")
+        .unwrap();
+    let mut stream = String::new();
+    let mut reader = BufReader::new(events);
+    while !stream.contains("two.png") {
+        let mut line = String::new();
+        assert!(reader.read_line(&mut line).unwrap() > 0, "{stream}");
+        stream.push_str(&line);
+    }
+    assert_eq!(stream.matches("\"by\":\"bob\"").count(), 2, "{stream}");
+}
+
+/// SIGTERM completes with a reminder mail pending a day away (the Mailman's timer
+/// slept out its delay before shutdown could end, and the process ran on).
+#[test]
+fn issue33_sigterm_completes_with_a_reminder_pending_a_day_away() {
+    let data = tempfile::tempdir().unwrap();
+    let mut social = Social::reminding_after(86_400, data.path(), None, &[]);
+    let client = Client::new();
+    member(&client, &social, "ana");
+    eventually("the welcome, which sets the reminder", || {
+        social.log.lock().unwrap().contains("mail written")
+    });
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &social.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let began = Instant::now();
+    let exited = loop {
+        if let Some(status) = social.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            began.elapsed() < Duration::from_secs(30),
+            "still running 30 s after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(exited.code(), Some(0));
 }

@@ -4,6 +4,7 @@
 //! stopped, its watchers and parent told. The context lives here because a handler
 //! spawns children through it, and a child's life is this one.
 
+use std::cell::OnceCell;
 use std::collections::VecDeque;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
@@ -42,6 +43,9 @@ pub struct Context<A: Actor> {
     stopping: bool,
     parent: Option<Parent>,
     children: Vec<Child>,
+    /// Cancelled when the actor stops, ending its timers; made by the first timer
+    /// (an actor that sets none pays nothing).
+    timers: OnceCell<TimerHandle>,
 }
 
 impl<A: Actor> Context<A> {
@@ -52,6 +56,7 @@ impl<A: Actor> Context<A> {
             stopping: false,
             parent,
             children: Vec::new(),
+            timers: OnceCell::new(),
         }
     }
 
@@ -153,7 +158,8 @@ impl<A: Actor> Context<A> {
     {
         let handle = TimerHandle::default();
         let addr = self.addr();
-        timer::start(Schedule { delay, period }, &handle, move || {
+        let owner = self.timers.get_or_init(TimerHandle::default);
+        timer::start(Schedule { delay, period }, &handle, owner, move || {
             if addr.is_stopped() {
                 return false;
             }
@@ -258,6 +264,9 @@ async fn run<A: Actor>(factory: impl Fn() -> A + Send + Sync + 'static, mut ctx:
     actor.stopping(&mut ctx);
     ctx.stop_children();
     ctx.addr.stop();
+    if let Some(timers) = ctx.timers.get() {
+        timers.cancel();
+    }
     actor.stopped();
     if let Some(parent) = &ctx.parent {
         parent.orders.order(Control::Stopped {

@@ -12,6 +12,7 @@ use slab::Slab;
 use super::addr::{AnyCell, Cell};
 use super::dispatcher::{Dispatcher, DispatcherSpec};
 use super::props::{DEFAULT, Props};
+use super::timer::TimerHandle;
 use super::{Actor, DeadLetters};
 
 /// Named actors (`System::register`): `Addr<A>`s, removed when they stop.
@@ -29,6 +30,8 @@ pub(crate) struct Shared {
     /// ([`Shared::forget`]), and its slot is reused: spawning and stopping actors
     /// without end keeps this as large as the most actors alive at once.
     pub(crate) cells: Mutex<Slab<Arc<dyn AnyCell>>>,
+    /// Cancelled at shutdown, ending the timers set on the system.
+    pub(crate) timers: TimerHandle,
 }
 
 impl Shared {
@@ -50,6 +53,7 @@ impl Shared {
             registry: Mutex::default(),
             dispatchers,
             cells: Mutex::default(),
+            timers: TimerHandle::default(),
         }
     }
 

@@ -151,8 +151,9 @@ impl System {
     fn schedule(&self, schedule: Schedule, mut f: impl FnMut() + Send + 'static) -> TimerHandle {
         let handle = TimerHandle::default();
         let timer = handle.clone();
+        let system = self.shared.timers.clone();
         self.shared.dispatchers[DEFAULT].run(Box::new(move || {
-            timer::start(schedule, &timer, move || {
+            timer::start(schedule, &timer, &system, move || {
                 f();
                 true
             });
@@ -187,6 +188,7 @@ impl System {
     /// Stops every actor (queued messages go to dead letters; the hooks run) and waits
     /// for the dispatcher threads to finish.
     pub fn shutdown(&self) {
+        self.shared.timers.cancel();
         let cells = std::mem::take(&mut *self.shared.cells.lock());
         for (_, cell) in &cells {
             cell.stop();

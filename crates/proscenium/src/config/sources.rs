@@ -20,10 +20,11 @@ use toml::{Table, Value};
 use super::{Config, ModelSpec, value};
 
 /// Variables with the `PROSCENIUM_` prefix that are not settings.
-const RESERVED_VARS: [&str; 4] = [
+const RESERVED_VARS: [&str; 5] = [
     "PROSCENIUM_CONFIG",
     "PROSCENIUM_WORKER",
     "PROSCENIUM_BOARD",
+    "PROSCENIUM_SUPERVISOR",
     "PROSCENIUM_TEST_MODEL",
 ];
 

@@ -17,7 +17,8 @@
 //!
 //! Beside each counter is the seat's heartbeat: the monotonic clock, in milliseconds,
 //! when its worker last showed it runs (a thread of the worker beats every
-//! [`BEAT_EVERY`]). A worker whose beat is older than [`STALE_AFTER`] — stopped
+//! [`BEAT_EVERY`] while every loop of the worker turns: none has been busy in one
+//! handler for more than [`FROZEN_AFTER`]). A worker whose beat is older than [`STALE_AFTER`] — stopped
 //! (SIGSTOP), frozen, swapped out — holds no other worker back: it cannot accept, and
 //! deferring to its low count stalled every new connection (issue 15). The supervisor
 //! replaces such a worker after its own grace period.
@@ -37,12 +38,17 @@ use nix::fcntl::{FcntlArg, fcntl};
 use nix::sys::memfd::{MFdFlags, memfd_create};
 use nix::sys::mman::{MapFlags, ProtFlags, mmap, munmap};
 
+use super::watchdog::Turning;
+
 /// A seat with no accepting worker: never the least loaded.
 const VACANT: u32 = u32::MAX;
 /// A heartbeat not given yet: the worker is still starting.
 const UNBORN: u32 = 0;
 /// How often a worker beats.
 pub(crate) const BEAT_EVERY: Duration = Duration::from_millis(100);
+/// A loop busy in one stretch of handler code for longer than this is frozen, and its
+/// worker stops beating: the supervisor replaces it after its own grace period.
+const FROZEN_AFTER: Duration = Duration::from_secs(1);
 /// A worker that has not beaten for this long is passed over by the others.
 const STALE_AFTER: Duration = Duration::from_secs(1);
 /// How often a worker that is not the least loaded looks again. Short next to a
@@ -195,15 +201,17 @@ impl Seat {
         Self { board, index }
     }
 
-    /// Starts the thread that beats for this worker every [`BEAT_EVERY`], for the life
-    /// of the process.
-    pub(crate) fn keep_beating(&self) -> std::io::Result<()> {
+    /// Starts the thread that beats for this worker every [`BEAT_EVERY`] while its
+    /// loops turn, for the life of the process.
+    pub(crate) fn keep_beating(&self, mut loops: Turning) -> std::io::Result<()> {
         let (board, index) = (self.board.clone(), self.index);
         std::thread::Builder::new()
             .name("proscenium-heartbeat".to_owned())
             .spawn(move || {
                 loop {
-                    board.beat(index);
+                    if loops.every_loop_within(FROZEN_AFTER) {
+                        board.beat(index);
+                    }
                     std::thread::sleep(BEAT_EVERY);
                 }
             })

@@ -7,15 +7,21 @@
 //! the socket open, connections wait in the backlog while workers come and go: none is
 //! refused during a restart.
 //!
+//! A worker follows its supervisor: when the supervisor dies (SIGKILL, a crash), the
+//! kernel sends the worker SIGTERM (`PR_SET_PDEATHSIG`) and it drains and exits as at
+//! any SIGTERM, rather than serve on unsupervised. The signal comes when the *thread*
+//! that started the worker ends, so every worker is started by the supervisor's own
+//! thread, which ends only after the workers are stopped.
+//!
 //! Supervision: a worker that dies is started again with `restarts.rs`'s backoff and
 //! budget (past the budget restarts go on, spaced, each logged: a supervisor that gave
 //! up would keep the port open with no worker behind it, where clients wait forever and
 //! a load balancer sees a live server). SIGHUP replaces the workers one at a time. Shutdown passes SIGTERM on, waits for the workers to drain, then kills what is
 //! left.
 //!
-//! Liveness: each worker beats on the load board (`board.rs`); one silent for
-//! [`SILENT_GRACE`] — stopped, frozen — is killed and so restarted like any worker that
-//! died. (Its connections were stalled already; the other workers stopped deferring
+//! Liveness: each worker beats on the load board (`board.rs`) while its loops turn;
+//! one silent for [`SILENT_GRACE`] — stopped, its loops frozen in a handler — is killed
+//! and so restarted like any worker that died. (Its connections were stalled already; the other workers stopped deferring
 //! to it a second after its last beat.)
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -28,12 +34,15 @@ use tokio::sync::watch;
 
 use super::board::{Board, Seat};
 use super::restarts::{self, Admit, Budget, Lives, OVER_BUDGET_PAUSE};
+use super::watchdog::{LiveStats, Turning};
 use crate::Config;
 
 /// Set in a worker's environment to its slot number.
 const WORKER_ENV: &str = "PROSCENIUM_WORKER";
 /// Set in a worker's environment to `FD,SEATS,SEAT`: its load board and seat there.
 const BOARD_ENV: &str = "PROSCENIUM_BOARD";
+/// Set in a worker's environment to its supervisor's pid.
+const SUPERVISOR_ENV: &str = "PROSCENIUM_SUPERVISOR";
 /// How long a worker may miss its heartbeat before it is killed and replaced.
 const SILENT_GRACE: Duration = Duration::from_secs(3);
 /// How long a new worker gets to start before the one it replaces is stopped.
@@ -61,8 +70,32 @@ pub(crate) fn inherited_listener() -> Option<std::io::Result<std::net::TcpListen
     Some(listener.and_then(|l| l.set_nonblocking(true).map(|()| l)))
 }
 
-/// Returns this worker's seat on the load board the supervisor handed down.
-pub(crate) fn inherited_seat() -> Option<std::io::Result<Seat>> {
+/// Has this worker sent SIGTERM when its supervisor dies; `None` when this process is
+/// not a worker.
+///
+/// # Errors
+///
+/// The supervisor is gone already (it died before the signal was asked for, and so
+/// will never send it), or the kernel refuses.
+pub(crate) fn follow_supervisor() -> Option<std::io::Result<()>> {
+    let supervisor: i32 = std::env::var(SUPERVISOR_ENV).ok()?.parse().ok()?;
+    Some(follow(supervisor))
+}
+
+fn follow(supervisor: i32) -> std::io::Result<()> {
+    nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM)?;
+    // Reparented meanwhile: the supervisor died before the line above.
+    if nix::unistd::getppid().as_raw() != supervisor {
+        return Err(std::io::Error::other(format!(
+            "the supervisor (pid {supervisor}) is gone"
+        )));
+    }
+    Ok(())
+}
+
+/// Returns this worker's seat on the load board the supervisor handed down, beating
+/// there while the loops `live` will hold turn.
+pub(crate) fn inherited_seat(live: LiveStats) -> Option<std::io::Result<Seat>> {
     let value = std::env::var(BOARD_ENV).ok()?;
     let fields: Vec<usize> = value.split(',').filter_map(|f| f.parse().ok()).collect();
     let &[fd, seats, seat] = fields.as_slice() else {
@@ -80,11 +113,12 @@ pub(crate) fn inherited_seat() -> Option<std::io::Result<Seat>> {
             )));
         }
         let seat = Seat::new(Arc::new(b), seat);
-        seat.keep_beating().map(|()| seat)
+        seat.keep_beating(Turning::new(live)).map(|()| seat)
     }))
 }
 
-/// Starts the supervisor thread, which starts and watches the workers.
+/// Starts the supervisor thread, which starts and watches the workers; returns once
+/// they are started.
 pub(crate) fn spawn(
     listener: std::net::TcpListener,
     config: std::sync::Arc<Config>,
@@ -97,10 +131,21 @@ pub(crate) fn spawn(
         slots: Vec::new(),
         restarts: Budget::default(),
     };
-    supervisor.start_all()?;
-    super::runtime::spawn_thread("proscenium-supervisor".to_owned(), move |runtime| {
-        runtime.block_on(supervisor.run(shutdown));
-    })
+    let (started, outcome) = std::sync::mpsc::sync_channel(1);
+    let thread =
+        super::runtime::spawn_thread("proscenium-supervisor".to_owned(), move |runtime| {
+            // Started here, by the thread that outlives them (`PR_SET_PDEATHSIG`).
+            let start = supervisor.start_all();
+            let ok = start.is_ok();
+            let _ = started.send(start);
+            if ok {
+                runtime.block_on(supervisor.run(shutdown));
+            }
+        })?;
+    outcome
+        .recv()
+        .unwrap_or_else(|_| Err(std::io::Error::other("the supervisor thread ended")))?;
+    Ok(thread)
 }
 
 /// One worker slot: its process (if running), its seat on the board, and its lives.
@@ -158,6 +203,7 @@ impl Supervisor {
             .args(std::env::args_os().skip(1))
             .env(WORKER_ENV, slot.to_string())
             .env(BOARD_ENV, format!("{},{seats},{seat}", board.as_raw_fd()))
+            .env(SUPERVISOR_ENV, std::process::id().to_string())
             .stdin(Stdio::from(socket))
             .spawn()?;
         tracing::info!("worker {slot} started (pid {})", child.id());

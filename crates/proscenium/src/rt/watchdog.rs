@@ -4,6 +4,8 @@
 //! code, and idle after; the watchdog thread samples every loop four times per
 //! threshold and warns once per stall that outlives the threshold, naming the route. The counters also feed
 //! the JSQ dispatcher: a stalled loop's in-flight request makes it look longer.
+//! [`Turning`] reads the same marks for a `prefork` worker's heartbeat, which stops
+//! while a loop of the worker is frozen.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -113,6 +115,58 @@ struct Seen {
     reported: bool,
 }
 
+impl Seen {
+    /// Takes the busy `token` seen at `now`; returns how long the loop has been busy in
+    /// its current stretch of handler code (zero when idle, or the stretch is new).
+    fn busy_for(&mut self, token: u64, now: Instant) -> Duration {
+        if token == 0 || token != self.token {
+            *self = Self {
+                token,
+                since: Some(now),
+                reported: false,
+            };
+            return Duration::ZERO;
+        }
+        now - self.since.unwrap_or(now)
+    }
+}
+
+/// Tells whether every loop of this process turns: none has been busy in one stretch
+/// of handler code for longer than a bound. A `prefork` worker beats only while they
+/// do, so that the supervisor replaces a worker whose loops are frozen (a heartbeat
+/// from a thread of its own once kept such a worker beating for good).
+#[derive(Debug)]
+pub(crate) struct Turning {
+    live: LiveStats,
+    seen: Vec<Seen>,
+}
+
+impl Turning {
+    /// Watches the loops `live` will hold (none yet: they all turn).
+    pub(crate) fn new(live: LiveStats) -> Self {
+        Self {
+            live,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Samples the loops now; returns whether none has been busy in one stretch for
+    /// longer than `bound` (as of this and earlier samples).
+    pub(crate) fn every_loop_within(&mut self, bound: Duration) -> bool {
+        let loops = self.live.get();
+        self.seen.resize(loops.len(), Seen::default());
+        let now = Instant::now();
+        // Every loop sampled (no early return): each keeps its stretch's start.
+        let frozen = loops
+            .iter()
+            .zip(&mut self.seen)
+            .map(|(stats, seen)| seen.busy_for(stats.busy.load(Ordering::Relaxed), now))
+            .filter(|busy| *busy > bound)
+            .count();
+        frozen == 0
+    }
+}
+
 /// Samples loops and warns about stalls; stops when `running` says so.
 ///
 /// A loop is stalled when the same busy token is seen for longer than `threshold`;
@@ -129,16 +183,7 @@ pub(crate) fn watch(
         std::thread::sleep(period);
         let now = Instant::now();
         for (id, (stats, seen)) in loops.iter().zip(&mut seen).enumerate() {
-            let token = stats.busy.load(Ordering::Relaxed);
-            if token == 0 || token != seen.token {
-                *seen = Seen {
-                    token,
-                    since: Some(now),
-                    reported: false,
-                };
-                continue;
-            }
-            let busy = now - seen.since.unwrap_or(now);
+            let busy = seen.busy_for(stats.busy.load(Ordering::Relaxed), now);
             if busy > threshold && !seen.reported {
                 seen.reported = true;
                 let route = label(stats.route.load(Ordering::Relaxed));
@@ -148,5 +193,39 @@ pub(crate) fn watch(
                 );
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_loop_busy_in_one_stretch_past_the_bound_is_not_turning() {
+        let stats = vec![
+            Arc::new(LoopStats::default()),
+            Arc::new(LoopStats::default()),
+        ];
+        let live = LiveStats::default();
+        let mut turning = Turning::new(live.clone());
+        assert!(turning.every_loop_within(Duration::ZERO), "no loops yet");
+        live.set(stats.clone());
+        stats[1].busy.store(7, Ordering::Relaxed);
+        assert!(
+            turning.every_loop_within(Duration::ZERO),
+            "a stretch just begun"
+        );
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while turning.every_loop_within(Duration::from_millis(1)) {
+            assert!(Instant::now() < deadline, "loop 1 is frozen");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        stats[1].busy.store(8, Ordering::Relaxed);
+        assert!(
+            turning.every_loop_within(Duration::ZERO),
+            "a new stretch: it turned"
+        );
+        stats[1].busy.store(0, Ordering::Relaxed);
+        assert!(turning.every_loop_within(Duration::ZERO), "idle");
     }
 }

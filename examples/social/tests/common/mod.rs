@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 /// The social binary, stopped on drop; its stderr kept for the test to read.
 pub(crate) struct Social {
-    child: Child,
+    pub(crate) child: Child,
     pub(crate) addr: SocketAddr,
     pub(crate) log: Arc<Mutex<String>>,
 }
@@ -22,11 +22,24 @@ impl Drop for Social {
 }
 
 impl Social {
-    /// Starts it with its data in `data`, and `env` besides.
+    /// Starts it with its data in `data`, and `env` besides; the reminder mail a
+    /// second after the welcome.
     pub(crate) fn start(data: &Path, push: Option<&str>, env: &[(&str, String)]) -> Self {
+        Self::reminding_after(1, data, push, env)
+    }
+
+    /// Starts it as [`start`](Self::start) does, the reminder mail `secs` seconds after
+    /// the welcome.
+    pub(crate) fn reminding_after(
+        secs: u64,
+        data: &Path,
+        push: Option<&str>,
+        env: &[(&str, String)],
+    ) -> Self {
         let mut command = Command::new(env!("CARGO_BIN_EXE_social"));
         command
-            .args(["serve", "--bind", "127.0.0.1:0", "--reminder-after", "1"])
+            .args(["serve", "--bind", "127.0.0.1:0", "--reminder-after"])
+            .arg(secs.to_string())
             .arg("--data")
             .arg(data)
             .env("RUST_LOG", "info")
