@@ -362,3 +362,18 @@ fn two_thousand_websockets_open_at_once_each_echo_and_close() {
         assert_eq!(answered.count(), SOCKETS, "every close answered");
     });
 }
+
+/// Issue 33: a 64-bit frame length with its most significant bit set breaks RFC 6455
+/// §5.2 ("MUST be 0"): the socket is closed with 1002 (it was 1009, as if it were a
+/// size).
+#[test]
+fn issue33_a_frame_length_with_its_top_bit_set_closes_with_1002() {
+    let server = support::start(app());
+    let mut client = open(server.local_addr(), "/ws/echo");
+    let mut wire = vec![0x80 | BINARY, 0x80 | 127];
+    wire.extend((1u64 << 63 | 5).to_be_bytes());
+    wire.extend([0x37, 0xfa, 0x21, 0x3d]);
+    client.send(wire);
+    let (_, opcode, payload) = read_frame(&mut client);
+    assert_eq!((opcode, &payload[..2]), (CLOSE, &1002u16.to_be_bytes()[..]));
+}

@@ -135,6 +135,11 @@ impl Reader {
 
     /// Checks a frame's header against the rules and the state of the message.
     fn start(&mut self, header: &FrameHeader, len: u64) -> Result<Frame, Violation> {
+        // RFC 6455 §5.2: "the most significant bit MUST be 0" of a 64-bit length. A
+        // breach of the framing, not a size: 1002, before the size is judged.
+        if len >> 63 != 0 {
+            return Err(protocol("a frame length has its most significant bit set"));
+        }
         let mask = header
             .mask
             .ok_or(protocol("a client frame is not masked"))?;
