@@ -56,10 +56,15 @@ fn app(hub: &Hub) -> App {
         )
 }
 
+/// The largest message the echo takes: Autobahn's largest (cases 9.1.6 and 9.2.6
+/// send 16 MiB in one frame), past the 256 KiB default.
+const ECHO_MAX_MESSAGE: usize = 16 << 20;
+
 /// Echoes every text and binary message until the peer closes, compressed when the
 /// client offers permessage-deflate.
 async fn ws_echo(ws: WebSocketUpgrade) -> Response {
-    ws.compression(true).on_upgrade(|mut socket| async move {
+    let ws = ws.compression(true).max_message_size(ECHO_MAX_MESSAGE);
+    ws.on_upgrade(|mut socket| async move {
         while let Some(Ok(message)) = socket.recv().await {
             if matches!(message, WsMessage::Text(_) | WsMessage::Binary(_))
                 && socket.send(message).await.is_err()

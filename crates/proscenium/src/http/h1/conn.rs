@@ -343,8 +343,14 @@ impl Conn {
             return;
         };
         let going_away = GoingAway::default();
-        let mut running =
-            std::pin::pin!(OnUpgrade::run(run, socket.stream, read, going_away.clone()));
+        let memory = shared.bodies.memory.clone();
+        let mut running = std::pin::pin!(OnUpgrade::run(
+            run,
+            socket.stream,
+            read,
+            going_away.clone(),
+            memory
+        ));
         // Told when shutdown begins, as idle connections are; then it runs on, to end
         // as its protocol ends it.
         tokio::select! {
