@@ -12,7 +12,8 @@
 //! - `GET /ws/echo` → a WebSocket echoing every text and binary message as received
 //!   (what Autobahn's fuzzing client tests).
 //! - `GET /feed` → a WebSocket fed every message `POST /publish` is sent, through the
-//!   hub: on every replica sharing `[feeds] redis` (`bench/feeds.sh`'s fan-out).
+//!   hub: on every replica sharing `[feeds] redis` (`bench/feeds.sh`'s fan-out); a
+//!   message past `[feeds] max_post` (1 MiB) gets 413.
 //!
 //! Left out on purpose: logging and static files, so the benchmark measures the
 //! request path alone.
@@ -49,10 +50,13 @@ fn app(hub: &Hub) -> App {
         })
         .post(
             "/publish",
-            inline(move |message: Bytes| {
-                publish.publish("feed", message);
-                StatusCode::NO_CONTENT
-            }),
+            inline(
+                move |message: Bytes| match publish.publish("feed", message) {
+                    Ok(_) => StatusCode::NO_CONTENT,
+                    // Past `[feeds] max_post`.
+                    Err(_) => StatusCode::PAYLOAD_TOO_LARGE,
+                },
+            ),
         )
 }
 

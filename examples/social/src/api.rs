@@ -334,10 +334,12 @@ fn thumbnail(social: &Social, id: i64, bytes: Bytes) {
                     tracing::error!(picture = id, %error, "the thumbnail was not kept");
                     return;
                 }
-                hub.publish(
+                if let Err(error) = hub.publish(
                     &format!("/picture/{id}/thumbnail"),
                     format!("{{\"picture\":{id}}}"),
-                );
+                ) {
+                    tracing::error!(picture = id, %error, "the thumbnail was not announced");
+                }
             }
             Ok(Err(error)) => {
                 tracing::warn!(picture = id, %error, "no thumbnail: the image does not decode");

@@ -18,14 +18,18 @@
 //! event) are made once. Every subscriber's queue is bounded, so a slow one drops its
 //! own oldest posts (counted) and never slows the publisher or the others.
 //!
-//! A replica keeps the last posts it saw (`[feeds] history`, 1,000 by default), so an
-//! event stream's client that reconnects with `Last-Event-ID` — here or on another
-//! replica — gets what it missed ([`Hub::sse`]).
+//! A replica keeps the last posts it saw (`[feeds] history`, 1,000 by default, and at
+//! most `[feeds] history_bytes` of them, 16 MiB), so an event stream's client that
+//! reconnects with `Last-Event-ID` — here or on another replica — gets what it missed
+//! ([`Hub::sse`]). A post is at most `[feeds] max_post` bytes (1 MiB); a larger one is
+//! refused ([`PublishError`]). A post owns a copy of its payload: a request body
+//! published as it came would keep its room in the server's budget for bodies for as
+//! long as the history kept the post.
 //!
 //! # Example
 //!
 //! ```
-//! use proscenium::{App, Path};
+//! use proscenium::{App, Path, StatusCode};
 //! use proscenium::hub::Hub;
 //! use proscenium::sse::LastEventId;
 //! use proscenium::ws::WebSocketUpgrade;
@@ -36,8 +40,11 @@
 //!     .post("/picture/:id/likes", move |Path(id): Path<u64>| {
 //!         let likes = likes.clone();
 //!         async move {
-//!             likes.publish(&format!("/picture/{id}/likes"), "liked");
-//!             "liked"
+//!             // Refused only past `[feeds] max_post`.
+//!             match likes.publish(&format!("/picture/{id}/likes"), "liked") {
+//!                 Ok(_) => StatusCode::NO_CONTENT,
+//!                 Err(_) => StatusCode::PAYLOAD_TOO_LARGE,
+//!             }
 //!         }
 //!     })
 //!     // Every like, pushed to a WebSocket...
@@ -86,6 +93,13 @@ pub struct FeedsSpec {
     /// How many of the last posts a replica keeps, for event streams resuming after
     /// `Last-Event-ID`.
     pub history: usize,
+    /// How many bytes of posts (payload, topic and id) the history keeps at most: the
+    /// oldest go first.
+    #[serde(deserialize_with = "crate::config::value::count::<_, 0, { 1 << 40 }>")]
+    pub history_bytes: usize,
+    /// The largest payload a post may have, in bytes; a larger one is refused.
+    #[serde(deserialize_with = "crate::config::value::count::<_, 1, { 1 << 40 }>")]
+    pub max_post: usize,
     /// How many posts wait for one subscriber before its oldest is dropped.
     pub queue: usize,
 }
@@ -95,6 +109,8 @@ impl Default for FeedsSpec {
         Self {
             redis: None,
             history: 1000,
+            history_bytes: 16 << 20,
+            max_post: 1 << 20,
             queue: 1024,
         }
     }
@@ -112,7 +128,7 @@ struct Inner {
     published: AtomicU64,
     /// Subscribers by pattern: a post is matched once against each pattern.
     patterns: RwLock<HashMap<String, Vec<Entry>>>,
-    history: Mutex<VecDeque<Arc<Post>>>,
+    history: Mutex<History>,
     spec: FeedsSpec,
     lost: AtomicU64,
     /// Subscribers ever joined, for [`Inner::sweep`].
@@ -206,7 +222,10 @@ impl Hub {
             node,
             published: AtomicU64::new(0),
             patterns: RwLock::new(HashMap::new()),
-            history: Mutex::new(VecDeque::with_capacity(spec.history.min(4096))),
+            history: Mutex::new(History {
+                posts: VecDeque::with_capacity(spec.history.min(4096)),
+                bytes: 0,
+            }),
             bridge: spec
                 .redis
                 .as_deref()
@@ -220,12 +239,26 @@ impl Hub {
     /// Publishes `payload` to `topic`: every subscription whose pattern matches gets
     /// it, on every replica. Never waits: a subscriber too slow drops its own oldest.
     /// Returns the post's id.
-    pub fn publish(&self, topic: &str, payload: impl Into<Bytes>) -> String {
+    ///
+    /// # Errors
+    ///
+    /// [`PublishError::TooLarge`]: the payload passes `[feeds] max_post`.
+    pub fn publish(&self, topic: &str, payload: impl Into<Bytes>) -> Result<String, PublishError> {
+        let payload = payload.into();
+        let max = self.0.spec.max_post;
+        if payload.len() > max {
+            return Err(PublishError::TooLarge {
+                size: payload.len(),
+                max,
+            });
+        }
         let number = self.0.published.fetch_add(1, Ordering::Relaxed) + 1;
+        // A copy: the payload may be a request body, whose room in the server's
+        // budget for bodies (and spool file) lasts as long as its bytes do.
         let post = Arc::new(Post::new(
             post_id(self.0.node, number),
             topic.to_owned(),
-            payload.into(),
+            Bytes::copy_from_slice(&payload),
         ));
         self.0.receive(&post);
         if let Some(bridge) = &self.0.bridge {
@@ -233,16 +266,22 @@ impl Hub {
                 self.0.lost.fetch_add(1, Ordering::Relaxed);
             }
         }
-        post.id().to_owned()
+        Ok(post.id().to_owned())
     }
 
     /// Publishes `value` as JSON (serialized once, whatever the subscribers).
     ///
     /// # Errors
     ///
-    /// `value` does not serialize.
-    pub fn publish_json<T: Serialize>(&self, topic: &str, value: &T) -> serde_json::Result<String> {
-        Ok(self.publish(topic, serde_json::to_vec(value)?))
+    /// [`PublishError::Json`]: `value` does not serialize; or as
+    /// [`publish`](Self::publish).
+    pub fn publish_json<T: Serialize>(
+        &self,
+        topic: &str,
+        value: &T,
+    ) -> Result<String, PublishError> {
+        let payload = serde_json::to_vec(value).map_err(PublishError::Json)?;
+        self.publish(topic, payload)
     }
 
     /// Subscribes to the topics matching `pattern`, from now on.
@@ -263,10 +302,11 @@ impl Hub {
             if let Some(after) = after {
                 let history = self.0.history.lock();
                 let start = history
+                    .posts
                     .iter()
                     .position(|post| post.id() == after)
                     .map_or(0, |at| at + 1);
-                for post in history.iter().skip(start) {
+                for post in history.posts.iter().skip(start) {
                     if pattern::matches(pattern, post.topic()) {
                         inbox.push(post);
                     }
@@ -362,11 +402,7 @@ impl Inner {
         {
             let patterns = self.patterns.read();
             if self.spec.history > 0 {
-                let mut history = self.history.lock();
-                if history.len() == self.spec.history {
-                    history.pop_front();
-                }
-                history.push_back(Arc::clone(post));
+                self.history.lock().keep(post, &self.spec);
             }
             for (pattern, subscribers) in patterns.iter() {
                 if pattern::matches(pattern, post.topic()) {
@@ -406,6 +442,53 @@ impl Inner {
                 .retain(|entry| !entry.gone.load(Ordering::Relaxed) && !entry.subscriber.is_gone());
             !subscribers.is_empty()
         });
+    }
+}
+
+/// The last posts a replica saw, bounded in posts and in bytes.
+#[derive(Debug)]
+struct History {
+    posts: VecDeque<Arc<Post>>,
+    /// The sum of the posts' [`Post::size`].
+    bytes: usize,
+}
+
+impl History {
+    /// Keeps `post`, letting the oldest go past `spec`'s bounds (`post` too, if it
+    /// alone passes `history_bytes`).
+    fn keep(&mut self, post: &Arc<Post>, spec: &FeedsSpec) {
+        self.posts.push_back(Arc::clone(post));
+        self.bytes += post.size();
+        while self.posts.len() > spec.history || self.bytes > spec.history_bytes {
+            let Some(oldest) = self.posts.pop_front() else {
+                break;
+            };
+            self.bytes -= oldest.size();
+        }
+    }
+}
+
+/// Why a post was not published.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PublishError {
+    /// The payload passes `[feeds] max_post`.
+    #[error("a post of {size} bytes passes the hub's max_post of {max}")]
+    TooLarge {
+        /// The payload's size, in bytes.
+        size: usize,
+        /// `[feeds] max_post`.
+        max: usize,
+    },
+    /// The value to publish as JSON does not serialize.
+    #[error("the post does not serialize as JSON: {0}")]
+    Json(serde_json::Error),
+}
+
+impl PublishError {
+    /// Returns whether the payload was larger than `[feeds] max_post`.
+    pub fn is_too_large(&self) -> bool {
+        matches!(self, Self::TooLarge { .. })
     }
 }
 

@@ -48,6 +48,13 @@ impl Post {
         &self.payload
     }
 
+    /// Returns what the post costs a history to keep: its payload, topic and id (the
+    /// forms made for transports are not counted: a WebSocket text shares the
+    /// payload, an event stream's event is a copy made once one is asked for).
+    pub(crate) fn size(&self) -> usize {
+        self.payload.len() + self.topic.len() + self.id.len()
+    }
+
     /// Returns the payload as text, if it is UTF-8.
     pub fn text(&self) -> Option<&str> {
         std::str::from_utf8(&self.payload).ok()
@@ -66,8 +73,8 @@ impl Post {
     /// binary — made once, then shared by every socket it goes to.
     pub fn message(&self) -> ws::Message {
         self.message
-            .get_or_init(|| match self.text() {
-                Some(text) => ws::Message::text(text),
+            .get_or_init(|| match ws::Text::from_utf8(self.payload.clone()) {
+                Some(text) => ws::Message::Text(text),
                 None => ws::Message::Binary(self.payload.clone()),
             })
             .clone()
