@@ -64,7 +64,7 @@ mod post;
 mod redis;
 mod subscription;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -74,6 +74,7 @@ use parking_lot::{Mutex, RwLock};
 use serde::{Deserialize, Serialize};
 
 pub use self::post::Post;
+use self::post::Queue;
 use self::subscription::Inbox;
 pub use self::subscription::Subscription;
 use crate::actor::{Message, Recipient, TryTellError};
@@ -102,6 +103,10 @@ pub struct FeedsSpec {
     pub max_post: usize,
     /// How many posts wait for one subscriber before its oldest is dropped.
     pub queue: usize,
+    /// How many bytes of posts wait for one subscriber before its oldest is dropped
+    /// (a WebSocket's own send queue bounds it instead).
+    #[serde(deserialize_with = "crate::config::value::count::<_, 0, { 1 << 40 }>")]
+    pub queue_bytes: usize,
 }
 
 impl Default for FeedsSpec {
@@ -112,6 +117,7 @@ impl Default for FeedsSpec {
             history_bytes: 16 << 20,
             max_post: 1 << 20,
             queue: 1024,
+            queue_bytes: 4 << 20,
         }
     }
 }
@@ -128,7 +134,7 @@ struct Inner {
     published: AtomicU64,
     /// Subscribers by pattern: a post is matched once against each pattern.
     patterns: RwLock<HashMap<String, Vec<Entry>>>,
-    history: Mutex<History>,
+    history: Mutex<Queue>,
     spec: FeedsSpec,
     lost: AtomicU64,
     /// Subscribers ever joined, for [`Inner::sweep`].
@@ -222,10 +228,7 @@ impl Hub {
             node,
             published: AtomicU64::new(0),
             patterns: RwLock::new(HashMap::new()),
-            history: Mutex::new(History {
-                posts: VecDeque::with_capacity(spec.history.min(4096)),
-                bytes: 0,
-            }),
+            history: Mutex::new(Queue::with_capacity(spec.history.min(4096))),
             bridge: spec
                 .redis
                 .as_deref()
@@ -294,7 +297,7 @@ impl Hub {
     /// it does not know that id (too old, or from before this replica started), none
     /// if `after` is `None`.
     pub fn subscribe_after(&self, pattern: &str, after: Option<&str>) -> Subscription {
-        let inbox = Arc::new(Inbox::new(self.0.spec.queue));
+        let inbox = Arc::new(Inbox::new(self.0.spec.queue, self.0.spec.queue_bytes));
         {
             // The history is read and the inbox joins under the patterns' lock, so
             // no post falls between them or comes twice.
@@ -302,11 +305,10 @@ impl Hub {
             if let Some(after) = after {
                 let history = self.0.history.lock();
                 let start = history
-                    .posts
                     .iter()
                     .position(|post| post.id() == after)
                     .map_or(0, |at| at + 1);
-                for post in history.posts.iter().skip(start) {
+                for post in history.iter().skip(start) {
                     if pattern::matches(pattern, post.topic()) {
                         inbox.push(post);
                     }
@@ -402,7 +404,8 @@ impl Inner {
         {
             let patterns = self.patterns.read();
             if self.spec.history > 0 {
-                self.history.lock().keep(post, &self.spec);
+                let (posts, bytes) = (self.spec.history, self.spec.history_bytes);
+                self.history.lock().push(post, posts, bytes);
             }
             for (pattern, subscribers) in patterns.iter() {
                 if pattern::matches(pattern, post.topic()) {
@@ -442,29 +445,6 @@ impl Inner {
                 .retain(|entry| !entry.gone.load(Ordering::Relaxed) && !entry.subscriber.is_gone());
             !subscribers.is_empty()
         });
-    }
-}
-
-/// The last posts a replica saw, bounded in posts and in bytes.
-#[derive(Debug)]
-struct History {
-    posts: VecDeque<Arc<Post>>,
-    /// The sum of the posts' [`Post::size`].
-    bytes: usize,
-}
-
-impl History {
-    /// Keeps `post`, letting the oldest go past `spec`'s bounds (`post` too, if it
-    /// alone passes `history_bytes`).
-    fn keep(&mut self, post: &Arc<Post>, spec: &FeedsSpec) {
-        self.posts.push_back(Arc::clone(post));
-        self.bytes += post.size();
-        while self.posts.len() > spec.history || self.bytes > spec.history_bytes {
-            let Some(oldest) = self.posts.pop_front() else {
-                break;
-            };
-            self.bytes -= oldest.size();
-        }
     }
 }
 
