@@ -48,6 +48,22 @@ fn a_post_reaches_the_subscriptions_whose_patterns_match_its_topic() {
     assert_eq!(texts(&mut all), ["a", "b", "c", "d"]);
 }
 
+/// Issue 33: a payload past `max_post` is refused, reaches no one and is not kept.
+#[test]
+fn a_post_past_max_post_is_refused_and_reaches_no_one() {
+    let hub = Hub::with(FeedsSpec {
+        max_post: 4,
+        ..FeedsSpec::default()
+    });
+    let mut all = hub.subscribe("*");
+    hub.publish("t", "four").unwrap();
+    let error = hub.publish("t", "five!").unwrap_err();
+    assert!(error.is_too_large(), "{error}");
+    assert_eq!(texts(&mut all), ["four"]);
+    let mut resumed = hub.subscribe_after("*", Some("unknown"));
+    assert_eq!(texts(&mut resumed), ["four"]);
+}
+
 #[test]
 fn a_call_subscriber_gets_posts_until_it_declines() {
     let hub = Hub::new();

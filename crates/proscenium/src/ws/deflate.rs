@@ -179,11 +179,11 @@ impl Inflater {
         }
     }
 
-    /// Inflates `input`, a piece of a compressed message, onto `out`, in steps of at
-    /// most 64 KiB of room, never past `limit` + 1 bytes (whatever `input` inflates
-    /// to): past `limit` bytes of output the message is too big (1009); input that
-    /// does not inflate is invalid (1007); a budget or an allocator without the room
-    /// for the next step is 1013.
+    /// Inflates `input`, a piece of a compressed message, onto `out`: into the room
+    /// `out` has, made anew when it is filled (doubling, as `out` grows), never past
+    /// `limit` + 1 bytes whatever `input` inflates to. Past `limit` bytes of output
+    /// the message is too big (1009); input that does not inflate is invalid (1007);
+    /// a budget or an allocator without the room for the next step is 1013.
     pub(super) fn inflate(
         &mut self,
         mut input: &[u8],
