@@ -4,10 +4,10 @@
 
 use std::time::{Duration, Instant};
 
-use proscenium::App;
-use proscenium::hub::Hub;
+use proscenium::hub::{FeedsSpec, Hub};
 use proscenium::sse::LastEventId;
 use proscenium::ws::WebSocketUpgrade;
+use proscenium::{App, Bytes, StatusCode, inline};
 
 use crate::support::{self, Client};
 use crate::websocket;
@@ -62,7 +62,7 @@ fn next_event(client: &mut Client) -> (String, String) {
 fn publish_once_heard(hub: &Hub, client: &mut Client, data: &str) -> String {
     let began = Instant::now();
     loop {
-        hub.publish("/picture/1/likes", data.to_owned());
+        hub.publish("/picture/1/likes", data.to_owned()).unwrap();
         if client.has_answer_within(Duration::from_millis(100)) {
             return next_event(client).0;
         }
@@ -76,9 +76,9 @@ fn an_event_stream_carries_posts_and_resumes_after_the_last_id_seen() {
     let server = support::start(app(&hub));
     let mut first = events(server.local_addr(), None);
     publish_once_heard(&hub, &mut first, "hello");
-    hub.publish("/user/1", "not a like");
-    hub.publish("/picture/1/likes", "one\ntwo");
-    hub.publish("/picture/1/likes", "three");
+    hub.publish("/user/1", "not a like").unwrap();
+    hub.publish("/picture/1/likes", "one\ntwo").unwrap();
+    hub.publish("/picture/1/likes", "three").unwrap();
     // Past any other hello published while the stream was being opened.
     let (seen, data) = std::iter::repeat_with(|| next_event(&mut first))
         .find(|(_, data)| data != "hello")
@@ -119,7 +119,7 @@ fn a_websocket_fed_by_the_hub_gets_the_posts_to_its_pattern() {
     let mut client = websocket::open(server.local_addr(), "/feed");
     let began = Instant::now();
     loop {
-        hub.publish("/picture/1/likes", "liked");
+        hub.publish("/picture/1/likes", "liked").unwrap();
         if client.has_answer_within(Duration::from_millis(100)) {
             break;
         }
@@ -129,8 +129,8 @@ fn a_websocket_fed_by_the_hub_gets_the_posts_to_its_pattern() {
         websocket::read_frame(&mut client),
         (true, websocket::TEXT, b"liked".to_vec())
     );
-    hub.publish("/user/1", "not for this feed");
-    hub.publish("/picture/2/likes", "also liked");
+    hub.publish("/user/1", "not for this feed").unwrap();
+    hub.publish("/picture/2/likes", "also liked").unwrap();
     let mut frames = Vec::new();
     while frames.last() != Some(&b"also liked".to_vec()) {
         frames.push(websocket::read_frame(&mut client).2);
@@ -139,4 +139,67 @@ fn a_websocket_fed_by_the_hub_gets_the_posts_to_its_pattern() {
         frames.iter().all(|f| f == b"liked" || f == b"also liked"),
         "{frames:?}"
     );
+}
+
+/// What [`issue33_published_bodies_release_the_body_budget_and_the_history_is_bounded_in_bytes`]
+/// publishes: half a MiB, under `max_post`.
+const POST: usize = 512 << 10;
+
+/// A hub keeping at most 2 MiB of posts, each at most 1 MiB, published by
+/// `POST /publish` (hello's, 413 past `max_post`) beside `POST /sink`, any other route
+/// taking a body.
+fn publishing_app(hub: &Hub) -> App {
+    let publish = hub.clone();
+    App::new()
+        .post(
+            "/publish",
+            inline(move |body: Bytes| match publish.publish("feed", body) {
+                Ok(_) => StatusCode::NO_CONTENT,
+                Err(error) if error.is_too_large() => StatusCode::PAYLOAD_TOO_LARGE,
+                Err(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            }),
+        )
+        .post("/sink", inline(|body: Bytes| body.len().to_string()))
+}
+
+/// Posts `len` bytes to `path` on `client`; returns the status.
+fn post(client: &mut Client, path: &str, len: usize) -> u16 {
+    client.send(format!(
+        "POST {path} HTTP/1.1\r\nHost: t\r\nContent-Length: {len}\r\n\r\n"
+    ));
+    client.send(vec![b'p'; len]);
+    client.response().status
+}
+
+/// Issue 33: the hub's history held request bodies, and so their room in the
+/// server's budget for bodies: after 300 posts of 1 MiB, every body over 64 KiB on any
+/// route got 503 until 1,000 newer posts pushed them out. Now a post keeps a copy of
+/// its payload, the history keeps at most `history_bytes`, and a payload past
+/// `max_post` is refused. With a 1 MiB budget for bodies (less than the history
+/// keeps), 16 posts of 512 KiB are published, then a body on another route is taken.
+#[test]
+fn issue33_published_bodies_release_the_body_budget_and_the_history_is_bounded_in_bytes() {
+    let hub = Hub::with(FeedsSpec {
+        history_bytes: 2 << 20,
+        max_post: 1 << 20,
+        ..FeedsSpec::default()
+    });
+    let server = support::start_with(publishing_app(&hub), |config| {
+        config.limits.max_buffered_bodies = 1 << 20;
+    });
+    let mut client = Client::connect(server.local_addr());
+    for n in 0..16 {
+        assert_eq!(post(&mut client, "/publish", POST), 204, "post {n}");
+    }
+    assert_eq!(post(&mut client, "/sink", POST), 200);
+    // What a stream resuming after an id the hub does not know gets: all it kept.
+    let mut kept = hub.subscribe_after("feed", Some("unknown"));
+    let held: usize = std::iter::from_fn(|| kept.try_recv())
+        .map(|post| post.payload().len())
+        .sum();
+    assert!(
+        (POST..=2 << 20).contains(&held),
+        "the history holds {held} bytes of payloads"
+    );
+    assert_eq!(post(&mut client, "/publish", (1 << 20) + 1), 413);
 }

@@ -42,6 +42,9 @@ fn app() -> App {
         .get("/ws/feed/close", |ws: WebSocketUpgrade| async move {
             feed(ws, SlowReader::Close)
         })
+        .get("/ws/deflate", |ws: WebSocketUpgrade| async move {
+            websocket::echo_on(ws.compression(true))
+        })
 }
 
 /// How many messages a socket of `/ws/feed/...` is fed, and how large each is: 100 MiB.
@@ -164,15 +167,15 @@ fn cgi_root() -> tempfile::TempDir {
 }
 
 /// A server in a child process, killed when dropped.
-struct ChildServer {
+pub(crate) struct ChildServer {
     child: Child,
-    addr: SocketAddr,
+    pub(crate) addr: SocketAddr,
 }
 
 impl ChildServer {
     /// Starts the child's server (`kind`: `suite` or `loops`), with the address
     /// space limited to `max_address_space` bytes if given.
-    fn start(kind: &str, max_address_space: Option<u64>) -> Self {
+    pub(crate) fn start(kind: &str, max_address_space: Option<u64>) -> Self {
         // prlimit(1) sets the limit and executes the child in its place (the same
         // process), so the limit applies to the server alone.
         let mut command = Command::new("prlimit");
@@ -203,7 +206,7 @@ impl ChildServer {
     /// binary, a spooled body a handler is reading) are page cache the kernel may
     /// evict, and counting them made a test fail whenever its sample caught handlers
     /// reading spooled bodies (VmRSS 8 → 82 MiB, RssAnon flat).
-    fn rss(&self) -> u64 {
+    pub(crate) fn rss(&self) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
             .expect("child is alive");
         let kib = |field: &str| -> u64 {
@@ -218,7 +221,7 @@ impl ChildServer {
     }
 
     /// Returns whether the child is still running.
-    fn is_alive(&mut self) -> bool {
+    pub(crate) fn is_alive(&mut self) -> bool {
         self.child.try_wait().unwrap().is_none()
     }
 }
@@ -250,7 +253,7 @@ fn push(conns: &mut [TcpStream], bytes: &[u8], rounds: usize) {
 }
 
 /// Returns the largest RSS the child reaches within `within`.
-fn peak_rss(server: &ChildServer, within: Duration) -> u64 {
+pub(crate) fn peak_rss(server: &ChildServer, within: Duration) -> u64 {
     let end = Instant::now() + within;
     let mut most = server.rss();
     while Instant::now() < end {
@@ -271,7 +274,7 @@ fn settled_rss(server: &ChildServer, within: Duration) -> u64 {
     least
 }
 
-const MIB: u64 = 1024 * 1024;
+pub(crate) const MIB: u64 = 1024 * 1024;
 
 /// 100 connections pipelining `GET /mid64k.bin` and reading nothing grew the server
 /// by 1.4 GB (every answer to one read was built before any was written), which it

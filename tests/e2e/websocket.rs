@@ -27,7 +27,7 @@ async fn echo(ws: WebSocketUpgrade, limit: usize) -> proscenium::Response {
 }
 
 /// Echoes every text and binary message on the socket `ws` opens.
-fn echo_on(ws: WebSocketUpgrade) -> proscenium::Response {
+pub(crate) fn echo_on(ws: WebSocketUpgrade) -> proscenium::Response {
     ws.on_upgrade(|mut socket| async move {
         while let Some(Ok(message)) = socket.recv().await {
             if matches!(message, Message::Text(_) | Message::Binary(_))
@@ -43,6 +43,7 @@ fn app() -> App {
     App::new()
         .get("/ws/echo", |ws: WebSocketUpgrade| echo(ws, 1 << 20))
         .get("/ws/small", |ws: WebSocketUpgrade| echo(ws, 1024))
+        .get("/ws/large", |ws: WebSocketUpgrade| echo(ws, 4 << 20))
         .get("/ws/lively", |ws: WebSocketUpgrade| async move {
             echo_on(ws.keep_alive(Some(Duration::from_millis(200))))
         })
@@ -414,4 +415,108 @@ fn two_thousand_websockets_open_at_once_each_echo_and_close() {
             .filter(|(opcode, payload)| *opcode == CLOSE && payload[..] == 1000u16.to_be_bytes());
         assert_eq!(answered.count(), SOCKETS, "every close answered");
     });
+}
+
+/// Issue 33: a 64-bit frame length with its most significant bit set breaks RFC 6455
+/// §5.2 ("MUST be 0"): the socket is closed with 1002 (it was 1009, as if it were a
+/// size).
+#[test]
+fn issue33_a_frame_length_with_its_top_bit_set_closes_with_1002() {
+    let server = support::start(app());
+    let mut client = open(server.local_addr(), "/ws/echo");
+    let mut wire = vec![0x80 | BINARY, 0x80 | 127];
+    wire.extend((1u64 << 63 | 5).to_be_bytes());
+    wire.extend([0x37, 0xfa, 0x21, 0x3d]);
+    client.send(wire);
+    let (_, opcode, payload) = read_frame(&mut client);
+    assert_eq!((opcode, &payload[..2]), (CLOSE, &1002u16.to_be_bytes()[..]));
+}
+
+/// The opening handshake's fields offering permessage-deflate.
+fn deflate_offer() -> String {
+    format!(
+        "Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n\
+         Sec-WebSocket-Key: {KEY}\r\nSec-WebSocket-Extensions: permessage-deflate\r\n"
+    )
+}
+
+/// A compressed message's first fragment, `inflated` zero bytes as a raw DEFLATE
+/// stream flushed to a byte boundary (RFC 7692 §7.2.1), to be sent and never
+/// finished: about 1,000 times smaller than what it inflates to.
+fn deflate_bomb(inflated: usize) -> Vec<u8> {
+    use flate2::{Compress, Compression, FlushCompress};
+    let zeros = vec![0; 1 << 20];
+    let mut deflater = Compress::new(Compression::best(), false);
+    let mut out = Vec::with_capacity(inflated / 256);
+    for _ in 0..inflated / zeros.len() {
+        deflater
+            .compress_vec(&zeros, &mut out, FlushCompress::None)
+            .unwrap();
+    }
+    deflater
+        .compress_vec(&[], &mut out, FlushCompress::Sync)
+        .unwrap();
+    assert_eq!(deflater.total_in(), inflated as u64, "all of it compressed");
+    out
+}
+
+/// Issue 33: one compressed fragment of about 60 KiB, never finished, inflated to
+/// 60 MiB and was held (under the 64 MiB limit of then), the socket kept alive by
+/// pings; 30 such sockets took a server to 1.9 GB. Now a message's limit (256 KiB by
+/// default) counts inflated bytes as they come, in bounded steps: each of 8 such
+/// sockets is closed with 1009 at once, the server's memory stays flat, and it goes
+/// on serving others.
+#[test]
+fn issue33_compressed_fragments_inflating_past_the_limit_close_with_1009_in_flat_memory() {
+    use crate::http_memory::{ChildServer, MIB, peak_rss};
+    let mut server = ChildServer::start("suite", None);
+    let bomb = frame(false, RSV1 | BINARY, &deflate_bomb(60 << 20));
+    assert!(bomb.len() < 64 * 1024, "{} bytes", bomb.len());
+    let before = server.rss();
+    let mut sockets: Vec<Client> = (0..8)
+        .map(|_| {
+            let (mut client, answer) = handshake(server.addr, "/ws/deflate", &deflate_offer());
+            assert_eq!(answer.status, 101);
+            client.send(&bomb);
+            client
+        })
+        .collect();
+    let peak = peak_rss(&server, Duration::from_secs(1));
+    eprintln!(
+        "RSS before {} MiB, with 8 sockets {} MiB",
+        before / MIB,
+        peak / MIB
+    );
+    assert!(
+        peak < before + 32 * MIB,
+        "grew from {before} to {peak} bytes"
+    );
+    for socket in &mut sockets {
+        let (_, opcode, payload) = read_frame(socket);
+        assert_eq!((opcode, &payload[..2]), (CLOSE, &1009u16.to_be_bytes()[..]));
+    }
+    assert!(server.is_alive());
+    let (mut other, _) = handshake(server.addr, "/ws/deflate", &deflate_offer());
+    other.send(frame(true, RSV1 | TEXT, &HELLO));
+    let (_, opcode, _) = read_frame(&mut other);
+    assert_eq!(opcode, TEXT);
+}
+
+/// Issue 33: every socket's messages draw on the server's memory budget for what
+/// clients send (`limits.max_buffered_bodies`, which request bodies share): a message
+/// within its socket's limit that the budget has no room for closes the socket with
+/// 1013 (try again later), and the room comes back once the socket lets it go.
+#[test]
+fn issue33_a_message_past_the_servers_memory_budget_closes_with_1013() {
+    let server = support::start_with(app(), |config| {
+        config.limits.max_buffered_bodies = 1 << 20;
+    });
+    let mut client = open(server.local_addr(), "/ws/large");
+    client.send(frame(true, BINARY, &vec![7; 2 << 20]));
+    let (_, opcode, payload) = read_frame(&mut client);
+    assert_eq!((opcode, &payload[..2]), (CLOSE, &1013u16.to_be_bytes()[..]));
+    let mut next = open(server.local_addr(), "/ws/large");
+    let fits = vec![9; 512 << 10];
+    next.send(frame(true, BINARY, &fits));
+    assert_eq!(read_frame(&mut next), (true, BINARY, fits));
 }

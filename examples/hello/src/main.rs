@@ -12,7 +12,8 @@
 //! - `GET /ws/echo` → a WebSocket echoing every text and binary message as received
 //!   (what Autobahn's fuzzing client tests).
 //! - `GET /feed` → a WebSocket fed every message `POST /publish` is sent, through the
-//!   hub: on every replica sharing `[feeds] redis` (`bench/feeds.sh`'s fan-out).
+//!   hub: on every replica sharing `[feeds] redis` (`bench/feeds.sh`'s fan-out); a
+//!   message past `[feeds] max_post` (1 MiB) gets 413.
 //!
 //! Left out on purpose: logging and static files, so the benchmark measures the
 //! request path alone.
@@ -49,17 +50,25 @@ fn app(hub: &Hub) -> App {
         })
         .post(
             "/publish",
-            inline(move |message: Bytes| {
-                publish.publish("feed", message);
-                StatusCode::NO_CONTENT
-            }),
+            inline(
+                move |message: Bytes| match publish.publish("feed", message) {
+                    Ok(_) => StatusCode::NO_CONTENT,
+                    // Past `[feeds] max_post`.
+                    Err(_) => StatusCode::PAYLOAD_TOO_LARGE,
+                },
+            ),
         )
 }
+
+/// The largest message the echo takes: Autobahn's largest (cases 9.1.6 and 9.2.6
+/// send 16 MiB in one frame), past the 256 KiB default.
+const ECHO_MAX_MESSAGE: usize = 16 << 20;
 
 /// Echoes every text and binary message until the peer closes, compressed when the
 /// client offers permessage-deflate.
 async fn ws_echo(ws: WebSocketUpgrade) -> Response {
-    ws.compression(true).on_upgrade(|mut socket| async move {
+    let ws = ws.compression(true).max_message_size(ECHO_MAX_MESSAGE);
+    ws.on_upgrade(|mut socket| async move {
         while let Some(Ok(message)) = socket.recv().await {
             if matches!(message, WsMessage::Text(_) | WsMessage::Binary(_))
                 && socket.send(message).await.is_err()

@@ -413,10 +413,12 @@ async fn keep_thumbnail(store: &Store, hub: &Hub, id: i64, made: image::ImageRes
         tracing::error!(picture = id, %error, "the thumbnail was not kept");
         return;
     }
-    hub.publish(
+    if let Err(error) = hub.publish(
         &format!("/picture/{id}/thumbnail"),
         format!("{{\"picture\":{id}}}"),
-    );
+    ) {
+        tracing::error!(picture = id, %error, "the thumbnail was not announced");
+    }
 }
 
 /// `GET /pictures/:id`: the picture as uploaded.

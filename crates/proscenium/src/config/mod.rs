@@ -498,8 +498,9 @@ pub struct Limits {
     #[serde(deserialize_with = "value::count::<_, 1, 1_000_000>")]
     pub max_inflight: usize,
     /// Bytes the whole server buffers for request bodies that wait for more bytes
-    /// (a body that arrives with its head is not counted, nor a spooled one); past it
-    /// the request that needs more room gets 503 with Retry-After.
+    /// (a body that arrives with its head is not counted, nor a spooled one) and for
+    /// WebSocket messages being gathered; past it the request that needs more room
+    /// gets 503 with Retry-After, the socket 1013 (try again later).
     #[serde(deserialize_with = "value::count::<_, 0, { 1 << 40 }>")]
     pub max_buffered_bodies: usize,
     /// Bytes past which a body that waits for more bytes is written to an unnamed

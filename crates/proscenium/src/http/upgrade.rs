@@ -39,6 +39,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use tokio::net::TcpStream;
 
+use super::h1::room::Budget;
 use super::{Body, Response};
 
 /// A connection another protocol has taken over: its socket, the bytes the client
@@ -49,6 +50,8 @@ pub struct Upgraded {
     stream: TcpStream,
     read: Bytes,
     going_away: GoingAway,
+    /// The server's memory budget for what clients send (`limits.max_buffered_bodies`).
+    memory: Arc<Budget>,
 }
 
 impl Upgraded {
@@ -62,6 +65,12 @@ impl Upgraded {
     /// ends well before the shutdown deadline.
     pub fn going_away(&self) -> GoingAway {
         self.going_away.clone()
+    }
+
+    /// The server's memory budget for what clients send, which a protocol's messages
+    /// draw on as request bodies do.
+    pub(crate) fn memory(&self) -> Arc<Budget> {
+        Arc::clone(&self.memory)
     }
 }
 
@@ -116,17 +125,19 @@ impl OnUpgrade {
     }
 
     /// Runs the hand-over on `stream`, `read` its first bytes, `going_away` set once
-    /// shutdown begins.
+    /// shutdown begins, `memory` the budget its messages draw on.
     pub(crate) fn run(
         run: Run,
         stream: TcpStream,
         read: Bytes,
         going_away: GoingAway,
+        memory: Arc<Budget>,
     ) -> impl Future<Output = ()> {
         run(Upgraded {
             stream,
             read,
             going_away,
+            memory,
         })
     }
 }

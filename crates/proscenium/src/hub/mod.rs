@@ -18,14 +18,18 @@
 //! event) are made once. Every subscriber's queue is bounded, so a slow one drops its
 //! own oldest posts (counted) and never slows the publisher or the others.
 //!
-//! A replica keeps the last posts it saw (`[feeds] history`, 1,000 by default), so an
-//! event stream's client that reconnects with `Last-Event-ID` — here or on another
-//! replica — gets what it missed ([`Hub::sse`]).
+//! A replica keeps the last posts it saw (`[feeds] history`, 1,000 by default, and at
+//! most `[feeds] history_bytes` of them, 16 MiB), so an event stream's client that
+//! reconnects with `Last-Event-ID` — here or on another replica — gets what it missed
+//! ([`Hub::sse`]). A post is at most `[feeds] max_post` bytes (1 MiB); a larger one is
+//! refused ([`PublishError`]). A post owns a copy of its payload: a request body
+//! published as it came would keep its room in the server's budget for bodies for as
+//! long as the history kept the post.
 //!
 //! # Example
 //!
 //! ```
-//! use proscenium::{App, Path};
+//! use proscenium::{App, Path, StatusCode};
 //! use proscenium::hub::Hub;
 //! use proscenium::sse::LastEventId;
 //! use proscenium::ws::WebSocketUpgrade;
@@ -36,8 +40,11 @@
 //!     .post("/picture/:id/likes", move |Path(id): Path<u64>| {
 //!         let likes = likes.clone();
 //!         async move {
-//!             likes.publish(&format!("/picture/{id}/likes"), "liked");
-//!             "liked"
+//!             // Refused only past `[feeds] max_post`.
+//!             match likes.publish(&format!("/picture/{id}/likes"), "liked") {
+//!                 Ok(_) => StatusCode::NO_CONTENT,
+//!                 Err(_) => StatusCode::PAYLOAD_TOO_LARGE,
+//!             }
 //!         }
 //!     })
 //!     // Every like, pushed to a WebSocket...
@@ -57,7 +64,7 @@ mod post;
 mod redis;
 mod subscription;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -67,6 +74,7 @@ use parking_lot::{Mutex, RwLock};
 use serde::{Deserialize, Serialize};
 
 pub use self::post::Post;
+use self::post::Queue;
 use self::subscription::Inbox;
 pub use self::subscription::Subscription;
 use crate::actor::{Message, Recipient, TryTellError};
@@ -87,9 +95,20 @@ pub struct FeedsSpec {
     /// `Last-Event-ID`.
     #[serde(deserialize_with = "crate::config::value::count::<_, 0, 1_000_000>")]
     pub history: usize,
+    /// How many bytes of posts (payload, topic and id) the history keeps at most: the
+    /// oldest go first.
+    #[serde(deserialize_with = "crate::config::value::count::<_, 0, { 1 << 40 }>")]
+    pub history_bytes: usize,
+    /// The largest payload a post may have, in bytes; a larger one is refused.
+    #[serde(deserialize_with = "crate::config::value::count::<_, 1, { 1 << 40 }>")]
+    pub max_post: usize,
     /// How many posts wait for one subscriber before its oldest is dropped.
     #[serde(deserialize_with = "crate::config::value::count::<_, 1, 1_000_000>")]
     pub queue: usize,
+    /// How many bytes of posts wait for one subscriber before its oldest is dropped
+    /// (a WebSocket's own send queue bounds it instead).
+    #[serde(deserialize_with = "crate::config::value::count::<_, 0, { 1 << 40 }>")]
+    pub queue_bytes: usize,
 }
 
 impl Default for FeedsSpec {
@@ -97,7 +116,10 @@ impl Default for FeedsSpec {
         Self {
             redis: None,
             history: 1000,
+            history_bytes: 16 << 20,
+            max_post: 1 << 20,
             queue: 1024,
+            queue_bytes: 4 << 20,
         }
     }
 }
@@ -114,7 +136,7 @@ struct Inner {
     published: AtomicU64,
     /// Subscribers by pattern: a post is matched once against each pattern.
     patterns: RwLock<HashMap<String, Vec<Entry>>>,
-    history: Mutex<VecDeque<Arc<Post>>>,
+    history: Mutex<Queue>,
     spec: FeedsSpec,
     lost: AtomicU64,
     /// Subscribers ever joined, for [`Inner::sweep`].
@@ -208,7 +230,7 @@ impl Hub {
             node,
             published: AtomicU64::new(0),
             patterns: RwLock::new(HashMap::new()),
-            history: Mutex::new(VecDeque::with_capacity(spec.history.min(4096))),
+            history: Mutex::new(Queue::with_capacity(spec.history.min(4096))),
             bridge: spec
                 .redis
                 .as_deref()
@@ -222,12 +244,26 @@ impl Hub {
     /// Publishes `payload` to `topic`: every subscription whose pattern matches gets
     /// it, on every replica. Never waits: a subscriber too slow drops its own oldest.
     /// Returns the post's id.
-    pub fn publish(&self, topic: &str, payload: impl Into<Bytes>) -> String {
+    ///
+    /// # Errors
+    ///
+    /// [`PublishError::TooLarge`]: the payload passes `[feeds] max_post`.
+    pub fn publish(&self, topic: &str, payload: impl Into<Bytes>) -> Result<String, PublishError> {
+        let payload = payload.into();
+        let max = self.0.spec.max_post;
+        if payload.len() > max {
+            return Err(PublishError::TooLarge {
+                size: payload.len(),
+                max,
+            });
+        }
         let number = self.0.published.fetch_add(1, Ordering::Relaxed) + 1;
+        // A copy: the payload may be a request body, whose room in the server's
+        // budget for bodies (and spool file) lasts as long as its bytes do.
         let post = Arc::new(Post::new(
             post_id(self.0.node, number),
             topic.to_owned(),
-            payload.into(),
+            Bytes::copy_from_slice(&payload),
         ));
         self.0.receive(&post);
         if let Some(bridge) = &self.0.bridge {
@@ -235,16 +271,22 @@ impl Hub {
                 self.0.lost.fetch_add(1, Ordering::Relaxed);
             }
         }
-        post.id().to_owned()
+        Ok(post.id().to_owned())
     }
 
     /// Publishes `value` as JSON (serialized once, whatever the subscribers).
     ///
     /// # Errors
     ///
-    /// `value` does not serialize.
-    pub fn publish_json<T: Serialize>(&self, topic: &str, value: &T) -> serde_json::Result<String> {
-        Ok(self.publish(topic, serde_json::to_vec(value)?))
+    /// [`PublishError::Json`]: `value` does not serialize; or as
+    /// [`publish`](Self::publish).
+    pub fn publish_json<T: Serialize>(
+        &self,
+        topic: &str,
+        value: &T,
+    ) -> Result<String, PublishError> {
+        let payload = serde_json::to_vec(value).map_err(PublishError::Json)?;
+        self.publish(topic, payload)
     }
 
     /// Subscribes to the topics matching `pattern`, from now on.
@@ -257,7 +299,7 @@ impl Hub {
     /// it does not know that id (too old, or from before this replica started), none
     /// if `after` is `None`.
     pub fn subscribe_after(&self, pattern: &str, after: Option<&str>) -> Subscription {
-        let inbox = Arc::new(Inbox::new(self.0.spec.queue));
+        let inbox = Arc::new(Inbox::new(self.0.spec.queue, self.0.spec.queue_bytes));
         {
             // The history is read and the inbox joins under the patterns' lock, so
             // no post falls between them or comes twice.
@@ -364,11 +406,8 @@ impl Inner {
         {
             let patterns = self.patterns.read();
             if self.spec.history > 0 {
-                let mut history = self.history.lock();
-                if history.len() == self.spec.history {
-                    history.pop_front();
-                }
-                history.push_back(Arc::clone(post));
+                let (posts, bytes) = (self.spec.history, self.spec.history_bytes);
+                self.history.lock().push(post, posts, bytes);
             }
             for (pattern, subscribers) in patterns.iter() {
                 if pattern::matches(pattern, post.topic()) {
@@ -408,6 +447,30 @@ impl Inner {
                 .retain(|entry| !entry.gone.load(Ordering::Relaxed) && !entry.subscriber.is_gone());
             !subscribers.is_empty()
         });
+    }
+}
+
+/// Why a post was not published.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PublishError {
+    /// The payload passes `[feeds] max_post`.
+    #[error("a post of {size} bytes passes the hub's max_post of {max}")]
+    TooLarge {
+        /// The payload's size, in bytes.
+        size: usize,
+        /// `[feeds] max_post`.
+        max: usize,
+    },
+    /// The value to publish as JSON does not serialize.
+    #[error("the post does not serialize as JSON: {0}")]
+    Json(serde_json::Error),
+}
+
+impl PublishError {
+    /// Returns whether the payload was larger than `[feeds] max_post`.
+    pub fn is_too_large(&self) -> bool {
+        matches!(self, Self::TooLarge { .. })
     }
 }
 

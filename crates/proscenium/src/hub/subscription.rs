@@ -1,8 +1,7 @@
 //! A subscription read by its owner: the posts matching its pattern wait in a queue
-//! of its own, bounded; past the bound the oldest is dropped and counted, so a slow
-//! reader never slows the publisher or the other subscribers.
+//! of its own, bounded in posts and in bytes; past a bound the oldest is dropped and
+//! counted, so a slow reader never slows the publisher or the other subscribers.
 
-use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -10,13 +9,14 @@ use futures_util::Stream;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
-use super::post::Post;
+use super::post::{Post, Queue};
 
 /// The queue a [`Subscription`] reads and the hub fills.
 #[derive(Debug)]
 pub(super) struct Inbox {
-    posts: Mutex<VecDeque<Arc<Post>>>,
+    posts: Mutex<Queue>,
     capacity: usize,
+    max_bytes: usize,
     dropped: AtomicU64,
     /// The subscription is gone: the hub lets go of this inbox.
     closed: AtomicBool,
@@ -24,10 +24,11 @@ pub(super) struct Inbox {
 }
 
 impl Inbox {
-    pub(super) fn new(capacity: usize) -> Self {
+    pub(super) fn new(capacity: usize, max_bytes: usize) -> Self {
         Self {
-            posts: Mutex::new(VecDeque::new()),
+            posts: Mutex::new(Queue::default()),
             capacity: capacity.max(1),
+            max_bytes,
             dropped: AtomicU64::new(0),
             closed: AtomicBool::new(false),
             arrived: Notify::new(),
@@ -44,13 +45,9 @@ impl Inbox {
         if self.closed.load(Ordering::Acquire) {
             return false;
         }
-        {
-            let mut posts = self.posts.lock();
-            if posts.len() == self.capacity {
-                posts.pop_front();
-                self.dropped.fetch_add(1, Ordering::Relaxed);
-            }
-            posts.push_back(Arc::clone(post));
+        let gone = self.posts.lock().push(post, self.capacity, self.max_bytes);
+        if gone > 0 {
+            self.dropped.fetch_add(gone, Ordering::Relaxed);
         }
         self.arrived.notify_one();
         true
@@ -74,7 +71,7 @@ impl Subscription {
     pub async fn recv(&mut self) -> Arc<Post> {
         loop {
             let arrived = self.inbox.arrived.notified();
-            if let Some(post) = self.inbox.posts.lock().pop_front() {
+            if let Some(post) = self.inbox.posts.lock().pop() {
                 return post;
             }
             arrived.await;
@@ -83,11 +80,12 @@ impl Subscription {
 
     /// The next post, if one is waiting.
     pub fn try_recv(&mut self) -> Option<Arc<Post>> {
-        self.inbox.posts.lock().pop_front()
+        self.inbox.posts.lock().pop()
     }
 
     /// Returns how many posts were dropped, oldest first, because this subscription
-    /// was read more slowly than they came (its queue's bound: `[feeds] queue`).
+    /// was read more slowly than they came (its queue's bounds: `[feeds] queue` and
+    /// `queue_bytes`).
     pub fn dropped(&self) -> u64 {
         self.inbox.dropped.load(Ordering::Relaxed)
     }

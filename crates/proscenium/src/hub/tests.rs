@@ -39,13 +39,29 @@ fn a_post_reaches_the_subscriptions_whose_patterns_match_its_topic() {
     let mut likes = hub.subscribe("/picture/*/likes");
     let mut one = hub.subscribe("/picture/1/*");
     let mut all = hub.subscribe("*");
-    hub.publish("/picture/1/likes", "a");
-    hub.publish("/picture/2/likes", "b");
-    hub.publish("/picture/1/comments", "c");
-    hub.publish("/user/9", "d");
+    hub.publish("/picture/1/likes", "a").unwrap();
+    hub.publish("/picture/2/likes", "b").unwrap();
+    hub.publish("/picture/1/comments", "c").unwrap();
+    hub.publish("/user/9", "d").unwrap();
     assert_eq!(texts(&mut likes), ["a", "b"]);
     assert_eq!(texts(&mut one), ["a", "c"]);
     assert_eq!(texts(&mut all), ["a", "b", "c", "d"]);
+}
+
+/// Issue 33: a payload past `max_post` is refused, reaches no one and is not kept.
+#[test]
+fn a_post_past_max_post_is_refused_and_reaches_no_one() {
+    let hub = Hub::with(FeedsSpec {
+        max_post: 4,
+        ..FeedsSpec::default()
+    });
+    let mut all = hub.subscribe("*");
+    hub.publish("t", "four").unwrap();
+    let error = hub.publish("t", "five!").unwrap_err();
+    assert!(error.is_too_large(), "{error}");
+    assert_eq!(texts(&mut all), ["four"]);
+    let mut resumed = hub.subscribe_after("*", Some("unknown"));
+    assert_eq!(texts(&mut resumed), ["four"]);
 }
 
 #[test]
@@ -58,7 +74,7 @@ fn a_call_subscriber_gets_posts_until_it_declines() {
         post.text() != Some("last")
     });
     for text in ["a", "last", "after"] {
-        hub.publish("t/1", text);
+        hub.publish("t/1", text).unwrap();
     }
     assert_eq!(*seen.lock(), ["a", "last"]);
     assert!(hub.0.patterns.read().is_empty(), "let go once it declined");
@@ -70,7 +86,7 @@ fn a_subscriber_that_never_reads_drops_its_own_oldest_and_slows_no_one() {
     let mut idle = hub.subscribe("t");
     let mut busy = hub.subscribe("t");
     for n in 0..100 {
-        hub.publish("t", n.to_string());
+        hub.publish("t", n.to_string()).unwrap();
         assert_eq!(
             busy.try_recv().unwrap().text(),
             Some(n.to_string().as_str())
@@ -84,10 +100,12 @@ fn a_subscriber_that_never_reads_drops_its_own_oldest_and_slows_no_one() {
 #[test]
 fn a_subscription_after_an_id_starts_with_what_the_history_kept_after_it() {
     let hub = Hub::new();
-    let ids: Vec<String> = (0..5).map(|n| hub.publish("t", n.to_string())).collect();
-    hub.publish("other", "x");
+    let ids: Vec<String> = (0..5)
+        .map(|n| hub.publish("t", n.to_string()).unwrap())
+        .collect();
+    hub.publish("other", "x").unwrap();
     let mut resumed = hub.subscribe_after("t", Some(&ids[1]));
-    hub.publish("t", "5");
+    hub.publish("t", "5").unwrap();
     assert_eq!(texts(&mut resumed), ["2", "3", "4", "5"]);
     let mut unknown = hub.subscribe_after("t", Some("not-an-id"));
     assert_eq!(texts(&mut unknown).len(), 6, "all it kept");
@@ -106,13 +124,13 @@ fn dropped_subscriptions_are_let_go() {
         drop(hub.subscribe("busy"));
     }
     assert_eq!(hub.0.patterns.read()["busy"].len(), 1 + 3);
-    hub.publish("busy", "x");
+    hub.publish("busy", "x").unwrap();
     assert_eq!(
         hub.0.patterns.read()["busy"].len(),
         1,
         "a post finds them gone"
     );
-    hub.publish("busy", "y");
+    hub.publish("busy", "y").unwrap();
     assert_eq!(texts(&mut live), ["x", "y"]);
 }
 
@@ -141,9 +159,9 @@ fn replicas_share_posts_through_redis_each_once_with_the_same_id() {
         a.subscribe("/picture/*/likes"),
         b.subscribe("/picture/*/likes"),
     );
-    let id = a.publish("/picture/7/likes", "from a");
-    b.publish("/picture/8/likes", "from b");
-    b.publish("/user/1", "not a like");
+    let id = a.publish("/picture/7/likes", "from a").unwrap();
+    b.publish("/picture/8/likes", "from b").unwrap();
+    b.publish("/user/1", "not a like").unwrap();
     // Each replica has both likes: its own at once, the other's through Redis (in
     // either order), with the id its publisher gave it.
     for at in [&mut at_a, &mut at_b] {
@@ -185,19 +203,19 @@ fn after_a_redis_restart_replicas_resubscribe_and_count_what_they_missed() {
     connected(&a);
     connected(&b);
     let mut at_b = b.subscribe("t");
-    a.publish("t", "before");
+    a.publish("t", "before").unwrap();
     assert_eq!(number(&next(&mut at_b)), 1);
     let done = Arc::new(AtomicBool::new(false));
     let publisher = {
         let done = Arc::clone(&done);
         std::thread::spawn(move || {
             for n in 0..2_000 {
-                a.publish("t", n.to_string());
+                a.publish("t", n.to_string()).unwrap();
                 std::thread::sleep(Duration::from_micros(500));
             }
             // Then on until B has one from after the restart.
             while !done.load(Ordering::Relaxed) {
-                a.publish("t", "after");
+                a.publish("t", "after").unwrap();
                 std::thread::sleep(Duration::from_millis(20));
             }
         })

@@ -49,7 +49,7 @@ pub(super) fn table(lua: &Lua, bridge: &Bridge) -> mlua::Result<Table> {
                     serde_json::to_vec(&value).map_err(mlua::Error::external)?
                 }
             };
-            Ok(hub.publish(&topic, payload))
+            hub.publish(&topic, payload).map_err(mlua::Error::external)
         })?,
     )?;
     helpers.set("state", bridge::state_table(lua, bridge)?)?;

@@ -11,7 +11,8 @@ use http::HeaderMap;
 use http::header::SEC_WEBSOCKET_EXTENSIONS;
 
 use super::message::CloseCode;
-use super::read::Violation;
+use super::read::{NO_ROOM, TOO_BIG, Violation};
+use crate::http::h1::room::Buffer;
 
 /// The tail a sync flush ends with, taken off each compressed message (§7.2.1).
 const TAIL: [u8; 4] = [0x00, 0x00, 0xff, 0xff];
@@ -178,28 +179,34 @@ impl Inflater {
         }
     }
 
-    /// Inflates `input`, a piece of a compressed message, onto `out`; past `limit`
-    /// bytes of output the message is too big (1009), and input that does not inflate
-    /// is invalid (1007).
+    /// Inflates `input`, a piece of a compressed message, onto `out`: into the room
+    /// `out` has, made anew when it is filled (doubling, as `out` grows), never past
+    /// `limit` + 1 bytes whatever `input` inflates to. Past `limit` bytes of output
+    /// the message is too big (1009); input that does not inflate is invalid (1007);
+    /// a budget or an allocator without the room for the next step is 1013.
     pub(super) fn inflate(
         &mut self,
         mut input: &[u8],
-        out: &mut Vec<u8>,
+        out: &mut Buffer,
         limit: usize,
     ) -> Result<(), Violation> {
         loop {
-            if out.len() == out.capacity() {
-                out.reserve((input.len() * 4).clamp(1024, 64 * 1024));
-            }
+            let step = (input.len() * 4).clamp(1024, 64 * 1024);
+            // One byte past the limit is enough to know a message is too big.
+            let most = limit.saturating_add(1);
+            out.make_room(out.len().saturating_add(step).min(most), most)
+                .map_err(|_| NO_ROOM)?;
             let (before_in, before_out) = (self.decompress.total_in(), out.len());
-            let status = self
-                .decompress
-                .decompress_vec(input, out, FlushDecompress::Sync)
+            let status = out
+                .fill(|out| {
+                    self.decompress
+                        .decompress_vec(input, out, FlushDecompress::Sync)
+                })
                 .map_err(|_| Violation::new(CloseCode::Invalid, "a message does not inflate"))?;
             let used = usize::try_from(self.decompress.total_in() - before_in).unwrap_or(0);
             input = &input[used..];
             if out.len() > limit {
-                return Err(Violation::new(CloseCode::Size, "a message is too big"));
+                return Err(TOO_BIG);
             }
             if status == Status::StreamEnd {
                 // A final block ends the stream; the next message starts a new one.
@@ -207,14 +214,14 @@ impl Inflater {
                 return Ok(());
             }
             let progressed = used > 0 || out.len() > before_out;
-            if (input.is_empty() && out.len() < out.capacity()) || !progressed {
+            if (input.is_empty() && !out.is_full()) || !progressed {
                 return Ok(());
             }
         }
     }
 
     /// Ends a message: inflates the flush tail its sender left off.
-    pub(super) fn finish(&mut self, out: &mut Vec<u8>, limit: usize) -> Result<(), Violation> {
+    pub(super) fn finish(&mut self, out: &mut Buffer, limit: usize) -> Result<(), Violation> {
         self.inflate(&TAIL, out, limit)?;
         if self.reset {
             self.decompress.reset(false);
@@ -244,6 +251,7 @@ mod tests {
     use http::HeaderValue;
 
     use super::*;
+    use crate::http::h1::room::Budget;
 
     fn offer(value: &str) -> Option<Deflate> {
         let mut headers = HeaderMap::new();
@@ -298,25 +306,44 @@ mod tests {
                 let message = format!("{round} the same words again and again ").repeat(500);
                 let wire = deflater.compress(message.as_bytes());
                 assert!(wire.len() < message.len() / 10);
-                let mut out = Vec::new();
+                let mut out = Buffer::new(&Budget::new(usize::MAX));
                 for piece in wire.chunks(7) {
                     inflater.inflate(piece, &mut out, 1 << 20).unwrap();
                 }
                 inflater.finish(&mut out, 1 << 20).unwrap();
-                assert_eq!(out, message.as_bytes());
+                assert_eq!(out.as_ref(), message.as_bytes());
             }
         }
     }
 
+    /// A bomb never holds more than the limit and a byte of room.
     #[test]
     fn a_bomb_stops_at_the_limit() {
         let terms = offer("permessage-deflate").unwrap();
         let wire = Deflater::new(&terms).compress(&vec![0; 10 << 20]);
-        let mut out = Vec::new();
+        let budget = Budget::new(usize::MAX);
+        let mut out = Buffer::new(&budget);
         let error = Inflater::new(&terms)
             .inflate(&wire, &mut out, 1 << 20)
             .unwrap_err();
         assert_eq!(error.code, CloseCode::Size);
-        assert!(out.capacity() < 2 << 20);
+        assert_eq!(budget.used(), (1 << 20) + 1);
+    }
+
+    /// Issue 33: a message that the server's budget has no room for is 1013, and
+    /// holds no more than the budget.
+    #[test]
+    fn a_message_past_the_servers_budget_is_1013() {
+        let terms = offer("permessage-deflate").unwrap();
+        let wire = Deflater::new(&terms).compress(&vec![0; 1 << 20]);
+        let budget = Budget::new(100_000);
+        let mut out = Buffer::new(&budget);
+        let error = Inflater::new(&terms)
+            .inflate(&wire, &mut out, 1 << 20)
+            .unwrap_err();
+        assert_eq!(error.code, CloseCode::Again);
+        assert!(budget.used() <= 100_000);
+        drop(out);
+        assert_eq!(budget.used(), 0);
     }
 }

@@ -13,6 +13,11 @@ use super::socket::{Settings, WebSocket};
 use crate::app::{FromRequestHead, IntoResponse};
 use crate::http::{Request, Response, Upgraded, upgrade};
 
+/// The largest message a socket takes unless its route says otherwise: Pekko's
+/// default. It was 64 MiB, so one 64 KiB compressed fragment, never finished, held
+/// 63 MiB of inflated bytes (issue 33).
+const DEFAULT_MAX_MESSAGE: usize = 256 * 1024;
+
 /// The only version of the protocol there is (RFC 6455 §4.1).
 const VERSION: &str = "13";
 
@@ -29,8 +34,12 @@ pub struct WebSocketUpgrade {
 }
 
 impl WebSocketUpgrade {
-    /// Sets the largest message taken (default 64 MiB; for a compressed one, its
-    /// inflated size); past it the socket is closed with 1009.
+    /// Sets the largest message taken (default 256 KiB, as Pekko's; for a compressed
+    /// one, its inflated size, counted as it inflates); past it the socket is closed
+    /// with 1009. Whatever this says, a message being gathered holds room in the
+    /// server's memory budget (`limits.max_buffered_bodies`, which request bodies
+    /// share) until the app drops it; a message that cannot get room closes the
+    /// socket with 1013 (try again later).
     #[must_use]
     pub fn max_message_size(mut self, bytes: usize) -> Self {
         self.settings.max_message = bytes;
@@ -92,9 +101,9 @@ impl WebSocketUpgrade {
         let deflate = self.offer.filter(|_| self.compression);
         let settings = self.settings;
         let mut switching = upgrade("websocket", move |upgraded: Upgraded| async move {
-            let going_away = upgraded.going_away();
+            let (going_away, memory) = (upgraded.going_away(), upgraded.memory());
             let (stream, read) = upgraded.into_parts();
-            let socket = WebSocket::new(stream, &read, going_away, settings, deflate);
+            let socket = WebSocket::new(stream, &read, going_away, settings, deflate, memory);
             // Not kept while the socket is open.
             drop(read);
             then(socket).await;
@@ -140,7 +149,7 @@ impl FromRequestHead for WebSocketUpgrade {
         Ok(Self {
             key: key.clone(),
             settings: Settings {
-                max_message: 64 << 20,
+                max_message: DEFAULT_MAX_MESSAGE,
                 max_frame: 16 << 20,
                 keep_alive: Some(Duration::from_secs(30)),
                 close_timeout: Duration::from_secs(5),

@@ -39,8 +39,8 @@ impl Message {
 pub struct Text(Utf8Bytes);
 
 impl Text {
-    /// Text of `bytes`, if they are UTF-8.
-    pub(super) fn from_utf8(bytes: Vec<u8>) -> Option<Self> {
+    /// Text of `bytes`, if they are UTF-8 (shared, not copied).
+    pub(crate) fn from_utf8(bytes: Bytes) -> Option<Self> {
         Utf8Bytes::try_from(bytes).ok().map(Self)
     }
 
@@ -117,6 +117,9 @@ pub enum CloseCode {
     Size,
     /// 1011: the server failed.
     Error,
+    /// 1013: try again later — the server has no room for a message now (its memory
+    /// budget is spent), though the message is within the socket's limit.
+    Again,
 }
 
 impl From<CloseCode> for u16 {
@@ -129,6 +132,7 @@ impl From<CloseCode> for u16 {
             CloseCode::Policy => 1008,
             CloseCode::Size => 1009,
             CloseCode::Error => 1011,
+            CloseCode::Again => 1013,
         }
     }
 }

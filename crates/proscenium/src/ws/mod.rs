@@ -7,12 +7,16 @@
 //! Frames are read and written by tungstenite's frame layer; the messages are this
 //! module's (the choice is measured in docs/performance.md, "WebSocket frame layers"):
 //! fragments reassembled, pings answered, the close handshake, and every payload
-//! checked as it arrives, so a message past its limit closes the socket with 1009 and
-//! text that is not UTF-8 with 1007 at the byte that breaks it, any other breach of
-//! the protocol with 1002. Autobahn's fuzzing client passes every case against
-//! `examples/hello` (`scripts/autobahn`, docs/results/autobahn.md). permessage-deflate
-//! (RFC 7692) is taken when a route asks for it ([`WebSocketUpgrade::compression`])
-//! and the client offers it, with its context-takeover and window terms. When the
+//! checked as it arrives, so a message past its limit (256 KiB by default, inflated
+//! bytes for a compressed one) closes the socket with 1009 and text that is not UTF-8
+//! with 1007 at the byte that breaks it, any other breach of the protocol with 1002.
+//! Messages being gathered draw on the server's memory budget for what clients send
+//! (`limits.max_buffered_bodies`, shared with request bodies): one that cannot get
+//! room closes its socket with 1013. Autobahn's fuzzing client passes every case
+//! against `examples/hello` (`scripts/autobahn`, docs/results/autobahn.md).
+//! permessage-deflate (RFC 7692) is taken when a route asks for it
+//! ([`WebSocketUpgrade::compression`]) and the client offers it, with its
+//! context-takeover and window terms. When the
 //! server's shutdown begins, every socket is closed with 1001 (going away), so a
 //! graceful shutdown does not wait its deadline for them. A peer silent for a whole
 //! keep-alive interval (30 s by default, [`WebSocketUpgrade::keep_alive`]) is pinged,

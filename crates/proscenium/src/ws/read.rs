@@ -5,9 +5,12 @@
 //! A data frame's payload is taken as it arrives, not when whole, so a message past
 //! its limit or text that stops being UTF-8 fails at the byte that breaks it (the
 //! "fail fast" Autobahn's strict cases ask for), and no frame waits in memory whole
-//! before it is checked.
+//! before it is checked. A message is gathered in a [`Buffer`] holding room in the
+//! server's memory budget (`limits.max_buffered_bodies`, shared with request bodies)
+//! until the app drops it; its limit counts inflated bytes as they come.
 
 use std::io::Cursor;
+use std::sync::Arc;
 
 use bytes::{Buf as _, Bytes, BytesMut};
 use tungstenite::protocol::frame::FrameHeader;
@@ -15,6 +18,7 @@ use tungstenite::protocol::frame::coding::{CloseCode as Code, Control, Data, OpC
 
 use super::deflate::Inflater;
 use super::message::{CloseCode, Message, Text};
+use crate::http::h1::room::{Budget, Buffer};
 
 /// A rule the peer broke, and the code the socket is closed with for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,7 +37,14 @@ const fn protocol(reason: &'static str) -> Violation {
     Violation::new(CloseCode::Protocol, reason)
 }
 
-const TOO_BIG: Violation = Violation::new(CloseCode::Size, "a message is too big");
+pub(super) const TOO_BIG: Violation = Violation::new(CloseCode::Size, "a message is too big");
+/// The server's memory budget (or the allocator) has no room for the message now: as
+/// a request body gets 503 then, the socket gets 1013 (try again later), not 1009,
+/// which would tell a client its message is too big for this server ever.
+pub(super) const NO_ROOM: Violation = Violation::new(
+    CloseCode::Again,
+    "the server has no room for the message now; try again later",
+);
 const NOT_UTF8: Violation = Violation::new(CloseCode::Invalid, "text is not UTF-8");
 
 /// The largest control frame payload (§5.5).
@@ -50,6 +61,8 @@ pub(super) struct Reader {
     max_message: usize,
     /// Present when permessage-deflate was negotiated.
     inflater: Option<Inflater>,
+    /// The server's memory budget, which every message draws on.
+    memory: Arc<Budget>,
 }
 
 #[derive(Debug)]
@@ -67,24 +80,39 @@ struct Frame {
 struct Assembly {
     text: bool,
     compressed: bool,
-    data: Vec<u8>,
+    data: Buffer,
     /// How much of `data` is known to be UTF-8.
     checked: usize,
 }
 
 impl Reader {
-    pub(super) fn new(max_frame: usize, max_message: usize, inflater: Option<Inflater>) -> Self {
+    pub(super) fn new(
+        max_frame: usize,
+        max_message: usize,
+        inflater: Option<Inflater>,
+        memory: Arc<Budget>,
+    ) -> Self {
         Self {
             frame: None,
             message: None,
             max_frame: u64::try_from(max_frame).unwrap_or(u64::MAX),
             max_message,
             inflater,
+            memory,
         }
     }
 
     /// The next message in `buf`, taking what it uses; `None` until more bytes come.
+    /// After a violation the message being gathered is let go at once, its room with
+    /// it, not when the close handshake ends.
     pub(super) fn next(&mut self, buf: &mut BytesMut) -> Result<Option<Message>, Violation> {
+        self.read(buf).inspect_err(|_| {
+            self.message = None;
+            self.frame = None;
+        })
+    }
+
+    fn read(&mut self, buf: &mut BytesMut) -> Result<Option<Message>, Violation> {
         loop {
             let Some(frame) = &mut self.frame else {
                 let mut cursor = Cursor::new(&buf[..]);
@@ -135,6 +163,11 @@ impl Reader {
 
     /// Checks a frame's header against the rules and the state of the message.
     fn start(&mut self, header: &FrameHeader, len: u64) -> Result<Frame, Violation> {
+        // RFC 6455 §5.2: "the most significant bit MUST be 0" of a 64-bit length. A
+        // breach of the framing, not a size: 1002, before the size is judged.
+        if len >> 63 != 0 {
+            return Err(protocol("a frame length has its most significant bit set"));
+        }
         let mask = header
             .mask
             .ok_or(protocol("a client frame is not masked"))?;
@@ -171,7 +204,7 @@ impl Reader {
                 self.message = Some(Assembly {
                     text: data == Data::Text,
                     compressed: header.rsv1,
-                    data: Vec::new(),
+                    data: Buffer::new(&self.memory),
                     checked: 0,
                 });
             }
@@ -203,7 +236,10 @@ impl Reader {
                 .expect("checked when the frame began");
             inflater.inflate(piece, &mut message.data, self.max_message)?;
         } else {
-            message.data.extend_from_slice(piece);
+            message
+                .data
+                .append(piece, self.max_message)
+                .map_err(|_| NO_ROOM)?;
         }
         if message.text {
             message.check(false)?;
@@ -223,11 +259,13 @@ impl Reader {
         }
         if message.text {
             message.check(true)?;
-            return Text::from_utf8(message.data)
-                .map(Message::Text)
-                .ok_or(NOT_UTF8);
         }
-        Ok(Message::Binary(message.data.into()))
+        // The message holds its room until the app drops it.
+        let data = Bytes::from_owner(message.data);
+        if message.text {
+            return Text::from_utf8(data).map(Message::Text).ok_or(NOT_UTF8);
+        }
+        Ok(Message::Binary(data))
     }
 }
 
@@ -236,7 +274,7 @@ impl Assembly {
     /// continue UTF-8 fail at once; a character cut at the end waits for the rest,
     /// unless this is the `whole` message.
     fn check(&mut self, whole: bool) -> Result<(), Violation> {
-        match std::str::from_utf8(&self.data[self.checked..]) {
+        match std::str::from_utf8(&self.data.as_ref()[self.checked..]) {
             Ok(_) => self.checked = self.data.len(),
             Err(error) if error.error_len().is_none() && !whole => {
                 self.checked += error.valid_up_to();
@@ -328,7 +366,7 @@ mod tests {
         wire.extend(frame(0x89, b"hi"));
         wire.extend(frame(0x80, tail));
         for step in [1, 3, 64, wire.len()] {
-            let mut reader = Reader::new(1 << 20, 1 << 20, None);
+            let mut reader = Reader::new(1 << 20, 1 << 20, None, Budget::new(usize::MAX));
             let messages = read_all(&mut reader, &wire, step).unwrap();
             assert_eq!(
                 messages,
@@ -345,7 +383,7 @@ mod tests {
     fn text_fails_at_the_first_byte_that_cannot_be_utf8() {
         // The first frame ends inside a character, fine; the second breaks it.
         let mut wire = frame(0x01, b"ok \xce");
-        let mut reader = Reader::new(1 << 20, 1 << 20, None);
+        let mut reader = Reader::new(1 << 20, 1 << 20, None, Budget::new(usize::MAX));
         assert_eq!(read_all(&mut reader, &wire, 1), Ok(vec![]));
         wire = frame(0x00, b"\xff and the rest never comes");
         assert_eq!(read_all(&mut reader, &wire[..7], 1), Err(NOT_UTF8));
@@ -364,7 +402,7 @@ mod tests {
             (frame(0x82, &[0; 2000]), CloseCode::Size),
         ];
         for (wire, code) in cases {
-            let mut reader = Reader::new(1 << 20, 1000, None);
+            let mut reader = Reader::new(1 << 20, 1000, None, Budget::new(usize::MAX));
             assert_eq!(
                 read_all(&mut reader, &wire, 5).unwrap_err().code,
                 code,
@@ -372,7 +410,7 @@ mod tests {
             );
         }
         let unmasked = [0x81, 0x01, b'x'];
-        let mut reader = Reader::new(1 << 20, 1000, None);
+        let mut reader = Reader::new(1 << 20, 1000, None, Budget::new(usize::MAX));
         assert_eq!(
             read_all(&mut reader, &unmasked, 5).unwrap_err().code,
             CloseCode::Protocol

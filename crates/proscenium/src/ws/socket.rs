@@ -20,6 +20,7 @@ use super::message::{CloseCode, Message};
 use super::outbox::{Outbox, Sender, SlowReader};
 use super::read::{Reader, Violation};
 use crate::http::GoingAway;
+use crate::http::h1::room::Budget;
 
 /// How far off a timer that is not to fire is set: a year.
 const NEVER: Duration = Duration::from_secs(365 * 24 * 3600);
@@ -135,6 +136,7 @@ impl WebSocket {
         going_away: GoingAway,
         settings: Settings,
         deflate: Option<Deflate>,
+        memory: Arc<Budget>,
     ) -> Self {
         let first = Instant::now() + settings.keep_alive.unwrap_or(NEVER);
         let inflater = deflate.as_ref().map(Inflater::new);
@@ -143,7 +145,7 @@ impl WebSocket {
                 stream,
                 read_buf: BytesMut::from(read),
                 write_buf: BytesMut::new(),
-                reader: Reader::new(settings.max_frame, settings.max_message, inflater),
+                reader: Reader::new(settings.max_frame, settings.max_message, inflater, memory),
                 deflater: deflate.as_ref().map(Deflater::new),
                 outbox: Arc::new(Outbox::new(settings.send_queue, settings.slow_reader)),
                 state: State::Open,

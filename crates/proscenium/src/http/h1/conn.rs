@@ -342,12 +342,14 @@ impl Conn {
         let Some(run) = upgrade else {
             return Left::Closed;
         };
+        // WebSocket messages draw on the budget of bodies in memory.
+        let memory = shared.bodies.memory.clone();
         let Some(ticket) = ticket else {
-            return upgraded::moved(run, socket.stream, read, peer)
+            return upgraded::moved(run, socket.stream, read, memory, peer)
                 .map_or(Left::Closed, Left::Upgraded);
         };
         // Told when shutdown begins, as idle connections are.
-        upgraded::run_here(run, socket.stream, read, shutdown_begun(&shared)).await;
+        upgraded::run_here(run, socket.stream, read, memory, shutdown_begun(&shared)).await;
         drop(ticket);
         Left::Closed
     }

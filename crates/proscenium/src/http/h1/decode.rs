@@ -7,21 +7,19 @@
 //! A body that came with its head is a slice of the read buffer. One that has to wait
 //! for more bytes moves out of the read buffer into its own, which grows as bytes
 //! arrive (never to the announced length up front: announcing costs a client nothing)
-//! and holds room from the server's memory [`Budget`] until the app drops the body. A
+//! and holds room from the server's memory [`Budget`](super::room::Budget) until the app drops the body. A
 //! body past `limits.spool_above` (announced, or received so far when chunked) is
 //! written to a spool file instead (`spool.rs`), holding room from the disk budget. No
 //! allocation a client can drive aborts the process: growing is `try_reserve`, and
 //! failing it refuses the request like an exhausted budget (503), as does a spool
 //! file the disk refuses.
 
-use std::sync::Arc;
-
 use bytes::{Buf, Bytes, BytesMut};
 
 use super::chunked::ChunkedDecoder;
 use super::error::ParseError;
 use super::head::{self, Head, RequestFraming};
-use super::room::{Bodies, Budget, Room};
+use super::room::{Bodies, Buffer};
 use super::spool::Spool;
 use crate::config::Limits;
 
@@ -58,62 +56,12 @@ enum BodyState {
     },
 }
 
-/// A body's own buffer, and the room it holds in the memory budget.
-#[derive(Debug)]
-struct Buffered {
-    data: Vec<u8>,
-    /// The bytes of the budget this buffer holds: its capacity when it grew.
-    room: Room,
-}
-
-impl Buffered {
-    fn new(budget: &Arc<Budget>) -> Self {
-        Self {
-            data: Vec::new(),
-            room: Room::new(budget),
-        }
-    }
-
-    /// Makes room for `need` bytes in all, growing geometrically up to `ceiling`
-    /// (or past it to `need`).
-    ///
-    /// # Errors
-    ///
-    /// [`ParseError::NoRoom`] when the budget or the allocator has not the room.
-    fn make_room(&mut self, need: usize, ceiling: usize) -> Result<(), ParseError> {
-        if need <= self.data.capacity() {
-            return Ok(());
-        }
-        let held = self.room.held();
-        let cap = held.saturating_mul(2).min(ceiling).max(need);
-        if !self.room.try_grow(cap.saturating_sub(held)) {
-            return Err(ParseError::NoRoom);
-        }
-        self.data
-            .try_reserve_exact(cap - self.data.len())
-            .map_err(|_| ParseError::NoRoom)
-    }
-
-    /// Appends `bytes`, making room as [`make_room`](Self::make_room) does.
-    fn append(&mut self, bytes: &[u8], ceiling: usize) -> Result<(), ParseError> {
-        self.make_room(self.data.len() + bytes.len(), ceiling)?;
-        self.data.extend_from_slice(bytes);
-        Ok(())
-    }
-}
-
-impl AsRef<[u8]> for Buffered {
-    fn as_ref(&self) -> &[u8] {
-        &self.data
-    }
-}
-
 /// Where a body that waits for more bytes gathers: in memory while its size, as far
 /// as known (announced, or received so far when chunked), is within
 /// `limits.spool_above`; in a spool file past it.
 #[derive(Debug)]
 enum Sink {
-    Memory(Buffered),
+    Memory(Buffer),
     File(Spool),
 }
 
@@ -122,14 +70,14 @@ impl Sink {
     fn new(announced: Option<usize>, limits: &Limits, bodies: &Bodies) -> Self {
         match announced {
             Some(n) if passes_spool_above(n, limits) => Self::File(Spool::new(&bodies.disk)),
-            _ => Self::Memory(Buffered::new(&bodies.memory)),
+            _ => Self::Memory(Buffer::new(&bodies.memory)),
         }
     }
 
     /// Returns the bytes gathered.
     fn len(&self) -> usize {
         match self {
-            Self::Memory(data) => data.data.len(),
+            Self::Memory(data) => data.len(),
             Self::File(spool) => spool.len(),
         }
     }
@@ -150,16 +98,16 @@ impl Sink {
         bodies: &Bodies,
     ) -> Result<(), ParseError> {
         if let Self::Memory(data) = self
-            && passes_spool_above(data.data.len() + bytes.len(), limits)
+            && passes_spool_above(data.len() + bytes.len(), limits)
         {
             let mut spool = Spool::new(&bodies.disk);
-            spool.append(&data.data, &limits.spool_dir)?;
+            spool.append(data.as_ref(), &limits.spool_dir)?;
             // Dropping the buffer gives its memory room back.
             *self = Self::File(spool);
         }
         match self {
             // A buffer never holds more than `spool_above`: it moves to a file first.
-            Self::Memory(data) => data.append(bytes, ceiling.min(spool_above(limits))),
+            Self::Memory(data) => Ok(data.append(bytes, ceiling.min(spool_above(limits)))?),
             Self::File(spool) => spool.append(bytes, &limits.spool_dir),
         }
     }

@@ -41,6 +41,12 @@ pub(crate) enum ParseError {
     NoRoom,
 }
 
+impl From<super::room::NoRoom> for ParseError {
+    fn from(_: super::room::NoRoom) -> Self {
+        Self::NoRoom
+    }
+}
+
 impl ParseError {
     /// Returns the status the client gets for this error.
     pub(crate) fn status(&self) -> StatusCode {

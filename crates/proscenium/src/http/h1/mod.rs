@@ -19,7 +19,7 @@ mod idle;
 mod invoke;
 mod io;
 mod ready;
-mod room;
+pub(crate) mod room;
 mod service;
 mod spool;
 mod upgraded;

@@ -1,10 +1,11 @@
-//! The server's room for request bodies that wait for more bytes: bytes of memory for
-//! those buffered (`limits.max_buffered_bodies`), bytes of disk for those spooled to a
-//! temporary file (`limits.max_spooled_bodies`).
+//! The server's room for what clients send that waits to be whole: bytes of memory for
+//! request bodies buffered and WebSocket messages being assembled
+//! (`limits.max_buffered_bodies`), bytes of disk for bodies spooled to a temporary
+//! file (`limits.max_spooled_bodies`).
 //!
 //! Invariant: every byte taken from a [`Budget`] is held by one [`Room`], which gives it
-//! back when dropped — when the app drops the body, or the decoder drops a body it
-//! refused or never finished.
+//! back when dropped — when the app drops the body or message, or the decoder or the
+//! socket drops one it refused or never finished.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -43,14 +44,14 @@ impl Budget {
 
     /// Returns the bytes taken now.
     #[cfg(test)]
-    pub(super) fn used(&self) -> usize {
+    pub(crate) fn used(&self) -> usize {
         self.used.load(Ordering::Acquire)
     }
 }
 
 /// The room one body holds in a budget, given back when dropped.
 #[derive(Debug)]
-pub(super) struct Room {
+pub(crate) struct Room {
     budget: Arc<Budget>,
     held: usize,
 }
@@ -88,7 +89,8 @@ impl Drop for Room {
 /// The two budgets bodies draw on; cloned into each loop.
 #[derive(Debug, Clone)]
 pub(crate) struct Bodies {
-    /// Memory for bodies buffered while they wait (`limits.max_buffered_bodies`).
+    /// Memory for bodies buffered while they wait, and for WebSocket messages
+    /// (`limits.max_buffered_bodies`).
     pub(super) memory: Arc<Budget>,
     /// Disk for bodies spooled while they wait (`limits.max_spooled_bodies`).
     pub(super) disk: Arc<Budget>,
@@ -101,5 +103,87 @@ impl Bodies {
             memory: Budget::new(limits.max_buffered_bodies),
             disk: Budget::new(limits.max_spooled_bodies),
         }
+    }
+}
+
+/// The budget or the allocator has not the room asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct NoRoom;
+
+/// A buffer of what a client sends (a body, a WebSocket message) whose capacity holds
+/// room in a budget: it grows geometrically, fallibly, and gives the room back when
+/// dropped — as the app's `Bytes` ([`Bytes::from_owner`](bytes::Bytes::from_owner)),
+/// when the app drops them.
+#[derive(Debug)]
+pub(crate) struct Buffer {
+    data: Vec<u8>,
+    /// The bytes of the budget this buffer holds: its capacity when it grew.
+    room: Room,
+}
+
+impl Buffer {
+    /// Returns an empty buffer drawing on `budget`.
+    pub(crate) fn new(budget: &Arc<Budget>) -> Self {
+        Self {
+            data: Vec::new(),
+            room: Room::new(budget),
+        }
+    }
+
+    /// Returns the bytes held.
+    pub(crate) fn len(&self) -> usize {
+        self.data.len()
+    }
+
+    /// Returns whether the room made is all written (a fill has none left).
+    pub(crate) fn is_full(&self) -> bool {
+        self.data.len() == self.data.capacity()
+    }
+
+    /// Makes room for `need` bytes in all, growing geometrically up to `ceiling`
+    /// (or past it to `need`).
+    ///
+    /// # Errors
+    ///
+    /// [`NoRoom`] when the budget or the allocator has not the room.
+    pub(crate) fn make_room(&mut self, need: usize, ceiling: usize) -> Result<(), NoRoom> {
+        if need <= self.data.capacity() {
+            return Ok(());
+        }
+        let held = self.room.held();
+        let cap = held.saturating_mul(2).min(ceiling).max(need);
+        if !self.room.try_grow(cap.saturating_sub(held)) {
+            return Err(NoRoom);
+        }
+        self.data
+            .try_reserve_exact(cap - self.data.len())
+            .map_err(|_| NoRoom)
+    }
+
+    /// Appends `bytes`, making room as [`make_room`](Self::make_room) does.
+    ///
+    /// # Errors
+    ///
+    /// [`NoRoom`] when the budget or the allocator has not the room.
+    pub(crate) fn append(&mut self, bytes: &[u8], ceiling: usize) -> Result<(), NoRoom> {
+        self.make_room(self.data.len() + bytes.len(), ceiling)?;
+        self.data.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    /// Lets `fill` write into the room made (a decompressor's output, say): it may
+    /// add bytes up to the capacity, never grow it, so the room held stays the
+    /// capacity.
+    pub(crate) fn fill<R>(&mut self, fill: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+        let capacity = self.data.capacity();
+        let result = fill(&mut self.data);
+        debug_assert_eq!(self.data.capacity(), capacity, "a fill grew the buffer");
+        result
+    }
+}
+
+impl AsRef<[u8]> for Buffer {
+    fn as_ref(&self) -> &[u8] {
+        &self.data
     }
 }

@@ -5,23 +5,32 @@
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use tokio::net::TcpStream;
 
+use super::room::Budget;
 use crate::http::upgrade::{GoingAway, OnUpgrade, Run};
 use crate::rt::Moved;
 
-/// Runs `run` on `stream`, `read` its first bytes, setting its `GoingAway` once
-/// `begun` resolves (shutdown has begun).
+/// Runs `run` on `stream`, `read` its first bytes, its messages drawing on
+/// `memory`, setting its `GoingAway` once `begun` resolves (shutdown has begun).
 pub(super) async fn run_here(
     run: Run,
     stream: TcpStream,
     read: Bytes,
+    memory: Arc<Budget>,
     begun: impl Future<Output = ()>,
 ) {
     let going_away = GoingAway::default();
-    let mut running = std::pin::pin!(OnUpgrade::run(run, stream, read, going_away.clone()));
+    let mut running = std::pin::pin!(OnUpgrade::run(
+        run,
+        stream,
+        read,
+        going_away.clone(),
+        memory
+    ));
     tokio::select! {
         () = &mut running => {}
         () = begun => {
@@ -34,7 +43,13 @@ pub(super) async fn run_here(
 /// Returns `run` on `stream` as a connection to move to another thread: its socket
 /// taken off this thread's reactor now, put on the other's there (`None`: the socket
 /// failed, and is closed).
-pub(super) fn moved(run: Run, stream: TcpStream, read: Bytes, peer: SocketAddr) -> Option<Moved> {
+pub(super) fn moved(
+    run: Run,
+    stream: TcpStream,
+    read: Bytes,
+    memory: Arc<Budget>,
+    peer: SocketAddr,
+) -> Option<Moved> {
     let stream = stream
         .into_std()
         .inspect_err(|e| tracing::debug!("closing the upgraded connection from {peer}: {e}"))
@@ -52,7 +67,7 @@ pub(super) fn moved(run: Run, stream: TcpStream, read: Bytes, peer: SocketAddr) 
             let begun = async move {
                 let _ = shutdown.wait_for(|stop| *stop).await;
             };
-            run_here(run, stream, read, begun).await;
+            run_here(run, stream, read, memory, begun).await;
         })
     }))
 }
