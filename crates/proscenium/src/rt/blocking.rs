@@ -1,6 +1,7 @@
 //! The blocking pool: threads for handlers that block or compute, so no loop stalls.
 //!
-//! The pool grows a thread when a job arrives and none is idle, up to its size; jobs
+//! The pool grows a thread when a job arrives and no thread is free for it, up to its
+//! size; jobs
 //! beyond that wait in a bounded queue, and past the queue's bound `spawn_blocking`
 //! refuses at once (the client gets 503) rather than queueing without limit. A pool of
 //! size 0 runs each job inline, on the caller's thread.
@@ -34,7 +35,14 @@ pub(crate) struct BlockingPool {
     queue: Receiver<Job>,
     max_threads: usize,
     threads: AtomicUsize,
-    idle: Arc<AtomicUsize>,
+    /// Threads free for a new job: those waiting for one, less the jobs already sent
+    /// that counted on one of them. A job takes one of these, or has a thread started
+    /// for it, before it is sent; a thread adds itself when it finishes a job. Counting
+    /// threads as they wait instead (before the fix) raced: a thread just started, or
+    /// one that had just taken a job, still counted as idle, the next job was queued
+    /// behind it with the pool below its size — six jobs once ran one at a time in CI
+    /// (runtime::a_named_pool_runs_its_routes_on_as_many_threads_as_configured).
+    free: Arc<AtomicUsize>,
 }
 
 impl BlockingPool {
@@ -47,7 +55,7 @@ impl BlockingPool {
             queue: rx,
             max_threads,
             threads: AtomicUsize::new(0),
-            idle: Arc::new(AtomicUsize::new(0)),
+            free: Arc::new(AtomicUsize::new(0)),
         })
     }
 
@@ -58,42 +66,52 @@ impl BlockingPool {
             job();
             return Ok(());
         }
-        if self.idle.load(Ordering::Acquire) == 0 {
-            self.grow();
-        }
-        self.jobs.try_send(job).map_err(|e| match e {
-            TrySendError::Full(_) => {
-                super::overload::note(super::overload::Bound::BlockingQueue);
-                BlockingError::QueueFull
+        let counted_on_one = self
+            .free
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1))
+            .is_ok();
+        let started_one = !counted_on_one && self.grow();
+        self.jobs.try_send(job).map_err(|e| {
+            if counted_on_one || started_one {
+                // The thread it took, or started, is free for the next one.
+                self.free.fetch_add(1, Ordering::AcqRel);
             }
-            TrySendError::Disconnected(_) => BlockingError::Closed,
+            match e {
+                TrySendError::Full(_) => {
+                    super::overload::note(super::overload::Bound::BlockingQueue);
+                    BlockingError::QueueFull
+                }
+                TrySendError::Disconnected(_) => BlockingError::Closed,
+            }
         })
     }
 
-    fn grow(&self) {
+    /// Starts a thread for a job about to be sent, unless the pool has its size;
+    /// returns whether it did.
+    fn grow(&self) -> bool {
         let grew = self
             .threads
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
                 (n < self.max_threads).then_some(n + 1)
             });
-        let Ok(n) = grew else { return };
+        let Ok(n) = grew else { return false };
         let queue = self.queue.clone();
-        let idle = self.idle.clone();
+        let free = self.free.clone();
         let spawned = std::thread::Builder::new()
             .name(format!("{}-{n}", self.name))
             .spawn(move || {
-                idle.fetch_add(1, Ordering::AcqRel);
                 // The loop ends when the pool, the only sender, is dropped.
                 while let Ok(job) = queue.recv() {
-                    idle.fetch_sub(1, Ordering::AcqRel);
                     job();
-                    idle.fetch_add(1, Ordering::AcqRel);
+                    free.fetch_add(1, Ordering::AcqRel);
                 }
             });
         if let Err(e) = spawned {
             self.threads.fetch_sub(1, Ordering::AcqRel);
             tracing::error!("cannot start a blocking thread: {e}");
+            return false;
         }
+        true
     }
 }
 
@@ -280,5 +298,32 @@ mod tests {
             .find_map(Result::err);
         assert_eq!(refused, Some(BlockingError::QueueFull));
         drop(release);
+    }
+
+    #[test]
+    fn jobs_submitted_together_run_together_up_to_the_pools_size() {
+        // A pool whose one thread has just started (free, no job taken yet) is handed
+        // two jobs that each wait for the other: the second one must get a thread of
+        // its own, not wait behind the first.
+        for _ in 0..50 {
+            let pool = BlockingPool::new("test", 2, 8);
+            pool.grow();
+            pool.free.fetch_add(1, Ordering::AcqRel);
+            let both = Arc::new(std::sync::Barrier::new(2));
+            let (done, finished) = crossbeam_channel::unbounded();
+            for _ in 0..2 {
+                let (both, done) = (Arc::clone(&both), done.clone());
+                pool.try_submit(Box::new(move || {
+                    both.wait();
+                    done.send(()).unwrap();
+                }))
+                .unwrap();
+            }
+            for _ in 0..2 {
+                finished
+                    .recv_timeout(std::time::Duration::from_secs(30))
+                    .expect("both jobs ran at once");
+            }
+        }
     }
 }
