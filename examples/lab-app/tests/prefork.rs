@@ -62,7 +62,7 @@ fn within(secs: u64, what: &str, mut done: impl FnMut() -> bool) {
 /// there is none (within 5 s).
 fn ask(stream: &mut TcpStream, path: &str) -> Option<String> {
     stream
-        .set_read_timeout(Some(Duration::from_secs(5)))
+        .set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
     write!(stream, "GET {path} HTTP/1.1\r\nHost: t\r\n\r\n").ok()?;
     let mut answer = Vec::new();
