@@ -1,9 +1,13 @@
 //! rustls' providers side by side, in memory (no sockets, no kernel): a client and a
 //! server connection pump their bytes through buffers, and the time spent in the
-//! server's calls is summed. Prints, per provider and TLS version, full and resumed
-//! handshakes a second on one core for the server alone and for the pair, and
-//! AES-128-GCM record throughput (16 KiB writes) to encrypt and to decrypt.
+//! server's calls is summed. Measures, per TLS version, full and resumed handshakes a
+//! second of the server alone on one core, and AES-128-GCM record throughput (16 KiB
+//! writes) encrypting and decrypting — in rounds, each round measuring every figure
+//! under both providers back to back (the first alternating), so that the machine's
+//! drift falls on both. Prints per figure each provider's median and every round, and
+//! aws-lc-rs' ratio to ring within each round, median over rounds.
 
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -15,50 +19,110 @@ use rustls::{
 use crate::args::Args;
 use crate::config::{self, Version};
 
-/// Runs the `providers` command: `providers --cert C --key K [--seconds S]`.
+const PROVIDERS: [&str; 2] = ["aws-lc-rs", "ring"];
+
+/// One measured value: (figure, provider) and the value.
+type Value = ((String, &'static str), f64);
+
+/// Runs the `providers` command: `providers --cert C --key K [--seconds S] [--rounds R]`.
 pub fn run(args: &mut Args) -> Result<(), String> {
     let (cert, key) = (args.required("cert")?, args.required("key")?);
-    let seconds: f64 = args.get("seconds", 2.0)?;
-    let budget = Duration::from_secs_f64(seconds);
-    println!("provider  tls  handshake  server_per_s  pair_per_s  not_as_asked");
-    for name in ["aws-lc-rs", "ring"] {
-        let server = Arc::new(config::server(name, &cert, &key, true)?);
-        for (label, version) in [("1.3", Version::Tls13), ("1.2", Version::Tls12)] {
-            for resume in [false, true] {
-                let client = config::client(config::provider(name)?, version, resume);
-                let rate = handshakes(&server, &client, resume, budget)?;
-                let kind = if resume { "resumed" } else { "full" };
-                println!(
-                    "{name:<9} {label}  {kind:<9} {:>12.0}  {:>10.0}  {:>12}",
-                    rate.server, rate.pair, rate.not_as_asked
-                );
-            }
+    let budget = Duration::from_secs_f64(args.get("seconds", 1.0)?);
+    let rounds: usize = args.get("rounds", 5)?;
+    // figure -> provider -> one value a round
+    let mut figures: BTreeMap<String, BTreeMap<&str, Vec<f64>>> = BTreeMap::new();
+    for round in 0..rounds {
+        for (figure, value) in one_round(&cert, &key, budget, round)? {
+            let (name, provider) = figure;
+            figures
+                .entry(name)
+                .or_default()
+                .entry(provider)
+                .or_default()
+                .push(value);
         }
     }
-    println!("provider  AES-128-GCM  encrypt_MB/s  decrypt_MB/s");
-    for name in ["aws-lc-rs", "ring"] {
-        let server = Arc::new(config::server(name, &cert, &key, false)?);
-        let client = config::client(config::provider(name)?, Version::Tls13, false);
-        let (encrypt, decrypt) = throughput(&server, &client, budget)?;
-        println!("{name:<9} TLS 1.3      {encrypt:>12.0}  {decrypt:>12.0}");
+    for (figure, by_provider) in &figures {
+        for (provider, values) in by_provider {
+            println!(
+                "{figure:<24} {provider:<9} median {:>8.0}  rounds {}",
+                median(values),
+                list(values)
+            );
+        }
+        let ratios: Vec<f64> = by_provider["aws-lc-rs"]
+            .iter()
+            .zip(&by_provider["ring"])
+            .map(|(a, r)| a / r)
+            .collect();
+        println!(
+            "{figure:<24} aws-lc-rs/ring {:.2}x  rounds {}",
+            median(&ratios),
+            list(&ratios)
+        );
     }
     Ok(())
 }
 
-/// Handshakes a second, and how many were not of the kind asked for.
-struct Rate {
-    server: f64,
-    pair: f64,
-    not_as_asked: u64,
+/// Measures every figure once under each provider, starting with provider
+/// `round % 2`; returns ((figure, provider), value) pairs.
+fn one_round(cert: &str, key: &str, budget: Duration, round: usize) -> Result<Vec<Value>, String> {
+    let order = [PROVIDERS[round % 2], PROVIDERS[(round + 1) % 2]];
+    let mut values = Vec::new();
+    for (label, version) in [("1.3", Version::Tls13), ("1.2", Version::Tls12)] {
+        for resume in [false, true] {
+            let kind = if resume { "resumed" } else { "full" };
+            for name in order {
+                let server = Arc::new(config::server(name, cert, key, true)?);
+                let client = config::client(config::provider(name)?, version, resume);
+                let rate = handshakes(&server, &client, resume, budget)?;
+                values.push(((format!("handshakes/s {label} {kind}"), name), rate));
+            }
+        }
+    }
+    for name in order {
+        let server = Arc::new(config::server(name, cert, key, false)?);
+        let client = config::client(config::provider(name)?, Version::Tls13, false);
+        let (encrypt, decrypt) = throughput(&server, &client, budget)?;
+        values.push((("AES-128-GCM enc MB/s".to_string(), name), encrypt));
+        values.push((("AES-128-GCM dec MB/s".to_string(), name), decrypt));
+    }
+    Ok(values)
 }
 
-/// Runs handshakes for `budget` of wall time; the first one warms the session store.
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let middle = sorted.len() / 2;
+    if sorted.len() % 2 == 1 {
+        sorted[middle]
+    } else {
+        (sorted[middle - 1] + sorted[middle]) / 2.0
+    }
+}
+
+fn list(values: &[f64]) -> String {
+    let shown: Vec<String> = values
+        .iter()
+        .map(|v| {
+            if *v < 10.0 {
+                format!("{v:.2}")
+            } else {
+                format!("{v:.0}")
+            }
+        })
+        .collect();
+    format!("[{}]", shown.join(", "))
+}
+
+/// Runs handshakes for `budget` of wall time (the first one warms the session store);
+/// returns the server's handshakes a second of its own time.
 fn handshakes(
     server: &Arc<ServerConfig>,
     client: &Arc<ClientConfig>,
     resume: bool,
     budget: Duration,
-) -> Result<Rate, String> {
+) -> Result<f64, String> {
     let want = if resume {
         HandshakeKind::Resumed
     } else {
@@ -67,17 +131,15 @@ fn handshakes(
     let mut server_time = Duration::ZERO;
     handshake(server, client, &mut server_time)?;
     server_time = Duration::ZERO;
-    let (start, mut count, mut not_as_asked) = (Instant::now(), 0u64, 0);
+    let (start, mut count) = (Instant::now(), 0u64);
     while start.elapsed() < budget {
         let (_, kind) = handshake(server, client, &mut server_time)?;
-        not_as_asked += u64::from(kind != Some(want));
+        if kind != Some(want) {
+            return Err(format!("a {want:?} handshake was {kind:?}"));
+        }
         count += 1;
     }
-    Ok(Rate {
-        server: count as f64 / server_time.as_secs_f64(),
-        pair: count as f64 / start.elapsed().as_secs_f64(),
-        not_as_asked,
-    })
+    Ok(count as f64 / server_time.as_secs_f64())
 }
 
 /// Completes one handshake (and the tickets that follow it); adds the time spent in
