@@ -100,7 +100,11 @@ impl Certificates {
     /// Reads every source anew if any file changed; keeps what it has (and logs one
     /// line) when a new file is unreadable or wrong. Returns whether the table changed.
     pub fn reload_if_changed(&self) -> bool {
-        let stamps: Vec<_> = self.sources.iter().map(|s| stamp(&s.cert, &s.key)).collect();
+        let stamps: Vec<_> = self
+            .sources
+            .iter()
+            .map(|s| stamp(&s.cert, &s.key))
+            .collect();
         if stamps == self.table.read().stamps {
             return false;
         }
@@ -122,7 +126,11 @@ impl Certificates {
                 // The stamps of what failed are noted, so a broken file is reported
                 // once, not every second until it is fixed.
                 let mut table = self.table.write();
-                let stamps = self.sources.iter().map(|s| stamp(&s.cert, &s.key)).collect();
+                let stamps = self
+                    .sources
+                    .iter()
+                    .map(|s| stamp(&s.cert, &s.key))
+                    .collect();
                 *table = Arc::new(Table {
                     loaded: table.loaded.clone(),
                     stamps,
@@ -139,7 +147,9 @@ impl Certificates {
 
     /// Serves `key` to TLS-ALPN-01 handshakes for `name` until it is withdrawn.
     pub fn set_challenge(&self, name: &str, key: Arc<CertifiedKey>) {
-        self.challenges.lock().insert(name.to_ascii_lowercase(), key);
+        self.challenges
+            .lock()
+            .insert(name.to_ascii_lowercase(), key);
     }
 
     /// Withdraws the TLS-ALPN-01 answer for `name`.
@@ -165,16 +175,14 @@ impl Certificates {
         let table = self.table.read().clone();
         let chosen = name.and_then(|name| {
             let name = name.to_ascii_lowercase();
-            let wildcard = name.split_once('.').map(|(_, parent)| format!("*.{parent}"));
+            let wildcard = name
+                .split_once('.')
+                .map(|(_, parent)| format!("*.{parent}"));
             let names = |l: &&Loaded, wanted: &str| l.names.iter().any(|n| n == wanted);
-            table
-                .loaded
-                .iter()
-                .find(|l| names(l, &name))
-                .or_else(|| {
-                    let wildcard = wildcard.as_deref()?;
-                    table.loaded.iter().find(|l| names(l, wildcard))
-                })
+            table.loaded.iter().find(|l| names(l, &name)).or_else(|| {
+                let wildcard = wildcard.as_deref()?;
+                table.loaded.iter().find(|l| names(l, wildcard))
+            })
         });
         chosen.or(table.loaded.first()).map(|l| l.key.clone())
     }
@@ -226,7 +234,11 @@ fn stamp(cert: &Path, key: &Path) -> Option<Stamp> {
         Some((meta.modified().ok()?, meta.len(), meta.ino()))
     };
     let (c, k) = (one(cert)?, one(key)?);
-    Some((c.0.max(k.0), c.1 ^ k.1.rotate_left(32), c.2 ^ k.2.rotate_left(32)))
+    Some((
+        c.0.max(k.0),
+        c.1 ^ k.1.rotate_left(32),
+        c.2 ^ k.2.rotate_left(32),
+    ))
 }
 
 /// Loads a chain and its key, and checks that they belong together.

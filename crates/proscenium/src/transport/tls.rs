@@ -11,7 +11,7 @@ use rustls::{ServerConfig, ServerConnection};
 /// What a plain-HTTP request on the TLS port is answered with before it is closed
 /// (nginx answers the same, with a page).
 const PLAIN_ON_TLS: &[u8] = b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\n\
-Content-Length: 47\r\nConnection: close\r\n\r\nThis port speaks HTTPS: use https:// to reach it\n";
+Content-Length: 49\r\nConnection: close\r\n\r\nThis port speaks HTTPS: use https:// to reach it\n";
 
 /// A socket's look at its first byte without taking it.
 pub(super) trait Peek {
