@@ -69,6 +69,8 @@ pub mod state;
 pub mod stream;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+pub mod tls;
+pub mod transport;
 pub mod web;
 pub mod ws;
 

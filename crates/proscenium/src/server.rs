@@ -15,6 +15,7 @@ use crate::rt::dispatcher::{self, Target};
 use crate::rt::event_loop::{self, LoopSpec};
 use crate::rt::overload::Gate;
 use crate::rt::{Pools, prefork, threads, watchdog};
+use crate::tls::Tls;
 use crate::{App, Config, Error, Method, web};
 
 /// Pending connections the kernel holds for each listener (capped by
@@ -107,6 +108,7 @@ impl Server {
             Some(seat) => Some(seat.map_err(Error::io("take the load board from the supervisor"))?),
             None => None,
         };
+        let tls = Tls::new(&config.tls).map_err(|e| Error::app(format!("TLS: {e}")))?;
         let app = Arc::new(app);
         let spec = LoopSpec {
             protocol: Arc::new(Http1::new(app.clone(), config.clone())),
@@ -114,7 +116,11 @@ impl Server {
             pools: Pools::new(&config),
             shutdown,
             gate: Gate::new(config.limits.max_connections, seat),
+            tls: tls.as_ref().map(|tls| tls.config.clone()),
         };
+        if let Some(tls) = &tls {
+            tls.watch();
+        }
         let started = match config.model {
             Model::Loops | Model::EventLoop => start_loops(&spec, app, &live, None)?,
             Model::ThreadPool | Model::ThreadPerConn => start_threads(spec)?,
@@ -133,6 +139,7 @@ impl Server {
             shutdown: shutdown_tx,
             threads: started.threads,
             watchdog: started.watchdog,
+            tls,
         })
     }
 
@@ -349,13 +356,14 @@ fn bind(addr: SocketAddr, reuse_port: bool) -> std::io::Result<std::net::TcpList
     Ok(socket.into())
 }
 
-/// SIGINT and SIGTERM, watched from the moment this is made: one that arrives before
-/// [`Signals::wait`] is kept for it, not fatal to the process.
+/// SIGINT and SIGTERM, and SIGHUP, watched from the moment this is made: one that
+/// arrives before [`Signals::wait`] is kept for it, not fatal to the process.
 #[derive(Debug)]
 pub(crate) struct Signals {
     runtime: tokio::runtime::Runtime,
     term: tokio::signal::unix::Signal,
     int: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
 }
 
 impl Signals {
@@ -367,16 +375,26 @@ impl Signals {
         let entered = runtime.enter();
         let term = signal(SignalKind::terminate()).map_err(Error::io("watch SIGTERM"))?;
         let int = signal(SignalKind::interrupt()).map_err(Error::io("watch SIGINT"))?;
+        let hup = signal(SignalKind::hangup()).map_err(Error::io("watch SIGHUP"))?;
         drop(entered);
-        Ok(Self { runtime, term, int })
+        Ok(Self {
+            runtime,
+            term,
+            int,
+            hup,
+        })
     }
 
-    /// Blocks until one of them arrives (or has arrived).
-    fn wait(mut self) {
+    /// Blocks until SIGTERM or SIGINT arrives (or has arrived), calling `on_hangup`
+    /// for each SIGHUP meanwhile.
+    fn wait(mut self, mut on_hangup: impl FnMut()) {
         self.runtime.block_on(async {
-            tokio::select! {
-                _ = self.term.recv() => {}
-                _ = self.int.recv() => {}
+            loop {
+                tokio::select! {
+                    _ = self.term.recv() => break,
+                    _ = self.int.recv() => break,
+                    _ = self.hup.recv() => on_hangup(),
+                }
             }
         });
     }
@@ -389,6 +407,8 @@ pub struct ServerHandle {
     shutdown: watch::Sender<bool>,
     threads: Vec<JoinHandle<()>>,
     watchdog: Option<(JoinHandle<()>, Arc<AtomicBool>)>,
+    /// The server's TLS, its certificates reloaded on SIGHUP.
+    tls: Option<Tls>,
 }
 
 impl ServerHandle {
@@ -415,9 +435,15 @@ impl ServerHandle {
         }
     }
 
-    /// Serves until one of `signals` arrives, then shuts down gracefully.
+    /// Serves until SIGTERM or SIGINT arrives, then shuts down gracefully; SIGHUP
+    /// meanwhile reloads the TLS certificates.
     pub(crate) fn run_until(self, signals: Signals) {
-        signals.wait();
+        signals.wait(|| {
+            if let Some(tls) = &self.tls {
+                tracing::info!("SIGHUP: reloading the TLS certificates");
+                tls.certs.reload();
+            }
+        });
         tracing::info!("shutting down: finishing requests in flight");
         self.shutdown();
     }

@@ -104,6 +104,8 @@ pub struct Config {
     /// The HTTP client's settings (`proscenium::client`): timeouts, connections per
     /// host, retries.
     pub client: crate::client::ClientSpec,
+    /// HTTPS: certificates (files, by SNI, or ACME), the plain-HTTP listener, HSTS.
+    pub tls: crate::tls::TlsSpec,
     /// The app's database, for the app to connect to (Proscenium itself does not):
     /// `[database] url`, or `PROSCENIUM_DATABASE_URL` — Play's `db.default.url`.
     pub database: DatabaseSpec,
@@ -260,6 +262,7 @@ impl Default for Config {
             lua: crate::lua::LuaSpec::default(),
             file: None,
             client: crate::client::ClientSpec::default(),
+            tls: crate::tls::TlsSpec::default(),
             database: DatabaseSpec::default(),
         }
     }

@@ -148,7 +148,7 @@ pub fn parse_bind(text: &str) -> Result<SocketAddr, String> {
 }
 
 /// Reads a listening address as [`parse_bind`] takes it.
-pub(super) fn bind<'de, D: Deserializer<'de>>(d: D) -> Result<SocketAddr, D::Error> {
+pub(crate) fn bind<'de, D: Deserializer<'de>>(d: D) -> Result<SocketAddr, D::Error> {
     parse_bind(&String::deserialize(d)?).map_err(de::Error::custom)
 }
 

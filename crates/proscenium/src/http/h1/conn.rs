@@ -19,7 +19,6 @@ use std::task::Poll;
 use bytes::{Buf, BytesMut};
 use http::Method;
 use http_body_util::BodyExt;
-use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use super::answer::{self, Persistence, Terms, Unsent};
@@ -38,6 +37,7 @@ use crate::http::upgrade::{OnUpgrade, Run};
 use crate::rt::Sleeping;
 use crate::rt::pace::Pace;
 use crate::rt::{Left, Progress, Ticket, Visit};
+use crate::transport::Stream;
 
 /// Bytes a read asks for at least.
 const READ_CHUNK: usize = 8 * 1024;
@@ -64,7 +64,7 @@ pub(crate) enum Start {
 /// the future, not in it, and the ticket is held by the connection rather than by a
 /// wrapping future: each saves the task from holding the same bytes twice.)
 pub(crate) fn serve(
-    stream: TcpStream,
+    stream: Stream,
     peer: SocketAddr,
     shared: Rc<Http1Loop>,
     start: Start,
@@ -374,7 +374,7 @@ impl Conn {
         }
         let stream = socket
             .stream
-            .into_std()
+            .park()
             .inspect_err(|e| tracing::debug!("closing connection from {peer}: {e}"))
             .ok()?;
         // The waiting room holds connections by the thousand: only the bytes of a

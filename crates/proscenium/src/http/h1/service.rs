@@ -7,7 +7,6 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use tokio::net::TcpStream;
 
 use super::answer::{self, Terms};
 use super::conn::{self, Start};
@@ -17,6 +16,7 @@ use crate::Config;
 use crate::http::access_log::AccessLog;
 use crate::http::response::Respond;
 use crate::rt::{Host, Left, LocalProtocol, Protocol, Readiness, Sleepers, Ticket, Visit};
+use crate::transport::Stream;
 
 /// HTTP/1.1 serving an app: the protocol a server hands the runtime.
 #[derive(Debug)]
@@ -117,7 +117,7 @@ impl Http1Loop {
 impl LocalProtocol for Http1Loop {
     fn serve(
         self: &Rc<Self>,
-        stream: TcpStream,
+        stream: Stream,
         peer: SocketAddr,
         ticket: Ticket,
     ) -> impl Future<Output: 'static> + 'static {
@@ -135,7 +135,8 @@ impl LocalProtocol for Http1Loop {
             peer,
             progress,
         } = visit;
-        let stream = TcpStream::from_std(stream)
+        let stream = stream
+            .resume()
             .inspect_err(|e| tracing::warn!("cannot serve connection from {peer}: {e}"));
         let start = Start::Thread(progress);
         let conn = stream.map(|stream| conn::serve(stream, peer, self.clone(), start));

@@ -1,0 +1,115 @@
+//! HTTPS: the server's TLS (rustls on aws-lc-rs), its certificates — files chosen by
+//! SNI and reloaded when they change or on SIGHUP, or obtained by ACME — and the
+//! settings of `[tls]`.
+//!
+//! The bytes of a TLS connection are read and written by `transport`; this module
+//! makes what it needs: one [`ServerConfig`] per server, whose certificate resolver is
+//! [`Certificates`].
+//!
+//! ```no_run
+//! let config: proscenium::Config =
+//!     toml::from_str("[tls]\ncert = \"site.pem\"\nkey = \"site.key\"").unwrap();
+//! let tls = proscenium::tls::Tls::new(&config.tls).unwrap();
+//! assert!(tls.is_some());
+//! ```
+
+mod certs;
+mod settings;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use rustls::ServerConfig;
+use rustls::crypto::CryptoProvider;
+
+pub use self::certs::{ACME_TLS_ALPN, CertError, Certificates, Loaded, from_parts, load_pair};
+pub use self::settings::{AcmeSpec, CertFiles, Challenge, PlainServes, PlainSpec, TlsSpec};
+
+/// How often the certificates' files are looked at for a change.
+const WATCH_EVERY: Duration = Duration::from_secs(1);
+
+/// Resumed sessions remembered by a server (by ID, for TLS 1.2 clients without
+/// tickets); tickets need no memory on the server.
+const SESSION_CACHE: usize = 4096;
+
+/// The crypto every TLS endpoint of the process uses: aws-lc-rs (docs/performance.md,
+/// "TLS", has the measurement that chose it), installed as the process default the
+/// first time it is asked for, so the crates that make their own rustls configs (the
+/// redis crate's, ACME's client) agree with ours.
+pub fn provider() -> Arc<CryptoProvider> {
+    static PROVIDER: OnceLock<Arc<CryptoProvider>> = OnceLock::new();
+    PROVIDER
+        .get_or_init(|| {
+            let provider = rustls::crypto::aws_lc_rs::default_provider();
+            let _ = provider.clone().install_default();
+            Arc::new(provider)
+        })
+        .clone()
+}
+
+/// A server's TLS: its rustls config and its certificates.
+#[derive(Debug, Clone)]
+pub struct Tls {
+    /// What every connection's session is made from.
+    pub config: Arc<ServerConfig>,
+    /// The certificates `config` resolves to, reloadable.
+    pub certs: Arc<Certificates>,
+}
+
+impl Tls {
+    /// Loads what `spec` names; `None` when it names nothing (plain HTTP).
+    pub fn new(spec: &TlsSpec) -> Result<Option<Self>, CertError> {
+        if !spec.enabled() {
+            return Ok(None);
+        }
+        let certs = Arc::new(Certificates::load(spec)?);
+        let mut config = ServerConfig::builder_with_provider(provider())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| CertError {
+                path: PathBuf::new(),
+                why: e.to_string(),
+            })?
+            .with_no_client_auth()
+            .with_cert_resolver(certs.clone());
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        if spec.acme.is_some() {
+            config.alpn_protocols.push(ACME_TLS_ALPN.to_vec());
+        }
+        config.session_storage = rustls::server::ServerSessionMemoryCache::new(SESSION_CACHE);
+        if let Ok(ticketer) = rustls::crypto::aws_lc_rs::Ticketer::new() {
+            config.ticketer = ticketer;
+        }
+        // Answers are written whole by the connection; rustls need not hold more.
+        config.send_half_rtt_data = false;
+        Ok(Some(Self {
+            config: Arc::new(config),
+            certs,
+        }))
+    }
+
+    /// Starts the thread that reloads the certificates when their files change, for
+    /// as long as the process lives.
+    pub fn watch(&self) {
+        let certs = Arc::downgrade(&self.certs);
+        let started = std::thread::Builder::new()
+            .name("proscenium-tls-watch".to_owned())
+            .spawn(move || {
+                while let Some(certs) = certs.upgrade() {
+                    certs.reload_if_changed();
+                    drop(certs);
+                    std::thread::sleep(WATCH_EVERY);
+                }
+            });
+        if let Err(e) = started {
+            tracing::error!("TLS certificates will not be reloaded when they change: {e}");
+        }
+    }
+}
+
+/// Where ACME keeps the certificate for `domains` below `store`: the chain and key.
+pub fn store_paths(store: &Path, domains: &[String]) -> (PathBuf, PathBuf) {
+    let name = domains.first().map_or("default", String::as_str);
+    let dir = store.join(name.replace('*', "_wildcard"));
+    (dir.join("cert.pem"), dir.join("key.pem"))
+}

@@ -1,0 +1,343 @@
+//! What a connection's bytes travel over: TCP, or TLS over TCP (rustls, driven
+//! sans-I/O here so the connection keeps its own reads, writes and timers).
+//!
+//! A [`Stream`] is a connection on a thread's reactor; a `Parked` one is off any
+//! reactor, to move between threads (a thread model's waiting room and its threads,
+//! an upgraded connection leaving a thread). Both carry the TLS session with them.
+//!
+//! The TLS handshake is not a step of its own: the first reads drive it, bounded by the
+//! first request's header deadline like any slow head, so a client that never
+//! finishes it holds its place no longer than one that never sends a request.
+
+mod tls;
+
+use std::io;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll, ready};
+
+use bytes::{BufMut, BytesMut};
+use rustls::ServerConfig;
+use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
+use tokio::net::TcpStream;
+
+/// A connection's byte stream: plain TCP, or TLS over it.
+///
+/// Implements tokio's `AsyncRead` and `AsyncWrite`, which is all an upgraded
+/// connection's protocol needs (see [`Upgraded`](crate::http::upgrade::Upgraded)).
+#[derive(Debug)]
+pub struct Stream {
+    tcp: TcpStream,
+    tls: Option<Box<tls::Session>>,
+}
+
+/// A connection off any reactor, with its TLS session if it has one.
+#[derive(Debug)]
+pub(crate) struct Parked {
+    pub(crate) tcp: std::net::TcpStream,
+    tls: Option<Box<tls::Session>>,
+}
+
+impl Parked {
+    /// A connection just accepted: TLS begins on it when `tls` says so.
+    pub(crate) fn accepted(tcp: std::net::TcpStream, tls: Option<&Arc<ServerConfig>>) -> Self {
+        Self {
+            tcp,
+            tls: tls.and_then(tls::session),
+        }
+    }
+
+    /// Puts the connection on this thread's reactor.
+    pub(crate) fn resume(self) -> io::Result<Stream> {
+        self.tcp.set_nonblocking(true)?;
+        Ok(Stream {
+            tcp: TcpStream::from_std(self.tcp)?,
+            tls: self.tls,
+        })
+    }
+
+    /// Reads what the (non-blocking) socket has now, its plaintext onto `read`.
+    pub(crate) fn read_now(&mut self, read: &mut BytesMut, max: usize) -> io::Result<usize> {
+        match &mut self.tls {
+            None => {
+                let mut chunk = [0u8; 4096];
+                let n = io::Read::read(&mut &self.tcp, &mut chunk[..max.min(4096)])?;
+                read.extend_from_slice(&chunk[..n]);
+                Ok(n)
+            }
+            Some(tls) => tls::read(tls, &mut StdIo(&self.tcp), read, max),
+        }
+    }
+
+    /// The plain TCP socket, for a connection known not to speak TLS (an error for
+    /// one that does: its session would be lost).
+    pub(crate) fn plain(self) -> io::Result<std::net::TcpStream> {
+        match self.tls {
+            None => Ok(self.tcp),
+            Some(_) => Err(io::Error::other(
+                "a TLS connection cannot be parked as plain TCP",
+            )),
+        }
+    }
+}
+
+impl Stream {
+    /// Takes the connection off this thread's reactor, to move it.
+    pub(crate) fn park(self) -> io::Result<Parked> {
+        Ok(Parked {
+            tcp: self.tcp.into_std()?,
+            tls: self.tls,
+        })
+    }
+
+    /// The TCP socket under it (for socket options; never read or write it directly
+    /// when it speaks TLS).
+    pub fn tcp(&self) -> &TcpStream {
+        &self.tcp
+    }
+
+    /// The client's address.
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        self.tcp.peer_addr()
+    }
+
+    /// Whether the connection speaks TLS.
+    pub fn is_tls(&self) -> bool {
+        self.tls.is_some()
+    }
+
+    /// The application protocol TLS agreed on (ALPN), if any.
+    pub fn alpn(&self) -> Option<&[u8]> {
+        self.tls.as_ref()?.alpn_protocol()
+    }
+
+    /// The name the client asked for in its TLS handshake (SNI), if any.
+    pub fn server_name(&self) -> Option<&str> {
+        self.tls.as_ref()?.server_name()
+    }
+
+    /// Reads what the connection has, `max` bytes at most, onto `read`, once it has
+    /// something (0: the client closed).
+    pub(crate) fn poll_read_into(
+        &mut self,
+        cx: &mut Context<'_>,
+        read: &mut BytesMut,
+        max: usize,
+    ) -> Poll<io::Result<usize>> {
+        loop {
+            let got = match &mut self.tls {
+                None => {
+                    ready!(self.tcp.poll_read_ready(cx))?;
+                    // Room is taken once there are bytes (a no-op for a buffer that has
+                    // it already): a connection waiting holds none.
+                    read.reserve(max);
+                    self.tcp.try_read_buf(&mut (&mut *read).limit(max))
+                }
+                Some(tls) => {
+                    let got = tls::read(tls, &mut TokioIo(&self.tcp), read, max);
+                    // What the handshake answers (or the session tickets after it) may
+                    // have found the socket full: it goes once there is room, whether
+                    // or not this read waits (the client waits for it).
+                    if let Poll::Ready(Err(e)) = poll_flush_tls(&self.tcp, tls, cx) {
+                        return Poll::Ready(Err(e));
+                    }
+                    if matches!(&got, Err(e) if e.kind() == io::ErrorKind::WouldBlock) {
+                        ready!(self.tcp.poll_read_ready(cx))?;
+                    }
+                    got
+                }
+            };
+            match got {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                done => return Poll::Ready(done),
+            }
+        }
+    }
+
+    /// Resolves once the connection may have something to read: bytes from the client,
+    /// or plaintext TLS already holds.
+    pub(crate) fn poll_read_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if self.tls.as_mut().is_some_and(|tls| tls::has_plaintext(tls)) {
+            return Poll::Ready(Ok(()));
+        }
+        self.tcp.poll_read_ready(cx)
+    }
+
+    /// Writes some of `bytes` (how many it took), once the socket has room.
+    pub(crate) fn poll_send(
+        &mut self,
+        cx: &mut Context<'_>,
+        bytes: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match &mut self.tls {
+            None => poll_io(&self.tcp, cx, Interest::WRITABLE, || {
+                self.tcp.try_write(bytes)
+            }),
+            Some(tls) => loop {
+                ready!(poll_flush_tls(&self.tcp, tls, cx))?;
+                match io::Write::write(&mut tls.writer(), bytes)? {
+                    // Its buffer is full: flush it first.
+                    0 if !bytes.is_empty() => {}
+                    n => {
+                        let _ = tls::flush(tls, &mut TokioIo(&self.tcp));
+                        return Poll::Ready(Ok(n));
+                    }
+                }
+            },
+        }
+    }
+
+    /// Writes what TLS holds encrypted; ready at once for plain TCP.
+    pub(crate) fn poll_flush_out(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match &mut self.tls {
+            None => Poll::Ready(Ok(())),
+            Some(tls) => poll_flush_tls(&self.tcp, tls, cx),
+        }
+    }
+
+    /// Sends TLS's close_notify (if TLS) and half-closes the socket.
+    pub(crate) fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if let Some(tls) = &mut self.tls {
+            tls.send_close_notify();
+            ready!(poll_flush_tls(&self.tcp, tls, cx))?;
+        }
+        Poll::Ready(socket2::SockRef::from(&self.tcp).shutdown(std::net::Shutdown::Write))
+    }
+}
+
+/// Writes what `tls` holds encrypted, once the socket has room.
+fn poll_flush_tls(
+    tcp: &TcpStream,
+    tls: &mut tls::Session,
+    cx: &mut Context<'_>,
+) -> Poll<io::Result<()>> {
+    while tls.wants_write() {
+        ready!(poll_io(tcp, cx, Interest::WRITABLE, || tls::flush(
+            tls,
+            &mut TokioIo(tcp)
+        )))?;
+    }
+    Poll::Ready(Ok(()))
+}
+
+/// Runs `io` (a `try_` call, which clears the readiness tokio cached when it would
+/// block) once the socket is ready for `interest`.
+pub(crate) fn poll_io<T>(
+    tcp: &TcpStream,
+    cx: &mut Context<'_>,
+    interest: Interest,
+    mut io: impl FnMut() -> io::Result<T>,
+) -> Poll<io::Result<T>> {
+    loop {
+        if interest.is_writable() {
+            ready!(tcp.poll_write_ready(cx))?;
+        } else {
+            ready!(tcp.poll_read_ready(cx))?;
+        }
+        match io() {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+            result => return Poll::Ready(result),
+        }
+    }
+}
+
+/// A tokio socket as `Read` and `Write`: `try_read` and `try_write`, which clear the
+/// readiness tokio cached when they would block.
+struct TokioIo<'a>(&'a TcpStream);
+
+impl io::Read for TokioIo<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.try_read(buf)
+    }
+}
+
+impl io::Write for TokioIo<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.try_write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl tls::Peek for TokioIo<'_> {
+    fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.try_io(Interest::READABLE, || {
+            nix::sys::socket::recv(
+                std::os::fd::AsRawFd::as_raw_fd(self.0),
+                buf,
+                nix::sys::socket::MsgFlags::MSG_PEEK,
+            )
+            .map_err(io::Error::from)
+        })
+    }
+}
+
+/// A non-blocking std socket as `Read` and `Write`.
+struct StdIo<'a>(&'a std::net::TcpStream);
+
+impl io::Read for StdIo<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        io::Read::read(&mut &*self.0, buf)
+    }
+}
+
+impl io::Write for StdIo<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        io::Write::write(&mut &*self.0, buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl tls::Peek for StdIo<'_> {
+    fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.0.peek(buf)
+    }
+}
+
+impl From<TcpStream> for Stream {
+    /// A plain TCP stream.
+    fn from(tcp: TcpStream) -> Self {
+        Self { tcp, tls: None }
+    }
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        if this.tls.is_none() {
+            return Pin::new(&mut this.tcp).poll_read(cx, buf);
+        }
+        let mut read = BytesMut::new();
+        let n = ready!(this.poll_read_into(cx, &mut read, buf.remaining()))?;
+        buf.put_slice(&read[..n]);
+        Poll::Ready(Ok(()))
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.get_mut().poll_send(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.get_mut().poll_flush_out(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.get_mut().poll_close(cx)
+    }
+}
