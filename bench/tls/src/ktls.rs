@@ -3,8 +3,9 @@
 //! `--files` times back to back, either through rustls (16 KiB `pread` chunks
 //! encrypted in user space, as a server without kTLS does) or, after the handshake, by
 //! handing rustls' traffic secrets to the kernel (`TCP_ULP` "tls", `TLS_TX`) and
-//! calling `sendfile`. Prints "cpu_us_per_file MB_per_s" of the server's thread, or why
-//! the kernel refused.
+//! calling `sendfile`; `--mode plain` sends it by `sendfile` with no TLS at all, the
+//! floor kernel TLS could approach. Prints "cpu_us_per_file MB_per_s" of the server's
+//! thread, or why the kernel refused.
 
 use std::fs::File;
 use std::io::{Read, Write};
@@ -37,7 +38,16 @@ struct CryptoInfoAesGcm128 {
     rec_seq: [u8; 8],
 }
 
-/// Runs the `ktls` command: `ktls --cert C --key K --file F [--files N] [--mode user|kernel]`.
+/// How the file is sent.
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    User,
+    Kernel,
+    Plain,
+}
+
+/// Runs the `ktls` command:
+/// `ktls --cert C --key K --file F [--files N] [--mode user|kernel|plain]`.
 pub fn run(args: &mut Args) -> Result<(), String> {
     let (cert, key, path) = (
         args.required("cert")?,
@@ -45,10 +55,11 @@ pub fn run(args: &mut Args) -> Result<(), String> {
         args.required("file")?,
     );
     let files: u64 = args.get("files", 2000)?;
-    let kernel = match args.get("mode", "user".to_string())?.as_str() {
-        "user" => false,
-        "kernel" => true,
-        other => return Err(format!("bad --mode {other:?}: user or kernel")),
+    let mode = match args.get("mode", "user".to_string())?.as_str() {
+        "user" => Mode::User,
+        "kernel" => Mode::Kernel,
+        "plain" => Mode::Plain,
+        other => return Err(format!("bad --mode {other:?}: user, kernel or plain")),
     };
     let file = File::open(&path).map_err(|e| format!("{path}: {e}"))?;
     let length = file.metadata().map_err(|e| e.to_string())?.len();
@@ -57,19 +68,19 @@ pub fn run(args: &mut Args) -> Result<(), String> {
     server_config.send_tls13_tickets = 0;
     let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    let client = std::thread::spawn(move || receive(addr, files * length));
+    let client = std::thread::spawn(move || receive(addr, files * length, mode != Mode::Plain));
     cpu::pin(0)?;
-    let (tcp, _) = listener.accept().map_err(|e| e.to_string())?;
+    let (mut tcp, _) = listener.accept().map_err(|e| e.to_string())?;
     let mut conn = ServerConnection::new(Arc::new(server_config)).map_err(|e| e.to_string())?;
-    let mut tcp = tcp;
-    while conn.is_handshaking() || conn.wants_write() {
+    while mode != Mode::Plain && (conn.is_handshaking() || conn.wants_write()) {
         conn.complete_io(&mut tcp)
             .map_err(|e| format!("handshake: {e}"))?;
     }
     let (before, started) = (cpu::used(libc::RUSAGE_THREAD), Instant::now());
-    match kernel {
-        true => send_by_kernel(conn, &tcp, &file, length, files)?,
-        false => send_by_rustls(StreamOwned::new(conn, tcp), &file, length, files)?,
+    match mode {
+        Mode::User => send_by_rustls(StreamOwned::new(conn, tcp), &file, length, files)?,
+        Mode::Kernel => send_by_kernel(conn, &tcp, &file, length, files)?,
+        Mode::Plain => send_file(&tcp, &file, length, files)?,
     }
     let cpu = cpu::used(libc::RUSAGE_THREAD) - before;
     client.join().map_err(|_| "the client panicked")??;
@@ -139,18 +150,18 @@ fn send_by_kernel(
         )
     };
     setsockopt(fd, SOL_TLS, TLS_TX, bytes).map_err(|e| format!("setsockopt(TLS_TX): {e}"))?;
+    send_file(tcp, file, length, files)
+}
+
+/// `sendfile`s the file `files` times.
+fn send_file(tcp: &TcpStream, file: &File, length: u64, files: u64) -> Result<(), String> {
     for _ in 0..files {
         let mut offset: libc::off_t = 0;
         while (offset as u64) < length {
+            let left = (length - offset as u64) as usize;
             // SAFETY: both descriptors are open for the call; `offset` is a valid pointer.
-            let sent = unsafe {
-                libc::sendfile(
-                    fd,
-                    file.as_raw_fd(),
-                    &mut offset,
-                    (length - offset as u64) as usize,
-                )
-            };
+            let sent =
+                unsafe { libc::sendfile(tcp.as_raw_fd(), file.as_raw_fd(), &mut offset, left) };
             if sent < 0 {
                 return Err(format!("sendfile: {}", std::io::Error::last_os_error()));
             }
@@ -182,13 +193,20 @@ fn setsockopt(
     }
 }
 
-/// The client, on core 1: handshakes, then reads and decrypts `total` bytes.
-fn receive(addr: std::net::SocketAddr, total: u64) -> Result<(), String> {
+/// The client, on core 1: handshakes (when `tls`), then reads (and decrypts) `total`
+/// bytes.
+fn receive(addr: std::net::SocketAddr, total: u64, tls: bool) -> Result<(), String> {
     cpu::pin(1)?;
-    let config = config::client(config::provider("aws-lc-rs")?, Version::Tls13, false);
     let tcp = TcpStream::connect(addr).map_err(|e| e.to_string())?;
-    let conn = ClientConnection::new(config, config::server_name()).map_err(|e| e.to_string())?;
-    let mut stream = StreamOwned::new(conn, tcp);
+    let mut stream: Box<dyn Read> = match tls {
+        true => {
+            let config = config::client(config::provider("aws-lc-rs")?, Version::Tls13, false);
+            let conn =
+                ClientConnection::new(config, config::server_name()).map_err(|e| e.to_string())?;
+            Box::new(StreamOwned::new(conn, tcp))
+        }
+        false => Box::new(tcp),
+    };
     let mut buffer = vec![0u8; 64 * 1024];
     let mut received = 0u64;
     while received < total {
