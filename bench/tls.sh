@@ -74,17 +74,17 @@ declare -A FILES_FROM=([proscenium]=proscenium-files [nginx]=nginx)
 
 servers=()
 for server in ${SERVERS:-proscenium nginx}; do
-  if [ "$server" = proscenium ] && ! { build_proscenium && "$RELEASE_DIR/hello" --help 2>&1 | grep -q -- --tls-cert; }; then
+  if [ "$server" = proscenium ] && ! { build_proscenium && "$RELEASE_DIR/hello" serve --help 2>&1 | grep -q -- --tls-cert; }; then
     echo "proscenium: this checkout's hello has no --tls-cert; measuring nginx alone" >&2
     continue
   fi
   servers+=("$server")
 done
 declare -A PID
-started=()
-for server in "${servers[@]}"; do started+=("$server" "${FILES_FROM[$server]}"); done
-# shellcheck disable=SC2046 # one name per word
-SCHEME=https start_all /plaintext $(printf '%s\n' "${started[@]}" | sort -u)
+SCHEME=https start_all /plaintext "${servers[@]}"
+for server in "${servers[@]}"; do
+  [ -n "${PID[${FILES_FROM[$server]}]:-}" ] || SCHEME=https start_all /300k.bin "${FILES_FROM[$server]}"
+done
 for server in "${servers[@]}"; do
   check_answer "https://127.0.0.1:${PORT[$server]}/plaintext" 'Hello, World!'
   check_answer --file "https://127.0.0.1:${PORT[${FILES_FROM[$server]}]}/300k.bin" "$site/300k.bin"
