@@ -7,17 +7,22 @@
 //! - `providers`: rustls' in-memory handshakes and AES-128-GCM throughput under
 //!   aws-lc-rs and ring, the choice of Proscenium's provider;
 //! - `ktls`: a 300 KB file sent by kernel TLS (`sendfile`) after a rustls handshake,
-//!   against rustls encrypting `pread` chunks in user space.
+//!   against rustls encrypting `pread` chunks in user space;
+//! - `held`: the heap rustls holds for an idle server connection.
 //!
 //! Run with: `cargo run --release --manifest-path bench/tls/Cargo.toml -- COMMAND ...`
 
 mod args;
 mod config;
 mod cpu;
+mod held;
 mod idle;
 mod ktls;
 mod load;
 mod providers;
+
+#[global_allocator]
+static ALLOCATOR: held::Counting = held::Counting;
 
 fn main() {
     let mut args = args::Args::from_env();
@@ -26,8 +31,9 @@ fn main() {
         "idle" => idle::run(&mut args),
         "providers" => providers::run(&mut args),
         "ktls" => ktls::run(&mut args),
+        "held" => held::run(&mut args),
         other => Err(format!(
-            "unknown command {other:?}: load, idle, providers or ktls"
+            "unknown command {other:?}: load, idle, providers, ktls or held"
         )),
     };
     if let Err(error) = result {
