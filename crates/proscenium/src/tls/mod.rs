@@ -14,6 +14,7 @@
 //! ```
 
 mod certs;
+pub(crate) mod plain;
 mod settings;
 
 use std::path::{Path, PathBuf};

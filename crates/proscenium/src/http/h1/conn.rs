@@ -475,13 +475,7 @@ impl Conn {
             self.upgrade = Some(run);
         }
         let closing = self.shared.closing();
-        answer::buffer(
-            &mut self.wbuf,
-            res,
-            terms,
-            closing,
-            self.shared.log.as_ref(),
-        )
+        answer::buffer(&mut self.wbuf, res, terms, closing, &self.shared.fixed())
     }
 
     /// Sends a body too large to buffer: a large one from its own buffer, a file with
