@@ -136,11 +136,14 @@ impl Server {
             },
         };
         let mut threads = started.threads;
+        let mut plain_addr = None;
         if let Some(plain) = config.tls.plain.as_ref().filter(|_| tls.is_some()) {
             // Under prefork the supervisor serves it: workers share only the TLS port.
             if crate::rt::prefork_worker().is_none() {
                 let (spec, app) = for_plain;
-                threads.extend(start_plain(plain, &spec, app, started.addr.port())?);
+                let plain = start_plain(plain, &spec, app, started.addr.port())?;
+                plain_addr = Some(plain.addr);
+                threads.extend(plain.threads);
             }
         }
         Ok(ServerHandle {
@@ -149,6 +152,7 @@ impl Server {
             threads,
             watchdog: started.watchdog,
             tls,
+            plain_addr,
         })
     }
 
@@ -202,7 +206,7 @@ fn start_plain(
     spec: &LoopSpec<Http1>,
     app: Arc<App>,
     https_port: u16,
-) -> Result<Vec<JoinHandle<()>>, Error> {
+) -> Result<Started, Error> {
     let mut config = Config::clone(&spec.config);
     config.bind = plain.bind;
     config.model = Model::EventLoop;
@@ -220,14 +224,14 @@ fn start_plain(
         tls: None,
         ..spec.clone()
     };
-    let started = start_loops(&plain_spec, app, &watchdog::LiveStats::default(), None)?;
+    let mut started = start_loops(&plain_spec, app, &watchdog::LiveStats::default(), None)?;
     tracing::info!("plain HTTP on {} ({:?})", started.addr, plain.serve);
     // Its one loop answers redirects, or the app as the TLS listener's loops do (whose
     // watchdog speaks for the app): no watchdog of its own.
-    if let Some((_, running)) = &started.watchdog {
+    if let Some((_, running)) = started.watchdog.take() {
         running.store(false, Ordering::Relaxed);
     }
-    Ok(started.threads)
+    Ok(started)
 }
 
 /// What starting a model left running.
@@ -454,12 +458,20 @@ pub struct ServerHandle {
     watchdog: Option<(JoinHandle<()>, Arc<AtomicBool>)>,
     /// The server's TLS, its certificates reloaded on SIGHUP.
     tls: Option<Tls>,
+    /// Where the plain-HTTP listener beside the TLS one listens, if it does.
+    plain_addr: Option<SocketAddr>,
 }
 
 impl ServerHandle {
     /// Returns the address the server listens on (useful after binding port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Returns the address of the plain-HTTP listener beside the TLS one
+    /// (`[tls.plain]`), if this process serves it.
+    pub fn plain_addr(&self) -> Option<SocketAddr> {
+        self.plain_addr
     }
 
     /// Serves until SIGINT or SIGTERM, then shuts down gracefully.
