@@ -215,6 +215,30 @@ impl Redis {
         self.setup.tls.then(|| self.dir.path().join("ca.pem"))
     }
 
+    /// Its `[redis]` settings: its URL and, for one speaking TLS, its CA.
+    ///
+    /// # Panics
+    ///
+    /// When its CA's file cannot be read.
+    pub fn spec(&self) -> crate::config::RedisSpec {
+        crate::config::RedisSpec {
+            url: Some(self.url()),
+            ca: self
+                .ca()
+                .map(|ca| crate::client::CaFile::read(ca).expect("its CA's file")),
+            ..crate::config::RedisSpec::default()
+        }
+    }
+
+    /// Its URL and CA, as streams take them.
+    ///
+    /// # Panics
+    ///
+    /// As [`spec`](Self::spec).
+    pub fn target(&self) -> crate::stream::RedisTarget {
+        self.spec().target().expect("a URL")
+    }
+
     /// The `redis-server` process's id (for a benchmark to read its CPU time).
     pub fn pid(&self) -> u32 {
         self.server.id()

@@ -148,6 +148,9 @@ pub struct RedisSpec {
     /// A `redis://` (or `rediss://`, `unix://`) URL; `None` for no Redis.
     #[serde(deserialize_with = "value::some_redis_url")]
     pub url: Option<String>,
+    /// A PEM file of the CA a `rediss://` Redis's certificate chains to, trusted
+    /// instead of the web's roots; read with the configuration.
+    pub ca: Option<crate::client::CaFile>,
     /// How long an event may stay unacknowledged on a consumer before a live one
     /// claims it (the consumer's process is taken for dead); seconds.
     #[serde(
@@ -173,10 +176,19 @@ impl Default for RedisSpec {
     fn default() -> Self {
         Self {
             url: None,
+            ca: None,
             claim_idle: Duration::from_secs(30),
             max_deliveries: 5,
             heartbeat: Duration::from_secs(1),
         }
+    }
+}
+
+impl RedisSpec {
+    /// Returns the Redis it names, with its CA; `None` without a URL.
+    pub fn target(&self) -> Option<crate::stream::RedisTarget> {
+        let url = self.url.clone()?;
+        Some(crate::stream::RedisTarget::new(url, self.ca.clone()))
     }
 }
 
