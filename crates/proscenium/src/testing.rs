@@ -177,7 +177,9 @@ impl Redis {
     }
 
     fn launch_in(setup: Setup, dir: tempfile::TempDir) -> Result<Self, String> {
-        let Setup { bind, port, tls, .. } = setup;
+        let Setup {
+            bind, port, tls, ..
+        } = setup;
         let log = dir.path().join("redis.log");
         // A restart's readiness is read from a log of its own, not its predecessor's.
         let _ = std::fs::remove_file(&log);

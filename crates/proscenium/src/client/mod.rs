@@ -48,8 +48,8 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 
-pub use self::ca::{CaFile, CaFileError};
 pub(crate) use self::ca::ensure_crypto_provider;
+pub use self::ca::{CaFile, CaFileError};
 use crate::rt::Background;
 
 mod ca;

@@ -199,7 +199,10 @@ fn a_certificate_for_another_name_is_a_certificate_error() {
     assert!(
         matches!(
             &got,
-            Err(ClientError::Certificate { reason: CertificateReason::NameMismatch, .. })
+            Err(ClientError::Certificate {
+                reason: CertificateReason::NameMismatch,
+                ..
+            })
         ),
         "{got:?}"
     );

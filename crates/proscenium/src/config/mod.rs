@@ -91,7 +91,8 @@ pub struct Config {
     /// runs under another partition by changing this alone.
     pub clusters: HashMap<String, crate::stage::ClusterSpec>,
     /// The Redis that carries what crosses processes (`[redis] url = "redis://..."`,
-    /// or `PROSCENIUM_REDIS_URL`); without one, everything stays in one process.
+    /// or `PROSCENIUM_REDIS_URL`; `rediss://` with `ca` for TLS); without one,
+    /// everything stays in one process.
     pub redis: RedisSpec,
     /// Processes by name, each running some of the graph's clusters on a host
     /// (`[processes.correlate] clusters = ["correlate"]`, `host = "h2"`): Leda's
@@ -102,7 +103,7 @@ pub struct Config {
     /// subscriber's queue.
     pub feeds: crate::hub::FeedsSpec,
     /// The HTTP client's settings (`proscenium::client`): timeouts, connections per
-    /// host, retries.
+    /// host, retries, a private CA for `https://`.
     pub client: crate::client::ClientSpec,
     /// The app's database, for the app to connect to (Proscenium itself does not):
     /// `[database] url`, or `PROSCENIUM_DATABASE_URL` — Play's `db.default.url`.

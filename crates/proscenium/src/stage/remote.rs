@@ -34,9 +34,9 @@ use super::error::StageError;
 use super::node::Shared;
 use super::port::Codec;
 use crate::actor::Reason;
-use crate::stream::{RedisTarget, StreamReceiver};
 use crate::stream::writer::ROOM_WAIT;
 pub(crate) use crate::stream::writer::{BATCH, Bounds, Progress, StreamWriter};
+use crate::stream::{RedisTarget, StreamReceiver};
 
 /// The sending side of a connector to another process.
 pub(crate) type Outbound = StreamWriter<Payload>;

@@ -15,11 +15,7 @@ use crate::stream::RedisTarget;
 ///
 /// A graph error naming the lines that differ, or an unreachable error
 /// ([`StageError::is_unreachable`]) when Redis cannot be reached.
-pub(crate) fn join(
-    graph: &Graph,
-    name: &str,
-    redis: &RedisTarget,
-) -> Result<(), StageError> {
+pub(crate) fn join(graph: &Graph, name: &str, redis: &RedisTarget) -> Result<(), StageError> {
     let ours = shape(graph);
     let text = ours.join("\n");
     let key = format!("{name}:shape");

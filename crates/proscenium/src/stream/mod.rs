@@ -94,10 +94,7 @@ impl StreamSender {
     /// # Errors
     ///
     /// When `redis` is not a Redis URL, or Redis cannot be reached.
-    pub async fn connect(
-        redis: impl Into<RedisTarget>,
-        stream: &str,
-    ) -> Result<Self, StreamError> {
+    pub async fn connect(redis: impl Into<RedisTarget>, stream: &str) -> Result<Self, StreamError> {
         Ok(Self {
             redis: manager(&redis.into(), None).await?,
             stream: stream.to_owned(),
@@ -193,7 +190,8 @@ impl StreamReceiver {
         consumer: &str,
     ) -> Result<Self, StreamError> {
         // A receive blocks on its connection: each receiver has its own.
-        let mut redis = manager(&redis.into(), Some(Duration::from_secs(60) + REPLY_MARGIN)).await?;
+        let mut redis =
+            manager(&redis.into(), Some(Duration::from_secs(60) + REPLY_MARGIN)).await?;
         let made: redis::RedisResult<()> = redis::cmd("XGROUP")
             .arg("CREATE")
             .arg(stream)

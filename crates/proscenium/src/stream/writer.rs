@@ -138,7 +138,10 @@ struct Writing<'a, T> {
 /// what it wrote in `progress`, and waiting while the stream's backlog is at its bound.
 async fn write<T>(
     redis: &RedisTarget,
-    to: &Writing<'_, T>, waiting: &Receiver<T>, progress: &Progress) {
+    to: &Writing<'_, T>,
+    waiting: &Receiver<T>,
+    progress: &Progress,
+) {
     let stream = to.stream;
     let mut sender = connect(redis, stream).await;
     // What the backlog may be at most: the last one read, and every event written

@@ -179,7 +179,10 @@ fn serve(
     received: &Mutex<Vec<Received>>,
 ) -> io::Result<()> {
     tcp.set_read_timeout(Some(Duration::from_secs(60)))?;
-    let mut tls = StreamOwned::new(ServerConnection::new(config).map_err(io::Error::other)?, tcp);
+    let mut tls = StreamOwned::new(
+        ServerConnection::new(config).map_err(io::Error::other)?,
+        tcp,
+    );
     while let Some((head, body)) = read_request(&mut tls)? {
         received.lock().push(Received {
             version: tls.conn.protocol_version(),

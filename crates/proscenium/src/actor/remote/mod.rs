@@ -95,8 +95,8 @@ pub use self::outbox::RemoteAddr;
 use self::outbox::{Outbox, Remote};
 use super::{Actor, Addr, DeadLetters, Handler, Message, Recipient, System, Terminated};
 use crate::config::RedisSpec;
-use crate::stream::RedisTarget;
 use crate::stream::Event;
+use crate::stream::RedisTarget;
 
 /// A message that may cross processes: it and its reply serialize. Every such type
 /// is one; no impl is written by hand.
