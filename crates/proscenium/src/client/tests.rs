@@ -152,8 +152,17 @@ fn a_failed_connection_is_retried_for_a_get_never_for_a_post() {
 /// An HTTPS server with a certificate for `names` from a CA of the test's own, and a
 /// client trusting that CA (its file read as `[client] ca` is) — or not.
 fn https(names: &[&str], trusting: bool) -> (crate::testing::HttpsServer, Client) {
+    https_signed(|ca| ca.leaf(names), trusting)
+}
+
+/// An HTTPS server with the certificate `sign` makes with a CA of the test's own, and
+/// a client trusting that CA or not.
+fn https_signed(
+    sign: impl FnOnce(&crate::testing::TestCa) -> crate::testing::Leaf,
+    trusting: bool,
+) -> (crate::testing::HttpsServer, Client) {
     let ca = crate::testing::TestCa::new();
-    let server = crate::testing::HttpsServer::start(&ca.leaf(names));
+    let server = crate::testing::HttpsServer::start(&sign(&ca));
     let dir = tempfile::tempdir().unwrap();
     let spec = ClientSpec {
         ca: trusting.then(|| CaFile::read(ca.write(dir.path())).unwrap()),
@@ -207,6 +216,22 @@ fn a_certificate_for_another_name_is_a_certificate_error() {
         "{got:?}"
     );
     assert!(got.unwrap_err().is_certificate());
+}
+
+#[test]
+fn an_expired_certificate_is_a_certificate_error() {
+    let (server, client) = https_signed(|ca| ca.expired_leaf(&["127.0.0.1"]), true);
+    let got = block_on(client.get(&format!("https://{}/", server.addr())));
+    assert!(
+        matches!(
+            &got,
+            Err(ClientError::Certificate {
+                reason: CertificateReason::Expired,
+                ..
+            })
+        ),
+        "{got:?}"
+    );
 }
 
 #[test]

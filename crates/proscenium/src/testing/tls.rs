@@ -77,8 +77,26 @@ impl TestCa {
     ///
     /// When rcgen cannot make a key or a certificate.
     pub fn leaf(&self, names: &[&str]) -> Leaf {
+        self.sign(names, false)
+    }
+
+    /// Signs a certificate for `names` that expired yesterday.
+    ///
+    /// # Panics
+    ///
+    /// As [`leaf`](Self::leaf).
+    pub fn expired_leaf(&self, names: &[&str]) -> Leaf {
+        self.sign(names, true)
+    }
+
+    fn sign(&self, names: &[&str], expired: bool) -> Leaf {
         let names: Vec<String> = names.iter().map(|&name| name.to_owned()).collect();
-        let params = CertificateParams::new(names).expect("names for a certificate");
+        let mut params = CertificateParams::new(names).expect("names for a certificate");
+        if expired {
+            let now = time::OffsetDateTime::now_utc();
+            params.not_before = now - time::Duration::days(30);
+            params.not_after = now - time::Duration::days(1);
+        }
         let key = KeyPair::generate().expect("a leaf key");
         let cert = params.signed_by(&key, &self.issuer).expect("a leaf");
         Leaf {
