@@ -8,7 +8,7 @@
 
 mod tls;
 
-pub use self::tls::{HttpsServer, Leaf, Received, TestCa};
+pub use self::tls::{HttpsServer, Leaf, Received, TestCa, dns_names};
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};

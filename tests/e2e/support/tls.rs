@@ -102,19 +102,5 @@ pub fn write_atomically(path: &Path, text: &str) {
 
 /// The names on the certificate the server presented.
 pub fn presented_names(stream: &TlsStream) -> Vec<String> {
-    let chain = stream.conn.peer_certificates().expect("a certificate");
-    let (_, cert) = x509_parser::parse_x509_certificate(&chain[0]).unwrap();
-    cert.subject_alternative_name()
-        .unwrap()
-        .map(|san| {
-            san.value
-                .general_names
-                .iter()
-                .filter_map(|n| match n {
-                    x509_parser::extensions::GeneralName::DNSName(d) => Some((*d).to_owned()),
-                    _ => None,
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+    proscenium::testing::dns_names(&stream.conn.peer_certificates().expect("a certificate")[0])
 }

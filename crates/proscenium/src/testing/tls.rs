@@ -106,6 +106,18 @@ impl TestCa {
     }
 }
 
+/// The DNS names of a certificate (DER): what a test reads of the one a server
+/// presented.
+///
+/// # Panics
+///
+/// When `der` is no X.509 certificate.
+pub fn dns_names(der: &[u8]) -> Vec<String> {
+    crate::tls::certs::describe(&CertificateDer::from(der))
+        .expect("an X.509 certificate")
+        .0
+}
+
 impl Leaf {
     /// Writes the certificate and the key to `dir/NAME.pem` and `dir/NAME.key`;
     /// returns both paths.

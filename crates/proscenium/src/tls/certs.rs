@@ -274,7 +274,7 @@ pub fn from_parts(
 }
 
 /// The DNS names and notAfter of a leaf certificate.
-fn describe(leaf: &CertificateDer<'_>) -> Result<(Vec<String>, SystemTime), String> {
+pub(crate) fn describe(leaf: &CertificateDer<'_>) -> Result<(Vec<String>, SystemTime), String> {
     use x509_parser::prelude::{FromDer, GeneralName, X509Certificate};
     let (_, parsed) =
         X509Certificate::from_der(leaf).map_err(|e| format!("not an X.509 certificate: {e}"))?;

@@ -13,7 +13,7 @@
 //! assert!(tls.is_some());
 //! ```
 
-mod certs;
+pub(crate) mod certs;
 pub(crate) mod plain;
 mod settings;
 
