@@ -121,6 +121,7 @@ impl Server {
         if let Some(tls) = &tls {
             tls.watch();
         }
+        let for_plain = (spec.clone(), app.clone());
         let started = match config.model {
             Model::Loops | Model::EventLoop => start_loops(&spec, app, &live, None)?,
             Model::ThreadPool | Model::ThreadPerConn => start_threads(spec)?,
@@ -134,12 +135,24 @@ impl Server {
                 None => start_supervisor(spec)?,
             },
         };
+        let mut threads = started.threads;
+        let mut plain_addr = None;
+        if let Some(plain) = config.tls.plain.as_ref().filter(|_| tls.is_some()) {
+            // Under prefork the supervisor serves it: workers share only the TLS port.
+            if crate::rt::prefork_worker().is_none() {
+                let (spec, app) = for_plain;
+                let plain = start_plain(plain, &spec, app, started.addr.port())?;
+                plain_addr = Some(plain.addr);
+                threads.extend(plain.threads);
+            }
+        }
         Ok(ServerHandle {
             addr: started.addr,
             shutdown: shutdown_tx,
-            threads: started.threads,
+            threads,
             watchdog: started.watchdog,
             tls,
+            plain_addr,
         })
     }
 
@@ -183,6 +196,42 @@ fn check_spool_dir(config: &Config) -> Result<(), Error> {
             "spool request bodies in limits.spool_dir {}",
             limits.spool_dir.display()
         )))
+}
+
+/// Starts the plain-HTTP listener beside the TLS one (`[tls.plain]`): one event loop of
+/// its own (in a prefork server, the supervisor's), redirecting to the TLS listener's
+/// `https_port` or serving `app` as the TLS listener does.
+fn start_plain(
+    plain: &crate::tls::PlainSpec,
+    spec: &LoopSpec<Http1>,
+    app: Arc<App>,
+    https_port: u16,
+) -> Result<Started, Error> {
+    let mut config = Config::clone(&spec.config);
+    config.bind = plain.bind;
+    config.model = Model::EventLoop;
+    config.loops = Some(1);
+    config.dispatch = Dispatch::Jsq;
+    config.tls = crate::tls::TlsSpec::default();
+    let config = Arc::new(config);
+    let app = match plain.serve {
+        crate::tls::PlainServes::App => app,
+        crate::tls::PlainServes::Redirect => Arc::new(crate::tls::plain::redirect_app(https_port)),
+    };
+    let plain_spec = LoopSpec {
+        protocol: Arc::new(Http1::new(app.clone(), config.clone())),
+        config,
+        tls: None,
+        ..spec.clone()
+    };
+    let mut started = start_loops(&plain_spec, app, &watchdog::LiveStats::default(), None)?;
+    tracing::info!("plain HTTP on {} ({:?})", started.addr, plain.serve);
+    // Its one loop answers redirects, or the app as the TLS listener's loops do (whose
+    // watchdog speaks for the app): no watchdog of its own.
+    if let Some((_, running)) = started.watchdog.take() {
+        running.store(false, Ordering::Relaxed);
+    }
+    Ok(started)
 }
 
 /// What starting a model left running.
@@ -409,12 +458,20 @@ pub struct ServerHandle {
     watchdog: Option<(JoinHandle<()>, Arc<AtomicBool>)>,
     /// The server's TLS, its certificates reloaded on SIGHUP.
     tls: Option<Tls>,
+    /// Where the plain-HTTP listener beside the TLS one listens, if it does.
+    plain_addr: Option<SocketAddr>,
 }
 
 impl ServerHandle {
     /// Returns the address the server listens on (useful after binding port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Returns the address of the plain-HTTP listener beside the TLS one
+    /// (`[tls.plain]`), if this process serves it.
+    pub fn plain_addr(&self) -> Option<SocketAddr> {
+        self.plain_addr
     }
 
     /// Serves until SIGINT or SIGTERM, then shuts down gracefully.

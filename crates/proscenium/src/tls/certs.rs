@@ -33,7 +33,7 @@ pub struct CertError {
 }
 
 impl CertError {
-    fn new(path: &Path, why: impl ToString) -> Self {
+    fn new(path: &Path, why: &impl ToString) -> Self {
         Self {
             path: path.to_owned(),
             why: why.to_string(),
@@ -244,11 +244,11 @@ fn stamp(cert: &Path, key: &Path) -> Option<Stamp> {
 /// Loads a chain and its key, and checks that they belong together.
 pub fn load_pair(cert: &Path, key: &Path) -> Result<Loaded, CertError> {
     let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
-        .map_err(|e| CertError::new(cert, e))?
+        .map_err(|e| CertError::new(cert, &e))?
         .collect::<Result<_, _>>()
-        .map_err(|e| CertError::new(cert, e))?;
-    let private = PrivateKeyDer::from_pem_file(key).map_err(|e| CertError::new(key, e))?;
-    from_parts(chain, &private).map_err(|why| CertError::new(cert, why))
+        .map_err(|e| CertError::new(cert, &e))?;
+    let private = PrivateKeyDer::from_pem_file(key).map_err(|e| CertError::new(key, &e))?;
+    from_parts(chain, &private).map_err(|why| CertError::new(cert, &why))
 }
 
 /// Makes a served certificate of a chain and its key.
@@ -274,7 +274,7 @@ pub fn from_parts(
 }
 
 /// The DNS names and notAfter of a leaf certificate.
-fn describe(leaf: &CertificateDer<'_>) -> Result<(Vec<String>, SystemTime), String> {
+pub(crate) fn describe(leaf: &CertificateDer<'_>) -> Result<(Vec<String>, SystemTime), String> {
     use x509_parser::prelude::{FromDer, GeneralName, X509Certificate};
     let (_, parsed) =
         X509Certificate::from_der(leaf).map_err(|e| format!("not an X.509 certificate: {e}"))?;

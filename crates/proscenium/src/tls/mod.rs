@@ -13,7 +13,8 @@
 //! assert!(tls.is_some());
 //! ```
 
-mod certs;
+pub(crate) mod certs;
+pub(crate) mod plain;
 mod settings;
 
 use std::path::{Path, PathBuf};

@@ -107,6 +107,11 @@ impl Stream {
         self.tls.is_some()
     }
 
+    /// Whether its TLS handshake is still under way.
+    pub fn is_handshaking(&self) -> bool {
+        self.tls.as_ref().is_some_and(|tls| tls.is_handshaking())
+    }
+
     /// The application protocol TLS agreed on (ALPN), if any.
     pub fn alpn(&self) -> Option<&[u8]> {
         self.tls.as_ref()?.alpn_protocol()

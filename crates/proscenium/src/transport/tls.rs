@@ -97,6 +97,11 @@ pub(super) fn read(
             let _ = flush(tls, io);
             return Err(io::Error::new(io::ErrorKind::InvalidData, e));
         }
+        if tls.alpn_protocol() == Some(crate::tls::ACME_TLS_ALPN) && !tls.is_handshaking() {
+            // An ACME validator's TLS-ALPN-01 check: the handshake was all of it.
+            let _ = flush(tls, io);
+            return Ok(0);
+        }
     }
 }
 

@@ -256,10 +256,12 @@ impl Conn {
                 let Some(deadline) = idle::deadline(&self.shared, self.served) else {
                     return Ok(ReadEnd::Closed);
                 };
-                // Only a connection that is never shelved (the thread models) may wait
-                // less than the idle timeout: shelving counts from it.
+                // Only a connection that is never shelved (the thread models, TLS) may
+                // wait less than the idle timeout: shelving counts from it. A TLS
+                // handshake is bounded as a first head is.
+                let handshaking = self.socket.stream.is_handshaking();
                 let deadline = match self.head_deadline {
-                    Some(due) if on_thread => due.min(deadline),
+                    Some(due) if on_thread || handshaking => due.min(deadline),
                     _ => deadline,
                 };
                 if !on_thread {
@@ -475,13 +477,7 @@ impl Conn {
             self.upgrade = Some(run);
         }
         let closing = self.shared.closing();
-        answer::buffer(
-            &mut self.wbuf,
-            res,
-            terms,
-            closing,
-            self.shared.log.as_ref(),
-        )
+        answer::buffer(&mut self.wbuf, res, terms, closing, &self.shared.fixed())
     }
 
     /// Sends a body too large to buffer: a large one from its own buffer, a file with
