@@ -52,7 +52,8 @@ start_server() {
 wait_ready() {
   local url="$1"
   for _ in $(seq 100); do
-    [ "$(curl -s -o /dev/null -w '%{http_code}' "$url")" = 200 ] && return 0
+    # -k: bench/tls.sh's servers present a certificate of their own.
+    [ "$(curl -sk -o /dev/null -w '%{http_code}' "$url")" = 200 ] && return 0
     sleep 0.1
   done
   echo "server at $url did not come up" >&2
@@ -62,12 +63,12 @@ wait_ready() {
 # Checks that URL answers exactly BODY, or (with --file) the bytes of file BODY.
 check_answer() {
   if [ "$1" = --file ]; then
-    curl -s "$2" | cmp -s - "$3" && return 0
+    curl -sk "$2" | cmp -s - "$3" && return 0
     echo "wrong answer from $2: not the bytes of $3" >&2
     return 1
   fi
   local url="$1" want="$2" got
-  got="$(curl -s "$url")"
+  got="$(curl -sk "$url")"
   if [ "$got" != "$want" ]; then
     echo "wrong answer from $url: '$got'" >&2
     return 1
@@ -148,7 +149,7 @@ medians() {
 }
 
 # Starts each named server from the CMD map (server commands) and waits until it
-# answers PATH; fills the PID map (declare -A PID first).
+# answers PATH (over SCHEME, http unless set); fills the PID map (declare -A PID first).
 start_all() {
   local path="$1" server
   shift
@@ -156,7 +157,7 @@ start_all() {
     # shellcheck disable=SC2086 # the command line is split on purpose
     start_server ${CMD[$server]}
     PID[$server]="$SERVER_PID"
-    wait_ready "http://127.0.0.1:${PORT[$server]}$path"
+    wait_ready "${SCHEME:-http}://127.0.0.1:${PORT[$server]}$path"
   done
 }
 
@@ -235,10 +236,10 @@ stop_all() {
 }
 
 # Writes an nginx config serving /plaintext, /json and ROOT on PORT, one worker,
-# pid, logs and temp files under DIR, and EXTRA (optional) in its server block;
-# prints the config path.
+# pid, logs and temp files under DIR, EXTRA (optional) in its server block and
+# LISTEN (optional, e.g. "ssl") after its listen address; prints the config path.
 nginx_conf() {
-  local dir="$1" port="$2" root="$3" extra="${4:-}"
+  local dir="$1" port="$2" root="$3" extra="${4:-}" listen="${5:-}"
   mkdir -p "$dir/logs" "$dir/tmp"
   # nginx's workers run as nobody: they must be able to read the root.
   chmod -R a+rX "$root" "$(dirname "$root")"
@@ -262,7 +263,7 @@ http {
   scgi_temp_path $dir/tmp/scgi;
   types { text/plain txt; application/octet-stream bin; }
   server {
-    listen 127.0.0.1:$port backlog=1024;
+    listen 127.0.0.1:$port $listen backlog=1024;
     root $root;
     location = /plaintext { default_type text/plain; return 200 'Hello, World!'; }
     location = /json { default_type application/json; return 200 '{"message":"Hello, World!"}'; }
