@@ -2,6 +2,7 @@
 //! feature, for a dev-dependency): a `redis-server` and a PostgreSQL of a test's own,
 //! on a loopback port in a temporary directory, stopped when dropped (`scripts/test`
 //! installs them);
+//! Pebble, Let's Encrypt's ACME test server ([`Pebble`]);
 //! and [`Host`]s — network namespaces joined to this one by a veth pair — to run a
 //! process on "another machine" and cut it off the network.
 
@@ -11,6 +12,10 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
+
+mod pebble;
+
+pub use self::pebble::Pebble;
 
 /// A port nothing listens on now.
 pub fn free_port() -> u16 {
