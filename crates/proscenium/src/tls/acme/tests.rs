@@ -230,7 +230,7 @@ fn issue34_acme_renews_a_certificate_near_its_end_and_every_process_reloads_it()
 
     // Pebble's certificates live 90 days: all of it is "near the end" for 100 days.
     let renewing = spec(&pebble, store.path(), Challenge::TlsAlpn01, 100);
-    let _renewal = start_with(&renewing, tls.certs.clone(), FAST).unwrap();
+    let _renewal = start_with(&renewing, tls.certs, FAST).unwrap();
     wait_for("a renewed certificate", || {
         stored_cert(&renewing).is_some_and(|cert| cert != issued)
     });
