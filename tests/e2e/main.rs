@@ -21,6 +21,7 @@ mod runtime;
 mod slow_clients;
 mod stages;
 mod state;
+mod tls;
 mod upgrade;
 mod web_hostile;
 mod web_log;

@@ -72,7 +72,7 @@ pub(crate) fn frame(fin: bool, opcode: u8, payload: &[u8]) -> Vec<u8> {
 }
 
 /// Reads one server frame (unmasked): whether it is final, its opcode and payload.
-pub(crate) fn read_frame(client: &mut Client) -> (bool, u8, Vec<u8>) {
+pub(crate) fn read_frame<S: support::Wire>(client: &mut Client<S>) -> (bool, u8, Vec<u8>) {
     let head = client.read_bytes(2);
     assert_eq!(head[1] & 0x80, 0, "a server frame is not masked");
     let len = match head[1] & 0x7f {

@@ -15,6 +15,7 @@ use crate::rt::dispatcher::{self, Target};
 use crate::rt::event_loop::{self, LoopSpec};
 use crate::rt::overload::Gate;
 use crate::rt::{Pools, prefork, threads, watchdog};
+use crate::tls::Tls;
 use crate::{App, Config, Error, Method, web};
 
 /// Pending connections the kernel holds for each listener (capped by
@@ -107,6 +108,7 @@ impl Server {
             Some(seat) => Some(seat.map_err(Error::io("take the load board from the supervisor"))?),
             None => None,
         };
+        let tls = Tls::new(&config.tls).map_err(|e| Error::app(format!("TLS: {e}")))?;
         let app = Arc::new(app);
         let spec = LoopSpec {
             protocol: Arc::new(Http1::new(app.clone(), config.clone())),
@@ -114,7 +116,12 @@ impl Server {
             pools: Pools::new(&config),
             shutdown,
             gate: Gate::new(config.limits.max_connections, seat),
+            tls: tls.as_ref().map(|tls| tls.config.clone()),
         };
+        if let Some(tls) = &tls {
+            tls.watch();
+        }
+        let for_plain = (spec.clone(), app.clone());
         let started = match config.model {
             Model::Loops | Model::EventLoop => start_loops(&spec, app, &live, None)?,
             Model::ThreadPool | Model::ThreadPerConn => start_threads(spec)?,
@@ -128,11 +135,24 @@ impl Server {
                 None => start_supervisor(spec)?,
             },
         };
+        let mut threads = started.threads;
+        let mut plain_addr = None;
+        if let Some(plain) = config.tls.plain.as_ref().filter(|_| tls.is_some()) {
+            // Under prefork the supervisor serves it: workers share only the TLS port.
+            if crate::rt::prefork_worker().is_none() {
+                let (spec, app) = for_plain;
+                let plain = start_plain(plain, &spec, app, started.addr.port())?;
+                plain_addr = Some(plain.addr);
+                threads.extend(plain.threads);
+            }
+        }
         Ok(ServerHandle {
             addr: started.addr,
             shutdown: shutdown_tx,
-            threads: started.threads,
+            threads,
             watchdog: started.watchdog,
+            tls,
+            plain_addr,
         })
     }
 
@@ -176,6 +196,42 @@ fn check_spool_dir(config: &Config) -> Result<(), Error> {
             "spool request bodies in limits.spool_dir {}",
             limits.spool_dir.display()
         )))
+}
+
+/// Starts the plain-HTTP listener beside the TLS one (`[tls.plain]`): one event loop of
+/// its own (in a prefork server, the supervisor's), redirecting to the TLS listener's
+/// `https_port` or serving `app` as the TLS listener does.
+fn start_plain(
+    plain: &crate::tls::PlainSpec,
+    spec: &LoopSpec<Http1>,
+    app: Arc<App>,
+    https_port: u16,
+) -> Result<Started, Error> {
+    let mut config = Config::clone(&spec.config);
+    config.bind = plain.bind;
+    config.model = Model::EventLoop;
+    config.loops = Some(1);
+    config.dispatch = Dispatch::Jsq;
+    config.tls = crate::tls::TlsSpec::default();
+    let config = Arc::new(config);
+    let app = match plain.serve {
+        crate::tls::PlainServes::App => app,
+        crate::tls::PlainServes::Redirect => Arc::new(crate::tls::plain::redirect_app(https_port)),
+    };
+    let plain_spec = LoopSpec {
+        protocol: Arc::new(Http1::new(app.clone(), config.clone())),
+        config,
+        tls: None,
+        ..spec.clone()
+    };
+    let mut started = start_loops(&plain_spec, app, &watchdog::LiveStats::default(), None)?;
+    tracing::info!("plain HTTP on {} ({:?})", started.addr, plain.serve);
+    // Its one loop answers redirects, or the app as the TLS listener's loops do (whose
+    // watchdog speaks for the app): no watchdog of its own.
+    if let Some((_, running)) = started.watchdog.take() {
+        running.store(false, Ordering::Relaxed);
+    }
+    Ok(started)
 }
 
 /// What starting a model left running.
@@ -349,13 +405,14 @@ fn bind(addr: SocketAddr, reuse_port: bool) -> std::io::Result<std::net::TcpList
     Ok(socket.into())
 }
 
-/// SIGINT and SIGTERM, watched from the moment this is made: one that arrives before
-/// [`Signals::wait`] is kept for it, not fatal to the process.
+/// SIGINT and SIGTERM, and SIGHUP, watched from the moment this is made: one that
+/// arrives before [`Signals::wait`] is kept for it, not fatal to the process.
 #[derive(Debug)]
 pub(crate) struct Signals {
     runtime: tokio::runtime::Runtime,
     term: tokio::signal::unix::Signal,
     int: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
 }
 
 impl Signals {
@@ -367,16 +424,26 @@ impl Signals {
         let entered = runtime.enter();
         let term = signal(SignalKind::terminate()).map_err(Error::io("watch SIGTERM"))?;
         let int = signal(SignalKind::interrupt()).map_err(Error::io("watch SIGINT"))?;
+        let hup = signal(SignalKind::hangup()).map_err(Error::io("watch SIGHUP"))?;
         drop(entered);
-        Ok(Self { runtime, term, int })
+        Ok(Self {
+            runtime,
+            term,
+            int,
+            hup,
+        })
     }
 
-    /// Blocks until one of them arrives (or has arrived).
-    fn wait(mut self) {
+    /// Blocks until SIGTERM or SIGINT arrives (or has arrived), calling `on_hangup`
+    /// for each SIGHUP meanwhile.
+    fn wait(mut self, mut on_hangup: impl FnMut()) {
         self.runtime.block_on(async {
-            tokio::select! {
-                _ = self.term.recv() => {}
-                _ = self.int.recv() => {}
+            loop {
+                tokio::select! {
+                    _ = self.term.recv() => break,
+                    _ = self.int.recv() => break,
+                    _ = self.hup.recv() => on_hangup(),
+                }
             }
         });
     }
@@ -389,12 +456,22 @@ pub struct ServerHandle {
     shutdown: watch::Sender<bool>,
     threads: Vec<JoinHandle<()>>,
     watchdog: Option<(JoinHandle<()>, Arc<AtomicBool>)>,
+    /// The server's TLS, its certificates reloaded on SIGHUP.
+    tls: Option<Tls>,
+    /// Where the plain-HTTP listener beside the TLS one listens, if it does.
+    plain_addr: Option<SocketAddr>,
 }
 
 impl ServerHandle {
     /// Returns the address the server listens on (useful after binding port 0).
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Returns the address of the plain-HTTP listener beside the TLS one
+    /// (`[tls.plain]`), if this process serves it.
+    pub fn plain_addr(&self) -> Option<SocketAddr> {
+        self.plain_addr
     }
 
     /// Serves until SIGINT or SIGTERM, then shuts down gracefully.
@@ -415,9 +492,15 @@ impl ServerHandle {
         }
     }
 
-    /// Serves until one of `signals` arrives, then shuts down gracefully.
+    /// Serves until SIGTERM or SIGINT arrives, then shuts down gracefully; SIGHUP
+    /// meanwhile reloads the TLS certificates.
     pub(crate) fn run_until(self, signals: Signals) {
-        signals.wait();
+        signals.wait(|| {
+            if let Some(tls) = &self.tls {
+                tracing::info!("SIGHUP: reloading the TLS certificates");
+                tls.certs.reload();
+            }
+        });
         tracing::info!("shutting down: finishing requests in flight");
         self.shutdown();
     }

@@ -1,11 +1,13 @@
 //! Fixtures: start a server on a free port, and a raw HTTP/1.1 client that reads
-//! responses exactly as they come off the wire.
+//! responses exactly as they come off the wire (over TCP, or TLS: `tls`).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
 
 use proscenium::{App, Config, Model, ModelSpec, Server, ServerHandle};
+
+pub mod tls;
 
 /// How long a test waits for any one read before failing.
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
@@ -100,26 +102,49 @@ impl Response {
     }
 }
 
+/// What a raw client speaks over: TCP, or TLS over it (`tls::connect`).
+pub trait Wire: Read + Write {
+    /// The TCP socket under it, for its timeouts.
+    fn tcp(&self) -> &TcpStream;
+}
+
+impl Wire for TcpStream {
+    fn tcp(&self) -> &TcpStream {
+        self
+    }
+}
+
 /// A raw client connection.
-pub struct Client {
-    stream: TcpStream,
+pub struct Client<S: Wire = TcpStream> {
+    stream: S,
     buf: Vec<u8>,
 }
 
 impl Client {
     pub fn connect(addr: SocketAddr) -> Self {
-        let stream = TcpStream::connect(addr).expect("connect");
-        stream.set_read_timeout(Some(READ_TIMEOUT)).unwrap();
-        Self {
-            stream,
-            buf: Vec::new(),
-        }
+        Self::over(TcpStream::connect(addr).expect("connect"))
     }
 
     /// Returns a second handle on the connection, to write from another thread while
     /// this one reads.
     pub fn writer(&self) -> TcpStream {
         self.stream.try_clone().expect("clone the stream")
+    }
+}
+
+impl<S: Wire> Client<S> {
+    /// A client over a connected `stream`.
+    pub fn over(stream: S) -> Self {
+        stream.tcp().set_read_timeout(Some(READ_TIMEOUT)).unwrap();
+        Self {
+            stream,
+            buf: Vec::new(),
+        }
+    }
+
+    /// The stream under the client.
+    pub fn stream(&self) -> &S {
+        &self.stream
     }
 
     pub fn send(&mut self, bytes: impl AsRef<[u8]>) -> &mut Self {
@@ -218,7 +243,7 @@ impl Client {
 
     /// Returns whether the server has closed the connection (reads EOF within `wait`).
     pub fn is_closed_within(&mut self, wait: Duration) -> bool {
-        self.stream.set_read_timeout(Some(wait)).unwrap();
+        self.stream.tcp().set_read_timeout(Some(wait)).unwrap();
         let mut byte = [0u8; 1];
         // A wait that runs out is an open connection, not a closed one; a reset is closed.
         let closed = match self.stream.read(&mut byte) {
@@ -229,26 +254,32 @@ impl Client {
                 std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
             ),
         } && self.buf.is_empty();
-        self.stream.set_read_timeout(Some(READ_TIMEOUT)).unwrap();
+        self.stream
+            .tcp()
+            .set_read_timeout(Some(READ_TIMEOUT))
+            .unwrap();
         closed
     }
 
     /// Returns whether the connection is still open, and silent, after `wait`.
     pub fn is_open_after(&mut self, wait: Duration) -> bool {
-        self.stream.set_read_timeout(Some(wait)).unwrap();
+        self.stream.tcp().set_read_timeout(Some(wait)).unwrap();
         let mut byte = [0u8; 1];
         let open = matches!(
             self.stream.read(&mut byte),
             Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)
         );
-        self.stream.set_read_timeout(Some(READ_TIMEOUT)).unwrap();
+        self.stream
+            .tcp()
+            .set_read_timeout(Some(READ_TIMEOUT))
+            .unwrap();
         open
     }
 
     /// Returns whether any byte of an answer arrives within `wait` (kept for the next
     /// read if so).
     pub fn has_answer_within(&mut self, wait: Duration) -> bool {
-        self.stream.set_read_timeout(Some(wait)).unwrap();
+        self.stream.tcp().set_read_timeout(Some(wait)).unwrap();
         let mut chunk = [0u8; 4096];
         let answered = match self.stream.read(&mut chunk) {
             Ok(n) if n > 0 => {
@@ -257,7 +288,10 @@ impl Client {
             }
             _ => false,
         };
-        self.stream.set_read_timeout(Some(READ_TIMEOUT)).unwrap();
+        self.stream
+            .tcp()
+            .set_read_timeout(Some(READ_TIMEOUT))
+            .unwrap();
         answered
     }
 

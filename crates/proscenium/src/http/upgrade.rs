@@ -35,9 +35,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use crate::transport::Stream;
 use bytes::Bytes;
 use parking_lot::Mutex;
-use tokio::net::TcpStream;
 
 use super::h1::room::Budget;
 use super::{Body, Response};
@@ -47,7 +47,7 @@ use super::{Body, Response};
 /// server's word that it is going away.
 #[derive(Debug)]
 pub struct Upgraded {
-    stream: TcpStream,
+    stream: Stream,
     read: Bytes,
     going_away: GoingAway,
     /// The server's memory budget for what clients send (`limits.max_buffered_bodies`).
@@ -55,8 +55,9 @@ pub struct Upgraded {
 }
 
 impl Upgraded {
-    /// Returns the socket and the bytes already read from it, to be taken first.
-    pub fn into_parts(self) -> (TcpStream, Bytes) {
+    /// Returns the connection (TCP, or TLS over it) and the bytes already read from
+    /// it, to be taken first.
+    pub fn into_parts(self) -> (Stream, Bytes) {
         (self.stream, self.read)
     }
 
@@ -128,7 +129,7 @@ impl OnUpgrade {
     /// shutdown begins, `memory` the budget its messages draw on.
     pub(crate) fn run(
         run: Run,
-        stream: TcpStream,
+        stream: Stream,
         read: Bytes,
         going_away: GoingAway,
         memory: Arc<Budget>,

@@ -126,6 +126,12 @@ pub struct DeployArgs {
     /// end)`), before DIR's files.
     #[arg(long, value_name = "FILE")]
     pub app: Option<PathBuf>,
+    /// Serves HTTPS with this certificate chain (PEM, leaf first): `[tls] cert`.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM): `[tls] key`.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
     /// Runs only this process of the configuration's processes: its clusters, and the
     /// app's routes if the process has serve = true.
     #[arg(long, conflicts_with = "host")]
@@ -150,8 +156,14 @@ impl DeployArgs {
         if let Some(dir) = &self.dir {
             flag("DIR", "root", &dir.to_string_lossy());
         }
-        if let Some(app) = &self.app {
-            flag("--app", "lua.app", &app.to_string_lossy());
+        for (name, key, path) in [
+            ("--app", "lua.app", &self.app),
+            ("--tls-cert", "tls.cert", &self.tls_cert),
+            ("--tls-key", "tls.key", &self.tls_key),
+        ] {
+            if let Some(path) = path {
+                flag(name, key, &path.to_string_lossy());
+            }
         }
         if let Some(workers) = &self.workers {
             flag("--workers", "model", "prefork");

@@ -20,6 +20,7 @@ use super::protocol::{Host, LocalProtocol, Protocol};
 use super::watchdog::LoopStats;
 use super::{Pools, runtime};
 use crate::Config;
+use crate::transport::{Parked, Stream};
 
 /// A connection handed to a loop.
 pub(crate) type Handoff = (std::net::TcpStream, SocketAddr, Pass);
@@ -45,6 +46,8 @@ pub(crate) struct LoopSpec<P> {
     pub(crate) shutdown: watch::Receiver<bool>,
     /// The cap on live connections, shared by every acceptor.
     pub(crate) gate: Arc<Gate>,
+    /// What a connection's TLS session is made from; `None`: plain TCP.
+    pub(crate) tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 // Not derived: a derived `Clone` would ask `P: Clone` of the protocol behind the `Arc`.
@@ -56,6 +59,7 @@ impl<P> Clone for LoopSpec<P> {
             pools: self.pools.clone(),
             shutdown: self.shutdown.clone(),
             gate: self.gate.clone(),
+            tls: self.tls.clone(),
         }
     }
 }
@@ -97,16 +101,16 @@ async fn run<P: Protocol>(
             listener,
             shared.clone(),
             stats.clone(),
-            spec.gate.clone(),
-            spec.shutdown.clone(),
+            spec.clone(),
         ));
     }
+    let tls = spec.tls.as_ref();
     let mut shutdown = spec.shutdown.clone();
     loop {
         // With `reuseport` no dispatcher hands connections over and `handoffs` is
         // closed: the pattern then disables that branch and the loop waits for shutdown.
         tokio::select! {
-            Some((stream, peer, pass)) = handoffs.recv() => start(stream, peer, pass, &shared, &stats),
+            Some((stream, peer, pass)) = handoffs.recv() => start(stream, peer, pass, &shared, &stats, tls),
             _ = shutdown.changed() => break,
         }
     }
@@ -116,7 +120,7 @@ async fn run<P: Protocol>(
     // until the dispatcher, which may accept one more as it stops, drops its senders.
     let late = async {
         while let Some((stream, peer, pass)) = handoffs.recv().await {
-            start(stream, peer, pass, &shared, &stats);
+            start(stream, peer, pass, &shared, &stats, tls);
         }
     };
     if tokio::time::timeout(DISPATCHER_STOP, late).await.is_err() {
@@ -126,13 +130,13 @@ async fn run<P: Protocol>(
 }
 
 /// Accepts connections on this loop's own `SO_REUSEPORT` listener.
-async fn accept<L: LocalProtocol>(
+async fn accept<L: LocalProtocol, P>(
     listener: std::net::TcpListener,
     shared: Rc<L>,
     stats: Arc<LoopStats>,
-    gate: Arc<Gate>,
-    mut shutdown: watch::Receiver<bool>,
+    spec: LoopSpec<P>,
 ) {
+    let (gate, mut shutdown, tls) = (spec.gate, spec.shutdown, spec.tls.as_ref());
     let listener = match tokio::net::TcpListener::from_std(listener) {
         Ok(l) => l,
         Err(e) => return tracing::error!("cannot register listener: {e}"),
@@ -146,7 +150,7 @@ async fn accept<L: LocalProtocol>(
                 Ok((stream, peer, reserved)) => match stream.into_std() {
                     Ok(stream) => {
                         stats.conns.fetch_add(1, Ordering::Relaxed);
-                        start(stream, peer, reserved.accept(), &shared, &stats);
+                        start(stream, peer, reserved.accept(), &shared, &stats, tls);
                     }
                     Err(e) => tracing::warn!("accepted connection unusable: {e}"),
                 },
@@ -164,24 +168,28 @@ fn start<L: LocalProtocol>(
     pass: Pass,
     shared: &Rc<L>,
     stats: &Arc<LoopStats>,
+    tls: Option<&Arc<rustls::ServerConfig>>,
 ) {
     let ticket = Ticket {
         _counted: Counted(stats.clone()),
         _pass: pass,
     };
-    let stream = match prepare(stream) {
+    let stream = match prepare(stream, tls) {
         Ok(stream) => stream,
         Err(e) => return tracing::warn!("cannot serve connection from {peer}: {e}"),
     };
     tokio::task::spawn_local(shared.serve(stream, peer, ticket));
 }
 
-/// Turns an accepted socket into a tokio one: non-blocking, and without Nagle's delay
-/// (answers are batched by the protocol, one write for all that is ready).
-pub(crate) fn prepare(stream: std::net::TcpStream) -> std::io::Result<tokio::net::TcpStream> {
-    stream.set_nonblocking(true)?;
+/// Turns an accepted socket into a connection on this thread's reactor: non-blocking,
+/// without Nagle's delay (answers are batched by the protocol, one write for all that
+/// is ready), and speaking TLS when `tls` is given.
+pub(crate) fn prepare(
+    stream: std::net::TcpStream,
+    tls: Option<&Arc<rustls::ServerConfig>>,
+) -> std::io::Result<Stream> {
     stream.set_nodelay(true)?;
-    tokio::net::TcpStream::from_std(stream)
+    Parked::accepted(stream, tls).resume()
 }
 
 /// What a connection on a loop holds while it lives, shelved or not: its place in the

@@ -9,11 +9,11 @@ use std::pin::Pin;
 use std::rc::Rc;
 
 use bytes::BytesMut;
-use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
 use super::event_loop::Ticket;
+use crate::transport::{Parked, Stream};
 
 /// The kind of thread a protocol's local side serves on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,7 +63,7 @@ pub(crate) trait LocalProtocol: 'static {
     /// cap) and gives it up by dropping it.
     fn serve(
         self: &Rc<Self>,
-        stream: TcpStream,
+        stream: Stream,
         peer: SocketAddr,
         ticket: Ticket,
     ) -> impl Future<Output: 'static> + 'static;
@@ -99,7 +99,7 @@ pub(crate) type Moved =
 /// (`rt/waiting_room.rs`).
 #[derive(Debug)]
 pub(crate) struct Visit {
-    pub(crate) stream: std::net::TcpStream,
+    pub(crate) stream: Parked,
     pub(crate) peer: SocketAddr,
     pub(crate) progress: Progress,
 }

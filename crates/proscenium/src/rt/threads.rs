@@ -34,13 +34,14 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::{Semaphore, mpsc};
 
 use super::context::{self, LoopContext};
-use super::event_loop::{LoopSpec, prepare};
+use super::event_loop::LoopSpec;
 use super::protocol::{Host, Left, LocalProtocol, Protocol, Visit};
 use super::runtime::spawn_thread;
 use super::upgraded::{Upgraded, Upgrades};
 use super::waiting_room::{self, Held};
 use super::watchdog::LoopStats;
 use crate::config::Model;
+use crate::transport::Parked;
 
 /// How often a stopping acceptor looks whether every connection has closed.
 const DRAIN_POLL: Duration = Duration::from_millis(5);
@@ -112,6 +113,7 @@ pub(crate) async fn accept<P>(
     // loop's; left unregistered until it must wait.
     let stream = stream.into_std()?;
     stream.set_nodelay(true)?;
+    let stream = Parked::accepted(stream, spec.tls.as_ref());
     Ok(Held::new(stream, peer, reserved.accept(), spec))
 }
 
@@ -347,7 +349,7 @@ pub(crate) async fn shutdown_deadline<P>(spec: &LoopSpec<P>, begun: impl FnOnce(
 /// closes it.
 pub(crate) async fn refuse<P: Protocol>(visit: Visit, protocol: &P) {
     let answer = protocol.overloaded(visit.peer);
-    let Ok(mut stream) = prepare(visit.stream) else {
+    let Ok(mut stream) = visit.stream.resume() else {
         return;
     };
     let _ = stream.write_all(&answer).await;

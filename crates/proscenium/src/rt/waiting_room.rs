@@ -12,17 +12,18 @@
 //! normal clients queued behind them until they were refused (issue 15). Servlet
 //! containers do the same (Jetty reads a request's head without a thread).
 
+use std::future::poll_fn;
 use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::BytesMut;
-use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use super::event_loop::LoopSpec;
 use super::overload::Pass;
 use super::pace::Pace;
 use super::protocol::{Progress, Protocol, Readiness, Visit};
+use crate::transport::{Parked, Stream};
 
 /// How long a connection that has had no request yet may take to send its first when
 /// shutdown begins: one already on the wire arrives well within it.
@@ -41,12 +42,7 @@ pub(crate) struct Held {
 
 impl Held {
     /// A connection just accepted: its first request is due a header timeout from now.
-    pub(crate) fn new<P>(
-        stream: std::net::TcpStream,
-        peer: SocketAddr,
-        pass: Pass,
-        spec: &LoopSpec<P>,
-    ) -> Self {
+    pub(crate) fn new<P>(stream: Parked, peer: SocketAddr, pass: Pass, spec: &LoopSpec<P>) -> Self {
         let now = Instant::now();
         let progress = Progress {
             served: 0,
@@ -67,7 +63,7 @@ impl Held {
 pub(crate) async fn wait<P: Protocol>(held: Held, spec: &LoopSpec<P>) -> Option<Held> {
     let Held { visit, pass } = held;
     let Visit {
-        stream,
+        mut stream,
         peer,
         progress,
     } = visit;
@@ -78,7 +74,7 @@ pub(crate) async fn wait<P: Protocol>(held: Held, spec: &LoopSpec<P>) -> Option<
     // and a turn of the reactor saved on each connection).
     if !waiting.is_ready() {
         let before = waiting.progress.read.len();
-        let got = read_plain(&stream, &mut waiting.progress.read);
+        let got = stream.read_now(&mut waiting.progress.read, READ_CHUNK);
         if came(got)? {
             waiting.arrived(before);
         }
@@ -86,12 +82,13 @@ pub(crate) async fn wait<P: Protocol>(held: Held, spec: &LoopSpec<P>) -> Option<
     let stream = if waiting.is_ready() {
         stream
     } else {
-        let stream = TcpStream::from_std(stream)
+        let mut stream = stream
+            .resume()
             .inspect_err(|e| tracing::debug!("cannot wait on the connection from {peer}: {e}"))
             .ok()?;
-        waiting.until_ready(&stream, spec).await?;
+        waiting.until_ready(&mut stream, spec).await?;
         stream
-            .into_std()
+            .park()
             .inspect_err(|e| tracing::debug!("closing the connection from {peer}: {e}"))
             .ok()?
     };
@@ -136,7 +133,7 @@ impl<'a, P: Protocol> Waiting<'a, P> {
 
     /// Reads until the connection is ready (`Some`), or is to close (`None`): the
     /// client closed, or its next request did not begin by its due time.
-    async fn until_ready(&mut self, stream: &TcpStream, spec: &LoopSpec<P>) -> Option<()> {
+    async fn until_ready(&mut self, stream: &mut Stream, spec: &LoopSpec<P>) -> Option<()> {
         let pace = Pace::new(self.config);
         let mut shutdown = spec.shutdown.clone();
         let mut closing = false;
@@ -158,11 +155,9 @@ impl<'a, P: Protocol> Waiting<'a, P> {
             };
             let before = p.read.len();
             tokio::select! {
-                readable = stream.readable() => {
-                    // Room is taken only once there are bytes: an idle connection here
-                    // holds no buffer.
-                    p.read.reserve(READ_CHUNK);
-                    let got = readable.and_then(|()| stream.try_read_buf(&mut p.read));
+                // Room is taken only once there are bytes: an idle connection here
+                // holds no buffer.
+                got = poll_fn(|cx| stream.poll_read_into(cx, &mut p.read, READ_CHUNK)) => {
                     if came(got)? {
                         self.arrived(before);
                     }
@@ -208,13 +203,4 @@ fn came(got: std::io::Result<usize>) -> Option<bool> {
         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Some(false),
         Err(_) => None,
     }
-}
-
-/// Reads what a socket not registered with the reactor has now (it is non-blocking)
-/// onto `read`.
-fn read_plain(stream: &std::net::TcpStream, read: &mut BytesMut) -> std::io::Result<usize> {
-    let mut chunk = [0u8; READ_CHUNK];
-    let n = std::io::Read::read(&mut &*stream, &mut chunk)?;
-    read.extend_from_slice(&chunk[..n]);
-    Ok(n)
 }

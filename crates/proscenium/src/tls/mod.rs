@@ -15,6 +15,7 @@
 
 pub mod acme;
 mod certs;
+pub(crate) mod plain;
 mod settings;
 
 use std::path::{Path, PathBuf};

@@ -131,6 +131,8 @@ impl TlsSpec {
 
     /// The directory ACME's certificates are kept in.
     pub fn store_dir(&self) -> PathBuf {
-        self.store.clone().unwrap_or_else(|| PathBuf::from("tls-store"))
+        self.store
+            .clone()
+            .unwrap_or_else(|| PathBuf::from("tls-store"))
     }
 }

@@ -70,18 +70,19 @@ impl Parked {
         }
     }
 
-    /// Whether the connection speaks TLS.
-    pub(crate) fn is_tls(&self) -> bool {
-        self.tls.is_some()
+    /// The plain TCP socket, for a connection known not to speak TLS (an error for
+    /// one that does: its session would be lost).
+    pub(crate) fn plain(self) -> io::Result<std::net::TcpStream> {
+        match self.tls {
+            None => Ok(self.tcp),
+            Some(_) => Err(io::Error::other(
+                "a TLS connection cannot be parked as plain TCP",
+            )),
+        }
     }
 }
 
 impl Stream {
-    /// A plain TCP stream.
-    pub(crate) fn plain(tcp: TcpStream) -> Self {
-        Self { tcp, tls: None }
-    }
-
     /// Takes the connection off this thread's reactor, to move it.
     pub(crate) fn park(self) -> io::Result<Parked> {
         Ok(Parked {
@@ -106,6 +107,11 @@ impl Stream {
         self.tls.is_some()
     }
 
+    /// Whether its TLS handshake is still under way.
+    pub fn is_handshaking(&self) -> bool {
+        self.tls.as_ref().is_some_and(|tls| tls.is_handshaking())
+    }
+
     /// The application protocol TLS agreed on (ALPN), if any.
     pub fn alpn(&self) -> Option<&[u8]> {
         self.tls.as_ref()?.alpn_protocol()
@@ -128,14 +134,18 @@ impl Stream {
             let got = match &mut self.tls {
                 None => {
                     ready!(self.tcp.poll_read_ready(cx))?;
+                    // Room is taken once there are bytes (a no-op for a buffer that has
+                    // it already): a connection waiting holds none.
+                    read.reserve(max);
                     self.tcp.try_read_buf(&mut (&mut *read).limit(max))
                 }
                 Some(tls) => {
                     let got = tls::read(tls, &mut TokioIo(&self.tcp), read, max);
-                    if tls.wants_write() && self.tcp.poll_write_ready(cx).is_ready() {
-                        // Our part of the handshake waits for room in the socket, and
-                        // the client for it: write before waiting to read.
-                        continue;
+                    // What the handshake answers (or the session tickets after it) may
+                    // have found the socket full: it goes once there is room, whether
+                    // or not this read waits (the client waits for it).
+                    if let Poll::Ready(Err(e)) = poll_flush_tls(&self.tcp, tls, cx) {
+                        return Poll::Ready(Err(e));
                     }
                     if matches!(&got, Err(e) if e.kind() == io::ErrorKind::WouldBlock) {
                         ready!(self.tcp.poll_read_ready(cx))?;
@@ -160,9 +170,15 @@ impl Stream {
     }
 
     /// Writes some of `bytes` (how many it took), once the socket has room.
-    pub(crate) fn poll_send(&mut self, cx: &mut Context<'_>, bytes: &[u8]) -> Poll<io::Result<usize>> {
+    pub(crate) fn poll_send(
+        &mut self,
+        cx: &mut Context<'_>,
+        bytes: &[u8],
+    ) -> Poll<io::Result<usize>> {
         match &mut self.tls {
-            None => poll_io(&self.tcp, cx, Interest::WRITABLE, || self.tcp.try_write(bytes)),
+            None => poll_io(&self.tcp, cx, Interest::WRITABLE, || {
+                self.tcp.try_write(bytes)
+            }),
             Some(tls) => loop {
                 ready!(poll_flush_tls(&self.tcp, tls, cx))?;
                 match io::Write::write(&mut tls.writer(), bytes)? {
@@ -202,14 +218,17 @@ fn poll_flush_tls(
     cx: &mut Context<'_>,
 ) -> Poll<io::Result<()>> {
     while tls.wants_write() {
-        ready!(poll_io(tcp, cx, Interest::WRITABLE, || tls::flush(tls, &mut TokioIo(tcp))))?;
+        ready!(poll_io(tcp, cx, Interest::WRITABLE, || tls::flush(
+            tls,
+            &mut TokioIo(tcp)
+        )))?;
     }
     Poll::Ready(Ok(()))
 }
 
 /// Runs `io` (a `try_` call, which clears the readiness tokio cached when it would
 /// block) once the socket is ready for `interest`.
-fn poll_io<T>(
+pub(crate) fn poll_io<T>(
     tcp: &TcpStream,
     cx: &mut Context<'_>,
     interest: Interest,
@@ -286,6 +305,13 @@ impl tls::Peek for StdIo<'_> {
     }
 }
 
+impl From<TcpStream> for Stream {
+    /// A plain TCP stream.
+    fn from(tcp: TcpStream) -> Self {
+        Self { tcp, tls: None }
+    }
+}
+
 impl AsyncRead for Stream {
     fn poll_read(
         self: Pin<&mut Self>,
@@ -293,6 +319,9 @@ impl AsyncRead for Stream {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
+        if this.tls.is_none() {
+            return Pin::new(&mut this.tcp).poll_read(cx, buf);
+        }
         let mut read = BytesMut::new();
         let n = ready!(this.poll_read_into(cx, &mut read, buf.remaining()))?;
         buf.put_slice(&read[..n]);
@@ -301,7 +330,11 @@ impl AsyncRead for Stream {
 }
 
 impl AsyncWrite for Stream {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         self.get_mut().poll_send(cx, buf)
     }
 

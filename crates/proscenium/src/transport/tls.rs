@@ -11,7 +11,7 @@ use rustls::{ServerConfig, ServerConnection};
 /// What a plain-HTTP request on the TLS port is answered with before it is closed
 /// (nginx answers the same, with a page).
 const PLAIN_ON_TLS: &[u8] = b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\n\
-Content-Length: 47\r\nConnection: close\r\n\r\nThis port speaks HTTPS: use https:// to reach it\n";
+Content-Length: 49\r\nConnection: close\r\n\r\nThis port speaks HTTPS: use https:// to reach it\n";
 
 /// A socket's look at its first byte without taking it.
 pub(super) trait Peek {
@@ -96,6 +96,11 @@ pub(super) fn read(
             // The alert rustls queued tells the client why.
             let _ = flush(tls, io);
             return Err(io::Error::new(io::ErrorKind::InvalidData, e));
+        }
+        if tls.alpn_protocol() == Some(crate::tls::ACME_TLS_ALPN) && !tls.is_handshaking() {
+            // An ACME validator's TLS-ALPN-01 check: the handshake was all of it.
+            let _ = flush(tls, io);
+            return Ok(0);
         }
     }
 }

@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
+use crate::transport::Stream;
 use bytes::{Buf as _, BufMut as _, BytesMut};
 use tokio::io::{AsyncWrite, AsyncWriteExt as _};
-use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
 use tungstenite::protocol::frame::FrameHeader;
 use tungstenite::protocol::frame::coding::{Control, Data, OpCode};
@@ -101,7 +101,7 @@ pub struct WebSocket {
 /// The connection and what reads and writes it.
 #[derive(Debug)]
 struct Conn {
-    stream: TcpStream,
+    stream: Stream,
     read_buf: BytesMut,
     /// Framed bytes not yet written.
     write_buf: BytesMut,
@@ -131,7 +131,7 @@ enum Io {
 
 impl WebSocket {
     pub(super) fn new(
-        stream: TcpStream,
+        stream: Stream,
         read: &[u8],
         going_away: GoingAway,
         settings: Settings,
@@ -404,19 +404,14 @@ impl Conn {
     /// Reads what the socket has, into `room` bytes made once it has something: a
     /// socket waiting with nothing half-read keeps no read buffer at all.
     fn poll_read(&mut self, cx: &mut Context<'_>, room: usize) -> Poll<io::Result<usize>> {
-        loop {
-            if self.stream.poll_read_ready(cx)?.is_pending() {
-                if self.read_buf.is_empty() {
-                    self.read_buf = BytesMut::new();
-                }
-                return Poll::Pending;
+        if self.stream.poll_read_ready(cx)?.is_pending() {
+            if self.read_buf.is_empty() {
+                self.read_buf = BytesMut::new();
             }
-            self.read_buf.reserve(room);
-            match self.stream.try_read_buf(&mut self.read_buf) {
-                Err(error) if error.kind() == io::ErrorKind::WouldBlock => {}
-                done => return Poll::Ready(done),
-            }
+            return Poll::Pending;
         }
+        self.read_buf.reserve(room);
+        self.stream.poll_read_into(cx, &mut self.read_buf, room)
     }
 
     /// Writes the framed bytes, framing queued messages as room allows; ready once

@@ -14,6 +14,12 @@ use crate::http::body::Repr;
 /// Bodies larger than this are written from their own buffer instead of being copied.
 const COPY_LIMIT: usize = 64 * 1024;
 
+/// What the server adds to every answer: its access log, and fields (whole lines).
+pub(super) struct Fixed<'a> {
+    pub(super) log: Option<&'a AccessLog>,
+    pub(super) fields: &'a [u8],
+}
+
 /// How to answer a request, noted before the app takes it.
 pub(super) struct Terms {
     pub(super) version: Version,
@@ -57,14 +63,15 @@ pub(super) struct Unsent {
 /// Buffers a response's head in `wbuf`, and its body (the error page for a bodiless
 /// error) when it fits; logs it; returns whether the connection stays open, or the
 /// body still to send. With `closing` (shutdown has begun) the answer announces the
-/// close.
+/// close. `server` gives the log and the fields every answer carries.
 pub(super) fn buffer(
     wbuf: &mut BytesMut,
     mut res: Response,
     terms: &mut Terms,
     closing: bool,
-    log: Option<&AccessLog>,
+    server: &Fixed<'_>,
 ) -> Result<Persistence, Unsent> {
+    let log = server.log;
     invoke::fill_error_body(&mut res, terms.accept.as_ref());
     let (parts, body) = res.into_parts();
     let endless = body.endless;
@@ -76,6 +83,7 @@ pub(super) fn buffer(
         framing,
         terms.keep_alive && !closing,
         terms.version,
+        server.fields,
     );
     if let (Some(log), Some(line)) = (log, terms.line.take()) {
         let bytes = match framing {

@@ -19,7 +19,6 @@ use std::task::Poll;
 use bytes::{Buf, BytesMut};
 use http::Method;
 use http_body_util::BodyExt;
-use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 use super::answer::{self, Persistence, Terms, Unsent};
@@ -38,6 +37,7 @@ use crate::http::upgrade::{OnUpgrade, Run};
 use crate::rt::Sleeping;
 use crate::rt::pace::Pace;
 use crate::rt::{Left, Progress, Ticket, Visit};
+use crate::transport::Stream;
 
 /// Bytes a read asks for at least.
 const READ_CHUNK: usize = 8 * 1024;
@@ -64,7 +64,7 @@ pub(crate) enum Start {
 /// the future, not in it, and the ticket is held by the connection rather than by a
 /// wrapping future: each saves the task from holding the same bytes twice.)
 pub(crate) fn serve(
-    stream: TcpStream,
+    stream: Stream,
     peer: SocketAddr,
     shared: Rc<Http1Loop>,
     start: Start,
@@ -256,10 +256,12 @@ impl Conn {
                 let Some(deadline) = idle::deadline(&self.shared, self.served) else {
                     return Ok(ReadEnd::Closed);
                 };
-                // Only a connection that is never shelved (the thread models) may wait
-                // less than the idle timeout: shelving counts from it.
+                // Only a connection that is never shelved (the thread models, TLS) may
+                // wait less than the idle timeout: shelving counts from it. A TLS
+                // handshake is bounded as a first head is.
+                let handshaking = self.socket.stream.is_handshaking();
                 let deadline = match self.head_deadline {
-                    Some(due) if on_thread => due.min(deadline),
+                    Some(due) if on_thread || handshaking => due.min(deadline),
                     _ => deadline,
                 };
                 if !on_thread {
@@ -374,7 +376,7 @@ impl Conn {
         }
         let stream = socket
             .stream
-            .into_std()
+            .park()
             .inspect_err(|e| tracing::debug!("closing connection from {peer}: {e}"))
             .ok()?;
         // The waiting room holds connections by the thousand: only the bytes of a
@@ -475,13 +477,7 @@ impl Conn {
             self.upgrade = Some(run);
         }
         let closing = self.shared.closing();
-        answer::buffer(
-            &mut self.wbuf,
-            res,
-            terms,
-            closing,
-            self.shared.log.as_ref(),
-        )
+        answer::buffer(&mut self.wbuf, res, terms, closing, &self.shared.fixed())
     }
 
     /// Sends a body too large to buffer: a large one from its own buffer, a file with

@@ -43,7 +43,8 @@ impl ResponseFraming {
 /// The server owns framing and persistence: the app's `Content-Length`,
 /// `Transfer-Encoding` and `Connection` fields are replaced by what `framing` and
 /// `keep_alive` say (an app's `Connection: close` is honoured). One pass over the app's
-/// fields, no lookups: `Server` and `Date` are added after them unless the app set them.
+/// fields, no lookups: `Server` and `Date` are added after them unless the app set them,
+/// then the server's `fixed` fields (whole lines: HSTS over TLS).
 ///
 /// Every field name goes out in lower case, the server's own as the app's: a
 /// `HeaderMap` holds names in lower case, so that is the one style both can share
@@ -55,6 +56,7 @@ pub(crate) fn head(
     framing: ResponseFraming,
     keep_alive: bool,
     request_version: Version,
+    fixed: &[u8],
 ) -> bool {
     dst.reserve(128 + headers.len() * 48);
     if status == StatusCode::OK {
@@ -89,6 +91,7 @@ pub(crate) fn head(
         (true, false) => date::with_date(|d| known_field(dst, b"date: ", d)),
         (true, true) => {}
     }
+    dst.put_slice(fixed);
     if status == StatusCode::SWITCHING_PROTOCOLS {
         // The connection is the next protocol's: no framing, no persistence.
         dst.put_slice(b"connection: upgrade\r\n\r\n");
@@ -174,6 +177,7 @@ mod tests {
             framing,
             keep_alive,
             Version::HTTP_11,
+            b"",
         );
         String::from_utf8(dst.to_vec()).unwrap()
     }
@@ -216,7 +220,8 @@ mod tests {
             &map,
             ResponseFraming::Length(0),
             true,
-            Version::HTTP_11
+            Version::HTTP_11,
+            b""
         ));
         let empty = HeaderMap::new();
         assert!(!head(
@@ -225,7 +230,8 @@ mod tests {
             &empty,
             ResponseFraming::UntilClose,
             true,
-            Version::HTTP_10
+            Version::HTTP_10,
+            b""
         ));
         assert!(head(
             &mut dst,
@@ -233,7 +239,8 @@ mod tests {
             &empty,
             ResponseFraming::Length(0),
             true,
-            Version::HTTP_11
+            Version::HTTP_11,
+            b""
         ));
     }
 

@@ -11,13 +11,17 @@ use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
-use bytes::{BufMut, BytesMut};
+use bytes::BytesMut;
 use tokio::io::{AsyncReadExt, AsyncWriteExt, Interest};
-use tokio::net::TcpStream;
 use tokio::time::{Instant, Sleep};
 
 use crate::http::body::FileRegion;
 use crate::rt::pace::Pace;
+use crate::transport::{Stream, poll_io};
+
+/// Bytes of a file read at once to be sent over TLS (encrypted in user space, so not
+/// by sendfile): four TLS records.
+const FILE_CHUNK: usize = 64 * 1024;
 
 /// How long a closing connection keeps reading (and discarding) what the client sends.
 const LINGER: Duration = Duration::from_secs(2);
@@ -25,7 +29,7 @@ const LINGER: Duration = Duration::from_secs(2);
 /// A connection's socket, the one timer of every wait on it (idle, head, body, send),
 /// set anew for each, and the bounds on a write.
 pub(super) struct Socket {
-    pub(super) stream: TcpStream,
+    pub(super) stream: Stream,
     pub(super) timer: Pin<Box<Sleep>>,
     /// How long a write may make no progress (`timeouts.body`).
     stall: Duration,
@@ -34,7 +38,7 @@ pub(super) struct Socket {
 }
 
 impl Socket {
-    pub(super) fn new(stream: TcpStream, stall: Duration, pace: Pace) -> Self {
+    pub(super) fn new(stream: Stream, stall: Duration, pace: Pace) -> Self {
         Self {
             stream,
             timer: Box::pin(tokio::time::sleep_until(Instant::now())),
@@ -51,9 +55,9 @@ impl Socket {
         max: usize,
         deadline: Instant,
     ) -> impl Future<Output = Option<std::io::Result<usize>>> + 'a {
-        let stream = &self.stream;
+        let stream = &mut self.stream;
         until(&mut self.timer, deadline, move |cx| {
-            poll_read(stream, rbuf, max, cx)
+            stream.poll_read_into(cx, rbuf, max)
         })
     }
 
@@ -64,8 +68,12 @@ impl Socket {
     /// edge-triggered and tokio ignores a clear older than the last readiness event, so
     /// bytes that arrive meanwhile still wake the connection. Measured on `hello`
     /// plaintext, 64 keep-alive connections, one loop: see docs/performance.md.
+    /// (Not over TLS: a short read there may have left decrypted bytes behind.)
     pub(super) fn forget_readable(&self) {
-        let _ = self.stream.try_io(Interest::READABLE, || {
+        if self.stream.is_tls() {
+            return;
+        }
+        let _ = self.stream.tcp().try_io(Interest::READABLE, || {
             Err::<(), _>(std::io::Error::from(std::io::ErrorKind::WouldBlock))
         });
     }
@@ -86,7 +94,7 @@ impl Socket {
             }
             let mut byte = [0u8; 1];
             let mut peeked = tokio::io::ReadBuf::new(&mut byte);
-            match ready!(self.stream.poll_peek(cx, &mut peeked)) {
+            match ready!(self.stream.tcp().poll_peek(cx, &mut peeked)) {
                 Ok(0) | Err(_) => Poll::Ready(()),
                 Ok(_) => {
                     pipelined = true;
@@ -96,10 +104,11 @@ impl Socket {
         })
     }
 
-    /// Writes all of `bytes`, failing when the client takes nothing for the stall
-    /// timeout or falls behind the pace: a slow reader may take as long as it keeps the
-    /// pace, a stalled one is dropped. Uses `send(2)` (`try_write`), not the vectored
-    /// path (writev(2) through the VFS layer) for what is always one buffer.
+    /// Writes all of `bytes` (and, over TLS, all the session holds encrypted),
+    /// failing when the client takes nothing for the stall timeout or falls behind the
+    /// pace: a slow reader may take as long as it keeps the pace, a stalled one is
+    /// dropped. Uses `send(2)` (`try_write`), not the vectored path (writev(2) through
+    /// the VFS layer) for what is always one buffer.
     pub(super) fn send<'a>(
         &'a mut self,
         mut bytes: &'a [u8],
@@ -117,9 +126,17 @@ impl Socket {
         let mut since = None;
         let mut sent = 0u64;
         poll_fn(move |cx| {
-            while !bytes.is_empty() {
-                match poll_write_with(stream, cx, || stream.try_write(bytes)) {
-                    Poll::Ready(Ok(0)) => {
+            loop {
+                let wrote = if bytes.is_empty() {
+                    match stream.poll_flush_out(cx) {
+                        Poll::Ready(Ok(())) => return Poll::Ready(Ok(())),
+                        other => other.map_ok(|()| 0),
+                    }
+                } else {
+                    stream.poll_send(cx, bytes)
+                };
+                match wrote {
+                    Poll::Ready(Ok(0)) if !bytes.is_empty() => {
                         return Poll::Ready(Err(std::io::ErrorKind::WriteZero.into()));
                     }
                     Poll::Ready(Ok(n)) => {
@@ -144,23 +161,26 @@ impl Socket {
                     }
                 }
             }
-            Poll::Ready(Ok(()))
         })
     }
 
     /// Sets `TCP_CORK`: while set, the kernel sends only full segments.
     pub(super) fn set_cork(&self, cork: bool) -> std::io::Result<()> {
-        socket2::SockRef::from(&self.stream).set_tcp_cork(cork)
+        socket2::SockRef::from(self.stream.tcp()).set_tcp_cork(cork)
     }
 
     /// Sends a file region with sendfile(2): the kernel copies page cache to socket.
     /// Bounded as [`send`](Self::send), the pace counting from the start.
+    /// Over TLS the file is read and sent through the session a chunk at a time.
     pub(super) async fn send_file(&mut self, region: FileRegion) -> std::io::Result<()> {
+        if self.stream.is_tls() {
+            return self.send_file_encrypted(region).await;
+        }
         let began = Instant::now();
         let start = i64::try_from(region.offset).map_err(std::io::Error::other)?;
         let mut offset = start;
         let end = offset.saturating_add(i64::try_from(region.len).map_err(std::io::Error::other)?);
-        let stream = &self.stream;
+        let stream = self.stream.tcp();
         while offset < end {
             let count = usize::try_from(end - offset)
                 .unwrap_or(usize::MAX)
@@ -168,7 +188,7 @@ impl Socket {
             let moved = u64::try_from(offset - start).unwrap_or(0);
             let deadline = self.pace.bound(Instant::now() + self.stall, began, moved);
             let sendfile = |cx: &mut Context<'_>| {
-                poll_write_with(stream, cx, || {
+                poll_io(stream, cx, Interest::WRITABLE, || {
                     stream.try_io(Interest::WRITABLE, || {
                         nix::sys::sendfile::sendfile64(
                             stream,
@@ -189,6 +209,31 @@ impl Socket {
                     "file shrank while sent",
                 ));
             }
+        }
+        Ok(())
+    }
+
+    /// Sends a file region through TLS: read with pread(2) a chunk at a time, each
+    /// chunk bounded as [`send`](Self::send).
+    async fn send_file_encrypted(&mut self, region: FileRegion) -> std::io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        let mut chunk =
+            vec![0u8; FILE_CHUNK.min(usize::try_from(region.len).unwrap_or(FILE_CHUNK))];
+        let mut offset = region.offset;
+        let end = region.offset.saturating_add(region.len);
+        while offset < end {
+            let want = usize::try_from(end - offset)
+                .unwrap_or(usize::MAX)
+                .min(chunk.len());
+            let n = region.file.read_at(&mut chunk[..want], offset)?;
+            if n == 0 {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    "file shrank while sent",
+                ));
+            }
+            self.send(&chunk[..n]).await?;
+            offset += n as u64;
         }
         Ok(())
     }
@@ -233,38 +278,6 @@ fn until<'a, T>(
         }
         timer.as_mut().poll(cx).map(|()| None)
     })
-}
-
-/// Reads what the socket has, `max` bytes at most, into `rbuf`, once it is readable.
-fn poll_read(
-    stream: &TcpStream,
-    rbuf: &mut BytesMut,
-    max: usize,
-    cx: &mut Context<'_>,
-) -> Poll<std::io::Result<usize>> {
-    loop {
-        ready!(stream.poll_read_ready(cx))?;
-        match stream.try_read_buf(&mut (&mut *rbuf).limit(max)) {
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            result => return Poll::Ready(result),
-        }
-    }
-}
-
-/// Runs the write `io` (a `try_` call of the stream, which clears the readiness tokio
-/// had cached when it would block) once the socket is writable.
-fn poll_write_with(
-    stream: &TcpStream,
-    cx: &mut Context<'_>,
-    mut io: impl FnMut() -> std::io::Result<usize>,
-) -> Poll<std::io::Result<usize>> {
-    loop {
-        ready!(stream.poll_write_ready(cx))?;
-        match io() {
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
-            result => return Poll::Ready(result),
-        }
-    }
 }
 
 fn stalled() -> std::io::Error {

@@ -7,7 +7,6 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use bytes::BytesMut;
-use tokio::net::TcpStream;
 
 use super::answer::{self, Terms};
 use super::conn::{self, Start};
@@ -17,6 +16,7 @@ use crate::Config;
 use crate::http::access_log::AccessLog;
 use crate::http::response::Respond;
 use crate::rt::{Host, Left, LocalProtocol, Protocol, Readiness, Sleepers, Ticket, Visit};
+use crate::transport::Stream;
 
 /// HTTP/1.1 serving an app: the protocol a server hands the runtime.
 #[derive(Debug)]
@@ -25,6 +25,8 @@ pub(crate) struct Http1 {
     config: Arc<Config>,
     log: Option<AccessLog>,
     bodies: Bodies,
+    /// Fields every answer carries (whole lines): HSTS, over TLS.
+    fields: Arc<[u8]>,
 }
 
 impl Http1 {
@@ -40,6 +42,7 @@ impl Http1 {
         });
         let bodies = Bodies::new(&config.limits);
         Self {
+            fields: fixed_fields(&config.tls).into(),
             app,
             config,
             log,
@@ -57,6 +60,7 @@ impl Protocol for Http1 {
             config: self.config.clone(),
             log: self.log.clone(),
             bodies: self.bodies.clone(),
+            fields: self.fields.clone(),
             closing: Cell::new(false),
             sleepers: Sleepers::default(),
             shelf: OnceCell::new(),
@@ -81,7 +85,11 @@ impl Protocol for Http1 {
         let mut out = BytesMut::new();
         let mut terms = Terms::refusal(self.log.as_ref().map(|log| log.note(peer, None)));
         // An error page is small enough to buffer whole: nothing is left to send.
-        let _ = answer::buffer(&mut out, res, &mut terms, true, self.log.as_ref());
+        let fixed = answer::Fixed {
+            log: self.log.as_ref(),
+            fields: &self.fields,
+        };
+        let _ = answer::buffer(&mut out, res, &mut terms, true, &fixed);
         out
     }
 
@@ -97,6 +105,8 @@ pub(crate) struct Http1Loop {
     pub(super) app: Arc<dyn Respond>,
     pub(super) config: Arc<Config>,
     pub(super) log: Option<AccessLog>,
+    /// Fields every answer carries (whole lines): HSTS, over TLS.
+    fields: Arc<[u8]>,
     /// The server's room for request bodies that wait for more bytes.
     pub(super) bodies: Bodies,
     /// Whether shutdown has begun, as this loop learnt it: read on every request, so a
@@ -112,12 +122,20 @@ impl Http1Loop {
     pub(super) fn closing(&self) -> bool {
         self.closing.get()
     }
+
+    /// What every answer on this loop carries.
+    pub(super) fn fixed(&self) -> answer::Fixed<'_> {
+        answer::Fixed {
+            log: self.log.as_ref(),
+            fields: &self.fields,
+        }
+    }
 }
 
 impl LocalProtocol for Http1Loop {
     fn serve(
         self: &Rc<Self>,
-        stream: TcpStream,
+        stream: Stream,
         peer: SocketAddr,
         ticket: Ticket,
     ) -> impl Future<Output: 'static> + 'static {
@@ -135,7 +153,8 @@ impl LocalProtocol for Http1Loop {
             peer,
             progress,
         } = visit;
-        let stream = TcpStream::from_std(stream)
+        let stream = stream
+            .resume()
             .inspect_err(|e| tracing::warn!("cannot serve connection from {peer}: {e}"));
         let start = Start::Thread(progress);
         let conn = stream.map(|stream| conn::serve(stream, peer, self.clone(), start));
@@ -151,4 +170,22 @@ impl LocalProtocol for Http1Loop {
         self.closing.set(true);
         self.sleepers.wake_all();
     }
+}
+
+/// The fields every answer carries: `Strict-Transport-Security` when the server speaks
+/// TLS and `[tls] hsts` asks for it (never over plain HTTP, where browsers ignore it).
+fn fixed_fields(tls: &crate::tls::TlsSpec) -> Vec<u8> {
+    if !tls.enabled() || tls.hsts == 0 {
+        return Vec::new();
+    }
+    let subdomains = if tls.hsts_subdomains {
+        "; includeSubDomains"
+    } else {
+        ""
+    };
+    format!(
+        "strict-transport-security: max-age={}{subdomains}\r\n",
+        tls.hsts
+    )
+    .into_bytes()
 }

@@ -7,8 +7,8 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use crate::transport::Stream;
 use bytes::Bytes;
-use tokio::net::TcpStream;
 
 use super::room::Budget;
 use crate::http::upgrade::{GoingAway, OnUpgrade, Run};
@@ -18,7 +18,7 @@ use crate::rt::Moved;
 /// `memory`, setting its `GoingAway` once `begun` resolves (shutdown has begun).
 pub(super) async fn run_here(
     run: Run,
-    stream: TcpStream,
+    stream: Stream,
     read: Bytes,
     memory: Arc<Budget>,
     begun: impl Future<Output = ()>,
@@ -45,18 +45,18 @@ pub(super) async fn run_here(
 /// failed, and is closed).
 pub(super) fn moved(
     run: Run,
-    stream: TcpStream,
+    stream: Stream,
     read: Bytes,
     memory: Arc<Budget>,
     peer: SocketAddr,
 ) -> Option<Moved> {
     let stream = stream
-        .into_std()
+        .park()
         .inspect_err(|e| tracing::debug!("closing the upgraded connection from {peer}: {e}"))
         .ok()?;
     Some(Box::new(move |mut shutdown| {
         Box::pin(async move {
-            let stream = match TcpStream::from_std(stream) {
+            let stream = match stream.resume() {
                 Ok(stream) => stream,
                 Err(e) => {
                     tracing::debug!("closing the upgraded connection from {peer}: {e}");

@@ -22,7 +22,6 @@ use std::task::Poll;
 use std::time::Duration;
 
 use bytes::BytesMut;
-use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 pub(crate) use self::shelf::Shelf;
@@ -30,6 +29,7 @@ use self::shelf::{SHELVE_AFTER, Shelved};
 use super::io::Socket;
 use super::service::Http1Loop;
 use crate::rt::{Sleeping, Ticket};
+use crate::transport::{Parked, Stream};
 
 /// How long a connection accepted just before shutdown, with no request yet, may take
 /// to send its first: a request already on the wire arrives well within it, while a
@@ -90,8 +90,11 @@ pub(super) fn wait(
         shared,
         served,
     } = waiting;
+    // A TLS connection keeps its task: its session would have to go with it to the
+    // shelf, where the epoll that watches shelved sockets could not read it.
     let may_shelve = shared.shelf.get().is_some_and(Shelf::is_open)
-        && shared.config.timeouts.idle > SHELVE_AFTER;
+        && shared.config.timeouts.idle > SHELVE_AFTER
+        && !socket.stream.is_tls();
     // `deadline` is the idle timeout from now: no clock read for the others.
     let began = deadline - shared.config.timeouts.idle;
     let end = if may_shelve {
@@ -152,7 +155,7 @@ pub(super) fn wait(
 /// Gives a connection, idle since before `deadline - the idle timeout`, to its loop's
 /// shelf.
 pub(super) fn shelve(
-    stream: TcpStream,
+    stream: Stream,
     peer: SocketAddr,
     served: u64,
     shared: &Http1Loop,
@@ -162,7 +165,7 @@ pub(super) fn shelve(
     let (Some(shelf), Some(ticket)) = (shared.shelf.get(), ticket) else {
         return;
     };
-    match stream.into_std() {
+    match stream.park().and_then(Parked::plain) {
         Ok(stream) => shelf.put(
             Shelved {
                 stream,

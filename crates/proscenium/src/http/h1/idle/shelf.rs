@@ -333,7 +333,7 @@ fn release_free_memory() {
 /// Serves a connection taken down from the shelf on a new task.
 fn resume(conn: Shelved, shared: &Rc<Http1Loop>) {
     let peer = conn.peer;
-    match tokio::net::TcpStream::from_std(conn.stream) {
+    match tokio::net::TcpStream::from_std(conn.stream).map(crate::transport::Stream::from) {
         Ok(stream) => {
             let start = conn::Start::Loop {
                 served: conn.served,
