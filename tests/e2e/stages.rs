@@ -430,7 +430,7 @@ fn a_route_to_a_stage_in_another_process_answers_503_while_redis_is_away() {
         graph: "shop".into(),
         process: process.into(),
         clusters: vec![process.into()],
-        redis: redis.url(),
+        redis: redis.target(),
         claim_idle: Duration::from_secs(30),
         max_deliveries: 5,
     };

@@ -17,7 +17,7 @@ pub(crate) enum Command {
     /// The commands of every Proscenium app: here the app is DIR's static files and,
     /// with --tools, the diagnostic routes.
     #[command(flatten)]
-    App(proscenium::launch::Command),
+    App(Box<proscenium::launch::Command>),
     /// Runs a lab scenario against Proscenium's models and peer servers, and writes
     /// DIR/report.html (plots, tables, machine, commands) and DIR/results.json. It
     /// builds the servers from the source checkout it was built from, or

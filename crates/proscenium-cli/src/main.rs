@@ -20,7 +20,7 @@ fn main() -> ExitCode {
         Command::App(command) => Launcher::new()
             .name("proscenium")
             .version(env!("CARGO_PKG_VERSION"))
-            .execute(command, |_| App::new()),
+            .execute(*command, |_| App::new()),
         Command::Bench(bench) => run_bench(&bench),
     }
 }

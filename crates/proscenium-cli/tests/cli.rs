@@ -727,3 +727,31 @@ fn issue33_hostile_configuration_values_stop_the_start_with_one_line() {
         assert!(stderr.contains("expected"), "{stderr}");
     }
 }
+
+/// Issue 34: a CA file the configuration names (`[client] ca`, `[redis] ca`,
+/// `[feeds] ca`) that is missing or holds no certificate stops the start with exit 2
+/// and one line naming the key and the file — not a first request failing later.
+#[test]
+fn issue34_a_missing_or_garbled_ca_file_stops_the_start_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let garbled = dir.path().join("garbled.pem");
+    std::fs::write(&garbled, "not a certificate\n").unwrap();
+    let missing = dir.path().join("missing.pem");
+    let file = dir.path().join("tls.toml");
+    for table in ["client", "redis", "feeds"] {
+        for ca in [&missing, &garbled] {
+            std::fs::write(&file, format!("[{table}]\nca = {:?}\n", ca.display())).unwrap();
+            let out = proscenium()
+                .args(["config", "--config", file.to_str().unwrap()])
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{table}: {stderr}");
+            assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+            let key = format!("{table}.ca");
+            for part in [key.as_str(), ca.to_str().unwrap()] {
+                assert!(stderr.contains(part), "{part} in {stderr}");
+            }
+        }
+    }
+}

@@ -1,21 +1,23 @@
 //! What tests of Proscenium and of its apps start for themselves (with the `testing`
 //! feature, for a dev-dependency): a `redis-server` and a PostgreSQL of a test's own,
 //! on a loopback port in a temporary directory, stopped when dropped (`scripts/test`
-//! installs them);
-//! Pebble, Let's Encrypt's ACME test server ([`Pebble`]);
+//! installs them); Pebble, Let's Encrypt's ACME test server ([`Pebble`]);
 //! and [`Host`]s — network namespaces joined to this one by a veth pair — to run a
-//! process on "another machine" and cut it off the network.
+//! process on "another machine" and cut it off the network; and certificates of a
+//! test's own ([`TestCa`]) with an [`HttpsServer`] presenting them.
+
+mod pebble;
+mod tls;
+
+pub use self::pebble::Pebble;
+pub use self::tls::{HttpsServer, Leaf, Received, TestCa};
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
-
-mod pebble;
-
-pub use self::pebble::Pebble;
 
 /// A port nothing listens on now.
 pub fn free_port() -> u16 {
@@ -74,12 +76,14 @@ pub struct Redis {
     dir: tempfile::TempDir,
 }
 
-/// Where a Redis listens, and whether it keeps what it is told.
+/// Where a Redis listens, whether it keeps what it is told, and whether it speaks TLS
+/// (on `port`, then, and on no plain one).
 #[derive(Debug, Clone, Copy)]
 struct Setup {
     bind: Ipv4Addr,
     port: u16,
     durable: bool,
+    tls: bool,
 }
 
 impl Redis {
@@ -90,7 +94,18 @@ impl Redis {
     /// When `redis-server` does not start, exits, or does not answer within 60 s: a
     /// test needs it.
     pub fn start() -> Self {
-        Self::launch(Ipv4Addr::LOCALHOST, false)
+        Self::launch(Ipv4Addr::LOCALHOST, false, false)
+    }
+
+    /// Starts one that speaks TLS only, its certificate (for `localhost` and
+    /// 127.0.0.1) signed by a CA of its own: its [`url`](Self::url) is `rediss://`,
+    /// and [`ca`](Self::ca) the file a client trusts.
+    ///
+    /// # Panics
+    ///
+    /// As [`start`](Self::start).
+    pub fn start_tls() -> Self {
+        Self::launch(Ipv4Addr::LOCALHOST, false, true)
     }
 
     /// Starts one on `port` (a restart of one stopped, to the same URL).
@@ -103,6 +118,7 @@ impl Redis {
             bind: Ipv4Addr::LOCALHOST,
             port,
             durable: false,
+            tls: false,
         };
         Self::launch_in(setup, tempfile::tempdir().unwrap())
             .unwrap_or_else(|why| panic!("redis-server on {port} {why}"))
@@ -115,7 +131,7 @@ impl Redis {
     ///
     /// As [`start`](Self::start).
     pub fn start_bound(bind: Ipv4Addr) -> Self {
-        Self::launch(bind, false)
+        Self::launch(bind, false, false)
     }
 
     /// Starts one that writes every change to its append-only file before it answers
@@ -125,7 +141,7 @@ impl Redis {
     ///
     /// As [`start`](Self::start).
     pub fn start_durable() -> Self {
-        Self::launch(Ipv4Addr::LOCALHOST, true)
+        Self::launch(Ipv4Addr::LOCALHOST, true, false)
     }
 
     /// Kills it (SIGKILL: no last save), leaves it down for `down_for`, and starts it
@@ -145,13 +161,14 @@ impl Redis {
     }
 
     /// Starts one on `bind` and a free port, another if that port is taken first.
-    fn launch(bind: Ipv4Addr, durable: bool) -> Self {
+    fn launch(bind: Ipv4Addr, durable: bool, tls: bool) -> Self {
         let mut tries = 0;
         loop {
             let setup = Setup {
                 bind,
                 port: free_port(),
                 durable,
+                tls,
             };
             match Self::launch_in(setup, tempfile::tempdir().unwrap()) {
                 Ok(redis) => return redis,
@@ -162,29 +179,25 @@ impl Redis {
     }
 
     fn launch_in(setup: Setup, dir: tempfile::TempDir) -> Result<Self, String> {
-        let Setup { bind, port, .. } = setup;
-        let (appendonly, fsync) = if setup.durable {
-            ("yes", "always")
-        } else {
-            ("no", "everysec")
-        };
-        let server = Command::new("redis-server")
-            .args(["--bind", &bind.to_string(), "--port", &port.to_string()])
-            // Off loopback only on a test's own link to its hosts.
-            .args(["--protected-mode", "no"])
-            .args(["--save", "", "--appendonly", appendonly])
-            .args(["--appendfsync", fsync, "--dir"])
-            .arg(dir.path())
-            .arg("--logfile")
-            .arg(dir.path().join("redis.log"))
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| {
-                panic!("redis-server does not start ({e}): scripts/test installs it (apt-get install redis-server)")
-            });
+        let Setup {
+            bind, port, tls, ..
+        } = setup;
+        let log = dir.path().join("redis.log");
+        // A restart's readiness is read from a log of its own, not its predecessor's.
+        let _ = std::fs::remove_file(&log);
+        let server = command(setup, dir.path()).spawn().unwrap_or_else(|e| {
+            panic!("redis-server does not start ({e}): scripts/test installs it (apt-get install redis-server)")
+        });
         let mut redis = Self { server, setup, dir };
-        let log = redis.dir.path().join("redis.log");
-        wait_ready(&mut redis.server, &log, || pongs(bind, port))?;
+        wait_ready(&mut redis.server, &log, || {
+            if tls {
+                // Answering PING would take a TLS client: its log says it listens.
+                std::fs::read_to_string(&log)
+                    .is_ok_and(|log| log.contains("Ready to accept connections"))
+            } else {
+                pongs(bind, port)
+            }
+        })?;
         Ok(redis)
     }
 
@@ -193,9 +206,41 @@ impl Redis {
         self.setup.port
     }
 
-    /// Its URL, as `[redis] url` takes it.
+    /// Its URL, as `[redis] url` takes it: `rediss://` for one started with
+    /// [`start_tls`](Self::start_tls).
     pub fn url(&self) -> String {
-        format!("redis://{}:{}", self.setup.bind, self.setup.port)
+        let scheme = if self.setup.tls { "rediss" } else { "redis" };
+        format!("{scheme}://{}:{}", self.setup.bind, self.setup.port)
+    }
+
+    /// The file of the CA that signed its certificate, as `[redis] ca` takes it; `None`
+    /// for one that does not speak TLS.
+    pub fn ca(&self) -> Option<PathBuf> {
+        self.setup.tls.then(|| self.dir.path().join("ca.pem"))
+    }
+
+    /// Its `[redis]` settings: its URL and, for one speaking TLS, its CA.
+    ///
+    /// # Panics
+    ///
+    /// When its CA's file cannot be read.
+    pub fn spec(&self) -> crate::config::RedisSpec {
+        crate::config::RedisSpec {
+            url: Some(self.url()),
+            ca: self
+                .ca()
+                .map(|ca| crate::client::CaFile::read(ca).expect("its CA's file")),
+            ..crate::config::RedisSpec::default()
+        }
+    }
+
+    /// Its URL and CA, as streams take them.
+    ///
+    /// # Panics
+    ///
+    /// As [`spec`](Self::spec).
+    pub fn target(&self) -> crate::stream::RedisTarget {
+        self.spec().target().expect("a URL")
     }
 
     /// The `redis-server` process's id (for a benchmark to read its CPU time).
@@ -222,6 +267,60 @@ pub fn process_of(parent: u32, name: &str) -> Option<u32> {
                 .any(|w| w == wanted.as_bytes());
             (ppid == parent.to_string() && runs).then_some(pid)
         })
+}
+
+/// The command that starts a `redis-server` as `setup` says, in `dir`.
+fn command(setup: Setup, dir: &Path) -> Command {
+    let Setup { bind, port, .. } = setup;
+    let (appendonly, fsync) = if setup.durable {
+        ("yes", "always")
+    } else {
+        ("no", "everysec")
+    };
+    let mut command = Command::new("redis-server");
+    command.args(["--bind", &bind.to_string()]);
+    if setup.tls {
+        command.args(["--port", "0", "--tls-port", &port.to_string()]);
+        command.args(tls_arguments(dir, bind));
+    } else {
+        command.args(["--port", &port.to_string()]);
+    }
+    command
+        // Off loopback only on a test's own link to its hosts.
+        .args(["--protected-mode", "no"])
+        .args(["--save", "", "--appendonly", appendonly])
+        .args(["--appendfsync", fsync, "--dir"])
+        .arg(dir)
+        .arg("--logfile")
+        .arg(dir.join("redis.log"))
+        .stdout(Stdio::null());
+    command
+}
+
+/// The arguments that make a `redis-server` speak TLS with a certificate for
+/// `localhost` and `bind` signed by a CA of its own, both made in `dir` (once: a
+/// restart keeps them, so its clients still trust it).
+fn tls_arguments(dir: &Path, bind: Ipv4Addr) -> Vec<std::ffi::OsString> {
+    let ca = dir.join("ca.pem");
+    let (cert, key) = (dir.join("redis.pem"), dir.join("redis.key"));
+    if !ca.exists() {
+        let authority = TestCa::new();
+        authority
+            .leaf(&["localhost", &bind.to_string()])
+            .write(dir, "redis");
+        authority.write(dir);
+    }
+    let mut arguments: Vec<std::ffi::OsString> = Vec::new();
+    for (flag, path) in [
+        ("--tls-cert-file", &cert),
+        ("--tls-key-file", &key),
+        ("--tls-ca-cert-file", &ca),
+    ] {
+        arguments.push(flag.into());
+        arguments.push(path.into());
+    }
+    arguments.extend(["--tls-auth-clients".into(), "no".into()]);
+    arguments
 }
 
 /// Whether a Redis on `bind`:`port` answers PING (a read that hangs counts as no).

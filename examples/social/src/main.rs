@@ -8,9 +8,11 @@
 //!
 //! Run with: `cargo run --release -p social -- serve` (SQLite in a fresh temporary
 //! directory, one process) and open <http://127.0.0.1:3000/>. As replicas: the same
-//! binary twice on two ports with `PROSCENIUM_FEEDS_REDIS=redis://...` and
+//! binary twice on two ports with `PROSCENIUM_FEEDS_REDIS=redis://...` (or
+//! `rediss://...`, with `PROSCENIUM_FEEDS_CA=ca.pem` for a private CA) and
 //! `PROSCENIUM_DATABASE_URL=postgres://...` (or one SQLite file, `--data DIR`, for
-//! replicas on one host).
+//! replicas on one host). The push service may be `https://`: a private CA's
+//! certificate is trusted with `[client] ca` (`PROSCENIUM_CLIENT_CA`).
 
 mod actors;
 mod api;
@@ -37,8 +39,8 @@ struct Options {
     /// directory); pictures and thumbnails are kept in the database.
     #[arg(long)]
     data: Option<PathBuf>,
-    /// The push service the Notifier posts notifications to (default: none, they are
-    /// logged).
+    /// The push service the Notifier posts notifications to, `http://` or `https://`
+    /// (default: none, they are logged).
     #[arg(long)]
     push: Option<String>,
     /// Seconds after the welcome that the reminder mail is sent.

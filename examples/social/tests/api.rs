@@ -1,20 +1,20 @@
 //! The social network over real sockets, against SQLite and against a real
 //! PostgreSQL the test starts: the API end to end (Program 4.1's 201/409/500),
 //! uploads of several pictures with their thumbnails, likes reaching the live feed
-//! (WebSocket and server-sent events), the owner's push service and the Mailman's
-//! outbox — and two replicas sharing likes through Redis.
+//! (WebSocket and server-sent events), the owner's push service (over HTTPS, its CA
+//! trusted through `[client] ca`) and the Mailman's outbox — and two replicas sharing
+//! likes through Redis, plain or over TLS.
 
 mod common;
 
 use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use proscenium::client::Client;
-use proscenium::testing::{Postgres, Redis};
+use proscenium::testing::{HttpsServer, Postgres, Redis, TestCa};
 use serde_json::{Value, json};
 
 use crate::common::{Social, image};
@@ -95,45 +95,40 @@ fn upload(
     (answer.status().as_u16(), json)
 }
 
-/// A push service of the test's own: what it is posted, kept.
-fn push_service() -> (String, Arc<Mutex<Vec<Value>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/push", listener.local_addr().unwrap());
-    let got = Arc::new(Mutex::new(Vec::new()));
-    let kept = Arc::clone(&got);
-    std::thread::spawn(move || {
-        for conn in listener.incoming().flatten() {
-            let kept = Arc::clone(&kept);
-            std::thread::spawn(move || serve_push(conn, &kept));
-        }
-    });
-    (url, got)
+/// A push service of the test's own, over HTTPS with a certificate from a CA of its
+/// own — which the social trusts through `[client] ca` alone.
+struct PushService {
+    server: HttpsServer,
+    ca: PathBuf,
+    _dir: tempfile::TempDir,
 }
 
-fn serve_push(conn: TcpStream, kept: &Mutex<Vec<Value>>) {
-    let mut reader = BufReader::new(conn.try_clone().unwrap());
-    let mut conn = conn;
-    loop {
-        let mut length = 0;
-        let mut line = String::new();
-        loop {
-            line.clear();
-            if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                return;
-            }
-            if line == "\r\n" {
-                break;
-            }
-            if let Some(value) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                length = value.trim().parse().unwrap();
-            }
+impl PushService {
+    fn start() -> Self {
+        let (dir, ca) = (tempfile::tempdir().unwrap(), TestCa::new());
+        Self {
+            server: HttpsServer::start(&ca.leaf(&["localhost"])),
+            ca: ca.write(dir.path()),
+            _dir: dir,
         }
-        let mut body = vec![0; length];
-        reader.read_exact(&mut body).unwrap();
-        kept.lock()
-            .unwrap()
-            .push(serde_json::from_slice(&body).unwrap());
-        conn.write_all(b"HTTP/1.1 204 No Content\r\n\r\n").unwrap();
+    }
+
+    fn url(&self) -> String {
+        format!("https://localhost:{}/push", self.server.addr().port())
+    }
+
+    /// The setting that makes the social trust its CA.
+    fn trusted(&self) -> (&'static str, String) {
+        ("PROSCENIUM_CLIENT_CA", self.ca.display().to_string())
+    }
+
+    /// What it was posted so far.
+    fn pushed(&self) -> Vec<Value> {
+        let received = self.server.received();
+        received
+            .iter()
+            .map(|request| serde_json::from_slice(&request.body).unwrap())
+            .collect()
     }
 }
 
@@ -194,12 +189,13 @@ fn feed_message(socket: &mut TcpStream) -> Value {
 /// when `None`).
 fn the_api_end_to_end(url: Option<String>) {
     let data = tempfile::tempdir().unwrap();
-    let (push, pushed) = push_service();
-    let env: Vec<_> = url
+    let push = PushService::start();
+    let mut env: Vec<_> = url
         .into_iter()
         .map(|url| ("PROSCENIUM_DATABASE_URL", url))
         .collect();
-    let social = Social::start(data.path(), Some(&push), &env);
+    env.push(push.trusted());
+    let social = Social::start(data.path(), Some(&push.url()), &env);
     let client = Client::new();
     // Program 4.1: created, taken, refused.
     let ana = member(&client, &social, "ana");
@@ -342,8 +338,8 @@ fn the_api_end_to_end(url: Option<String>) {
     );
     let bobs = call(&client, "GET", &social.url("/users/bob/likes"), None, None).1;
     assert_eq!(bobs[0]["id"], ids[0]);
-    eventually("the push service is told", || {
-        pushed.lock().unwrap().iter().any(|p| {
+    eventually("the push service is told over HTTPS", || {
+        push.pushed().iter().any(|p| {
             p["to"] == "ana"
                 && p["text"]
                     .as_str()
@@ -446,15 +442,27 @@ fn a_store_failure_is_a_500_with_its_cause_logged() {
     );
 }
 
-/// Two replicas behind nothing but Redis (and one PostgreSQL): a like on A reaches
-/// a feed socket on B, and an event stream on B.
 #[test]
 fn two_replicas_share_their_likes_through_redis() {
-    let (redis, postgres) = (Redis::start(), Postgres::start());
-    let env = [
+    two_replicas_share_their_likes_through(&Redis::start());
+}
+
+#[test]
+fn issue34_two_replicas_share_their_likes_through_rediss_trusting_its_ca() {
+    two_replicas_share_their_likes_through(&Redis::start_tls());
+}
+
+/// Two replicas behind nothing but `redis` (and one PostgreSQL): a like on A reaches
+/// a feed socket on B.
+fn two_replicas_share_their_likes_through(redis: &Redis) {
+    let postgres = Postgres::start();
+    let mut env = vec![
         ("PROSCENIUM_DATABASE_URL", postgres.url()),
         ("PROSCENIUM_FEEDS_REDIS", redis.url()),
     ];
+    if let Some(ca) = redis.ca() {
+        env.push(("PROSCENIUM_FEEDS_CA", ca.display().to_string()));
+    }
     let (data_a, data_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let a = Social::start(data_a.path(), None, &env);
     let b = Social::start(data_b.path(), None, &env);
@@ -628,8 +636,8 @@ fn issue33_an_upload_is_bounded_in_pictures_and_in_decoded_size() {
 #[test]
 fn issue33_a_second_like_of_a_picture_tells_no_one() {
     let data = tempfile::tempdir().unwrap();
-    let (push, pushed) = push_service();
-    let social = Social::start(data.path(), Some(&push), &[]);
+    let push = PushService::start();
+    let social = Social::start(data.path(), Some(&push.url()), &[push.trusted()]);
     let client = Client::new();
     let (ana, bob) = (
         member(&client, &social, "ana"),
@@ -654,7 +662,7 @@ fn issue33_a_second_like_of_a_picture_tells_no_one() {
     // The Notifier sends in order: once the second picture's is in, any for a
     // repeated like of the first would be too.
     let about = |title: &str| {
-        let pushed = pushed.lock().unwrap();
+        let pushed = push.pushed();
         let text = format!("bob likes your picture {title}");
         pushed.iter().filter(|p| p["text"] == text.as_str()).count()
     };

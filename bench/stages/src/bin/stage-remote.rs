@@ -97,7 +97,7 @@ fn mapping(graph: &str, process: &str, cluster: &str, url: &str) -> Mapping {
         graph: graph.to_owned(),
         process: process.to_owned(),
         clusters: vec![cluster.to_owned()],
-        redis: url.to_owned(),
+        redis: url.into(),
         claim_idle: Duration::from_secs(30),
         max_deliveries: 5,
     }

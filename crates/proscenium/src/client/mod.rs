@@ -3,6 +3,12 @@
 //! a deadline on every request, a cap on the connections to each host, and retries
 //! for requests safe to repeat.
 //!
+//! `https://` is spoken with rustls (TLS 1.3 and 1.2), trusting the web's roots
+//! (webpki-roots) and those of `[client] ca = "file.pem"` — a private CA's, read
+//! when the configuration is, so a missing or unparsable file stops the start. A
+//! certificate refused (an unknown issuer, another name, expired) is
+//! [`ClientError::Certificate`], never a retry and never a fall back to plain HTTP.
+//!
 //! Requests run on the client's own runtime, on a thread of its own, so the
 //! same client serves handlers on any loop, actors on any dispatcher and stages on
 //! any thread — awaited with [`Client::send`], or waited for with
@@ -34,6 +40,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use http::{Method, Request, Response, StatusCode, Uri, header};
 use http_body_util::{BodyExt as _, Full, Limited};
+use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client as Pool;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioTimer};
@@ -41,7 +48,12 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 
+pub(crate) use self::ca::ensure_crypto_provider;
+pub use self::ca::{CaFile, CaFileError};
 use crate::rt::Background;
+
+mod ca;
+mod tls;
 
 /// How a client is set up: `[client]` in the configuration.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
@@ -76,6 +88,9 @@ pub struct ClientSpec {
     /// The largest response body read, in bytes.
     #[serde(deserialize_with = "crate::config::value::count::<_, 0, { 1 << 40 }>")]
     pub max_body: usize,
+    /// A PEM file of CA certificates trusted for `https://` besides the web's roots
+    /// (a private CA's); read with the configuration.
+    pub ca: Option<CaFile>,
 }
 
 impl Default for ClientSpec {
@@ -87,6 +102,7 @@ impl Default for ClientSpec {
             idle_timeout: Duration::from_secs(90),
             retries: 2,
             max_body: 16 << 20,
+            ca: None,
         }
     }
 }
@@ -95,9 +111,17 @@ impl Default for ClientSpec {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ClientError {
-    /// The URL is not an absolute `http://` URL.
-    #[error("not an http:// URL: {0}")]
+    /// The URL is not an absolute `http://` or `https://` URL.
+    #[error("not an http:// or https:// URL: {0}")]
     Url(String),
+    /// The server's certificate was refused: the request was not sent.
+    #[error("the certificate of {host} is refused: {reason}")]
+    Certificate {
+        /// The host the URL named.
+        host: String,
+        /// Why it was refused.
+        reason: CertificateReason,
+    },
     /// No answer within the client's timeout.
     #[error("no answer within {0:?}")]
     Timeout(Duration),
@@ -115,6 +139,24 @@ pub enum ClientError {
     Shutdown,
 }
 
+/// Why a server's certificate was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum CertificateReason {
+    /// No trusted root (the web's, or `[client] ca`'s) signed it.
+    #[error("its issuer is not trusted")]
+    UnknownIssuer,
+    /// It is not valid for the host the URL named.
+    #[error("it is not valid for this name")]
+    NameMismatch,
+    /// It has expired.
+    #[error("it has expired")]
+    Expired,
+    /// Another reason, as rustls words it.
+    #[error("{0}")]
+    Other(String),
+}
+
 /// A pooled HTTP/1.1 client (see the [module docs](self)); cloned, it is the same
 /// client, its pool and its caps shared.
 #[derive(Debug, Clone)]
@@ -130,7 +172,7 @@ struct Inner {
 /// What the client's requests share, on its runtime.
 #[derive(Debug)]
 struct Exchanges {
-    pool: Pool<HttpConnector, Full<Bytes>>,
+    pool: Pool<HttpsConnector<HttpConnector>, Full<Bytes>>,
     spec: ClientSpec,
     /// One permit per connection a host may have.
     hosts: Mutex<HashMap<String, Arc<Semaphore>>>,
@@ -154,9 +196,7 @@ impl Client {
     ///
     /// Its thread cannot be started.
     pub fn with(spec: ClientSpec) -> Self {
-        let mut connector = HttpConnector::new();
-        connector.set_connect_timeout(Some(spec.connect_timeout));
-        connector.set_nodelay(true);
+        let connector = tls::connector(&spec);
         let pool = Pool::builder(TokioExecutor::new())
             .pool_idle_timeout(spec.idle_timeout)
             .pool_max_idle_per_host(spec.max_per_host)
@@ -201,9 +241,9 @@ impl Client {
     ///
     /// # Errors
     ///
-    /// The URL is not an `http://` one; no answer within the timeout; the
-    /// connection failed (after the retries a request safe to repeat gets); the body
-    /// is past `max_body`.
+    /// The URL is not an `http://` or `https://` one; no answer within the timeout;
+    /// the server's certificate is refused; the connection failed (after the retries
+    /// a request safe to repeat gets); the body is past `max_body`.
     pub async fn send(&self, request: Request<Bytes>) -> Result<Response<Bytes>, ClientError> {
         let exchange = self.exchange(request);
         self.0
@@ -264,16 +304,22 @@ impl Exchanges {
         let mut tried = 0;
         loop {
             let attempt = Request::from_parts(parts.clone(), Full::new(body.clone()));
-            match self.pool.request(attempt).await {
+            let error = match self.pool.request(attempt).await {
                 Ok(answer) => return self.read(answer).await,
-                Err(error) if tried < retries => {
-                    tracing::debug!(%error, uri = %parts.uri, "client: trying again");
-                    tried += 1;
-                    tokio::time::sleep(backoff).await;
-                    backoff *= 2;
-                }
-                Err(error) => return Err(ClientError::Failed(error_chain(&error))),
+                Err(error) => error,
+            };
+            // A refused certificate is refused again: not tried again.
+            if let Some(reason) = tls::refused_certificate(&error) {
+                let host = parts.uri.host().unwrap_or_default().to_owned();
+                return Err(ClientError::Certificate { host, reason });
             }
+            if tried == retries {
+                return Err(ClientError::Failed(error_chain(&error)));
+            }
+            tracing::debug!(%error, uri = %parts.uri, "client: trying again");
+            tried += 1;
+            tokio::time::sleep(backoff).await;
+            backoff *= 2;
         }
     }
 
@@ -316,10 +362,12 @@ fn request(
         .map_err(|_| ClientError::Url(url.to_owned()))
 }
 
-/// The host and port an `http://` URL names.
+/// The scheme, host and port an `http://` or `https://` URL names.
 fn authority(uri: &Uri) -> Result<String, ClientError> {
     match (uri.scheme_str(), uri.authority()) {
-        (Some("http"), Some(authority)) => Ok(authority.as_str().to_ascii_lowercase()),
+        (Some(scheme @ ("http" | "https")), Some(authority)) => {
+            Ok(format!("{scheme}://{authority}").to_ascii_lowercase())
+        }
         _ => Err(ClientError::Url(uri.to_string())),
     }
 }
@@ -346,6 +394,11 @@ fn error_chain(error: &dyn std::error::Error) -> String {
 }
 
 impl ClientError {
+    /// Returns whether the server's certificate was refused.
+    pub fn is_certificate(&self) -> bool {
+        matches!(self, Self::Certificate { .. })
+    }
+
     /// Returns the status a handler relaying to the service that failed answers
     /// with: 504 when it did not answer in time, 502 otherwise.
     pub fn status(&self) -> StatusCode {

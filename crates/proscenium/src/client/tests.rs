@@ -148,3 +148,96 @@ fn a_failed_connection_is_retried_for_a_get_never_for_a_post() {
     assert!(matches!(post, Err(ClientError::Failed(_))), "{post:?}");
     assert_eq!(post.unwrap_err().status(), StatusCode::BAD_GATEWAY);
 }
+
+/// An HTTPS server with a certificate for `names` from a CA of the test's own, and a
+/// client trusting that CA (its file read as `[client] ca` is) — or not.
+fn https(names: &[&str], trusting: bool) -> (crate::testing::HttpsServer, Client) {
+    https_signed(|ca| ca.leaf(names), trusting)
+}
+
+/// An HTTPS server with the certificate `sign` makes with a CA of the test's own, and
+/// a client trusting that CA or not.
+fn https_signed(
+    sign: impl FnOnce(&crate::testing::TestCa) -> crate::testing::Leaf,
+    trusting: bool,
+) -> (crate::testing::HttpsServer, Client) {
+    let ca = crate::testing::TestCa::new();
+    let server = crate::testing::HttpsServer::start(&sign(&ca));
+    let dir = tempfile::tempdir().unwrap();
+    let spec = ClientSpec {
+        ca: trusting.then(|| CaFile::read(ca.write(dir.path())).unwrap()),
+        ..ClientSpec::default()
+    };
+    (server, Client::with(spec))
+}
+
+#[test]
+fn https_reaches_a_server_whose_certificate_the_configured_ca_signed_over_tls_1_3() {
+    let (server, client) = https(&["localhost", "127.0.0.1"], true);
+    let url = format!("https://localhost:{}/push", server.addr().port());
+    let sent = block_on(client.post_json(&url, &serde_json::json!({"to": "ana"})));
+    assert_eq!(&sent.unwrap().body()[..], b"ok");
+    let received = server.received();
+    assert_eq!(received.len(), 1);
+    assert_eq!(received[0].version, Some(rustls::ProtocolVersion::TLSv1_3));
+    assert_eq!(received[0].body, br#"{"to":"ana"}"#);
+    let by_address = block_on(client.get(&format!("https://{}/", server.addr())));
+    assert_eq!(by_address.unwrap().status(), StatusCode::OK);
+}
+
+#[test]
+fn a_certificate_from_an_untrusted_ca_is_a_certificate_error_never_plain_http() {
+    let (server, client) = https(&["localhost", "127.0.0.1"], false);
+    let got = block_on(client.get(&format!("https://{}/", server.addr())));
+    match got {
+        Err(ClientError::Certificate { host, reason }) => {
+            assert_eq!(
+                (host.as_str(), reason),
+                ("127.0.0.1", CertificateReason::UnknownIssuer)
+            );
+        }
+        other => panic!("expected a refused certificate, got {other:?}"),
+    }
+    assert!(server.received().is_empty(), "no request was sent");
+}
+
+#[test]
+fn a_certificate_for_another_name_is_a_certificate_error() {
+    let (server, client) = https(&["push.example"], true);
+    let got = block_on(client.get(&format!("https://localhost:{}/", server.addr().port())));
+    assert!(
+        matches!(
+            &got,
+            Err(ClientError::Certificate {
+                reason: CertificateReason::NameMismatch,
+                ..
+            })
+        ),
+        "{got:?}"
+    );
+    assert!(got.unwrap_err().is_certificate());
+}
+
+#[test]
+fn an_expired_certificate_is_a_certificate_error() {
+    let (server, client) = https_signed(|ca| ca.expired_leaf(&["127.0.0.1"]), true);
+    let got = block_on(client.get(&format!("https://{}/", server.addr())));
+    assert!(
+        matches!(
+            &got,
+            Err(ClientError::Certificate {
+                reason: CertificateReason::Expired,
+                ..
+            })
+        ),
+        "{got:?}"
+    );
+}
+
+#[test]
+fn http_is_still_plain_http_with_a_ca_configured() {
+    let (_, client) = https(&["localhost"], true);
+    let server = service();
+    let hello = block_on(client.get(&format!("http://{}/hello", server.local_addr())));
+    assert_eq!(&hello.unwrap().body()[..], b"hi");
+}

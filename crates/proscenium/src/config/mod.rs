@@ -91,7 +91,8 @@ pub struct Config {
     /// runs under another partition by changing this alone.
     pub clusters: HashMap<String, crate::stage::ClusterSpec>,
     /// The Redis that carries what crosses processes (`[redis] url = "redis://..."`,
-    /// or `PROSCENIUM_REDIS_URL`); without one, everything stays in one process.
+    /// or `PROSCENIUM_REDIS_URL`; `rediss://` with `ca` for TLS); without one,
+    /// everything stays in one process.
     pub redis: RedisSpec,
     /// Processes by name, each running some of the graph's clusters on a host
     /// (`[processes.correlate] clusters = ["correlate"]`, `host = "h2"`): Leda's
@@ -102,7 +103,7 @@ pub struct Config {
     /// subscriber's queue.
     pub feeds: crate::hub::FeedsSpec,
     /// The HTTP client's settings (`proscenium::client`): timeouts, connections per
-    /// host, retries.
+    /// host, retries, a private CA for `https://`.
     pub client: crate::client::ClientSpec,
     /// HTTPS: certificates (files, by SNI, or ACME), the plain-HTTP listener, HSTS.
     pub tls: crate::tls::TlsSpec,
@@ -150,6 +151,9 @@ pub struct RedisSpec {
     /// A `redis://` (or `rediss://`, `unix://`) URL; `None` for no Redis.
     #[serde(deserialize_with = "value::some_redis_url")]
     pub url: Option<String>,
+    /// A PEM file of the CA a `rediss://` Redis's certificate chains to, trusted
+    /// instead of the web's roots; read with the configuration.
+    pub ca: Option<crate::client::CaFile>,
     /// How long an event may stay unacknowledged on a consumer before a live one
     /// claims it (the consumer's process is taken for dead); seconds.
     #[serde(
@@ -175,10 +179,19 @@ impl Default for RedisSpec {
     fn default() -> Self {
         Self {
             url: None,
+            ca: None,
             claim_idle: Duration::from_secs(30),
             max_deliveries: 5,
             heartbeat: Duration::from_secs(1),
         }
+    }
+}
+
+impl RedisSpec {
+    /// Returns the Redis it names, with its CA; `None` without a URL.
+    pub fn target(&self) -> Option<crate::stream::RedisTarget> {
+        let url = self.url.clone()?;
+        Some(crate::stream::RedisTarget::new(url, self.ca.clone()))
     }
 }
 

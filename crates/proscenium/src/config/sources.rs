@@ -19,6 +19,10 @@ use toml::{Table, Value};
 
 use super::{Config, ModelSpec, value};
 
+/// The keys naming a path which, relative in a file, is relative to the file, not to
+/// the shell.
+const FILE_RELATIVE: [&str; 4] = ["root", "client.ca", "redis.ca", "feeds.ca"];
+
 /// Variables with the `PROSCENIUM_` prefix that are not settings.
 const RESERVED_VARS: [&str; 5] = [
     "PROSCENIUM_CONFIG",
@@ -250,15 +254,28 @@ impl Layer {
         let text = std::fs::read_to_string(path)
             .map_err(|e| ConfigError::new(at(0), None, format!("cannot read: {e}")))?;
         let mut layer = Self::toml(&text, &at)?;
-        // A relative root in a file is relative to the file, not to the shell.
-        if let Some(Value::String(root)) = layer.table.get("root")
-            && Path::new(root).is_relative()
-            && let Some(base) = path.parent()
-        {
-            let joined = base.join(root).to_string_lossy().into_owned();
-            layer.table.insert("root".to_owned(), Value::String(joined));
+        if let Some(base) = path.parent() {
+            for key in FILE_RELATIVE {
+                layer.relative_to(base, key);
+            }
         }
         Ok(layer)
+    }
+
+    /// Joins the path at the dotted `key` to `base`, when it is relative.
+    fn relative_to(&mut self, base: &Path, key: &str) {
+        let mut table = &mut self.table;
+        let mut parts = key.split('.').peekable();
+        while let Some(part) = parts.next() {
+            match (table.get_mut(part), parts.peek()) {
+                (Some(Value::Table(inner)), Some(_)) => table = inner,
+                (Some(Value::String(path)), None) if Path::new(path.as_str()).is_relative() => {
+                    *path = base.join(&*path).to_string_lossy().into_owned();
+                    return;
+                }
+                _ => return,
+            }
+        }
     }
 
     fn env(vars: &[(String, String)], schema: &Json) -> Result<Self, ConfigError> {

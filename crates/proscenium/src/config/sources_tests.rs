@@ -276,3 +276,31 @@ fn a_redis_url_that_is_not_one_and_a_misspelt_process_key_are_refused_by_name() 
     let err = resolve_file(&f).unwrap_err();
     assert!(err.to_string().contains("did you mean"), "{err}");
 }
+
+#[test]
+fn issue34_ca_files_are_read_relative_to_their_file_and_a_missing_one_stops_the_start() {
+    let dir = tempfile::tempdir().unwrap();
+    crate::testing::TestCa::new().write(dir.path());
+    let config = dir.path().join("proscenium.toml");
+    std::fs::write(
+        &config,
+        "[client]\nca = \"ca.pem\"\n[redis]\nurl = \"rediss://127.0.0.1\"\nca = \"ca.pem\"\n\
+         [feeds]\nredis = \"rediss://127.0.0.1\"\nca = \"ca.pem\"\n",
+    )
+    .unwrap();
+    let s = Settings::resolve(&Sources {
+        file: Some(config),
+        ..Sources::default()
+    })
+    .unwrap();
+    let cas = [&s.config.client.ca, &s.config.redis.ca, &s.config.feeds.ca];
+    for ca in cas {
+        assert_eq!(ca.as_ref().unwrap().path(), dir.path().join("ca.pem"));
+    }
+    let err = resolve_env(&[("PROSCENIUM_CLIENT_CA", "/nowhere/ca.pem")]).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("PROSCENIUM_CLIENT_CA") && text.contains("/nowhere/ca.pem"),
+        "{text}"
+    );
+}

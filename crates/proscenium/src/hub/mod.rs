@@ -91,6 +91,9 @@ pub struct FeedsSpec {
     /// process.
     #[serde(deserialize_with = "crate::config::value::some_redis_url")]
     pub redis: Option<String>,
+    /// A PEM file of the CA a `rediss://` Redis's certificate chains to, trusted
+    /// instead of the web's roots; read with the configuration.
+    pub ca: Option<crate::client::CaFile>,
     /// How many of the last posts a replica keeps, for event streams resuming after
     /// `Last-Event-ID`.
     #[serde(deserialize_with = "crate::config::value::count::<_, 0, 1_000_000>")]
@@ -115,6 +118,7 @@ impl Default for FeedsSpec {
     fn default() -> Self {
         Self {
             redis: None,
+            ca: None,
             history: 1000,
             history_bytes: 16 << 20,
             max_post: 1 << 20,
@@ -231,10 +235,10 @@ impl Hub {
             published: AtomicU64::new(0),
             patterns: RwLock::new(HashMap::new()),
             history: Mutex::new(Queue::with_capacity(spec.history.min(4096))),
-            bridge: spec
-                .redis
-                .as_deref()
-                .map(|url| redis::Bridge::start(url, node, weak.clone())),
+            bridge: spec.redis.as_deref().map(|url| {
+                let target = crate::stream::RedisTarget::new(url, spec.ca.clone());
+                redis::Bridge::start(target, node, weak.clone())
+            }),
             spec,
             lost: AtomicU64::new(0),
             joined: AtomicU64::new(0),

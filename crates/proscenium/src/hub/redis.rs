@@ -22,6 +22,7 @@ use tokio::sync::mpsc;
 
 use super::post::Post;
 use super::{Inner, post_id};
+use crate::stream::RedisTarget;
 
 /// The channels' common prefix; a channel is this and the topic.
 const PREFIX: &str = "proscenium:feed:";
@@ -46,11 +47,11 @@ pub(super) struct Bridge {
 
 impl Bridge {
     /// Starts the link's thread; it ends once the hub is dropped.
-    pub(super) fn start(url: &str, node: u64, hub: Weak<Inner>) -> Self {
+    pub(super) fn start(target: RedisTarget, node: u64, hub: Weak<Inner>) -> Self {
         let (outbox, posts) = mpsc::channel(OUTBOX);
         let connected = Arc::new(AtomicBool::new(false));
         let link = Link {
-            url: url.to_owned(),
+            target,
             node,
             hub,
             connected: Arc::clone(&connected),
@@ -80,7 +81,7 @@ impl Bridge {
 }
 
 struct Link {
-    url: String,
+    target: RedisTarget,
     node: u64,
     hub: Weak<Inner>,
     connected: Arc<AtomicBool>,
@@ -90,7 +91,7 @@ struct Link {
 
 impl Link {
     async fn run(mut self, mut posts: mpsc::Receiver<Outgoing>) {
-        let client = match redis::Client::open(self.url.as_str()) {
+        let client = match self.target.client() {
             Ok(client) => client,
             Err(error) => {
                 tracing::error!(%error, "feeds: the Redis URL is unusable; posts stay in this process");

@@ -8,9 +8,13 @@ use parking_lot::Mutex;
 use super::*;
 use crate::testing::Redis;
 
-fn hub_with(queue: usize, redis: Option<String>) -> Hub {
+/// A hub whose subscribers queue `queue` posts, shared through `redis` if given (and
+/// trusting its CA, for one speaking TLS).
+fn hub_with(queue: usize, redis: Option<&Redis>) -> Hub {
+    let redis = redis.map(Redis::spec).unwrap_or_default();
     Hub::with(FeedsSpec {
-        redis,
+        redis: redis.url,
+        ca: redis.ca,
         queue,
         ..FeedsSpec::default()
     })
@@ -148,11 +152,17 @@ fn connected(hub: &Hub) {
 
 #[test]
 fn replicas_share_posts_through_redis_each_once_with_the_same_id() {
-    let redis = Redis::start();
-    let (a, b) = (
-        hub_with(64, Some(redis.url())),
-        hub_with(64, Some(redis.url())),
-    );
+    replicas_share_posts_through(&Redis::start());
+}
+
+#[test]
+fn issue34_replicas_share_posts_through_rediss_trusting_its_ca() {
+    replicas_share_posts_through(&Redis::start_tls());
+}
+
+/// Two replicas' hubs on `redis`: each has every like once, with its publisher's id.
+fn replicas_share_posts_through(redis: &Redis) {
+    let (a, b) = (hub_with(64, Some(redis)), hub_with(64, Some(redis)));
     connected(&a);
     connected(&b);
     let (mut at_a, mut at_b) = (
@@ -197,8 +207,8 @@ fn number(post: &Post) -> u64 {
 fn after_a_redis_restart_replicas_resubscribe_and_count_what_they_missed() {
     let mut redis = Redis::start();
     let (a, b) = (
-        hub_with(100_000, Some(redis.url())),
-        hub_with(100_000, Some(redis.url())),
+        hub_with(100_000, Some(&redis)),
+        hub_with(100_000, Some(&redis)),
     );
     connected(&a);
     connected(&b);

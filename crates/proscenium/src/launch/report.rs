@@ -24,6 +24,12 @@ pub(super) fn serve(heading: &Heading<'_>, app: App, config: Config) -> ExitCode
         }
     };
     let plan = describe(&config);
+    let scheme = if config.tls.enabled() {
+        "https"
+    } else {
+        "http"
+    };
+    let plain_serves = config.tls.plain.as_ref().map(|plain| plain.serve);
     // Watched before the start line is printed: a client that reads the line and at
     // once sends SIGTERM gets a clean shutdown, not a killed process.
     let started = Signals::watch()
@@ -37,8 +43,15 @@ pub(super) fn serve(heading: &Heading<'_>, app: App, config: Config) -> ExitCode
     };
     if crate::rt::prefork_worker().is_none() {
         let version = heading.version.map(|v| format!(" {v}")).unwrap_or_default();
+        let plain = match (handle.plain_addr(), plain_serves) {
+            (Some(addr), Some(crate::tls::PlainServes::Redirect)) => {
+                format!(" and http://{addr} (redirecting)")
+            }
+            (Some(addr), _) => format!(" and http://{addr}"),
+            _ => String::new(),
+        };
         println!(
-            "{name}{version} serving {what} on http://{} ({plan}); Ctrl-C stops",
+            "{name}{version} serving {what} on {scheme}://{}{plain} ({plan}); Ctrl-C stops",
             handle.local_addr()
         );
     }
@@ -46,7 +59,7 @@ pub(super) fn serve(heading: &Heading<'_>, app: App, config: Config) -> ExitCode
     ExitCode::SUCCESS
 }
 
-/// Reads the start line (`NAME serving WHAT on http://ADDR (...)`) from the piped
+/// Reads the start line (`NAME serving WHAT on http://ADDR (...)`, or `https://`) from the piped
 /// standard output of an app started as a child process, and returns it with the
 /// address it names: for tools and tests that start an app and talk to it.
 ///
@@ -78,9 +91,12 @@ pub fn read_start_line(
 /// ```
 /// let line = "hello serving 3 routes on http://127.0.0.1:41234 (model loops, 2 loops); Ctrl-C stops";
 /// assert_eq!(proscenium::launch::served_address(line).unwrap().port(), 41234);
+/// let tls = "site serving site on https://127.0.0.1:8443 (model loops, 2 loops); Ctrl-C stops";
+/// assert_eq!(proscenium::launch::served_address(tls).unwrap().port(), 8443);
 /// ```
 pub fn served_address(start_line: &str) -> Option<std::net::SocketAddr> {
-    let rest = start_line.split_once(" on http://")?.1;
+    let (_, rest) = start_line.split_once(" on http")?;
+    let rest = rest.strip_prefix("s").unwrap_or(rest).strip_prefix("://")?;
     rest.split(' ').next()?.parse().ok()
 }
 

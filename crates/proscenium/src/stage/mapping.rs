@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::StageError;
 use crate::Config;
+use crate::stream::RedisTarget;
 
 /// This process's part of a graph mapped onto processes.
 #[derive(Debug, Clone)]
@@ -17,8 +18,8 @@ pub struct Mapping {
     pub process: String,
     /// The clusters this process runs; the graph's others run elsewhere.
     pub clusters: Vec<String>,
-    /// The Redis URL of the streams.
-    pub redis: String,
+    /// The Redis of the streams.
+    pub redis: RedisTarget,
     /// How long an event may stay pending on a consumer before another takes it over.
     pub claim_idle: Duration,
     /// Deliveries after which an event goes to its stream's dead letters.
@@ -53,7 +54,7 @@ impl Mapping {
                 "process `{process}` is not mapped: the configuration's [processes] are {known:?}"
             )));
         };
-        let Some(redis) = config.redis.url.clone() else {
+        let Some(redis) = config.redis.target() else {
             return Err(StageError::graph(format!(
                 "process `{process}` needs Redis to reach the others: set [redis] url or PROSCENIUM_REDIS_URL"
             )));

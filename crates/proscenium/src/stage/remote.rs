@@ -34,9 +34,9 @@ use super::error::StageError;
 use super::node::Shared;
 use super::port::Codec;
 use crate::actor::Reason;
-use crate::stream::StreamReceiver;
 use crate::stream::writer::ROOM_WAIT;
 pub(crate) use crate::stream::writer::{BATCH, Bounds, Progress, StreamWriter};
+use crate::stream::{RedisTarget, StreamReceiver};
 
 /// The sending side of a connector to another process.
 pub(crate) type Outbound = StreamWriter<Payload>;
@@ -52,7 +52,7 @@ const READ_WAIT: Duration = Duration::from_millis(100);
 
 /// Where an inbound stream goes: the consuming stage and its consumer group.
 pub(crate) struct InboundSpec {
-    pub(crate) url: String,
+    pub(crate) redis: RedisTarget,
     pub(crate) stream: String,
     pub(crate) group: String,
     pub(crate) consumer: String,
@@ -139,7 +139,7 @@ async fn read(shared: &Shared, spec: &InboundSpec, stop: &AtomicBool) {
 /// Joins `spec`'s group, trying again until Redis answers or `stop`.
 async fn join(spec: &InboundSpec, stop: &AtomicBool) -> Option<StreamReceiver> {
     StreamReceiver::join_retrying(
-        &spec.url,
+        &spec.redis,
         &spec.stream,
         &spec.group,
         &spec.consumer,

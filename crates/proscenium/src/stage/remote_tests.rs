@@ -1,12 +1,12 @@
 use super::*;
 use crate::stage::{Connector, Graph, Mapping, Out, Stage};
-use crate::stream::{StreamReceiver, StreamSender};
+use crate::stream::{RedisTarget, StreamReceiver, StreamSender};
 use crate::testing::{Redis, free_port};
 
 /// A reader of stream `s` into stage `node`, as group `sink`.
 fn inbound(redis: &Redis, node: usize, claim_idle: Duration) -> InboundSpec {
     InboundSpec {
-        url: redis.url(),
+        redis: redis.target(),
         stream: "s".into(),
         group: "sink".into(),
         consumer: "p1".into(),
@@ -18,12 +18,12 @@ fn inbound(redis: &Redis, node: usize, claim_idle: Duration) -> InboundSpec {
 }
 
 /// Process `process`'s part of graph `graph`: cluster `cluster`.
-fn mapping(graph: &str, process: &str, cluster: &str, redis: String) -> Mapping {
+fn mapping(graph: &str, process: &str, cluster: &str, redis: impl Into<RedisTarget>) -> Mapping {
     Mapping {
         graph: graph.into(),
         process: process.into(),
         clusters: vec![cluster.into()],
-        redis,
+        redis: redis.into(),
         claim_idle: Duration::from_secs(30),
         max_deliveries: 3,
     }
@@ -104,7 +104,7 @@ async fn read_all(url: &str, n: usize) -> Vec<u64> {
 async fn events_are_written_in_order_in_batches_and_the_rest_on_close() {
     let redis = Redis::start();
     let (outbound, writer) =
-        Outbound::spawn(redis.url(), "s".into(), codec().encode, bounds(10_000)).unwrap();
+        Outbound::spawn(redis.target(), "s".into(), codec().encode, bounds(10_000)).unwrap();
     for n in 0..5_000_u64 {
         outbound.try_send(Box::new(n)).unwrap();
     }
@@ -121,7 +121,7 @@ async fn events_sent_before_redis_is_up_wait_and_arrive_and_a_full_queue_refuses
     let port = free_port();
     let url = format!("redis://127.0.0.1:{port}");
     let (outbound, writer) =
-        Outbound::spawn(url.clone(), "s".into(), codec().encode, bounds(3)).unwrap();
+        Outbound::spawn(url.clone().into(), "s".into(), codec().encode, bounds(3)).unwrap();
     for n in 0..3_u64 {
         outbound.try_send(Box::new(n)).unwrap();
     }

@@ -241,7 +241,7 @@ impl RunningGraph {
             });
             for (stream, node, codec) in from_edges.chain(entries) {
                 let spec = InboundSpec {
-                    url: mapping.redis.clone(),
+                    redis: mapping.redis.clone(),
                     stream,
                     group: graph.stages[node].name.clone(),
                     consumer: mapping.consumer(),

@@ -6,15 +6,16 @@
 
 use super::error::StageError;
 use super::graph::Graph;
+use crate::stream::RedisTarget;
 
-/// Records `graph`'s shape under `GRAPH:shape` on the Redis at `url`, or compares it
+/// Records `graph`'s shape under `GRAPH:shape` on the Redis `redis` names, or compares it
 /// with the one recorded there.
 ///
 /// # Errors
 ///
 /// A graph error naming the lines that differ, or an unreachable error
 /// ([`StageError::is_unreachable`]) when Redis cannot be reached.
-pub(crate) fn join(graph: &Graph, name: &str, url: &str) -> Result<(), StageError> {
+pub(crate) fn join(graph: &Graph, name: &str, redis: &RedisTarget) -> Result<(), StageError> {
     let ours = shape(graph);
     let text = ours.join("\n");
     let key = format!("{name}:shape");
@@ -23,7 +24,8 @@ pub(crate) fn join(graph: &Graph, name: &str, url: &str) -> Result<(), StageErro
             "graph `{name}`: cannot compare its shape in Redis ({e})"
         ))
     };
-    let mut redis = redis::Client::open(url)
+    let mut redis = redis
+        .client()
         .and_then(|client| client.get_connection_with_timeout(std::time::Duration::from_secs(5)))
         .map_err(unreachable)?;
     // SET NX: the first process records it; GET: what every process compares with.

@@ -5,6 +5,9 @@
 //! live one after an idle time. Events cross as [`Event`]s (serde) in a versioned
 //! wire format (`wire.rs`).
 //!
+//! A `rediss://` URL connects over TLS (rustls), trusting the web's roots; a
+//! [`RedisTarget`] with a CA file (`[redis] ca`) trusts that CA alone.
+//!
 //! # Example
 //!
 //! ```no_run
@@ -24,6 +27,7 @@
 //! # }
 //! ```
 
+mod target;
 pub(crate) mod wire;
 pub(crate) mod writer;
 
@@ -35,6 +39,7 @@ use redis::streams::{
     StreamPendingCountReply, StreamPendingReply, StreamReadOptions,
 };
 
+pub use self::target::RedisTarget;
 pub use self::wire::WireError;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -83,14 +88,15 @@ pub struct StreamSender {
 }
 
 impl StreamSender {
-    /// Connects to the Redis at `url` to append to `stream`.
+    /// Connects to the Redis `redis` names (a URL, or a [`RedisTarget`] with its CA)
+    /// to append to `stream`.
     ///
     /// # Errors
     ///
-    /// When `url` is not a Redis URL, or Redis cannot be reached.
-    pub async fn connect(url: &str, stream: &str) -> Result<Self, StreamError> {
+    /// When `redis` is not a Redis URL, or Redis cannot be reached.
+    pub async fn connect(redis: impl Into<RedisTarget>, stream: &str) -> Result<Self, StreamError> {
         Ok(Self {
-            redis: manager(url, None).await?,
+            redis: manager(&redis.into(), None).await?,
             stream: stream.to_owned(),
         })
     }
@@ -175,16 +181,17 @@ impl StreamReceiver {
     ///
     /// # Errors
     ///
-    /// When `url` is not a Redis URL, Redis cannot be reached, or `stream` holds
-    /// something other than a stream.
+    /// When `redis` is not a Redis URL (or [`RedisTarget`]), Redis cannot be
+    /// reached, or `stream` holds something other than a stream.
     pub async fn join(
-        url: &str,
+        redis: impl Into<RedisTarget>,
         stream: &str,
         group: &str,
         consumer: &str,
     ) -> Result<Self, StreamError> {
         // A receive blocks on its connection: each receiver has its own.
-        let mut redis = manager(url, Some(Duration::from_secs(60) + REPLY_MARGIN)).await?;
+        let mut redis =
+            manager(&redis.into(), Some(Duration::from_secs(60) + REPLY_MARGIN)).await?;
         let made: redis::RedisResult<()> = redis::cmd("XGROUP")
             .arg("CREATE")
             .arg(stream)
@@ -208,7 +215,7 @@ impl StreamReceiver {
     /// Joins as [`join`](Self::join) does, trying again every `wait` while Redis
     /// cannot be reached, until it answers or `stopping` says to give up (`None`).
     pub(crate) async fn join_retrying(
-        url: &str,
+        redis: &RedisTarget,
         stream: &str,
         group: &str,
         consumer: &str,
@@ -216,7 +223,7 @@ impl StreamReceiver {
         stopping: impl Fn() -> bool,
     ) -> Option<Self> {
         loop {
-            match Self::join(url, stream, group, consumer).await {
+            match Self::join(redis, stream, group, consumer).await {
                 Ok(receiver) => return Some(receiver),
                 Err(error) if !stopping() => {
                     tracing::warn!(%stream, %error, "cannot reach Redis: trying again");
@@ -533,14 +540,14 @@ impl std::fmt::Display for EntryId {
     }
 }
 
-/// A Redis connection that reconnects with backoff, its replies allowed `reply_within`
+/// A connection to `redis` that reconnects with backoff, its replies allowed `reply_within`
 /// (Redis's client default when `None`). A Redis that is not there is an error after
 /// [`CONNECT_TRIES`] tries, not the client's default of seven (about 6 s).
 pub(crate) async fn manager(
-    url: &str,
+    redis: &RedisTarget,
     reply_within: Option<Duration>,
 ) -> Result<ConnectionManager, StreamError> {
-    let client = redis::Client::open(url)?;
+    let client = redis.client()?;
     let mut config = ConnectionManagerConfig::new().set_number_of_retries(CONNECT_TRIES - 1);
     if let Some(within) = reply_within {
         config = config.set_response_timeout(Some(within));

@@ -26,8 +26,31 @@ fn events(deliveries: &[Delivery<u64>]) -> Vec<u64> {
 
 #[tokio::test]
 async fn events_cross_in_order_each_to_one_consumer_and_an_acknowledged_one_never_again() {
-    let redis = Redis::start();
-    let url = redis.url();
+    events_cross_once_each(&Redis::start()).await;
+}
+
+#[tokio::test]
+async fn issue34_events_cross_through_rediss_trusting_its_ca() {
+    events_cross_once_each(&Redis::start_tls()).await;
+}
+
+#[tokio::test]
+async fn issue34_rediss_without_its_ca_is_refused_not_spoken_in_plain() {
+    let redis = Redis::start_tls();
+    let refused = StreamSender::connect(redis.url(), "s").await;
+    let Err(StreamError::Redis(error)) = refused else {
+        panic!("connected without trusting the CA");
+    };
+    assert!(
+        error.to_string().to_lowercase().contains("certificate"),
+        "{error}"
+    );
+}
+
+/// Events sent through `redis` cross in order, each to one consumer of the group,
+/// and an acknowledged one is never claimed.
+async fn events_cross_once_each(redis: &Redis) {
+    let url = redis.target();
     let mut first = StreamReceiver::join(&url, "s", "g", "first").await.unwrap();
     let mut second = StreamReceiver::join(&url, "s", "g", "second")
         .await

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 
-use super::{StreamSender, WireError};
+use super::{RedisTarget, StreamSender, WireError};
 
 /// The most events one round trip writes.
 pub(crate) const BATCH: usize = 256;
@@ -75,7 +75,7 @@ pub(crate) struct Bounds {
 }
 
 impl<T: Send + 'static> StreamWriter<T> {
-    /// Starts the writer of `stream` on the Redis at `url`, `encode` writing its
+    /// Starts the writer of `stream` on the Redis `redis` names, `encode` writing its
     /// events, as many as `bounds` allows waiting; the thread ends once every clone of
     /// the returned writer is dropped and what waited is written.
     ///
@@ -83,7 +83,7 @@ impl<T: Send + 'static> StreamWriter<T> {
     ///
     /// When the thread cannot be started.
     pub(crate) fn spawn(
-        url: String,
+        redis: RedisTarget,
         stream: String,
         encode: Encode<T>,
         bounds: Bounds,
@@ -98,7 +98,7 @@ impl<T: Send + 'static> StreamWriter<T> {
                     encode,
                     backlog: bounds.backlog,
                 };
-                runtime.block_on(write(&url, &to, &waiting, &written));
+                runtime.block_on(write(&redis, &to, &waiting, &written));
             })?;
         Ok((Self { events, progress }, writer))
     }
@@ -136,9 +136,14 @@ struct Writing<'a, T> {
 
 /// Writes what waits in `waiting` to its stream until the senders are gone, counting
 /// what it wrote in `progress`, and waiting while the stream's backlog is at its bound.
-async fn write<T>(url: &str, to: &Writing<'_, T>, waiting: &Receiver<T>, progress: &Progress) {
+async fn write<T>(
+    redis: &RedisTarget,
+    to: &Writing<'_, T>,
+    waiting: &Receiver<T>,
+    progress: &Progress,
+) {
     let stream = to.stream;
-    let mut sender = connect(url, stream).await;
+    let mut sender = connect(redis, stream).await;
     // What the backlog may be at most: the last one read, and every event written
     // since. Redis is asked only once this reaches half the bound.
     let mut backlog_at_most = 0;
@@ -189,10 +194,10 @@ async fn room<T>(sender: &mut StreamSender, to: &Writing<'_, T>) -> u64 {
 }
 
 /// Connects to `stream`, trying again with backoff until Redis answers.
-async fn connect(url: &str, stream: &str) -> StreamSender {
+async fn connect(redis: &RedisTarget, stream: &str) -> StreamSender {
     let mut backoff = FIRST_BACKOFF;
     loop {
-        match StreamSender::connect(url, stream).await {
+        match StreamSender::connect(redis, stream).await {
             Ok(sender) => return sender,
             Err(error) => {
                 tracing::warn!(%stream, %error, "cannot reach Redis: trying again");

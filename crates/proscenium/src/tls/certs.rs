@@ -33,7 +33,7 @@ pub struct CertError {
 }
 
 impl CertError {
-    fn new(path: &Path, why: impl ToString) -> Self {
+    fn new(path: &Path, why: &impl ToString) -> Self {
         Self {
             path: path.to_owned(),
             why: why.to_string(),
@@ -268,11 +268,11 @@ fn stamp(cert: &Path, key: &Path) -> Option<Stamp> {
 /// Loads a chain and its key, and checks that they belong together.
 pub fn load_pair(cert: &Path, key: &Path) -> Result<Loaded, CertError> {
     let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_file_iter(cert)
-        .map_err(|e| CertError::new(cert, e))?
+        .map_err(|e| CertError::new(cert, &e))?
         .collect::<Result<_, _>>()
-        .map_err(|e| CertError::new(cert, e))?;
-    let private = PrivateKeyDer::from_pem_file(key).map_err(|e| CertError::new(key, e))?;
-    from_parts(chain, &private).map_err(|why| CertError::new(cert, why))
+        .map_err(|e| CertError::new(cert, &e))?;
+    let private = PrivateKeyDer::from_pem_file(key).map_err(|e| CertError::new(key, &e))?;
+    from_parts(chain, &private).map_err(|why| CertError::new(cert, &why))
 }
 
 /// Makes a served certificate of a chain and its key.

@@ -267,7 +267,7 @@ async fn read(inner: Arc<Inner>, export: Arc<Export>) {
 /// Joins the mailbox group of `stream` (made if missing), trying again until Redis
 /// answers or the node leaves.
 async fn join(inner: &Inner, stream: &str) -> Option<StreamReceiver> {
-    StreamReceiver::join_retrying(&inner.url, stream, GROUP, &inner.id, READ_WAIT, || {
+    StreamReceiver::join_retrying(&inner.target, stream, GROUP, &inner.id, READ_WAIT, || {
         inner.stopping()
     })
     .await

@@ -96,6 +96,7 @@ use self::outbox::{Outbox, Remote};
 use super::{Actor, Addr, DeadLetters, Handler, Message, Recipient, System, Terminated};
 use crate::config::RedisSpec;
 use crate::stream::Event;
+use crate::stream::RedisTarget;
 
 /// A message that may cross processes: it and its reply serialize. Every such type
 /// is one; no impl is written by hand.
@@ -166,7 +167,8 @@ impl std::fmt::Debug for Node {
 pub(super) struct Inner {
     /// This node's id: host, process and a random part, unique per start.
     id: String,
-    url: String,
+    /// The Redis it joined through, for the connections its parts make.
+    target: RedisTarget,
     heartbeat: Duration,
     max_deliveries: u64,
     /// The node's shared connection: renewals, lookups, acknowledgements, replies.
@@ -209,7 +211,7 @@ impl Node {
     ///
     /// No Redis configured, Redis not reachable, or the node's thread not started.
     pub async fn join(system: &System, redis: &RedisSpec) -> Result<Self, RemoteError> {
-        let url = redis.url.clone().ok_or(RemoteError::NoRedis)?;
+        let target = redis.target().ok_or(RemoteError::NoRedis)?;
         let id = node_id();
         let (handle_tx, handle_rx) = oneshot::channel();
         let (end, ended) = oneshot::channel::<End>();
@@ -230,7 +232,7 @@ impl Node {
             thread: Some(thread),
         };
         let runtime = handle_rx.await.map_err(|_| RemoteError::Left)?;
-        let connecting = url.clone();
+        let connecting = target.clone();
         let redis_connection = runtime
             .spawn(async move { crate::stream::manager(&connecting, None).await })
             .await
@@ -241,7 +243,7 @@ impl Node {
             })?;
         let inner = Arc::new(Inner {
             id,
-            url,
+            target,
             heartbeat: redis.heartbeat.max(LEAST_HEARTBEAT),
             max_deliveries: u64::try_from(redis.max_deliveries).unwrap_or(u64::MAX),
             redis: redis_connection,

@@ -63,8 +63,12 @@ fn outbox(inner: &Inner, name: &str) -> Result<Arc<Outbox>, RemoteError> {
         backlog: BACKLOG,
     };
     // The writer ends once the node and every route have let the outbox go.
-    let (outbox, _writer) =
-        StreamWriter::spawn(inner.url.clone(), inner.mailbox_key(name), encode, bounds)?;
+    let (outbox, _writer) = StreamWriter::spawn(
+        inner.target.clone(),
+        inner.mailbox_key(name),
+        encode,
+        bounds,
+    )?;
     let outbox = Arc::new(outbox);
     outboxes.insert(name.to_owned(), Arc::clone(&outbox));
     Ok(outbox)

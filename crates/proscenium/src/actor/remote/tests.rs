@@ -65,9 +65,8 @@ impl Handler<Terminated> for Watcher {
 
 fn spec(redis: &Redis) -> RedisSpec {
     RedisSpec {
-        url: Some(redis.url()),
         heartbeat: Duration::from_millis(50),
-        ..RedisSpec::default()
+        ..redis.spec()
     }
 }
 
@@ -114,11 +113,21 @@ async fn until(within: Duration, mut done: impl FnMut() -> bool) -> bool {
 
 #[test]
 fn one_senders_tells_arrive_in_order_and_its_asks_are_answered_across_nodes() {
-    let redis = Redis::start();
+    tells_and_asks_cross(&Redis::start());
+}
+
+#[test]
+fn issue34_tells_and_asks_cross_nodes_through_rediss_trusting_its_ca() {
+    tells_and_asks_cross(&Redis::start_tls());
+}
+
+/// One sender's tells arrive in order, and its asks are answered, across two nodes
+/// joined through `redis`.
+fn tells_and_asks_cross(redis: &Redis) {
     let (host, client) = (System::new(), System::new());
     client.block_on(async {
-        let (_exporter, seen) = recorder(&host, &redis, Duration::ZERO).await;
-        let node = Node::join(&client, &spec(&redis)).await.unwrap();
+        let (_exporter, seen) = recorder(&host, redis, Duration::ZERO).await;
+        let node = Node::join(&client, &spec(redis)).await.unwrap();
         let notes = node.recipient::<Note>("recorder").await.unwrap();
         for n in 0..10_000 {
             notes.tell(Note(n)).await.unwrap();
