@@ -20,8 +20,9 @@ pub struct Pebble {
     dns: Child,
     port: u16,
     management: u16,
+    dns_port: u16,
     module: PathBuf,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl Pebble {
@@ -93,20 +94,9 @@ impl Pebble {
             "keyAlgorithm": "ecdsa",
         }});
         std::fs::write(&config, json.to_string()).unwrap();
-        let log = dir.path().join("pebble.log");
-        let mut pebble = Command::new(binary("pebble"))
-            .arg("-config")
-            .arg(&config)
-            .args(["-dnsserver", &format!("127.0.0.1:{dns_port}")])
-            .env("PEBBLE_VA_NOSLEEP", "1")
-            .env("PEBBLE_AUTHZREUSE", "0")
-            .env("PEBBLE_WFE_NONCEREJECT", "0")
-            .stdout(std::fs::File::create(&log).unwrap())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("does not start ({e})"))?;
+        let mut pebble = spawn(dir.path(), dns_port)?;
         let answers = || TcpStream::connect(("127.0.0.1", port)).is_ok();
-        if let Err(why) = wait_ready(&mut pebble, &log, answers) {
+        if let Err(why) = wait_ready(&mut pebble, &dir.path().join("pebble.log"), answers) {
             let _ = dns.kill();
             let _ = dns.wait();
             return Err(why);
@@ -116,9 +106,27 @@ impl Pebble {
             dns,
             port,
             management,
+            dns_port,
             module: module.to_owned(),
-            _dir: dir,
+            dir,
         })
+    }
+
+    /// Stops Pebble and starts it again on the same ports: it forgets every account,
+    /// order and certificate, and issues from a new root.
+    ///
+    /// # Panics
+    ///
+    /// As [`start`](Self::start).
+    pub fn restart(&mut self) {
+        let _ = self.pebble.kill();
+        let _ = self.pebble.wait();
+        let port = self.port;
+        let answers = || TcpStream::connect(("127.0.0.1", port)).is_ok();
+        self.pebble =
+            spawn(self.dir.path(), self.dns_port).unwrap_or_else(|why| panic!("pebble {why}"));
+        let log = self.dir.path().join("pebble.log");
+        wait_ready(&mut self.pebble, &log, answers).unwrap_or_else(|why| panic!("pebble {why}"));
     }
 
     /// Its ACME directory's URL, as `[tls.acme] directory` takes it.
@@ -171,6 +179,21 @@ impl Drop for Pebble {
             let _ = child.wait();
         }
     }
+}
+
+/// Starts Pebble with the configuration in `dir`, asking `dns_port` for names.
+fn spawn(dir: &Path, dns_port: u16) -> Result<Child, String> {
+    Command::new(binary("pebble"))
+        .arg("-config")
+        .arg(dir.join("pebble.json"))
+        .args(["-dnsserver", &format!("127.0.0.1:{dns_port}")])
+        .env("PEBBLE_VA_NOSLEEP", "1")
+        .env("PEBBLE_AUTHZREUSE", "0")
+        .env("PEBBLE_WFE_NONCEREJECT", "0")
+        .stdout(std::fs::File::create(dir.join("pebble.log")).unwrap())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("does not start ({e})"))
 }
 
 /// What `go ARGS` prints, when Go runs.

@@ -41,6 +41,19 @@ pub(super) async fn account(acme: &AcmeSpec, store: &Path) -> Result<Account, Ac
     Ok(account)
 }
 
+/// Forgets the stored account when the CA says it does not know it (its records
+/// reset, as Pebble's on each start, or the account deactivated), so that the next
+/// order creates one rather than failing the same way for ever.
+pub(super) fn forget_if_unknown(error: &instant_acme::Error, store: &Path) {
+    let instant_acme::Error::Api(problem) = error else {
+        return;
+    };
+    if problem.r#type.as_deref() == Some("urn:ietf:params:acme:error:accountDoesNotExist") {
+        tracing::warn!("the ACME CA does not know the stored account: a new one is made");
+        let _ = std::fs::remove_file(store::account_path(store));
+    }
+}
+
 /// The stored credentials, when there are some for `directory` (an account belongs to
 /// one CA: a store moved from a staging directory to a real one gets a new account).
 fn stored_credentials(path: &Path, directory: &str) -> Option<AccountCredentials> {

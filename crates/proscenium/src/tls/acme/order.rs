@@ -28,7 +28,10 @@ pub(super) async fn order(
     certs: &Certificates,
 ) -> Result<Loaded, AcmeError> {
     let identifiers: Vec<_> = acme.domains.iter().cloned().map(Identifier::Dns).collect();
-    let mut order = account.new_order(&NewOrder::new(&identifiers)).await?;
+    let mut order = account
+        .new_order(&NewOrder::new(&identifiers))
+        .await
+        .inspect_err(|e| super::account::forget_if_unknown(e, store))?;
     let answers = answer_challenges(&mut order, acme, store, certs).await?;
     let polling = RetryPolicy::new().timeout(POLL_FOR);
     let status = order.poll_ready(&polling).await?;

@@ -228,8 +228,7 @@ fn issue34_acme_renews_a_certificate_near_its_end_and_every_process_reloads_it()
     let other_process = Certificates::load(&first_spec).unwrap();
     assert_eq!(other_process.loaded().len(), 1);
 
-    // Pebble's certificates live 90 days: all of it is "near the end" for 100 days.
-    let renewing = spec(&pebble, store.path(), Challenge::TlsAlpn01, 100);
+    let renewing = spec_renewing_at_once(&first_spec);
     let _renewal = start_with(&renewing, tls.certs, FAST).unwrap();
     wait_for("a renewed certificate", || {
         stored_cert(&renewing).is_some_and(|cert| cert != issued)
@@ -275,6 +274,45 @@ fn issue34_acme_keeps_the_old_certificate_when_a_challenge_fails_and_tries_again
         left <= 1,
         "failed orders' answers are withdrawn ({left} left)"
     );
+}
+
+/// The CA forgot the stored account (Pebble restarted): the failed order drops it,
+/// and the next one makes a new account and succeeds.
+#[test]
+fn issue34_acme_makes_a_new_account_when_the_ca_forgot_the_stored_one() {
+    if !pebble_runs() {
+        return;
+    }
+    let (listener, http_port) = Responder::bind();
+    let mut pebble = Pebble::start(http_port, free_port());
+    let store = tempfile::tempdir().unwrap();
+    let spec = spec(&pebble, store.path(), Challenge::Http01, 30);
+    let _plain = Responder::http(listener, Http01Tokens::new(&spec));
+    let certs = Arc::new(Certificates::load(&spec).unwrap());
+    let first = start_with(&spec, certs.clone(), FAST).unwrap();
+    wait_for("a first certificate", || stored_cert(&spec).is_some());
+    drop(first);
+    let account = std::fs::read(store::account_path(store.path())).unwrap();
+    pebble.restart();
+
+    let renewing = spec_renewing_at_once(&spec);
+    let issued = stored_cert(&spec).unwrap();
+    let _acme = start_with(&renewing, certs, FAST).unwrap();
+    wait_for("a certificate from the restarted CA", || {
+        stored_cert(&spec).is_some_and(|cert| cert != issued)
+    });
+    let now = std::fs::read(store::account_path(store.path())).unwrap();
+    assert_ne!(now, account, "a new account is stored");
+    assert_issued_by(&pebble, &spec);
+}
+
+/// `spec` renewing any certificate Pebble issues (they live 90 days).
+fn spec_renewing_at_once(spec: &TlsSpec) -> TlsSpec {
+    let mut spec = spec.clone();
+    if let Some(acme) = spec.acme.as_mut() {
+        acme.renew_before = Duration::from_secs(100 * 86_400);
+    }
+    spec
 }
 
 /// Writes a self-signed certificate for `DOMAIN` with `days_left` of life to the store;
