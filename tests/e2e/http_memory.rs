@@ -235,15 +235,25 @@ impl Drop for ChildServer {
 
 /// Writes to every connection, without blocking, what each takes of `bytes` repeated
 /// without end (each from where it stopped), for `rounds` rounds a tenth of a second
-/// apart.
+/// apart. A connection the server dropped — a client that reads nothing falls behind
+/// the write pace once the grace is over, which a busy machine's slow rounds reach —
+/// is written to no more.
 fn push(conns: &mut [TcpStream], bytes: &[u8], rounds: usize) {
-    let mut offsets = vec![0; conns.len()];
+    let mut offsets: Vec<Option<usize>> = vec![Some(0); conns.len()];
     for _ in 0..rounds {
-        for (conn, offset) in conns.iter_mut().zip(&mut offsets) {
-            loop {
+        for (conn, at) in conns.iter_mut().zip(&mut offsets) {
+            while let Some(offset) = at {
                 match conn.write(&bytes[*offset..]) {
                     Ok(n) => *offset = (*offset + n) % bytes.len(),
                     Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            ErrorKind::ConnectionReset | ErrorKind::BrokenPipe
+                        ) =>
+                    {
+                        *at = None;
+                    }
                     Err(e) => panic!("write: {e}"),
                 }
             }

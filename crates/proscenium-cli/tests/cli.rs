@@ -755,3 +755,87 @@ fn issue34_a_missing_or_garbled_ca_file_stops_the_start_naming_it() {
         }
     }
 }
+
+/// Asks for `path` over TLS, trusting `ca` (PEM), as a client asking for `localhost`;
+/// returns the answer and the DNS names of the certificate presented.
+fn get_tls(addr: &str, ca: &str, path: &str) -> (String, Vec<String>) {
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls::pki_types::CertificateDer::pem_slice_iter(ca.as_bytes()) {
+        roots.add(cert.unwrap()).unwrap();
+    }
+    proscenium::tls::provider();
+    let config = rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+    let conn = rustls::ClientConnection::new(std::sync::Arc::new(config), name).unwrap();
+    let tcp = TcpStream::connect(addr).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut stream = rustls::StreamOwned::new(conn, tcp);
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut out = Vec::new();
+    // A close without close_notify is the server's to choose after a whole answer.
+    let _ = stream.read_to_end(&mut out);
+    let names = proscenium::testing::dns_names(&stream.conn.peer_certificates().unwrap()[0]);
+    (String::from_utf8_lossy(&out).into_owned(), names)
+}
+
+#[test]
+fn issue34_prefork_workers_serve_https_and_each_reloads_a_changed_certificate() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f.txt"), "same file").unwrap();
+    let certs = tempfile::tempdir().unwrap();
+    let ca = proscenium::testing::TestCa::new();
+    let write = |names: &[&str]| {
+        let leaf = ca.leaf(names);
+        // Key, then certificate, each whole: a reader sees a pair or a mismatch it
+        // refuses (keeping what it had), never half a file.
+        for (file, text) in [("site.key", &leaf.key), ("site.pem", &leaf.cert)] {
+            let next = certs.path().join("next");
+            std::fs::write(&next, text).unwrap();
+            std::fs::rename(&next, certs.path().join(file)).unwrap();
+        }
+    };
+    write(&["localhost", "v1.test"]);
+    let (cert, key) = (certs.path().join("site.pem"), certs.path().join("site.key"));
+    let (mut child, addr, line) = start(
+        dir.path(),
+        &[
+            "--workers",
+            "2",
+            "--tls-cert",
+            cert.to_str().unwrap(),
+            "--tls-key",
+            key.to_str().unwrap(),
+        ],
+    );
+    assert!(line.contains(" on https://"), "{line}");
+    let (answer, names) = get_tls(&addr, &ca.pem(), "/f.txt");
+    assert!(answer.ends_with("same file"), "{answer}");
+    assert!(names.contains(&"v1.test".to_owned()));
+    // Every worker watches the files: ten connections in a row all see the new one.
+    write(&["localhost", "v2.test"]);
+    within(60, "both workers serve the new certificate", || {
+        (0..10).all(|_| {
+            get_tls(&addr, &ca.pem(), "/f.txt")
+                .1
+                .contains(&"v2.test".to_owned())
+        })
+    });
+    // A rolling restart on SIGHUP: its new workers serve HTTPS as the old did.
+    let before_hup = children(child.id());
+    signal(&child, "HUP");
+    within(60, "the workers are replaced", || {
+        let now = children(child.id());
+        now.len() == 2 && now.iter().all(|pid| !before_hup.contains(pid))
+    });
+    let (answer, names) = get_tls(&addr, &ca.pem(), "/f.txt");
+    assert!(answer.ends_with("same file") && names.contains(&"v2.test".to_owned()));
+    signal(&child, "TERM");
+    assert_eq!(wait_exit(&mut child), 0);
+}

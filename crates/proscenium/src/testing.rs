@@ -10,7 +10,7 @@ mod pebble;
 mod tls;
 
 pub use self::pebble::Pebble;
-pub use self::tls::{HttpsServer, Leaf, Received, TestCa};
+pub use self::tls::{HttpsServer, Leaf, Received, TestCa, dns_names};
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};

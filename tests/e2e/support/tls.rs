@@ -5,7 +5,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rcgen::{CertificateParams, Issuer, KeyPair};
+use proscenium::testing::TestCa;
 use rustls::pki_types::ServerName;
 use rustls::pki_types::pem::PemObject;
 use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
@@ -21,10 +21,10 @@ impl Wire for TlsStream {
     }
 }
 
-/// A test's certificate authority, its certificates written below `dir`.
+/// A test's certificate authority (`proscenium::testing::TestCa`), its certificates
+/// written below `dir`.
 pub struct Authority {
-    issuer: Issuer<'static, KeyPair>,
-    pem: String,
+    ca: TestCa,
     pub dir: tempfile::TempDir,
 }
 
@@ -37,42 +37,29 @@ pub struct Files {
 
 impl Authority {
     pub fn new() -> Self {
-        let key = KeyPair::generate().expect("a CA key");
-        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        params
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, "Proscenium test CA");
-        let cert = params.self_signed(&key).expect("a CA certificate");
-        let pem = cert.pem();
         Self {
-            issuer: Issuer::new(params, key),
-            pem,
+            ca: TestCa::new(),
             dir: tempfile::tempdir().expect("a directory for certificates"),
         }
     }
 
     /// Signs a certificate for `names` (an IP address as well as DNS names), written
-    /// as `FILE.pem` and `FILE.key` (a new ECDSA P-256 key each time).
+    /// whole (a reader sees the old files or the new) as `FILE.pem` and `FILE.key`.
     pub fn issue(&self, file: &str, names: &[&str]) -> Files {
-        let key = KeyPair::generate().expect("a key");
-        let params =
-            CertificateParams::new(names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>())
-                .unwrap();
-        let cert = params.signed_by(&key, &self.issuer).expect("a certificate");
+        let leaf = self.ca.leaf(names);
         let files = Files {
             cert: self.dir.path().join(format!("{file}.pem")),
             key: self.dir.path().join(format!("{file}.key")),
         };
-        write_atomically(&files.cert, &cert.pem());
-        write_atomically(&files.key, &key.serialize_pem());
+        write_atomically(&files.key, &leaf.key);
+        write_atomically(&files.cert, &leaf.cert);
         files
     }
 
     /// A client config trusting this authority alone, offering `alpn`.
     pub fn client(&self, alpn: &[&[u8]]) -> Arc<ClientConfig> {
         let mut roots = RootCertStore::empty();
-        for cert in rustls::pki_types::CertificateDer::pem_slice_iter(self.pem.as_bytes()) {
+        for cert in rustls::pki_types::CertificateDer::pem_slice_iter(self.ca.pem().as_bytes()) {
             roots.add(cert.unwrap()).unwrap();
         }
         let mut config = ClientConfig::builder()
@@ -115,19 +102,5 @@ pub fn write_atomically(path: &Path, text: &str) {
 
 /// The names on the certificate the server presented.
 pub fn presented_names(stream: &TlsStream) -> Vec<String> {
-    let chain = stream.conn.peer_certificates().expect("a certificate");
-    let (_, cert) = x509_parser::parse_x509_certificate(&chain[0]).unwrap();
-    cert.subject_alternative_name()
-        .unwrap()
-        .map(|san| {
-            san.value
-                .general_names
-                .iter()
-                .filter_map(|n| match n {
-                    x509_parser::extensions::GeneralName::DNSName(d) => Some((*d).to_owned()),
-                    _ => None,
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+    proscenium::testing::dns_names(&stream.conn.peer_certificates().expect("a certificate")[0])
 }

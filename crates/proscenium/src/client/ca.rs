@@ -96,17 +96,6 @@ impl Serialize for CaFile {
     }
 }
 
-/// Installs aws-lc-rs as the process's rustls crypto provider, unless one is already:
-/// rustls asks for one explicitly when more than one could be picked, and every TLS
-/// connection this crate makes calls this first.
-pub(crate) fn ensure_crypto_provider() {
-    static ONCE: std::sync::Once = std::sync::Once::new();
-    ONCE.call_once(|| {
-        // An error means another part of the process installed one first: it serves.
-        let _ = rustls::crypto::aws_lc_rs::default_provider().install_default();
-    });
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -48,7 +48,6 @@ use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 use tokio::sync::Semaphore;
 
-pub(crate) use self::ca::ensure_crypto_provider;
 pub use self::ca::{CaFile, CaFileError};
 use crate::rt::Background;
 

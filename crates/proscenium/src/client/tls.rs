@@ -8,7 +8,7 @@ use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
 use hyper_util::client::legacy::connect::HttpConnector;
 use rustls::{CertificateError, ClientConfig, RootCertStore};
 
-use super::{CertificateReason, ClientSpec, ensure_crypto_provider};
+use super::{CertificateReason, ClientSpec};
 
 /// Makes the connector `spec` says: its connect timeout, and its roots.
 pub(super) fn connector(spec: &ClientSpec) -> HttpsConnector<HttpConnector> {
@@ -17,7 +17,7 @@ pub(super) fn connector(spec: &ClientSpec) -> HttpsConnector<HttpConnector> {
     tcp.set_nodelay(true);
     // The TLS layer above takes `https://` too, and passes `http://` through as is.
     tcp.enforce_http(false);
-    ensure_crypto_provider();
+    crate::tls::provider();
     let mut roots = RootCertStore {
         roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
     };

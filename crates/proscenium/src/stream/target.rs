@@ -2,7 +2,7 @@
 //! `rediss://` one whose certificate a private CA signed, that CA — what streams, the
 //! hub and remote actors connect with.
 
-use crate::client::{CaFile, ensure_crypto_provider};
+use crate::client::CaFile;
 
 /// A Redis to connect to: its URL, and the CA its `rediss://` certificate chains to
 /// when that is not one of the web's roots (`[redis] ca`, `[feeds] ca`).
@@ -43,7 +43,7 @@ impl RedisTarget {
     /// The URL is not a Redis URL, or a CA is given for one that is not `rediss://`.
     pub(crate) fn client(&self) -> redis::RedisResult<redis::Client> {
         // Every `rediss://` connection is made by rustls, which needs its provider.
-        ensure_crypto_provider();
+        crate::tls::provider();
         let Some(ca) = &self.ca else {
             return redis::Client::open(self.url.as_str());
         };

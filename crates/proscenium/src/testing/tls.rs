@@ -106,6 +106,18 @@ impl TestCa {
     }
 }
 
+/// The DNS names of a certificate (DER): what a test reads of the one a server
+/// presented.
+///
+/// # Panics
+///
+/// When `der` is no X.509 certificate.
+pub fn dns_names(der: &[u8]) -> Vec<String> {
+    crate::tls::certs::describe(&CertificateDer::from(der))
+        .expect("an X.509 certificate")
+        .0
+}
+
 impl Leaf {
     /// Writes the certificate and the key to `dir/NAME.pem` and `dir/NAME.key`;
     /// returns both paths.
@@ -125,7 +137,7 @@ impl Leaf {
 
     /// A rustls server configuration presenting this certificate.
     fn server_config(&self) -> Arc<ServerConfig> {
-        crate::client::ensure_crypto_provider();
+        crate::tls::provider();
         let chain = CertificateDer::pem_slice_iter(self.cert.as_bytes())
             .collect::<Result<Vec<_>, _>>()
             .expect("the leaf parses");

@@ -306,7 +306,7 @@ pub(crate) fn certified_key(
 }
 
 /// The DNS names and notAfter of a leaf certificate.
-fn describe(leaf: &CertificateDer<'_>) -> Result<(Vec<String>, SystemTime), String> {
+pub(crate) fn describe(leaf: &CertificateDer<'_>) -> Result<(Vec<String>, SystemTime), String> {
     use x509_parser::prelude::{FromDer, GeneralName, X509Certificate};
     let (_, parsed) =
         X509Certificate::from_der(leaf).map_err(|e| format!("not an X.509 certificate: {e}"))?;

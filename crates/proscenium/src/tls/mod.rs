@@ -14,7 +14,7 @@
 //! ```
 
 pub mod acme;
-mod certs;
+pub(crate) mod certs;
 pub(crate) mod plain;
 mod settings;
 
