@@ -22,6 +22,7 @@ mod slow_clients;
 mod stages;
 mod state;
 mod tls;
+mod tls_acme;
 mod upgrade;
 mod web_hostile;
 mod web_log;

@@ -1,13 +1,15 @@
 //! What tests of Proscenium and of its apps start for themselves (with the `testing`
 //! feature, for a dev-dependency): a `redis-server` and a PostgreSQL of a test's own,
 //! on a loopback port in a temporary directory, stopped when dropped (`scripts/test`
-//! installs them);
+//! installs them); Pebble, Let's Encrypt's ACME test server ([`Pebble`]);
 //! and [`Host`]s — network namespaces joined to this one by a veth pair — to run a
 //! process on "another machine" and cut it off the network; and certificates of a
 //! test's own ([`TestCa`]) with an [`HttpsServer`] presenting them.
 
+mod pebble;
 mod tls;
 
+pub use self::pebble::Pebble;
 pub use self::tls::{HttpsServer, Leaf, Received, TestCa, dns_names};
 
 use std::io::{Read, Write};

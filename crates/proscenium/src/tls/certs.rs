@@ -82,6 +82,9 @@ pub struct Certificates {
     table: RwLock<Arc<Table>>,
     /// TLS-ALPN-01 answers by name, while an order waits for them.
     challenges: Mutex<HashMap<String, Arc<CertifiedKey>>>,
+    /// The store and the names whose TLS-ALPN-01 answers another process (the one
+    /// that orders) may have put there.
+    acme: Option<(PathBuf, Vec<String>)>,
 }
 
 impl Certificates {
@@ -91,21 +94,21 @@ impl Certificates {
             sources: sources(spec),
             table: RwLock::default(),
             challenges: Mutex::default(),
+            acme: spec.acme.as_ref().map(|acme| {
+                let names = acme.domains.iter().map(|d| d.to_ascii_lowercase());
+                (spec.store_dir(), names.collect())
+            }),
         };
-        let table = certs.read_all()?;
-        *certs.table.write() = Arc::new(table);
+        let stamps = certs.stamps();
+        let loaded = certs.read_all()?;
+        *certs.table.write() = Arc::new(Table { loaded, stamps });
         Ok(certs)
     }
 
     /// Reads every source anew if any file changed; keeps what it has (and logs one
     /// line) when a new file is unreadable or wrong. Returns whether the table changed.
     pub fn reload_if_changed(&self) -> bool {
-        let stamps: Vec<_> = self
-            .sources
-            .iter()
-            .map(|s| stamp(&s.cert, &s.key))
-            .collect();
-        if stamps == self.table.read().stamps {
+        if self.stamps() == self.table.read().stamps {
             return false;
         }
         self.reload()
@@ -114,11 +117,14 @@ impl Certificates {
     /// Reads every source anew; keeps what it has (and logs one line why) when a file
     /// is unreadable or wrong. Returns whether the table changed.
     pub fn reload(&self) -> bool {
+        // Stamped before reading: a file replaced while it is read (ACME writes the
+        // key, then the certificate) differs from the stamp, so it is read again.
+        let stamps = self.stamps();
         match self.read_all() {
-            Ok(table) => {
-                let names: Vec<_> = table.loaded.iter().flat_map(|l| l.names.clone()).collect();
+            Ok(loaded) => {
+                let names: Vec<_> = loaded.iter().flat_map(|l| l.names.clone()).collect();
                 tracing::info!("TLS certificates loaded for {}", names.join(", "));
-                *self.table.write() = Arc::new(table);
+                *self.table.write() = Arc::new(Table { loaded, stamps });
                 true
             }
             Err(e) => {
@@ -126,11 +132,6 @@ impl Certificates {
                 // The stamps of what failed are noted, so a broken file is reported
                 // once, not every second until it is fixed.
                 let mut table = self.table.write();
-                let stamps = self
-                    .sources
-                    .iter()
-                    .map(|s| stamp(&s.cert, &s.key))
-                    .collect();
                 *table = Arc::new(Table {
                     loaded: table.loaded.clone(),
                     stamps,
@@ -157,16 +158,38 @@ impl Certificates {
         self.challenges.lock().remove(&name.to_ascii_lowercase());
     }
 
-    fn read_all(&self) -> Result<Table, CertError> {
-        let mut table = Table::default();
+    /// The TLS-ALPN-01 answer for `name` that the process ordering put in the store,
+    /// if `name` is one ACME orders for.
+    fn stored_challenge(&self, name: &str) -> Option<Arc<CertifiedKey>> {
+        let (store, names) = self.acme.as_ref()?;
+        if !names.iter().any(|n| n == name) {
+            return None;
+        }
+        let pem = std::fs::read(super::acme::tls_alpn01_path(store, name)).ok()?;
+        let chain = CertificateDer::pem_slice_iter(&pem)
+            .collect::<Result<_, _>>()
+            .ok()?;
+        let private = PrivateKeyDer::from_pem_slice(&pem).ok()?;
+        certified_key(chain, &private).ok().map(Arc::new)
+    }
+
+    fn stamps(&self) -> Vec<Option<Stamp>> {
+        self.sources
+            .iter()
+            .map(|s| stamp(&s.cert, &s.key))
+            .collect()
+    }
+
+    /// Reads every source; the stamps are the caller's to note.
+    fn read_all(&self) -> Result<Vec<Loaded>, CertError> {
+        let mut loaded = Vec::new();
         for source in &self.sources {
-            table.stamps.push(stamp(&source.cert, &source.key));
             if source.optional && !source.cert.exists() {
                 continue;
             }
-            table.loaded.push(load_pair(&source.cert, &source.key)?);
+            loaded.push(load_pair(&source.cert, &source.key)?);
         }
-        Ok(table)
+        Ok(loaded)
     }
 
     /// The certificate for `name`: one naming it exactly, then a wildcard covering
@@ -195,7 +218,8 @@ impl ResolvesServerCert for Certificates {
             .is_some_and(|mut protocols| protocols.any(|p| p == ACME_TLS_ALPN));
         if acme {
             let name = hello.server_name()?.to_ascii_lowercase();
-            return self.challenges.lock().get(&name).cloned();
+            let answer = self.challenges.lock().get(&name).cloned();
+            return answer.or_else(|| self.stored_challenge(&name));
         }
         self.for_name(hello.server_name())
     }
@@ -258,12 +282,7 @@ pub fn from_parts(
 ) -> Result<Loaded, String> {
     let leaf = chain.first().ok_or("no certificate in the file")?;
     let (names, not_after) = describe(leaf)?;
-    let provider = super::provider();
-    let signer = provider
-        .key_provider
-        .load_private_key(private.clone_key())
-        .map_err(|e| format!("the key: {e}"))?;
-    let key = CertifiedKey::new(chain, signer);
+    let key = certified_key(chain, private)?;
     key.keys_match()
         .map_err(|e| format!("the key does not belong to the certificate ({e})"))?;
     Ok(Loaded {
@@ -271,6 +290,19 @@ pub fn from_parts(
         names,
         not_after,
     })
+}
+
+/// A chain and its key as rustls signs with them, unchecked: TLS-ALPN-01's
+/// certificates carry a critical extension (RFC 8737 §3) that a check refuses.
+pub(crate) fn certified_key(
+    chain: Vec<CertificateDer<'static>>,
+    private: &PrivateKeyDer<'_>,
+) -> Result<CertifiedKey, String> {
+    let signer = super::provider()
+        .key_provider
+        .load_private_key(private.clone_key())
+        .map_err(|e| format!("the key: {e}"))?;
+    Ok(CertifiedKey::new(chain, signer))
 }
 
 /// The DNS names and notAfter of a leaf certificate.

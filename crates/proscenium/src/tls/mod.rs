@@ -13,6 +13,7 @@
 //! assert!(tls.is_some());
 //! ```
 
+pub mod acme;
 pub(crate) mod certs;
 pub(crate) mod plain;
 mod settings;
@@ -24,6 +25,7 @@ use std::time::Duration;
 use rustls::ServerConfig;
 use rustls::crypto::CryptoProvider;
 
+pub(crate) use self::certs::certified_key;
 pub use self::certs::{ACME_TLS_ALPN, CertError, Certificates, Loaded, from_parts, load_pair};
 pub use self::settings::{AcmeSpec, CertFiles, Challenge, PlainServes, PlainSpec, TlsSpec};
 
