@@ -1,7 +1,7 @@
 //! ACME against the real server: Pebble (Let's Encrypt's test CA) checks TLS-ALPN-01 on
 //! the server's TLS port, which answers from the store another process's ACME task
-//! wrote its answer to, then serves the certificate that task stored — under every
-//! model (under prefork, whichever worker the CA reaches).
+//! wrote its answer to, then serves the certificate that task stored; and the server
+//! orders by itself, answering HTTP-01 on its plain listener — under every model.
 
 use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use proscenium::App;
 use proscenium::testing::{Pebble, free_port};
-use proscenium::tls::{AcmeSpec, Certificates, Challenge, TlsSpec};
+use proscenium::tls::{AcmeSpec, Certificates, Challenge, PlainServes, PlainSpec, TlsSpec};
 use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, ClientConnection, RootCertStore};
 
@@ -36,12 +36,32 @@ fn handshakes(addr: SocketAddr, config: &Arc<ClientConfig>) -> bool {
 
 #[test]
 fn issue34_the_server_answers_tls_alpn_01_from_the_store_and_serves_the_certificate_obtained() {
+    serves_a_certificate_obtained_over(Challenge::TlsAlpn01, Orderer::AnotherProcess);
+}
+
+#[test]
+fn issue34_the_server_orders_by_itself_over_http_01_on_its_plain_listener() {
+    serves_a_certificate_obtained_over(Challenge::Http01, Orderer::TheServer);
+}
+
+/// Who orders the certificate.
+enum Orderer {
+    /// An ACME task of the test's own, sharing the server's store (as another process
+    /// would): the server answers the challenge from the store.
+    AnotherProcess,
+    /// The server's own ACME task alone.
+    TheServer,
+}
+
+/// Pebble checks `challenge` against the server, the certificate is ordered by
+/// `orderer`, and the server then serves it over HTTPS.
+fn serves_a_certificate_obtained_over(challenge: Challenge, orderer: Orderer) {
     if !Pebble::go_is_installed() {
         eprintln!("\n\n*** SKIPPED: `go` is not installed, so Pebble cannot run ***\n");
         return;
     }
-    let port = free_port();
-    let pebble = Pebble::start(free_port(), port);
+    let (http_port, tls_port) = (free_port(), free_port());
+    let pebble = Pebble::start(http_port, tls_port);
     let store = tempfile::tempdir().unwrap();
     let spec = TlsSpec {
         store: Some(store.path().to_owned()),
@@ -49,19 +69,28 @@ fn issue34_the_server_answers_tls_alpn_01_from_the_store_and_serves_the_certific
             directory: pebble.directory(),
             email: None,
             domains: vec![DOMAIN.to_owned()],
-            challenge: Challenge::TlsAlpn01,
+            challenge,
             ca: Some(pebble.ca()),
             renew_before: Duration::from_secs(30 * 86_400),
+        }),
+        plain: Some(PlainSpec {
+            bind: SocketAddr::from(([127, 0, 0, 1], http_port)),
+            serve: PlainServes::Redirect,
         }),
         ..TlsSpec::default()
     };
     let app = App::new().get("/", || async { "over an ACME certificate" });
     let server = support::start_with(app, |config| {
-        config.bind = SocketAddr::from(([127, 0, 0, 1], port));
+        config.bind = SocketAddr::from(([127, 0, 0, 1], tls_port));
         config.tls = spec.clone();
     });
-    let orderer = Arc::new(Certificates::load(&spec).unwrap());
-    let _acme = proscenium::tls::acme::start(&spec, orderer).expect("an ACME task");
+    let _acme = match orderer {
+        Orderer::AnotherProcess => {
+            let certs = Arc::new(Certificates::load(&spec).unwrap());
+            Some(proscenium::tls::acme::start(&spec, certs).expect("an ACME task"))
+        }
+        Orderer::TheServer => None,
+    };
 
     let mut roots = RootCertStore::empty();
     roots.add(pebble.issuing_root()).unwrap();

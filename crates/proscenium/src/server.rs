@@ -118,19 +118,22 @@ impl Server {
             gate: Gate::new(config.limits.max_connections, seat),
             tls: tls.as_ref().map(|tls| tls.config.clone()),
         };
-        if let Some(tls) = &tls {
+        // Every process watches the files; the one holding the ACME store's lock orders
+        // and renews, and the others take its certificate from the store.
+        let acme = tls.as_ref().and_then(|tls| {
             tls.watch();
-        }
+            crate::tls::acme::start(&config.tls, tls.certs.clone())
+        });
         let for_plain = (spec.clone(), app.clone());
         let started = match config.model {
-            Model::Loops | Model::EventLoop => start_loops(&spec, app, &live, None)?,
+            Model::Loops | Model::EventLoop => start_loops(&spec, Some(app), &live, None)?,
             Model::ThreadPool | Model::ThreadPerConn => start_threads(spec)?,
             Model::Staged => start_staged(spec, &graph)?,
             Model::Prefork => match prefork::inherited_listener() {
                 Some(listener) => {
                     let listener =
                         listener.map_err(Error::io("take the socket from the supervisor"))?;
-                    start_loops(&spec, app, &live, Some(listener))?
+                    start_loops(&spec, Some(app), &live, Some(listener))?
                 }
                 None => start_supervisor(spec)?,
             },
@@ -153,6 +156,7 @@ impl Server {
             watchdog: started.watchdog,
             tls,
             plain_addr,
+            _acme: acme,
         })
     }
 
@@ -199,8 +203,9 @@ fn check_spool_dir(config: &Config) -> Result<(), Error> {
 }
 
 /// Starts the plain-HTTP listener beside the TLS one (`[tls.plain]`): one event loop of
-/// its own (in a prefork server, the supervisor's), redirecting to the TLS listener's
-/// `https_port` or serving `app` as the TLS listener does.
+/// its own (in a prefork server, the supervisor's), answering ACME's HTTP-01 challenges
+/// and then redirecting to the TLS listener's `https_port` or serving `app` as the TLS
+/// listener does.
 fn start_plain(
     plain: &crate::tls::PlainSpec,
     spec: &LoopSpec<Http1>,
@@ -212,25 +217,28 @@ fn start_plain(
     config.model = Model::EventLoop;
     config.loops = Some(1);
     config.dispatch = Dispatch::Jsq;
+    let tokens = config
+        .tls
+        .acme
+        .is_some()
+        .then(|| crate::tls::acme::Http01Tokens::new(&config.tls));
     config.tls = crate::tls::TlsSpec::default();
     let config = Arc::new(config);
-    let app = match plain.serve {
-        crate::tls::PlainServes::App => app,
-        crate::tls::PlainServes::Redirect => Arc::new(crate::tls::plain::redirect_app(https_port)),
+    let listener = crate::tls::plain::PlainListener {
+        tokens,
+        app: (plain.serve == crate::tls::PlainServes::App).then_some(app),
+        https_port,
     };
     let plain_spec = LoopSpec {
-        protocol: Arc::new(Http1::new(app.clone(), config.clone())),
+        protocol: Arc::new(Http1::new(Arc::new(listener), config.clone())),
         config,
         tls: None,
         ..spec.clone()
     };
-    let mut started = start_loops(&plain_spec, app, &watchdog::LiveStats::default(), None)?;
-    tracing::info!("plain HTTP on {} ({:?})", started.addr, plain.serve);
     // Its one loop answers redirects, or the app as the TLS listener's loops do (whose
     // watchdog speaks for the app): no watchdog of its own.
-    if let Some((_, running)) = started.watchdog.take() {
-        running.store(false, Ordering::Relaxed);
-    }
+    let started = start_loops(&plain_spec, None, &watchdog::LiveStats::default(), None)?;
+    tracing::info!("plain HTTP on {} ({:?})", started.addr, plain.serve);
     Ok(started)
 }
 
@@ -241,13 +249,13 @@ struct Started {
     watchdog: Option<(JoinHandle<()>, Arc<AtomicBool>)>,
 }
 
-/// Starts the loops, their dispatcher (unless each loop accepts for itself) and the
-/// watchdog.
+/// Starts the loops, their dispatcher (unless each loop accepts for itself) and, given
+/// the app whose routes it names, the watchdog.
 ///
 /// A `prefork` worker serves the `inherited` socket, dispatching with JSQ.
 fn start_loops(
     spec: &LoopSpec<Http1>,
-    app: Arc<App>,
+    app: Option<Arc<App>>,
     live: &watchdog::LiveStats,
     inherited: Option<std::net::TcpListener>,
 ) -> Result<Started, Error> {
@@ -292,12 +300,18 @@ fn start_loops(
         threads.push(dispatcher.map_err(Error::io("start the dispatcher"))?);
     }
     threads.extend(handles.into_iter().map(|h| h.thread));
-    let running = Arc::new(AtomicBool::new(true));
-    let watchdog = spawn_watchdog(app, stats, config.timeouts.stall, running.clone())?;
+    let watchdog = match app {
+        Some(app) => {
+            let running = Arc::new(AtomicBool::new(true));
+            let watchdog = spawn_watchdog(app, stats, config.timeouts.stall, running.clone())?;
+            Some((watchdog, running))
+        }
+        None => None,
+    };
     Ok(Started {
         addr,
         threads,
-        watchdog: Some((watchdog, running)),
+        watchdog,
     })
 }
 
@@ -460,6 +474,8 @@ pub struct ServerHandle {
     tls: Option<Tls>,
     /// Where the plain-HTTP listener beside the TLS one listens, if it does.
     plain_addr: Option<SocketAddr>,
+    /// The ACME task (`[tls.acme]`), stopped when the server is dropped.
+    _acme: Option<crate::tls::acme::AcmeHandle>,
 }
 
 impl ServerHandle {

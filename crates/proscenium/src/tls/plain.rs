@@ -1,16 +1,52 @@
-//! The plain-HTTP listener beside the TLS one (`[tls.plain]`): what it answers when it
-//! redirects — `308 Permanent Redirect` to the same path over HTTPS.
+//! The plain-HTTP listener beside the TLS one (`[tls.plain]`): ACME's HTTP-01
+//! challenges answered first, then `308 Permanent Redirect` to the same path over
+//! HTTPS, or the app.
+
+use std::sync::Arc;
 
 use http::uri::Authority;
 use http::{StatusCode, header};
 
-use crate::http::{Body, Request, Response};
+use super::acme::Http01Tokens;
+use crate::App;
+use crate::http::response::{LocalResponseFuture, Respond};
+use crate::http::{Body, Request, Response, Soon};
 
-/// The app of a plain listener that redirects to HTTPS on `https_port`.
-pub(crate) fn redirect_app(https_port: u16) -> crate::App {
-    crate::App::new().fallback(crate::inline(move |req: Request| {
-        redirect(&req, https_port)
-    }))
+/// Where ACME's HTTP-01 validator asks for a token's key authorization.
+const CHALLENGE_PATH: &str = "/.well-known/acme-challenge/";
+
+/// What a plain listener answers.
+#[derive(Debug)]
+pub(crate) struct PlainListener {
+    /// HTTP-01 answers, when ACME is configured.
+    pub(crate) tokens: Option<Http01Tokens>,
+    /// The app it serves; `None`: it redirects.
+    pub(crate) app: Option<Arc<App>>,
+    /// The TLS listener's port, for the redirect.
+    pub(crate) https_port: u16,
+}
+
+impl Respond for PlainListener {
+    fn respond(&self, req: Request) -> Soon<Response, LocalResponseFuture> {
+        if let (Some(tokens), Some(token)) =
+            (&self.tokens, req.uri().path().strip_prefix(CHALLENGE_PATH))
+        {
+            return Soon::Ready(match tokens.get(token) {
+                Some(authorization) => Response::new(Body::from(authorization)),
+                None => status(StatusCode::NOT_FOUND),
+            });
+        }
+        match &self.app {
+            Some(app) => app.respond(req),
+            None => Soon::Ready(redirect(&req, self.https_port)),
+        }
+    }
+
+    fn label(&self, id: u32) -> String {
+        self.app
+            .as_ref()
+            .map_or_else(|| "redirect".to_owned(), |app| app.label(id))
+    }
 }
 
 /// `308` to `https://HOST[:PORT]/path?query`: the host the client asked for, the
