@@ -45,6 +45,7 @@ fn issue34_the_server_orders_by_itself_over_http_01_on_its_plain_listener() {
 }
 
 /// Who orders the certificate.
+#[derive(Clone, Copy)]
 enum Orderer {
     /// An ACME task of the test's own, sharing the server's store (as another process
     /// would): the server answers the challenge from the store.
