@@ -160,13 +160,29 @@ impl Stream {
         }
     }
 
-    /// Resolves once the connection may have something to read: bytes from the client,
-    /// or plaintext TLS already holds.
+    /// Resolves once the connection has something to read: bytes from the client, or
+    /// over TLS plaintext (or the client's close, or an error). Over TLS what the socket
+    /// has is decrypted here: a socket readable with no plaintext behind it (a session
+    /// ticket's acknowledgement, the rest of a record, or a readiness left from a read
+    /// that took a request without draining the socket) is waited on again, rather than
+    /// woken for, so that an idle connection waits holding no read buffer.
     pub(crate) fn poll_read_ready(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        if self.tls.as_mut().is_some_and(|tls| tls::has_plaintext(tls)) {
-            return Poll::Ready(Ok(()));
+        let Some(tls) = &mut self.tls else {
+            return self.tcp.poll_read_ready(cx);
+        };
+        loop {
+            if tls::has_plaintext(tls) {
+                return Poll::Ready(Ok(()));
+            }
+            ready!(self.tcp.poll_read_ready(cx))?;
+            match tls::pull(tls, &mut TokioIo(&self.tcp)) {
+                Ok(true) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                // The client closed, its first bytes are to be looked at, or the session
+                // failed: the read that follows says which.
+                Ok(false) | Err(_) => return Poll::Ready(Ok(())),
+            }
         }
-        self.tcp.poll_read_ready(cx)
     }
 
     /// Writes some of `bytes` (how many it took), once the socket has room.

@@ -105,6 +105,21 @@ pub(super) fn read(
     }
 }
 
+/// Reads and decrypts what the socket has, leaving the plaintext in the session:
+/// whether it read something (`false`: the client closed, or has sent nothing yet — its
+/// first bytes are for [`read`] to look at), or `WouldBlock`.
+pub(super) fn pull(tls: &mut Session, io: &mut (impl Read + Write)) -> io::Result<bool> {
+    if !tls.heard || tls.conn.read_tls(io)? == 0 {
+        return Ok(false);
+    }
+    let processed = tls.conn.process_new_packets();
+    // What the session answers (a key update's, an alert) goes now, if it can.
+    let _ = flush(tls, io);
+    processed
+        .map(|_| true)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
 /// Answers plain HTTP sent to the TLS port in plain text, and fails: a TLS client's
 /// first byte is a handshake record's type (22), a request's an upper-case letter.
 fn refuse_plain_http(io: &mut (impl Read + Write + Peek)) -> io::Result<()> {
