@@ -785,47 +785,88 @@ fn get_tls(addr: &str, ca: &str, path: &str) -> (String, Vec<String>) {
     (String::from_utf8_lossy(&out).into_owned(), names)
 }
 
-#[test]
-fn issue34_prefork_workers_serve_https_and_each_reloads_a_changed_certificate() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("f.txt"), "same file").unwrap();
-    let certs = tempfile::tempdir().unwrap();
-    let ca = proscenium::testing::TestCa::new();
-    let write = |names: &[&str]| {
-        let leaf = ca.leaf(names);
-        // Key, then certificate, each whole: a reader sees a pair or a mismatch it
-        // refuses (keeping what it had), never half a file.
-        for (file, text) in [("site.key", &leaf.key), ("site.pem", &leaf.cert)] {
-            let next = certs.path().join("next");
-            std::fs::write(&next, text).unwrap();
-            std::fs::rename(&next, certs.path().join(file)).unwrap();
+/// A directory with `f.txt`, and certificates of a test CA's written as `site.pem` and
+/// `site.key` (by `write`: key then certificate, each whole, so a reader sees a pair or
+/// a mismatch it refuses, keeping what it had, never half a file).
+struct Site {
+    dir: tempfile::TempDir,
+    certs: tempfile::TempDir,
+    ca: proscenium::testing::TestCa,
+}
+
+impl Site {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("f.txt"), "same file").unwrap();
+        Self {
+            dir,
+            certs: tempfile::tempdir().unwrap(),
+            ca: proscenium::testing::TestCa::new(),
         }
-    };
-    write(&["localhost", "v1.test"]);
-    let (cert, key) = (certs.path().join("site.pem"), certs.path().join("site.key"));
-    let (mut child, addr, line) = start(
-        dir.path(),
-        &[
-            "--workers",
-            "2",
+    }
+
+    fn write(&self, names: &[&str]) {
+        let leaf = self.ca.leaf(names);
+        for (file, text) in [("site.key", &leaf.key), ("site.pem", &leaf.cert)] {
+            let next = self.certs.path().join("next");
+            std::fs::write(&next, text).unwrap();
+            std::fs::rename(&next, self.certs.path().join(file)).unwrap();
+        }
+    }
+
+    /// Serves the site over TLS with `args`.
+    fn serve(&self, args: &[&str]) -> (Child, String, String) {
+        let cert = self.certs.path().join("site.pem");
+        let key = self.certs.path().join("site.key");
+        let mut all = vec![
             "--tls-cert",
             cert.to_str().unwrap(),
             "--tls-key",
             key.to_str().unwrap(),
-        ],
+        ];
+        all.extend(args);
+        start(self.dir.path(), &all)
+    }
+
+    /// Whether a new connection is answered and presented the certificate naming
+    /// `name`.
+    fn presents(&self, addr: &str, name: &str) -> bool {
+        let (answer, names) = get_tls(addr, &self.ca.pem(), "/f.txt");
+        answer.ends_with("same file") && names.contains(&name.to_owned())
+    }
+}
+
+#[test]
+fn issue34_sighup_reloads_the_certificates_and_the_server_serves_on() {
+    let site = Site::new();
+    site.write(&["localhost", "v1.test"]);
+    let (mut child, addr, _) = site.serve(&["--loops", "1"]);
+    assert!(site.presents(&addr, "v1.test"));
+    site.write(&["localhost", "v2.test"]);
+    signal(&child, "HUP");
+    within(60, "the new certificate is served", || {
+        site.presents(&addr, "v2.test")
+    });
+    signal(&child, "HUP");
+    assert!(
+        site.presents(&addr, "v2.test"),
+        "a second SIGHUP changes nothing"
     );
+    signal(&child, "TERM");
+    assert_eq!(wait_exit(&mut child), 0);
+}
+
+#[test]
+fn issue34_prefork_workers_serve_https_and_each_reloads_a_changed_certificate() {
+    let site = Site::new();
+    site.write(&["localhost", "v1.test"]);
+    let (mut child, addr, line) = site.serve(&["--workers", "2"]);
     assert!(line.contains(" on https://"), "{line}");
-    let (answer, names) = get_tls(&addr, &ca.pem(), "/f.txt");
-    assert!(answer.ends_with("same file"), "{answer}");
-    assert!(names.contains(&"v1.test".to_owned()));
+    assert!(site.presents(&addr, "v1.test"));
     // Every worker watches the files: ten connections in a row all see the new one.
-    write(&["localhost", "v2.test"]);
+    site.write(&["localhost", "v2.test"]);
     within(60, "both workers serve the new certificate", || {
-        (0..10).all(|_| {
-            get_tls(&addr, &ca.pem(), "/f.txt")
-                .1
-                .contains(&"v2.test".to_owned())
-        })
+        (0..10).all(|_| site.presents(&addr, "v2.test"))
     });
     // A rolling restart on SIGHUP: its new workers serve HTTPS as the old did.
     let before_hup = children(child.id());
@@ -834,8 +875,7 @@ fn issue34_prefork_workers_serve_https_and_each_reloads_a_changed_certificate() 
         let now = children(child.id());
         now.len() == 2 && now.iter().all(|pid| !before_hup.contains(pid))
     });
-    let (answer, names) = get_tls(&addr, &ca.pem(), "/f.txt");
-    assert!(answer.ends_with("same file") && names.contains(&"v2.test".to_owned()));
+    assert!(site.presents(&addr, "v2.test"));
     signal(&child, "TERM");
     assert_eq!(wait_exit(&mut child), 0);
 }
