@@ -395,6 +395,14 @@ fn prefork_workers_take_connections_in_turn() {
     let dir = tempfile::tempdir().unwrap();
     let (mut child, addr, _) = start(dir.path(), &["--workers", "2", "--tools"]);
     wait_for(|| children(child.id()).len() == 2);
+    // Both workers serving: a second connection held beside a first goes to the other
+    // worker once it takes its turns on the board (a worker still starting takes none,
+    // and a busy machine starts one late: the gate's run at ab7af90 saw one take all).
+    within(60, "both workers take connections", || {
+        let mut first = TcpStream::connect(&addr).unwrap();
+        let mut second = TcpStream::connect(&addr).unwrap();
+        status_pid(&mut first) != status_pid(&mut second)
+    });
     // Each connection is answered before the next is opened: without the load board
     // the worker that wakes first tends to take them all.
     let mut open = Vec::new();
