@@ -4,7 +4,7 @@
 //! and HSTS, WebSocket over TLS, and what hostile clients send to the TLS port —
 //! under every model.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
@@ -187,7 +187,7 @@ fn closes(stream: &mut TcpStream) -> bool {
         .unwrap();
     let mut sink = [0u8; 4096];
     loop {
-        match stream.read(&mut sink) {
+        match support::read_some(stream, &mut sink) {
             Ok(0) => return true,
             Ok(_) => {}
             Err(e) => return e.kind() == std::io::ErrorKind::ConnectionReset,

@@ -230,7 +230,7 @@ impl<S: Wire> Client<S> {
     pub fn read_to_close(&mut self) -> Vec<u8> {
         let mut chunk = [0u8; 8192];
         loop {
-            match self.stream.read(&mut chunk) {
+            match read_some(&mut self.stream, &mut chunk) {
                 Ok(0) => return std::mem::take(&mut self.buf),
                 Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
                 Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
@@ -246,7 +246,7 @@ impl<S: Wire> Client<S> {
         self.stream.tcp().set_read_timeout(Some(wait)).unwrap();
         let mut byte = [0u8; 1];
         // A wait that runs out is an open connection, not a closed one; a reset is closed.
-        let closed = match self.stream.read(&mut byte) {
+        let closed = match read_some(&mut self.stream, &mut byte) {
             Ok(0) => true,
             Ok(_) => false,
             Err(e) => !matches!(
@@ -266,7 +266,7 @@ impl<S: Wire> Client<S> {
         self.stream.tcp().set_read_timeout(Some(wait)).unwrap();
         let mut byte = [0u8; 1];
         let open = matches!(
-            self.stream.read(&mut byte),
+            read_some(&mut self.stream, &mut byte),
             Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut)
         );
         self.stream
@@ -281,7 +281,7 @@ impl<S: Wire> Client<S> {
     pub fn has_answer_within(&mut self, wait: Duration) -> bool {
         self.stream.tcp().set_read_timeout(Some(wait)).unwrap();
         let mut chunk = [0u8; 4096];
-        let answered = match self.stream.read(&mut chunk) {
+        let answered = match read_some(&mut self.stream, &mut chunk) {
             Ok(n) if n > 0 => {
                 self.buf.extend_from_slice(&chunk[..n]);
                 true
@@ -308,7 +308,7 @@ impl<S: Wire> Client<S> {
             if let Some(n) = done(&self.buf) {
                 return n;
             }
-            match self.stream.read(&mut chunk) {
+            match read_some(&mut self.stream, &mut chunk) {
                 Ok(0) => panic!(
                     "connection closed early; got {:?}",
                     String::from_utf8_lossy(&self.buf)
@@ -319,6 +319,19 @@ impl<S: Wire> Client<S> {
                     String::from_utf8_lossy(&self.buf)
                 ),
             }
+        }
+    }
+}
+
+/// One `read`, repeated while a signal interrupts it. The servers under test handle
+/// SIGCHLD (CGI children) in this process, and a read on a socket with a timeout is
+/// not restarted after a handler (signal(7)), so a plain read fails with EINTR now and
+/// then — seen in CI.
+pub fn read_some(from: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    loop {
+        match from.read(buf) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            done => return done,
         }
     }
 }
