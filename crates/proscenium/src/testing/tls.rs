@@ -230,10 +230,14 @@ fn read_request(from: &mut impl Read) -> io::Result<Option<(String, Vec<u8>)>> {
     let mut head = Vec::new();
     let mut byte = [0];
     while !head.ends_with(b"\r\n\r\n") {
-        if from.read(&mut byte)? == 0 {
-            return Ok(None);
+        match from.read(&mut byte) {
+            Ok(0) => return Ok(None),
+            Ok(_) => head.push(byte[0]),
+            // A socket read with a timeout is not restarted after a signal handler
+            // (signal(7)), and a test process may handle SIGCHLD.
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
         }
-        head.push(byte[0]);
     }
     let head = String::from_utf8_lossy(&head).into_owned();
     let length = head
