@@ -67,9 +67,9 @@ fn issue34_https_speaks_tls13_with_alpn_and_serves_bodies_files_and_kept_alive_r
         res.header("strict-transport-security"),
         Some("max-age=31536000")
     );
-    // Past a thread model's hand-back (100 ms): the session goes to the waiting room
-    // and back to a thread with the connection.
-    std::thread::sleep(Duration::from_millis(300));
+    // Past a thread model's hand-back (100 ms) and a loop's shelf wait (1 s): the
+    // session goes with the connection to the waiting room or the shelf, and back.
+    std::thread::sleep(Duration::from_millis(1_500));
     let body = vec![b'b'; 200 * 1024];
     client.send(format!(
         "POST /length HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n",

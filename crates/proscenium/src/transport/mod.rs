@@ -69,17 +69,6 @@ impl Parked {
             Some(tls) => tls::read(tls, &mut StdIo(&self.tcp), read, max),
         }
     }
-
-    /// The plain TCP socket, for a connection known not to speak TLS (an error for
-    /// one that does: its session would be lost).
-    pub(crate) fn plain(self) -> io::Result<std::net::TcpStream> {
-        match self.tls {
-            None => Ok(self.tcp),
-            Some(_) => Err(io::Error::other(
-                "a TLS connection cannot be parked as plain TCP",
-            )),
-        }
-    }
 }
 
 impl Stream {

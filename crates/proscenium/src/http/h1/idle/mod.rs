@@ -29,7 +29,7 @@ use self::shelf::{SHELVE_AFTER, Shelved};
 use super::io::Socket;
 use super::service::Http1Loop;
 use crate::rt::{Sleeping, Ticket};
-use crate::transport::{Parked, Stream};
+use crate::transport::Stream;
 
 /// How long a connection accepted just before shutdown, with no request yet, may take
 /// to send its first: a request already on the wire arrives well within it, while a
@@ -90,12 +90,13 @@ pub(super) fn wait(
         shared,
         served,
     } = waiting;
-    // A TLS connection keeps its task: its session would have to go with it to the
-    // shelf, where the epoll that watches shelved sockets could not read it.
+    // A connection still in its TLS handshake keeps its task: its deadline is the
+    // handshake's (a first head's), not an idle timeout the shelf counts from.
     let may_shelve = shared.shelf.get().is_some_and(Shelf::is_open)
         && shared.config.timeouts.idle > SHELVE_AFTER
-        && !socket.stream.is_tls();
-    // `deadline` is the idle timeout from now: no clock read for the others.
+        && !socket.stream.is_handshaking();
+    // `deadline` is the idle timeout from now (for a connection that may be shelved,
+    // or has served more than one request): no clock read for the others.
     let began = deadline - shared.config.timeouts.idle;
     let end = if may_shelve {
         began + SHELVE_AFTER
@@ -165,7 +166,7 @@ pub(super) fn shelve(
     let (Some(shelf), Some(ticket)) = (shared.shelf.get(), ticket) else {
         return;
     };
-    match stream.park().and_then(Parked::plain) {
+    match stream.park() {
         Ok(stream) => shelf.put(
             Shelved {
                 stream,

@@ -3,9 +3,9 @@
 //!
 //! A connection idle for [`SHELVE_AFTER`] gives up what tokio holds for it — its task,
 //! its registration with the reactor — and its timer, most of what an idle connection
-//! costs: the shelf keeps only its socket, peer, count of requests and place in the
-//! loop's count, and watches every shelved socket with one epoll instance of its own,
-//! itself a single source in tokio's reactor. When a shelved socket turns readable
+//! costs: the shelf keeps only its socket (with its TLS session, if it speaks TLS),
+//! peer, count of requests and place in the loop's count, and watches every shelved
+//! socket with one epoll instance of its own, itself a single source in tokio's reactor. When a shelved socket turns readable
 //! (a request, or the client closing) the connection is taken down and served by a new
 //! task; when its idle deadline passes, or shutdown begins, it is closed. Memory per
 //! idle connection, with and without: docs/performance.md.
@@ -45,6 +45,7 @@ use tokio::time::Instant;
 use super::super::conn;
 use super::super::service::Http1Loop;
 use crate::rt::{Sleeping, Ticket};
+use crate::transport::Parked;
 
 /// How long a keep-alive connection stays idle on its task before it is shelved. Long
 /// enough that a connection in use — a browser's between two clicks, a client's under
@@ -63,7 +64,9 @@ const TRIM_DELAY: Duration = Duration::from_secs(1);
 
 /// What a shelved connection keeps.
 pub(crate) struct Shelved {
-    pub(crate) stream: std::net::TcpStream,
+    /// Its socket, and its TLS session if it speaks TLS (an idle connection has sent all
+    /// it had, and read all its client sent).
+    pub(crate) stream: Parked,
     pub(crate) peer: SocketAddr,
     /// Requests served so far (the per-connection maximum still counts them).
     pub(crate) served: u64,
@@ -148,7 +151,7 @@ impl Shelf {
         let mut shelved = self.shelved.borrow_mut();
         let entry = shelved.vacant_entry();
         let key = entry.key();
-        let fd = conn.stream.as_raw_fd();
+        let fd = conn.stream.tcp.as_raw_fd();
         if let Err(e) = self
             .registry
             .register(&mut SourceFd(&fd), Token(key), Interest::READABLE)
@@ -203,7 +206,7 @@ impl Shelf {
         // The socket lives on, in tokio's reactor: it must leave this epoll set.
         let _ = self
             .registry
-            .deregister(&mut SourceFd(&conn.stream.as_raw_fd()));
+            .deregister(&mut SourceFd(&conn.stream.tcp.as_raw_fd()));
         Some(conn)
     }
 
@@ -333,7 +336,7 @@ fn release_free_memory() {
 /// Serves a connection taken down from the shelf on a new task.
 fn resume(conn: Shelved, shared: &Rc<Http1Loop>) {
     let peer = conn.peer;
-    match tokio::net::TcpStream::from_std(conn.stream).map(crate::transport::Stream::from) {
+    match conn.stream.resume() {
         Ok(stream) => {
             let start = conn::Start::Loop {
                 served: conn.served,
