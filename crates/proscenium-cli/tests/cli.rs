@@ -13,8 +13,13 @@ fn proscenium() -> Command {
 /// Starts `serve DIR ARGS` on a free port; returns the child, its address and its
 /// start line.
 fn start(dir: &std::path::Path, args: &[&str]) -> (Child, String, String) {
+    start_on(dir, "127.0.0.1:0", args)
+}
+
+/// Starts `serve DIR ARGS` on `bind`, as [`start`].
+fn start_on(dir: &std::path::Path, bind: &str, args: &[&str]) -> (Child, String, String) {
     let mut child = proscenium()
-        .args(["serve", dir.to_str().unwrap(), "--bind", "127.0.0.1:0"])
+        .args(["serve", dir.to_str().unwrap(), "--bind", bind])
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -775,14 +780,28 @@ fn get_tls(addr: &str, ca: &str, path: &str) -> (String, Vec<String>) {
     for cert in rustls::pki_types::CertificateDer::pem_slice_iter(ca.as_bytes()) {
         roots.add(cert.unwrap()).unwrap();
     }
+    try_get_tls(addr, roots, "localhost", path).expect("a TLS handshake")
+}
+
+/// Asks for `path` over TLS, trusting `roots`, as a client asking for `name`; `None`
+/// when the handshake fails (no certificate for `name` that `roots` vouch for).
+fn try_get_tls(
+    addr: &str,
+    roots: rustls::RootCertStore,
+    name: &str,
+    path: &str,
+) -> Option<(String, Vec<String>)> {
     proscenium::tls::provider();
     let config = rustls::ClientConfig::builder()
         .with_root_certificates(roots)
         .with_no_client_auth();
-    let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
-    let conn = rustls::ClientConnection::new(std::sync::Arc::new(config), name).unwrap();
-    let tcp = TcpStream::connect(addr).unwrap();
+    let name = rustls::pki_types::ServerName::try_from(name.to_owned()).unwrap();
+    let mut conn = rustls::ClientConnection::new(std::sync::Arc::new(config), name).unwrap();
+    let mut tcp = TcpStream::connect(addr).unwrap();
     tcp.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    while conn.is_handshaking() {
+        conn.complete_io(&mut tcp).ok()?;
+    }
     let mut stream = rustls::StreamOwned::new(conn, tcp);
     write!(
         stream,
@@ -793,7 +812,7 @@ fn get_tls(addr: &str, ca: &str, path: &str) -> (String, Vec<String>) {
     // A close without close_notify is the server's to choose after a whole answer.
     let _ = stream.read_to_end(&mut out);
     let names = proscenium::testing::dns_names(&stream.conn.peer_certificates().unwrap()[0]);
-    (String::from_utf8_lossy(&out).into_owned(), names)
+    Some((String::from_utf8_lossy(&out).into_owned(), names))
 }
 
 /// A directory with `f.txt`, and certificates of a test CA's written as `site.pem` and
@@ -887,6 +906,55 @@ fn issue34_prefork_workers_serve_https_and_each_reloads_a_changed_certificate() 
         now.len() == 2 && now.iter().all(|pid| !before_hup.contains(pid))
     });
     assert!(site.presents(&addr, "v2.test"));
+    signal(&child, "TERM");
+    assert_eq!(wait_exit(&mut child), 0);
+}
+
+/// Issue 34: prefork workers share one ACME store: one of them orders (it holds the
+/// store's lock), Pebble checks TLS-ALPN-01 on whichever worker its connection reaches
+/// (each answers from the store), and every worker serves the certificate stored.
+#[test]
+fn issue34_prefork_workers_obtain_an_acme_certificate_and_all_serve_it() {
+    use proscenium::testing::{Pebble, free_port};
+    if !Pebble::go_is_installed() {
+        eprintln!("\n\n*** SKIPPED: `go` is not installed, so Pebble cannot run ***\n");
+        return;
+    }
+    const DOMAIN: &str = "acme.proscenium.test";
+    let (http_port, tls_port) = (free_port(), free_port());
+    let pebble = Pebble::start(http_port, tls_port);
+    let site = tempfile::tempdir().unwrap();
+    std::fs::write(site.path().join("f.txt"), "same file").unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let config = state.path().join("proscenium.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[tls]\nstore = {:?}\n\n[tls.acme]\ndirectory = {:?}\ndomains = [{DOMAIN:?}]\nca = {:?}\n",
+            state.path().join("store"),
+            pebble.directory(),
+            pebble.ca(),
+        ),
+    )
+    .unwrap();
+    let bind = format!("127.0.0.1:{tls_port}");
+    let args = ["--workers", "2", "--config", config.to_str().unwrap()];
+    let (mut child, addr, line) = start_on(site.path(), &bind, &args);
+    assert!(line.contains(" on https://"), "{line}");
+    let root = pebble.issuing_root();
+    let roots = || {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(root.clone()).unwrap();
+        roots
+    };
+    let served = || {
+        try_get_tls(&addr, roots(), DOMAIN, "/f.txt").is_some_and(|(answer, names)| {
+            answer.ends_with("same file") && names.contains(&DOMAIN.to_owned())
+        })
+    };
+    within(120, "a certificate Pebble issued is served", served);
+    // Ten connections in a row reach both workers: each serves it.
+    assert!((0..10).all(|_| served()), "every worker serves it");
     signal(&child, "TERM");
     assert_eq!(wait_exit(&mut child), 0);
 }
