@@ -194,7 +194,7 @@ fn check_spool_dir(config: &Config) -> Result<(), Error> {
     if limits.spool_above >= limits.max_body {
         return Ok(());
     }
-    crate::http::h1::create_spool_file(&limits.spool_dir)
+    crate::http::intake::create_spool_file(&limits.spool_dir)
         .map(drop)
         .map_err(Error::io(format!(
             "spool request bodies in limits.spool_dir {}",

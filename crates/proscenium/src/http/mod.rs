@@ -8,6 +8,7 @@ pub(crate) mod date;
 pub(crate) mod error_page;
 pub(crate) mod fields;
 pub(crate) mod h1;
+pub(crate) mod intake;
 mod request;
 pub(crate) mod response;
 pub(crate) mod spare;

@@ -39,7 +39,7 @@ use crate::transport::Stream;
 use bytes::Bytes;
 use parking_lot::Mutex;
 
-use super::h1::room::Budget;
+use super::intake::Budget;
 use super::{Body, Response};
 
 /// A connection another protocol has taken over: its socket, the bytes the client

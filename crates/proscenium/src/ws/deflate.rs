@@ -12,7 +12,7 @@ use http::header::SEC_WEBSOCKET_EXTENSIONS;
 
 use super::message::CloseCode;
 use super::read::{NO_ROOM, TOO_BIG, Violation};
-use crate::http::h1::room::Buffer;
+use crate::http::intake::Buffer;
 
 /// The tail a sync flush ends with, taken off each compressed message (§7.2.1).
 const TAIL: [u8; 4] = [0x00, 0x00, 0xff, 0xff];
@@ -251,7 +251,7 @@ mod tests {
     use http::HeaderValue;
 
     use super::*;
-    use crate::http::h1::room::Budget;
+    use crate::http::intake::Budget;
 
     fn offer(value: &str) -> Option<Deflate> {
         let mut headers = HeaderMap::new();

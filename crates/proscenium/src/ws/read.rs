@@ -18,7 +18,7 @@ use tungstenite::protocol::frame::coding::{CloseCode as Code, Control, Data, OpC
 
 use super::deflate::Inflater;
 use super::message::{CloseCode, Message, Text};
-use crate::http::h1::room::{Budget, Buffer};
+use crate::http::intake::{Budget, Buffer};
 
 /// A rule the peer broke, and the code the socket is closed with for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

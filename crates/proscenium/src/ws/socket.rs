@@ -20,7 +20,7 @@ use super::message::{CloseCode, Message};
 use super::outbox::{Outbox, Sender, SlowReader};
 use super::read::{Reader, Violation};
 use crate::http::GoingAway;
-use crate::http::h1::room::Budget;
+use crate::http::intake::Budget;
 
 /// How far off a timer that is not to fire is set: a year.
 const NEVER: Duration = Duration::from_secs(365 * 24 * 3600);

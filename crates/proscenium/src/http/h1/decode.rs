@@ -7,21 +7,20 @@
 //! A body that came with its head is a slice of the read buffer. One that has to wait
 //! for more bytes moves out of the read buffer into its own, which grows as bytes
 //! arrive (never to the announced length up front: announcing costs a client nothing)
-//! and holds room from the server's memory [`Budget`](super::room::Budget) until the app drops the body. A
+//! and holds room from the server's memory [`Budget`](crate::http::intake::Budget) until the app drops the body. A
 //! body past `limits.spool_above` (announced, or received so far when chunked) is
-//! written to a spool file instead (`spool.rs`), holding room from the disk budget. No
+//! written to a spool file instead (`http/intake/spool.rs`), holding room from the disk budget. No
 //! allocation a client can drive aborts the process: growing is `try_reserve`, and
 //! failing it refuses the request like an exhausted budget (503), as does a spool
 //! file the disk refuses.
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Buf, BytesMut};
 
 use super::chunked::ChunkedDecoder;
 use super::error::ParseError;
 use super::head::{self, Head, RequestFraming};
-use super::room::{Bodies, Buffer};
-use super::spool::Spool;
 use crate::config::Limits;
+use crate::http::intake::{Bodies, Sink};
 
 /// A complete request: its head, with the whole body in its request.
 pub(crate) type Message = Head;
@@ -54,85 +53,6 @@ enum BodyState {
         decoder: ChunkedDecoder,
         data: Sink,
     },
-}
-
-/// Where a body that waits for more bytes gathers: in memory while its size, as far
-/// as known (announced, or received so far when chunked), is within
-/// `limits.spool_above`; in a spool file past it.
-#[derive(Debug)]
-enum Sink {
-    Memory(Buffer),
-    File(Spool),
-}
-
-impl Sink {
-    /// Returns where a body of the `announced` length (none when chunked) starts.
-    fn new(announced: Option<usize>, limits: &Limits, bodies: &Bodies) -> Self {
-        match announced {
-            Some(n) if passes_spool_above(n, limits) => Self::File(Spool::new(&bodies.disk)),
-            _ => Self::Memory(Buffer::new(&bodies.memory)),
-        }
-    }
-
-    /// Returns the bytes gathered.
-    fn len(&self) -> usize {
-        match self {
-            Self::Memory(data) => data.len(),
-            Self::File(spool) => spool.len(),
-        }
-    }
-
-    /// Appends `bytes` to a body that may not pass `ceiling` (its announced length,
-    /// or `max_body`), first moving a body held in memory to a file if `bytes` take
-    /// it past `limits.spool_above`.
-    ///
-    /// # Errors
-    ///
-    /// [`ParseError::NoRoom`] when the budget, the allocator or the disk has not the
-    /// room.
-    fn append(
-        &mut self,
-        bytes: &[u8],
-        ceiling: usize,
-        limits: &Limits,
-        bodies: &Bodies,
-    ) -> Result<(), ParseError> {
-        if let Self::Memory(data) = self
-            && passes_spool_above(data.len() + bytes.len(), limits)
-        {
-            let mut spool = Spool::new(&bodies.disk);
-            spool.append(data.as_ref(), &limits.spool_dir)?;
-            // Dropping the buffer gives its memory room back.
-            *self = Self::File(spool);
-        }
-        match self {
-            // A buffer never holds more than `spool_above`: it moves to a file first.
-            Self::Memory(data) => Ok(data.append(bytes, ceiling.min(spool_above(limits)))?),
-            Self::File(spool) => spool.append(bytes, &limits.spool_dir),
-        }
-    }
-
-    /// Returns the body, which holds its room until the app drops it.
-    ///
-    /// # Errors
-    ///
-    /// [`ParseError::NoRoom`] when a spool file cannot be mapped.
-    fn finish(self, limits: &Limits) -> Result<Bytes, ParseError> {
-        match self {
-            Self::Memory(data) => Ok(Bytes::from_owner(data)),
-            Self::File(spool) => spool.finish(&limits.spool_dir),
-        }
-    }
-}
-
-/// Returns `limits.spool_above` as a size in memory.
-fn spool_above(limits: &Limits) -> usize {
-    usize::try_from(limits.spool_above).unwrap_or(usize::MAX)
-}
-
-/// Returns whether a body of `size` bytes goes to a spool file.
-fn passes_spool_above(size: usize, limits: &Limits) -> bool {
-    size > spool_above(limits)
 }
 
 /// The per-connection request decoder.
@@ -252,7 +172,7 @@ impl Decoder {
                 head.req.set_body(body);
                 Ok(Some(head))
             }
-            Err(e) => Err(self.refuse(head, e, limits, bodies)),
+            Err(e) => Err(self.refuse(head, e.into(), limits, bodies)),
         }
     }
 

@@ -41,8 +41,8 @@ pub(crate) enum ParseError {
     NoRoom,
 }
 
-impl From<super::room::NoRoom> for ParseError {
-    fn from(_: super::room::NoRoom) -> Self {
+impl From<crate::http::intake::NoRoom> for ParseError {
+    fn from(_: crate::http::intake::NoRoom) -> Self {
         Self::NoRoom
     }
 }

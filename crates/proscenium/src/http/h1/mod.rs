@@ -1,7 +1,7 @@
 //! HTTP/1.1 in the manner of hyper's `proto/h1`: `head` and `chunked` parse, `decode`
 //! assembles messages, `encode` writes responses — all free of socket I/O and
-//! unit-tested on byte slices (bodies waiting for more bytes draw on the server's
-//! `room`, and a large one is written to a `spool` file) — while `conn` drives a
+//! unit-tested on byte slices (bodies waiting for more bytes gather in `http::intake`)
+//! — while `conn` drives a
 //! connection with them (its socket through `io`, its waits between requests by the
 //! `idle` policy), `invoke` hands requests to the application, `answer` encodes and
 //! logs every answer, `ready` tells a thread model's waiting room when a connection
@@ -19,9 +19,7 @@ mod idle;
 mod invoke;
 mod io;
 mod ready;
-pub(crate) mod room;
 mod service;
-mod spool;
 mod upgraded;
 
 #[cfg(test)]
@@ -39,4 +37,3 @@ pub(crate) use self::{
 };
 
 pub(crate) use self::service::Http1;
-pub(crate) use self::spool::create as create_spool_file;

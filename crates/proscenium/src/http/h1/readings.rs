@@ -6,8 +6,8 @@
 use bytes::BytesMut;
 
 use super::decode::Decoder;
-use super::room::Bodies;
 use crate::config::Limits;
+use crate::http::intake::Bodies;
 
 /// One decoded message: what an answer to it depends on.
 #[derive(Debug, PartialEq, Eq)]

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use crate::transport::Stream;
 use bytes::Bytes;
 
-use super::room::Budget;
+use crate::http::intake::Budget;
 use crate::http::upgrade::{GoingAway, OnUpgrade, Run};
 use crate::rt::Moved;
 

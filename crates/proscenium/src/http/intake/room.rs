@@ -91,9 +91,9 @@ impl Drop for Room {
 pub(crate) struct Bodies {
     /// Memory for bodies buffered while they wait, and for WebSocket messages
     /// (`limits.max_buffered_bodies`).
-    pub(super) memory: Arc<Budget>,
+    pub(crate) memory: Arc<Budget>,
     /// Disk for bodies spooled while they wait (`limits.max_spooled_bodies`).
-    pub(super) disk: Arc<Budget>,
+    pub(crate) disk: Arc<Budget>,
 }
 
 impl Bodies {

@@ -24,12 +24,11 @@ use bytes::Bytes;
 use memmap2::Mmap;
 use nix::libc;
 
-use super::error::ParseError;
-use super::room::{Budget, Room};
+use super::room::{Budget, NoRoom, Room};
 
 /// A body being written to its spool file.
 #[derive(Debug)]
-pub(super) struct Spool {
+pub(crate) struct Spool {
     /// Made when the first byte comes: a head that announces a large body and sends
     /// nothing costs no file.
     file: Option<File>,
@@ -39,7 +38,7 @@ pub(super) struct Spool {
 
 impl Spool {
     /// Returns a spool drawing on the `disk` budget, with no file yet.
-    pub(super) fn new(disk: &Arc<Budget>) -> Self {
+    pub(crate) fn new(disk: &Arc<Budget>) -> Self {
         Self {
             file: None,
             room: Room::new(disk),
@@ -47,7 +46,7 @@ impl Spool {
     }
 
     /// Returns the bytes written.
-    pub(super) fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.room.held()
     }
 
@@ -61,15 +60,15 @@ impl Spool {
     ///
     /// # Errors
     ///
-    /// [`ParseError::NoRoom`] when the disk budget has not the room, or the file
+    /// [`NoRoom`] when the disk budget has not the room, or the file
     /// cannot be made or written (a full disk, EIO): logged here, answered 503.
-    pub(super) fn append(&mut self, bytes: &[u8], dir: &Path) -> Result<(), ParseError> {
+    pub(crate) fn append(&mut self, bytes: &[u8], dir: &Path) -> Result<(), NoRoom> {
         // A head with no body bytes yet decodes as an empty append: no file for it.
         if bytes.is_empty() {
             return Ok(());
         }
         if !self.room.try_grow(bytes.len()) {
-            return Err(ParseError::NoRoom);
+            return Err(NoRoom);
         }
         let file = match &mut self.file {
             Some(file) => file,
@@ -83,9 +82,9 @@ impl Spool {
     ///
     /// # Errors
     ///
-    /// [`ParseError::NoRoom`] when the file cannot be mapped (an address-space limit):
+    /// [`NoRoom`] when the file cannot be mapped (an address-space limit):
     /// logged here, answered 503.
-    pub(super) fn finish(self, dir: &Path) -> Result<Bytes, ParseError> {
+    pub(crate) fn finish(self, dir: &Path) -> Result<Bytes, NoRoom> {
         let Some(file) = &self.file else {
             return Ok(Bytes::new());
         };
@@ -134,13 +133,13 @@ pub(crate) fn create(dir: &Path) -> io::Result<File> {
 
 /// Returns a mapping of an I/O error to the refusal it causes, logging it: the client
 /// hears only 503, the operator learns why.
-fn failed<'a>(action: &'static str, dir: &'a Path) -> impl FnOnce(io::Error) -> ParseError + 'a {
+fn failed<'a>(action: &'static str, dir: &'a Path) -> impl FnOnce(io::Error) -> NoRoom + 'a {
     move |e| {
         tracing::warn!(
             "cannot {action} a spool file for a request body in {}: {e}",
             dir.display()
         );
-        ParseError::NoRoom
+        NoRoom
     }
 }
 
@@ -155,7 +154,7 @@ mod tests {
         let mut spool = Spool::new(&disk);
         spool.append(b"abc", dir.path()).unwrap();
         spool.append(b"defg", dir.path()).unwrap();
-        assert_eq!(spool.append(b"hi", dir.path()), Err(ParseError::NoRoom));
+        assert_eq!(spool.append(b"hi", dir.path()), Err(NoRoom));
         let body = spool.finish(dir.path()).unwrap();
         assert_eq!(&body[..], b"abcdefg");
         assert_eq!(disk.used(), 7);
@@ -173,6 +172,6 @@ mod tests {
         assert!(create(&dir.path().join("missing")).is_err());
         assert!(create(&file).is_err());
         let mut spool = Spool::new(&Budget::new(8));
-        assert_eq!(spool.append(b"abc", &file), Err(ParseError::NoRoom));
+        assert_eq!(spool.append(b"abc", &file), Err(NoRoom));
     }
 }
