@@ -9,6 +9,7 @@ pub(crate) mod error_page;
 pub(crate) mod fields;
 pub(crate) mod h1;
 pub(crate) mod intake;
+pub(crate) mod invoke;
 mod request;
 pub(crate) mod response;
 pub(crate) mod spare;

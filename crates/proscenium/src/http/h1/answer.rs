@@ -6,10 +6,10 @@ use bytes::BytesMut;
 use http::{HeaderValue, Version};
 
 use super::encode::{self, ResponseFraming};
-use super::invoke;
 use crate::http::Response;
 use crate::http::access_log::{AccessLog, LineHead};
 use crate::http::body::Repr;
+use crate::http::invoke;
 
 /// Bodies larger than this are written from their own buffer instead of being copied.
 const COPY_LIMIT: usize = 64 * 1024;

@@ -1,7 +1,8 @@
-//! The edge between a connection and the application: routing and calling the handler
-//! with the loop marked busy, panics turned into 500s, and error bodies filled in; and
-//! a request handed to another thread when this loop is already busy with one and the
-//! model allows it (`rt::hand_off`).
+//! The edge between a connection (an HTTP/1.1 one, or an HTTP/2 stream) and the
+//! application: routing and calling the handler with the loop marked busy, panics
+//! turned into 500s, and error bodies filled in; and a request handed to another
+//! thread when this loop is already busy with one and the model allows it
+//! (`rt::hand_off`).
 
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
