@@ -108,7 +108,8 @@ impl Server {
             Some(seat) => Some(seat.map_err(Error::io("take the load board from the supervisor"))?),
             None => None,
         };
-        let tls = Tls::new(&config.tls).map_err(|e| Error::app(format!("TLS: {e}")))?;
+        let tls = Tls::new(&config.tls, config.http2.enabled)
+            .map_err(|e| Error::app(format!("TLS: {e}")))?;
         let app = Arc::new(app);
         let spec = LoopSpec {
             protocol: Arc::new(Http1::new(app.clone(), config.clone())),

@@ -6,6 +6,7 @@
 //! deployment has — defaults, the app's own defaults, the file, `PROSCENIUM_*`
 //! variables and flags, in that order — and remembers where each value came from.
 
+mod http2;
 mod sources;
 pub(crate) mod value;
 
@@ -16,6 +17,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use self::http2::Http2Spec;
 pub use self::sources::{ConfigError, Entry, Flag, Origin, Settings, Sources};
 pub use self::value::parse_bind;
 
@@ -107,6 +109,8 @@ pub struct Config {
     pub client: crate::client::ClientSpec,
     /// HTTPS: certificates (files, by SNI, or ACME), the plain-HTTP listener, HSTS.
     pub tls: crate::tls::TlsSpec,
+    /// HTTP/2: on or off, its windows and its streams per connection.
+    pub http2: Http2Spec,
     /// The app's database, for the app to connect to (Proscenium itself does not):
     /// `[database] url`, or `PROSCENIUM_DATABASE_URL` — Play's `db.default.url`.
     pub database: DatabaseSpec,
@@ -276,6 +280,7 @@ impl Default for Config {
             file: None,
             client: crate::client::ClientSpec::default(),
             tls: crate::tls::TlsSpec::default(),
+            http2: Http2Spec::default(),
             database: DatabaseSpec::default(),
         }
     }

@@ -8,6 +8,7 @@ pub(crate) mod date;
 pub(crate) mod error_page;
 pub(crate) mod fields;
 pub(crate) mod h1;
+pub(crate) mod h2;
 pub(crate) mod intake;
 pub(crate) mod invoke;
 mod request;

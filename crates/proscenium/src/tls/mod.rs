@@ -9,7 +9,7 @@
 //! ```no_run
 //! let config: proscenium::Config =
 //!     toml::from_str("[tls]\ncert = \"site.pem\"\nkey = \"site.key\"").unwrap();
-//! let tls = proscenium::tls::Tls::new(&config.tls).unwrap();
+//! let tls = proscenium::tls::Tls::new(&config.tls, true).unwrap();
 //! assert!(tls.is_some());
 //! ```
 
@@ -61,8 +61,9 @@ pub struct Tls {
 }
 
 impl Tls {
-    /// Loads what `spec` names; `None` when it names nothing (plain HTTP).
-    pub fn new(spec: &TlsSpec) -> Result<Option<Self>, CertError> {
+    /// Loads what `spec` names; `None` when it names nothing (plain HTTP). ALPN offers
+    /// `h2` first when `http2`, then `http/1.1`.
+    pub fn new(spec: &TlsSpec, http2: bool) -> Result<Option<Self>, CertError> {
         if !spec.enabled() {
             return Ok(None);
         }
@@ -75,7 +76,10 @@ impl Tls {
             })?
             .with_no_client_auth()
             .with_cert_resolver(certs.clone());
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        if http2 {
+            config.alpn_protocols.push(crate::http::h2::ALPN.to_vec());
+        }
+        config.alpn_protocols.push(b"http/1.1".to_vec());
         if spec.acme.is_some() {
             config.alpn_protocols.push(ACME_TLS_ALPN.to_vec());
         }

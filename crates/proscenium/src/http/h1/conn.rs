@@ -34,7 +34,6 @@ use crate::http::Soon;
 use crate::http::body::Repr;
 use crate::http::invoke::{self, Guarded};
 use crate::http::upgrade::{OnUpgrade, Run};
-use crate::rt::Sleeping;
 use crate::rt::pace::Pace;
 use crate::rt::{Left, Progress, Ticket, Visit};
 use crate::transport::Stream;
@@ -112,6 +111,19 @@ pub(crate) fn serve(
             Ok(Ended::Closed) => Left::Closed,
             Ok(Ended::Idle(due)) => conn.put_away(due).map_or(Left::Closed, Left::Waiting),
             Ok(Ended::Upgraded) => Box::pin(conn.hand_over()).await,
+            Ok(Ended::Http2) => {
+                let Conn {
+                    socket,
+                    peer,
+                    rbuf,
+                    shared,
+                    ticket,
+                    ..
+                } = conn;
+                crate::http::h2::serve(socket.stream, rbuf.freeze(), peer, shared).await;
+                drop(ticket);
+                Left::Closed
+            }
             Err(e) => {
                 tracing::debug!(
                     "connection from {} ended while {:?}: {e}",
@@ -172,6 +184,8 @@ enum Ended {
     Upgraded,
     /// Waiting long enough to be put away (see [`ReadEnd::PutAway`]).
     Idle(Instant),
+    /// The client speaks HTTP/2: agreed by TLS, or opening with its preface.
+    Http2,
 }
 
 /// What a wait for more bytes ended with.
@@ -188,6 +202,9 @@ enum ReadEnd {
 impl Conn {
     async fn run(&mut self) -> std::io::Result<Ended> {
         loop {
+            if self.served == 0 && self.speaks_http2() {
+                return Ok(Ended::Http2);
+            }
             // Reading: a request from what is buffered, or wait for more.
             let message = match self.decoder.decode(
                 &mut self.rbuf,
@@ -229,6 +246,15 @@ impl Conn {
                 return Box::pin(self.close(None)).await;
             }
         }
+    }
+
+    /// Whether a connection that has had no request yet speaks HTTP/2 (and the
+    /// server does): TLS agreed on it, or its first bytes are HTTP/2's preface.
+    fn speaks_http2(&self) -> bool {
+        let stream = &self.socket.stream;
+        self.shared.config.http2.enabled
+            && (stream.alpn() == Some(crate::http::h2::ALPN)
+                || (!stream.is_tls() && self.rbuf.starts_with(crate::http::h2::PREFACE_HEAD)))
     }
 
     /// The reading phase the decoder and the read buffer are in.
@@ -351,7 +377,7 @@ impl Conn {
                 .map_or(Left::Closed, Left::Upgraded);
         };
         // Told when shutdown begins, as idle connections are.
-        upgraded::run_here(run, socket.stream, read, memory, shutdown_begun(&shared)).await;
+        upgraded::run_here(run, socket.stream, read, memory, shared.shutdown_begun()).await;
         drop(ticket);
         Left::Closed
     }
@@ -527,7 +553,7 @@ impl Conn {
                     let watch = self.rbuf.is_empty();
                     tokio::select! {
                         frame = body.frame() => frame,
-                        () = shutdown_begun(&self.shared), if endless => {
+                        () = self.shared.shutdown_begun(), if endless => {
                             end = StreamEnd::Shutdown;
                             break;
                         }
@@ -650,19 +676,4 @@ enum StreamEnd {
     Shutdown,
     /// Longer or shorter than its declared length: cut there, the connection closes.
     Cut,
-}
-
-/// Resolves once the server's shutdown has begun; meanwhile the waiting task is among
-/// the loop's sleepers, woken with the idle connections.
-async fn shutdown_begun(shared: &Http1Loop) {
-    let mut sleeping = Sleeping::new(&shared.sleepers);
-    poll_fn(|cx| {
-        if shared.closing() {
-            Poll::Ready(())
-        } else {
-            sleeping.park(cx.waker());
-            Poll::Pending
-        }
-    })
-    .await;
 }

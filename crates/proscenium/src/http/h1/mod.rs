@@ -34,4 +34,4 @@ pub(crate) use self::{
     head::{Head, parse as parse_head},
 };
 
-pub(crate) use self::service::Http1;
+pub(crate) use self::service::{Http1, Http1Loop};

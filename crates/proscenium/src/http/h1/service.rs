@@ -2,11 +2,14 @@
 //! and what each of them shares among its connections.
 
 use std::cell::{Cell, OnceCell};
+use std::future::poll_fn;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::task::Poll;
 
 use bytes::BytesMut;
+use http::HeaderValue;
 
 use super::answer::{self, Terms};
 use super::conn::{self, Start};
@@ -15,7 +18,9 @@ use crate::Config;
 use crate::http::access_log::AccessLog;
 use crate::http::intake::Bodies;
 use crate::http::response::Respond;
-use crate::rt::{Host, Left, LocalProtocol, Protocol, Readiness, Sleepers, Ticket, Visit};
+use crate::rt::{
+    Host, Left, LocalProtocol, Protocol, Readiness, Sleepers, Sleeping, Ticket, Visit,
+};
 use crate::transport::Stream;
 
 /// HTTP/1.1 serving an app: the protocol a server hands the runtime.
@@ -27,6 +32,8 @@ pub(crate) struct Http1 {
     bodies: Bodies,
     /// Fields every answer carries (whole lines): HSTS, over TLS.
     fields: Arc<[u8]>,
+    /// The same HSTS as HTTP/2 sends it.
+    hsts: Option<HeaderValue>,
 }
 
 impl Http1 {
@@ -41,8 +48,15 @@ impl Http1 {
                 .ok()
         });
         let bodies = Bodies::new(&config.limits);
+        let hsts = hsts(&config.tls);
         Self {
-            fields: fixed_fields(&config.tls).into(),
+            fields: hsts
+                .as_ref()
+                .map_or_else(Vec::new, |value| {
+                    format!("strict-transport-security: {value}\r\n").into_bytes()
+                })
+                .into(),
+            hsts: hsts.map(|value| HeaderValue::from_str(&value).expect("a valid field value")),
             app,
             config,
             log,
@@ -61,6 +75,7 @@ impl Protocol for Http1 {
             log: self.log.clone(),
             bodies: self.bodies.clone(),
             fields: self.fields.clone(),
+            hsts: self.hsts.clone(),
             closing: Cell::new(false),
             sleepers: Sleepers::default(),
             shelf: OnceCell::new(),
@@ -102,25 +117,42 @@ impl Protocol for Http1 {
 /// one `Rc` per loop, so no atomic reference counting on the request path.
 #[derive(Debug)]
 pub(crate) struct Http1Loop {
-    pub(super) app: Arc<dyn Respond>,
-    pub(super) config: Arc<Config>,
-    pub(super) log: Option<AccessLog>,
+    pub(crate) app: Arc<dyn Respond>,
+    pub(crate) config: Arc<Config>,
+    pub(crate) log: Option<AccessLog>,
     /// Fields every answer carries (whole lines): HSTS, over TLS.
     fields: Arc<[u8]>,
+    /// `Strict-Transport-Security`, over TLS when configured, for HTTP/2's answers.
+    pub(crate) hsts: Option<HeaderValue>,
     /// The server's room for request bodies that wait for more bytes.
-    pub(super) bodies: Bodies,
+    pub(crate) bodies: Bodies,
     /// Whether shutdown has begun, as this loop learnt it: read on every request, so a
     /// `Cell` rather than the runtime's `watch` (a lock).
     closing: Cell<bool>,
     /// The idle connections to wake when shutdown begins.
-    pub(super) sleepers: Sleepers,
+    pub(crate) sleepers: Sleepers,
     /// Where long-idle connections are put away (event loops only; see `idle`).
     pub(super) shelf: OnceCell<Shelf>,
 }
 
 impl Http1Loop {
-    pub(super) fn closing(&self) -> bool {
+    pub(crate) fn closing(&self) -> bool {
         self.closing.get()
+    }
+
+    /// Resolves once the server's shutdown has begun; meanwhile the waiting task is
+    /// among the loop's sleepers, woken with the idle connections.
+    pub(crate) async fn shutdown_begun(&self) {
+        let mut sleeping = Sleeping::new(&self.sleepers);
+        poll_fn(|cx| {
+            if self.closing() {
+                Poll::Ready(())
+            } else {
+                sleeping.park(cx.waker());
+                Poll::Pending
+            }
+        })
+        .await;
     }
 
     /// What every answer on this loop carries.
@@ -172,20 +204,16 @@ impl LocalProtocol for Http1Loop {
     }
 }
 
-/// The fields every answer carries: `Strict-Transport-Security` when the server speaks
-/// TLS and `[tls] hsts` asks for it (never over plain HTTP, where browsers ignore it).
-fn fixed_fields(tls: &crate::tls::TlsSpec) -> Vec<u8> {
+/// The value of `Strict-Transport-Security` when the server speaks TLS and `[tls]
+/// hsts` asks for it (never over plain HTTP, where browsers ignore it).
+fn hsts(tls: &crate::tls::TlsSpec) -> Option<String> {
     if !tls.enabled() || tls.hsts == 0 {
-        return Vec::new();
+        return None;
     }
     let subdomains = if tls.hsts_subdomains {
         "; includeSubDomains"
     } else {
         ""
     };
-    format!(
-        "strict-transport-security: max-age={}{subdomains}\r\n",
-        tls.hsts
-    )
-    .into_bytes()
+    Some(format!("max-age={}{subdomains}", tls.hsts))
 }

@@ -89,7 +89,7 @@ impl AcmeHandle {
 ///     "#,
 /// )
 /// .unwrap();
-/// let tls = proscenium::tls::Tls::new(&config.tls).unwrap().unwrap();
+/// let tls = proscenium::tls::Tls::new(&config.tls, true).unwrap().unwrap();
 /// tls.watch();
 /// let _acme = proscenium::tls::acme::start(&config.tls, tls.certs.clone());
 /// ```

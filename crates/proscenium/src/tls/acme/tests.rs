@@ -177,7 +177,7 @@ fn issue34_acme_obtains_a_certificate_over_tls_alpn_01_answered_by_another_proce
     let pebble = Pebble::start(free_port(), tls_port);
     let store = tempfile::tempdir().unwrap();
     let spec = spec(&pebble, store.path(), Challenge::TlsAlpn01, 30);
-    let _other_process = Responder::tls(listener, Tls::new(&spec).unwrap().unwrap());
+    let _other_process = Responder::tls(listener, Tls::new(&spec, true).unwrap().unwrap());
     let orderer = Arc::new(Certificates::load(&spec).unwrap());
     let acme = start_with(&spec, orderer.clone(), FAST).unwrap();
     wait_for("a stored certificate", || stored_cert(&spec).is_some());
@@ -219,7 +219,7 @@ fn issue34_acme_renews_a_certificate_near_its_end_and_every_process_reloads_it()
     let pebble = Pebble::start(free_port(), tls_port);
     let store = tempfile::tempdir().unwrap();
     let first_spec = spec(&pebble, store.path(), Challenge::TlsAlpn01, 30);
-    let tls = Tls::new(&first_spec).unwrap().unwrap();
+    let tls = Tls::new(&first_spec, true).unwrap().unwrap();
     let _responder = Responder::tls(listener, tls.clone());
     let first = start_with(&first_spec, tls.certs.clone(), FAST).unwrap();
     wait_for("a first certificate", || stored_cert(&first_spec).is_some());

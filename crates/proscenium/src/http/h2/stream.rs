@@ -1,0 +1,153 @@
+//! One HTTP/2 stream: its request gathered (the body within the same limits and room
+//! as HTTP/1.1's), the app called through `http::invoke`, the answer sent (`send`) and
+//! logged.
+
+use std::net::SocketAddr;
+
+use bytes::Bytes;
+use h2::RecvStream;
+use h2::server::SendResponse;
+use http::{HeaderValue, Method, StatusCode, header};
+
+use super::send;
+use crate::http::access_log::LineHead;
+use crate::http::h1::Http1Loop;
+use crate::http::intake::Sink;
+use crate::http::invoke;
+use crate::http::response::{error, unavailable};
+use crate::http::{Request, Response, Soon};
+
+/// What the access log notes of a client that reset its stream before its answer.
+const CLIENT_GONE: u16 = 499;
+
+/// How to answer the stream's request, noted before the app takes it.
+pub(super) struct Terms {
+    pub(super) head_only: bool,
+    pub(super) accept: Option<HeaderValue>,
+    pub(super) line: Option<Box<LineHead>>,
+}
+
+/// Serves one stream: request in, answer out.
+pub(super) async fn serve(
+    req: http::Request<RecvStream>,
+    mut respond: SendResponse<Bytes>,
+    peer: SocketAddr,
+    shared: &Http1Loop,
+) {
+    let (mut parts, body) = req.into_parts();
+    // HTTP/2 carries the host in `:authority` and the target whole: an app sees them
+    // as over HTTP/1.1, the host in `Host` and the target in origin form.
+    if let Some(authority) = parts.uri.authority() {
+        if !parts.headers.contains_key(header::HOST)
+            && let Ok(host) = HeaderValue::from_str(authority.as_str())
+        {
+            parts.headers.insert(header::HOST, host);
+        }
+        if let Some(target) = parts.uri.path_and_query() {
+            parts.uri = http::Uri::from(target.clone());
+        }
+    }
+    let mut terms = Terms {
+        head_only: parts.method == Method::HEAD,
+        accept: parts.headers.get(header::ACCEPT).cloned(),
+        line: None,
+    };
+    let announced = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    let gathered = gather(body, announced, shared).await;
+    let mut req = Request::new(parts, Bytes::new(), Some(peer));
+    terms.line = shared.log.as_ref().map(|log| log.note(peer, Some(&req)));
+    let res = match gathered {
+        Ok(body) => {
+            req.set_body(body);
+            match invoke::call(&shared.app, req, shared.config.limits.max_inflight) {
+                Soon::Ready(res) => res,
+                Soon::Later(guarded) => {
+                    // A client that resets the stream meanwhile takes its request
+                    // with it: the handler is dropped.
+                    tokio::select! {
+                        res = guarded.finish(&*shared.app) => res,
+                        _ = std::future::poll_fn(|cx| respond.poll_reset(cx)) => {
+                            return log_gone(shared, &mut terms);
+                        }
+                    }
+                }
+            }
+        }
+        Err(Refused::Gone) => return log_gone(shared, &mut terms),
+        Err(Refused::With(res)) => res,
+    };
+    send::answer(&mut respond, res, &mut terms, shared).await;
+}
+
+fn log_gone(shared: &Http1Loop, terms: &mut Terms) {
+    if let (Some(log), Some(line)) = (&shared.log, terms.line.take()) {
+        log.record(*line, CLIENT_GONE, Some(0));
+    }
+}
+
+/// Why a request body was not gathered.
+enum Refused {
+    /// The client reset the stream, or the connection failed.
+    Gone,
+    /// The answer to give instead of the app's.
+    With(Response),
+}
+
+/// Gathers the request body: 413 past `limits.max_body`, 503 when the server's room
+/// for bodies is spent, 408 when the client stops sending for the body timeout.
+async fn gather(
+    mut body: RecvStream,
+    announced: Option<u64>,
+    shared: &Http1Loop,
+) -> Result<Bytes, Refused> {
+    let limits = &shared.config.limits;
+    if body.is_end_stream() {
+        return Ok(Bytes::new());
+    }
+    let too_large = || {
+        Refused::With(error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "request body too large",
+        ))
+    };
+    if announced.is_some_and(|n| n > limits.max_body) {
+        return Err(too_large());
+    }
+    let ceiling = usize::try_from(announced.unwrap_or(limits.max_body)).unwrap_or(usize::MAX);
+    let mut sink = Sink::new(
+        announced.and_then(|n| usize::try_from(n).ok()),
+        limits,
+        &shared.bodies,
+    );
+    let no_room = || {
+        Refused::With(unavailable(
+            "no room for the request body; try again shortly",
+        ))
+    };
+    loop {
+        let next = tokio::time::timeout(shared.config.timeouts.body, body.data()).await;
+        let chunk = match next {
+            Err(_) => {
+                return Err(Refused::With(error(
+                    StatusCode::REQUEST_TIMEOUT,
+                    "the request body stopped arriving",
+                )));
+            }
+            Ok(None) => break,
+            Ok(Some(Err(_))) => return Err(Refused::Gone),
+            Ok(Some(Ok(chunk))) => chunk,
+        };
+        // The window opens again as the bytes are taken: the room they take is the
+        // server's budget's, not the window's.
+        let _ = body.flow_control().release_capacity(chunk.len());
+        if (sink.len() + chunk.len()) as u64 > limits.max_body {
+            return Err(too_large());
+        }
+        sink.append(&chunk, ceiling, limits, &shared.bodies)
+            .map_err(|_| no_room())?;
+    }
+    sink.finish(limits).map_err(|_| no_room())
+}
