@@ -9,6 +9,7 @@ mod support;
 
 mod cgi;
 mod feeds;
+mod http2;
 mod http_app;
 mod http_limits;
 mod http_memory;

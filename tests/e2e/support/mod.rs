@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use proscenium::{App, Config, Model, ModelSpec, Server, ServerHandle};
 
+pub mod h2;
 pub mod tls;
 
 /// How long a test waits for any one read before failing.
