@@ -123,7 +123,10 @@ fn issue35_https_agrees_on_h2_by_alpn_and_keeps_http1_for_clients_without_it() {
     assert_eq!(res.text(), "/whole t HTTP/2.0");
     assert_eq!(res.headers["strict-transport-security"], "max-age=600");
     let mut http1 = ca.connect(server.local_addr(), "localhost");
-    assert_eq!(http1.get("/whole").response().text(), "/whole test HTTP/1.1");
+    assert_eq!(
+        http1.get("/whole").response().text(),
+        "/whole test HTTP/1.1"
+    );
 }
 
 #[test]

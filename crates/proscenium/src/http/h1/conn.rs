@@ -257,6 +257,15 @@ impl Conn {
                 || (!stream.is_tls() && self.rbuf.starts_with(crate::http::h2::PREFACE_HEAD)))
     }
 
+    /// Whether the bytes refused may have been meant as HTTP/2's cleartext preface: the
+    /// first line of a connection to a cleartext port that speaks HTTP/2 by prior
+    /// knowledge. An invalid preface is a connection error (RFC 9113 §3.4), and an
+    /// HTTP/1.1 answer would only confuse an HTTP/2 client: such a connection is closed
+    /// without one (over TLS, or after a first request, such a line gets its 400).
+    fn may_be_http2_preface(&self) -> bool {
+        self.served == 0 && self.shared.config.http2.enabled && !self.socket.stream.is_tls()
+    }
+
     /// The reading phase the decoder and the read buffer are in.
     fn reading(&self) -> Phase {
         if self.decoder.is_reading_body() {
@@ -624,6 +633,13 @@ impl Conn {
         if let Some(e) = refused {
             let partial = !self.decoder.is_between_messages() || !self.rbuf.is_empty();
             if e == ParseError::Timeout && !partial {
+                return Ok(Ended::Closed);
+            }
+            if e == ParseError::NotHttp1 && self.may_be_http2_preface() {
+                tracing::info!(
+                    "closed connection from {}: {e}, nor HTTP/2's preface",
+                    self.peer
+                );
                 return Ok(Ended::Closed);
             }
             self.refuse(&e).await?;

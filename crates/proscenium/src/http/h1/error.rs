@@ -26,6 +26,10 @@ pub(crate) enum ParseError {
     /// A transfer coding other than chunked.
     #[error("unsupported transfer coding")]
     UnsupportedTransferCoding,
+    /// A request line whose version is not `HTTP/x.y`: not HTTP/1 at all (answered 400,
+    /// or on a cleartext port that speaks HTTP/2, closed as an invalid preface).
+    #[error("not an HTTP/1 request line")]
+    NotHttp1,
     /// A version other than HTTP/1.0 or HTTP/1.1.
     #[error("unsupported HTTP version")]
     Version,
@@ -51,7 +55,7 @@ impl ParseError {
     /// Returns the status the client gets for this error.
     pub(crate) fn status(&self) -> StatusCode {
         match self {
-            Self::Malformed(_) => StatusCode::BAD_REQUEST,
+            Self::Malformed(_) | Self::NotHttp1 => StatusCode::BAD_REQUEST,
             Self::HeadTooLarge | Self::TooManyHeaders => {
                 StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE
             }

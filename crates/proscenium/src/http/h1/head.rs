@@ -98,9 +98,10 @@ pub(crate) fn parse(buf: &mut BytesMut, limits: &Limits) -> Result<Option<Head>,
 /// still become a request line with another HTTP version.
 ///
 /// `httparse` calls any bad version token a version error. Only a well-formed
-/// `HTTP/x.y` of another version is 505 (RFC 9110 §15.6.6); anything else on the request
-/// line is malformed (400). Which one must not depend on how the line was split into
-/// reads, so a token that is still a prefix of `HTTP/x.y` waits for its end.
+/// `HTTP/x.y` of another version is 505 (RFC 9110 §15.6.6); anything else makes the
+/// line no HTTP/1 request line at all ([`ParseError::NotHttp1`], 400). Which one must
+/// not depend on how the line was split into reads, so a token that is still a prefix
+/// of `HTTP/x.y` waits for its end.
 fn refusal(e: httparse::Error, buf: &[u8]) -> Option<ParseError> {
     if e != httparse::Error::Version {
         return Some(e.into());
@@ -125,7 +126,7 @@ fn refusal(e: httparse::Error, buf: &[u8]) -> Option<ParseError> {
     match (prefix, end.is_some(), token.len()) {
         (true, true, 8) => Some(ParseError::Version),
         (true, false, _) => None,
-        _ => Some(ParseError::Malformed("invalid request line")),
+        _ => Some(ParseError::NotHttp1),
     }
 }
 
