@@ -10,6 +10,7 @@ mod support;
 mod cgi;
 mod feeds;
 mod http2;
+mod http2_defences;
 mod http_app;
 mod http_limits;
 mod http_memory;

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use proscenium::{App, Config, Model, ModelSpec, Server, ServerHandle};
 
+pub mod frames;
 pub mod h2;
 pub mod tls;
 
