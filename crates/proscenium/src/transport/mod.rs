@@ -128,22 +128,38 @@ impl Stream {
                     read.reserve(max);
                     self.tcp.try_read_buf(&mut (&mut *read).limit(max))
                 }
-                Some(tls) => {
-                    let got = tls::read(tls, &mut TokioIo(&self.tcp), read, max);
-                    // What the handshake answers (or the session tickets after it) may
-                    // have found the socket full: it goes once there is room, whether
-                    // or not this read waits (the client waits for it).
-                    if let Poll::Ready(Err(e)) = poll_flush_tls(&self.tcp, tls, cx) {
-                        return Poll::Ready(Err(e));
-                    }
-                    if matches!(&got, Err(e) if e.kind() == io::ErrorKind::WouldBlock) {
-                        ready!(self.tcp.poll_read_ready(cx))?;
-                    }
-                    got
-                }
+                Some(_) => return self.poll_read_tls(cx, read, max),
             };
             match got {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                done => return Poll::Ready(done),
+            }
+        }
+    }
+
+    /// [`poll_read_into`](Self::poll_read_into) over TLS, the plaintext put into `out`
+    /// (a read buffer, or an `AsyncRead` caller's: no copy between them).
+    fn poll_read_tls(
+        &mut self,
+        cx: &mut Context<'_>,
+        out: &mut (impl tls::Plain + ?Sized),
+        max: usize,
+    ) -> Poll<io::Result<usize>> {
+        let Some(tls) = &mut self.tls else {
+            return Poll::Ready(Err(io::Error::other("not a TLS connection")));
+        };
+        loop {
+            let got = tls::read(tls, &mut TokioIo(&self.tcp), out, max);
+            // What the handshake answers (or the session tickets after it) may have
+            // found the socket full: it goes once there is room, whether or not this
+            // read waits (the client waits for it).
+            if let Poll::Ready(Err(e)) = poll_flush_tls(&self.tcp, tls, cx) {
+                return Poll::Ready(Err(e));
+            }
+            match got {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    ready!(self.tcp.poll_read_ready(cx))?;
+                }
                 done => return Poll::Ready(done),
             }
         }
@@ -327,9 +343,8 @@ impl AsyncRead for Stream {
         if this.tls.is_none() {
             return Pin::new(&mut this.tcp).poll_read(cx, buf);
         }
-        let mut read = BytesMut::new();
-        let n = ready!(this.poll_read_into(cx, &mut read, buf.remaining()))?;
-        buf.put_slice(&read[..n]);
+        let max = buf.remaining();
+        ready!(this.poll_read_tls(cx, buf, max))?;
         Poll::Ready(Ok(()))
     }
 }

@@ -13,6 +13,23 @@ use rustls::{ServerConfig, ServerConnection};
 const PLAIN_ON_TLS: &[u8] = b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\n\
 Content-Length: 49\r\nConnection: close\r\n\r\nThis port speaks HTTPS: use https:// to reach it\n";
 
+/// Where decrypted bytes go: a connection's read buffer, or an `AsyncRead` caller's.
+pub(super) trait Plain {
+    fn put(&mut self, bytes: &[u8]);
+}
+
+impl Plain for BytesMut {
+    fn put(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+}
+
+impl Plain for tokio::io::ReadBuf<'_> {
+    fn put(&mut self, bytes: &[u8]) {
+        self.put_slice(bytes);
+    }
+}
+
 /// A socket's look at its first byte without taking it.
 pub(super) trait Peek {
     fn peek(&self, buf: &mut [u8]) -> io::Result<usize>;
@@ -60,7 +77,7 @@ pub(super) fn has_plaintext(tls: &mut Session) -> bool {
 pub(super) fn read(
     tls: &mut Session,
     io: &mut (impl Read + Write + Peek),
-    out: &mut BytesMut,
+    out: &mut (impl Plain + ?Sized),
     max: usize,
 ) -> io::Result<usize> {
     loop {
@@ -68,7 +85,7 @@ pub(super) fn read(
         match reader.fill_buf() {
             Ok(plain) if !plain.is_empty() => {
                 let n = plain.len().min(max);
-                out.extend_from_slice(&plain[..n]);
+                out.put(&plain[..n]);
                 reader.consume(n);
                 return Ok(n);
             }
