@@ -499,7 +499,7 @@ impl Rig {
             due: now + Config::default().timeouts.header,
         };
         let visit = stream.into_std().map(|stream| Visit {
-            stream,
+            stream: crate::transport::Parked::accepted(stream, None),
             peer,
             progress,
         });
