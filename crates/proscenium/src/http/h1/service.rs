@@ -103,6 +103,7 @@ impl Protocol for Http1 {
         let fixed = answer::Fixed {
             log: self.log.as_ref(),
             fields: &self.fields,
+            compression: &self.config.compression,
         };
         let _ = answer::buffer(&mut out, res, &mut terms, true, &fixed);
         out
@@ -160,6 +161,7 @@ impl Http1Loop {
         answer::Fixed {
             log: self.log.as_ref(),
             fields: &self.fields,
+            compression: &self.config.compression,
         }
     }
 }

@@ -1,0 +1,168 @@
+//! Compression of answers by the request's `Accept-Encoding` (RFC 9110 §8.4, §12.5.3),
+//! the same for every protocol: each calls [`compress`] where it takes an answer to
+//! send, with the request's `Accept-Encoding` noted before the app took the request.
+//!
+//! An answer is compressed when the configuration has it on, its status has a body
+//! that may be transformed (not 1xx, 204, 206 or 304), it has no `Content-Encoding`
+//! or `Content-Range` of its own, nor `Cache-Control: no-transform`, its type is of the
+//! list, and its body is at least `min_size` bytes (or of a length not known in
+//! advance); then it carries `Vary: Accept-Encoding` whether compressed or not, and
+//! is compressed in the coding the client ranks first ([`accept`]). A body in memory
+//! is compressed whole (its `Content-Length` replaced); a file or a stream is
+//! compressed as it is sent (its length unknown: chunked on HTTP/1.1), a stream's
+//! chunks each flushed so that none is held back. A strong `ETag` is made weak: the
+//! compressed bytes are another representation (RFC 9110 §8.8.1).
+//!
+//! A request with a `Range` is noted as accepting no coding: its answer is the
+//! identity's bytes, as ranges of it are. An answer to HEAD announces what GET's
+//! would (`Content-Encoding`, `Vary`, the weak `ETag`) but no length, which only
+//! compressing the body would tell.
+//!
+//! The cheap path: an answer whose body is known to be small, or whose type is not of
+//! the list, is left as it is after a comparison or two, allocating nothing.
+
+mod accept;
+mod encoder;
+
+use bytes::Bytes;
+use http::header::{self, HeaderMap, HeaderValue};
+use http::{Response as HttpResponse, StatusCode};
+use http_body_util::combinators::UnsyncBoxBody;
+
+pub(crate) use self::accept::{Coding, ranked};
+use self::encoder::{Encoder, Encoding};
+use crate::config::CompressionSpec;
+use crate::http::body::Repr;
+use crate::http::{Body, BoxError, Response};
+
+/// Compresses `res` for a request that sent `accept_encoding` (`None` without one, or
+/// with a `Range`), as `spec` says; `head_only` for an answer to HEAD.
+pub(crate) fn compress(
+    res: &mut Response,
+    accept_encoding: Option<&HeaderValue>,
+    head_only: bool,
+    spec: &CompressionSpec,
+) {
+    if !spec.enabled || !is_transformable(res, spec) {
+        return;
+    }
+    vary(res.headers_mut());
+    let Some(coding) = accept_encoding.and_then(|v| ranked(v.as_bytes()).next()) else {
+        return;
+    };
+    if let Err(e) = encode(res, coding, head_only, spec) {
+        // The answer goes out as it was: the identity is always acceptable.
+        tracing::warn!("cannot compress an answer in {}: {e}", coding.name());
+    }
+}
+
+/// Whether the answer may be compressed, whatever the request accepts.
+fn is_transformable(res: &HttpResponse<Body>, spec: &CompressionSpec) -> bool {
+    let status = res.status();
+    if status.is_informational()
+        || status == StatusCode::NO_CONTENT
+        || status == StatusCode::PARTIAL_CONTENT
+        || status == StatusCode::NOT_MODIFIED
+    {
+        return false;
+    }
+    if res.body().exact_len().is_some_and(|n| n < spec.min_size) {
+        return false;
+    }
+    let headers = res.headers();
+    if headers.contains_key(header::CONTENT_ENCODING) || headers.contains_key(header::CONTENT_RANGE)
+    {
+        return false;
+    }
+    let listed = headers
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|t| spec.compresses(t.as_bytes()));
+    listed && !forbids_transform(headers)
+}
+
+/// Whether `Cache-Control` says `no-transform` (RFC 9111 §5.2.2.6).
+fn forbids_transform(headers: &HeaderMap) -> bool {
+    headers.get_all(header::CACHE_CONTROL).iter().any(|value| {
+        value
+            .as_bytes()
+            .split(|&b| b == b',')
+            .any(|directive| directive.trim_ascii().eq_ignore_ascii_case(b"no-transform"))
+    })
+}
+
+/// Adds `Accept-Encoding` to the answer's `Vary`, unless it is there (or `*` is).
+pub(crate) fn vary(headers: &mut HeaderMap) {
+    let named = headers.get_all(header::VARY).iter().any(|value| {
+        value.as_bytes().split(|&b| b == b',').any(|name| {
+            let name = name.trim_ascii();
+            name == b"*" || name.eq_ignore_ascii_case(b"accept-encoding")
+        })
+    });
+    if !named {
+        headers.append(header::VARY, HeaderValue::from_static("accept-encoding"));
+    }
+}
+
+/// Marks the answer as encoded in `coding` and encodes its body.
+fn encode(
+    res: &mut Response,
+    coding: Coding,
+    head_only: bool,
+    spec: &CompressionSpec,
+) -> std::io::Result<()> {
+    let body = std::mem::take(res.body_mut());
+    let endless = body.endless;
+    let mut encoded = match body.repr {
+        // HEAD: no body to compress, and its length is not known without it.
+        _ if head_only => Body::from_stream(futures_util::stream::empty::<std::io::Result<_>>()),
+        Repr::Full(bytes) => match encoder::encode_all(coding, spec, &bytes)? {
+            // Not worth it: the identity goes out, with its length.
+            smaller if smaller.len() >= bytes.len() => {
+                *res.body_mut() = Body::from(bytes);
+                return Ok(());
+            }
+            smaller => Body::from(smaller),
+        },
+        Repr::File(region) => stream(encoder::file_chunks(region), coding, spec, false)?,
+        Repr::Stream(source) => stream(source, coding, spec, true)?,
+    };
+    encoded.endless = endless;
+    *res.body_mut() = encoded;
+    let headers = res.headers_mut();
+    headers.insert(
+        header::CONTENT_ENCODING,
+        HeaderValue::from_static(coding.name()),
+    );
+    headers.remove(header::CONTENT_LENGTH);
+    weaken_etag(headers);
+    Ok(())
+}
+
+/// Returns `source` encoded in `coding` as it is sent.
+fn stream(
+    source: UnsyncBoxBody<Bytes, BoxError>,
+    coding: Coding,
+    spec: &CompressionSpec,
+    flush_each: bool,
+) -> std::io::Result<Body> {
+    let encoder = Encoder::new(coding, spec)?;
+    Ok(Body::from_http_body(Encoding::new(
+        source, encoder, flush_each,
+    )))
+}
+
+/// Makes a strong `ETag` weak, as the compressed bytes differ from the identity's
+/// that it validates (nginx does the same).
+fn weaken_etag(headers: &mut HeaderMap) {
+    let Some(etag) = headers.get(header::ETAG) else {
+        return;
+    };
+    if etag.as_bytes().starts_with(b"\"") {
+        let mut weak = Vec::with_capacity(etag.len() + 2);
+        weak.extend_from_slice(b"W/");
+        weak.extend_from_slice(etag.as_bytes());
+        if let Ok(weak) = HeaderValue::from_bytes(&weak) {
+            headers.insert(header::ETAG, weak);
+        }
+    }
+}
