@@ -8,6 +8,7 @@
 mod support;
 
 mod cgi;
+mod compression;
 mod feeds;
 mod http_app;
 mod http_limits;
