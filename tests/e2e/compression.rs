@@ -68,8 +68,11 @@ fn app() -> App {
             inline(|| {
                 let first = futures_util::stream::iter([Event::data("first event")]);
                 // The stream then stays open: the event must not wait for its end.
-                Sse::new(futures_util::StreamExt::chain(first, futures_util::stream::pending()))
-                    .keep_alive(None)
+                Sse::new(futures_util::StreamExt::chain(
+                    first,
+                    futures_util::stream::pending(),
+                ))
+                .keep_alive(None)
             }),
         )
 }
@@ -174,7 +177,10 @@ fn issue35_small_bodies_unlisted_types_and_no_transform_go_out_untouched() {
     assert_eq!(encoded.header("content-encoding"), Some("gzip"));
     assert_eq!(encoded.body, json().as_bytes(), "encoded once only");
     let partial = request(server.local_addr(), "/partial", accept);
-    assert_eq!((partial.status, partial.header("content-encoding")), (206, None));
+    assert_eq!(
+        (partial.status, partial.header("content-encoding")),
+        (206, None)
+    );
 }
 
 #[test]
@@ -183,7 +189,11 @@ fn issue35_vary_is_merged_and_a_strong_etag_made_weak() {
     let res = request(server.local_addr(), "/vary", "Accept-Encoding: gzip\r\n");
     assert_eq!(res.header("content-encoding"), Some("gzip"));
     assert!(varies(&res));
-    assert!(res.headers.iter().any(|(k, v)| k == "vary" && v == "Origin"));
+    assert!(
+        res.headers
+            .iter()
+            .any(|(k, v)| k == "vary" && v == "Origin")
+    );
     assert_eq!(res.header("etag"), Some("W/\"v1\""));
     let identity = request(server.local_addr(), "/vary", "");
     assert_eq!(identity.header("etag"), Some("\"v1\""));
@@ -204,7 +214,11 @@ fn issue35_range_requests_and_head_answers() {
     let head = client.response_to(true);
     assert_eq!(head.header("content-encoding"), Some("br"));
     assert!(varies(&head));
-    assert_eq!(head.header("content-length"), None, "its length is not known");
+    assert_eq!(
+        head.header("content-length"),
+        None,
+        "its length is not known"
+    );
     // The connection goes on after it.
     let next = client.get("/small").response();
     assert_eq!(next.status, 200);
@@ -249,7 +263,10 @@ fn issue35_an_event_is_compressed_and_sent_before_its_stream_ends() {
         ));
         let head = client.read_past(b"\r\n\r\n");
         let head = String::from_utf8_lossy(&head).to_ascii_lowercase();
-        assert!(head.contains(&format!("content-encoding: {coding}")), "{head}");
+        assert!(
+            head.contains(&format!("content-encoding: {coding}")),
+            "{head}"
+        );
         assert!(head.contains("transfer-encoding: chunked"), "{head}");
         let decoded = Rc::new(RefCell::new(Vec::new()));
         let mut decoder = stream_decoder(coding, decoded.clone());
@@ -316,7 +333,10 @@ fn issue35_precompressed_siblings_are_served_when_present_and_fresh() {
     let fresh = request(addr, "/fresh.css", "Accept-Encoding: gzip, br\r\n");
     assert_eq!(fresh.body, b"BR-SIBLING");
     assert_eq!(fresh.header("content-encoding"), Some("br"));
-    assert_eq!(fresh.header("content-type"), Some("text/css; charset=utf-8"));
+    assert_eq!(
+        fresh.header("content-type"),
+        Some("text/css; charset=utf-8")
+    );
     assert!(varies(&fresh));
     let gzip = request(addr, "/fresh.css", "Accept-Encoding: gzip\r\n");
     assert_eq!(gzip.body, b"GZ-SIBLING");
@@ -330,8 +350,15 @@ fn issue35_precompressed_siblings_are_served_when_present_and_fresh() {
     // Not accepted, or a range: the file.
     let identity = request(addr, "/fresh.css", "");
     assert_eq!(identity.body, css().as_bytes());
-    let range = request(addr, "/fresh.css", "Accept-Encoding: br\r\nRange: bytes=0-4\r\n");
-    assert_eq!((range.status, range.body.as_slice()), (206, &css().as_bytes()[..5]));
+    let range = request(
+        addr,
+        "/fresh.css",
+        "Accept-Encoding: br\r\nRange: bytes=0-4\r\n",
+    );
+    assert_eq!(
+        (range.status, range.body.as_slice()),
+        (206, &css().as_bytes()[..5])
+    );
     assert_eq!(range.header("content-encoding"), None);
 }
 
@@ -339,7 +366,11 @@ fn issue35_precompressed_siblings_are_served_when_present_and_fresh() {
 fn issue35_a_large_file_is_compressed_as_it_is_sent() {
     let (_dir, root) = site();
     let server = serve(&root, |_| {});
-    let res = request(server.local_addr(), "/large.css", "Accept-Encoding: zstd\r\n");
+    let res = request(
+        server.local_addr(),
+        "/large.css",
+        "Accept-Encoding: zstd\r\n",
+    );
     assert_eq!(res.header("content-encoding"), Some("zstd"));
     assert_eq!(res.header("content-length"), None);
     assert_eq!(decode("zstd", &res.body), css().repeat(40).as_bytes());
@@ -352,7 +383,11 @@ fn issue35_configuration_turns_compression_and_siblings_off() {
         c.compression.enabled = false;
         c.compression.precompressed = false;
     });
-    let res = request(server.local_addr(), "/fresh.css", "Accept-Encoding: gzip, br\r\n");
+    let res = request(
+        server.local_addr(),
+        "/fresh.css",
+        "Accept-Encoding: gzip, br\r\n",
+    );
     assert_eq!(res.header("content-encoding"), None);
     assert_eq!(res.body, css().as_bytes());
     assert!(!varies(&res));
@@ -365,9 +400,17 @@ fn issue35_configured_levels_and_minimum_size_apply() {
         c.compression.min_size = 100_000;
         c.compression.types = vec!["application/json".into()];
     });
-    let res = request(server.local_addr(), "/plain.css", "Accept-Encoding: gzip\r\n");
+    let res = request(
+        server.local_addr(),
+        "/plain.css",
+        "Accept-Encoding: gzip\r\n",
+    );
     assert_eq!(res.header("content-encoding"), None, "below the minimum");
-    let large = request(server.local_addr(), "/large.css", "Accept-Encoding: gzip\r\n");
+    let large = request(
+        server.local_addr(),
+        "/large.css",
+        "Accept-Encoding: gzip\r\n",
+    );
     assert_eq!(large.header("content-encoding"), None, "not a listed type");
 }
 

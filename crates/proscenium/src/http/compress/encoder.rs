@@ -217,3 +217,52 @@ fn read_chunk(file: &File, offset: u64, want: usize) -> std::io::Result<Bytes> {
     buf.truncate(n);
     Ok(Bytes::from(buf))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+
+    use super::*;
+
+    fn decode(coding: Coding, data: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        match coding {
+            Coding::Gzip => flate2::read::GzDecoder::new(data)
+                .read_to_end(&mut out)
+                .map(drop),
+            Coding::Br => brotli::Decompressor::new(data, 4096)
+                .read_to_end(&mut out)
+                .map(drop),
+            Coding::Zstd => zstd::stream::copy_decode(data, &mut out),
+        }
+        .unwrap();
+        out
+    }
+
+    #[test]
+    fn every_chunk_flushed_decodes_to_what_was_written_so_far() {
+        let spec = CompressionSpec::default();
+        for coding in Coding::ALL {
+            let mut encoder = Encoder::new(coding, &spec).unwrap();
+            let mut sent = Vec::new();
+            encoder.write(b"data: one\n\n", true).unwrap();
+            sent.extend_from_slice(&encoder.take());
+            assert!(!sent.is_empty(), "{coding:?}: the chunk was held back");
+            encoder.write(b"data: two\n\n", true).unwrap();
+            sent.extend_from_slice(&encoder.take());
+            sent.extend_from_slice(&encoder.finish().unwrap());
+            assert_eq!(decode(coding, &sent), b"data: one\n\ndata: two\n\n");
+        }
+    }
+
+    #[test]
+    fn a_whole_body_decodes_to_itself_at_every_coding() {
+        let spec = CompressionSpec::default();
+        let text = "<p>hello</p>".repeat(1000);
+        for coding in Coding::ALL {
+            let encoded = encode_all(coding, &spec, text.as_bytes()).unwrap();
+            assert!(encoded.len() < text.len() / 10, "{coding:?}");
+            assert_eq!(decode(coding, &encoded), text.as_bytes());
+        }
+    }
+}

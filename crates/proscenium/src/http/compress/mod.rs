@@ -166,3 +166,86 @@ fn weaken_etag(headers: &mut HeaderMap) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(content_type: &str, body: impl Into<Body>) -> Response {
+        let mut res = Response::new(body.into());
+        res.headers_mut().insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_str(content_type).unwrap(),
+        );
+        res
+    }
+
+    fn gzip() -> HeaderValue {
+        HeaderValue::from_static("gzip")
+    }
+
+    #[test]
+    fn vary_is_added_once_and_never_beside_a_star() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            header::VARY,
+            HeaderValue::from_static("Origin, Accept-Encoding"),
+        );
+        vary(&mut headers);
+        assert_eq!(headers.get_all(header::VARY).iter().count(), 1);
+        headers.insert(header::VARY, HeaderValue::from_static("*"));
+        vary(&mut headers);
+        assert_eq!(headers.get_all(header::VARY).iter().count(), 1);
+        headers.insert(header::VARY, HeaderValue::from_static("origin"));
+        vary(&mut headers);
+        let all: Vec<_> = headers.get_all(header::VARY).iter().collect();
+        assert_eq!(all, ["origin", "accept-encoding"]);
+    }
+
+    #[test]
+    fn a_strong_etag_is_made_weak_and_a_weak_one_kept() {
+        let spec = CompressionSpec::default();
+        for (etag, expected) in [("\"x\"", "W/\"x\""), ("W/\"y\"", "W/\"y\"")] {
+            let mut res = answer("text/plain", "a".repeat(4096));
+            res.headers_mut()
+                .insert(header::ETAG, HeaderValue::from_static(etag));
+            compress(&mut res, Some(&gzip()), false, &spec);
+            assert_eq!(res.headers()[header::ETAG], expected);
+            assert_eq!(res.headers()[header::CONTENT_ENCODING], "gzip");
+        }
+    }
+
+    #[test]
+    fn a_body_that_does_not_shrink_goes_out_as_it_was() {
+        let spec = CompressionSpec {
+            min_size: 0,
+            ..CompressionSpec::default()
+        };
+        let mut res = answer("text/plain", "ab");
+        compress(&mut res, Some(&gzip()), false, &spec);
+        assert!(!res.headers().contains_key(header::CONTENT_ENCODING));
+        assert_eq!(res.body().as_bytes().unwrap().as_ref(), b"ab");
+        assert!(res.headers().contains_key(header::VARY));
+    }
+
+    #[test]
+    fn statuses_without_a_transformable_body_are_left_alone() {
+        let spec = CompressionSpec::default();
+        for status in [204, 206, 304, 103] {
+            let mut res = answer("text/plain", "a".repeat(4096));
+            *res.status_mut() = StatusCode::from_u16(status).unwrap();
+            compress(&mut res, Some(&gzip()), false, &spec);
+            assert!(res.headers().get(header::VARY).is_none(), "{status}");
+            assert!(res.headers().get(header::CONTENT_ENCODING).is_none());
+        }
+    }
+
+    #[test]
+    fn head_announces_the_coding_without_a_length() {
+        let spec = CompressionSpec::default();
+        let mut res = answer("text/plain", "a".repeat(4096));
+        compress(&mut res, Some(&gzip()), true, &spec);
+        assert_eq!(res.headers()[header::CONTENT_ENCODING], "gzip");
+        assert_eq!(res.body().exact_len(), None);
+    }
+}
