@@ -238,19 +238,20 @@ impl StaticFiles {
     /// Serves the regular file `relative`, opened as `file`: its precompressed sibling
     /// when there is one to serve, else the file itself.
     fn answer_file(&self, req: &Request, file: File, relative: &Path, meta: &Metadata) -> Response {
-        self.sibling(req, relative, meta)
+        let modified = meta.modified().unwrap_or(UNIX_EPOCH);
+        self.sibling(req, relative, modified)
             .unwrap_or_else(|| serve_file(req, file, relative, meta))
     }
 
     /// The answer from `relative`'s precompressed sibling (see [`Self::precompressed`]),
-    /// if one is to be served: the first fresh one, a regular file below the root and
-    /// not withheld, in the codings the request accepts, most wanted first.
-    fn sibling(&self, req: &Request, relative: &Path, meta: &Metadata) -> Option<Response> {
+    /// if one is to be served: the first one not older than the file (`modified`), a
+    /// regular file below the root and not withheld, in the codings the request
+    /// accepts, most wanted first.
+    fn sibling(&self, req: &Request, relative: &Path, modified: SystemTime) -> Option<Response> {
         if !self.precompressed || req.headers().contains_key(header::RANGE) {
             return None;
         }
         let accepted = req.headers().get(header::ACCEPT_ENCODING)?;
-        let modified = meta.modified().ok()?;
         compress::ranked(accepted.as_bytes()).find_map(|coding| {
             let mut name = relative.as_os_str().to_owned();
             name.push(".");
@@ -306,7 +307,10 @@ impl StaticFiles {
         // a cache (the cache reads the file meanwhile).
         match answer.try_recv() {
             Ok(Some(cached)) if !self.is_withheld(&relative, Some(cached.version.identity)) => {
-                Ok(Reply::ready(serve_cached(&req, &cached, &relative)))
+                let res = self
+                    .sibling(&req, &relative, cached.version.modified)
+                    .unwrap_or_else(|| serve_cached(&req, &cached, &relative));
+                Ok(Reply::ready(res))
             }
             _ => Err(req),
         }
