@@ -365,7 +365,8 @@ fn issue35_precompressed_siblings_are_served_when_present_and_fresh() {
 #[test]
 fn issue35_a_large_file_is_compressed_as_it_is_sent() {
     let (_dir, root) = site();
-    let server = serve(&root, |_| {});
+    // No cache of compressed files: each answer is compressed as it goes.
+    let server = serve(&root, |c| c.compression.cache_size = 0);
     let res = request(
         server.local_addr(),
         "/large.css",
@@ -374,6 +375,33 @@ fn issue35_a_large_file_is_compressed_as_it_is_sent() {
     assert_eq!(res.header("content-encoding"), Some("zstd"));
     assert_eq!(res.header("content-length"), None);
     assert_eq!(decode("zstd", &res.body), css().repeat(40).as_bytes());
+}
+
+#[test]
+fn issue35_a_file_compressed_once_is_kept_until_it_changes() {
+    let (_dir, root) = site();
+    let server = serve(&root, |_| {});
+    let addr = server.local_addr();
+    let first = request(addr, "/large.css", "Accept-Encoding: br\r\n");
+    assert_eq!(first.header("content-encoding"), Some("br"));
+    assert!(
+        first.header("content-length").is_some(),
+        "kept whole, its length known"
+    );
+    assert_eq!(decode("br", &first.body), css().repeat(40).as_bytes());
+    let again = request(addr, "/large.css", "Accept-Encoding: br\r\n");
+    assert_eq!(again.body, first.body);
+    let changed = css().repeat(41);
+    std::fs::write(root.join("large.css"), &changed).unwrap();
+    let later = SystemTime::now() + Duration::from_secs(10);
+    std::fs::File::options()
+        .write(true)
+        .open(root.join("large.css"))
+        .unwrap()
+        .set_modified(later)
+        .unwrap();
+    let after = request(addr, "/large.css", "Accept-Encoding: br\r\n");
+    assert_eq!(decode("br", &after.body), changed.as_bytes());
 }
 
 #[test]

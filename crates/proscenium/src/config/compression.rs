@@ -41,6 +41,13 @@ pub struct CompressionSpec {
     /// Serves a static file's precompressed sibling (`file.css.zst`, `.br`, `.gz`)
     /// when the client accepts its coding and it is not older than the file.
     pub precompressed: bool,
+    /// Bytes of static files compressed on the fly kept in memory (the least recently
+    /// used dropped first), so that a file without a precompressed sibling is
+    /// compressed once per version and coding, not on every request; 0 keeps none.
+    /// Files up to 1 MiB and an eighth of this are kept; larger ones are compressed as
+    /// they are sent.
+    #[serde(deserialize_with = "super::value::number::<_, u64, 0, 1_099_511_627_776>")]
+    pub cache_size: u64,
 }
 
 /// The types compressed by default: text and the text-like formats of the web. Images,
@@ -74,6 +81,7 @@ impl Default for CompressionSpec {
             brotli_level: 1,
             zstd_level: 1,
             precompressed: true,
+            cache_size: 16 * 1024 * 1024,
         }
     }
 }

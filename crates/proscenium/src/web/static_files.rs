@@ -336,11 +336,7 @@ impl StaticFiles {
         if !meta.is_file() {
             return Ok(None);
         }
-        let version = Version {
-            identity: (meta.dev(), meta.ino()),
-            len: meta.len(),
-            modified: meta.modified().unwrap_or(UNIX_EPOCH),
-        };
+        let version = Version::of(&meta);
         if meta.len() > READ_LIMIT {
             return Ok(Some(Found::Large(version)));
         }
@@ -592,15 +588,16 @@ fn parse_range(value: &str, len: u64) -> Range {
 /// Serves one opened regular file (`path` names it for its type): 200, 206, 304 or 416.
 fn serve_file(req: &Request, file: File, path: &Path, meta: &Metadata) -> Response {
     let validators = Validators::of(meta);
-    respond(req, path, &validators, meta.len(), |offset, count| {
+    let res = respond(req, path, &validators, meta.len(), |offset, count| {
         body(file, offset, count, req.method() == Method::HEAD)
-    })
+    });
+    noting(res, Version::of(meta))
 }
 
 /// Serves a file's content from a cache, as [`serve_file`] serves the file.
 fn serve_cached(req: &Request, cached: &Cached, path: &Path) -> Response {
     let Version { len, modified, .. } = cached.version;
-    respond(
+    let res = respond(
         req,
         path,
         &Validators::new(len, modified),
@@ -612,7 +609,17 @@ fn serve_cached(req: &Request, cached: &Cached, path: &Path) -> Response {
             );
             Ok(Body::from(cached.bytes.slice(start..end)))
         },
-    )
+    );
+    noting(res, cached.version)
+}
+
+/// Notes on a whole file's answer which version of the file it is, by which the
+/// server keeps the file compressed (`http::compress`).
+fn noting(mut res: Response, version: Version) -> Response {
+    if res.status() == StatusCode::OK {
+        res.extensions_mut().insert(version);
+    }
+    res
 }
 
 /// The answer to `req` for a file of `len` bytes with `validators` (`path` names it

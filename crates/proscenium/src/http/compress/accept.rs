@@ -2,7 +2,7 @@
 //! weight, ranked without allocating.
 
 /// A content coding the server can produce, in the server's order of preference.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Coding {
     Zstd,
     Br,

@@ -203,6 +203,13 @@ pub(crate) fn file_chunks(region: FileRegion) -> UnsyncBoxBody<Bytes, BoxError> 
     UnsyncBoxBody::new(http_body_util::StreamBody::new(frames))
 }
 
+/// Reads a region of a file whole (one the cache of compressed files takes: small).
+pub(crate) fn read_whole(region: &FileRegion) -> std::io::Result<Bytes> {
+    let mut buf = vec![0; usize::try_from(region.len).unwrap_or(usize::MAX)];
+    region.file.read_exact_at(&mut buf, region.offset)?;
+    Ok(Bytes::from(buf))
+}
+
 /// Reads up to `want` bytes of `file` at `offset`; none left is an error (the file is
 /// shorter than its answer said).
 fn read_chunk(file: &File, offset: u64, want: usize) -> std::io::Result<Bytes> {

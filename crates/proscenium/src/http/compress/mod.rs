@@ -13,6 +13,9 @@
 //! chunks each flushed so that none is held back. A strong `ETag` is made weak: the
 //! compressed bytes are another representation (RFC 9110 §8.8.1).
 //!
+//! A static file's answer carries its [`FileVersion`]: one small enough is compressed
+//! whole, once per version and coding, and kept in the server's [`FileCache`] (`cache`).
+//!
 //! A request with a `Range` is noted as accepting no coding: its answer is the
 //! identity's bytes, as ranges of it are. An answer to HEAD announces what GET's
 //! would (`Content-Encoding`, `Vary`, the weak `ETag`) but no length, which only
@@ -22,6 +25,7 @@
 //! the list, is left as it is after a comparison or two, allocating nothing.
 
 mod accept;
+mod cache;
 mod encoder;
 
 use bytes::Bytes;
@@ -30,19 +34,40 @@ use http::{Response as HttpResponse, StatusCode};
 use http_body_util::combinators::UnsyncBoxBody;
 
 pub(crate) use self::accept::{Coding, ranked};
+use self::cache::FileCache;
 use self::encoder::{Encoder, Encoding};
 use crate::config::CompressionSpec;
-use crate::http::body::Repr;
+use crate::http::body::{FileVersion, Repr};
 use crate::http::{Body, BoxError, Response};
 
+/// How a server compresses: its settings, and its cache of compressed static files.
+#[derive(Debug)]
+pub(crate) struct Compression {
+    spec: CompressionSpec,
+    /// `None` with a cache size of 0.
+    files: Option<FileCache>,
+}
+
+impl Compression {
+    /// Returns compression as `spec` configures it, its cache empty.
+    pub(crate) fn new(spec: &CompressionSpec) -> Self {
+        let capacity = usize::try_from(spec.cache_size).unwrap_or(usize::MAX);
+        Self {
+            spec: spec.clone(),
+            files: (capacity > 0).then(|| FileCache::new(capacity)),
+        }
+    }
+}
+
 /// Compresses `res` for a request that sent `accept_encoding` (`None` without one, or
-/// with a `Range`), as `spec` says; `head_only` for an answer to HEAD.
+/// with a `Range`), as `compression` says; `head_only` for an answer to HEAD.
 pub(crate) fn compress(
     res: &mut Response,
     accept_encoding: Option<&HeaderValue>,
     head_only: bool,
-    spec: &CompressionSpec,
+    compression: &Compression,
 ) {
+    let spec = &compression.spec;
     if !spec.enabled || !is_transformable(res, spec) {
         return;
     }
@@ -50,7 +75,7 @@ pub(crate) fn compress(
     let Some(coding) = accept_encoding.and_then(|v| ranked(v.as_bytes()).next()) else {
         return;
     };
-    if let Err(e) = encode(res, coding, head_only, spec) {
+    if let Err(e) = encode(res, coding, head_only, compression) {
         // The answer goes out as it was: the identity is always acceptable.
         tracing::warn!("cannot compress an answer in {}: {e}", coding.name());
     }
@@ -103,39 +128,76 @@ pub(crate) fn vary(headers: &mut HeaderMap) {
     }
 }
 
-/// Marks the answer as encoded in `coding` and encodes its body.
+/// Encodes the answer's body in `coding` and marks it so. A static file's (one that
+/// carries its [`FileVersion`]) small enough for the cache is encoded whole, once.
 fn encode(
     res: &mut Response,
     coding: Coding,
     head_only: bool,
-    spec: &CompressionSpec,
+    compression: &Compression,
 ) -> std::io::Result<()> {
+    let spec = &compression.spec;
     let body = std::mem::take(res.body_mut());
     let endless = body.endless;
-    let mut encoded = match body.repr {
+    let kept = match head_only {
+        false => compression
+            .files
+            .as_ref()
+            .zip(res.extensions().get::<FileVersion>().copied()),
+        true => None,
+    };
+    if let Some(hit) = kept.and_then(|(cache, version)| cache.get(version, coding)) {
+        answer_whole(res, body, hit, coding);
+        return Ok(());
+    }
+    let repr = match body.repr {
+        Repr::File(region) if kept.is_some_and(|(cache, _)| cache.takes(region.len)) => {
+            Repr::Full(encoder::read_whole(&region)?)
+        }
+        repr => repr,
+    };
+    let mut encoded = match repr {
         // HEAD: no body to compress, and its length is not known without it.
         _ if head_only => Body::from_stream(futures_util::stream::empty::<std::io::Result<_>>()),
-        Repr::Full(bytes) => match encoder::encode_all(coding, spec, &bytes)? {
-            // Not worth it: the identity goes out, with its length.
-            smaller if smaller.len() >= bytes.len() => {
-                *res.body_mut() = Body::from(bytes);
-                return Ok(());
+        Repr::Full(bytes) => {
+            let smaller = encoder::encode_all(coding, spec, &bytes)?;
+            if let Some((cache, version)) = kept {
+                cache.insert(version, coding, smaller.clone());
             }
-            smaller => Body::from(smaller),
-        },
+            answer_whole(res, Body::from(bytes), smaller, coding);
+            return Ok(());
+        }
         Repr::File(region) => stream(encoder::file_chunks(region), coding, spec, false)?,
         Repr::Stream(source) => stream(source, coding, spec, true)?,
     };
     encoded.endless = endless;
     *res.body_mut() = encoded;
-    let headers = res.headers_mut();
+    mark(res.headers_mut(), coding);
+    Ok(())
+}
+
+/// Answers with `encoded`, the whole of `original` in `coding` — or with `original`
+/// when encoding did not make it smaller (it goes out as it was, with its length).
+fn answer_whole(res: &mut Response, original: Body, encoded: Bytes, coding: Coding) {
+    if original
+        .exact_len()
+        .is_some_and(|n| encoded.len() as u64 >= n)
+    {
+        *res.body_mut() = original;
+        return;
+    }
+    *res.body_mut() = Body::from(encoded);
+    mark(res.headers_mut(), coding);
+}
+
+/// Marks an answer's fields as of its body encoded in `coding`.
+fn mark(headers: &mut HeaderMap, coding: Coding) {
     headers.insert(
         header::CONTENT_ENCODING,
         HeaderValue::from_static(coding.name()),
     );
     headers.remove(header::CONTENT_LENGTH);
     weaken_etag(headers);
-    Ok(())
 }
 
 /// Returns `source` encoded in `coding` as it is sent.
@@ -204,7 +266,7 @@ mod tests {
 
     #[test]
     fn a_strong_etag_is_made_weak_and_a_weak_one_kept() {
-        let spec = CompressionSpec::default();
+        let spec = Compression::new(&CompressionSpec::default());
         for (etag, expected) in [("\"x\"", "W/\"x\""), ("W/\"y\"", "W/\"y\"")] {
             let mut res = answer("text/plain", "a".repeat(4096));
             res.headers_mut()
@@ -217,10 +279,10 @@ mod tests {
 
     #[test]
     fn a_body_that_does_not_shrink_goes_out_as_it_was() {
-        let spec = CompressionSpec {
+        let spec = Compression::new(&CompressionSpec {
             min_size: 0,
             ..CompressionSpec::default()
-        };
+        });
         let mut res = answer("text/plain", "ab");
         compress(&mut res, Some(&gzip()), false, &spec);
         assert!(!res.headers().contains_key(header::CONTENT_ENCODING));
@@ -230,7 +292,7 @@ mod tests {
 
     #[test]
     fn statuses_without_a_transformable_body_are_left_alone() {
-        let spec = CompressionSpec::default();
+        let spec = Compression::new(&CompressionSpec::default());
         for status in [204, 206, 304, 103] {
             let mut res = answer("text/plain", "a".repeat(4096));
             *res.status_mut() = StatusCode::from_u16(status).unwrap();
@@ -242,7 +304,7 @@ mod tests {
 
     #[test]
     fn head_announces_the_coding_without_a_length() {
-        let spec = CompressionSpec::default();
+        let spec = Compression::new(&CompressionSpec::default());
         let mut res = answer("text/plain", "a".repeat(4096));
         compress(&mut res, Some(&gzip()), true, &spec);
         assert_eq!(res.headers()[header::CONTENT_ENCODING], "gzip");

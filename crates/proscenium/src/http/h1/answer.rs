@@ -6,11 +6,11 @@ use bytes::BytesMut;
 use http::{HeaderValue, Version};
 
 use super::encode::{self, ResponseFraming};
-use crate::config::CompressionSpec;
+use crate::http::Response;
 use crate::http::access_log::{AccessLog, LineHead};
 use crate::http::body::Repr;
+use crate::http::compress::{self, Compression};
 use crate::http::invoke;
-use crate::http::{Response, compress};
 
 /// Bodies larger than this are written from their own buffer instead of being copied.
 const COPY_LIMIT: usize = 64 * 1024;
@@ -20,7 +20,7 @@ pub(super) struct Fixed<'a> {
     pub(super) log: Option<&'a AccessLog>,
     pub(super) fields: &'a [u8],
     /// How answers are compressed.
-    pub(super) compression: &'a CompressionSpec,
+    pub(super) compression: &'a Compression,
 }
 
 /// How to answer a request, noted before the app takes it.

@@ -54,7 +54,7 @@ pub(super) async fn answer(
         &mut res,
         terms.accept_encoding.as_ref(),
         terms.head_only,
-        &shared.config.compression,
+        &shared.compression,
     );
     let (mut parts, body) = res.into_parts();
     for name in &CONNECTION_FIELDS {
