@@ -391,6 +391,15 @@ fn issue35_a_file_compressed_once_is_kept_until_it_changes() {
     assert_eq!(decode("br", &first.body), css().repeat(40).as_bytes());
     let again = request(addr, "/large.css", "Accept-Encoding: br\r\n");
     assert_eq!(again.body, first.body);
+    let mut client = Client::connect(addr);
+    client.send("HEAD /large.css HTTP/1.1\r\nHost: test\r\nAccept-Encoding: br\r\n\r\n");
+    let head = client.response_to(true);
+    assert_eq!(head.header("content-encoding"), Some("br"));
+    assert_eq!(
+        head.header("content-length"),
+        first.header("content-length"),
+        "HEAD of a kept file announces GET's length"
+    );
     let changed = css().repeat(41);
     std::fs::write(root.join("large.css"), &changed).unwrap();
     let later = SystemTime::now() + Duration::from_secs(10);

@@ -19,7 +19,7 @@
 //! A request with a `Range` is noted as accepting no coding: its answer is the
 //! identity's bytes, as ranges of it are. An answer to HEAD announces what GET's
 //! would (`Content-Encoding`, `Vary`, the weak `ETag`) but no length, which only
-//! compressing the body would tell.
+//! compressing the body would tell — unless it is a static file the cache holds.
 //!
 //! The cheap path: an answer whose body is known to be small, or whose type is not of
 //! the list, is left as it is after a comparison or two, allocating nothing.
@@ -129,7 +129,8 @@ pub(crate) fn vary(headers: &mut HeaderMap) {
 }
 
 /// Encodes the answer's body in `coding` and marks it so. A static file's (one that
-/// carries its [`FileVersion`]) small enough for the cache is encoded whole, once.
+/// carries its [`FileVersion`]) small enough for the cache is encoded whole, once; an
+/// answer to HEAD is not encoded (it is never sent) unless the cache has it.
 fn encode(
     res: &mut Response,
     coding: Coding,
@@ -139,15 +140,19 @@ fn encode(
     let spec = &compression.spec;
     let body = std::mem::take(res.body_mut());
     let endless = body.endless;
-    let kept = match head_only {
-        false => compression
-            .files
-            .as_ref()
-            .zip(res.extensions().get::<FileVersion>().copied()),
-        true => None,
-    };
+    let kept = compression
+        .files
+        .as_ref()
+        .zip(res.extensions().get::<FileVersion>().copied());
+    // A kept file answers HEAD too, with the length GET's answer has.
     if let Some(hit) = kept.and_then(|(cache, version)| cache.get(version, coding)) {
         answer_whole(res, body, hit, coding);
+        return Ok(());
+    }
+    if head_only {
+        // No body to compress, and its length is not known without it.
+        *res.body_mut() = Body::from_stream(futures_util::stream::empty::<std::io::Result<_>>());
+        mark(res.headers_mut(), coding);
         return Ok(());
     }
     let repr = match body.repr {
@@ -157,8 +162,6 @@ fn encode(
         repr => repr,
     };
     let mut encoded = match repr {
-        // HEAD: no body to compress, and its length is not known without it.
-        _ if head_only => Body::from_stream(futures_util::stream::empty::<std::io::Result<_>>()),
         Repr::Full(bytes) => {
             let smaller = encoder::encode_all(coding, spec, &bytes)?;
             if let Some((cache, version)) = kept {
