@@ -74,10 +74,12 @@ impl Default for CompressionSpec {
             enabled: true,
             min_size: 1024,
             types: TYPES.iter().map(|t| (*t).to_owned()).collect(),
-            // nginx's `gzip_comp_level` default, and its cost.
-            gzip_level: 1,
-            // Brotli's and Zstandard's fastest levels cost about what gzip's does and
-            // compress text better.
+            // As few bytes as nginx's default (`gzip_comp_level 1`, system zlib) for
+            // less CPU: zlib-rs's level 1 is a quicker algorithm that sent 44% more
+            // (docs/guide/compression.md, "The defaults").
+            gzip_level: 2,
+            // Zstandard's fastest level costs less than gzip's and compresses text
+            // best; Brotli's level 1 about what nginx's gzip does, for far fewer bytes.
             brotli_level: 1,
             zstd_level: 1,
             precompressed: true,
