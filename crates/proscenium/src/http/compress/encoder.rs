@@ -89,6 +89,12 @@ impl Encoder {
         Bytes::from(std::mem::take(self.output()))
     }
 
+    /// Encodes a whole body held in memory.
+    pub(crate) fn encode_all(mut self, data: &[u8]) -> std::io::Result<Bytes> {
+        self.write(data, false)?;
+        self.finish()
+    }
+
     /// Ends the encoding: the bytes still held, and the coding's trailer.
     fn finish(self) -> std::io::Result<Bytes> {
         let out = match self {
@@ -99,17 +105,6 @@ impl Encoder {
         };
         Ok(Bytes::from(out))
     }
-}
-
-/// Encodes a whole body held in memory.
-pub(crate) fn encode_all(
-    coding: Coding,
-    spec: &CompressionSpec,
-    data: &[u8],
-) -> std::io::Result<Bytes> {
-    let mut encoder = Encoder::new(coding, spec)?;
-    encoder.write(data, false)?;
-    encoder.finish()
 }
 
 /// A streamed body as it goes out encoded.
@@ -267,7 +262,10 @@ mod tests {
         let spec = CompressionSpec::default();
         let text = "<p>hello</p>".repeat(1000);
         for coding in Coding::ALL {
-            let encoded = encode_all(coding, &spec, text.as_bytes()).unwrap();
+            let encoded = Encoder::new(coding, &spec)
+                .unwrap()
+                .encode_all(text.as_bytes())
+                .unwrap();
             assert!(encoded.len() < text.len() / 10, "{coding:?}");
             assert_eq!(decode(coding, &encoded), text.as_bytes());
         }

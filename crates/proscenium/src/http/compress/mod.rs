@@ -29,16 +29,15 @@ mod cache;
 mod encoder;
 
 use bytes::Bytes;
+use http::StatusCode;
 use http::header::{self, HeaderMap, HeaderValue};
-use http::{Response as HttpResponse, StatusCode};
-use http_body_util::combinators::UnsyncBoxBody;
 
 pub(crate) use self::accept::{Coding, ranked};
 use self::cache::FileCache;
 use self::encoder::{Encoder, Encoding};
 use crate::config::CompressionSpec;
 use crate::http::body::{FileVersion, Repr};
-use crate::http::{Body, BoxError, Response};
+use crate::http::{Body, Response};
 
 /// How a server compresses: its settings, and its cache of compressed static files.
 #[derive(Debug)]
@@ -82,7 +81,7 @@ pub(crate) fn compress(
 }
 
 /// Whether the answer may be compressed, whatever the request accepts.
-fn is_transformable(res: &HttpResponse<Body>, spec: &CompressionSpec) -> bool {
+fn is_transformable(res: &Response, spec: &CompressionSpec) -> bool {
     let status = res.status();
     if status.is_informational()
         || status == StatusCode::NO_CONTENT
@@ -130,16 +129,15 @@ pub(crate) fn vary(headers: &mut HeaderMap) {
 
 /// Encodes the answer's body in `coding` and marks it so. A static file's (one that
 /// carries its [`FileVersion`]) small enough for the cache is encoded whole, once; an
-/// answer to HEAD is not encoded (it is never sent) unless the cache has it.
+/// answer to HEAD is not encoded (it is never sent) unless the cache has it. On an
+/// error the answer keeps its body, unencoded.
 fn encode(
     res: &mut Response,
     coding: Coding,
     head_only: bool,
     compression: &Compression,
 ) -> std::io::Result<()> {
-    let spec = &compression.spec;
     let body = std::mem::take(res.body_mut());
-    let endless = body.endless;
     let kept = compression
         .files
         .as_ref()
@@ -155,24 +153,44 @@ fn encode(
         mark(res.headers_mut(), coding);
         return Ok(());
     }
+    let encoder = match Encoder::new(coding, &compression.spec) {
+        Ok(encoder) => encoder,
+        Err(e) => {
+            *res.body_mut() = body;
+            return Err(e);
+        }
+    };
+    let endless = body.endless;
     let repr = match body.repr {
+        // A file that cannot be read whole is tried as it is sent, where a failure
+        // ends the answer as any failing body does.
         Repr::File(region) if kept.is_some_and(|(cache, _)| cache.takes(region.len)) => {
-            Repr::Full(encoder::read_whole(&region)?)
+            match encoder::read_whole(&region) {
+                Ok(bytes) => Repr::Full(bytes),
+                Err(_) => Repr::File(region),
+            }
         }
         repr => repr,
     };
-    let mut encoded = match repr {
+    let source = match repr {
         Repr::Full(bytes) => {
-            let smaller = encoder::encode_all(coding, spec, &bytes)?;
+            let smaller = match encoder.encode_all(&bytes) {
+                Ok(smaller) => smaller,
+                Err(e) => {
+                    *res.body_mut() = Body::from(bytes);
+                    return Err(e);
+                }
+            };
             if let Some((cache, version)) = kept {
                 cache.insert(version, coding, smaller.clone());
             }
             answer_whole(res, Body::from(bytes), smaller, coding);
             return Ok(());
         }
-        Repr::File(region) => stream(encoder::file_chunks(region), coding, spec, false)?,
-        Repr::Stream(source) => stream(source, coding, spec, true)?,
+        Repr::File(region) => Encoding::new(encoder::file_chunks(region), encoder, false),
+        Repr::Stream(source) => Encoding::new(source, encoder, true),
     };
+    let mut encoded = Body::from_http_body(source);
     encoded.endless = endless;
     *res.body_mut() = encoded;
     mark(res.headers_mut(), coding);
@@ -201,19 +219,6 @@ fn mark(headers: &mut HeaderMap, coding: Coding) {
     );
     headers.remove(header::CONTENT_LENGTH);
     weaken_etag(headers);
-}
-
-/// Returns `source` encoded in `coding` as it is sent.
-fn stream(
-    source: UnsyncBoxBody<Bytes, BoxError>,
-    coding: Coding,
-    spec: &CompressionSpec,
-    flush_each: bool,
-) -> std::io::Result<Body> {
-    let encoder = Encoder::new(coding, spec)?;
-    Ok(Body::from_http_body(Encoding::new(
-        source, encoder, flush_each,
-    )))
 }
 
 /// Makes a strong `ETag` weak, as the compressed bytes differ from the identity's
