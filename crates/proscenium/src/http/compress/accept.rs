@@ -66,7 +66,7 @@ fn weights(value: &[u8]) -> [u16; 3] {
     let mut any = None;
     for element in value.split(|&b| b == b',') {
         let mut parts = element.split(|&b| b == b';');
-        let name = trim(parts.next().unwrap_or_default());
+        let name = parts.next().unwrap_or_default().trim_ascii();
         let Some(weight) = weight(parts) else {
             continue;
         };
@@ -82,12 +82,12 @@ fn weights(value: &[u8]) -> [u16; 3] {
 /// The weight among an element's parameters: `q=` (RFC 9110 §12.4.2), 1 without one.
 fn weight<'a>(params: impl Iterator<Item = &'a [u8]>) -> Option<u16> {
     for param in params {
-        let param = trim(param);
+        let param = param.trim_ascii();
         if let Some(q) = param
             .strip_prefix(b"q=")
             .or_else(|| param.strip_prefix(b"Q="))
         {
-            return qvalue(trim(q));
+            return qvalue(q.trim_ascii());
         }
     }
     Some(1000)
@@ -112,10 +112,6 @@ fn qvalue(q: &[u8]) -> Option<u16> {
         b"1" if thousandths == 0 => Some(1000),
         _ => None,
     }
-}
-
-fn trim(s: &[u8]) -> &[u8] {
-    s.trim_ascii()
 }
 
 #[cfg(test)]
