@@ -35,6 +35,7 @@ pub(crate) struct Http1 {
     fields: Arc<[u8]>,
     /// The same HSTS as HTTP/2 sends it.
     hsts: Option<HeaderValue>,
+    /// How answers are compressed, and the compressed static files every loop shares.
     compression: Arc<Compression>,
 }
 
