@@ -8,6 +8,7 @@
 mod support;
 
 mod cgi;
+mod compression;
 mod feeds;
 mod http2;
 mod http2_defences;

@@ -81,7 +81,9 @@ pub use self::app::{
     App, Handler, Html, IntoResponse, Json, Middleware, Next, Path, Query, Reply, Response,
     blocking, blocking_on, inline,
 };
-pub use self::config::{Config, Dispatch, Http2Spec, Limits, Model, ModelSpec, Timeouts};
+pub use self::config::{
+    CompressionSpec, Config, Dispatch, Http2Spec, Limits, Model, ModelSpec, Timeouts,
+};
 pub use self::error::Error;
 pub use self::http::{Body, Request};
 pub use self::launch::main;

@@ -6,6 +6,7 @@
 //! deployment has — defaults, the app's own defaults, the file, `PROSCENIUM_*`
 //! variables and flags, in that order — and remembers where each value came from.
 
+mod compression;
 mod http2;
 mod sources;
 pub(crate) mod value;
@@ -17,6 +18,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use self::compression::CompressionSpec;
 pub use self::http2::Http2Spec;
 pub use self::sources::{ConfigError, Entry, Flag, Origin, Settings, Sources};
 pub use self::value::parse_bind;
@@ -111,6 +113,9 @@ pub struct Config {
     pub tls: crate::tls::TlsSpec,
     /// HTTP/2: on or off, its windows and its streams per connection.
     pub http2: Http2Spec,
+    /// Compression of answers by the request's `Accept-Encoding`: on or off, the types
+    /// and sizes compressed, each coding's level, precompressed static files.
+    pub compression: CompressionSpec,
     /// The app's database, for the app to connect to (Proscenium itself does not):
     /// `[database] url`, or `PROSCENIUM_DATABASE_URL` — Play's `db.default.url`.
     pub database: DatabaseSpec,
@@ -281,6 +286,7 @@ impl Default for Config {
             client: crate::client::ClientSpec::default(),
             tls: crate::tls::TlsSpec::default(),
             http2: Http2Spec::default(),
+            compression: CompressionSpec::default(),
             database: DatabaseSpec::default(),
         }
     }

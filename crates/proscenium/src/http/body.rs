@@ -39,6 +39,29 @@ pub(crate) enum Repr {
     Stream(UnsyncBoxBody<Bytes, BoxError>),
 }
 
+/// Which version of a file: what one `stat` tells apart. Static files note it on a
+/// whole file's answer, for the cache of compressed files (`http::compress`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct FileVersion {
+    /// Device and inode: a file replaced by another of the same length and time is
+    /// not the same file.
+    pub(crate) identity: (u64, u64),
+    pub(crate) len: u64,
+    pub(crate) modified: std::time::SystemTime,
+}
+
+impl FileVersion {
+    /// Returns the version of the file `meta` describes.
+    pub(crate) fn of(meta: &std::fs::Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        Self {
+            identity: (meta.dev(), meta.ino()),
+            len: meta.len(),
+            modified: meta.modified().unwrap_or(std::time::UNIX_EPOCH),
+        }
+    }
+}
+
 /// A byte range of an open file, sent without copying it into memory.
 #[derive(Debug)]
 pub(crate) struct FileRegion {

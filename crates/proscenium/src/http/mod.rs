@@ -4,6 +4,7 @@
 
 pub(crate) mod access_log;
 pub(crate) mod body;
+pub(crate) mod compress;
 pub(crate) mod date;
 pub(crate) mod error_page;
 pub(crate) mod fields;

@@ -7,7 +7,6 @@
 use std::cell::RefCell;
 use std::path::PathBuf;
 use std::rc::Rc;
-use std::time::SystemTime;
 
 use bytes::Bytes;
 use tokio::sync::oneshot;
@@ -15,14 +14,7 @@ use tokio::sync::oneshot;
 use super::StaticFiles;
 
 /// Which version of a file: what one `stat` tells apart.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Version {
-    /// Device and inode: a file replaced by another of the same length and time is
-    /// not the same file.
-    pub(crate) identity: (u64, u64),
-    pub(crate) len: u64,
-    pub(crate) modified: SystemTime,
-}
+pub(crate) use crate::http::body::FileVersion as Version;
 
 /// A file's content, and the version of it that was read.
 #[derive(Debug, Clone)]

@@ -49,6 +49,7 @@ pub fn configure(mut app: App, config: &Config) -> Result<App, LuaAppError> {
         // The configuration, where passwords go, is never served (issue 33).
         let mut files = StaticFiles::new(root)
             .show_dotfiles(config.show_dotfiles)
+            .precompressed(config.compression.precompressed)
             .withhold(root.join("proscenium.toml"));
         if let Some(file) = &config.file {
             files = files.withhold(file);

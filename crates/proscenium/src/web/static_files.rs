@@ -1,5 +1,7 @@
 //! Static files below a root directory: content types, validators and 304s, single
-//! byte ranges, index files and directory listings, never anything outside the root.
+//! byte ranges, index files and directory listings, precompressed siblings
+//! (`style.css.br`), never anything outside the root. (A file without a sibling is
+//! compressed, if at all, as any answer is: `http::compress`.)
 //!
 //! The handler runs inline on the loop: `stat`, `open` and small reads hit the page
 //! cache and take microseconds; large files are not read at all but sent with
@@ -23,7 +25,7 @@ use nix::fcntl::{OFlag, OpenHow, ResolveFlag, openat2};
 use super::file_cache::{self, Cached, Found, Lookup, Version};
 use super::listing;
 use crate::app::{Handler, Mode, Reply, Response, error};
-use crate::http::{Body, Request};
+use crate::http::{Body, Request, compress};
 
 /// Files up to this size are read into memory and written with the head in one write;
 /// larger ones are sent with sendfile.
@@ -46,6 +48,8 @@ const READ_LIMIT: u64 = 64 * 1024;
 pub struct StaticFiles {
     root: Arc<Root>,
     show_dotfiles: bool,
+    /// Whether a file's precompressed sibling is served (see [`Self::precompressed`]).
+    precompressed: bool,
     withheld: Arc<[Withheld]>,
 }
 
@@ -80,6 +84,7 @@ impl StaticFiles {
         Self {
             root: Arc::new(Root { path, dir }),
             show_dotfiles: false,
+            precompressed: true,
             withheld: Arc::new([]),
         }
     }
@@ -125,6 +130,17 @@ impl StaticFiles {
         self
     }
 
+    /// Serves a file's precompressed sibling — `style.css.zst`, `.br` or `.gz` — to a
+    /// client that accepts its coding (the one it ranks first among those present),
+    /// when the sibling is not older than the file, with the file's type, as nginx's
+    /// `gzip_static` and Caddy's `precompressed` do. On by default
+    /// (`[compression] precompressed`); a request for a range gets the file's.
+    #[must_use]
+    pub fn precompressed(mut self, serve: bool) -> Self {
+        self.precompressed = serve;
+        self
+    }
+
     fn serve(&self, req: &Request) -> Response {
         if req.method() != Method::GET && req.method() != Method::HEAD {
             let mut res = error(
@@ -155,7 +171,7 @@ impl StaticFiles {
             // `/file.txt/` names a directory, which a file is not (nginx: 404); served,
             // the file's relative links would resolve below it.
             Ok((meta, file)) if meta.is_file() && !names_directory => {
-                serve_file(req, file, &relative, &meta)
+                self.answer_file(req, file, &relative, &meta)
             }
             // A FIFO, socket or device: 404 as nginx answers, saying nothing of what the
             // name is, since only regular files and directories are ever served.
@@ -207,7 +223,7 @@ impl StaticFiles {
             Ok((meta, file))
                 if meta.is_file() && !self.is_withheld(&index, Some((meta.dev(), meta.ino()))) =>
             {
-                serve_file(req, file, &index, &meta)
+                self.answer_file(req, file, &index, &meta)
             }
             _ => listing::render(
                 req,
@@ -217,6 +233,50 @@ impl StaticFiles {
                 &|name| self.follow(&relative.join(name)),
             ),
         }
+    }
+
+    /// Serves the regular file `relative`, opened as `file`: its precompressed sibling
+    /// when there is one to serve, else the file itself.
+    fn answer_file(&self, req: &Request, file: File, relative: &Path, meta: &Metadata) -> Response {
+        let modified = meta.modified().unwrap_or(UNIX_EPOCH);
+        self.sibling(req, relative, modified)
+            .unwrap_or_else(|| serve_file(req, file, relative, meta))
+    }
+
+    /// The answer from `relative`'s precompressed sibling (see [`Self::precompressed`]),
+    /// if one is to be served: the first one not older than the file (`modified`), a
+    /// regular file below the root and not withheld, in the codings the request
+    /// accepts, most wanted first.
+    fn sibling(&self, req: &Request, relative: &Path, modified: SystemTime) -> Option<Response> {
+        if !self.precompressed || req.headers().contains_key(header::RANGE) {
+            return None;
+        }
+        let accepted = req.headers().get(header::ACCEPT_ENCODING)?;
+        compress::ranked(accepted.as_bytes()).find_map(|coding| {
+            let mut name = relative.as_os_str().to_owned();
+            name.push(".");
+            name.push(coding.extension());
+            let path = PathBuf::from(name);
+            let file = self
+                .open_beneath(&path, OFlag::O_RDONLY | OFlag::O_NONBLOCK)
+                .ok()?;
+            let found = file.metadata().ok()?;
+            let usable = found.is_file()
+                && found.modified().is_ok_and(|m| m >= modified)
+                && !self.is_withheld(&path, Some((found.dev(), found.ino())));
+            if !usable {
+                return None;
+            }
+            // The file's name gives the type: the sibling's would be gzip's.
+            let mut res = serve_file(req, file, relative, &found);
+            let headers = res.headers_mut();
+            headers.insert(
+                header::CONTENT_ENCODING,
+                HeaderValue::from_static(coding.name()),
+            );
+            compress::vary(headers);
+            Some(res)
+        })
     }
 
     /// Answers `req` from this thread's cache of small files, when it has one, the
@@ -247,7 +307,10 @@ impl StaticFiles {
         // a cache (the cache reads the file meanwhile).
         match answer.try_recv() {
             Ok(Some(cached)) if !self.is_withheld(&relative, Some(cached.version.identity)) => {
-                Ok(Reply::ready(serve_cached(&req, &cached, &relative)))
+                let res = self
+                    .sibling(&req, &relative, cached.version.modified)
+                    .unwrap_or_else(|| serve_cached(&req, &cached, &relative));
+                Ok(Reply::ready(res))
             }
             _ => Err(req),
         }
@@ -273,11 +336,7 @@ impl StaticFiles {
         if !meta.is_file() {
             return Ok(None);
         }
-        let version = Version {
-            identity: (meta.dev(), meta.ino()),
-            len: meta.len(),
-            modified: meta.modified().unwrap_or(UNIX_EPOCH),
-        };
+        let version = Version::of(&meta);
         if meta.len() > READ_LIMIT {
             return Ok(Some(Found::Large(version)));
         }
@@ -529,15 +588,16 @@ fn parse_range(value: &str, len: u64) -> Range {
 /// Serves one opened regular file (`path` names it for its type): 200, 206, 304 or 416.
 fn serve_file(req: &Request, file: File, path: &Path, meta: &Metadata) -> Response {
     let validators = Validators::of(meta);
-    respond(req, path, &validators, meta.len(), |offset, count| {
+    let res = respond(req, path, &validators, meta.len(), |offset, count| {
         body(file, offset, count, req.method() == Method::HEAD)
-    })
+    });
+    noting(res, Version::of(meta))
 }
 
 /// Serves a file's content from a cache, as [`serve_file`] serves the file.
 fn serve_cached(req: &Request, cached: &Cached, path: &Path) -> Response {
     let Version { len, modified, .. } = cached.version;
-    respond(
+    let res = respond(
         req,
         path,
         &Validators::new(len, modified),
@@ -549,7 +609,17 @@ fn serve_cached(req: &Request, cached: &Cached, path: &Path) -> Response {
             );
             Ok(Body::from(cached.bytes.slice(start..end)))
         },
-    )
+    );
+    noting(res, cached.version)
+}
+
+/// Notes on a whole file's answer which version of the file it is, by which the
+/// server keeps the file compressed (`http::compress`).
+fn noting(mut res: Response, version: Version) -> Response {
+    if res.status() == StatusCode::OK {
+        res.extensions_mut().insert(version);
+    }
+    res
 }
 
 /// The answer to `req` for a file of `len` bytes with `validators` (`path` names it

@@ -9,6 +9,7 @@ use super::encode::{self, ResponseFraming};
 use crate::http::Response;
 use crate::http::access_log::{AccessLog, LineHead};
 use crate::http::body::Repr;
+use crate::http::compress::{self, Compression};
 use crate::http::invoke;
 
 /// Bodies larger than this are written from their own buffer instead of being copied.
@@ -18,6 +19,8 @@ const COPY_LIMIT: usize = 64 * 1024;
 pub(super) struct Fixed<'a> {
     pub(super) log: Option<&'a AccessLog>,
     pub(super) fields: &'a [u8],
+    /// How answers are compressed.
+    pub(super) compression: &'a Compression,
 }
 
 /// How to answer a request, noted before the app takes it.
@@ -26,6 +29,8 @@ pub(super) struct Terms {
     pub(super) head_only: bool,
     /// The request's `Accept`, for an error page.
     pub(super) accept: Option<HeaderValue>,
+    /// The request's `Accept-Encoding`, for compression (`None` with a `Range`).
+    pub(super) accept_encoding: Option<HeaderValue>,
     pub(super) keep_alive: bool,
     /// What the access log needs of the request: only with a log.
     pub(super) line: Option<Box<LineHead>>,
@@ -38,6 +43,7 @@ impl Terms {
             version: Version::HTTP_11,
             head_only: false,
             accept: None,
+            accept_encoding: None,
             keep_alive: false,
             line,
         }
@@ -73,6 +79,12 @@ pub(super) fn buffer(
 ) -> Result<Persistence, Unsent> {
     let log = server.log;
     invoke::fill_error_body(&mut res, terms.accept.as_ref());
+    compress::compress(
+        &mut res,
+        terms.accept_encoding.as_ref(),
+        terms.head_only,
+        server.compression,
+    );
     let (parts, body) = res.into_parts();
     let endless = body.endless;
     let framing = ResponseFraming::choose(parts.status, body.exact_len(), terms.version);

@@ -442,6 +442,7 @@ impl Conn {
             mut req,
             keep_alive,
             accept,
+            accept_encoding,
             ..
         } = message;
         self.served += 1;
@@ -451,6 +452,7 @@ impl Conn {
             version: req.version(),
             head_only: req.method() == Method::HEAD,
             accept,
+            accept_encoding,
             keep_alive: keep_alive && self.served < limit,
             line: self
                 .shared

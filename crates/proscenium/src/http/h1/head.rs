@@ -38,6 +38,9 @@ pub(crate) struct Head {
     pub(crate) expect_continue: bool,
     /// The request's (first) `Accept`: whether an error page is HTML or text.
     pub(crate) accept: Option<HeaderValue>,
+    /// The request's (first) `Accept-Encoding`, for compressing the answer; `None`
+    /// with a `Range` (see `http::compress`).
+    pub(crate) accept_encoding: Option<HeaderValue>,
 }
 
 /// Parses a request head from the start of `buf` and takes it off.
@@ -179,6 +182,8 @@ struct Seen<'a> {
     connection: bool,
     expect: bool,
     accept: bool,
+    accept_encoding: bool,
+    range: bool,
 }
 
 /// The shortest name too long for a `HeaderName`.
@@ -191,6 +196,7 @@ impl<'a> Seen<'a> {
             let is = |known: &HeaderName| name.eq_ignore_ascii_case(known.as_str().as_bytes());
             // The length first: most names are none of these, and differ in it.
             match name.len() {
+                5 if is(&header::RANGE) => seen.range = true,
                 4 if is(&header::HOST) => {
                     seen.hosts += 1;
                     seen.host = value;
@@ -199,6 +205,7 @@ impl<'a> Seen<'a> {
                 6 if is(&header::ACCEPT) => seen.accept = true,
                 10 if is(&header::CONNECTION) => seen.connection = true,
                 14 if is(&header::CONTENT_LENGTH) => seen.content_length = true,
+                15 if is(&header::ACCEPT_ENCODING) => seen.accept_encoding = true,
                 17 if is(&header::TRANSFER_ENCODING) => seen.transfer_encoding = true,
                 NAME_TOO_LONG.. => return Err(ParseError::Malformed("invalid header name")),
                 _ => {}
@@ -249,6 +256,10 @@ fn interpret(
         true => fields.first(&header::ACCEPT),
         false => None,
     };
+    let accept_encoding = match seen.accept_encoding && !seen.range {
+        true => fields.first(&header::ACCEPT_ENCODING),
+        false => None,
+    };
     // RFC 9112 §3.2.2: an absolute-form target's authority is the host; a received
     // Host is ignored. (Rare — proxies' form — so the header table is built for it.)
     let authority = match (uri.scheme(), uri.authority()) {
@@ -265,6 +276,7 @@ fn interpret(
         keep_alive,
         expect_continue: expect_continue && version == Version::HTTP_11,
         accept,
+        accept_encoding,
     })
 }
 

@@ -16,6 +16,7 @@ use super::conn::{self, Start};
 use super::idle::Shelf;
 use crate::Config;
 use crate::http::access_log::AccessLog;
+use crate::http::compress::Compression;
 use crate::http::intake::Bodies;
 use crate::http::response::Respond;
 use crate::rt::{
@@ -34,6 +35,8 @@ pub(crate) struct Http1 {
     fields: Arc<[u8]>,
     /// The same HSTS as HTTP/2 sends it.
     hsts: Option<HeaderValue>,
+    /// How answers are compressed, and the compressed static files every loop shares.
+    compression: Arc<Compression>,
 }
 
 impl Http1 {
@@ -50,6 +53,7 @@ impl Http1 {
         let bodies = Bodies::new(&config.limits);
         let hsts = hsts(&config.tls);
         Self {
+            compression: Arc::new(Compression::new(&config.compression)),
             fields: hsts
                 .as_ref()
                 .map_or_else(Vec::new, |value| {
@@ -76,6 +80,7 @@ impl Protocol for Http1 {
             bodies: self.bodies.clone(),
             fields: self.fields.clone(),
             hsts: self.hsts.clone(),
+            compression: self.compression.clone(),
             closing: Cell::new(false),
             sleepers: Sleepers::default(),
             shelf: OnceCell::new(),
@@ -103,6 +108,7 @@ impl Protocol for Http1 {
         let fixed = answer::Fixed {
             log: self.log.as_ref(),
             fields: &self.fields,
+            compression: &self.compression,
         };
         let _ = answer::buffer(&mut out, res, &mut terms, true, &fixed);
         out
@@ -124,6 +130,8 @@ pub(crate) struct Http1Loop {
     fields: Arc<[u8]>,
     /// `Strict-Transport-Security`, over TLS when configured, for HTTP/2's answers.
     pub(crate) hsts: Option<HeaderValue>,
+    /// How answers are compressed, and the server's compressed static files.
+    pub(crate) compression: Arc<Compression>,
     /// The server's room for request bodies that wait for more bytes.
     pub(crate) bodies: Bodies,
     /// Whether shutdown has begun, as this loop learnt it: read on every request, so a
@@ -160,6 +168,7 @@ impl Http1Loop {
         answer::Fixed {
             log: self.log.as_ref(),
             fields: &self.fields,
+            compression: &self.compression,
         }
     }
 }

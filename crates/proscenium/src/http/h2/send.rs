@@ -17,7 +17,7 @@ use http_body_util::combinators::UnsyncBoxBody;
 use super::stream::Terms;
 use crate::http::body::{FileRegion, Repr};
 use crate::http::h1::Http1Loop;
-use crate::http::{BoxError, Response, invoke};
+use crate::http::{BoxError, Response, compress, invoke};
 
 /// Bytes of a file read at a time (at most; less when the window is smaller).
 const FILE_CHUNK: usize = 64 * 1024;
@@ -50,6 +50,12 @@ pub(super) async fn answer(
     shared: &Http1Loop,
 ) {
     invoke::fill_error_body(&mut res, terms.accept.as_ref());
+    compress::compress(
+        &mut res,
+        terms.accept_encoding.as_ref(),
+        terms.head_only,
+        &shared.compression,
+    );
     let (mut parts, body) = res.into_parts();
     for name in &CONNECTION_FIELDS {
         parts.headers.remove(name);

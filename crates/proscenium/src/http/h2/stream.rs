@@ -24,6 +24,8 @@ const CLIENT_GONE: u16 = 499;
 pub(super) struct Terms {
     pub(super) head_only: bool,
     pub(super) accept: Option<HeaderValue>,
+    /// The request's `Accept-Encoding`, for compression (`None` with a `Range`).
+    pub(super) accept_encoding: Option<HeaderValue>,
     pub(super) line: Option<Box<LineHead>>,
 }
 
@@ -50,6 +52,10 @@ pub(super) async fn serve(
     let mut terms = Terms {
         head_only: parts.method == Method::HEAD,
         accept: parts.headers.get(header::ACCEPT).cloned(),
+        accept_encoding: match parts.headers.contains_key(header::RANGE) {
+            true => None,
+            false => parts.headers.get(header::ACCEPT_ENCODING).cloned(),
+        },
         line: None,
     };
     let announced = parts
