@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2034 # CMD and PORT are read through start_all
-# HTTP/2 (issue 35): Proscenium against nginx (Debian's 1.22) and h2o (Debian's 2.2,
-# the fastest HTTP/2 server of the C world), each with one loop / worker / thread on
-# core 0, h2load on core 1: /plaintext (nginx answers it from its config, h2o from a
-# file of 13 bytes: h2o has no literal answer) and a 1 KB static file, over TLS (ALPN
+# HTTP/2 (issue 35): Proscenium (`examples/hello serve DIR`: its route answers
+# /plaintext, DIR's files the rest) against nginx (Debian's 1.22) and h2o (Debian's
+# 2.2, the fastest HTTP/2 server of the C world), each with one loop / worker / thread
+# on core 0, h2load on core 1: /plaintext (nginx answers it from its config, h2o from
+# a file of 13 bytes: h2o has no literal answer) and a 1 KB static file, over TLS (ALPN
 # h2, the same ECDSA P-256 certificate as bench/tls.sh) and in cleartext (h2c, prior
 # knowledge), CONNS connections of STREAMS streams each (`h2load -c CONNS -m
 # STREAMS`). Server CPU per request from /proc; every failed or errored request is
@@ -71,8 +72,8 @@ hosts:
         file.dir: $site
 CONF
 declare -A CMD=(
-  [proscenium-tls]="$PRIORITY $RELEASE_DIR/proscenium serve $site --bind 127.0.0.1:8443 --loops 1 $tls_flags"
-  [proscenium-h2c]="$PRIORITY $RELEASE_DIR/proscenium serve $site --bind 127.0.0.1:8444 --loops 1"
+  [proscenium-tls]="$PRIORITY $RELEASE_DIR/hello serve $site --bind 127.0.0.1:8443 --loops 1 $tls_flags"
+  [proscenium-h2c]="$PRIORITY $RELEASE_DIR/hello serve $site --bind 127.0.0.1:8444 --loops 1"
   [nginx-tls]="$PRIORITY nginx -c $(nginx_conf "$work/nginx-tls" 8453 "$site" "$nginx_tls" "ssl http2")"
   [nginx-h2c]="$PRIORITY nginx -c $(nginx_conf "$work/nginx-h2c" 8454 "$site" "$nginx_h2c" http2)"
   [h2o-tls]="$PRIORITY h2o -c $work/h2o.conf"
@@ -87,7 +88,7 @@ for server in "${servers[@]}"; do
   if [ "$server" = h2o ]; then
     PID[h2o-h2c]="${PID[h2o-tls]}"
   else
-    start_all /1k.bin "$server-h2c"
+    CURL_FLAGS=--http2-prior-knowledge start_all /1k.bin "$server-h2c"
   fi
   check_answer --file "https://127.0.0.1:${PORT[$server-tls]}/1k.bin" "$site/1k.bin"
 done

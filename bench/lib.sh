@@ -48,12 +48,14 @@ start_server() {
   SERVER_PIDS+=("$SERVER_PID")
 }
 
-# Waits until URL answers 200, up to 10 s.
+# Waits until URL answers 200, up to 10 s (curl with CURL_FLAGS, if set: bench/h2.sh's
+# cleartext HTTP/2 servers answer only --http2-prior-knowledge).
 wait_ready() {
   local url="$1"
   for _ in $(seq 100); do
     # -k: bench/tls.sh's servers present a certificate of their own.
-    [ "$(curl -sk -o /dev/null -w '%{http_code}' "$url")" = 200 ] && return 0
+    # shellcheck disable=SC2086 # CURL_FLAGS is a list of flags
+    [ "$(curl -sk ${CURL_FLAGS:-} -o /dev/null -w '%{http_code}' "$url")" = 200 ] && return 0
     sleep 0.1
   done
   echo "server at $url did not come up" >&2
