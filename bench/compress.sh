@@ -50,7 +50,8 @@ while size < 300 * 1024:
     size += len(rule)
 open(f"{site}/style.css", "w").write("".join(rules))
 PY
-nginx_gzip="gzip on;
+nginx_gzip="types { application/json json; text/css css; }
+    gzip on;
     gzip_types application/json text/css;
     gzip_min_length 1024;"
 declare -A CMD=(
