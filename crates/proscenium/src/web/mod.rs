@@ -3,6 +3,7 @@
 //! [`Config`]. (The access log and error pages are the connection's:
 //! `http::access_log`, `http::error_page`.)
 
+mod conditional;
 pub(crate) mod file_cache;
 mod listing;
 mod static_files;
