@@ -77,21 +77,9 @@ wire_bytes() {
   curl -s -H "Accept-Encoding: $coding" -o /dev/null -w '%{size_download}' "$url"
 }
 
-# Runs wrk against SERVER's PATH asking for CODING; prints "requests per_s failures
-# cpu_us_per_request".
+# Runs wrk against SERVER's PATH asking for CODING; prints `wrk_row`'s columns.
 row() {
-  local server="$1" path="$2" coding="$3" before after out
-  before="$(cpu_ticks "${PID[$server]}")"
-  # shellcheck disable=SC2086 # PRIORITY is a command and its arguments
-  out="$(taskset -c "$LOAD_CORE" $PRIORITY wrk -t1 -c16 -d"${DURATION}s" -H "Accept-Encoding: $coding" \
-    "http://127.0.0.1:${PORT[$server]}$path")"
-  after="$(cpu_ticks "${PID[$server]}")"
-  echo "$out" | awk -v t=$((after - before)) -v hz="$CLK_TCK" '
-    /requests in/ { r = $1 }
-    /Requests\/sec/ { rps = $2 }
-    /Socket errors/ { gsub(/,/, ""); failed += $4 + $6 + $8 + $10 }
-    /Non-2xx/ { failed += $5 }
-    END { printf "%d %.0f %d %.2f\n", r, rps, failed, (r > 0 ? t / hz * 1e6 / r : 0) }'
+  wrk_row "${PID[$1]}" -c16 -H "Accept-Encoding: $3" "http://127.0.0.1:${PORT[$1]}$2"
 }
 
 # Prints one row per run: "server scenario round requests per_s failures cpu_us/req

@@ -30,14 +30,8 @@ need curl
 need openssl
 build_proscenium
 
-certs="$BENCH_DIR/tls/certs"
-if [ ! -f "$certs/cert.pem" ]; then
-  mkdir -p "$certs"
-  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 3650 \
-    -subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
-    -keyout "$certs/key.pem" -out "$certs/cert.pem" 2>/dev/null
-fi
-chmod a+r "$certs"/*.pem
+tls_certs
+certs="$CERTS"
 tls_flags="--tls-cert $certs/cert.pem --tls-key $certs/key.pem"
 
 work="$(mktemp -d)"

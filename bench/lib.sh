@@ -275,3 +275,35 @@ http {
 CONF
   echo "$dir/nginx.conf"
 }
+
+# Makes the benchmarks' TLS certificate once (ECDSA P-256 for localhost and 127.0.0.1,
+# openssl, in bench/tls/certs/), readable by nginx's and h2o's workers; sets CERTS to
+# its directory.
+tls_certs() {
+  CERTS="$BENCH_DIR/tls/certs"
+  if [ ! -f "$CERTS/cert.pem" ]; then
+    mkdir -p "$CERTS"
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 3650 \
+      -subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
+      -keyout "$CERTS/key.pem" -out "$CERTS/cert.pem" 2>/dev/null
+  fi
+  chmod a+r "$CERTS"/*.pem
+}
+
+# Runs wrk (-t1, on the load core, under PRIORITY if set) with ARGS, the URL last,
+# against the server of PID; prints "requests per_s failures cpu_us_per_request"
+# (failures: socket errors, timeouts and non-2xx answers).
+wrk_row() {
+  local pid="$1" before after out
+  shift
+  before="$(cpu_ticks "$pid")"
+  # shellcheck disable=SC2086 # PRIORITY is a command and its arguments
+  out="$(taskset -c "$LOAD_CORE" ${PRIORITY:-} wrk -t1 -d"${DURATION}s" "$@")"
+  after="$(cpu_ticks "$pid")"
+  echo "$out" | awk -v t=$((after - before)) -v hz="$CLK_TCK" '
+    /requests in/ { r = $1 }
+    /Requests\/sec/ { rps = $2 }
+    /Socket errors/ { gsub(/,/, ""); failed += $4 + $6 + $8 + $10 }
+    /Non-2xx/ { failed += $5 }
+    END { printf "%d %.0f %d %.2f\n", r, rps, failed, (r > 0 ? t / hz * 1e6 / r : 0) }'
+}

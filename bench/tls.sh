@@ -41,14 +41,8 @@ need openssl
 (cd "$BENCH_DIR/tls" && CARGO_TARGET_DIR="$PEERS_TARGET" cargo build --release --quiet)
 TOOL="$PEERS_TARGET/release/tls-bench"
 
-certs="$BENCH_DIR/tls/certs"
-if [ ! -f "$certs/cert.pem" ]; then
-  mkdir -p "$certs"
-  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 3650 \
-    -subj /CN=localhost -addext subjectAltName=DNS:localhost,IP:127.0.0.1 \
-    -keyout "$certs/key.pem" -out "$certs/cert.pem" 2>/dev/null
-fi
-chmod a+r "$certs"/*.pem
+tls_certs
+certs="$CERTS"
 tls_flags="--tls-cert $certs/cert.pem --tls-key $certs/key.pem"
 
 work="$(mktemp -d)"
@@ -103,20 +97,9 @@ handshake_row() {
     '{ printf "%s %.0f %.1f\n", $0, t / hz / d * 100, ($1 > 0 ? t / hz * 1e6 / $1 : 0) }'
 }
 
-# Runs wrk over HTTPS against SERVER's PATH; prints "requests per_s failures
-# cpu_us_per_request" (failures: socket errors, timeouts and non-2xx answers).
+# Runs wrk over HTTPS against SERVER's PATH; prints `wrk_row`'s columns.
 keepalive_row() {
-  local server="$1" path="$2" before after out
-  before="$(cpu_ticks "${PID[$server]}")"
-  # shellcheck disable=SC2086 # PRIORITY is a command and its arguments
-  out="$(taskset -c "$LOAD_CORE" $PRIORITY wrk -t1 -c64 -d"${DURATION}s" "https://127.0.0.1:${PORT[$server]}$path")"
-  after="$(cpu_ticks "${PID[$server]}")"
-  echo "$out" | awk -v t=$((after - before)) -v hz="$CLK_TCK" '
-    /requests in/ { r = $1 }
-    /Requests\/sec/ { rps = $2 }
-    /Socket errors/ { gsub(/,/, ""); failed += $4 + $6 + $8 + $10 }
-    /Non-2xx/ { failed += $5 }
-    END { printf "%d %.0f %d %.2f\n", r, rps, failed, (r > 0 ? t / hz * 1e6 / r : 0) }'
+  wrk_row "${PID[$1]}" -c64 "https://127.0.0.1:${PORT[$1]}$2"
 }
 
 # Prints one row per run: "server scenario round" and the part's columns.
