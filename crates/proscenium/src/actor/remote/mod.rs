@@ -233,14 +233,17 @@ impl Node {
         };
         let runtime = handle_rx.await.map_err(|_| RemoteError::Left)?;
         let connecting = target.clone();
-        let redis_connection = runtime
-            .spawn(async move { crate::stream::manager(&connecting, None).await })
-            .await
-            .map_err(|_| RemoteError::Left)?
-            .map_err(|e| match e {
-                crate::stream::StreamError::Redis(e) => RemoteError::Redis(e),
-                crate::stream::StreamError::Wire(_) => RemoteError::Left,
-            })?;
+        let redis_connection =
+            runtime
+                .spawn(async move {
+                    crate::stream::manager(&connecting, crate::stream::REPLY_WITHIN).await
+                })
+                .await
+                .map_err(|_| RemoteError::Left)?
+                .map_err(|e| match e {
+                    crate::stream::StreamError::Redis(e) => RemoteError::Redis(e),
+                    crate::stream::StreamError::Wire(_) => RemoteError::Left,
+                })?;
         let inner = Arc::new(Inner {
             id,
             target,

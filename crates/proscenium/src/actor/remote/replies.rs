@@ -59,7 +59,7 @@ impl Waiting {
 pub(super) async fn read(inner: Arc<Inner>) {
     let stream = inner.replies_key(&inner.id);
     let mut redis = loop {
-        match crate::stream::manager(&inner.target, Some(READ_WAIT * 20)).await {
+        match crate::stream::manager(&inner.target, READ_WAIT * 20).await {
             Ok(redis) => break redis,
             Err(error) if !inner.stopping() => {
                 tracing::warn!(%error, "cannot reach Redis for replies: trying again");
