@@ -19,12 +19,36 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
-/// A port nothing listens on now.
+/// A loopback port nothing listens on now, and that no socket bound to port 0 will be
+/// given meanwhile: it is picked below the kernel's ephemeral range, so a server (or
+/// Pebble) told it binds it later without another test's listener or client taking
+/// it first — which a port the kernel chose, let go and chose again for the next
+/// `bind(0)` allowed while a whole suite ran.
 pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .unwrap()
-        .port()
+    let ephemeral = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|range| range.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    // Below the ephemeral range, above the well-known ports and those of most
+    // services a machine runs.
+    let (low, high) = (ephemeral.saturating_sub(12_000).max(1024), ephemeral);
+    // From a random place, then onwards: no two calls of a process give one port.
+    static BASE: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    static GIVEN: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let base = *BASE.get_or_init(|| {
+        std::hash::BuildHasher::hash_one(
+            &std::collections::hash_map::RandomState::new(),
+            std::process::id(),
+        )
+    });
+    let span = u64::from(high - low);
+    (0..span)
+        .map(|_| {
+            let next = base.wrapping_add(GIVEN.fetch_add(1, Ordering::Relaxed));
+            low + u16::try_from(next % span).unwrap_or(0)
+        })
+        .find(|port| TcpListener::bind((Ipv4Addr::LOCALHOST, *port)).is_ok())
+        .expect("a free port below the ephemeral range")
 }
 
 /// How long a server a test starts may take to answer while it runs: long, for a
