@@ -1,6 +1,6 @@
 //! Live feeds over real sockets: a hub's posts to an event stream (resumed after
 //! `Last-Event-ID`) and to a WebSocket, and an event stream ended when shutdown
-//! begins — under every model.
+//! begins — under every model; the event stream over HTTP/2 too.
 
 use std::time::{Duration, Instant};
 
@@ -9,6 +9,7 @@ use proscenium::sse::LastEventId;
 use proscenium::ws::WebSocketUpgrade;
 use proscenium::{App, Bytes, StatusCode, inline};
 
+use crate::support::h2::{H2, request};
 use crate::support::{self, Client};
 use crate::websocket;
 
@@ -202,4 +203,53 @@ fn issue33_published_bodies_release_the_body_budget_and_the_history_is_bounded_i
         "the history holds {held} bytes of payloads"
     );
     assert_eq!(post(&mut client, "/publish", (1 << 20) + 1), 413);
+}
+
+#[test]
+fn issue35_an_event_stream_carries_posts_over_http2() {
+    let hub = Hub::new();
+    let server = support::start(app(&hub));
+    let h2 = H2::connect(server.local_addr());
+    let send = h2.sender();
+    h2.block_on(async move {
+        let mut send = send.ready().await.expect("a stream");
+        let (answer, _) = send
+            .send_request(request("GET", "/events"), true)
+            .expect("a request");
+        let res = tokio::time::timeout(Duration::from_secs(60), answer)
+            .await
+            .expect("a head within a minute")
+            .expect("a head");
+        assert_eq!(res.status(), 200);
+        assert_eq!(res.headers()["content-type"], "text/event-stream");
+        assert!(
+            !res.headers().contains_key("transfer-encoding"),
+            "HTTP/2 frames the body itself"
+        );
+        let mut body = res.into_body();
+        let mut read = String::new();
+        let mut next = async || {
+            let chunk = body.data().await.expect("the stream open")?;
+            let _ = body.flow_control().release_capacity(chunk.len());
+            Ok::<_, h2::Error>(String::from_utf8(chunk.to_vec()).unwrap())
+        };
+        // Published until heard: the subscription is made once the request is served.
+        let began = Instant::now();
+        loop {
+            hub.publish("/picture/1/likes", "hello").unwrap();
+            if let Ok(chunk) = tokio::time::timeout(Duration::from_millis(100), next()).await {
+                read.push_str(&chunk.expect("a chunk"));
+                break;
+            }
+            assert!(began.elapsed() < Duration::from_secs(10), "never heard");
+        }
+        hub.publish("/picture/1/likes", "one").unwrap();
+        while !read.contains("data: one\n\n") {
+            let chunk = tokio::time::timeout(Duration::from_secs(60), next())
+                .await
+                .expect("the event within a minute");
+            read.push_str(&chunk.expect("a chunk"));
+        }
+        assert!(read.starts_with("id: "), "{read:?}");
+    });
 }

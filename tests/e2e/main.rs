@@ -12,6 +12,7 @@ mod compression;
 mod feeds;
 mod http2;
 mod http2_defences;
+mod http2_threads;
 mod http_app;
 mod http_limits;
 mod http_memory;

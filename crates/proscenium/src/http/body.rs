@@ -141,6 +141,40 @@ impl Body {
         }
     }
 
+    /// For a streamed body answered on another thread than the one that made it (a
+    /// thread model's HTTP/2 stream, `http::invoke`'s `Call`): turns it into one that
+    /// receives its frames, and returns the future that polls the stream and sends
+    /// them, to be run here. A stream may need the runtime it was made on — its
+    /// timers, its sockets — which under a thread model is not driven once the call
+    /// returns, or is gone with its thread. The future ends with the stream, or once
+    /// the receiving side is dropped; it holds this thread meanwhile, as sending a
+    /// streamed answer over HTTP/1.1 holds it.
+    pub(crate) fn fed_from_here(&mut self) -> Option<impl Future<Output = ()> + use<>> {
+        let Repr::Stream(body) = &mut self.repr else {
+            return None;
+        };
+        let size = http_body::Body::size_hint(body);
+        let (feed, frames) = tokio::sync::mpsc::channel(FED_FRAMES);
+        let stream = std::mem::replace(body, UnsyncBoxBody::new(Fed { frames, size }));
+        Some(async move {
+            let mut stream = stream;
+            loop {
+                // Room first: a frame is taken from the stream only when it can go.
+                let Ok(room) = feed.reserve().await else {
+                    return;
+                };
+                let frame = tokio::select! {
+                    frame = http_body_util::BodyExt::frame(&mut stream) => frame,
+                    () = feed.closed() => return,
+                };
+                match frame {
+                    Some(frame) => room.send(frame),
+                    None => return,
+                }
+            }
+        })
+    }
+
     /// Returns the bytes of a body held in memory, `None` for files and streams.
     pub fn as_bytes(&self) -> Option<&Bytes> {
         match &self.repr {
@@ -196,6 +230,32 @@ impl From<String> for Body {
 impl From<Vec<u8>> for Body {
     fn from(v: Vec<u8>) -> Self {
         Bytes::from(v).into()
+    }
+}
+
+/// How many frames of a fed body wait for the receiving side at most.
+const FED_FRAMES: usize = 2;
+
+/// The receiving side of [`Body::fed_from_here`].
+struct Fed {
+    frames: tokio::sync::mpsc::Receiver<Result<Frame<Bytes>, BoxError>>,
+    /// The stream's, as it was when fed: a length known ahead stays known.
+    size: SizeHint,
+}
+
+impl http_body::Body for Fed {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        self.frames.poll_recv(cx)
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.size
     }
 }
 

@@ -1,8 +1,8 @@
 //! The edge between a connection (an HTTP/1.1 one, or an HTTP/2 stream) and the
 //! application: routing and calling the handler with the loop marked busy, panics
 //! turned into 500s, and error bodies filled in; and a request handed to another
-//! thread when this loop is already busy with one and the model allows it
-//! (`rt::hand_off`).
+//! thread when this loop is already busy with one and the model allows it, or always
+//! where the model runs no handler on this thread (`rt::hand_off`).
 
 use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -19,7 +19,7 @@ use crate::http::response::{
     ErrorDetail, LocalResponseFuture, Respond, Response, error, unavailable,
 };
 use crate::http::{Body, Request, Soon};
-use crate::rt::hand_off::{self, Work};
+use crate::rt::hand_off::{self, Policy, Work};
 use crate::rt::{self, watchdog};
 
 /// The app's answer to one request: ready, or a future to poll on this loop.
@@ -28,7 +28,8 @@ pub(crate) type Answer = Soon<Response, Guarded>;
 /// Calls the app for `req`, catching a panic in the handler's synchronous part; past
 /// `max_inflight` requests on this loop, answers 503 without calling it. With a
 /// request already in flight here and another thread to hand work to (the staged
-/// model), the call runs there and its answer comes back here.
+/// model), or on a thread that runs no handler (a thread model's HTTP/2 connections),
+/// the call runs there and its answer comes back here.
 pub(crate) fn call(app: &Arc<dyn Respond>, req: Request, max_inflight: usize) -> Answer {
     let inflight = rt::context::with_current(|ctx| ctx.stats.inflight.load(Ordering::Relaxed));
     if inflight.is_some_and(|n| n >= max_inflight) {
@@ -38,7 +39,9 @@ pub(crate) fn call(app: &Arc<dyn Respond>, req: Request, max_inflight: usize) ->
         ));
     }
     rt::context::with_current(|ctx| ctx.stats.count_request());
-    if inflight.is_some_and(|n| n > 0) && hand_off::installed() {
+    let policy = hand_off::policy();
+    let busy = inflight.is_some_and(|n| n > 0);
+    if policy == Some(Policy::Always) || (policy == Some(Policy::WhenBusy) && busy) {
         let (reply, answer) = oneshot::channel();
         let call = Box::new(Call {
             app: Arc::clone(app),
@@ -47,6 +50,11 @@ pub(crate) fn call(app: &Arc<dyn Respond>, req: Request, max_inflight: usize) ->
         });
         match hand_off::hand_off(call) {
             Ok(()) => return elsewhere(answer),
+            // This thread runs no handler: the call is refused, its answer a 503.
+            Err(refused) if policy == Some(Policy::Always) => {
+                refused.refuse();
+                return elsewhere(answer);
+            }
             Err(refused) => {
                 // No room there: run here after all.
                 let call = refused
@@ -91,17 +99,27 @@ impl Work for Call {
     fn run(self: Box<Self>) -> Pin<Box<dyn Future<Output = ()>>> {
         Box::pin(async move {
             let Self { app, req, reply } = *self;
-            let res = match here(&*app, req) {
+            let mut res = match here(&*app, req) {
                 Soon::Ready(res) => res,
                 Soon::Later(guarded) => guarded.finish(&*app).await,
             };
-            // The connection may have gone meanwhile.
+            let feed = res.body_mut().fed_from_here();
+            // The connection may have gone meanwhile (then so has the fed body).
             let _ = reply.send(res);
+            if let Some(feed) = feed {
+                feed.await;
+            }
         })
     }
 
     fn into_any(self: Box<Self>) -> Box<dyn Any + Send> {
         self
+    }
+
+    fn refuse(self: Box<Self>) {
+        let _ = self
+            .reply
+            .send(unavailable("every thread is busy; try again shortly"));
     }
 }
 

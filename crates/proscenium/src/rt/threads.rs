@@ -11,8 +11,11 @@
 //! request is there, and again whenever it waits for a next request, or the rest of a
 //! head, for more than a moment. So slow, silent and idle clients hold no thread
 //! (issue 15); a thread waits on a client only inside a large body or a response.
-//! A connection upgraded to another protocol (a WebSocket) leaves its thread too, for
-//! the thread of upgraded connections (`upgraded.rs`), however long it stays open.
+//! A connection upgraded to another protocol (a WebSocket, HTTP/2) leaves its thread
+//! too, for the thread of upgraded connections (`upgraded.rs`), however long it stays
+//! open. An HTTP/2 connection's streams come back as calls (`hand_off::Work`): each
+//! takes a thread as a connection with a request does, from the same queue (or under
+//! the same cap), while the connection's frames are read and written there.
 //!
 //! The socket is read through the thread's own reactor rather than with blocking
 //! reads, so that every model drives the same connection code; with one socket per
@@ -35,6 +38,7 @@ use tokio::sync::{Semaphore, mpsc};
 
 use super::context::{self, LoopContext};
 use super::event_loop::LoopSpec;
+use super::hand_off::Work;
 use super::protocol::{Host, Left, LocalProtocol, Protocol, Visit};
 use super::runtime::spawn_thread;
 use super::upgraded::{Upgraded, Upgrades};
@@ -68,8 +72,9 @@ async fn front<P: Protocol>(
 ) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::from_std(listener)?;
     let (back, mut returned) = mpsc::unbounded_channel();
+    let (calls_way, mut calls) = mpsc::unbounded_channel();
     // Its loop id is one past the last a request thread of a pool has.
-    let upgraded = Upgraded::start(spec.config.thread_count(), &spec)?;
+    let upgraded = Upgraded::start(spec.config.thread_count(), &spec, calls_way)?;
     let exits = Exits {
         back,
         upgraded: upgraded.way(),
@@ -83,6 +88,7 @@ async fn front<P: Protocol>(
                 Err(e) => super::dispatcher::pause_after_accept_error(&e).await,
             },
             Some(held) = returned.recv() => enter(held, &threads, &spec),
+            Some(work) = calls.recv() => give(Job::Call(work), &threads, &spec),
             _ = shutdown.changed() => break,
         }
     }
@@ -94,8 +100,14 @@ async fn front<P: Protocol>(
     while spec.gate.live() > 0 && tokio::time::Instant::now() < deadline {
         tokio::select! {
             Some(held) = returned.recv() => enter(held, &threads, &spec),
+            Some(work) = calls.recv() => give(Job::Call(work), &threads, &spec),
             () = tokio::time::sleep(DRAIN_POLL) => {}
         }
+    }
+    // Streams that ask for a thread from now on are answered 503 at once.
+    calls.close();
+    while let Ok(work) = calls.try_recv() {
+        work.refuse();
     }
     threads.stop().await;
     upgraded.stop();
@@ -123,13 +135,53 @@ fn enter<P: Protocol>(held: Held, threads: &Rc<Threads>, spec: &LoopSpec<P>) {
     let (threads, spec) = (threads.clone(), spec.clone());
     tokio::task::spawn_local(async move {
         if let Some(held) = waiting_room::wait(held, &spec).await {
-            threads.give(held, &spec).await;
+            threads.give(Job::Visit(held), &spec).await;
         }
     });
 }
 
-/// A connection ready for a pool thread, and since when.
-type Queued = (Held, Instant);
+/// Gives `job` to a thread (a task of its own: a thread-per-conn model may wait for one).
+fn give<P: Protocol>(job: Job, threads: &Rc<Threads>, spec: &LoopSpec<P>) {
+    let (threads, spec) = (threads.clone(), spec.clone());
+    tokio::task::spawn_local(async move { threads.give(job, &spec).await });
+}
+
+/// What a thread is given.
+enum Job {
+    /// A connection with a request.
+    Visit(Held),
+    /// An HTTP/2 stream's call, its connection on the thread of upgraded connections.
+    Call(Box<dyn Work>),
+}
+
+impl Job {
+    /// Serves the job on this thread (on `runtime`), handing its connection on by
+    /// `exits` when it leaves the thread open.
+    fn run<P: Protocol>(
+        self,
+        runtime: &tokio::runtime::Runtime,
+        spec: &LoopSpec<P>,
+        exits: &Exits,
+    ) {
+        match self {
+            Self::Visit(held) => visit(runtime, held, spec, exits),
+            Self::Call(work) => {
+                tokio::task::LocalSet::new().block_on(runtime, work.run());
+            }
+        }
+    }
+
+    /// Answers a job no thread can take with the overload answer.
+    async fn refuse<P: Protocol>(self, protocol: &P) {
+        match self {
+            Self::Visit(held) => refuse(held.visit, protocol).await,
+            Self::Call(work) => work.refuse(),
+        }
+    }
+}
+
+/// A job ready for a pool thread, and since when.
+type Queued = (Job, Instant);
 
 /// Where a connection goes when it leaves a thread open: `back` to the waiting room,
 /// or, upgraded, to the thread of upgraded connections.
@@ -185,21 +237,20 @@ impl Threads {
         })
     }
 
-    /// Gives a connection with a request to a thread: queued for the pool (503 when
-    /// the queue is full), or a thread of its own (503 when none is free within
-    /// `timeouts.queue`).
-    async fn give<P: Protocol>(&self, held: Held, spec: &LoopSpec<P>) {
+    /// Gives a job to a thread: queued for the pool (503 when the queue is full), or
+    /// a thread of its own (503 when none is free within `timeouts.queue`).
+    async fn give<P: Protocol>(&self, job: Job, spec: &LoopSpec<P>) {
         match self {
             Self::Pool { queue, .. } => {
                 let sent = match &*queue.borrow() {
-                    Some(queue) => queue.try_send((held, Instant::now())),
-                    None => Err(TrySendError::Disconnected((held, Instant::now()))),
+                    Some(queue) => queue.try_send((job, Instant::now())),
+                    None => Err(TrySendError::Disconnected((job, Instant::now()))),
                 };
-                if let Err(TrySendError::Full((held, _)) | TrySendError::Disconnected((held, _))) =
+                if let Err(TrySendError::Full((job, _)) | TrySendError::Disconnected((job, _))) =
                     sent
                 {
                     super::overload::note(super::overload::Bound::ThreadQueue);
-                    refuse(held.visit, &*spec.protocol).await;
+                    job.refuse(&*spec.protocol).await;
                 }
             }
             Self::PerConn {
@@ -215,21 +266,21 @@ impl Threads {
                 .await;
                 let permit = match waited {
                     Ok(Ok(permit)) => permit,
-                    Ok(Err(_)) => return,
+                    Ok(Err(_)) => return job.refuse(&*spec.protocol).await,
                     Err(_) => {
                         super::overload::note(super::overload::Bound::QueueWait);
-                        return refuse(held.visit, &*spec.protocol).await;
+                        return job.refuse(&*spec.protocol).await;
                     }
                 };
                 let id = started.get() + 1;
                 started.set(id);
                 let Some(exits) = exits.borrow().clone() else {
-                    return;
+                    return job.refuse(&*spec.protocol).await;
                 };
                 let spec = spec.clone();
                 let thread = spawn_thread(format!("proscenium-conn-{id}"), move |runtime| {
                     enter_thread(id, &spec);
-                    visit(runtime, held, &spec, &exits);
+                    job.run(runtime, &spec, &exits);
                     drop(permit);
                 });
                 if let Err(e) = thread {
@@ -262,8 +313,8 @@ impl Threads {
     }
 }
 
-/// A pool thread: serves queued connections one at a time until the queue closes;
-/// refuses those that waited past `timeouts.queue`.
+/// A pool thread: serves queued jobs one at a time until the queue closes; refuses
+/// those that waited past `timeouts.queue`.
 fn work<P: Protocol>(
     runtime: &tokio::runtime::Runtime,
     id: usize,
@@ -272,12 +323,12 @@ fn work<P: Protocol>(
     exits: &Exits,
 ) {
     enter_thread(id, spec);
-    while let Ok((held, queued)) = queue.recv() {
+    while let Ok((job, queued)) = queue.recv() {
         if queued.elapsed() > spec.config.timeouts.queue {
             super::overload::note(super::overload::Bound::QueueWait);
-            runtime.block_on(refuse(held.visit, &*spec.protocol));
+            runtime.block_on(job.refuse(&*spec.protocol));
         } else {
-            visit(runtime, held, spec, exits);
+            job.run(runtime, spec, exits);
         }
     }
 }

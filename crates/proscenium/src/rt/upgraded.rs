@@ -1,7 +1,9 @@
 //! Where the thread models run their upgraded connections (a WebSocket, any protocol
-//! an `http::upgrade` answer switches to): one thread of their own, apart from the
-//! request threads, each connection a task on its runtime — as Jetty runs its
-//! WebSockets on its NIO selectors, not on its request threads. A request thread that
+//! an `http::upgrade` answer switches to, HTTP/2): one thread of their own, apart from
+//! the request threads, each connection a task on its runtime — as Jetty runs its
+//! WebSockets and HTTP/2 connections on its NIO selectors, not on its request threads.
+//! This thread runs no handler: an HTTP/2 stream's call is handed back to the
+//! acceptor, for a request thread (`hand_off::Policy::Always`). A request thread that
 //! answers `101` writes the answer, hands the connection here with its place under the
 //! connection cap, and takes its next request; an open socket holds no request thread,
 //! however long it stays idle (issue 33: 4 idle sockets used to fill a pool of 4).
@@ -17,11 +19,13 @@
 //! the shutdown deadline is dropped; the thread ends once the threads that hand it
 //! connections have ended.
 
+use std::rc::Rc;
 use std::thread::JoinHandle;
 
 use tokio::sync::mpsc;
 
 use super::event_loop::LoopSpec;
+use super::hand_off::{self, Policy, Work};
 use super::overload::Pass;
 use super::protocol::{Moved, Protocol};
 use super::runtime::spawn_thread;
@@ -34,12 +38,21 @@ pub(crate) struct Upgraded {
 }
 
 impl Upgraded {
-    /// Starts the thread; its loop context has `id` (one no request thread has).
-    pub(crate) fn start<P: Protocol>(id: usize, spec: &LoopSpec<P>) -> std::io::Result<Self> {
+    /// Starts the thread; its loop context has `id` (one no request thread has), and
+    /// the calls of its connections go by `calls` to the request threads.
+    pub(crate) fn start<P: Protocol>(
+        id: usize,
+        spec: &LoopSpec<P>,
+        calls: mpsc::UnboundedSender<Box<dyn Work>>,
+    ) -> std::io::Result<Self> {
         let (way, mut handed) = mpsc::unbounded_channel();
         let spec = spec.clone();
         let thread = spawn_thread("proscenium-upgraded".to_owned(), move |runtime| {
             enter_thread(id, &spec);
+            hand_off::install(
+                Rc::new(move |work| calls.send(work).map_err(|refused| refused.0)),
+                Policy::Always,
+            );
             let local = tokio::task::LocalSet::new();
             local.block_on(runtime, async {
                 // Unbounded, yet no larger than the cap: each connection holds its pass.

@@ -18,7 +18,7 @@ use parking_lot::RwLock;
 use tokio::sync::mpsc;
 
 use crate::rt::context;
-use crate::rt::hand_off::{self, Work};
+use crate::rt::hand_off::{self, Policy, Work};
 use crate::rt::watchdog::LoopStats;
 
 /// The cluster's threads: each one's load and its queue of work.
@@ -50,7 +50,10 @@ impl Loops {
             work,
         });
         let loops = Arc::clone(self);
-        hand_off::install(Rc::new(move |work| loops.place(work, &stats)));
+        hand_off::install(
+            Rc::new(move |work| loops.place(work, &stats)),
+            Policy::WhenBusy,
+        );
     }
 
     /// Hands `work` to the thread with the fewest requests in flight if it has fewer

@@ -111,19 +111,7 @@ pub(crate) fn serve(
             Ok(Ended::Closed) => Left::Closed,
             Ok(Ended::Idle(due)) => conn.put_away(due).map_or(Left::Closed, Left::Waiting),
             Ok(Ended::Upgraded) => Box::pin(conn.hand_over()).await,
-            Ok(Ended::Http2) => {
-                let Conn {
-                    socket,
-                    peer,
-                    rbuf,
-                    shared,
-                    ticket,
-                    ..
-                } = conn;
-                crate::http::h2::serve(socket.stream, rbuf.freeze(), peer, shared).await;
-                drop(ticket);
-                Left::Closed
-            }
+            Ok(Ended::Http2) => conn.http2().await,
             Err(e) => {
                 tracing::debug!(
                     "connection from {} ended while {:?}: {e}",
@@ -382,11 +370,36 @@ impl Conn {
         // WebSocket messages draw on the budget of bodies in memory.
         let memory = shared.bodies.memory.clone();
         let Some(ticket) = ticket else {
-            return upgraded::moved(run, socket.stream, read, memory, peer)
-                .map_or(Left::Closed, Left::Upgraded);
+            let next = move |stream, begun| upgraded::run_here(run, stream, read, memory, begun);
+            return upgraded::moved(socket.stream, peer, next).map_or(Left::Closed, Left::Upgraded);
         };
         // Told when shutdown begins, as idle connections are.
         upgraded::run_here(run, socket.stream, read, memory, shared.shutdown_begun()).await;
+        drop(ticket);
+        Left::Closed
+    }
+
+    /// Serves the connection as HTTP/2 from what is read: on a loop here, counting
+    /// against the cap until it ends; on a thread it is returned, its frames to be
+    /// read and written without the thread (`rt/upgraded.rs`), each stream's call
+    /// coming back for one.
+    async fn http2(self) -> Left {
+        let Self {
+            socket,
+            peer,
+            rbuf,
+            shared,
+            ticket,
+            ..
+        } = self;
+        let read = rbuf.freeze();
+        let Some(ticket) = ticket else {
+            let protocol = shared.protocol();
+            let next =
+                move |stream, begun| upgraded::http2_here(protocol, stream, read, peer, begun);
+            return upgraded::moved(socket.stream, peer, next).map_or(Left::Closed, Left::Upgraded);
+        };
+        crate::http::h2::serve(socket.stream, read, peer, shared).await;
         drop(ticket);
         Left::Closed
     }

@@ -24,19 +24,21 @@ use crate::rt::{
 };
 use crate::transport::Stream;
 
-/// HTTP/1.1 serving an app: the protocol a server hands the runtime.
-#[derive(Debug)]
+/// HTTP/1.1 serving an app: the protocol a server hands the runtime, and what each
+/// loop's side of it shares with the others (cloned into each, see [`Http1Loop`]).
+#[derive(Debug, Clone)]
 pub(crate) struct Http1 {
-    app: Arc<dyn Respond>,
-    config: Arc<Config>,
-    log: Option<AccessLog>,
-    bodies: Bodies,
+    pub(crate) app: Arc<dyn Respond>,
+    pub(crate) config: Arc<Config>,
+    pub(crate) log: Option<AccessLog>,
+    /// The server's room for request bodies that wait for more bytes.
+    pub(crate) bodies: Bodies,
     /// Fields every answer carries (whole lines): HSTS, over TLS.
     fields: Arc<[u8]>,
-    /// The same HSTS as HTTP/2 sends it.
-    hsts: Option<HeaderValue>,
+    /// `Strict-Transport-Security`, over TLS when configured, for HTTP/2's answers.
+    pub(crate) hsts: Option<HeaderValue>,
     /// How answers are compressed, and the compressed static files every loop shares.
-    compression: Arc<Compression>,
+    pub(crate) compression: Arc<Compression>,
 }
 
 impl Http1 {
@@ -67,6 +69,15 @@ impl Http1 {
             bodies,
         }
     }
+
+    /// What every answer carries.
+    pub(super) fn fixed(&self) -> answer::Fixed<'_> {
+        answer::Fixed {
+            log: self.log.as_ref(),
+            fields: &self.fields,
+            compression: &self.compression,
+        }
+    }
 }
 
 impl Protocol for Http1 {
@@ -74,13 +85,7 @@ impl Protocol for Http1 {
 
     fn local(&self, host: Host) -> Rc<Http1Loop> {
         let shared = Rc::new(Http1Loop {
-            app: self.app.clone(),
-            config: self.config.clone(),
-            log: self.log.clone(),
-            bodies: self.bodies.clone(),
-            fields: self.fields.clone(),
-            hsts: self.hsts.clone(),
-            compression: self.compression.clone(),
+            parts: self.clone(),
             closing: Cell::new(false),
             sleepers: Sleepers::default(),
             shelf: OnceCell::new(),
@@ -105,12 +110,7 @@ impl Protocol for Http1 {
         let mut out = BytesMut::new();
         let mut terms = Terms::refusal(self.log.as_ref().map(|log| log.note(peer, None)));
         // An error page is small enough to buffer whole: nothing is left to send.
-        let fixed = answer::Fixed {
-            log: self.log.as_ref(),
-            fields: &self.fields,
-            compression: &self.compression,
-        };
-        let _ = answer::buffer(&mut out, res, &mut terms, true, &fixed);
+        let _ = answer::buffer(&mut out, res, &mut terms, true, &self.fixed());
         out
     }
 
@@ -120,20 +120,11 @@ impl Protocol for Http1 {
 }
 
 /// HTTP/1.1's part of one loop (or one thread): what every connection on it shares,
-/// one `Rc` per loop, so no atomic reference counting on the request path.
+/// one `Rc` per loop, so no atomic reference counting on the request path. It reads
+/// as the protocol it is a side of (`Deref`): `shared.config`, `shared.app`.
 #[derive(Debug)]
 pub(crate) struct Http1Loop {
-    pub(crate) app: Arc<dyn Respond>,
-    pub(crate) config: Arc<Config>,
-    pub(crate) log: Option<AccessLog>,
-    /// Fields every answer carries (whole lines): HSTS, over TLS.
-    fields: Arc<[u8]>,
-    /// `Strict-Transport-Security`, over TLS when configured, for HTTP/2's answers.
-    pub(crate) hsts: Option<HeaderValue>,
-    /// How answers are compressed, and the server's compressed static files.
-    pub(crate) compression: Arc<Compression>,
-    /// The server's room for request bodies that wait for more bytes.
-    pub(crate) bodies: Bodies,
+    parts: Http1,
     /// Whether shutdown has begun, as this loop learnt it: read on every request, so a
     /// `Cell` rather than the runtime's `watch` (a lock).
     closing: Cell<bool>,
@@ -163,13 +154,17 @@ impl Http1Loop {
         .await;
     }
 
-    /// What every answer on this loop carries.
-    pub(super) fn fixed(&self) -> answer::Fixed<'_> {
-        answer::Fixed {
-            log: self.log.as_ref(),
-            fields: &self.fields,
-            compression: &self.compression,
-        }
+    /// The protocol this side is of, for a connection to take to another thread.
+    pub(super) fn protocol(&self) -> Http1 {
+        self.parts.clone()
+    }
+}
+
+impl std::ops::Deref for Http1Loop {
+    type Target = Http1;
+
+    fn deref(&self) -> &Http1 {
+        &self.parts
     }
 }
 

@@ -6,6 +6,10 @@
 //! timeout — `stream` one request on a stream, the app called as HTTP/1.1 calls it
 //! (`http::invoke`), and `send` its answer as the client's window lets it out.
 //!
+//! Under the thread models the connection runs on the thread of upgraded connections
+//! (`rt/upgraded.rs`), which runs no handler: `http::invoke` hands each stream's call
+//! to a request thread (`rt::hand_off`), and the answer comes back to the stream.
+//!
 //! A connection comes here from HTTP/1.1's: when TLS agreed on `h2` (ALPN), or when
 //! its first bytes are HTTP/2's cleartext preface (prior knowledge).
 
