@@ -2,7 +2,9 @@
 // them, with Redis and PostgreSQL between): on replica A, ana signs up and uploads a
 // picture; on replica B, bob signs up and looks at ana's pictures, his live feed open;
 // ana likes her picture on A, and the time until B's feed shows it is measured. B's
-// page is saved as a screenshot. Prints one JSON line: {"took_ms": ..., "feed": ...}.
+// page is saved as a screenshot. Prints one JSON line: {"took_ms": ..., "feed": ...,
+// "a": ..., "b": ...}, the last two how each page was served and what its feed runs on
+// (as "h2 (server-sent events)").
 //
 // Usage: node like.mjs URL_A URL_B PICTURE SCREENSHOT
 
@@ -28,7 +30,8 @@ async function signUp(page, url, name) {
 
 try {
   const onA = await (await browser.newContext()).newPage();
-  const onB = await (await browser.newContext()).newPage();
+  // B's certificate is a test CA's, which the browser does not know.
+  const onB = await (await browser.newContext({ ignoreHTTPSErrors: true })).newPage();
   await signUp(onA, a, "ana");
   await onA.setInputFiles("#upload [name=pictures]", picture);
   await onA.click("#upload button");
@@ -46,7 +49,11 @@ try {
   const took = Date.now() - started;
   await onB.waitForFunction(() => document.querySelector("#pictures li .likes").textContent === "1");
   await onB.screenshot({ path: screenshot, fullPage: true });
-  console.log(JSON.stringify({ took_ms: took, feed: await onB.textContent("#feed li") }));
+  const served = (page) => page.evaluate(() =>
+    `${performance.getEntriesByType("navigation")[0].nextHopProtocol} ${document.getElementById("transport").textContent}`);
+  console.log(JSON.stringify({
+    took_ms: took, feed: await onB.textContent("#feed li"), a: await served(onA), b: await served(onB),
+  }));
 } finally {
   await browser.close();
 }
