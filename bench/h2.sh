@@ -2,7 +2,9 @@
 # shellcheck disable=SC2034 # CMD and PORT are read through start_all
 # HTTP/2 (issue 35): Proscenium (`examples/hello serve DIR`: its route answers
 # /plaintext, DIR's files the rest) against nginx (Debian's 1.22) and h2o (Debian's
-# 2.2, the fastest HTTP/2 server of the C world), each with one loop / worker / thread
+# 2.2, the fastest HTTP/2 server of the C world) and, in cleartext, hyper (h2c: the
+# `h2` crate's frame layer under the smallest server on it, the floor Proscenium's
+# HTTP/2 stands on), each with one loop / worker / thread
 # on core 0, h2load on core 1: /plaintext (nginx answers it from its config, h2o from
 # a file of 13 bytes: h2o has no literal answer) and a 1 KB static file, over TLS (ALPN
 # h2, the same ECDSA P-256 certificate as bench/tls.sh) and in cleartext (h2c, prior
@@ -14,7 +16,7 @@
 # Servers and load run under PRIORITY (SCHED_FIFO, as bench/tls.sh explains).
 #
 # Usage: bench/h2.sh     (DURATION=10 RUNS=3 CONNS=8 STREAMS=100 by default;
-#                         SERVERS="proscenium nginx h2o", SCENARIOS="tls-plaintext
+#                         SERVERS="proscenium nginx h2o hyper", SCENARIOS="tls-plaintext
 #                         tls-1k h2c-plaintext h2c-1k")
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -29,6 +31,7 @@ need h2load nghttp2-client
 need curl
 need openssl
 build_proscenium
+build_peer hyper
 
 tls_certs
 certs="$CERTS"
@@ -71,12 +74,18 @@ declare -A CMD=(
   [nginx-tls]="$PRIORITY nginx -c $(nginx_conf "$work/nginx-tls" 8453 "$site" "$nginx_tls" "ssl http2")"
   [nginx-h2c]="$PRIORITY nginx -c $(nginx_conf "$work/nginx-h2c" 8454 "$site" "$nginx_h2c" http2)"
   [h2o-tls]="$PRIORITY h2o -c $work/h2o.conf"
+  [hyper-h2c]="$PRIORITY $PEERS_TARGET/release/peer-hyper --bind 127.0.0.1:8474 --workers 1 --h2c"
 )
-declare -A PORT=([proscenium-tls]=8443 [proscenium-h2c]=8444 [nginx-tls]=8453 [nginx-h2c]=8454 [h2o-tls]=8463 [h2o-h2c]=8464)
+declare -A PORT=([proscenium-tls]=8443 [proscenium-h2c]=8444 [nginx-tls]=8453 [nginx-h2c]=8454 [h2o-tls]=8463 [h2o-h2c]=8464 [hyper-h2c]=8474)
 
-read -r -a servers <<<"${SERVERS:-proscenium nginx h2o}"
+read -r -a servers <<<"${SERVERS:-proscenium nginx h2o hyper}"
 declare -A PID
 for server in "${servers[@]}"; do
+  # hyper answers /plaintext only, and only in cleartext.
+  if [ "$server" = hyper ]; then
+    CURL_FLAGS=--http2-prior-knowledge start_all /plaintext hyper-h2c
+    continue
+  fi
   SCHEME=https start_all /1k.bin "$server-tls"
   # h2o serves both ports from one process.
   if [ "$server" = h2o ]; then
@@ -115,6 +124,7 @@ rounds() {
       [ "$what" = plaintext ] && path=/plaintext
       for i in "${!servers[@]}"; do
         server="${servers[$(((i + round) % ${#servers[@]}))]}"
+        [ "$server" != hyper ] || [ "$scenario" = h2c-plaintext ] || continue
         echo "round $round: $server $scenario..." >&2
         echo "$server $scenario $round $(h2_row "$server-$mode" "$path")"
       done
@@ -135,11 +145,11 @@ cat "$results"
 echo
 echo "every round: server scenario round requests per_s failures server_cpu_us/request"
 cat "$rounds_file"
-for peer in nginx h2o; do
+for peer in nginx h2o hyper; do
   [[ " ${servers[*]} " == *" $peer "* && " ${servers[*]} " == *" proscenium "* ]] || continue
   echo
   echo "Proscenium's ratios to $peer within each round, median over rounds: scenario server_cpu per_s"
-  awk '!seen[$2]++ { print $2 }' "$rounds_file" | while read -r scenario; do
+  awk -v p="$peer" '$1 == p && !seen[$2]++ { print $2 }' "$rounds_file" | while read -r scenario; do
     echo "$scenario $(awk -v p="$peer" -v s="$scenario" '
       $1 == "proscenium" && $2 == s { c[$3] = $7; r[$3] = $5 }
       $1 == p && $2 == s { pc[$3] = $7; pr[$3] = $5 }

@@ -1,15 +1,16 @@
 //! hyper peer: `GET /plaintext`, `GET /json` and `GET /dynamic?n=N` (the lab's
 //! page of N iterations), `--bind ADDR --workers N`
-//! (N = 1: a current-thread runtime; more: a multi-thread runtime with N workers).
+//! (N = 1: a current-thread runtime; more: a multi-thread runtime with N workers);
+//! `--h2c`: HTTP/2 with prior knowledge instead of HTTP/1.1.
 
 use std::convert::Infallible;
 
 use bytes::Bytes;
 use http_body_util::Full;
-use hyper::server::conn::http1;
+use hyper::server::conn::{http1, http2};
 use hyper::service::service_fn;
 use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioExecutor, TokioIo};
 
 #[path = "../../workloads.rs"]
 mod workloads;
@@ -42,7 +43,7 @@ async fn handle(req: Request<hyper::body::Incoming>) -> Result<Response<Full<Byt
 /// nginx's `backlog=4096` (tokio's `TcpListener::bind` would take 1024).
 const BACKLOG: u32 = 4096;
 
-async fn serve(bind: String) {
+async fn serve(bind: String, h2c: bool) {
     let addr: std::net::SocketAddr = bind.parse().expect("--bind ADDR:PORT");
     let socket = if addr.is_ipv4() {
         tokio::net::TcpSocket::new_v4()
@@ -60,11 +61,18 @@ async fn serve(bind: String) {
         };
         let _ = stream.set_nodelay(true);
         tokio::spawn(async move {
-            let _ = http1::Builder::new()
-                .keep_alive(true)
-                .pipeline_flush(true)
-                .serve_connection(TokioIo::new(stream), service_fn(handle))
-                .await;
+            let io = TokioIo::new(stream);
+            let _ = if h2c {
+                http2::Builder::new(TokioExecutor::new())
+                    .serve_connection(io, service_fn(handle))
+                    .await
+            } else {
+                http1::Builder::new()
+                    .keep_alive(true)
+                    .pipeline_flush(true)
+                    .serve_connection(io, service_fn(handle))
+                    .await
+            };
         });
     }
 }
@@ -72,6 +80,7 @@ async fn serve(bind: String) {
 fn main() {
     let bind = arg("--bind", "127.0.0.1:8082");
     let workers: usize = arg("--workers", "1").parse().expect("--workers N");
+    let h2c = std::env::args().any(|a| a == "--h2c");
     let runtime = if workers == 1 {
         tokio::runtime::Builder::new_current_thread().enable_all().build()
     } else {
@@ -81,7 +90,7 @@ fn main() {
     // exit (bench/instructions.sh runs it under valgrind) see a normal exit.
     runtime.expect("runtime").block_on(async {
         tokio::select! {
-            () = serve(bind) => {}
+            () = serve(bind, h2c) => {}
             _ = tokio::signal::ctrl_c() => {}
         }
     });
