@@ -93,6 +93,30 @@ fn serves_a_directory_and_exits_zero_on_sigterm_and_sigint() {
     }
 }
 
+/// Issue 36: log lines written to a file (or a pipe, a journal) carry no colour codes.
+#[test]
+fn issue36_log_lines_off_a_terminal_are_plain_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("stderr.log");
+    let mut child = proscenium()
+        .args([
+            "serve",
+            dir.path().to_str().unwrap(),
+            "--bind",
+            "127.0.0.1:0",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(std::fs::File::create(&log).unwrap())
+        .spawn()
+        .unwrap();
+    proscenium::launch::read_start_line(&mut child).unwrap();
+    signal(&child, "TERM");
+    assert_eq!(wait_exit(&mut child), 0);
+    let lines = std::fs::read_to_string(&log).unwrap();
+    assert!(lines.contains("INFO"), "a line was logged: {lines:?}");
+    assert!(!lines.contains('\x1b'), "no escape codes: {lines:?}");
+}
+
 #[test]
 fn bad_flags_and_config_exit_two_with_one_line() {
     let dir = tempfile::tempdir().unwrap();

@@ -369,13 +369,16 @@ impl<O> Deploy<O> {
 }
 
 /// Sends log messages to stderr: `debug` and up with `--debug`, else `info` and up;
-/// `RUST_LOG` overrides. An app that set its own subscriber keeps it.
+/// `RUST_LOG` overrides. Colours only on a terminal: a file or a journal gets plain
+/// lines. An app that set its own subscriber keeps it.
 fn init_tracing(debug: bool) {
+    use std::io::IsTerminal;
     let default = if debug { "debug" } else { "info" };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .try_init();
 }
