@@ -7,6 +7,7 @@
 
 mod support;
 
+mod admin;
 mod cgi;
 mod compression;
 mod feeds;

@@ -47,6 +47,7 @@
 //!   WebSocket, over [`http::upgrade`].
 
 pub mod actor;
+mod admin;
 pub mod app;
 pub mod cgi;
 pub mod client;

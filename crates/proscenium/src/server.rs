@@ -1,4 +1,5 @@
-//! Starting and stopping a server: listeners, loops, dispatcher and watchdog.
+//! Starting and stopping a server: listeners, loops, dispatcher and watchdog, and
+//! the admin listener beside them.
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -8,9 +9,11 @@ use std::thread::JoinHandle;
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::sync::watch;
 
+use crate::admin::Metrics;
 use crate::app::Mode;
 use crate::config::{Dispatch, Model};
 use crate::http::h1::Http1;
+use crate::http::meter::Meters;
 use crate::rt::dispatcher::{self, Target};
 use crate::rt::event_loop::{self, LoopSpec};
 use crate::rt::overload::Gate;
@@ -110,9 +113,21 @@ impl Server {
         };
         let tls = Tls::new(&config.tls, config.http2.enabled)
             .map_err(|e| Error::app(format!("TLS: {e}")))?;
+        // Under prefork the supervisor serves the admin listener: workers keep no
+        // counters it could read (summing theirs is not built yet).
+        let admin_bind = config
+            .admin
+            .bind
+            .filter(|_| crate::rt::prefork_worker().is_none());
+        let meters = admin_bind.map(|_| Meters::new(app.routes().count()));
+        let routes: Vec<String> = app.routes().map(|r| r.pattern.clone()).collect();
         let app = Arc::new(app);
+        let http1 = Http1::new(app.clone(), config.clone());
         let spec = LoopSpec {
-            protocol: Arc::new(Http1::new(app.clone(), config.clone())),
+            protocol: Arc::new(match &meters {
+                Some(meters) => http1.with_meters(meters.clone()),
+                None => http1,
+            }),
             config: config.clone(),
             pools: Pools::new(&config),
             shutdown,
@@ -126,6 +141,7 @@ impl Server {
             crate::tls::acme::start(&config.tls, tls.certs.clone())
         });
         let for_plain = (spec.clone(), app.clone());
+        let for_admin = spec.clone();
         let started = match config.model {
             Model::Loops | Model::EventLoop => start_loops(&spec, Some(app), &live, None)?,
             Model::ThreadPool | Model::ThreadPerConn => start_threads(spec)?,
@@ -150,6 +166,18 @@ impl Server {
                 threads.extend(plain.threads);
             }
         }
+        let admin = match (admin_bind, meters) {
+            (Some(bind), Some(meters)) => {
+                let metrics = Metrics::new(
+                    meters,
+                    routes,
+                    for_admin.gate.clone(),
+                    for_admin.pools.clone(),
+                );
+                Some(start_admin(bind, metrics, &for_admin)?)
+            }
+            _ => None,
+        };
         Ok(ServerHandle {
             addr: started.addr,
             shutdown: shutdown_tx,
@@ -157,6 +185,7 @@ impl Server {
             watchdog: started.watchdog,
             tls,
             plain_addr,
+            admin,
             _acme: acme,
         })
     }
@@ -241,6 +270,58 @@ fn start_plain(
     let started = start_loops(&plain_spec, None, &watchdog::LiveStats::default(), None)?;
     tracing::info!("plain HTTP on {} ({:?})", started.addr, plain.serve);
     Ok(started)
+}
+
+/// Starts the admin listener (`[admin] bind`) on a loop of its own, with a shutdown
+/// of its own: it answers `/readyz` with 503 while the server's listener drains, and
+/// stops once the server has.
+fn start_admin(bind: SocketAddr, metrics: Metrics, spec: &LoopSpec<Http1>) -> Result<Admin, Error> {
+    let mut config = Config::clone(&spec.config);
+    config.bind = bind;
+    config.model = Model::EventLoop;
+    config.loops = Some(1);
+    config.dispatch = Dispatch::Jsq;
+    config.tls = crate::tls::TlsSpec::default();
+    config.log = None;
+    config.debug = false;
+    config.admin = crate::config::AdminSpec::default();
+    let config = Arc::new(config);
+    let app = crate::admin::app(metrics, spec.shutdown.clone());
+    let (stop, stopped) = watch::channel(false);
+    let admin_spec = LoopSpec {
+        protocol: Arc::new(Http1::new(Arc::new(app), config.clone())),
+        gate: Gate::new(config.limits.max_connections, None),
+        config,
+        shutdown: stopped,
+        tls: None,
+        ..spec.clone()
+    };
+    let started = start_loops(&admin_spec, None, &watchdog::LiveStats::default(), None)?;
+    tracing::info!("admin listener on http://{}", started.addr);
+    Ok(Admin {
+        addr: started.addr,
+        stop,
+        threads: started.threads,
+    })
+}
+
+/// The admin listener's loop, stopped after the server's.
+#[derive(Debug)]
+struct Admin {
+    addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Admin {
+    fn stop(self) {
+        let _ = self.stop.send(true);
+        for thread in self.threads {
+            if thread.join().is_err() {
+                tracing::error!("an admin listener thread panicked");
+            }
+        }
+    }
 }
 
 /// What starting a model left running.
@@ -475,6 +556,8 @@ pub struct ServerHandle {
     tls: Option<Tls>,
     /// Where the plain-HTTP listener beside the TLS one listens, if it does.
     plain_addr: Option<SocketAddr>,
+    /// The admin listener (`[admin]`), if this process serves it.
+    admin: Option<Admin>,
     /// The ACME task (`[tls.acme]`), stopped when the server is dropped.
     _acme: Option<crate::tls::acme::AcmeHandle>,
 }
@@ -489,6 +572,12 @@ impl ServerHandle {
     /// (`[tls.plain]`), if this process serves it.
     pub fn plain_addr(&self) -> Option<SocketAddr> {
         self.plain_addr
+    }
+
+    /// Returns the address of the admin listener (`[admin] bind`), if this process
+    /// serves it (under prefork, the supervisor does).
+    pub fn admin_addr(&self) -> Option<SocketAddr> {
+        self.admin.as_ref().map(|admin| admin.addr)
     }
 
     /// Serves until SIGINT or SIGTERM, then shuts down gracefully.
@@ -538,6 +627,10 @@ impl ServerHandle {
         if let Some((thread, running)) = self.watchdog.take() {
             running.store(false, Ordering::Relaxed);
             let _ = thread.join();
+        }
+        // Last: it says "draining" on /readyz until the server has stopped.
+        if let Some(admin) = self.admin.take() {
+            admin.stop();
         }
     }
 }

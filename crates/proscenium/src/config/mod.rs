@@ -6,6 +6,7 @@
 //! deployment has — defaults, the app's own defaults, the file, `PROSCENIUM_*`
 //! variables and flags, in that order — and remembers where each value came from.
 
+mod admin;
 mod compression;
 mod http2;
 mod sources;
@@ -18,6 +19,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use self::admin::AdminSpec;
 pub use self::compression::CompressionSpec;
 pub use self::http2::Http2Spec;
 pub use self::sources::{ConfigError, Entry, Flag, Origin, Settings, Sources};
@@ -116,6 +118,9 @@ pub struct Config {
     /// Compression of answers by the request's `Accept-Encoding`: on or off, the types
     /// and sizes compressed, each coding's level, precompressed static files.
     pub compression: CompressionSpec,
+    /// The admin listener: `/healthz`, `/readyz` and `/metrics` on an address of
+    /// their own (`[admin] bind`); off by default.
+    pub admin: AdminSpec,
     /// The app's database, for the app to connect to (Proscenium itself does not):
     /// `[database] url`, or `PROSCENIUM_DATABASE_URL` — Play's `db.default.url`.
     pub database: DatabaseSpec,
@@ -287,6 +292,7 @@ impl Default for Config {
             tls: crate::tls::TlsSpec::default(),
             http2: Http2Spec::default(),
             compression: CompressionSpec::default(),
+            admin: AdminSpec::default(),
             database: DatabaseSpec::default(),
         }
     }

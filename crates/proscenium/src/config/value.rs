@@ -152,6 +152,11 @@ pub(crate) fn bind<'de, D: Deserializer<'de>>(d: D) -> Result<SocketAddr, D::Err
     parse_bind(&String::deserialize(d)?).map_err(de::Error::custom)
 }
 
+/// Reads an address, as [`parse_bind`] takes it, into a setting that may be left unset.
+pub(crate) fn some_bind<'de, D: Deserializer<'de>>(d: D) -> Result<Option<SocketAddr>, D::Error> {
+    bind(d).map(Some)
+}
+
 /// The longest duration any setting takes, in seconds: a day.
 pub(crate) const DAY: u64 = 86_400;
 

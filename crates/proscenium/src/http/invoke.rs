@@ -34,6 +34,7 @@ pub(crate) fn call(app: &Arc<dyn Respond>, req: Request, max_inflight: usize) ->
     let inflight = rt::context::with_current(|ctx| ctx.stats.inflight.load(Ordering::Relaxed));
     if inflight.is_some_and(|n| n >= max_inflight) {
         rt::overload::note(rt::overload::Bound::Inflight);
+        watchdog::set_route(watchdog::NO_ROUTE);
         return Answer::Ready(unavailable(
             "too many requests in flight; try again shortly",
         ));
@@ -88,11 +89,12 @@ fn here(app: &dyn Respond, req: Request) -> Answer {
     }
 }
 
-/// A request's call, to run on another thread; its answer goes back through `reply`.
+/// A request's call, to run on another thread; its answer goes back through `reply`,
+/// with the route that gave it.
 struct Call {
     app: Arc<dyn Respond>,
     req: Request,
-    reply: oneshot::Sender<Response>,
+    reply: oneshot::Sender<(Response, u32)>,
 }
 
 impl Work for Call {
@@ -103,9 +105,11 @@ impl Work for Call {
                 Soon::Ready(res) => res,
                 Soon::Later(guarded) => guarded.finish(&*app).await,
             };
+            // Read right after the answer, before this thread runs anything else.
+            let route = watchdog::current_route();
             let feed = res.body_mut().fed_from_here();
             // The connection may have gone meanwhile (then so has the fed body).
-            let _ = reply.send(res);
+            let _ = reply.send((res, route));
             if let Some(feed) = feed {
                 feed.await;
             }
@@ -117,20 +121,25 @@ impl Work for Call {
     }
 
     fn refuse(self: Box<Self>) {
-        let _ = self
-            .reply
-            .send(unavailable("every thread is busy; try again shortly"));
+        let _ = self.reply.send((
+            unavailable("every thread is busy; try again shortly"),
+            watchdog::NO_ROUTE,
+        ));
     }
 }
 
 /// The answer to a call running elsewhere, awaited here (counted in flight here too:
-/// this loop's connection waits on it).
-fn elsewhere(answer: oneshot::Receiver<Response>) -> Answer {
+/// this loop's connection waits on it). Its route is noted here as it arrives, for
+/// the connection to count the answer under.
+fn elsewhere(answer: oneshot::Receiver<(Response, u32)>) -> Answer {
     Answer::Later(Guarded {
         future: Box::pin(async move {
-            answer
-                .await
-                .unwrap_or_else(|_| error(StatusCode::INTERNAL_SERVER_ERROR, "the handler failed"))
+            let (res, route) = answer.await.unwrap_or_else(|_| {
+                let failed = error(StatusCode::INTERNAL_SERVER_ERROR, "the handler failed");
+                (failed, watchdog::NO_ROUTE)
+            });
+            watchdog::set_route(route);
+            res
         }),
         route: watchdog::NO_ROUTE,
         _inflight: Inflight::enter(),
@@ -145,6 +154,11 @@ pub(crate) struct Guarded {
 }
 
 impl Guarded {
+    /// Returns the route whose handler answers (none yet, for a call elsewhere).
+    pub(crate) fn route(&self) -> u32 {
+        self.route
+    }
+
     /// Polls once; used by the connection to write earlier responses before waiting.
     pub(crate) fn poll_with(&mut self, cx: &mut Context<'_>, app: &dyn Respond) -> Poll<Response> {
         let _busy = watchdog::Busy::enter(self.route);

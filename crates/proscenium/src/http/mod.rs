@@ -12,6 +12,7 @@ pub(crate) mod h1;
 pub(crate) mod h2;
 pub(crate) mod intake;
 pub(crate) mod invoke;
+pub(crate) mod meter;
 mod request;
 pub(crate) mod response;
 pub(crate) mod spare;

@@ -132,6 +132,10 @@ pub struct DeployArgs {
     /// The private key of --tls-cert (PEM): `[tls] key`.
     #[arg(long, value_name = "FILE", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// Serves /healthz, /readyz and /metrics on this address, apart from the app's
+    /// (`[admin] bind`) [default: none].
+    #[arg(long, value_name = "ADDR")]
+    pub admin_bind: Option<String>,
     /// Runs only this process of the configuration's processes: its clusters, and the
     /// app's routes if the process has serve = true.
     #[arg(long, conflicts_with = "host")]
@@ -176,6 +180,7 @@ impl DeployArgs {
             ("--blocking-pool", "blocking_threads", &self.blocking_pool),
             ("--dispatch", "dispatch", &self.dispatch),
             ("--log", "log", &self.log),
+            ("--admin-bind", "admin.bind", &self.admin_bind),
         ] {
             if let Some(value) = value {
                 flag(name, key, value);
@@ -300,5 +305,37 @@ mod tests {
             ]
         );
         assert_eq!(sources.search, [PathBuf::from("site"), PathBuf::from(".")]);
+    }
+
+    #[test]
+    fn issue36_admin_bind_from_a_flag_or_the_environment_resolves_to_the_admin_listener() {
+        let Command::Serve(options) = parse(&["app", "--admin-bind", ":9090"]) else {
+            panic!("not serve");
+        };
+        let sources = options.deploy.sources(None, Vec::new());
+        let settings = crate::config::Settings::resolve(&sources).unwrap();
+        assert_eq!(
+            settings.config.admin.bind,
+            Some("0.0.0.0:9090".parse().unwrap())
+        );
+        let env = vec![(
+            "PROSCENIUM_ADMIN_BIND".to_owned(),
+            "127.0.0.1:9191".to_owned(),
+        )];
+        let sources = DeployArgs::default().sources(None, env);
+        let settings = crate::config::Settings::resolve(&sources).unwrap();
+        assert_eq!(
+            settings.config.admin.bind,
+            Some("127.0.0.1:9191".parse().unwrap())
+        );
+        let off = DeployArgs::default().sources(None, Vec::new());
+        assert_eq!(
+            crate::config::Settings::resolve(&off)
+                .unwrap()
+                .config
+                .admin
+                .bind,
+            None
+        );
     }
 }

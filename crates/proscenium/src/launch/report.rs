@@ -50,8 +50,12 @@ pub(super) fn serve(heading: &Heading<'_>, app: App, config: Config) -> ExitCode
             (Some(addr), _) => format!(" and http://{addr}"),
             _ => String::new(),
         };
+        let admin = handle
+            .admin_addr()
+            .map(|addr| format!("; admin on http://{addr}"))
+            .unwrap_or_default();
         println!(
-            "{name}{version} serving {what} on {scheme}://{}{plain} ({plan}); Ctrl-C stops",
+            "{name}{version} serving {what} on {scheme}://{}{plain} ({plan}){admin}; Ctrl-C stops",
             handle.local_addr()
         );
     }

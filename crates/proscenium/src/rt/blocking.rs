@@ -115,6 +115,31 @@ impl BlockingPool {
     }
 }
 
+/// What a scrape reads of a pool: relaxed loads, nothing taken.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PoolGauges {
+    /// `main`, or the name of `[pools.NAME]`.
+    pub(crate) name: String,
+    /// Threads started (a pool grows up to its size and keeps them).
+    pub(crate) threads: usize,
+    /// Threads running a job, or about to take one sent for them.
+    pub(crate) busy: usize,
+    /// Jobs waiting in the queue.
+    pub(crate) queued: usize,
+}
+
+impl BlockingPool {
+    fn gauges(&self) -> PoolGauges {
+        let threads = self.threads.load(Ordering::Acquire);
+        PoolGauges {
+            name: String::new(),
+            threads,
+            busy: threads.saturating_sub(self.free.load(Ordering::Acquire)),
+            queued: self.queue.len(),
+        }
+    }
+}
+
 /// A server's blocking pools: the main one and the named ones.
 #[derive(Debug)]
 pub(crate) struct Pools {
@@ -155,6 +180,18 @@ impl Pools {
                 })
             })
             .clone()
+    }
+
+    /// Returns each pool's gauges, the main one first (named `main`), for `/metrics`.
+    pub(crate) fn gauges(&self) -> Vec<PoolGauges> {
+        let main = std::iter::once(("main", &self.main));
+        let named = self.named.iter().map(|(name, pool)| (name.as_str(), pool));
+        main.chain(named)
+            .map(|(name, pool)| PoolGauges {
+                name: name.to_owned(),
+                ..pool.gauges()
+            })
+            .collect()
     }
 
     /// Returns the pool called `name`, or the main pool for `None`.

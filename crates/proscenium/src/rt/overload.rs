@@ -37,6 +37,38 @@ pub(crate) enum Bound {
 }
 
 impl Bound {
+    /// Every bound, in the order of their counters.
+    pub(crate) const ALL: [Self; 8] = [
+        Self::Connections,
+        Self::Inflight,
+        Self::BlockingQueue,
+        Self::ThreadQueue,
+        Self::QueueWait,
+        Self::StageQueue,
+        Self::LuaQueue,
+        Self::LuaRetired,
+    ];
+
+    /// Returns the bound's name in `/metrics`: its setting.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Self::Connections => "max_connections",
+            Self::Inflight => "max_inflight",
+            Self::BlockingQueue => "blocking_queue",
+            Self::ThreadQueue => "thread_queue",
+            Self::QueueWait => "queue_timeout",
+            Self::StageQueue => "stage_queue",
+            Self::LuaQueue => "lua_queue",
+            Self::LuaRetired => "lua_retired",
+        }
+    }
+
+    /// Returns how often this process has hit the bound since it started: refusals,
+    /// or for `Connections` the times accepting paused.
+    pub(crate) fn hits(self) -> u64 {
+        TOTALS[self as usize].load(Ordering::Relaxed)
+    }
+
     fn describe(self) -> &'static str {
         match self {
             Self::Connections => "connection cap reached: accepting paused",
@@ -56,10 +88,14 @@ impl Bound {
 /// Per bound: times hit since the last log line, and the second of that line.
 static HITS: [(AtomicU64, AtomicU64); 8] = [const { (AtomicU64::new(0), AtomicU64::new(0)) }; 8];
 
+/// Per bound: times hit since the process started, for `/metrics`.
+static TOTALS: [AtomicU64; 8] = [const { AtomicU64::new(0) }; 8];
+
 /// Records that `bound` was hit; logs at most once a second per bound.
 pub(crate) fn note(bound: Bound) {
     let (hits, logged_at) = &HITS[bound as usize];
     hits.fetch_add(1, Ordering::Relaxed);
+    TOTALS[bound as usize].fetch_add(1, Ordering::Relaxed);
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -79,6 +115,9 @@ pub(crate) fn note(bound: Bound) {
 #[derive(Debug)]
 pub(crate) struct Gate {
     live: Slots,
+    /// Connections accepted since the server started (one locked add a connection,
+    /// beside the compare-and-swap that took its place).
+    accepted: AtomicU64,
     freed: Notify,
     seat: Option<Seat>,
 }
@@ -87,6 +126,7 @@ impl Gate {
     pub(crate) fn new(max: usize, seat: Option<Seat>) -> Arc<Self> {
         Arc::new(Self {
             live: Slots::new(max),
+            accepted: AtomicU64::new(0),
             freed: Notify::new(),
             seat,
         })
@@ -112,6 +152,11 @@ impl Gate {
     /// Returns how many connections hold a place.
     pub(crate) fn live(&self) -> usize {
         self.live.taken()
+    }
+
+    /// Returns how many connections were accepted in all.
+    pub(crate) fn accepted(&self) -> u64 {
+        self.accepted.load(Ordering::Relaxed)
     }
 
     /// Says this server accepts no more (a `prefork` worker leaves the board).
@@ -147,6 +192,7 @@ impl Reservation {
             .take()
             .expect("a reservation holds its gate until accepted");
         gate.publish(gate.live.taken());
+        gate.accepted.fetch_add(1, Ordering::Relaxed);
         Pass(gate)
     }
 }

@@ -7,6 +7,7 @@
 //! [`Turning`] reads the same marks for a `prefork` worker's heartbeat, which stops
 //! while a loop of the worker is frozen.
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -80,6 +81,7 @@ pub(crate) struct Busy(());
 
 impl Busy {
     pub(crate) fn enter(route: u32) -> Self {
+        ROUTE.set(route);
         context::with_current(|ctx| {
             let stats = &ctx.stats;
             let token = stats.tokens.load(Ordering::Relaxed) + 1;
@@ -97,14 +99,22 @@ impl Drop for Busy {
     }
 }
 
-/// Records the route whose handler the current loop is about to run.
+thread_local! {
+    /// The route last recorded on this thread, loop or not: read back by the thread
+    /// itself (its loop's `route` is for the watchdog, on another thread).
+    static ROUTE: Cell<u32> = const { Cell::new(NO_ROUTE) };
+}
+
+/// Records the route whose handler the current thread is about to run (or, on a
+/// connection's thread, the route whose answer it is about to send).
 pub(crate) fn set_route(route: u32) {
+    ROUTE.set(route);
     context::with_current(|ctx| ctx.stats.route.store(route, Ordering::Relaxed));
 }
 
-/// Returns the route last recorded on the current loop.
+/// Returns the route last recorded on the current thread.
 pub(crate) fn current_route() -> u32 {
-    context::with_current(|ctx| ctx.stats.route.load(Ordering::Relaxed)).unwrap_or(NO_ROUTE)
+    ROUTE.get()
 }
 
 /// What the watchdog remembers of one loop between samples.

@@ -1,6 +1,6 @@
 //! An answer on its way out: what the connection notes of a request before the app
 //! takes it, and [`buffer`], the one place every answer — the app's, a refusal, an
-//! overload 503 — is encoded, and so the one place it is logged.
+//! overload 503 — is encoded, and so the one place it is logged and counted.
 
 use bytes::BytesMut;
 use http::{HeaderValue, Version};
@@ -11,13 +11,17 @@ use crate::http::access_log::{AccessLog, LineHead};
 use crate::http::body::Repr;
 use crate::http::compress::{self, Compression};
 use crate::http::invoke;
+use crate::http::meter::{Mark, Table};
 
 /// Bodies larger than this are written from their own buffer instead of being copied.
 const COPY_LIMIT: usize = 64 * 1024;
 
-/// What the server adds to every answer: its access log, and fields (whole lines).
+/// What the server adds to every answer: its access log, its counters, and fields
+/// (whole lines).
 pub(super) struct Fixed<'a> {
     pub(super) log: Option<&'a AccessLog>,
+    /// This thread's request counters (`[admin]`), if the server keeps them.
+    pub(super) meter: Option<&'a Table>,
     pub(super) fields: &'a [u8],
     /// How answers are compressed.
     pub(super) compression: &'a Compression,
@@ -34,11 +38,13 @@ pub(super) struct Terms {
     pub(super) keep_alive: bool,
     /// What the access log needs of the request: only with a log.
     pub(super) line: Option<Box<LineHead>>,
+    /// What the request counters need of it: only with counters.
+    pub(super) mark: Option<Mark>,
 }
 
 impl Terms {
     /// Returns how to answer a request the server refuses: HTTP/1.1, then close.
-    pub(super) fn refusal(line: Option<Box<LineHead>>) -> Self {
+    pub(super) fn refusal(line: Option<Box<LineHead>>, mark: Option<Mark>) -> Self {
         Self {
             version: Version::HTTP_11,
             head_only: false,
@@ -46,6 +52,15 @@ impl Terms {
             accept_encoding: None,
             keep_alive: false,
             line,
+            mark,
+        }
+    }
+
+    /// Counts the answer with `status` in `meter`, once (the route is the one this
+    /// thread noted last).
+    pub(super) fn count(&mut self, meter: Option<&Table>, status: u16) {
+        if let (Some(mark), Some(meter)) = (self.mark.take(), meter) {
+            meter.record(mark, status);
         }
     }
 }
@@ -104,6 +119,7 @@ pub(super) fn buffer(
         };
         log.record(*line, parts.status.as_u16(), bytes);
     }
+    terms.count(server.meter, parts.status.as_u16());
     crate::http::spare::keep(parts.headers);
     let next = if keep_alive {
         Persistence::KeepAlive

@@ -33,8 +33,10 @@ use crate::http::Response;
 use crate::http::Soon;
 use crate::http::body::Repr;
 use crate::http::invoke::{self, Guarded};
+use crate::http::meter::Mark;
 use crate::http::upgrade::{OnUpgrade, Run};
 use crate::rt::pace::Pace;
+use crate::rt::watchdog;
 use crate::rt::{Left, Progress, Ticket, Visit};
 use crate::transport::Stream;
 
@@ -472,6 +474,7 @@ impl Conn {
                 .log
                 .as_ref()
                 .map(|log| log.note(self.peer, Some(&req))),
+            mark: self.shared.meter.as_ref().map(|_| Mark::now(req.method())),
         };
         let max_inflight = self.shared.config.limits.max_inflight;
         match invoke::call(&self.shared.app, req, max_inflight) {
@@ -499,12 +502,15 @@ impl Conn {
                         // A client that hangs up meanwhile takes its request with it:
                         // the handler is dropped (a CGI script it runs is killed).
                         let watch = self.rbuf.is_empty();
+                        let route = guarded.route();
                         tokio::select! {
                             res = guarded.finish(&*shared.app) => res,
                             () = self.socket.hung_up(), if watch => {
                                 if let (Some(log), Some(line)) = (&shared.log, terms.line.take()) {
                                     log.record(*line, CLIENT_GONE, Some(0));
                                 }
+                                watchdog::set_route(route);
+                                terms.count(shared.meter.as_deref(), CLIENT_GONE);
                                 return Err(client_gone());
                             }
                         }
@@ -527,7 +533,13 @@ impl Conn {
             self.upgrade = Some(run);
         }
         let closing = self.shared.closing();
-        answer::buffer(&mut self.wbuf, res, terms, closing, &self.shared.fixed())
+        answer::buffer(
+            &mut self.wbuf,
+            res,
+            terms,
+            closing,
+            &self.shared.answering(),
+        )
     }
 
     /// Sends a body too large to buffer: a large one from its own buffer, a file with
@@ -679,7 +691,8 @@ impl Conn {
             crate::http::response::error(e.status(), e.to_string())
         };
         self.rbuf.clear();
-        let mut terms = Terms::refusal(line);
+        let mut terms = Terms::refusal(line, self.shared.meter.as_ref().map(|_| Mark::refused()));
+        watchdog::set_route(watchdog::NO_ROUTE);
         if let Err(unsent) = self.buffer(res, &mut terms) {
             self.send_unsent(unsent).await?;
         }

@@ -18,6 +18,7 @@ use crate::Config;
 use crate::http::access_log::AccessLog;
 use crate::http::compress::Compression;
 use crate::http::intake::Bodies;
+use crate::http::meter::{Meters, Table};
 use crate::http::response::Respond;
 use crate::rt::{
     Host, Left, LocalProtocol, Protocol, Readiness, Sleepers, Sleeping, Ticket, Visit,
@@ -39,6 +40,8 @@ pub(crate) struct Http1 {
     pub(crate) hsts: Option<HeaderValue>,
     /// How answers are compressed, and the compressed static files every loop shares.
     pub(crate) compression: Arc<Compression>,
+    /// The request counters of the admin listener's `/metrics`, when it is on.
+    meters: Option<Arc<Meters>>,
 }
 
 impl Http1 {
@@ -67,13 +70,22 @@ impl Http1 {
             config,
             log,
             bodies,
+            meters: None,
         }
     }
 
-    /// What every answer carries.
-    pub(super) fn fixed(&self) -> answer::Fixed<'_> {
+    /// Counts every answer in `meters` (each thread in a table of its own).
+    #[must_use]
+    pub(crate) fn with_meters(mut self, meters: Arc<Meters>) -> Self {
+        self.meters = Some(meters);
+        self
+    }
+
+    /// What every answer carries; `meter` counts it.
+    pub(super) fn fixed<'a>(&'a self, meter: Option<&'a Table>) -> answer::Fixed<'a> {
         answer::Fixed {
             log: self.log.as_ref(),
+            meter,
             fields: &self.fields,
             compression: &self.compression,
         }
@@ -85,6 +97,7 @@ impl Protocol for Http1 {
 
     fn local(&self, host: Host) -> Rc<Http1Loop> {
         let shared = Rc::new(Http1Loop {
+            meter: self.meters.as_ref().map(Meters::table_here),
             parts: self.clone(),
             closing: Cell::new(false),
             sleepers: Sleepers::default(),
@@ -108,9 +121,10 @@ impl Protocol for Http1 {
     fn overloaded(&self, peer: SocketAddr) -> BytesMut {
         let res = crate::http::response::unavailable("every thread is busy; try again shortly");
         let mut out = BytesMut::new();
-        let mut terms = Terms::refusal(self.log.as_ref().map(|log| log.note(peer, None)));
+        // Counted as the bound that refused it (`rt::overload`), not as a request.
+        let mut terms = Terms::refusal(self.log.as_ref().map(|log| log.note(peer, None)), None);
         // An error page is small enough to buffer whole: nothing is left to send.
-        let _ = answer::buffer(&mut out, res, &mut terms, true, &self.fixed());
+        let _ = answer::buffer(&mut out, res, &mut terms, true, &self.fixed(None));
         out
     }
 
@@ -132,11 +146,18 @@ pub(crate) struct Http1Loop {
     pub(crate) sleepers: Sleepers,
     /// Where long-idle connections are put away (event loops only; see `idle`).
     pub(super) shelf: OnceCell<Shelf>,
+    /// This thread's request counters, when the server keeps them.
+    pub(crate) meter: Option<Arc<Table>>,
 }
 
 impl Http1Loop {
     pub(crate) fn closing(&self) -> bool {
         self.closing.get()
+    }
+
+    /// What every answer on this thread carries.
+    pub(super) fn answering(&self) -> answer::Fixed<'_> {
+        self.parts.fixed(self.meter.as_deref())
     }
 
     /// Resolves once the server's shutdown has begun; meanwhile the waiting task is

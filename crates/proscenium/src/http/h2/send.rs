@@ -88,6 +88,7 @@ pub(super) async fn answer(
     if let (Some(log), Some(line)) = (&shared.log, terms.line.take()) {
         log.record(*line, status, len.filter(|_| !terms.head_only));
     }
+    terms.count(shared, status);
     let bodiless = terms.head_only || len == Some(0);
     let head = http::Response::from_parts(parts, ());
     let mut stream = match respond.send_response(head, bodiless) {

@@ -14,8 +14,10 @@ use crate::http::access_log::LineHead;
 use crate::http::h1::Http1Loop;
 use crate::http::intake::Sink;
 use crate::http::invoke;
+use crate::http::meter::Mark;
 use crate::http::response::{error, unavailable};
 use crate::http::{Request, Response, Soon};
+use crate::rt::watchdog;
 
 /// What the access log notes of a client that reset its stream before its answer.
 const CLIENT_GONE: u16 = 499;
@@ -27,6 +29,18 @@ pub(super) struct Terms {
     /// The request's `Accept-Encoding`, for compression (`None` with a `Range`).
     pub(super) accept_encoding: Option<HeaderValue>,
     pub(super) line: Option<Box<LineHead>>,
+    /// What the request counters need of it: only with counters.
+    pub(super) mark: Option<Mark>,
+}
+
+impl Terms {
+    /// Counts the answer with `status` in this thread's counters, once (the route is
+    /// the one this thread noted last).
+    pub(super) fn count(&mut self, shared: &Http1Loop, status: u16) {
+        if let (Some(mark), Some(meter)) = (self.mark.take(), &shared.meter) {
+            meter.record(mark, status);
+        }
+    }
 }
 
 /// Serves one stream: request in, answer out.
@@ -57,6 +71,7 @@ pub(super) async fn serve(
             false => parts.headers.get(header::ACCEPT_ENCODING).cloned(),
         },
         line: None,
+        mark: shared.meter.as_ref().map(|_| Mark::now(&parts.method)),
     };
     let announced = parts
         .headers
@@ -73,25 +88,31 @@ pub(super) async fn serve(
                 Soon::Later(guarded) => {
                     // A client that resets the stream meanwhile takes its request
                     // with it: the handler is dropped.
+                    let route = guarded.route();
                     tokio::select! {
                         res = guarded.finish(&*shared.app) => res,
                         _ = std::future::poll_fn(|cx| respond.poll_reset(cx)) => {
-                            return log_gone(shared, &mut terms);
+                            return log_gone(shared, &mut terms, route);
                         }
                     }
                 }
             }
         }
-        Err(Refused::Gone) => return log_gone(shared, &mut terms),
-        Err(Refused::With(res)) => res,
+        Err(Refused::Gone) => return log_gone(shared, &mut terms, watchdog::NO_ROUTE),
+        Err(Refused::With(res)) => {
+            watchdog::set_route(watchdog::NO_ROUTE);
+            res
+        }
     };
     send::answer(&mut respond, res, &mut terms, shared).await;
 }
 
-fn log_gone(shared: &Http1Loop, terms: &mut Terms) {
+fn log_gone(shared: &Http1Loop, terms: &mut Terms, route: u32) {
     if let (Some(log), Some(line)) = (&shared.log, terms.line.take()) {
         log.record(*line, CLIENT_GONE, Some(0));
     }
+    watchdog::set_route(route);
+    terms.count(shared, CLIENT_GONE);
 }
 
 /// Why a request body was not gathered.

@@ -1,0 +1,41 @@
+//! The admin listener (`[admin] bind`): `/healthz`, `/readyz` and `/metrics` on an
+//! address of their own, served by a small [`App`] on a loop of its own — apart from
+//! the app's loops and threads, so a scrape is answered however busy they are, and
+//! `/readyz` says 503 while the app's listener drains.
+//!
+//! What `/metrics` reads is in [`metrics`]; the request counters it sums are written
+//! on the request path by `http::meter`.
+
+mod metrics;
+
+use std::sync::Arc;
+
+use http::StatusCode;
+use http::header::CONTENT_TYPE;
+use tokio::sync::watch;
+
+use crate::{App, inline};
+
+pub(crate) use self::metrics::Metrics;
+
+/// Returns the admin listener's app: `/healthz` (200 while the process runs),
+/// `/readyz` (200 while accepting, 503 once `shutdown` has begun) and `/metrics`.
+pub(crate) fn app(metrics: Metrics, shutdown: watch::Receiver<bool>) -> App {
+    let metrics = Arc::new(metrics);
+    App::new()
+        .get("/healthz", inline(|| "ok\n"))
+        .get(
+            "/readyz",
+            inline(move || match *shutdown.borrow() {
+                false => (StatusCode::OK, "ready\n"),
+                true => (StatusCode::SERVICE_UNAVAILABLE, "draining\n"),
+            }),
+        )
+        .get(
+            "/metrics",
+            inline(move || {
+                let content_type = prometheus_client::encoding::prometheus_text::CONTENT_TYPE;
+                ([(CONTENT_TYPE, content_type)], metrics.render())
+            }),
+        )
+}
