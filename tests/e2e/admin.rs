@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use proscenium::{App, Model, ServerHandle, StatusCode, inline};
 
+use crate::support::h2::H2;
 use crate::support::{self, Client};
 
 /// A series' name and its labels, sorted by name.
@@ -92,15 +93,8 @@ fn issue36_metrics_count_each_request_by_route_method_and_status_and_the_scrape_
     }
     // The answers are counted as they are encoded, before they are sent; poll all
     // the same rather than lean on that.
+    let metrics = scrape_once_counted(admin, 5.0);
     let requests = "proscenium_http_requests_total";
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let metrics = loop {
-        let metrics = scrape(admin);
-        if sum(&metrics, requests, &[]) >= 5.0 || Instant::now() > deadline {
-            break metrics;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
     let hello = [("route", "/hello"), ("method", "GET"), ("status", "2xx")];
     let items = [
         ("route", "/items/:id"),
@@ -133,6 +127,40 @@ fn issue36_metrics_count_each_request_by_route_method_and_status_and_the_scrape_
         ),
         0.0
     );
+}
+
+/// Waits until the scrape counts `n` requests in all, and returns it.
+fn scrape_once_counted(admin: SocketAddr, n: f64) -> Vec<(Series, f64)> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let metrics = scrape(admin);
+        if sum(&metrics, "proscenium_http_requests_total", &[]) >= n || Instant::now() > deadline {
+            return metrics;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn issue36_http2_streams_are_counted_under_their_routes() {
+    // Under the thread models each stream's call runs on a request thread and its
+    // route comes back with its answer to the thread of upgraded connections.
+    let (server, admin) = start(app());
+    let mut h2 = H2::connect(server.local_addr());
+    assert_eq!(h2.get("/hello").status.as_u16(), 200);
+    assert_eq!(h2.get("/hello").status.as_u16(), 200);
+    assert_eq!(h2.get("/items/3").status.as_u16(), 404);
+    let metrics = scrape_once_counted(admin, 3.0);
+    let requests = "proscenium_http_requests_total";
+    let hello = [("route", "/hello"), ("method", "GET"), ("status", "2xx")];
+    let items = [
+        ("route", "/items/:id"),
+        ("method", "GET"),
+        ("status", "4xx"),
+    ];
+    assert_eq!(sum(&metrics, requests, &hello), 2.0, "{metrics:?}");
+    assert_eq!(sum(&metrics, requests, &items), 1.0, "{metrics:?}");
+    assert_eq!(sum(&metrics, requests, &[]), 3.0);
 }
 
 #[test]

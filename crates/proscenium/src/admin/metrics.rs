@@ -187,33 +187,37 @@ impl Metrics {
 
     fn pools(&self, encoder: &mut DescriptorEncoder<'_>) -> std::fmt::Result {
         let pools = self.pools.gauges();
-        let gauges: [(&str, &str, fn(&PoolGauges) -> usize); 3] = [
-            (
-                "proscenium_blocking_pool_threads",
-                "Threads each blocking pool has started.",
-                |p| p.threads,
-            ),
-            (
-                "proscenium_blocking_pool_busy",
-                "Threads of each blocking pool running a job.",
-                |p| p.busy,
-            ),
-            (
-                "proscenium_blocking_pool_queued",
-                "Jobs waiting for a thread of each blocking pool.",
-                |p| p.queued,
-            ),
-        ];
-        for (name, help, read) in gauges {
+        let gauge = |encoder: &mut DescriptorEncoder<'_>, name, help, read: PoolGauge| {
             let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
             for pool in &pools {
                 let n = ConstGauge::new(read(pool) as i64);
                 n.encode(family.encode_family(&[("pool", pool.name.as_str())])?)?;
             }
-        }
-        Ok(())
+            Ok(())
+        };
+        gauge(
+            encoder,
+            "proscenium_blocking_pool_threads",
+            "Threads each blocking pool has started.",
+            |p| p.threads,
+        )?;
+        gauge(
+            encoder,
+            "proscenium_blocking_pool_busy",
+            "Threads of each blocking pool running a job.",
+            |p| p.busy,
+        )?;
+        gauge(
+            encoder,
+            "proscenium_blocking_pool_queued",
+            "Jobs waiting for a thread of each blocking pool.",
+            |p| p.queued,
+        )
     }
 }
+
+/// Reads one gauge of a blocking pool.
+type PoolGauge = fn(&PoolGauges) -> usize;
 
 impl Collector for Metrics {
     fn encode(&self, mut encoder: DescriptorEncoder<'_>) -> std::fmt::Result {

@@ -15,8 +15,9 @@
 //! folded into the retired sum, so a scrape never loses them.
 
 use std::cell::RefCell;
+use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Instant;
 
 use http::Method;
@@ -55,31 +56,50 @@ pub(crate) const BOUNDS_NS: [u64; 16] = [
 /// Buckets of a route's histogram: one per bound, and one past the last.
 const BUCKETS: usize = BOUNDS_NS.len() + 1;
 
-/// What a request's answer is counted with, noted before the app takes the request.
+/// What a request's answer is counted with, noted before the app takes the request:
+/// its method, and when it was taken — packed in eight bytes, since a connection
+/// carries it beside the request's other terms on every call.
+///
+/// Bit 0 is always set (so the mark is never zero, and an `Option<Mark>` is eight
+/// bytes too), bits 1–3 hold the method's index, bits 4 and up the nanoseconds
+/// from the process's first mark to the request's start, plus one; zero there means
+/// not timed.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Mark {
-    /// When the request was taken; `None` for a request refused before it was
-    /// parsed, which is counted but not timed.
-    started: Option<Instant>,
-    method: u8,
-}
+pub(crate) struct Mark(NonZeroU64);
 
 impl Mark {
     /// Returns the mark of a request with `method` taken now.
     pub(crate) fn now(method: &Method) -> Self {
-        Self {
-            started: Some(Instant::now()),
-            method: method_index(method),
-        }
+        Self::pack(method_index(method), since_epoch().wrapping_add(1))
     }
 
-    /// Returns the mark of a request the server refuses before reading its method.
+    /// Returns the mark of a request the server refuses before reading its method:
+    /// counted, not timed.
     pub(crate) fn refused() -> Self {
-        Self {
-            started: None,
-            method: (METHODS.len() - 1) as u8,
-        }
+        Self::pack((METHODS.len() - 1) as u8, 0)
     }
+
+    fn pack(method: u8, started: u64) -> Self {
+        Self(NonZeroU64::MIN | (started << 4) | (u64::from(method) << 1))
+    }
+
+    fn method(self) -> usize {
+        ((self.0.get() >> 1) & 0b111) as usize
+    }
+
+    /// Returns the nanoseconds since the request was taken, if it was timed.
+    fn elapsed_ns(self) -> Option<u64> {
+        let started = self.0.get() >> 4;
+        (started != 0).then(|| since_epoch().saturating_sub(started - 1))
+    }
+}
+
+/// Returns the nanoseconds since the process's first mark (one clock read).
+fn since_epoch() -> u64 {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    let epoch = *EPOCH.get_or_init(Instant::now);
+    // 2^60 ns, what fits above the mark's four low bits, is 36 years.
+    u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX) & (u64::MAX >> 4)
 }
 
 fn method_index(method: &Method) -> u8 {
@@ -130,13 +150,12 @@ impl Table {
     pub(crate) fn record(&self, mark: Mark, status: u16) {
         let route = (watchdog::current_route() as usize).min(self.routes);
         let class = (usize::from(status / 100)).clamp(1, CLASSES.len()) - 1;
-        let method = usize::from(mark.method);
+        let method = mark.method();
         bump(
             &self.counts[(route * METHODS.len() + method) * CLASSES.len() + class],
             1,
         );
-        if let Some(started) = mark.started {
-            let ns = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        if let Some(ns) = mark.elapsed_ns() {
             let bucket = BOUNDS_NS.partition_point(|&bound| bound < ns);
             bump(&self.buckets[route * BUCKETS + bucket], 1);
             bump(&self.sum_ns[route], ns);
@@ -330,6 +349,22 @@ mod tests {
         assert_eq!(sums.count(2, 2, 3), 1, "no route, 4xx");
         assert_eq!(sums.histogram(1).0.iter().sum::<u64>(), 2);
         assert_eq!(sums.count(0, 2, 1), 0);
+    }
+
+    #[test]
+    fn a_mark_keeps_its_method_and_start() {
+        for (i, method) in [
+            "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "BREW",
+        ]
+        .iter()
+        .enumerate()
+        {
+            let mark = Mark::now(&Method::from_bytes(method.as_bytes()).unwrap());
+            assert_eq!(mark.method(), i, "{method}");
+            assert!(mark.elapsed_ns().is_some_and(|ns| ns < 10_000_000_000));
+        }
+        assert_eq!(Mark::refused().method(), METHODS.len() - 1);
+        assert_eq!(Mark::refused().elapsed_ns(), None);
     }
 
     #[test]
