@@ -1,7 +1,8 @@
 //! The `proscenium` binary as a user runs it: start line, serving a directory, exit
 //! codes, and a clean exit on SIGTERM and SIGINT; over TLS (`tls.rs`) and HTTP/2
-//! (`http2.rs`).
+//! (`http2.rs`); the admin listener (`admin.rs`).
 
+mod admin;
 mod http2;
 mod tls;
 
