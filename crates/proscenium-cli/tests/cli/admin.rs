@@ -1,13 +1,9 @@
 //! The admin listener through the binary (issue 36): `--admin-bind`, named in the
 //! start line, and under prefork bound by the supervisor alone.
 
-use super::{get, signal, start, wait_exit};
+use proscenium::testing::free_port;
 
-/// Returns a loopback port free a moment ago.
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
-}
+use super::{get, signal, start, wait_exit};
 
 #[test]
 fn issue36_under_prefork_the_supervisor_alone_binds_the_admin_listener() {
