@@ -12,7 +12,9 @@ use proscenium::tls::{CertFiles, PlainSpec};
 use proscenium::ws::WebSocketUpgrade;
 use proscenium::{App, Config, ServerHandle};
 
-use crate::support::tls::{Authority, Files, presented_names, write_atomically};
+use crate::support::tls::{
+    Authority, Files, TlsStream, connect, presented_names, write_atomically,
+};
 use crate::support::{self, Client};
 use crate::websocket::{TEXT, echo_on, frame, read_frame};
 
@@ -84,6 +86,44 @@ fn issue34_https_speaks_tls13_with_alpn_and_serves_bodies_files_and_kept_alive_r
     client.send("GET / HTTP/1.1\r\nHost: t\r\n\r\nGET /none HTTP/1.1\r\nHost: t\r\n\r\n");
     assert_eq!(client.response().status, 200);
     assert_eq!(client.response().status, 404);
+}
+
+/// Posts a 200 KB body and fetches `file` as `/big.bin` over `client`: each many
+/// records long.
+fn carries_bodies_both_ways(client: &mut Client<TlsStream>, file: &[u8]) {
+    let body = vec![b'b'; 200 * 1024];
+    client.send(format!(
+        "POST /length HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    ));
+    client.send(&body);
+    assert_eq!(client.response().text(), body.len().to_string());
+    let res = client.get("/big.bin").response();
+    assert_eq!(res.status, 200);
+    assert!(res.body == file, "the file arrives whole over TLS");
+}
+
+#[test]
+fn issue34_tls12_and_a_tls13_key_update_carry_bodies_both_ways_across_many_records() {
+    let ca = Authority::new();
+    let files = ca.issue("site", &["localhost"]);
+    let root = tempfile::tempdir().unwrap();
+    let file: Vec<u8> = (0..300 * 1024).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(root.path().join("big.bin"), &file).unwrap();
+    let server = serve(&files, |c| c.root = Some(root.path().to_owned()));
+    let tls12 = ca.client_of(&[b"http/1.1"], &[&rustls::version::TLS12]);
+    let mut old = connect(server.local_addr(), "localhost", tls12);
+    assert_eq!(
+        old.stream().conn.protocol_version(),
+        Some(rustls::ProtocolVersion::TLSv1_2)
+    );
+    carries_bodies_both_ways(&mut old, &file);
+    // New keys for the client's records, and a request that the server change its own
+    // (which it must send before its next answer), between two requests.
+    let mut new = ca.connect(server.local_addr(), "localhost");
+    assert_eq!(new.get("/").response().status, 200);
+    new.stream_mut().conn.refresh_traffic_keys().unwrap();
+    carries_bodies_both_ways(&mut new, &file);
 }
 
 #[test]
@@ -263,5 +303,44 @@ fn issue34_a_client_hello_past_what_tls_allows_is_refused_in_bounded_memory() {
         "refused before 4 MiB of ClientHello"
     );
     let mut good = ca.connect(server.local_addr(), "localhost");
+    assert_eq!(good.get("/").response().status, 200);
+}
+
+#[test]
+fn issue34_a_close_notify_closes_and_a_corrupt_record_gets_an_alert_while_others_are_served() {
+    let ca = Authority::new();
+    let files = ca.issue("site", &["localhost"]);
+    let server = serve(&files, |_| {});
+    let addr = server.local_addr();
+    let mut leaving = ca.connect(addr, "localhost");
+    assert_eq!(leaving.get("/").response().status, 200);
+    leaving.stream_mut().conn.send_close_notify();
+    leaving.stream_mut().flush().unwrap();
+    assert!(leaving.is_closed_within(Duration::from_secs(60)));
+    let mut corrupt = ca.connect(addr, "localhost");
+    assert_eq!(corrupt.get("/").response().status, 200);
+    // Application data that no key decrypts, under the client's session.
+    let mut record = vec![23, 3, 3, 0, 40];
+    record.extend([0x5a; 40]);
+    corrupt.stream_mut().sock.write_all(&record).unwrap();
+    let mut sink = [0u8; 256];
+    let refused = loop {
+        match std::io::Read::read(corrupt.stream_mut(), &mut sink) {
+            Ok(0) => panic!("closed without an alert"),
+            Ok(_) => {}
+            Err(e) => break e,
+        }
+    };
+    let alert = refused
+        .get_ref()
+        .and_then(|e| e.downcast_ref::<rustls::Error>());
+    assert_eq!(
+        alert,
+        Some(&rustls::Error::AlertReceived(
+            rustls::AlertDescription::BadRecordMac
+        )),
+        "{refused}"
+    );
+    let mut good = ca.connect(addr, "localhost");
     assert_eq!(good.get("/").response().status, 200);
 }

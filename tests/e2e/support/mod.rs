@@ -149,6 +149,11 @@ impl<S: Wire> Client<S> {
         &self.stream
     }
 
+    /// The stream under the client, to act on it (a TLS session's key update).
+    pub fn stream_mut(&mut self) -> &mut S {
+        &mut self.stream
+    }
+
     pub fn send(&mut self, bytes: impl AsRef<[u8]>) -> &mut Self {
         self.stream.write_all(bytes.as_ref()).expect("write");
         self

@@ -8,7 +8,9 @@ use std::sync::Arc;
 use proscenium::testing::TestCa;
 use rustls::pki_types::ServerName;
 use rustls::pki_types::pem::PemObject;
-use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
+use rustls::{
+    ClientConfig, ClientConnection, RootCertStore, StreamOwned, SupportedProtocolVersion,
+};
 
 use super::{Client, Wire};
 
@@ -58,11 +60,20 @@ impl Authority {
 
     /// A client config trusting this authority alone, offering `alpn`.
     pub fn client(&self, alpn: &[&[u8]]) -> Arc<ClientConfig> {
+        self.client_of(alpn, rustls::DEFAULT_VERSIONS)
+    }
+
+    /// A client config trusting this authority alone, offering `alpn` over `versions`.
+    pub fn client_of(
+        &self,
+        alpn: &[&[u8]],
+        versions: &[&'static SupportedProtocolVersion],
+    ) -> Arc<ClientConfig> {
         let mut roots = RootCertStore::empty();
         for cert in rustls::pki_types::CertificateDer::pem_slice_iter(self.ca.pem().as_bytes()) {
             roots.add(cert.unwrap()).unwrap();
         }
-        let mut config = ClientConfig::builder()
+        let mut config = ClientConfig::builder_with_protocol_versions(versions)
             .with_root_certificates(roots)
             .with_no_client_auth();
         config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();

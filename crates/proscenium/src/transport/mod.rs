@@ -103,12 +103,7 @@ impl Stream {
 
     /// The application protocol TLS agreed on (ALPN), if any.
     pub fn alpn(&self) -> Option<&[u8]> {
-        self.tls.as_ref()?.alpn_protocol()
-    }
-
-    /// The name the client asked for in its TLS handshake (SNI), if any.
-    pub fn server_name(&self) -> Option<&str> {
-        self.tls.as_ref()?.server_name()
+        self.tls.as_ref()?.alpn()
     }
 
     /// Reads what the connection has, `max` bytes at most, onto `read`, once it has
@@ -142,7 +137,7 @@ impl Stream {
     fn poll_read_tls(
         &mut self,
         cx: &mut Context<'_>,
-        out: &mut (impl tls::Plain + ?Sized),
+        out: &mut dyn tls::Plain,
         max: usize,
     ) -> Poll<io::Result<usize>> {
         let Some(tls) = &mut self.tls else {
@@ -200,17 +195,13 @@ impl Stream {
             None => poll_io(&self.tcp, cx, Interest::WRITABLE, || {
                 self.tcp.try_write(bytes)
             }),
-            Some(tls) => loop {
+            Some(tls) => {
+                // What is encrypted is bounded: what the last send left goes first.
                 ready!(poll_flush_tls(&self.tcp, tls, cx))?;
-                match io::Write::write(&mut tls.writer(), bytes)? {
-                    // Its buffer is full: flush it first.
-                    0 if !bytes.is_empty() => {}
-                    n => {
-                        let _ = tls::flush(tls, &mut TokioIo(&self.tcp));
-                        return Poll::Ready(Ok(n));
-                    }
-                }
-            },
+                let n = tls::send(tls, bytes)?;
+                let _ = tls::flush(tls, &mut TokioIo(&self.tcp));
+                Poll::Ready(Ok(n))
+            }
         }
     }
 
@@ -225,7 +216,7 @@ impl Stream {
     /// Sends TLS's close_notify (if TLS) and half-closes the socket.
     pub(crate) fn poll_close(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         if let Some(tls) = &mut self.tls {
-            tls.send_close_notify();
+            tls::close(tls);
             ready!(poll_flush_tls(&self.tcp, tls, cx))?;
         }
         Poll::Ready(socket2::SockRef::from(&self.tcp).shutdown(std::net::Shutdown::Write))
@@ -238,13 +229,13 @@ fn poll_flush_tls(
     tls: &mut tls::Session,
     cx: &mut Context<'_>,
 ) -> Poll<io::Result<()>> {
-    while tls.wants_write() {
-        ready!(poll_io(tcp, cx, Interest::WRITABLE, || tls::flush(
-            tls,
-            &mut TokioIo(tcp)
-        )))?;
+    if !tls.wants_write() {
+        return Poll::Ready(Ok(()));
     }
-    Poll::Ready(Ok(()))
+    poll_io(tcp, cx, Interest::WRITABLE, || {
+        tls::flush(tls, &mut TokioIo(tcp))
+    })
+    .map_ok(|_| ())
 }
 
 /// Runs `io` (a `try_` call, which clears the readiness tokio cached when it would
