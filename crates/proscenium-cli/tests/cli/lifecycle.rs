@@ -137,6 +137,61 @@ fn issue36_a_socket_activated_server_serves_the_socket_it_was_given() {
     }
 }
 
+/// systemd's own launcher, where installed: it binds the port, waits for the first
+/// connection, then starts the server with the socket as descriptor 3.
+#[test]
+fn issue36_systemd_socket_activate_starts_a_server_that_answers_the_first_connection() {
+    let Some(launcher) = which("systemd-socket-activate") else {
+        eprintln!("systemd-socket-activate is not installed: skipped");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("hello.txt"), "activated").unwrap();
+    // A port free a moment ago; the launcher binds it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let addr = format!("127.0.0.1:{port}");
+    let mut child = std::process::Command::new(launcher)
+        .args(["-l", &addr, env!("CARGO_BIN_EXE_proscenium")])
+        .args([
+            "serve",
+            dir.path().to_str().unwrap(),
+            "--bind",
+            "127.0.0.1:0",
+            "--loops",
+            "1",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(&addr).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "the launcher never listened on {addr}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let answer = get(&addr, "/hello.txt");
+    assert!(answer.ends_with("activated"), "{answer}");
+    let (_, served) = proscenium::launch::read_start_line(&mut child).unwrap();
+    assert_eq!(served.to_string(), addr);
+    signal(&child, "TERM");
+    assert_eq!(wait_exit(&mut child), 0);
+}
+
+/// Returns the path of `program` on `PATH`.
+fn which(program: &str) -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|candidate| candidate.is_file())
+}
+
 /// Asks for `/two.txt` until a line of it is logged at `path`, for up to 30 s;
 /// returns the file.
 fn wait_for_answer_logged(addr: &str, path: &std::path::Path) -> String {
@@ -189,4 +244,43 @@ fn issue36_sigusr1_reopens_the_access_log_after_it_is_renamed() {
         signal(&child, "TERM");
         assert_eq!(wait_exit(&mut child), 0, "{model:?}");
     }
+}
+
+#[test]
+fn issue36_log_format_json_writes_one_object_a_line_on_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("proscenium.toml"),
+        "log_format = \"json\"\n",
+    )
+    .unwrap();
+    let mut child = proscenium()
+        .args([
+            "serve",
+            dir.path().to_str().unwrap(),
+            "--bind",
+            "127.0.0.1:0",
+        ])
+        .args(["--workers", "1"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    proscenium::launch::read_start_line(&mut child).unwrap();
+    signal(&child, "TERM");
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success());
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    let messages: Vec<String> = stderr
+        .lines()
+        .map(|line| {
+            let object: serde_json::Value =
+                serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}"));
+            assert!(object["level"].is_string(), "{line}");
+            object["fields"]["message"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    let said = |what: &str| messages.iter().any(|m| m.starts_with(what));
+    assert!(said("worker 0 started"), "{stderr}");
+    assert!(said("shutting down"), "{stderr}");
 }
