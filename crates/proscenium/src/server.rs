@@ -17,7 +17,7 @@ use crate::http::meter::Meters;
 use crate::rt::dispatcher::{self, Target};
 use crate::rt::event_loop::{self, LoopSpec};
 use crate::rt::overload::Gate;
-use crate::rt::{Pools, prefork, threads, watchdog};
+use crate::rt::{Pools, prefork, systemd, threads, watchdog};
 use crate::tls::Tls;
 use crate::{App, Config, Error, Method, web};
 
@@ -142,19 +142,29 @@ impl Server {
         });
         let for_plain = (spec.clone(), app.clone());
         let for_admin = spec.clone();
+        let activated = match systemd::activated_listener() {
+            Some(listener) => Some(listener.map_err(Error::io("take the activated socket"))?),
+            None => None,
+        };
         let started = match config.model {
-            Model::Loops | Model::EventLoop => start_loops(&spec, Some(app), &live, None)?,
-            Model::ThreadPool | Model::ThreadPerConn => start_threads(spec)?,
-            Model::Staged => start_staged(spec, &graph)?,
+            Model::Loops | Model::EventLoop => start_loops(&spec, Some(app), &live, activated)?,
+            Model::ThreadPool | Model::ThreadPerConn => start_threads(spec, activated)?,
+            Model::Staged => start_staged(spec, &graph, activated)?,
             Model::Prefork => match prefork::inherited_listener() {
                 Some(listener) => {
                     let listener =
                         listener.map_err(Error::io("take the socket from the supervisor"))?;
                     start_loops(&spec, Some(app), &live, Some(listener))?
                 }
-                None => start_supervisor(spec)?,
+                None => start_supervisor(spec, activated)?,
             },
         };
+        let notifier = systemd::Notifier::from_env();
+        if let Some(notifier) = &notifier {
+            notifier
+                .keep_petting(live)
+                .map_err(Error::io("start the systemd watchdog"))?;
+        }
         let mut threads = started.threads;
         let mut plain_addr = None;
         if let Some(plain) = config.tls.plain.as_ref().filter(|_| tls.is_some()) {
@@ -186,6 +196,7 @@ impl Server {
             tls,
             plain_addr,
             admin,
+            notifier,
             _acme: acme,
         })
     }
@@ -334,7 +345,8 @@ struct Started {
 /// Starts the loops, their dispatcher (unless each loop accepts for itself) and, given
 /// the app whose routes it names, the watchdog.
 ///
-/// A `prefork` worker serves the `inherited` socket, dispatching with JSQ.
+/// A `prefork` worker serves the `inherited` socket, and a socket-activated server the
+/// one systemd passed, dispatching with JSQ.
 fn start_loops(
     spec: &LoopSpec<Http1>,
     app: Option<Arc<App>>,
@@ -398,9 +410,11 @@ fn start_loops(
 }
 
 /// Starts the `prefork` supervisor, which starts and watches the worker processes.
-fn start_supervisor(spec: LoopSpec<Http1>) -> Result<Started, Error> {
-    let bind = spec.config.bind;
-    let listener = bind_listener(bind)?;
+fn start_supervisor(
+    spec: LoopSpec<Http1>,
+    activated: Option<std::net::TcpListener>,
+) -> Result<Started, Error> {
+    let listener = bind_listener(spec.config.bind, activated)?;
     let addr = local_addr(&listener)?;
     let supervisor = prefork::spawn(listener, spec.config, spec.shutdown)
         .map_err(Error::io("start the workers"))?;
@@ -413,8 +427,11 @@ fn start_supervisor(spec: LoopSpec<Http1>) -> Result<Started, Error> {
 
 /// Starts a thread model's acceptor, which owns its threads. No watchdog: these
 /// threads may block by design.
-fn start_threads(spec: LoopSpec<Http1>) -> Result<Started, Error> {
-    let listener = bind_listener(spec.config.bind)?;
+fn start_threads(
+    spec: LoopSpec<Http1>,
+    activated: Option<std::net::TcpListener>,
+) -> Result<Started, Error> {
+    let listener = bind_listener(spec.config.bind, activated)?;
     let addr = local_addr(&listener)?;
     let acceptor = threads::spawn(listener, spec).map_err(Error::io("start the acceptor"))?;
     Ok(Started {
@@ -429,8 +446,9 @@ fn start_threads(spec: LoopSpec<Http1>) -> Result<Started, Error> {
 fn start_staged(
     spec: LoopSpec<Http1>,
     graph: &OnceLock<crate::stage::GraphMonitor>,
+    activated: Option<std::net::TcpListener>,
 ) -> Result<Started, Error> {
-    let listener = bind_listener(spec.config.bind)?;
+    let listener = bind_listener(spec.config.bind, activated)?;
     let addr = local_addr(&listener)?;
     let stopper = crate::staged::spawn(listener, spec, graph)
         .map_err(|e| Error::io("start the staged server")(std::io::Error::other(e.to_string())))?;
@@ -441,8 +459,15 @@ fn start_staged(
     })
 }
 
-fn bind_listener(addr: SocketAddr) -> Result<std::net::TcpListener, Error> {
-    bind(addr, false).map_err(Error::io(format!("listen on {addr}")))
+/// Returns the socket systemd passed (`activated`) if it did, else binds `addr`.
+fn bind_listener(
+    addr: SocketAddr,
+    activated: Option<std::net::TcpListener>,
+) -> Result<std::net::TcpListener, Error> {
+    match activated {
+        Some(listener) => Ok(listener),
+        None => bind(addr, false).map_err(Error::io(format!("listen on {addr}"))),
+    }
 }
 
 fn local_addr(listener: &std::net::TcpListener) -> Result<SocketAddr, Error> {
@@ -501,7 +526,7 @@ fn bind(addr: SocketAddr, reuse_port: bool) -> std::io::Result<std::net::TcpList
     Ok(socket.into())
 }
 
-/// SIGINT and SIGTERM, and SIGHUP, watched from the moment this is made: one that
+/// SIGINT and SIGTERM, SIGHUP and SIGUSR1, watched from the moment this is made: one that
 /// arrives before [`Signals::wait`] is kept for it, not fatal to the process.
 #[derive(Debug)]
 pub(crate) struct Signals {
@@ -509,6 +534,7 @@ pub(crate) struct Signals {
     term: tokio::signal::unix::Signal,
     int: tokio::signal::unix::Signal,
     hup: tokio::signal::unix::Signal,
+    usr1: tokio::signal::unix::Signal,
 }
 
 impl Signals {
@@ -521,17 +547,19 @@ impl Signals {
         let term = signal(SignalKind::terminate()).map_err(Error::io("watch SIGTERM"))?;
         let int = signal(SignalKind::interrupt()).map_err(Error::io("watch SIGINT"))?;
         let hup = signal(SignalKind::hangup()).map_err(Error::io("watch SIGHUP"))?;
+        let usr1 = signal(SignalKind::user_defined1()).map_err(Error::io("watch SIGUSR1"))?;
         drop(entered);
         Ok(Self {
             runtime,
             term,
             int,
             hup,
+            usr1,
         })
     }
 
     /// Blocks until SIGTERM or SIGINT arrives (or has arrived), calling `on_hangup`
-    /// for each SIGHUP meanwhile.
+    /// for each SIGHUP meanwhile, and reopening the access logs at each SIGUSR1.
     fn wait(mut self, mut on_hangup: impl FnMut()) {
         self.runtime.block_on(async {
             loop {
@@ -539,6 +567,10 @@ impl Signals {
                     _ = self.term.recv() => break,
                     _ = self.int.recv() => break,
                     _ = self.hup.recv() => on_hangup(),
+                    _ = self.usr1.recv() => {
+                        tracing::info!("SIGUSR1: reopening the access log");
+                        crate::http::access_log::reopen_access_logs();
+                    }
                 }
             }
         });
@@ -558,6 +590,8 @@ pub struct ServerHandle {
     plain_addr: Option<SocketAddr>,
     /// The admin listener (`[admin]`), if this process serves it.
     admin: Option<Admin>,
+    /// systemd's notify socket (`NOTIFY_SOCKET`), if it listens.
+    notifier: Option<systemd::Notifier>,
     /// The ACME task (`[tls.acme]`), stopped when the server is dropped.
     _acme: Option<crate::tls::acme::AcmeHandle>,
 }
@@ -599,16 +633,29 @@ impl ServerHandle {
     }
 
     /// Serves until SIGTERM or SIGINT arrives, then shuts down gracefully; SIGHUP
-    /// meanwhile reloads the TLS certificates.
+    /// meanwhile reloads the TLS certificates. Tells systemd, when it listens, that
+    /// the server is ready, reloading, or stopping.
     pub(crate) fn run_until(self, signals: Signals) {
+        self.notify("READY=1");
         signals.wait(|| {
+            if let Some(notifier) = &self.notifier {
+                notifier.reloading();
+            }
             if let Some(tls) = &self.tls {
                 tracing::info!("SIGHUP: reloading the TLS certificates");
                 tls.certs.reload();
             }
+            self.notify("READY=1");
         });
+        self.notify("STOPPING=1");
         tracing::info!("shutting down: finishing requests in flight");
         self.shutdown();
+    }
+
+    fn notify(&self, state: &str) {
+        if let Some(notifier) = &self.notifier {
+            notifier.send(state);
+        }
     }
 
     /// Stops accepting, lets requests in flight finish (up to the shutdown timeout),

@@ -78,6 +78,9 @@ pub struct Config {
     pub log: Option<PathBuf>,
     /// Adds per-request time and loop id to the access log.
     pub debug: bool,
+    /// How the process writes its own log lines on stderr: `text`, or `json` (one
+    /// object a line). The access log (`log`) keeps its Combined Log Format.
+    pub log_format: LogFormat,
     /// A directory served as static files below every route.
     pub root: Option<PathBuf>,
     /// Serves dotfiles from `root` (hidden by default).
@@ -276,6 +279,7 @@ impl Default for Config {
             timeouts: Timeouts::default(),
             log: None,
             debug: false,
+            log_format: LogFormat::Text,
             root: None,
             show_dotfiles: false,
             tools: false,
@@ -458,6 +462,18 @@ impl<'de> Deserialize<'de> for Model {
 
 fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
+}
+
+/// How the process's own log lines (`tracing`, on stderr) are written.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LogFormat {
+    /// Human-readable lines; colours only on a terminal.
+    #[default]
+    Text,
+    /// One JSON object a line (time, level, target, message and fields), for a log
+    /// collector.
+    Json,
 }
 
 /// The rule that gives each accepted connection to a loop.

@@ -7,13 +7,19 @@
 //! request before the app sees it (`-` where no request was parsed). `%b` is the size
 //! of the body sent, error pages included (`-` for none, or one whose length is not
 //! known before it is sent).
+//!
+//! SIGUSR1 reopens a log file ([`reopen_access_logs`]): after logrotate renames it,
+//! the lines written before stay in the renamed file and the next ones go to a new file
+//! at the configured path. The writer looks at least every [`REOPEN_CHECK`], so the new
+//! file appears soon after the signal, with or without traffic.
 
 use std::io::Write;
 use std::net::SocketAddr;
-use std::path::Path;
-use std::time::Instant;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Sender, TrySendError};
+use crossbeam_channel::{RecvTimeoutError, Sender, TrySendError};
 use http::header;
 use time::OffsetDateTime;
 
@@ -22,6 +28,16 @@ use crate::rt;
 
 /// Lines that may wait for the writer before new ones are counted as dropped.
 const QUEUE: usize = 64 * 1024;
+/// How often an idle writer looks whether it was asked to reopen its file.
+const REOPEN_CHECK: Duration = Duration::from_millis(100);
+
+/// Counts the requests to reopen log files; each writer reopens when it sees a new count.
+static REOPENS: AtomicU64 = AtomicU64::new(0);
+
+/// Has every access log writer reopen its file (SIGUSR1, after logrotate renamed it).
+pub(crate) fn reopen_access_logs() {
+    REOPENS.fetch_add(1, Ordering::Relaxed);
+}
 
 /// The access log of a server; each loop holds a copy (the sender of its lines).
 #[derive(Debug, Clone)]
@@ -33,31 +49,74 @@ pub(crate) struct AccessLog {
 impl AccessLog {
     /// Opens the log at `target` (`-` for stdout) and starts its writer thread.
     pub(crate) fn open(target: &Path, debug: bool) -> std::io::Result<Self> {
-        let out: Box<dyn Write + Send> = if target == Path::new("-") {
-            Box::new(std::io::stdout())
-        } else {
-            Box::new(
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(target)?,
-            )
-        };
+        let mut out = Output::open(target)?;
         let (lines, rx) = crossbeam_channel::bounded::<String>(QUEUE);
         std::thread::Builder::new()
             .name("proscenium-log".to_owned())
             .spawn(move || {
-                let mut out = std::io::BufWriter::new(out);
-                while let Ok(line) = rx.recv() {
-                    let _ = out.write_all(line.as_bytes());
-                    // Write in batches: flush only once the queue is empty.
-                    if rx.is_empty() {
-                        let _ = out.flush();
+                loop {
+                    match rx.recv_timeout(REOPEN_CHECK) {
+                        Ok(line) => {
+                            out.reopen_if_asked();
+                            let _ = out.writer.write_all(line.as_bytes());
+                            // Write in batches: flush only once the queue is empty.
+                            if rx.is_empty() {
+                                let _ = out.writer.flush();
+                            }
+                        }
+                        Err(RecvTimeoutError::Timeout) => out.reopen_if_asked(),
+                        Err(RecvTimeoutError::Disconnected) => break,
                     }
                 }
             })?;
         Ok(Self { lines, debug })
     }
+}
+
+/// Where a writer writes: stdout, or a file it can reopen.
+struct Output {
+    writer: std::io::BufWriter<Box<dyn Write + Send>>,
+    /// The file's path; `None` for stdout.
+    path: Option<PathBuf>,
+    /// The reopen count this writer has acted on.
+    reopens: u64,
+}
+
+impl Output {
+    fn open(target: &Path) -> std::io::Result<Self> {
+        let path = (target != Path::new("-")).then(|| target.to_owned());
+        let out: Box<dyn Write + Send> = match &path {
+            Some(path) => Box::new(append_to(path)?),
+            None => Box::new(std::io::stdout()),
+        };
+        Ok(Self {
+            writer: std::io::BufWriter::new(out),
+            path,
+            reopens: REOPENS.load(Ordering::Relaxed),
+        })
+    }
+
+    /// Reopens the file when a reopen was asked since the last; one that cannot be
+    /// opened is logged, and the lines go on to the file open before.
+    fn reopen_if_asked(&mut self) {
+        let asked = REOPENS.load(Ordering::Relaxed);
+        let Some(path) = self.path.as_ref().filter(|_| asked != self.reopens) else {
+            return;
+        };
+        self.reopens = asked;
+        let _ = self.writer.flush();
+        match append_to(path) {
+            Ok(file) => self.writer = std::io::BufWriter::new(Box::new(file)),
+            Err(e) => tracing::error!("cannot reopen the access log {}: {e}", path.display()),
+        }
+    }
+}
+
+fn append_to(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
 }
 
 impl AccessLog {

@@ -193,7 +193,7 @@ impl<O: Args + FromArgMatches> Launcher<O> {
                 return ExitCode::from(2);
             }
         };
-        init_tracing(settings.config.debug);
+        init_tracing(settings.config.debug, settings.config.log_format);
         let part = Part::of(&settings.config, process.clone(), host);
         let deploy = Deploy {
             settings,
@@ -369,16 +369,21 @@ impl<O> Deploy<O> {
 }
 
 /// Sends log messages to stderr: `debug` and up with `--debug`, else `info` and up;
-/// `RUST_LOG` overrides. Colours only on a terminal: a file or a journal gets plain
-/// lines. An app that set its own subscriber keeps it.
-fn init_tracing(debug: bool) {
+/// `RUST_LOG` overrides. As text (colours only on a terminal: a file or a journal
+/// gets plain lines) or one JSON object a line (`log_format`). An app that set its
+/// own subscriber keeps it.
+fn init_tracing(debug: bool, format: crate::config::LogFormat) {
     use std::io::IsTerminal;
     let default = if debug { "debug" } else { "info" };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr)
-        .try_init();
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        crate::config::LogFormat::Text => builder
+            .with_ansi(std::io::stderr().is_terminal())
+            .try_init(),
+        crate::config::LogFormat::Json => builder.json().try_init(),
+    };
 }

@@ -29,6 +29,7 @@ pub(crate) mod restarts;
 pub(crate) mod runtime;
 mod sleepers;
 mod slots;
+pub(crate) mod systemd;
 pub(crate) mod threads;
 pub(crate) mod upgraded;
 pub(crate) mod waiting_room;

@@ -16,7 +16,8 @@
 //! Supervision: a worker that dies is started again with `restarts.rs`'s backoff and
 //! budget (past the budget restarts go on, spaced, each logged: a supervisor that gave
 //! up would keep the port open with no worker behind it, where clients wait forever and
-//! a load balancer sees a live server). SIGHUP replaces the workers one at a time. Shutdown passes SIGTERM on, waits for the workers to drain, then kills what is
+//! a load balancer sees a live server). SIGHUP replaces the workers one at a time; SIGUSR1
+//! is passed on to them (they reopen their access logs). Shutdown passes SIGTERM on, waits for the workers to drain, then kills what is
 //! left.
 //!
 //! Liveness: each worker beats on the load board (`board.rs`) while its loops turn;
@@ -30,6 +31,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use nix::sys::signal::Signal;
 use tokio::sync::watch;
 
 use super::board::{Board, Seat};
@@ -211,22 +213,31 @@ impl Supervisor {
     }
 
     async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
-        let mut hangup = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
-        {
-            Ok(signal) => Some(signal),
-            Err(e) => {
-                tracing::warn!("cannot watch SIGHUP, rolling restarts are off: {e}");
-                None
-            }
-        };
+        use tokio::signal::unix::SignalKind;
+        let mut hangup = watch_signal(SignalKind::hangup(), "rolling restarts");
+        let mut reopen = watch_signal(SignalKind::user_defined1(), "log reopening");
         loop {
             tokio::select! {
                 _ = shutdown.changed() => break,
                 Some(()) = async { hangup.as_mut()?.recv().await } => self.replace_all().await,
+                Some(()) = async { reopen.as_mut()?.recv().await } => self.pass_on(Signal::SIGUSR1),
                 () = tokio::time::sleep(Duration::from_millis(50)) => self.watch_workers(),
             }
         }
         self.stop_all().await;
+    }
+
+    /// Sends `signal` to every running worker (SIGUSR1: the workers write the access
+    /// log, so they are the ones to reopen it).
+    fn pass_on(&self, signal: Signal) {
+        let pids = self.slots.iter().filter_map(|s| s.child.as_ref());
+        // A pid is a positive i32: the kernel's pid_max is at most 2^22.
+        for raw in pids.filter_map(|child| i32::try_from(child.id()).ok()) {
+            let pid = nix::unistd::Pid::from_raw(raw);
+            if let Err(e) = nix::sys::signal::kill(pid, signal) {
+                tracing::warn!("cannot pass {signal} to worker pid {pid}: {e}");
+            }
+        }
     }
 
     /// Notices dead workers and starts them again when their backoff has passed; kills
@@ -325,4 +336,14 @@ impl Supervisor {
             .collect();
         let _ = tokio::task::spawn_blocking(move || restarts::stop(children, stop_by)).await;
     }
+}
+
+/// Watches `kind` on the supervisor's loop; without it, `what` is off (and said so).
+fn watch_signal(
+    kind: tokio::signal::unix::SignalKind,
+    what: &str,
+) -> Option<tokio::signal::unix::Signal> {
+    tokio::signal::unix::signal(kind)
+        .inspect_err(|e| tracing::warn!("cannot watch a signal, {what} are off: {e}"))
+        .ok()
 }
