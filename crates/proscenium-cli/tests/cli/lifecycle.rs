@@ -7,7 +7,7 @@ use std::os::unix::net::UnixDatagram;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{get, proscenium, signal, start, wait_exit};
+use super::{get, logged_by_a_run, proscenium, signal, start, wait_exit};
 
 /// Reads one notification; panics if none comes within the socket's timeout.
 fn recv(socket: &UnixDatagram) -> String {
@@ -248,29 +248,7 @@ fn issue36_sigusr1_reopens_the_access_log_after_it_is_renamed() {
 
 #[test]
 fn issue36_log_format_json_writes_one_object_a_line_on_stderr() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("proscenium.toml"),
-        "log_format = \"json\"\n",
-    )
-    .unwrap();
-    let mut child = proscenium()
-        .args([
-            "serve",
-            dir.path().to_str().unwrap(),
-            "--bind",
-            "127.0.0.1:0",
-        ])
-        .args(["--workers", "1"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    proscenium::launch::read_start_line(&mut child).unwrap();
-    signal(&child, "TERM");
-    let output = child.wait_with_output().unwrap();
-    assert!(output.status.success());
-    let stderr = String::from_utf8(output.stderr).unwrap();
+    let stderr = logged_by_a_run(&["--workers", "1"], &[("PROSCENIUM_LOG_FORMAT", "json")]);
     let messages: Vec<String> = stderr
         .lines()
         .map(|line| {
