@@ -73,11 +73,25 @@ impl Parked {
 
 impl Stream {
     /// Takes the connection off this thread's reactor, to move it.
-    pub(crate) fn park(self) -> io::Result<Parked> {
+    pub(crate) fn park(mut self) -> io::Result<Parked> {
+        self.free_buffers();
         Ok(Parked {
             tcp: self.tcp.into_std()?,
             tls: self.tls,
         })
+    }
+
+    /// Whether TLS holds buffers allocated, which a connection going idle frees.
+    pub(crate) fn holds_buffers(&self) -> bool {
+        self.tls.as_ref().is_some_and(|tls| tls.held() > 0)
+    }
+
+    /// Frees what TLS holds and has no use for now: the encrypted-output buffer, once
+    /// written (the others free themselves when emptied).
+    pub(crate) fn free_buffers(&mut self) {
+        if let Some(tls) = &mut self.tls {
+            tls::trim(tls);
+        }
     }
 
     /// The TCP socket under it (for socket options; never read or write it directly

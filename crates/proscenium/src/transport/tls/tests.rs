@@ -167,6 +167,7 @@ fn a_session_between_requests_holds_no_buffer() {
         let answer = pair.deliver_to_client().unwrap();
         assert!(answer.starts_with(b"HTTP/1.1 200 OK"));
         assert!(!has_plaintext(&mut pair.server));
+        trim(&mut pair.server);
         assert_eq!(
             pair.server.held(),
             0,
@@ -198,6 +199,7 @@ fn large_requests_and_answers_cross_many_records_whole() {
             "{:?}",
             version.version
         );
+        trim(&mut pair.server);
         assert_eq!(pair.server.held(), 0);
     }
 }

@@ -107,10 +107,13 @@ pub(super) fn wait(
     let mut sleeping = Sleeping::new(&shared.sleepers);
     let mut waited = false;
     let mut graced = false;
-    let holds = |rbuf: &BytesMut, wbuf: &BytesMut| rbuf.capacity() + wbuf.capacity() > 0;
-    let free = |rbuf: &mut BytesMut, wbuf: &mut BytesMut| {
+    let holds = |rbuf: &BytesMut, wbuf: &BytesMut, stream: &Stream| {
+        rbuf.capacity() + wbuf.capacity() > 0 || stream.holds_buffers()
+    };
+    let free = |rbuf: &mut BytesMut, wbuf: &mut BytesMut, stream: &mut Stream| {
         *rbuf = BytesMut::new();
         *wbuf = BytesMut::new();
+        stream.free_buffers();
     };
     poll_fn(move |cx| {
         if let Poll::Ready(ready) = stream.poll_read_ready(cx) {
@@ -120,10 +123,10 @@ pub(super) fn wait(
             waited = true;
             // A connection on its first request may be one of a storm of new ones,
             // each asking once: it keeps nothing.
-            let first = if served > 1 && holds(rbuf, wbuf) {
+            let first = if served > 1 && holds(rbuf, wbuf, stream) {
                 (began + HOLD_BUFFERS).min(end)
             } else {
-                free(rbuf, wbuf);
+                free(rbuf, wbuf, stream);
                 end
             };
             timer.as_mut().reset(first);
@@ -135,13 +138,13 @@ pub(super) fn wait(
             // No request yet: the grace for a first request starts now, and the
             // connection is not shelved.
             graced = true;
-            free(rbuf, wbuf);
+            free(rbuf, wbuf, stream);
             let grace = Instant::now() + FIRST_REQUEST_GRACE;
             timer.as_mut().reset(grace.min(deadline));
         }
         while timer.as_mut().poll(cx).is_ready() {
-            if holds(rbuf, wbuf) {
-                free(rbuf, wbuf);
+            if holds(rbuf, wbuf, stream) {
+                free(rbuf, wbuf, stream);
                 timer.as_mut().reset(end);
                 continue;
             }
