@@ -85,7 +85,9 @@ fn the_simplest_response_is_exactly_these_bytes() {
     let date = lines[3].strip_prefix("date: ").unwrap();
     assert_eq!(date.len(), 29, "IMF-fixdate");
     assert!(date.ends_with(" GMT"));
-    assert_eq!(&lines[4..], ["content-length: 7", "connection: close"]);
+    let id = lines[4].strip_prefix("x-request-id: ").unwrap();
+    assert_eq!(id.len(), 16, "sixteen hex digits");
+    assert_eq!(&lines[5..], ["content-length: 7", "connection: close"]);
     assert_eq!(body, "/path/x");
 }
 
@@ -97,7 +99,7 @@ fn issue_14_every_field_name_goes_out_in_lower_case() {
     std::fs::write(dir.path().join("a.txt"), "file").unwrap();
     let app = app().get("/tagged", inline(|| ([("ETag", "\"v1\"")], "tagged")));
     let server = support::start_with(app, |c| c.root = Some(dir.path().to_owned()));
-    // The answer to `path` on its own connection, its date masked.
+    // The answer to `path` on its own connection, its date and request id masked.
     let raw = |path: &str| {
         let mut client = Client::connect(server.local_addr());
         client.send(format!(
@@ -105,17 +107,19 @@ fn issue_14_every_field_name_goes_out_in_lower_case() {
         ));
         let raw = String::from_utf8(client.read_to_close()).unwrap();
         let at = raw.find("\r\ndate: ").expect("a date field") + 8;
-        format!("{}<date>{}", &raw[..at], &raw[at + 29..])
+        let raw = format!("{}<date>{}", &raw[..at], &raw[at + 29..]);
+        let at = raw.find("\r\nx-request-id: ").expect("a request id") + 16;
+        format!("{}<id>{}", &raw[..at], &raw[at + 16..])
     };
     assert_eq!(
         raw("/tagged"),
         "HTTP/1.1 200 OK\r\ncontent-type: text/plain; charset=utf-8\r\netag: \"v1\"\r\n\
-         server: proscenium\r\ndate: <date>\r\ncontent-length: 6\r\nconnection: close\r\n\r\n\
-         tagged"
+         server: proscenium\r\ndate: <date>\r\nx-request-id: <id>\r\ncontent-length: 6\r\n\
+         connection: close\r\n\r\ntagged"
     );
     assert_eq!(
         raw("/stream"),
-        "HTTP/1.1 200 OK\r\nserver: proscenium\r\ndate: <date>\r\n\
+        "HTTP/1.1 200 OK\r\nserver: proscenium\r\ndate: <date>\r\nx-request-id: <id>\r\n\
          transfer-encoding: chunked\r\nconnection: close\r\n\r\n\
          3\r\none\r\n3\r\ntwo\r\n5\r\nthree\r\n0\r\n\r\n"
     );

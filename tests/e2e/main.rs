@@ -22,6 +22,7 @@ mod idle;
 mod lua;
 mod lua_threads;
 mod overload;
+mod request_ids;
 mod runtime;
 mod slow_clients;
 mod stages;

@@ -15,17 +15,6 @@ fn log_file() -> (tempfile::TempDir, std::path::PathBuf) {
     (dir, log)
 }
 
-fn read_log(path: &std::path::Path, lines: usize) -> Vec<String> {
-    for _ in 0..100 {
-        let text = std::fs::read_to_string(path).unwrap_or_default();
-        if text.lines().count() >= lines {
-            return text.lines().map(str::to_owned).collect();
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    panic!("the access log has fewer than {lines} lines");
-}
-
 #[test]
 fn the_access_log_writes_one_combined_line_per_request() {
     let (_dir, log) = log_file();
@@ -34,7 +23,7 @@ fn the_access_log_writes_one_combined_line_per_request() {
     let mut client = Client::connect(server.local_addr());
     client.send("GET /hello?x=1 HTTP/1.1\r\nHost: t\r\nReferer: http://r/\r\nUser-Agent: test \"agent\"\r\n\r\n").response();
     let missing = client.get("/missing").response();
-    let lines = read_log(&log, 2);
+    let lines = support::log_lines(&log, 2);
     let line = &lines[0];
     assert!(line.starts_with("127.0.0.1 - - ["), "{line}");
     assert!(
@@ -91,7 +80,7 @@ fn issue_14_refused_requests_are_logged_with_what_was_parsed() {
         let res = Client::connect(server.local_addr()).send(raw).response();
         sizes.push(res.body.len());
     }
-    let lines = read_log(&log, table.len());
+    let lines = support::log_lines(&log, table.len());
     for ((line, (_, logged)), size) in lines.iter().zip(&table).zip(sizes) {
         assert!(line.starts_with("127.0.0.1 - - ["), "{line}");
         assert!(line.contains(&format!("{logged} {size} ")), "{line}");
@@ -149,7 +138,7 @@ fn issue_14_overload_answers_are_logged() {
     } else {
         2
     };
-    let lines = read_log(&log, expected_lines);
+    let lines = support::log_lines(&log, expected_lines);
     let request_line = if thread_pool {
         "\"-\""
     } else {
@@ -207,7 +196,7 @@ fn issue_14_a_full_blocking_queue_answer_is_logged() {
     release.send(()).unwrap();
     assert_eq!(running.response().text(), "released");
     assert_eq!(queued.response().text(), "released");
-    let lines = read_log(&log, 3);
+    let lines = support::log_lines(&log, 3);
     let logged = format!("\"GET /block HTTP/1.1\" 503 {} ", refused.body.len());
     assert!(lines.iter().any(|l| l.contains(&logged)), "{lines:?}");
 }
@@ -221,7 +210,7 @@ fn debug_adds_request_time_and_loop_to_the_access_log() {
         c.debug = true;
     });
     support::get(server.local_addr(), "/hello");
-    let line = &read_log(&log, 1)[0];
+    let line = &support::log_lines(&log, 1)[0];
     let tail: Vec<&str> = line.rsplitn(3, ' ').collect();
     assert!(tail[1].ends_with("ms"), "{line}");
     let id = tail[0].strip_prefix("loop=").expect(line);
@@ -288,7 +277,7 @@ fn a_client_that_hangs_up_cancels_its_request_and_is_logged_499() {
     was_dropped
         .recv_timeout(Duration::from_secs(2))
         .expect("the handler was dropped when its client hung up");
-    let lines = read_log(&log, 1);
+    let lines = support::log_lines(&log, 1);
     assert!(
         lines[0].contains("\"GET /slow HTTP/1.1\" 499 "),
         "{}",

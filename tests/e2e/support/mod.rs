@@ -376,6 +376,20 @@ impl Write for Capture {
 }
 
 /// How many captured log lines hold every one of `needles`.
+/// The lines of the access log at `path` once it has `lines` of them: its writer is a
+/// thread of its own, so they come a moment after the answers (within a minute on a
+/// busy machine).
+pub fn log_lines(path: &std::path::Path, lines: usize) -> Vec<String> {
+    for _ in 0..3000 {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.lines().count() >= lines {
+            return text.lines().map(str::to_owned).collect();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("the access log has fewer than {lines} lines");
+}
+
 pub fn logged_lines(needles: &[&str]) -> usize {
     LOGS.get().map_or(0, |logs| {
         String::from_utf8_lossy(&logs.lock().unwrap())

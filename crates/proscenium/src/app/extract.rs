@@ -202,6 +202,10 @@ head_extractor!(Method, |req| req.method().clone());
 head_extractor!(Uri, |req| req.uri().clone());
 head_extractor!(Version, |req| req.version());
 head_extractor!(HeaderMap, |req| req.headers().clone());
+head_extractor!(crate::http::RequestId, |req| req
+    .id()
+    .cloned()
+    .unwrap_or_else(crate::http::RequestId::make));
 
 impl IntoResponse for std::convert::Infallible {
     fn into_response(self) -> Response {

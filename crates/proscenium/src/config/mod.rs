@@ -9,6 +9,7 @@
 mod admin;
 mod compression;
 mod http2;
+mod request_id;
 mod sources;
 pub(crate) mod value;
 
@@ -22,6 +23,7 @@ use serde::{Deserialize, Serialize};
 pub use self::admin::AdminSpec;
 pub use self::compression::CompressionSpec;
 pub use self::http2::Http2Spec;
+pub use self::request_id::RequestIdSpec;
 pub use self::sources::{ConfigError, Entry, Flag, Origin, Settings, Sources};
 pub use self::value::parse_bind;
 
@@ -124,6 +126,8 @@ pub struct Config {
     /// The admin listener: `/healthz`, `/readyz` and `/metrics` on an address of
     /// their own (`[admin] bind`); off by default.
     pub admin: AdminSpec,
+    /// Request ids: on by default, and whose `X-Request-Id` is kept (`[request_id]`).
+    pub request_id: RequestIdSpec,
     /// The app's database, for the app to connect to (Proscenium itself does not):
     /// `[database] url`, or `PROSCENIUM_DATABASE_URL` — Play's `db.default.url`.
     pub database: DatabaseSpec,
@@ -297,6 +301,7 @@ impl Default for Config {
             http2: Http2Spec::default(),
             compression: CompressionSpec::default(),
             admin: AdminSpec::default(),
+            request_id: RequestIdSpec::default(),
             database: DatabaseSpec::default(),
         }
     }

@@ -6,7 +6,8 @@
 //! 431, 501, 505) and overload 503s. What the request line needs is taken from the
 //! request before the app sees it (`-` where no request was parsed). `%b` is the size
 //! of the body sent, error pages included (`-` for none, or one whose length is not
-//! known before it is sent).
+//! known before it is sent). A request's id (`[request_id]`, on by default) ends the
+//! line, quoted, as nginx's `"$request_id"` would.
 //!
 //! SIGUSR1 reopens a log file ([`reopen_access_logs`]): after logrotate renames it,
 //! the lines written before stay in the renamed file and the next ones go to a new file
@@ -23,7 +24,7 @@ use crossbeam_channel::{RecvTimeoutError, Sender, TrySendError};
 use http::header;
 use time::OffsetDateTime;
 
-use crate::http::Request;
+use crate::http::{Request, RequestId};
 use crate::rt;
 
 /// Lines that may wait for the writer before new ones are counted as dropped.
@@ -146,6 +147,8 @@ pub(crate) struct LineHead {
     referer: String,
     user_agent: String,
     loop_id: Option<usize>,
+    /// The request's id, when requests get ids.
+    pub(crate) id: Option<RequestId>,
     /// When the request was taken, for the time to answer it (`debug` only).
     started: Option<Instant>,
 }
@@ -158,6 +161,7 @@ impl LineHead {
             referer: "-".to_owned(),
             user_agent: "-".to_owned(),
             loop_id: rt::current_loop(),
+            id: None,
             started: None,
         }
     }
@@ -178,6 +182,7 @@ impl LineHead {
             )),
             referer: header(header::REFERER),
             user_agent: header(header::USER_AGENT),
+            id: req.id().cloned(),
             ..Self::unparsed()
         }
     }
@@ -198,6 +203,9 @@ impl LineHead {
             self.referer,
             self.user_agent,
         );
+        if let Some(id) = &self.id {
+            line.push_str(&format!(" \"{id}\""));
+        }
         if let Some(elapsed) = self.started.map(|started| started.elapsed()) {
             let loop_id = self
                 .loop_id
@@ -220,6 +228,18 @@ fn escape(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ends_the_line_with_the_request_id() {
+        let mut req = Request::from(http::Request::new(bytes::Bytes::new()));
+        let id = RequestId::make();
+        req.set_id(id.clone());
+        let line = LineHead::of(&req).finish(204, None);
+        assert!(
+            line.ends_with(&format!(" 204 - \"-\" \"-\" \"{id}\"\n")),
+            "{line}"
+        );
+    }
 
     #[test]
     fn formats_a_combined_log_line() {

@@ -14,12 +14,14 @@ pub(crate) mod intake;
 pub(crate) mod invoke;
 pub(crate) mod meter;
 mod request;
+pub(crate) mod request_id;
 pub(crate) mod response;
 pub(crate) mod spare;
 pub(crate) mod upgrade;
 
 pub use self::body::{Body, BoxError};
 pub use self::request::Request;
+pub use self::request_id::RequestId;
 pub use self::response::{LocalResponseFuture, Response};
 pub use self::upgrade::{GoingAway, Upgraded, upgrade};
 

@@ -10,6 +10,7 @@ use bytes::Bytes;
 use http::{Extensions, HeaderMap, Method, Uri, Version};
 
 use super::fields::Fields;
+use super::request_id::RequestId;
 
 /// An HTTP request with its body already read.
 ///
@@ -44,6 +45,7 @@ struct Inner {
     body: Bytes,
     params: Vec<(String, String)>,
     peer: Option<SocketAddr>,
+    id: Option<RequestId>,
 }
 
 impl Request {
@@ -56,6 +58,8 @@ impl Request {
         inner.headers = OnceLock::from(parts.headers);
         inner.body = body;
         inner.peer = peer;
+        // Kept across `into_parts` (an id is an extension there).
+        inner.id = inner.extensions.remove::<RequestId>();
         Self::boxed(inner)
     }
 
@@ -154,14 +158,27 @@ impl Request {
             .map(|(k, v)| (k.as_str(), v.as_str()))
     }
 
+    /// Returns the request's id (`[request_id]`, on by default), when it came over a
+    /// connection.
+    pub fn id(&self) -> Option<&RequestId> {
+        self.inner.id.as_ref()
+    }
+
+    pub(crate) fn set_id(&mut self, id: RequestId) {
+        self.inner.id = Some(id);
+    }
+
     /// Returns the address of the client, when the request came over a socket.
     pub fn peer_addr(&self) -> Option<SocketAddr> {
         self.inner.peer
     }
 
-    /// Splits the request into its head and body.
+    /// Splits the request into its head and body; its id goes into the extensions.
     pub fn into_parts(mut self) -> (http::request::Parts, Bytes) {
         let inner = &mut **self.inner;
+        if let Some(id) = inner.id.take() {
+            inner.extensions.insert(id);
+        }
         let mut parts = http::Request::new(()).into_parts().0;
         parts.method = std::mem::take(&mut inner.method);
         parts.uri = std::mem::take(&mut inner.uri);
@@ -226,6 +243,7 @@ fn keep(mut inner: Box<Inner>) {
         body,
         params,
         peer,
+        id,
     } = &mut *inner;
     *uri = Uri::default();
     extensions.clear();
@@ -233,6 +251,7 @@ fn keep(mut inner: Box<Inner>) {
     *body = Bytes::new();
     params.clear();
     *peer = None;
+    *id = None;
     // In the thread's teardown it is freed instead.
     let _ = SPARE.try_with(|spare| spare.set(Some(inner)));
 }

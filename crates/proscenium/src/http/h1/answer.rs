@@ -5,13 +5,14 @@
 use bytes::BytesMut;
 use http::{HeaderValue, Version};
 
-use super::encode::{self, ResponseFraming};
+use super::encode::{self, Added, ResponseFraming};
 use crate::http::Response;
 use crate::http::access_log::{AccessLog, LineHead};
 use crate::http::body::Repr;
 use crate::http::compress::{self, Compression};
 use crate::http::invoke;
 use crate::http::meter::{Mark, Table};
+use crate::http::request_id::{RequestId, RequestIds};
 
 /// Bodies larger than this are written from their own buffer instead of being copied.
 const COPY_LIMIT: usize = 64 * 1024;
@@ -25,6 +26,8 @@ pub(super) struct Fixed<'a> {
     pub(super) fields: &'a [u8],
     /// How answers are compressed.
     pub(super) compression: &'a Compression,
+    /// How requests get ids, when they do.
+    pub(super) ids: Option<&'a RequestIds>,
 }
 
 /// How to answer a request, noted before the app takes it.
@@ -40,11 +43,22 @@ pub(super) struct Terms {
     pub(super) line: Option<Box<LineHead>>,
     /// What the request counters need of it: only with counters.
     pub(super) mark: Option<Mark>,
+    /// The request's id, when requests get ids.
+    pub(super) id: Option<RequestId>,
 }
 
 impl Terms {
-    /// Returns how to answer a request the server refuses: HTTP/1.1, then close.
-    pub(super) fn refusal(line: Option<Box<LineHead>>, mark: Option<Mark>) -> Self {
+    /// Returns how to answer a request the server refuses: HTTP/1.1, then close. It
+    /// gets an id of its own when requests do, so the refusal can be found in the log.
+    pub(super) fn refusal(
+        mut line: Option<Box<LineHead>>,
+        mark: Option<Mark>,
+        server: &Fixed<'_>,
+    ) -> Self {
+        let id = server.ids.map(|_| RequestId::make());
+        if let Some(line) = &mut line {
+            line.id.clone_from(&id);
+        }
         Self {
             version: Version::HTTP_11,
             head_only: false,
@@ -53,6 +67,7 @@ impl Terms {
             keep_alive: false,
             line,
             mark,
+            id,
         }
     }
 
@@ -110,7 +125,10 @@ pub(super) fn buffer(
         framing,
         terms.keep_alive && !closing,
         terms.version,
-        server.fields,
+        Added {
+            fields: server.fields,
+            id: terms.id.as_ref().map(RequestId::as_bytes),
+        },
     );
     if let (Some(log), Some(line)) = (log, terms.line.take()) {
         let bytes = match framing {

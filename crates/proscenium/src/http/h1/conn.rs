@@ -466,6 +466,11 @@ impl Conn {
         self.served += 1;
         let limit = self.shared.config.limits.max_requests_per_conn;
         req.set_peer(self.peer);
+        let id = self
+            .shared
+            .ids
+            .as_ref()
+            .map(|ids| ids.assign(&mut req, self.peer.ip()));
         let mut terms = Terms {
             version: req.version(),
             head_only: req.method() == Method::HEAD,
@@ -478,6 +483,7 @@ impl Conn {
                 .as_ref()
                 .map(|log| log.note(self.peer, Some(&req))),
             mark: self.shared.meter.as_ref().map(|_| Mark::now(req.method())),
+            id,
         };
         let max_inflight = self.shared.config.limits.max_inflight;
         match invoke::call(&self.shared.app, req, max_inflight) {
@@ -694,7 +700,8 @@ impl Conn {
             crate::http::response::error(e.status(), e.to_string())
         };
         self.rbuf.clear();
-        let mut terms = Terms::refusal(line, self.shared.meter.as_ref().map(|_| Mark::refused()));
+        let mark = self.shared.meter.as_ref().map(|_| Mark::refused());
+        let mut terms = Terms::refusal(line, mark, &self.shared.answering());
         watchdog::set_route(watchdog::NO_ROUTE);
         if let Err(unsent) = self.buffer(res, &mut terms) {
             self.send_unsent(unsent).await?;

@@ -5,6 +5,7 @@ use http::header::{self, HeaderMap};
 use http::{StatusCode, Version};
 
 use crate::http::date;
+use crate::http::request_id::X_REQUEST_ID;
 
 /// The interim response sent before reading a body the client holds back.
 pub(crate) const CONTINUE: &[u8] = b"HTTP/1.1 100 Continue\r\n\r\n";
@@ -37,6 +38,15 @@ impl ResponseFraming {
     }
 }
 
+/// What the server adds to an answer's fields, after the app's.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Added<'a> {
+    /// Whole lines every answer carries (HSTS over TLS).
+    pub(crate) fields: &'a [u8],
+    /// The request's id, as `x-request-id` (unless the app's answer has one).
+    pub(crate) id: Option<&'a [u8]>,
+}
+
 /// Writes the status line and header section of a response into `dst`; returns
 /// whether the connection stays open after it.
 ///
@@ -44,7 +54,7 @@ impl ResponseFraming {
 /// `Transfer-Encoding` and `Connection` fields are replaced by what `framing` and
 /// `keep_alive` say (an app's `Connection: close` is honoured). One pass over the app's
 /// fields, no lookups: `Server` and `Date` are added after them unless the app set them,
-/// then the server's `fixed` fields (whole lines: HSTS over TLS).
+/// then what the server `added`: its fixed fields and the request's id.
 ///
 /// Every field name goes out in lower case, the server's own as the app's: a
 /// `HeaderMap` holds names in lower case, so that is the one style both can share
@@ -56,7 +66,7 @@ pub(crate) fn head(
     framing: ResponseFraming,
     keep_alive: bool,
     request_version: Version,
-    fixed: &[u8],
+    added: Added<'_>,
 ) -> bool {
     dst.reserve(128 + headers.len() * 48);
     if status == StatusCode::OK {
@@ -69,7 +79,7 @@ pub(crate) fn head(
         dst.put_slice(status.canonical_reason().unwrap_or("Unknown").as_bytes());
         dst.put_slice(b"\r\n");
     }
-    let (mut has_server, mut has_date, mut close) = (false, false, false);
+    let (mut has_server, mut has_date, mut has_id, mut close) = (false, false, false, false);
     for (name, value) in headers {
         if name == header::CONNECTION {
             close |= has_token(value.as_bytes(), b"close");
@@ -80,6 +90,7 @@ pub(crate) fn head(
         }
         has_server |= name == header::SERVER;
         has_date |= name == header::DATE;
+        has_id |= added.id.is_some() && name == X_REQUEST_ID;
         field(dst, name.as_str().as_bytes(), value.as_bytes());
     }
     match (has_server, has_date) {
@@ -91,7 +102,10 @@ pub(crate) fn head(
         (true, false) => date::with_date(|d| known_field(dst, b"date: ", d)),
         (true, true) => {}
     }
-    dst.put_slice(fixed);
+    dst.put_slice(added.fields);
+    if let Some(id) = added.id.filter(|_| !has_id) {
+        known_field(dst, b"x-request-id: ", id);
+    }
     if status == StatusCode::SWITCHING_PROTOCOLS {
         // The connection is the next protocol's: no framing, no persistence.
         dst.put_slice(b"connection: upgrade\r\n\r\n");
@@ -161,6 +175,7 @@ mod tests {
         headers: &[(&str, &str)],
         framing: ResponseFraming,
         keep_alive: bool,
+        id: Option<&[u8]>,
     ) -> String {
         let mut map = HeaderMap::new();
         for (k, v) in headers {
@@ -177,7 +192,7 @@ mod tests {
             framing,
             keep_alive,
             Version::HTTP_11,
-            b"",
+            Added { fields: b"", id },
         );
         String::from_utf8(dst.to_vec()).unwrap()
     }
@@ -189,11 +204,28 @@ mod tests {
             &[("content-type", "text/plain")],
             ResponseFraming::Length(5),
             true,
+            None,
         );
         assert!(text.starts_with(
             "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\nserver: proscenium\r\ndate: "
         ));
         assert!(text.ends_with(" GMT\r\ncontent-length: 5\r\n\r\n"));
+    }
+
+    #[test]
+    fn adds_the_request_id_unless_the_app_answered_with_one() {
+        let framing = ResponseFraming::Length(0);
+        let text = encode(200, &[], framing, true, Some(b"0123abcd"));
+        assert_eq!(text.matches("x-request-id: 0123abcd\r\n").count(), 1);
+        let text = encode(
+            200,
+            &[("x-request-id", "app")],
+            framing,
+            true,
+            Some(b"0123abcd"),
+        );
+        assert_eq!(text.matches("x-request-id").count(), 1);
+        assert!(text.contains("x-request-id: app\r\n"));
     }
 
     #[test]
@@ -203,6 +235,7 @@ mod tests {
             &[("content-length", "99"), ("connection", "close")],
             ResponseFraming::Chunked,
             false,
+            None,
         );
         assert!(!text.contains("99"));
         assert_eq!(text.matches("connection: close").count(), 1);
@@ -221,7 +254,7 @@ mod tests {
             ResponseFraming::Length(0),
             true,
             Version::HTTP_11,
-            b""
+            Added::default()
         ));
         let empty = HeaderMap::new();
         assert!(!head(
@@ -231,7 +264,7 @@ mod tests {
             ResponseFraming::UntilClose,
             true,
             Version::HTTP_10,
-            b""
+            Added::default()
         ));
         assert!(head(
             &mut dst,
@@ -240,7 +273,7 @@ mod tests {
             ResponseFraming::Length(0),
             true,
             Version::HTTP_11,
-            b""
+            Added::default()
         ));
     }
 

@@ -19,6 +19,7 @@ use crate::http::access_log::AccessLog;
 use crate::http::compress::Compression;
 use crate::http::intake::Bodies;
 use crate::http::meter::{Meters, Table};
+use crate::http::request_id::RequestIds;
 use crate::http::response::Respond;
 use crate::rt::{
     Host, Left, LocalProtocol, Protocol, Readiness, Sleepers, Sleeping, Ticket, Visit,
@@ -42,6 +43,8 @@ pub(crate) struct Http1 {
     pub(crate) compression: Arc<Compression>,
     /// The request counters of the admin listener's `/metrics`, when it is on.
     meters: Option<Arc<Meters>>,
+    /// How requests get ids (`[request_id]`), when they do.
+    pub(crate) ids: Option<RequestIds>,
 }
 
 impl Http1 {
@@ -66,6 +69,7 @@ impl Http1 {
                 })
                 .into(),
             hsts: hsts.map(|value| HeaderValue::from_str(&value).expect("a valid field value")),
+            ids: RequestIds::new(&config.request_id),
             app,
             config,
             log,
@@ -88,6 +92,7 @@ impl Http1 {
             meter,
             fields: &self.fields,
             compression: &self.compression,
+            ids: self.ids.as_ref(),
         }
     }
 }
@@ -122,9 +127,14 @@ impl Protocol for Http1 {
         let res = crate::http::response::unavailable("every thread is busy; try again shortly");
         let mut out = BytesMut::new();
         // Counted as the bound that refused it (`rt::overload`), not as a request.
-        let mut terms = Terms::refusal(self.log.as_ref().map(|log| log.note(peer, None)), None);
+        let fixed = self.fixed(None);
+        let mut terms = Terms::refusal(
+            self.log.as_ref().map(|log| log.note(peer, None)),
+            None,
+            &fixed,
+        );
         // An error page is small enough to buffer whole: nothing is left to send.
-        let _ = answer::buffer(&mut out, res, &mut terms, true, &self.fixed(None));
+        let _ = answer::buffer(&mut out, res, &mut terms, true, &fixed);
         out
     }
 

@@ -17,6 +17,7 @@ use http_body_util::combinators::UnsyncBoxBody;
 use super::stream::Terms;
 use crate::http::body::{FileRegion, Repr};
 use crate::http::h1::Http1Loop;
+use crate::http::request_id::X_REQUEST_ID;
 use crate::http::{BoxError, Response, compress, invoke};
 
 /// Bytes of a file read at a time (at most; less when the window is smaller).
@@ -83,6 +84,11 @@ pub(super) async fn answer(
         parts
             .headers
             .insert(header::STRICT_TRANSPORT_SECURITY, hsts.clone());
+    }
+    if let Some(id) = &terms.id
+        && !parts.headers.contains_key(X_REQUEST_ID)
+    {
+        parts.headers.insert(X_REQUEST_ID, id.to_header_value());
     }
     let status = parts.status.as_u16();
     if let (Some(log), Some(line)) = (&shared.log, terms.line.take()) {

@@ -15,6 +15,7 @@ use crate::http::h1::Http1Loop;
 use crate::http::intake::Sink;
 use crate::http::invoke;
 use crate::http::meter::Mark;
+use crate::http::request_id::RequestId;
 use crate::http::response::{error, unavailable};
 use crate::http::{Request, Response, Soon};
 use crate::rt::watchdog;
@@ -31,6 +32,8 @@ pub(super) struct Terms {
     pub(super) line: Option<Box<LineHead>>,
     /// What the request counters need of it: only with counters.
     pub(super) mark: Option<Mark>,
+    /// The request's id, when requests get ids.
+    pub(super) id: Option<RequestId>,
 }
 
 impl Terms {
@@ -72,6 +75,7 @@ pub(super) async fn serve(
         },
         line: None,
         mark: shared.meter.as_ref().map(|_| Mark::now(&parts.method)),
+        id: None,
     };
     let announced = parts
         .headers
@@ -79,6 +83,10 @@ pub(super) async fn serve(
         .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     let gathered = gather(body, announced, shared).await;
     let mut req = Request::new(parts, Bytes::new(), Some(peer));
+    terms.id = shared
+        .ids
+        .as_ref()
+        .map(|ids| ids.assign(&mut req, peer.ip()));
     terms.line = shared.log.as_ref().map(|log| log.note(peer, Some(&req)));
     let res = match gathered {
         Ok(body) => {
