@@ -1,9 +1,15 @@
 //! The admin listener through the binary (issue 36): `--admin-bind`, named in the
-//! start line, and under prefork bound by the supervisor alone.
+//! start line, and under prefork bound by the supervisor alone; the dashboard in
+//! headless Chromium while the server is under load.
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use proscenium::testing::free_port;
 
-use super::{get, signal, start, wait_exit};
+use super::{get, keep_asking, signal, start, wait_exit};
 
 #[test]
 fn issue36_under_prefork_the_supervisor_alone_binds_the_admin_listener() {
@@ -23,6 +29,65 @@ fn issue36_under_prefork_the_supervisor_alone_binds_the_admin_listener() {
         assert!(get(&addr, "/f.txt").ends_with("same file"));
     }
     assert!(get(&addr, "/metrics").starts_with("HTTP/1.1 404 "));
+    signal(&child, "TERM");
+    assert_eq!(wait_exit(&mut child), 0);
+}
+
+/// The dashboard in headless Chromium (Debian's), driven by `tests/browser/dashboard.mjs`
+/// (playwright-core from npm; `scripts/test` installs both), while four clients keep
+/// asking for a file: the page draws the samples its event stream brings, the route's
+/// rate among them, and is kept as a screenshot (`target/tmp/dashboard.png`).
+#[test]
+fn issue36_the_dashboard_draws_the_live_load_in_a_browser() {
+    let browser = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser");
+    assert!(
+        browser.join("node_modules/playwright-core").is_dir(),
+        "playwright-core is missing: npm ci --prefix {} (scripts/test does)",
+        browser.display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f.txt"), "same file").unwrap();
+    let admin = format!("127.0.0.1:{}", free_port());
+    let (mut child, addr, _) = start(dir.path(), &["--admin-bind", &admin]);
+    let stop = Arc::new(AtomicBool::new(false));
+    let load: Vec<_> = (0..4)
+        .map(|_| keep_asking(addr.clone(), stop.clone()))
+        .collect();
+    let screenshot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("dashboard.png");
+    let run = Command::new("node")
+        .arg(browser.join("dashboard.mjs"))
+        .arg(format!("http://{admin}/"))
+        .arg(&screenshot)
+        .output()
+        .expect("node runs");
+    stop.store(true, Ordering::Relaxed);
+    let failed: usize = load.into_iter().map(|l| l.join().unwrap().1).sum();
+    let out = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "the browser run failed: {out}{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let shown: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    eprintln!(
+        "the dashboard showed {shown} (screenshot: {})",
+        screenshot.display()
+    );
+    assert_eq!(failed, 0);
+    assert!(shown["samples"].as_u64().unwrap() >= 3, "{shown}");
+    assert_eq!(shown["state"], "live");
+    let rate = |text: &serde_json::Value| text.as_str().unwrap().replace(',', "").parse::<f64>();
+    assert!(rate(&shown["requests_per_s"]).unwrap() > 0.0, "{shown}");
+    let routes = shown["routes"].as_array().unwrap();
+    let fallback = routes
+        .iter()
+        .find(|row| row[0] == "<fallback>")
+        .unwrap_or_else(|| panic!("no <fallback> row: {shown}"));
+    assert!(rate(&fallback[1]).unwrap() > 0.0, "{shown}");
+    assert!(shown["threads"].as_u64().unwrap() >= 1, "{shown}");
+    assert!(screenshot.is_file());
+    // The page and its stream are the admin listener's alone.
+    assert!(get(&addr, "/events").starts_with("HTTP/1.1 404 "));
     signal(&child, "TERM");
     assert_eq!(wait_exit(&mut child), 0);
 }

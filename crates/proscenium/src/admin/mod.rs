@@ -1,11 +1,13 @@
-//! The admin listener (`[admin] bind`): `/healthz`, `/readyz` and `/metrics` on an
-//! address of their own, served by a small [`App`] on a loop of its own — apart from
-//! the app's loops and threads, so a scrape is answered however busy they are, and
-//! `/readyz` says 503 while the app's listener drains.
+//! The admin listener (`[admin] bind`): `/healthz`, `/readyz`, `/metrics` and the live
+//! dashboard (`/`, fed by `/events`) on an address of their own, served by a small
+//! [`App`] on a loop of its own — apart from the app's loops and threads, so a scrape
+//! is answered however busy they are, and `/readyz` says 503 while the app's listener
+//! drains.
 //!
 //! What `/metrics` reads is in [`metrics`]; the request counters it sums are written
-//! on the request path by `http::meter`.
+//! on the request path by `http::meter`. The dashboard is [`dashboard`].
 
+mod dashboard;
 mod metrics;
 
 use std::sync::Arc;
@@ -19,7 +21,8 @@ use crate::{App, inline};
 pub(crate) use self::metrics::Metrics;
 
 /// Returns the admin listener's app: `/healthz` (200 while the process runs),
-/// `/readyz` (200 while accepting, 503 once `shutdown` has begun) and `/metrics`.
+/// `/readyz` (200 while accepting, 503 once `shutdown` has begun), `/metrics`, and the
+/// dashboard: `/` and its stream, `/events`.
 pub(crate) fn app(metrics: Metrics, shutdown: watch::Receiver<bool>) -> App {
     let metrics = Arc::new(metrics);
     App::new()
@@ -31,6 +34,11 @@ pub(crate) fn app(metrics: Metrics, shutdown: watch::Receiver<bool>) -> App {
                 true => (StatusCode::SERVICE_UNAVAILABLE, "draining\n"),
             }),
         )
+        .get("/", inline(dashboard::page))
+        .get("/events", {
+            let metrics = metrics.clone();
+            inline(move || dashboard::events(metrics.clone()))
+        })
         .get(
             "/metrics",
             inline(move || {
