@@ -15,7 +15,8 @@
 #
 # Usage: bench/instructions.sh            (BATCHES=500 by default; SERVERS to pick,
 #        e.g. SERVERS=proscenium while working on the request path; DEPTH=1 for
-#        keep-alive without pipelining, 16 by default)
+#        keep-alive without pipelining, 16 by default; PROSCENIUM_FLAGS for more
+#        flags to hello, e.g. PROSCENIUM_FLAGS="--config on.toml" to compare settings)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 trap stop_all EXIT INT TERM
@@ -49,7 +50,7 @@ instructions() {
 }
 
 declare -A CMD=(
-  [proscenium]="$RELEASE_DIR/hello --bind 127.0.0.1:$PORT --loops 1"
+  [proscenium]="$RELEASE_DIR/hello --bind 127.0.0.1:$PORT --loops 1 ${PROSCENIUM_FLAGS:-}"
   [actix]="$PEERS_TARGET/release/peer-actix --bind 127.0.0.1:$PORT --workers 1"
   [hyper]="$PEERS_TARGET/release/peer-hyper --bind 127.0.0.1:$PORT --workers 1"
 )

@@ -48,11 +48,12 @@ start_server() {
   SERVER_PIDS+=("$SERVER_PID")
 }
 
-# Waits until URL answers 200, up to 10 s (curl with CURL_FLAGS, if set: bench/h2.sh's
-# cleartext HTTP/2 servers answer only --http2-prior-knowledge).
+# Waits until URL answers 200, up to 60 s — a server under valgrind on a busy machine
+# takes a while (curl with CURL_FLAGS, if set: bench/h2.sh's cleartext HTTP/2 servers
+# answer only --http2-prior-knowledge).
 wait_ready() {
   local url="$1"
-  for _ in $(seq 100); do
+  for _ in $(seq 600); do
     # -k: bench/tls.sh's servers present a certificate of their own.
     # shellcheck disable=SC2086 # CURL_FLAGS is a list of flags
     [ "$(curl -sk ${CURL_FLAGS:-} -o /dev/null -w '%{http_code}' "$url")" = 200 ] && return 0

@@ -7,6 +7,7 @@ mod admin;
 mod http2;
 mod lifecycle;
 mod tls;
+mod traces;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

@@ -11,6 +11,7 @@ mod compression;
 mod http2;
 mod request_id;
 mod sources;
+mod traces;
 pub(crate) mod value;
 
 use std::collections::HashMap;
@@ -25,6 +26,7 @@ pub use self::compression::CompressionSpec;
 pub use self::http2::Http2Spec;
 pub use self::request_id::RequestIdSpec;
 pub use self::sources::{ConfigError, Entry, Flag, Origin, Settings, Sources};
+pub use self::traces::TracesSpec;
 pub use self::value::parse_bind;
 
 /// The whole deploy-time configuration of a server.
@@ -128,6 +130,8 @@ pub struct Config {
     pub admin: AdminSpec,
     /// Request ids: on by default, and whose `X-Request-Id` is kept (`[request_id]`).
     pub request_id: RequestIdSpec,
+    /// Request spans exported over OTLP (`[traces] otlp`); off by default.
+    pub traces: TracesSpec,
     /// The app's database, for the app to connect to (Proscenium itself does not):
     /// `[database] url`, or `PROSCENIUM_DATABASE_URL` — Play's `db.default.url`.
     pub database: DatabaseSpec,
@@ -302,6 +306,7 @@ impl Default for Config {
             compression: CompressionSpec::default(),
             admin: AdminSpec::default(),
             request_id: RequestIdSpec::default(),
+            traces: TracesSpec::default(),
             database: DatabaseSpec::default(),
         }
     }

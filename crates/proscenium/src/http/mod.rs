@@ -17,7 +17,12 @@ mod request;
 pub(crate) mod request_id;
 pub(crate) mod response;
 pub(crate) mod spare;
+pub(crate) mod trace;
 pub(crate) mod upgrade;
+
+/// The target of request spans (`[traces]`): one span a request, at `trace` level so
+/// that it is made only where a subscriber asks for it — the OTLP export.
+pub(crate) const REQUEST_SPANS: &str = "proscenium::request";
 
 pub use self::body::{Body, BoxError};
 pub use self::request::Request;

@@ -29,6 +29,7 @@
 mod args;
 mod processes;
 mod report;
+mod traces;
 
 use std::cell::OnceCell;
 use std::marker::PhantomData;
@@ -185,6 +186,7 @@ impl<O: Args + FromArgMatches> Launcher<O> {
         let (process, host) = (options.deploy.process, options.deploy.host);
         let settings = match Settings::resolve(&sources)
             .and_then(check_root)
+            .and_then(traces::check)
             .and_then(|s| check_process(s, process.as_deref()))
         {
             Ok(settings) => settings,
@@ -193,7 +195,8 @@ impl<O: Args + FromArgMatches> Launcher<O> {
                 return ExitCode::from(2);
             }
         };
-        init_tracing(settings.config.debug, settings.config.log_format);
+        let config = &settings.config;
+        let traces = traces::init(config.debug, config.log_format, &config.traces, &name);
         let part = Part::of(&settings.config, process.clone(), host);
         let deploy = Deploy {
             settings,
@@ -225,6 +228,7 @@ impl<O: Args + FromArgMatches> Launcher<O> {
             }
         };
         deploy.shutdown();
+        traces.finish();
         code
     }
 
@@ -366,24 +370,4 @@ impl<O> Deploy<O> {
             system.shutdown();
         }
     }
-}
-
-/// Sends log messages to stderr: `debug` and up with `--debug`, else `info` and up;
-/// `RUST_LOG` overrides. As text (colours only on a terminal: a file or a journal
-/// gets plain lines) or one JSON object a line (`log_format`). An app that set its
-/// own subscriber keeps it.
-fn init_tracing(debug: bool, format: crate::config::LogFormat) {
-    use std::io::IsTerminal;
-    let default = if debug { "debug" } else { "info" };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    let _ = match format {
-        crate::config::LogFormat::Text => builder
-            .with_ansi(std::io::stderr().is_terminal())
-            .try_init(),
-        crate::config::LogFormat::Json => builder.json().try_init(),
-    };
 }

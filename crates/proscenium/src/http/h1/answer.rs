@@ -13,6 +13,8 @@ use crate::http::compress::{self, Compression};
 use crate::http::invoke;
 use crate::http::meter::{Mark, Table};
 use crate::http::request_id::{RequestId, RequestIds};
+use crate::http::response::Respond;
+use crate::http::trace::RequestSpan;
 
 /// Bodies larger than this are written from their own buffer instead of being copied.
 const COPY_LIMIT: usize = 64 * 1024;
@@ -28,6 +30,8 @@ pub(super) struct Fixed<'a> {
     pub(super) compression: &'a Compression,
     /// How requests get ids, when they do.
     pub(super) ids: Option<&'a RequestIds>,
+    /// The app, which names the route a request span closes with.
+    pub(super) app: &'a dyn Respond,
 }
 
 /// How to answer a request, noted before the app takes it.
@@ -45,6 +49,8 @@ pub(super) struct Terms {
     pub(super) mark: Option<Mark>,
     /// The request's id, when requests get ids.
     pub(super) id: Option<RequestId>,
+    /// The request's span, when one is made.
+    pub(super) span: RequestSpan,
 }
 
 impl Terms {
@@ -68,6 +74,7 @@ impl Terms {
             line,
             mark,
             id,
+            span: RequestSpan::default(),
         }
     }
 
@@ -138,6 +145,7 @@ pub(super) fn buffer(
         log.record(*line, parts.status.as_u16(), bytes);
     }
     terms.count(server.meter, parts.status.as_u16());
+    terms.span.close(parts.status.as_u16(), server.app);
     crate::http::spare::keep(parts.headers);
     let next = if keep_alive {
         Persistence::KeepAlive

@@ -34,6 +34,7 @@ use crate::http::Soon;
 use crate::http::body::Repr;
 use crate::http::invoke::{self, Guarded};
 use crate::http::meter::Mark;
+use crate::http::trace::RequestSpan;
 use crate::http::upgrade::{OnUpgrade, Run};
 use crate::rt::pace::Pace;
 use crate::rt::watchdog;
@@ -483,10 +484,14 @@ impl Conn {
                 .as_ref()
                 .map(|log| log.note(self.peer, Some(&req))),
             mark: self.shared.meter.as_ref().map(|_| Mark::now(req.method())),
+            span: RequestSpan::open(&req, id.as_ref()),
             id,
         };
         let max_inflight = self.shared.config.limits.max_inflight;
-        match invoke::call(&self.shared.app, req, max_inflight) {
+        let called = terms
+            .span
+            .in_scope(|| invoke::call(&self.shared.app, req, max_inflight));
+        match called {
             Soon::Ready(res) => self.buffer(res, &mut terms).map_err(Soon::Ready),
             Soon::Later(guarded) => Err(Soon::Later((guarded, terms))),
         }
@@ -520,6 +525,7 @@ impl Conn {
                                 }
                                 watchdog::set_route(route);
                                 terms.count(shared.meter.as_deref(), CLIENT_GONE);
+                                terms.span.close(CLIENT_GONE, &*shared.app);
                                 return Err(client_gone());
                             }
                         }

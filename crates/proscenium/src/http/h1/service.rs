@@ -93,6 +93,7 @@ impl Http1 {
             fields: &self.fields,
             compression: &self.compression,
             ids: self.ids.as_ref(),
+            app: &*self.app,
         }
     }
 }

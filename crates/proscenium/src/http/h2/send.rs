@@ -95,6 +95,7 @@ pub(super) async fn answer(
         log.record(*line, status, len.filter(|_| !terms.head_only));
     }
     terms.count(shared, status);
+    terms.span.close(status, &*shared.app);
     let bodiless = terms.head_only || len == Some(0);
     let head = http::Response::from_parts(parts, ());
     let mut stream = match respond.send_response(head, bodiless) {

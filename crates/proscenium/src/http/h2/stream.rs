@@ -17,6 +17,7 @@ use crate::http::invoke;
 use crate::http::meter::Mark;
 use crate::http::request_id::RequestId;
 use crate::http::response::{error, unavailable};
+use crate::http::trace::RequestSpan;
 use crate::http::{Request, Response, Soon};
 use crate::rt::watchdog;
 
@@ -34,6 +35,8 @@ pub(super) struct Terms {
     pub(super) mark: Option<Mark>,
     /// The request's id, when requests get ids.
     pub(super) id: Option<RequestId>,
+    /// The request's span, when one is made.
+    pub(super) span: RequestSpan,
 }
 
 impl Terms {
@@ -76,6 +79,7 @@ pub(super) async fn serve(
         line: None,
         mark: shared.meter.as_ref().map(|_| Mark::now(&parts.method)),
         id: None,
+        span: RequestSpan::default(),
     };
     let announced = parts
         .headers
@@ -91,7 +95,11 @@ pub(super) async fn serve(
     let res = match gathered {
         Ok(body) => {
             req.set_body(body);
-            match invoke::call(&shared.app, req, shared.config.limits.max_inflight) {
+            let max_inflight = shared.config.limits.max_inflight;
+            let called = terms
+                .span
+                .in_scope(|| invoke::call(&shared.app, req, max_inflight));
+            match called {
                 Soon::Ready(res) => res,
                 Soon::Later(guarded) => {
                     // A client that resets the stream meanwhile takes its request
@@ -121,6 +129,7 @@ fn log_gone(shared: &Http1Loop, terms: &mut Terms, route: u32) {
     }
     watchdog::set_route(route);
     terms.count(shared, CLIENT_GONE);
+    terms.span.close(CLIENT_GONE, &*shared.app);
 }
 
 /// Why a request body was not gathered.

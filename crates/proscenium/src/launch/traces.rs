@@ -1,0 +1,113 @@
+//! The process's own log and its traces: the `tracing` subscriber [`main`](super::main)
+//! installs. The log goes to stderr (text or JSON, `log_format`); with `[traces] otlp`
+//! the spans go to that collector as well — each request's (target
+//! `proscenium::request`, made only then: with no collector the request path makes no
+//! span) and the app's own at `info` and up — batched on the OpenTelemetry SDK's thread,
+//! apart from the loops, and flushed when the process ends.
+
+use std::io::IsTerminal;
+
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_otlp::{Protocol, SpanExporter, WithExportConfig};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use tracing_subscriber::filter::{EnvFilter, LevelFilter, Targets};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{Layer, Registry};
+
+use crate::config::{ConfigError, LogFormat, Settings, TracesSpec};
+use crate::http::REQUEST_SPANS;
+
+/// What exports the spans, kept until the process ends so the last batch is sent.
+#[must_use = "dropping it stops the export before the last spans are sent"]
+pub(super) struct Traces(Option<SdkTracerProvider>);
+
+impl Traces {
+    /// Sends what is batched and stops the export.
+    pub(super) fn finish(self) {
+        if let Some(provider) = self.0
+            && let Err(e) = provider.shutdown()
+        {
+            tracing::warn!("traces: the last spans were not all sent: {e}");
+        }
+    }
+}
+
+/// Installs the subscriber: messages to stderr, `debug` and up with `debug`, else
+/// `info` and up, `RUST_LOG` overriding; as text (colours only on a terminal: a file or
+/// a journal gets plain lines) or one JSON object a line; and the spans to `traces`'
+/// collector, named `service`. An app that set its own subscriber keeps it.
+pub(super) fn init(debug: bool, format: LogFormat, traces: &TracesSpec, service: &str) -> Traces {
+    let default = if debug { "debug" } else { "info" };
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
+    let log = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let log = match format {
+        LogFormat::Text => log.with_ansi(std::io::stderr().is_terminal()).boxed(),
+        LogFormat::Json => log.json().boxed(),
+    };
+    let (provider, spans) = match traces
+        .otlp
+        .as_deref()
+        .map(|url| exporter(url, traces, service))
+    {
+        Some(Ok(provider)) => {
+            let tracer = provider.tracer("proscenium");
+            let wanted = Targets::new()
+                .with_target(REQUEST_SPANS, LevelFilter::TRACE)
+                .with_default(LevelFilter::INFO);
+            let layer = tracing_opentelemetry::layer()
+                .with_tracer(tracer)
+                .with_location(false)
+                .with_tracked_inactivity(false)
+                .with_filter(wanted);
+            (Some(provider), Some(layer))
+        }
+        Some(Err(e)) => {
+            eprintln!("traces: {e}; no spans are exported");
+            (None, None)
+        }
+        None => (None, None),
+    };
+    let _ = Registry::default()
+        .with(log.with_filter(filter))
+        .with(spans)
+        .try_init();
+    Traces(provider)
+}
+
+fn exporter(
+    url: &str,
+    traces: &TracesSpec,
+    service: &str,
+) -> Result<SdkTracerProvider, opentelemetry_otlp::ExporterBuildError> {
+    let exporter = SpanExporter::builder()
+        .with_http()
+        .with_protocol(Protocol::HttpBinary)
+        .with_endpoint(url)
+        .build()?;
+    let name = traces.service.clone().unwrap_or_else(|| service.to_owned());
+    Ok(SdkTracerProvider::builder()
+        .with_batch_exporter(exporter)
+        .with_resource(Resource::builder().with_service_name(name).build())
+        .build())
+}
+
+/// A collector's address must be an `http://` or `https://` URL with a host.
+pub(super) fn check(settings: Settings) -> Result<Settings, ConfigError> {
+    let Some(url) = &settings.config.traces.otlp else {
+        return Ok(settings);
+    };
+    let uri: Result<http::Uri, _> = url.parse();
+    let fine = uri.is_ok_and(|uri| {
+        matches!(uri.scheme_str(), Some("http" | "https")) && uri.authority().is_some()
+    });
+    if fine {
+        return Ok(settings);
+    }
+    Err(ConfigError {
+        origin: settings.origin("traces.otlp").clone(),
+        key: Some("traces.otlp".to_owned()),
+        message: format!("{url:?} is not an http:// or https:// URL of a collector"),
+    })
+}
