@@ -16,7 +16,8 @@
 //! Supervision: a worker that dies is started again with `restarts.rs`'s backoff and
 //! budget (past the budget restarts go on, spaced, each logged: a supervisor that gave
 //! up would keep the port open with no worker behind it, where clients wait forever and
-//! a load balancer sees a live server). SIGHUP replaces the workers one at a time; SIGUSR1
+//! a load balancer sees a live server). SIGHUP (through the server, once the
+//! configuration read again checks) replaces the workers one at a time; SIGUSR1
 //! is passed on to them (they reopen their access logs). Shutdown passes SIGTERM on, waits for the workers to drain, then kills what is
 //! left.
 //!
@@ -32,7 +33,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 
 use super::board::{Board, Seat};
 use super::restarts::{self, Admit, Budget, Lives, OVER_BUDGET_PAUSE};
@@ -125,6 +126,7 @@ pub(crate) fn spawn(
     listener: std::net::TcpListener,
     config: std::sync::Arc<Config>,
     shutdown: watch::Receiver<bool>,
+    roll: Arc<Notify>,
 ) -> std::io::Result<JoinHandle<()>> {
     let mut supervisor = Supervisor {
         listener,
@@ -141,7 +143,7 @@ pub(crate) fn spawn(
             let ok = start.is_ok();
             let _ = started.send(start);
             if ok {
-                runtime.block_on(supervisor.run(shutdown));
+                runtime.block_on(supervisor.run(shutdown, &roll));
             }
         })?;
     outcome
@@ -212,14 +214,15 @@ impl Supervisor {
         Ok(child)
     }
 
-    async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
+    /// Watches the workers until shutdown; replaces them at each notification of
+    /// `roll` (the server's SIGHUP, once the configuration read again checks).
+    async fn run(mut self, mut shutdown: watch::Receiver<bool>, roll: &Notify) {
         use tokio::signal::unix::SignalKind;
-        let mut hangup = watch_signal(SignalKind::hangup(), "rolling restarts");
         let mut reopen = watch_signal(SignalKind::user_defined1(), "log reopening");
         loop {
             tokio::select! {
                 _ = shutdown.changed() => break,
-                Some(()) = async { hangup.as_mut()?.recv().await } => self.replace_all().await,
+                () = roll.notified() => self.replace_all().await,
                 Some(()) = async { reopen.as_mut()?.recv().await } => self.pass_on(Signal::SIGUSR1),
                 () = tokio::time::sleep(Duration::from_millis(50)) => self.watch_workers(),
             }

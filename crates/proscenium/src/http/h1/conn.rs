@@ -477,7 +477,7 @@ impl Conn {
                 .log
                 .as_ref()
                 .map(|log| log.note(self.peer, Some(&req))),
-            mark: self.shared.meter.as_ref().map(|_| Mark::now(req.method())),
+            mark: self.shared.meter().map(|_| Mark::now(req.method())),
         };
         let max_inflight = self.shared.config.limits.max_inflight;
         match invoke::call(&self.shared.app, req, max_inflight) {
@@ -513,7 +513,7 @@ impl Conn {
                                     log.record(*line, CLIENT_GONE, Some(0));
                                 }
                                 watchdog::set_route(route);
-                                terms.count(shared.meter.as_deref(), CLIENT_GONE);
+                                terms.count(shared.meter(), CLIENT_GONE);
                                 return Err(client_gone());
                             }
                         }
@@ -694,7 +694,7 @@ impl Conn {
             crate::http::response::error(e.status(), e.to_string())
         };
         self.rbuf.clear();
-        let mut terms = Terms::refusal(line, self.shared.meter.as_ref().map(|_| Mark::refused()));
+        let mut terms = Terms::refusal(line, self.shared.meter().map(|_| Mark::refused()));
         watchdog::set_route(watchdog::NO_ROUTE);
         if let Err(unsent) = self.buffer(res, &mut terms) {
             self.send_unsent(unsent).await?;
