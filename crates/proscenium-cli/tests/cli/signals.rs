@@ -192,3 +192,48 @@ fn issue36_sighup_keeps_the_bind_and_a_broken_file_out_with_one_line_each() {
         assert_eq!(wait_exit(&mut child), 0, "{model:?}");
     }
 }
+
+/// Returns the pids of the children of `pid` (under prefork, the workers).
+fn workers(pid: u32) -> Vec<u32> {
+    super::children(pid)
+}
+
+/// The inode of the file `/proc/PID/exe` names, and whether it was deleted.
+fn running_file(pid: u32) -> (u64, bool) {
+    use std::os::unix::fs::MetadataExt as _;
+    let exe = format!("/proc/{pid}/exe");
+    let deleted = std::fs::read_link(&exe)
+        .map(|target| target.to_string_lossy().ends_with(" (deleted)"))
+        .unwrap_or(true);
+    (std::fs::metadata(&exe).map_or(0, |m| m.ino()), deleted)
+}
+
+#[test]
+fn issue36_prefork_sighup_starts_workers_from_a_binary_replaced_on_disk() {
+    use std::os::unix::fs::MetadataExt as _;
+    let setup = Setup::new("");
+    let bin = setup.path("proscenium");
+    // The first binary a link (no copy of a few hundred MB), the second a copy.
+    std::fs::hard_link(server(), &bin)
+        .or_else(|_| std::fs::copy(server(), &bin).map(drop))
+        .unwrap();
+    let (mut child, addr) = setup.start(&bin, &["--workers", "2"]);
+    within("two workers", || workers(child.id()).len() == 2);
+    let old = workers(child.id());
+    std::fs::copy(server(), setup.path("proscenium.new")).unwrap();
+    std::fs::rename(setup.path("proscenium.new"), &bin).unwrap();
+    let new_file = std::fs::metadata(&bin).unwrap().ino();
+    signal(&child, "HUP");
+    within("two new workers", || {
+        let now = workers(child.id());
+        now.len() == 2 && now.iter().all(|pid| !old.contains(pid))
+    });
+    for pid in workers(child.id()) {
+        assert_eq!(running_file(pid), (new_file, false), "worker {pid}");
+    }
+    assert_eq!(status(&get(&addr, "/hello.txt")), "200");
+    let stderr = std::fs::read_to_string(setup.path("stderr.log")).unwrap();
+    assert!(!stderr.contains("cannot start"), "{stderr}");
+    signal(&child, "TERM");
+    assert_eq!(wait_exit(&mut child), 0);
+}

@@ -1,5 +1,7 @@
-//! `prefork`: P worker processes — this same binary re-executed, never a bare fork of
-//! a threaded process — each running `loops`, supervised by the first process.
+//! `prefork`: P worker processes — this binary re-executed (from the path it was
+//! started as, so a SIGHUP after an upgrade starts the new one: `binary.rs`), never a
+//! bare fork of a threaded process — each running `loops`, supervised by the first
+//! process.
 //!
 //! The supervisor binds the listening socket and hands it to every worker as its
 //! standard input (safe descriptor passing: `Stdio::from(OwnedFd)`); a worker knows
@@ -129,6 +131,7 @@ pub(crate) fn spawn(
     roll: Arc<Notify>,
 ) -> std::io::Result<JoinHandle<()>> {
     let mut supervisor = Supervisor {
+        binary: super::binary::started_as()?,
         listener,
         board: Board::create(config.worker_count() * 2)?,
         config,
@@ -171,6 +174,8 @@ impl Slot {
 }
 
 struct Supervisor {
+    /// The path the supervisor was started as, which each worker is started from.
+    binary: std::path::PathBuf,
     listener: std::net::TcpListener,
     board: Board,
     config: std::sync::Arc<Config>,
@@ -193,8 +198,9 @@ impl Supervisor {
         Ok(())
     }
 
-    /// Re-executes this binary with the same arguments as worker `slot`, sitting at
-    /// `seat` on the board.
+    /// Re-executes this binary — the file at the path the supervisor was started as,
+    /// which may be newer (`binary.rs`) — with the same arguments as worker `slot`,
+    /// sitting at `seat` on the board.
     ///
     /// The board's descriptor is inherited as a copy that is open across exec for as
     /// long as this call runs; only this thread starts processes in the supervisor.
@@ -203,7 +209,7 @@ impl Supervisor {
         let board = self.board.inheritable_fd()?;
         let seats = self.board.seats();
         self.board.unborn(seat);
-        let child = Command::new(std::env::current_exe()?)
+        let child = Command::new(&self.binary)
             .args(std::env::args_os().skip(1))
             .env(WORKER_ENV, slot.to_string())
             .env(BOARD_ENV, format!("{},{seats},{seat}", board.as_raw_fd()))
