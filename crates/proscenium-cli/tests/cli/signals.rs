@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use super::{get, signal, wait_exit};
 
 /// Every model, as `serve`'s flags, each small.
-const MODELS: [&[&str]; 6] = [
+pub(super) const MODELS: [&[&str]; 6] = [
     &["--model", "loops:1"],
     &["--model", "event-loop"],
     &["--model", "thread-pool:4"],
