@@ -137,12 +137,12 @@ fn server() -> PathBuf {
 #[test]
 fn issue36_sighup_reloads_a_limit_under_every_model_and_serves_a_connection_opened_before() {
     for model in MODELS {
-        let setup = Setup::new("[limits]\nmax_uri = 1024\n");
+        let setup = Setup::new("bind = \"127.0.0.1:0\"\n[limits]\nmax_uri = 1024\n");
         let (mut child, addr) = setup.start(&server(), model);
         assert_eq!(status(&get(&addr, &long_target())), "200", "{model:?}");
         let mut before = keep_alive(&addr);
         assert_eq!(status(&ask_on(&mut before, "/hello.txt")), "200");
-        setup.configure("[limits]\nmax_uri = 100\n");
+        setup.configure("bind = \"127.0.0.1:0\"\n[limits]\nmax_uri = 100\n");
         signal(&child, "HUP");
         within(&format!("{model:?}: 414 for a long target"), || {
             status(&get(&addr, &long_target())) == "414"
@@ -211,7 +211,7 @@ fn running_file(pid: u32) -> (u64, bool) {
 #[test]
 fn issue36_prefork_sighup_starts_workers_from_a_binary_replaced_on_disk() {
     use std::os::unix::fs::MetadataExt as _;
-    let setup = Setup::new("");
+    let setup = Setup::new("bind = \"127.0.0.1:0\"\n");
     let bin = setup.path("proscenium");
     // The first binary a link (no copy of a few hundred MB), the second a copy.
     std::fs::hard_link(server(), &bin)

@@ -4,7 +4,7 @@
 use std::cell::{Cell, OnceCell, RefCell};
 use std::future::poll_fn;
 use std::net::SocketAddr;
-use std::rc::{Rc, Weak};
+use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::Poll;
@@ -129,6 +129,14 @@ impl Http1 {
         self.reloads.latest.lock().clone()
     }
 
+    /// Runs `f` on the newest edition (this one until a reload made another).
+    fn with_newest<R>(&self, f: impl FnOnce(&Self) -> R) -> R {
+        if self.reloads.newest.load(Ordering::Acquire) == self.edition {
+            return f(self);
+        }
+        f(self.reloads.latest.lock().as_ref().unwrap_or(self))
+    }
+
     /// Counts every answer in `meters` (each thread in a table of its own).
     #[must_use]
     pub(crate) fn with_meters(mut self, meters: Arc<Meters>) -> Self {
@@ -158,8 +166,8 @@ impl Protocol for Http1 {
                 closing: Cell::new(false),
                 sleepers: Sleepers::default(),
                 shelf: OnceCell::new(),
-                newest: RefCell::default(),
             }),
+            newer: RefCell::default(),
         });
         // A thread serves one connection and reads the clock for its Date; a loop
         // or a staged model's thread keeps the date fresh once a second, and a loop
@@ -177,23 +185,20 @@ impl Protocol for Http1 {
     }
 
     fn overloaded(&self, peer: SocketAddr) -> BytesMut {
-        if let Some(newer) = self.newer() {
-            return newer.overloaded(peer);
-        }
-        let res = crate::http::response::unavailable("every thread is busy; try again shortly");
-        let mut out = BytesMut::new();
-        // Counted as the bound that refused it (`rt::overload`), not as a request.
-        let mut terms = Terms::refusal(self.log.as_ref().map(|log| log.note(peer, None)), None);
-        // An error page is small enough to buffer whole: nothing is left to send.
-        let _ = answer::buffer(&mut out, res, &mut terms, true, &self.fixed(None));
-        out
+        self.with_newest(|newest| {
+            let res = crate::http::response::unavailable("every thread is busy; try again shortly");
+            let mut out = BytesMut::new();
+            // Counted as the bound that refused it (`rt::overload`), not as a request.
+            let line = newest.log.as_ref().map(|log| log.note(peer, None));
+            let mut terms = Terms::refusal(line, None);
+            // An error page is small enough to buffer whole: nothing is left to send.
+            let _ = answer::buffer(&mut out, res, &mut terms, true, &newest.fixed(None));
+            out
+        })
     }
 
     fn readiness(&self, read: &[u8]) -> Readiness {
-        if let Some(newer) = self.newer() {
-            return newer.readiness(read);
-        }
-        super::ready::readiness(read, &self.config.limits)
+        self.with_newest(|newest| super::ready::readiness(read, &newest.config.limits))
     }
 }
 
@@ -208,6 +213,9 @@ impl Protocol for Http1 {
 pub(crate) struct Http1Loop {
     parts: Http1,
     here: Rc<Here>,
+    /// The loop's side of the newest edition, once a reload made one: kept by the
+    /// side the runtime holds, for its next connections.
+    newer: RefCell<Option<Rc<Http1Loop>>>,
 }
 
 /// What belongs to the loop rather than to an edition of the protocol.
@@ -222,9 +230,6 @@ struct Here {
     shelf: OnceCell<Shelf>,
     /// This thread's request counters, when the server keeps them.
     meter: Option<Arc<Table>>,
-    /// The loop's side of the newest edition, while a connection holds it (weak:
-    /// it holds this).
-    newest: RefCell<Weak<Http1Loop>>,
 }
 
 impl Http1Loop {
@@ -260,7 +265,7 @@ impl Http1Loop {
         if newest == self.parts.edition {
             return self.clone();
         }
-        let known = self.here.newest.borrow().upgrade();
+        let known = self.newer.borrow().clone();
         if let Some(known) = known.filter(|known| known.parts.edition == newest) {
             return known;
         }
@@ -270,8 +275,9 @@ impl Http1Loop {
         let fresh = Rc::new(Self {
             parts,
             here: self.here.clone(),
+            newer: RefCell::default(),
         });
-        *self.here.newest.borrow_mut() = Rc::downgrade(&fresh);
+        *self.newer.borrow_mut() = Some(fresh.clone());
         fresh
     }
 
