@@ -3,7 +3,8 @@
 //!
 //! In one process the protocol of the loops and threads is rebuilt (see
 //! `Http1::reload`): the limits a connection obeys, its body and idle timeouts, the
-//! access log, HTTP/2's settings (not whether it is offered), compression and HSTS.
+//! access log, HTTP/2's settings (not whether it is offered), compression (not the
+//! static files' precompressed ones) and HSTS.
 //! The rest — listeners, the model and its threads, the app's routes and static
 //! files, pools, the admin listener — was built at start and stays as it is. Under
 //! `prefork` the workers are replaced and read the whole configuration themselves; the
@@ -13,7 +14,7 @@
 use serde_json::Value as Json;
 
 use super::sources::leaves;
-use super::{Config, Http2Spec, Limits, Model, Timeouts};
+use super::{CompressionSpec, Config, Http2Spec, Limits, Model, Timeouts};
 use crate::tls::TlsSpec;
 
 /// A configuration read again, settled against the running one.
@@ -60,14 +61,18 @@ fn live_part(running: &Config, read: Config) -> Config {
         idle: read.timeouts.idle,
         ..running.timeouts.clone()
     };
+    // `debug` also sets the process's log level, at start.
     live.log = read.log;
-    live.debug = read.debug;
     // Whether HTTP/2 is offered is in the TLS settings made at start (ALPN).
     live.http2 = Http2Spec {
         enabled: running.http2.enabled,
         ..read.http2
     };
-    live.compression = read.compression;
+    // The static files were set up at start to look for precompressed files or not.
+    live.compression = CompressionSpec {
+        precompressed: running.compression.precompressed,
+        ..read.compression
+    };
     live.tls.hsts = read.tls.hsts;
     live.tls.hsts_subdomains = read.tls.hsts_subdomains;
     live
