@@ -215,7 +215,10 @@ impl Server {
         })
     }
 
-    /// Serves until SIGINT or SIGTERM, then shuts down gracefully.
+    /// Serves until SIGINT or SIGTERM, then shuts down gracefully. SIGHUP meanwhile
+    /// reloads the TLS certificates and, under `prefork`, replaces the workers; the
+    /// configuration is read again only by an app started through
+    /// [`launch`](crate::launch), which knows where it came from.
     ///
     /// # Errors
     ///
@@ -657,7 +660,10 @@ impl ServerHandle {
         self.admin.as_ref().map(|admin| admin.addr)
     }
 
-    /// Serves until SIGINT or SIGTERM, then shuts down gracefully.
+    /// Serves until SIGINT or SIGTERM, then shuts down gracefully. SIGHUP meanwhile
+    /// reloads the TLS certificates and, under `prefork`, replaces the workers; the
+    /// configuration is read again only by an app started through
+    /// [`launch`](crate::launch), which knows where it came from.
     ///
     /// # Errors
     ///
