@@ -206,9 +206,10 @@ impl Protocol for Http1 {
 /// one `Rc` per loop, so no atomic reference counting on the request path. It reads
 /// as the protocol it is a side of (`Deref`): `shared.config`, `shared.app`.
 ///
-/// A connection is served by one edition of the protocol (`parts`) from start to end;
-/// after a reload the loop serves its next connections with the new edition, in a
-/// value of this type beside the first, sharing the loop's own state (`here`).
+/// A connection is served by one edition of the protocol (`parts`) while it stays on
+/// its loop, or for one visit to a thread; after a reload the loop serves its next
+/// connections (a thread, its next visits) with the new edition, in a value of this
+/// type beside the first, sharing the loop's own state (`here`).
 #[derive(Debug)]
 pub(crate) struct Http1Loop {
     parts: Http1,
