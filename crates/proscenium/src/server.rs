@@ -7,10 +7,11 @@ use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 
 use socket2::{Domain, Protocol, Socket, Type};
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 
 use crate::admin::Metrics;
 use crate::app::Mode;
+use crate::config::reload::{self, Settled};
 use crate::config::{Dispatch, Model};
 use crate::http::h1::Http1;
 use crate::http::meter::Meters;
@@ -123,11 +124,12 @@ impl Server {
         let routes: Vec<String> = app.routes().map(|r| r.pattern.clone()).collect();
         let app = Arc::new(app);
         let http1 = Http1::new(app.clone(), config.clone());
+        let protocol = match &meters {
+            Some(meters) => http1.with_meters(meters.clone()),
+            None => http1,
+        };
         let spec = LoopSpec {
-            protocol: Arc::new(match &meters {
-                Some(meters) => http1.with_meters(meters.clone()),
-                None => http1,
-            }),
+            protocol: Arc::new(protocol.clone()),
             config: config.clone(),
             pools: Pools::new(&config),
             shutdown,
@@ -146,18 +148,27 @@ impl Server {
             Some(listener) => Some(listener.map_err(Error::io("take the activated socket"))?),
             None => None,
         };
-        let started = match config.model {
-            Model::Loops | Model::EventLoop => start_loops(&spec, Some(app), &live, activated)?,
-            Model::ThreadPool | Model::ThreadPerConn => start_threads(spec, activated)?,
-            Model::Staged => start_staged(spec, &graph, activated)?,
-            Model::Prefork => match prefork::inherited_listener() {
-                Some(listener) => {
-                    let listener =
-                        listener.map_err(Error::io("take the socket from the supervisor"))?;
-                    start_loops(&spec, Some(app), &live, Some(listener))?
-                }
-                None => start_supervisor(spec, activated)?,
-            },
+        let inherited = match prefork::inherited_listener() {
+            Some(listener) => {
+                Some(listener.map_err(Error::io("take the socket from the supervisor"))?)
+            }
+            None => None,
+        };
+        let mut reloading = Reloading::Protocol(protocol);
+        // A prefork worker serves its supervisor's socket whatever model the
+        // configuration names now: it may have been read again since the start.
+        let started = match (config.model, inherited) {
+            (_, Some(listener)) => start_loops(&spec, Some(app), &live, Some(listener))?,
+            (Model::Loops | Model::EventLoop, None) => {
+                start_loops(&spec, Some(app), &live, activated)?
+            }
+            (Model::ThreadPool | Model::ThreadPerConn, None) => start_threads(spec, activated)?,
+            (Model::Staged, None) => start_staged(spec, &graph, activated)?,
+            (Model::Prefork, None) => {
+                let roll = Arc::new(Notify::new());
+                reloading = Reloading::Workers(roll.clone());
+                start_supervisor(spec, activated, roll)?
+            }
         };
         let notifier = systemd::Notifier::from_env();
         if let Some(notifier) = &notifier {
@@ -189,6 +200,9 @@ impl Server {
             _ => None,
         };
         Ok(ServerHandle {
+            config,
+            reloading,
+            reread: None,
             addr: started.addr,
             shutdown: shutdown_tx,
             threads,
@@ -201,7 +215,10 @@ impl Server {
         })
     }
 
-    /// Serves until SIGINT or SIGTERM, then shuts down gracefully.
+    /// Serves until SIGINT or SIGTERM, then shuts down gracefully. SIGHUP meanwhile
+    /// reloads the TLS certificates and, under `prefork`, replaces the workers; the
+    /// configuration is read again only by an app started through
+    /// [`launch`](crate::launch), which knows where it came from.
     ///
     /// # Errors
     ///
@@ -409,14 +426,16 @@ fn start_loops(
     })
 }
 
-/// Starts the `prefork` supervisor, which starts and watches the worker processes.
+/// Starts the `prefork` supervisor, which starts and watches the worker processes,
+/// and replaces them one at a time at each notification of `roll`.
 fn start_supervisor(
     spec: LoopSpec<Http1>,
     activated: Option<std::net::TcpListener>,
+    roll: Arc<Notify>,
 ) -> Result<Started, Error> {
     let listener = bind_listener(spec.config.bind, activated)?;
     let addr = local_addr(&listener)?;
-    let supervisor = prefork::spawn(listener, spec.config, spec.shutdown)
+    let supervisor = prefork::spawn(listener, spec.config, spec.shutdown, roll)
         .map_err(Error::io("start the workers"))?;
     Ok(Started {
         addr,
@@ -577,9 +596,36 @@ impl Signals {
     }
 }
 
+/// Where a SIGHUP's configuration goes.
+#[derive(Debug)]
+enum Reloading {
+    /// The protocol of this process's loops and threads, which serve their next
+    /// connections with it.
+    Protocol(Http1),
+    /// A prefork supervisor's workers, replaced one at a time: each new one reads
+    /// the configuration itself.
+    Workers(Arc<Notify>),
+}
+
+/// Reads the configuration again from the sources it was read from at start.
+pub(crate) struct Reread(Box<dyn Fn() -> Result<Config, String> + Send>);
+
+impl std::fmt::Debug for Reread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Reread")
+    }
+}
+
 /// A running server; dropping it shuts the server down gracefully.
 #[derive(Debug)]
 pub struct ServerHandle {
+    /// The configuration it runs with, as the last SIGHUP settled it.
+    config: Arc<Config>,
+    /// Where a reloaded configuration goes.
+    reloading: Reloading,
+    /// How SIGHUP reads the configuration again; without it, SIGHUP reloads the
+    /// certificates and (under prefork) replaces the workers.
+    reread: Option<Reread>,
     addr: SocketAddr,
     shutdown: watch::Sender<bool>,
     threads: Vec<JoinHandle<()>>,
@@ -614,7 +660,10 @@ impl ServerHandle {
         self.admin.as_ref().map(|admin| admin.addr)
     }
 
-    /// Serves until SIGINT or SIGTERM, then shuts down gracefully.
+    /// Serves until SIGINT or SIGTERM, then shuts down gracefully. SIGHUP meanwhile
+    /// reloads the TLS certificates and, under `prefork`, replaces the workers; the
+    /// configuration is read again only by an app started through
+    /// [`launch`](crate::launch), which knows where it came from.
     ///
     /// # Errors
     ///
@@ -632,24 +681,79 @@ impl ServerHandle {
         }
     }
 
+    /// Has SIGHUP read the configuration again with `reread` (the sources it was
+    /// read from at start: file, environment, flags).
+    #[must_use]
+    pub(crate) fn rereading(
+        mut self,
+        reread: impl Fn() -> Result<Config, String> + Send + 'static,
+    ) -> Self {
+        self.reread = Some(Reread(Box::new(reread)));
+        self
+    }
+
     /// Serves until SIGTERM or SIGINT arrives, then shuts down gracefully; SIGHUP
-    /// meanwhile reloads the TLS certificates. Tells systemd, when it listens, that
-    /// the server is ready, reloading, or stopping.
-    pub(crate) fn run_until(self, signals: Signals) {
+    /// meanwhile reloads (see [`ServerHandle::reload`]). Tells systemd, when it
+    /// listens, that the server is ready, reloading, or stopping.
+    pub(crate) fn run_until(mut self, signals: Signals) {
         self.notify("READY=1");
-        signals.wait(|| {
-            if let Some(notifier) = &self.notifier {
-                notifier.reloading();
-            }
-            if let Some(tls) = &self.tls {
-                tracing::info!("SIGHUP: reloading the TLS certificates");
-                tls.certs.reload();
-            }
-            self.notify("READY=1");
-        });
+        signals.wait(|| self.reload());
         self.notify("STOPPING=1");
         tracing::info!("shutting down: finishing requests in flight");
         self.shutdown();
+    }
+
+    /// SIGHUP: reloads the TLS certificates, reads the configuration again and
+    /// takes up what can change live, saying in one line which keys wait for a
+    /// restart; under prefork, then replaces the workers. A configuration that does
+    /// not read or check keeps the running one, and the workers, and says why.
+    fn reload(&mut self) {
+        if let Some(notifier) = &self.notifier {
+            notifier.reloading();
+        }
+        if let Some(tls) = &self.tls {
+            tracing::info!("SIGHUP: reloading the TLS certificates");
+            tls.certs.reload();
+        }
+        match self.reread() {
+            Ok(settled) => {
+                if let Some(settled) = settled {
+                    self.take_up(settled);
+                }
+                if let Reloading::Workers(roll) = &self.reloading {
+                    roll.notify_one();
+                }
+            }
+            Err(e) => tracing::error!(
+                "SIGHUP: the configuration is not reloaded, the running one stays: {e}"
+            ),
+        }
+        self.notify("READY=1");
+    }
+
+    /// Reads the configuration again and settles it against the running one;
+    /// `None` when this server has no sources to read it from.
+    fn reread(&self) -> Result<Option<Settled>, String> {
+        let Some(reread) = &self.reread else {
+            return Ok(None);
+        };
+        let settled = reload::settle(&self.config, (reread.0)()?);
+        check_spool_dir(&settled.config).map_err(|e| e.to_string())?;
+        Ok(Some(settled))
+    }
+
+    fn take_up(&mut self, settled: Settled) {
+        if !settled.kept.is_empty() {
+            tracing::warn!(
+                "SIGHUP: these keys keep their running values until a restart: {}",
+                settled.kept.join(", ")
+            );
+        }
+        self.config = Arc::new(settled.config);
+        if let Reloading::Protocol(protocol) = &self.reloading {
+            protocol.reload(self.config.clone());
+        }
+        tracing::info!("SIGHUP: configuration reloaded");
     }
 
     fn notify(&self, state: &str) {
@@ -665,6 +769,9 @@ impl ServerHandle {
     }
 
     fn stop(&mut self) {
+        if let Reloading::Protocol(protocol) = &self.reloading {
+            protocol.forget_reloads();
+        }
         let _ = self.shutdown.send(true);
         for thread in self.threads.drain(..) {
             if thread.join().is_err() {

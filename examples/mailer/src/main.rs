@@ -12,6 +12,10 @@
 //! - `GET /mail/sent` → how many mails were sent so far, so a client can see none was
 //!   lost; `GET /mail/stats` → `{"sent":…,"most_at_once":…}`, the most mails ever
 //!   being sent at one time (at most the dispatcher's threads).
+//! - The thesis's two timers, on the actor system: the mailers' SMTP token renewed every
+//!   `--token-renewal` seconds (simulated; a `schedule_periodic` never cancelled), and
+//!   a digest of the mails sent logged once, `--digest-after` seconds after the start
+//!   (a day by default). Neither holds up shutdown.
 //! - `GET /albums` lists the albums; `DELETE /albums/:id` answers 202 first and deletes
 //!   the album's files afterwards, on the blocking pool (a deferred side effect).
 
@@ -40,6 +44,12 @@ struct Options {
     /// How long sending one mail takes, in milliseconds.
     #[arg(long, default_value_t = 200)]
     mail_ms: u64,
+    /// Seconds between renewals of the mailers' SMTP token.
+    #[arg(long, default_value_t = 3_000, value_parser = clap::value_parser!(u64).range(1..))]
+    token_renewal: u64,
+    /// Seconds after the start that a digest of the mails sent is logged.
+    #[arg(long, default_value_t = 86_400)]
+    digest_after: u64,
 }
 
 /// A mail to send.
@@ -73,12 +83,14 @@ impl Handler<Mail> for Mailer {
     }
 }
 
-/// Mails sent so far, being sent now, and the most ever sent at once.
+/// Mails sent so far, being sent now, and the most ever sent at once; renewals of the
+/// SMTP token.
 #[derive(Default)]
 struct Outbox {
     sent: AtomicU64,
     sending: AtomicUsize,
     most_at_once: AtomicUsize,
+    token_renewals: AtomicU64,
 }
 
 /// Album id → its directory.
@@ -151,6 +163,7 @@ fn routes(mailers: Router<Mailer>, outbox: Arc<Outbox>, albums: Albums) -> App {
                 Json(serde_json::json!({
                     "sent": outbox.sent.load(Ordering::SeqCst),
                     "most_at_once": outbox.most_at_once.load(Ordering::SeqCst),
+                    "token_renewals": outbox.token_renewals.load(Ordering::SeqCst),
                 }))
             }),
         )
@@ -195,6 +208,22 @@ fn mailers(system: &System, outbox: &Arc<Outbox>, takes: Duration) -> Router<Mai
     )
 }
 
+/// Starts the thesis's timers: the token renewal every `renewal`, never cancelled
+/// (the system's shutdown ends it), and the digest once after `digest`.
+fn start_timers(system: &System, outbox: &Arc<Outbox>, renewal: Duration, digest: Duration) {
+    let renewing = outbox.clone();
+    system.schedule_periodic(renewal, move || {
+        // An SMTP login, simulated.
+        renewing.token_renewals.fetch_add(1, Ordering::SeqCst);
+        tracing::debug!("SMTP token renewed");
+    });
+    let counting = outbox.clone();
+    system.schedule_once(digest, move || {
+        let sent = counting.sent.load(Ordering::SeqCst);
+        tracing::info!(sent, "digest: mails sent since the start");
+    });
+}
+
 fn main() -> ExitCode {
     Launcher::new()
         .defaults(include_str!("../proscenium.toml"))
@@ -213,6 +242,12 @@ fn main() -> ExitCode {
             });
             let outbox = Arc::new(Outbox::default());
             let takes = Duration::from_millis(options.mail_ms);
+            start_timers(
+                deploy.actors(),
+                &outbox,
+                Duration::from_secs(options.token_renewal),
+                Duration::from_secs(options.digest_after),
+            );
             routes(mailers(deploy.actors(), &outbox, takes), outbox, albums)
         })
 }

@@ -229,3 +229,50 @@ fn with_logging_off_nothing_reaches_stderr() {
     assert!(mailer.child.wait().unwrap().success());
     assert_eq!(stderr, "");
 }
+
+/// Issue 36: SIGTERM ends the process under every model with the SMTP token's
+/// renewal, a periodic schedule never cancelled, running and the digest a day away:
+/// each timer ends when the actor system shuts down, rather than sleeping out its
+/// delay (a day) or running on (forever). Waited for up to 60 s, the margin of a busy
+/// machine; the timers would hold it far longer.
+#[test]
+fn issue36_sigterm_ends_every_model_with_a_periodic_schedule_and_a_timer_a_day_away() {
+    let albums = tempfile::tempdir().unwrap();
+    for model in [
+        &["--model", "loops:1"][..],
+        &["--model", "event-loop"],
+        &["--model", "thread-pool:4"],
+        &["--model", "thread-per-conn:8"],
+        &["--model", "staged:2"],
+        &["--workers", "2"],
+    ] {
+        let mut args = vec!["--token-renewal", "1", "--digest-after", "86400"];
+        args.extend_from_slice(model);
+        let mut mailer = start_with(albums.path(), 1, &args);
+        let renewed = Instant::now() + Duration::from_secs(30);
+        while request(&mailer.addr, "GET", "/mail/stats", "")
+            .1
+            .contains("\"token_renewals\":0")
+        {
+            assert!(Instant::now() < renewed, "{model:?}: no renewal in 30 s");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let sent = Command::new("kill")
+            .args(["-TERM", &mailer.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(sent.success());
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let status = loop {
+            if let Some(status) = mailer.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{model:?}: running 60 s after SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(status.code(), Some(0), "{model:?}");
+    }
+}

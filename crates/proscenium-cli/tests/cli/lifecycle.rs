@@ -221,8 +221,8 @@ fn wait_for_lines(path: &std::path::Path, lines: usize) -> String {
 }
 
 #[test]
-fn issue36_sigusr1_reopens_the_access_log_after_it_is_renamed() {
-    for model in [&["--loops", "1"][..], &["--workers", "2"]] {
+fn issue36_sigusr1_reopens_the_access_log_after_it_is_renamed_under_every_model() {
+    for model in super::signals::MODELS {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("one.txt"), "1").unwrap();
         std::fs::write(dir.path().join("two.txt"), "2").unwrap();

@@ -1,11 +1,12 @@
 //! The `proscenium` binary as a user runs it: start line, serving a directory, exit
 //! codes, and a clean exit on SIGTERM and SIGINT; over TLS (`tls.rs`) and HTTP/2
 //! (`http2.rs`); the admin listener (`admin.rs`); systemd, signals and logs under a
-//! supervisor (`lifecycle.rs`).
+//! supervisor (`lifecycle.rs`); each signal under every model (`signals.rs`).
 
 mod admin;
 mod http2;
 mod lifecycle;
+mod signals;
 mod tls;
 mod traces;
 

@@ -9,6 +9,7 @@
 mod admin;
 mod compression;
 mod http2;
+pub(crate) mod reload;
 mod request_id;
 mod sources;
 mod traces;

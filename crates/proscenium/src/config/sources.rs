@@ -453,7 +453,7 @@ fn schema() -> Json {
 
 /// Returns the leaves of a JSON tree with their dotted keys; an empty table is no
 /// leaf.
-fn leaves<'a>(tree: &'a Json, prefix: &str) -> Vec<(String, &'a Json)> {
+pub(super) fn leaves<'a>(tree: &'a Json, prefix: &str) -> Vec<(String, &'a Json)> {
     match tree {
         Json::Object(fields) => fields
             .iter()

@@ -45,7 +45,7 @@ pub use self::args::{Command, DeployArgs, NoOptions, Options};
 use self::processes::Part;
 pub use self::report::{read_start_line, served_address};
 use crate::actor::System;
-use crate::config::{ConfigError, Settings};
+use crate::config::{ConfigError, Settings, Sources};
 use crate::stage::{EXIT_REFUSED, Graph, Mapping, RunningGraph};
 use crate::{App, Config};
 
@@ -200,6 +200,7 @@ impl<O: Args + FromArgMatches> Launcher<O> {
         let part = Part::of(&settings.config, process.clone(), host);
         let deploy = Deploy {
             settings,
+            sources,
             options: options.app,
             actors: OnceCell::new(),
             name: name.clone(),
@@ -211,9 +212,7 @@ impl<O: Args + FromArgMatches> Launcher<O> {
             version: self.version.as_deref(),
         };
         let code = match (action, part) {
-            (Action::Serve, Part::Whole) => {
-                report::serve(&heading, build(&deploy), deploy.config().clone())
-            }
+            (Action::Serve, Part::Whole) => report::serve(&heading, build(&deploy), &deploy),
             (Action::Serve, Part::Host(host)) => {
                 processes::supervise(&name, deploy.config(), &host)
             }
@@ -281,6 +280,8 @@ fn check_process(settings: Settings, process: Option<&str>) -> Result<Settings, 
 /// actor system, and which process of a deployment over processes this one is.
 pub struct Deploy<O = NoOptions> {
     settings: Settings,
+    /// Where the settings were read from, to read them again at SIGHUP.
+    sources: Sources,
     options: O,
     actors: OnceCell<System>,
     /// The app's name, for messages.
@@ -311,6 +312,20 @@ impl<O> Deploy<O> {
     /// Returns the configuration with where each value came from.
     pub fn settings(&self) -> &Settings {
         &self.settings
+    }
+
+    /// Returns what reads the configuration again from the sources it was read from
+    /// (SIGHUP's), with the same checks as at start.
+    fn rereader(&self) -> impl Fn() -> Result<Config, String> + Send + 'static {
+        let sources = self.sources.clone();
+        let process = self.process.clone();
+        move || {
+            Settings::resolve(&sources)
+                .and_then(check_root)
+                .and_then(|s| check_process(s, process.as_deref()))
+                .map(|settings| settings.config)
+                .map_err(|e| e.to_string())
+        }
     }
 
     /// Returns the app's own options.

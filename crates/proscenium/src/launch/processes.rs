@@ -95,7 +95,7 @@ pub(super) fn run<O>(
 ) -> ExitCode {
     let config = deploy.config();
     if config.processes[process].serve {
-        return report::serve(heading, build(deploy), config.clone());
+        return report::serve(heading, build(deploy), deploy);
     }
     // Watched before the app is built: a stop that comes while its graph starts is
     // not lost.

@@ -3,6 +3,7 @@
 
 use std::process::ExitCode;
 
+use super::Deploy;
 use crate::config::Settings;
 use crate::{App, Config, Model, Server, Signals, web};
 
@@ -12,10 +13,12 @@ pub(super) struct Heading<'a> {
     pub(super) version: Option<&'a str>,
 }
 
-/// Serves `app` until SIGINT or SIGTERM; prints one start line first (a prefork
-/// worker, the same binary re-executed, stays quiet).
-pub(super) fn serve(heading: &Heading<'_>, app: App, config: Config) -> ExitCode {
+/// Serves `app` until SIGINT or SIGTERM, reading the configuration again at each
+/// SIGHUP; prints one start line first (a prefork worker, the same binary
+/// re-executed, stays quiet).
+pub(super) fn serve<O>(heading: &Heading<'_>, app: App, deploy: &Deploy<O>) -> ExitCode {
     let name = heading.name;
+    let config = deploy.config().clone();
     let what = match &config.root {
         Some(root) => root.display().to_string(),
         None => {
@@ -33,7 +36,8 @@ pub(super) fn serve(heading: &Heading<'_>, app: App, config: Config) -> ExitCode
     // Watched before the start line is printed: a client that reads the line and at
     // once sends SIGTERM gets a clean shutdown, not a killed process.
     let started = Signals::watch()
-        .and_then(|signals| Ok((signals, Server::new(app).config(config).start()?)));
+        .and_then(|signals| Ok((signals, Server::new(app).config(config).start()?)))
+        .map(|(signals, handle)| (signals, handle.rereading(deploy.rereader())));
     let (signals, handle) = match started {
         Ok(started) => started,
         Err(e) => {

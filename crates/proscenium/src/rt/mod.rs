@@ -15,6 +15,7 @@
 compile_error!("Proscenium runs on Linux only: it needs openat2(2), memfd_create(2) and epoll(7)");
 
 mod background;
+mod binary;
 mod blocking;
 mod board;
 pub(crate) mod context;

@@ -1,5 +1,7 @@
-//! `prefork`: P worker processes — this same binary re-executed, never a bare fork of
-//! a threaded process — each running `loops`, supervised by the first process.
+//! `prefork`: P worker processes — this binary re-executed (from the path it was
+//! started as, so a SIGHUP after an upgrade starts the new one: `binary.rs`), never a
+//! bare fork of a threaded process — each running `loops`, supervised by the first
+//! process.
 //!
 //! The supervisor binds the listening socket and hands it to every worker as its
 //! standard input (safe descriptor passing: `Stdio::from(OwnedFd)`); a worker knows
@@ -16,7 +18,8 @@
 //! Supervision: a worker that dies is started again with `restarts.rs`'s backoff and
 //! budget (past the budget restarts go on, spaced, each logged: a supervisor that gave
 //! up would keep the port open with no worker behind it, where clients wait forever and
-//! a load balancer sees a live server). SIGHUP replaces the workers one at a time; SIGUSR1
+//! a load balancer sees a live server). SIGHUP (through the server, once the
+//! configuration read again checks) replaces the workers one at a time; SIGUSR1
 //! is passed on to them (they reopen their access logs). Shutdown passes SIGTERM on, waits for the workers to drain, then kills what is
 //! left.
 //!
@@ -32,7 +35,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 
 use super::board::{Board, Seat};
 use super::restarts::{self, Admit, Budget, Lives, OVER_BUDGET_PAUSE};
@@ -125,8 +128,10 @@ pub(crate) fn spawn(
     listener: std::net::TcpListener,
     config: std::sync::Arc<Config>,
     shutdown: watch::Receiver<bool>,
+    roll: Arc<Notify>,
 ) -> std::io::Result<JoinHandle<()>> {
     let mut supervisor = Supervisor {
+        binary: super::binary::started_as()?,
         listener,
         board: Board::create(config.worker_count() * 2)?,
         config,
@@ -141,7 +146,7 @@ pub(crate) fn spawn(
             let ok = start.is_ok();
             let _ = started.send(start);
             if ok {
-                runtime.block_on(supervisor.run(shutdown));
+                runtime.block_on(supervisor.run(shutdown, &roll));
             }
         })?;
     outcome
@@ -169,6 +174,8 @@ impl Slot {
 }
 
 struct Supervisor {
+    /// The path the supervisor was started as, which each worker is started from.
+    binary: std::path::PathBuf,
     listener: std::net::TcpListener,
     board: Board,
     config: std::sync::Arc<Config>,
@@ -191,8 +198,9 @@ impl Supervisor {
         Ok(())
     }
 
-    /// Re-executes this binary with the same arguments as worker `slot`, sitting at
-    /// `seat` on the board.
+    /// Re-executes this binary — the file at the path the supervisor was started as,
+    /// which may be newer (`binary.rs`) — with the same arguments as worker `slot`,
+    /// sitting at `seat` on the board.
     ///
     /// The board's descriptor is inherited as a copy that is open across exec for as
     /// long as this call runs; only this thread starts processes in the supervisor.
@@ -201,7 +209,7 @@ impl Supervisor {
         let board = self.board.inheritable_fd()?;
         let seats = self.board.seats();
         self.board.unborn(seat);
-        let child = Command::new(std::env::current_exe()?)
+        let child = Command::new(&self.binary)
             .args(std::env::args_os().skip(1))
             .env(WORKER_ENV, slot.to_string())
             .env(BOARD_ENV, format!("{},{seats},{seat}", board.as_raw_fd()))
@@ -212,14 +220,15 @@ impl Supervisor {
         Ok(child)
     }
 
-    async fn run(mut self, mut shutdown: watch::Receiver<bool>) {
+    /// Watches the workers until shutdown; replaces them at each notification of
+    /// `roll` (the server's SIGHUP, once the configuration read again checks).
+    async fn run(mut self, mut shutdown: watch::Receiver<bool>, roll: &Notify) {
         use tokio::signal::unix::SignalKind;
-        let mut hangup = watch_signal(SignalKind::hangup(), "rolling restarts");
         let mut reopen = watch_signal(SignalKind::user_defined1(), "log reopening");
         loop {
             tokio::select! {
                 _ = shutdown.changed() => break,
-                Some(()) = async { hangup.as_mut()?.recv().await } => self.replace_all().await,
+                () = roll.notified() => self.replace_all().await,
                 Some(()) = async { reopen.as_mut()?.recv().await } => self.pass_on(Signal::SIGUSR1),
                 () = tokio::time::sleep(Duration::from_millis(50)) => self.watch_workers(),
             }

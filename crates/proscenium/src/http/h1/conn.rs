@@ -483,7 +483,7 @@ impl Conn {
                 .log
                 .as_ref()
                 .map(|log| log.note(self.peer, Some(&req))),
-            mark: self.shared.meter.as_ref().map(|_| Mark::now(req.method())),
+            mark: self.shared.meter().map(|_| Mark::now(req.method())),
             span: RequestSpan::open(&req, id.as_ref()),
             id,
         };
@@ -524,7 +524,7 @@ impl Conn {
                                     log.record(*line, CLIENT_GONE, Some(0));
                                 }
                                 watchdog::set_route(route);
-                                terms.count(shared.meter.as_deref(), CLIENT_GONE);
+                                terms.count(shared.meter(), CLIENT_GONE);
                                 terms.span.close(CLIENT_GONE, &*shared.app);
                                 return Err(client_gone());
                             }
@@ -706,7 +706,7 @@ impl Conn {
             crate::http::response::error(e.status(), e.to_string())
         };
         self.rbuf.clear();
-        let mark = self.shared.meter.as_ref().map(|_| Mark::refused());
+        let mark = self.shared.meter().map(|_| Mark::refused());
         let mut terms = Terms::refusal(line, mark, &self.shared.answering());
         watchdog::set_route(watchdog::NO_ROUTE);
         if let Err(unsent) = self.buffer(res, &mut terms) {

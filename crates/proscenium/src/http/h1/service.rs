@@ -1,15 +1,17 @@
 //! HTTP/1.1 as the runtime's [`Protocol`]: what a server hands its loops and threads,
 //! and what each of them shares among its connections.
 
-use std::cell::{Cell, OnceCell};
+use std::cell::{Cell, OnceCell, RefCell};
 use std::future::poll_fn;
 use std::net::SocketAddr;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::Poll;
 
 use bytes::BytesMut;
 use http::HeaderValue;
+use parking_lot::Mutex;
 
 use super::answer::{self, Terms};
 use super::conn::{self, Start};
@@ -45,19 +47,32 @@ pub(crate) struct Http1 {
     meters: Option<Arc<Meters>>,
     /// How requests get ids (`[request_id]`), when they do.
     pub(crate) ids: Option<RequestIds>,
+    /// The reloads of this protocol, shared by every copy and edition of it.
+    reloads: Arc<Reloads>,
+    /// Which reload made this edition (0: the one the server started with).
+    edition: u64,
+}
+
+/// The newest edition of a protocol a SIGHUP made, for loops and threads to take up
+/// at their next connection (see [`Http1Loop::current`]).
+#[derive(Debug, Default)]
+struct Reloads {
+    /// The newest edition's number: read on every connection, written by a reload.
+    newest: AtomicU64,
+    /// The newest edition, once a reload has made one.
+    latest: Mutex<Option<Http1>>,
 }
 
 impl Http1 {
     /// Returns the protocol serving `app` as `config` says, with the access log it
     /// names (opened here; a log that cannot be opened is reported, and not kept).
     pub(crate) fn new(app: Arc<dyn Respond>, config: Arc<Config>) -> Self {
-        let log = config.log.as_ref().and_then(|target| {
-            AccessLog::open(target, config.debug)
-                .inspect_err(|e| {
-                    tracing::error!("cannot open access log {}: {e}", target.display());
-                })
-                .ok()
-        });
+        let log = open_log(&config);
+        Self::with_log(app, config, log)
+    }
+
+    /// Returns the protocol serving `app` as `config` says, writing `log`.
+    fn with_log(app: Arc<dyn Respond>, config: Arc<Config>, log: Option<AccessLog>) -> Self {
         let bodies = Bodies::new(&config.limits);
         let hsts = hsts(&config.tls);
         Self {
@@ -75,7 +90,55 @@ impl Http1 {
             log,
             bodies,
             meters: None,
+            reloads: Arc::default(),
+            edition: 0,
         }
+    }
+
+    /// Makes a new edition of this protocol from `config`, for every loop and thread
+    /// to serve their next connections with; those open go on under the edition they
+    /// started with. The access log is opened again only when its path or its
+    /// `debug` changed.
+    pub(crate) fn reload(&self, config: Arc<Config>) {
+        let mut latest = self.reloads.latest.lock();
+        let running = latest.as_ref().unwrap_or(self);
+        let same_log = running.config.log == config.log && running.config.debug == config.debug;
+        let log = if same_log {
+            running.log.clone()
+        } else {
+            open_log(&config)
+        };
+        let edition = running.edition + 1;
+        let fresh = Self {
+            meters: self.meters.clone(),
+            reloads: self.reloads.clone(),
+            edition,
+            ..Self::with_log(self.app.clone(), config, log)
+        };
+        *latest = Some(fresh);
+        self.reloads.newest.store(edition, Ordering::Release);
+    }
+
+    /// Forgets the newest edition, which holds the reloads that hold it: called when
+    /// the server stops, so that the two are freed.
+    pub(crate) fn forget_reloads(&self) {
+        self.reloads.latest.lock().take();
+    }
+
+    /// Returns the newest edition when a reload made one newer than this.
+    fn newer(&self) -> Option<Self> {
+        if self.reloads.newest.load(Ordering::Acquire) == self.edition {
+            return None;
+        }
+        self.reloads.latest.lock().clone()
+    }
+
+    /// Runs `f` on the newest edition (this one until a reload made another).
+    fn with_newest<R>(&self, f: impl FnOnce(&Self) -> R) -> R {
+        if self.reloads.newest.load(Ordering::Acquire) == self.edition {
+            return f(self);
+        }
+        f(self.reloads.latest.lock().as_ref().unwrap_or(self))
     }
 
     /// Counts every answer in `meters` (each thread in a table of its own).
@@ -103,11 +166,14 @@ impl Protocol for Http1 {
 
     fn local(&self, host: Host) -> Rc<Http1Loop> {
         let shared = Rc::new(Http1Loop {
-            meter: self.meters.as_ref().map(Meters::table_here),
-            parts: self.clone(),
-            closing: Cell::new(false),
-            sleepers: Sleepers::default(),
-            shelf: OnceCell::new(),
+            parts: self.newer().unwrap_or_else(|| self.clone()),
+            here: Rc::new(Here {
+                meter: self.meters.as_ref().map(Meters::table_here),
+                closing: Cell::new(false),
+                sleepers: Sleepers::default(),
+                shelf: OnceCell::new(),
+            }),
+            newer: RefCell::default(),
         });
         // A thread serves one connection and reads the clock for its Date; a loop
         // or a staged model's thread keeps the date fresh once a second, and a loop
@@ -125,56 +191,108 @@ impl Protocol for Http1 {
     }
 
     fn overloaded(&self, peer: SocketAddr) -> BytesMut {
-        let res = crate::http::response::unavailable("every thread is busy; try again shortly");
-        let mut out = BytesMut::new();
-        // Counted as the bound that refused it (`rt::overload`), not as a request.
-        let fixed = self.fixed(None);
-        let mut terms = Terms::refusal(
-            self.log.as_ref().map(|log| log.note(peer, None)),
-            None,
-            &fixed,
-        );
-        // An error page is small enough to buffer whole: nothing is left to send.
-        let _ = answer::buffer(&mut out, res, &mut terms, true, &fixed);
-        out
+        self.with_newest(|newest| {
+            let res = crate::http::response::unavailable("every thread is busy; try again shortly");
+            let mut out = BytesMut::new();
+            // Counted as the bound that refused it (`rt::overload`), not as a request.
+            let line = newest.log.as_ref().map(|log| log.note(peer, None));
+            let fixed = newest.fixed(None);
+            let mut terms = Terms::refusal(line, None, &fixed);
+            // An error page is small enough to buffer whole: nothing is left to send.
+            let _ = answer::buffer(&mut out, res, &mut terms, true, &fixed);
+            out
+        })
     }
 
     fn readiness(&self, read: &[u8]) -> Readiness {
-        super::ready::readiness(read, &self.config.limits)
+        self.with_newest(|newest| super::ready::readiness(read, &newest.config.limits))
     }
 }
 
 /// HTTP/1.1's part of one loop (or one thread): what every connection on it shares,
 /// one `Rc` per loop, so no atomic reference counting on the request path. It reads
 /// as the protocol it is a side of (`Deref`): `shared.config`, `shared.app`.
+///
+/// A connection is served by one edition of the protocol (`parts`) while it stays on
+/// its loop, or for one visit to a thread; after a reload the loop serves its next
+/// connections (a thread, its next visits) with the new edition, in a value of this
+/// type beside the first, sharing the loop's own state (`here`).
 #[derive(Debug)]
 pub(crate) struct Http1Loop {
     parts: Http1,
+    here: Rc<Here>,
+    /// The loop's side of the newest edition, once a reload made one: kept by the
+    /// side the runtime holds, for its next connections.
+    newer: RefCell<Option<Rc<Http1Loop>>>,
+}
+
+/// What belongs to the loop rather than to an edition of the protocol.
+#[derive(Debug)]
+struct Here {
     /// Whether shutdown has begun, as this loop learnt it: read on every request, so a
     /// `Cell` rather than the runtime's `watch` (a lock).
     closing: Cell<bool>,
     /// The idle connections to wake when shutdown begins.
-    pub(crate) sleepers: Sleepers,
+    sleepers: Sleepers,
     /// Where long-idle connections are put away (event loops only; see `idle`).
-    pub(super) shelf: OnceCell<Shelf>,
+    shelf: OnceCell<Shelf>,
     /// This thread's request counters, when the server keeps them.
-    pub(crate) meter: Option<Arc<Table>>,
+    meter: Option<Arc<Table>>,
 }
 
 impl Http1Loop {
     pub(crate) fn closing(&self) -> bool {
-        self.closing.get()
+        self.here.closing.get()
+    }
+
+    /// The idle connections to wake when shutdown begins.
+    pub(crate) fn sleepers(&self) -> &Sleepers {
+        &self.here.sleepers
+    }
+
+    /// Where long-idle connections are put away (event loops only; see `idle`).
+    pub(super) fn shelf(&self) -> &OnceCell<Shelf> {
+        &self.here.shelf
+    }
+
+    /// This thread's request counters, when the server keeps them.
+    pub(crate) fn meter(&self) -> Option<&Table> {
+        self.here.meter.as_deref()
     }
 
     /// What every answer on this thread carries.
     pub(super) fn answering(&self) -> answer::Fixed<'_> {
-        self.parts.fixed(self.meter.as_deref())
+        self.parts.fixed(self.meter())
+    }
+
+    /// Returns the loop's side of the newest edition of the protocol, for a new
+    /// connection: this one unless a reload made another since. Costs one atomic
+    /// load when none did.
+    pub(crate) fn current(self: &Rc<Self>) -> Rc<Self> {
+        let newest = self.parts.reloads.newest.load(Ordering::Acquire);
+        if newest == self.parts.edition {
+            return self.clone();
+        }
+        let known = self.newer.borrow().clone();
+        if let Some(known) = known.filter(|known| known.parts.edition == newest) {
+            return known;
+        }
+        let Some(parts) = self.parts.newer() else {
+            return self.clone();
+        };
+        let fresh = Rc::new(Self {
+            parts,
+            here: self.here.clone(),
+            newer: RefCell::default(),
+        });
+        *self.newer.borrow_mut() = Some(fresh.clone());
+        fresh
     }
 
     /// Resolves once the server's shutdown has begun; meanwhile the waiting task is
     /// among the loop's sleepers, woken with the idle connections.
     pub(crate) async fn shutdown_begun(&self) {
-        let mut sleeping = Sleeping::new(&self.sleepers);
+        let mut sleeping = Sleeping::new(self.sleepers());
         poll_fn(|cx| {
             if self.closing() {
                 Poll::Ready(())
@@ -210,7 +328,7 @@ impl LocalProtocol for Http1Loop {
         conn::serve(
             stream,
             peer,
-            self.clone(),
+            self.current(),
             Start::Loop { served: 0, ticket },
         )
     }
@@ -225,7 +343,7 @@ impl LocalProtocol for Http1Loop {
             .resume()
             .inspect_err(|e| tracing::warn!("cannot serve connection from {peer}: {e}"));
         let start = Start::Thread(progress);
-        let conn = stream.map(|stream| conn::serve(stream, peer, self.clone(), start));
+        let conn = stream.map(|stream| conn::serve(stream, peer, self.current(), start));
         async move {
             match conn {
                 Ok(conn) => conn.await,
@@ -235,9 +353,18 @@ impl LocalProtocol for Http1Loop {
     }
 
     fn begin_closing(&self) {
-        self.closing.set(true);
-        self.sleepers.wake_all();
+        self.here.closing.set(true);
+        self.here.sleepers.wake_all();
     }
+}
+
+/// Opens the access log `config` names; one that cannot be opened is reported, and
+/// not kept.
+fn open_log(config: &Config) -> Option<AccessLog> {
+    let target = config.log.as_ref()?;
+    AccessLog::open(target, config.debug)
+        .inspect_err(|e| tracing::error!("cannot open access log {}: {e}", target.display()))
+        .ok()
 }
 
 /// The value of `Strict-Transport-Security` when the server speaks TLS and `[tls]

@@ -56,7 +56,7 @@ pub(crate) async fn serve(stream: Stream, read: Bytes, peer: SocketAddr, shared:
     let streams = Rc::new(Streams::default());
     let idle_timeout = shared.config.timeouts.idle;
     let mut idle = Box::pin(tokio::time::sleep(idle_timeout));
-    let mut sleeping = Sleeping::new(&shared.sleepers);
+    let mut sleeping = Sleeping::new(shared.sleepers());
     let mut going_away = false;
     loop {
         let event = poll_fn(|cx| {

@@ -43,7 +43,7 @@ impl Terms {
     /// Counts the answer with `status` in this thread's counters, once (the route is
     /// the one this thread noted last).
     pub(super) fn count(&mut self, shared: &Http1Loop, status: u16) {
-        if let (Some(mark), Some(meter)) = (self.mark.take(), &shared.meter) {
+        if let (Some(mark), Some(meter)) = (self.mark.take(), shared.meter()) {
             meter.record(mark, status);
         }
     }
@@ -77,7 +77,7 @@ pub(super) async fn serve(
             false => parts.headers.get(header::ACCEPT_ENCODING).cloned(),
         },
         line: None,
-        mark: shared.meter.as_ref().map(|_| Mark::now(&parts.method)),
+        mark: shared.meter().map(|_| Mark::now(&parts.method)),
         id: None,
         span: RequestSpan::default(),
     };

@@ -92,7 +92,7 @@ pub(super) fn wait(
     } = waiting;
     // A connection still in its TLS handshake keeps its task: its deadline is the
     // handshake's (a first head's), not an idle timeout the shelf counts from.
-    let may_shelve = shared.shelf.get().is_some_and(Shelf::is_open)
+    let may_shelve = shared.shelf().get().is_some_and(Shelf::is_open)
         && shared.config.timeouts.idle > SHELVE_AFTER
         && !socket.stream.is_handshaking();
     // `deadline` is the idle timeout from now (for a connection that may be shelved,
@@ -104,7 +104,7 @@ pub(super) fn wait(
         deadline
     };
     let Socket { stream, timer, .. } = socket;
-    let mut sleeping = Sleeping::new(&shared.sleepers);
+    let mut sleeping = Sleeping::new(shared.sleepers());
     let mut waited = false;
     let mut graced = false;
     let holds = |rbuf: &BytesMut, wbuf: &BytesMut, stream: &Stream| {
@@ -166,7 +166,7 @@ pub(super) fn shelve(
     ticket: Option<Ticket>,
     deadline: Instant,
 ) {
-    let (Some(shelf), Some(ticket)) = (shared.shelf.get(), ticket) else {
+    let (Some(shelf), Some(ticket)) = (shared.shelf().get(), ticket) else {
         return;
     };
     match stream.park() {

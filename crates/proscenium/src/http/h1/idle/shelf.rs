@@ -132,7 +132,7 @@ impl Shelf {
         // descriptor stays open and the same until the `AsyncFd` is dropped.
         let poll = unsafe { AsyncFd::register_with_interest(poll, tokio::io::Interest::READABLE) }
             .map_err(std::io::Error::from)?;
-        if shared.shelf.set(shelf).is_err() {
+        if shared.shelf().set(shelf).is_err() {
             return Err(std::io::Error::other("the loop has a shelf already"));
         }
         tokio::task::spawn_local(tend(shared.clone(), poll));
@@ -252,12 +252,12 @@ enum Wake {
 /// Tends the shelf of `shared`'s loop: takes down connections that turn readable,
 /// closes those whose deadline passes, and all of them when shutdown begins.
 async fn tend(shared: Rc<Http1Loop>, mut poll: AsyncFd<mio::Poll>) {
-    let Some(shelf) = shared.shelf.get() else {
+    let Some(shelf) = shared.shelf().get() else {
         return;
     };
     let mut events = Events::with_capacity(EVENTS);
     let mut timer = Box::pin(tokio::time::sleep_until(Instant::now()));
-    let mut sleeping = Sleeping::new(&shared.sleepers);
+    let mut sleeping = Sleeping::new(shared.sleepers());
     loop {
         let wake = poll_fn(|cx| {
             if shared.closing() {
@@ -342,7 +342,7 @@ fn resume(conn: Shelved, shared: &Rc<Http1Loop>) {
                 served: conn.served,
                 ticket: conn.ticket,
             };
-            tokio::task::spawn_local(conn::serve(stream, peer, shared.clone(), start));
+            tokio::task::spawn_local(conn::serve(stream, peer, shared.current(), start));
         }
         Err(e) => tracing::warn!("cannot serve connection from {peer} again: {e}"),
     }
