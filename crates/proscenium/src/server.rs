@@ -113,13 +113,20 @@ impl Server {
         };
         let tls = Tls::new(&config.tls, config.http2.enabled)
             .map_err(|e| Error::app(format!("TLS: {e}")))?;
-        // Under prefork the supervisor serves the admin listener: workers keep no
-        // counters it could read (summing theirs is not built yet).
+        // Under prefork the supervisor serves the admin listener, and a worker answers
+        // its supervisor's scrapes over the link it inherited.
         let admin_bind = config
             .admin
             .bind
             .filter(|_| crate::rt::prefork_worker().is_none());
-        let meters = admin_bind.map(|_| Meters::new(app.routes().count()));
+        let supervisor_link = match prefork::inherited_metrics_link() {
+            Some(link) => Some(link.map_err(Error::io("take the metrics link"))?),
+            None => None,
+        };
+        let workers = (admin_bind.is_some() && config.model == Model::Prefork)
+            .then(crate::admin::Workers::new);
+        let meters = (admin_bind.is_some() || supervisor_link.is_some())
+            .then(|| Meters::new(app.routes().count()));
         let routes: Vec<String> = app.routes().map(|r| r.pattern.clone()).collect();
         let app = Arc::new(app);
         let http1 = Http1::new(app.clone(), config.clone());
@@ -156,7 +163,7 @@ impl Server {
                         listener.map_err(Error::io("take the socket from the supervisor"))?;
                     start_loops(&spec, Some(app), &live, Some(listener))?
                 }
-                None => start_supervisor(spec, activated)?,
+                None => start_supervisor(spec, activated, workers.clone())?,
             },
         };
         let notifier = systemd::Notifier::from_env();
@@ -176,15 +183,24 @@ impl Server {
                 threads.extend(plain.threads);
             }
         }
-        let admin = match (admin_bind, meters) {
-            (Some(bind), Some(meters)) => {
-                let metrics = Metrics::new(
-                    meters,
-                    routes,
-                    for_admin.gate.clone(),
-                    for_admin.pools.clone(),
-                );
-                Some(start_admin(bind, metrics, &for_admin)?)
+        let metrics = meters.map(|meters| {
+            let metrics = Metrics::new(
+                meters,
+                routes,
+                for_admin.gate.clone(),
+                for_admin.pools.clone(),
+            );
+            match workers {
+                Some(workers) => metrics.with_workers(workers),
+                None => metrics,
+            }
+        });
+        let admin = match (admin_bind, supervisor_link, metrics) {
+            (Some(bind), _, Some(metrics)) => Some(start_admin(bind, metrics, &for_admin)?),
+            (None, Some(link), Some(metrics)) => {
+                crate::admin::answer_supervisor(link, metrics)
+                    .map_err(Error::io("start the metrics thread"))?;
+                None
             }
             _ => None,
         };
@@ -413,10 +429,11 @@ fn start_loops(
 fn start_supervisor(
     spec: LoopSpec<Http1>,
     activated: Option<std::net::TcpListener>,
+    workers: Option<Arc<crate::admin::Workers>>,
 ) -> Result<Started, Error> {
     let listener = bind_listener(spec.config.bind, activated)?;
     let addr = local_addr(&listener)?;
-    let supervisor = prefork::spawn(listener, spec.config, spec.shutdown)
+    let supervisor = prefork::spawn(listener, spec.config, spec.shutdown, workers)
         .map_err(Error::io("start the workers"))?;
     Ok(Started {
         addr,

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use proscenium::testing::free_port;
 
-use super::{get, keep_asking, signal, start, wait_exit};
+use super::{children, get, keep_asking, signal, start, wait_exit, within};
 
 #[test]
 fn issue36_under_prefork_the_supervisor_alone_binds_the_admin_listener() {
@@ -31,6 +31,61 @@ fn issue36_under_prefork_the_supervisor_alone_binds_the_admin_listener() {
     assert!(get(&addr, "/metrics").starts_with("HTTP/1.1 404 "));
     signal(&child, "TERM");
     assert_eq!(wait_exit(&mut child), 0);
+}
+
+/// Returns the sum of the samples of `family` (every label set) in the admin
+/// listener's `/metrics` at `admin`.
+fn scraped(admin: &str, family: &str) -> u64 {
+    let answer = get(admin, "/metrics");
+    assert!(answer.starts_with("HTTP/1.1 200 "), "{answer}");
+    answer
+        .lines()
+        .filter(|l| l.starts_with(&format!("{family}{{")) || l.starts_with(&format!("{family} ")))
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+        .sum()
+}
+
+#[test]
+fn issue36_a_prefork_supervisors_metrics_sum_its_workers_and_survive_a_dead_one() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f.txt"), "same file").unwrap();
+    let admin = format!("127.0.0.1:{}", free_port());
+    let (mut child, addr, _) = start(dir.path(), &["--workers", "2", "--admin-bind", &admin]);
+    within(30, "two workers", || children(child.id()).len() == 2);
+    let ask = |n: usize| {
+        for _ in 0..n {
+            assert!(get(&addr, "/f.txt").ends_with("same file"));
+        }
+    };
+    ask(20);
+    assert_eq!(scraped(&admin, "proscenium_http_requests_total"), 20);
+    assert_eq!(
+        scraped(&admin, "proscenium_http_request_duration_seconds_count"),
+        20
+    );
+    assert_eq!(scraped(&admin, "proscenium_connections_accepted_total"), 20);
+    // A worker dies: what it counted up to the last scrape stays in the sum.
+    let first = children(child.id());
+    for pid in &first {
+        signal_pid(*pid, "KILL");
+    }
+    within(60, "two new workers", || {
+        let now = children(child.id());
+        now.len() == 2 && now.iter().all(|pid| !first.contains(pid))
+    });
+    assert_eq!(scraped(&admin, "proscenium_http_requests_total"), 20);
+    ask(5);
+    assert_eq!(scraped(&admin, "proscenium_http_requests_total"), 25);
+    signal(&child, "TERM");
+    assert_eq!(wait_exit(&mut child), 0);
+}
+
+fn signal_pid(pid: u32, name: &str) {
+    let status = Command::new("kill")
+        .args([&format!("-{name}"), &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
 }
 
 /// The dashboard in headless Chromium (Debian's), driven by `tests/browser/dashboard.mjs`

@@ -5,10 +5,13 @@
 //! drains.
 //!
 //! What `/metrics` reads is in [`metrics`]; the request counters it sums are written
-//! on the request path by `http::meter`. The dashboard is [`dashboard`].
+//! on the request path by `http::meter`; under prefork the supervisor adds up its
+//! workers' ([`workers`], [`sum`]). The dashboard is [`dashboard`].
 
 mod dashboard;
 mod metrics;
+mod sum;
+mod workers;
 
 use std::sync::Arc;
 
@@ -19,6 +22,7 @@ use tokio::sync::watch;
 use crate::{App, inline};
 
 pub(crate) use self::metrics::Metrics;
+pub(crate) use self::workers::{Workers, answer as answer_supervisor};
 
 /// Returns the admin listener's app: `/healthz` (200 while the process runs),
 /// `/readyz` (200 while accepting, 503 once `shutdown` has begun), `/metrics`, and the
