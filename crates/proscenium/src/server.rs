@@ -313,8 +313,11 @@ fn start_admin(bind: SocketAddr, metrics: Metrics, spec: &LoopSpec<Http1>) -> Re
     config.debug = false;
     config.admin = crate::config::AdminSpec::default();
     let config = Arc::new(config);
-    let app = crate::admin::app(metrics, spec.shutdown.clone());
     let (stop, stopped) = watch::channel(false);
+    let redis = crate::admin::watch_redis(&spec.config, stopped.clone())
+        .map_err(Error::io("start the Redis pings"))?;
+    let (redis, pinger) = redis.unzip();
+    let app = crate::admin::app(metrics, spec.shutdown.clone(), redis);
     let admin_spec = LoopSpec {
         protocol: Arc::new(Http1::new(Arc::new(app), config.clone())),
         gate: Gate::new(config.limits.max_connections, None),
@@ -328,7 +331,7 @@ fn start_admin(bind: SocketAddr, metrics: Metrics, spec: &LoopSpec<Http1>) -> Re
     Ok(Admin {
         addr: started.addr,
         stop,
-        threads: started.threads,
+        threads: started.threads.into_iter().chain(pinger).collect(),
     })
 }
 

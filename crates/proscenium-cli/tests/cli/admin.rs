@@ -7,7 +7,7 @@ use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use proscenium::testing::free_port;
+use proscenium::testing::{Redis, free_port};
 
 use super::{children, get, keep_asking, signal, start, wait_exit, within};
 
@@ -76,6 +76,34 @@ fn issue36_a_prefork_supervisors_metrics_sum_its_workers_and_survive_a_dead_one(
     assert_eq!(scraped(&admin, "proscenium_http_requests_total"), 20);
     ask(5);
     assert_eq!(scraped(&admin, "proscenium_http_requests_total"), 25);
+    signal(&child, "TERM");
+    assert_eq!(wait_exit(&mut child), 0);
+}
+
+/// `/readyz` follows the Redis that `[redis] url` names: ready while it answers,
+/// 503 `redis unreachable` while it is down, ready again once it is back on its port.
+#[test]
+fn issue36_readyz_is_503_while_the_configured_redis_is_unreachable() {
+    let redis = Redis::start();
+    let port = redis.port();
+    let served = tempfile::tempdir().unwrap();
+    let conf = tempfile::tempdir().unwrap();
+    let file = conf.path().join("proscenium.toml");
+    std::fs::write(&file, format!("[redis]\nurl = \"{}\"\n", redis.url())).unwrap();
+    let admin = format!("127.0.0.1:{}", free_port());
+    let args = ["--config", file.to_str().unwrap(), "--admin-bind", &admin];
+    let (mut child, _, _) = start(served.path(), &args);
+    let ready = |status: &str, body: &str| {
+        let answer = get(&admin, "/readyz");
+        answer.starts_with(&format!("HTTP/1.1 {status} ")) && answer.ends_with(body)
+    };
+    within(60, "ready with Redis up", || ready("200", "ready\n"));
+    drop(redis);
+    within(60, "503 with Redis down", || {
+        ready("503", "redis unreachable\n")
+    });
+    let _redis = Redis::start_on(port);
+    within(60, "ready with Redis back", || ready("200", "ready\n"));
     signal(&child, "TERM");
     assert_eq!(wait_exit(&mut child), 0);
 }
