@@ -108,6 +108,83 @@ fn issue36_readyz_is_503_while_the_configured_redis_is_unreachable() {
     assert_eq!(wait_exit(&mut child), 0);
 }
 
+/// Lua and CGI runs are counted in `/metrics` by how they ended: a Lua route that
+/// returns, one that raises, one stopped past its instruction budget; a CGI script
+/// that answers and one whose output is not a CGI response.
+#[test]
+fn issue36_metrics_count_lua_and_cgi_runs_by_outcome() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let app = dir.path().join("app.lua");
+    std::fs::write(
+        &app,
+        "app:get('/ok', function(req) return 'ok' end)\n\
+         app:get('/boom', function(req) error('boom') end)\n\
+         app:get('/spin', function(req) while true do end end)\n",
+    )
+    .unwrap();
+    let bin = dir.path().join("cgi-bin");
+    std::fs::create_dir(&bin).unwrap();
+    for (name, body) in [
+        ("ok.sh", "printf 'Content-Type: text/plain\\r\\n\\r\\nok'"),
+        ("bad.sh", "echo 'not a header'"),
+    ] {
+        let script = bin.join(name);
+        std::fs::write(&script, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let conf = tempfile::tempdir().unwrap();
+    let file = conf.path().join("proscenium.toml");
+    std::fs::write(&file, "[lua]\ninstructions = 100000\n").unwrap();
+    let admin = format!("127.0.0.1:{}", free_port());
+    let args = [
+        "--app",
+        app.to_str().unwrap(),
+        "--cgi",
+        "--config",
+        file.to_str().unwrap(),
+        "--admin-bind",
+        &admin,
+    ];
+    let (mut child, addr, _) = start(dir.path(), &args);
+    for (path, status) in [
+        ("/ok", "200"),
+        ("/boom", "500"),
+        ("/spin", "503"),
+        ("/cgi-bin/ok.sh", "200"),
+        ("/cgi-bin/bad.sh", "502"),
+    ] {
+        let answer = get(&addr, path);
+        assert!(
+            answer.starts_with(&format!("HTTP/1.1 {status} ")),
+            "{path}: {answer}"
+        );
+    }
+    let count = |series: &str| scraped(&admin, series);
+    assert_eq!(count("proscenium_lua_runs_total{outcome=\"ok\"}"), 1);
+    assert_eq!(
+        count("proscenium_lua_runs_total{outcome=\"script_error\"}"),
+        1
+    );
+    assert_eq!(
+        count("proscenium_lua_runs_total{outcome=\"instructions\"}"),
+        1
+    );
+    assert_eq!(count("proscenium_lua_runs_total{outcome=\"memory\"}"), 0);
+    assert_eq!(count("proscenium_cgi_runs_total"), 2);
+    assert_eq!(
+        count("proscenium_cgi_failures_total{reason=\"bad_gateway\"}"),
+        1
+    );
+    assert_eq!(
+        count("proscenium_cgi_failures_total{reason=\"timeout\"}"),
+        0
+    );
+    assert!(get(&admin, "/metrics").contains("\nproscenium_lua_run_seconds_total "));
+    signal(&child, "TERM");
+    assert_eq!(wait_exit(&mut child), 0);
+}
+
 fn signal_pid(pid: u32, name: &str) {
     let status = Command::new("kill")
         .args([&format!("-{name}"), &pid.to_string()])

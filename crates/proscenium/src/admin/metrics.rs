@@ -250,6 +250,7 @@ impl Collector for Metrics {
         self.latency(&sums, &mut encoder)?;
         self.connections(&mut encoder)?;
         self.threads(&mut encoder)?;
-        self.pools(&mut encoder)
+        self.pools(&mut encoder)?;
+        super::tally::encode(&mut encoder)
     }
 }

@@ -12,6 +12,7 @@ mod dashboard;
 mod metrics;
 mod ready;
 mod sum;
+mod tally;
 mod workers;
 
 use std::sync::Arc;
@@ -24,6 +25,7 @@ use crate::{App, inline};
 
 pub(crate) use self::metrics::Metrics;
 pub(crate) use self::ready::{RedisReach, watch_redis};
+pub(crate) use self::tally::Tally;
 pub(crate) use self::workers::{Workers, answer as answer_supervisor};
 
 /// Returns the admin listener's app: `/healthz` (200 while the process runs),
