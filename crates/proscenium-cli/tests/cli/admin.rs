@@ -185,6 +185,29 @@ fn issue36_metrics_count_lua_and_cgi_runs_by_outcome() {
     assert_eq!(wait_exit(&mut child), 0);
 }
 
+/// Each loop's turns — its runs between two waits — are timed in
+/// `proscenium_loop_turn_seconds`, a histogram by thread.
+#[test]
+fn issue36_metrics_time_each_loops_turns() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f.txt"), "same file").unwrap();
+    let admin = format!("127.0.0.1:{}", free_port());
+    let (mut child, addr, _) = start(dir.path(), &["--loops", "2", "--admin-bind", &admin]);
+    for _ in 0..10 {
+        assert!(get(&addr, "/f.txt").ends_with("same file"));
+    }
+    let text = get(&admin, "/metrics");
+    assert!(
+        text.contains(
+            "proscenium_loop_turn_seconds_bucket{thread=\"proscenium-loop-1\",le=\"+Inf\"}"
+        ),
+        "{text}"
+    );
+    assert!(scraped(&admin, "proscenium_loop_turn_seconds_count") >= 10);
+    signal(&child, "TERM");
+    assert_eq!(wait_exit(&mut child), 0);
+}
+
 fn signal_pid(pid: u32, name: &str) {
     let status = Command::new("kill")
         .args([&format!("-{name}"), &pid.to_string()])

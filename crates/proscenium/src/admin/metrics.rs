@@ -251,6 +251,7 @@ impl Collector for Metrics {
         self.connections(&mut encoder)?;
         self.threads(&mut encoder)?;
         self.pools(&mut encoder)?;
+        super::loops::encode(&self.meters, &mut encoder)?;
         super::tally::encode(&mut encoder)
     }
 }

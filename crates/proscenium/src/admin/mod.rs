@@ -9,6 +9,7 @@
 //! workers' ([`workers`], [`sum`]). The dashboard is [`dashboard`].
 
 mod dashboard;
+mod loops;
 mod metrics;
 mod ready;
 mod sum;
