@@ -13,6 +13,8 @@ use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::Registry;
 
+use super::sum::Total;
+use super::workers::Workers;
 use crate::http::meter::{BOUNDS_NS, CLASSES, METHODS, Meters, Sums};
 use crate::rt::overload::{Bound, Gate};
 use crate::rt::{PoolGauges, Pools};
@@ -30,6 +32,8 @@ pub(crate) struct Metrics {
     routes: Vec<String>,
     gate: Arc<Gate>,
     pools: Arc<Pools>,
+    /// A prefork supervisor's links to its workers, whose expositions it adds to its own.
+    workers: Option<Arc<Workers>>,
 }
 
 impl Metrics {
@@ -46,11 +50,31 @@ impl Metrics {
             routes,
             gate,
             pools,
+            workers: None,
         }
     }
 
-    /// Returns the text a scrape gets.
+    /// Returns these metrics summed with those of a prefork supervisor's `workers`.
+    pub(crate) fn with_workers(self, workers: Arc<Workers>) -> Self {
+        Self {
+            workers: Some(workers),
+            ..self
+        }
+    }
+
+    /// Returns the text a scrape gets: this process's, plus its workers' if it has any.
     pub(crate) fn render(self: &Arc<Self>) -> String {
+        let own = self.render_own();
+        let Some(workers) = &self.workers else {
+            return own;
+        };
+        let mut total = Total::default();
+        total.add(&own);
+        workers.add_to(&mut total);
+        total.render()
+    }
+
+    fn render_own(self: &Arc<Self>) -> String {
         let mut registry = Registry::default();
         registry.register_collector(Box::new(self.clone()));
         let mut text = String::new();
@@ -226,6 +250,8 @@ impl Collector for Metrics {
         self.latency(&sums, &mut encoder)?;
         self.connections(&mut encoder)?;
         self.threads(&mut encoder)?;
-        self.pools(&mut encoder)
+        self.pools(&mut encoder)?;
+        super::loops::encode(&self.meters, &mut encoder)?;
+        super::tally::encode(&mut encoder)
     }
 }

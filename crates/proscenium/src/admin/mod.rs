@@ -5,10 +5,16 @@
 //! drains.
 //!
 //! What `/metrics` reads is in [`metrics`]; the request counters it sums are written
-//! on the request path by `http::meter`. The dashboard is [`dashboard`].
+//! on the request path by `http::meter`; under prefork the supervisor adds up its
+//! workers' ([`workers`], [`sum`]). The dashboard is [`dashboard`].
 
 mod dashboard;
+mod loops;
 mod metrics;
+mod ready;
+mod sum;
+mod tally;
+mod workers;
 
 use std::sync::Arc;
 
@@ -19,19 +25,32 @@ use tokio::sync::watch;
 use crate::{App, inline};
 
 pub(crate) use self::metrics::Metrics;
+pub(crate) use self::ready::{RedisReach, watch_redis};
+pub(crate) use self::tally::Tally;
+pub(crate) use self::workers::{Workers, answer as answer_supervisor};
 
 /// Returns the admin listener's app: `/healthz` (200 while the process runs),
-/// `/readyz` (200 while accepting, 503 once `shutdown` has begun), `/metrics`, and the
-/// dashboard: `/` and its stream, `/events`.
-pub(crate) fn app(metrics: Metrics, shutdown: watch::Receiver<bool>) -> App {
+/// `/readyz` (200 while accepting, 503 once `shutdown` has begun or while a Redis the
+/// process needs is unreachable, as `redis` says), `/metrics`, and the dashboard: `/`
+/// and its stream, `/events`.
+pub(crate) fn app(
+    metrics: Metrics,
+    shutdown: watch::Receiver<bool>,
+    redis: Option<Arc<RedisReach>>,
+) -> App {
     let metrics = Arc::new(metrics);
     App::new()
         .get("/healthz", inline(|| "ok\n"))
         .get(
             "/readyz",
-            inline(move || match *shutdown.borrow() {
-                false => (StatusCode::OK, "ready\n"),
-                true => (StatusCode::SERVICE_UNAVAILABLE, "draining\n"),
+            inline(move || {
+                if *shutdown.borrow() {
+                    (StatusCode::SERVICE_UNAVAILABLE, "draining\n")
+                } else if redis.as_ref().is_some_and(|r| !r.is_reachable()) {
+                    (StatusCode::SERVICE_UNAVAILABLE, "redis unreachable\n")
+                } else {
+                    (StatusCode::OK, "ready\n")
+                }
             }),
         )
         .get("/", inline(dashboard::page))

@@ -20,6 +20,7 @@ use tokio::time::Instant;
 use super::locate::Script;
 use super::output::{self, Head, Output};
 use super::{Inner, env};
+use crate::admin::Tally;
 use crate::app::error;
 use crate::http::{Body, Request, Response};
 
@@ -72,6 +73,7 @@ pub(super) async fn run(
     req: &Request,
     permit: OwnedSemaphorePermit,
 ) -> Outcome {
+    Tally::CgiRuns.add(1);
     let deadline = Instant::now() + cgi.timeout;
     let mut child = match command(cgi, script, req).spawn() {
         Ok(child) => child,
@@ -236,6 +238,7 @@ impl Process {
 
     /// Its time is up: said in the log; the group is killed when it is dropped.
     pub(super) fn timed_out(&mut self) -> std::io::Error {
+        Tally::CgiTimeouts.add(1);
         tracing::warn!(
             "cgi: {}: still running after {:?}: killed",
             self.name,
@@ -276,6 +279,7 @@ impl Drop for Process {
 }
 
 fn bad_gateway(detail: &'static str) -> Outcome {
+    Tally::CgiFailed.add(1);
     Outcome::Response(error(StatusCode::BAD_GATEWAY, detail))
 }
 

@@ -92,6 +92,7 @@ use serde::{Deserialize, Serialize};
 pub use self::app::{LuaApp, LuaAppError};
 pub use self::bridge::Bridge;
 pub use self::pages::LuaPages;
+use crate::admin::Tally;
 use crate::app::error;
 use crate::http::Response;
 
@@ -195,6 +196,17 @@ impl Failure {
         } else {
             Self::Script(error)
         }
+    }
+
+    /// Counts a call's outcome for `/metrics`.
+    fn tally<R>(result: &Result<R, Self>) {
+        let tally = match result {
+            Ok(_) => Tally::LuaOk,
+            Err(Self::Script(_)) => Tally::LuaScriptError,
+            Err(Self::Instructions) => Tally::LuaInstructions,
+            Err(Self::Memory) => Tally::LuaMemory,
+        };
+        tally.add(1);
     }
 
     /// Whether the state it happened in must be thrown away.

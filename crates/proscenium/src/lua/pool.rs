@@ -6,12 +6,14 @@
 //! (see [`threads`](super::threads)). The pool's requests run on its script threads.
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 use parking_lot::Mutex;
 
 use super::sandbox::Sandboxed;
 use super::threads::{self, Ran, ScriptThreads, Turn};
 use super::{Failure, LuaSpec};
+use crate::admin::Tally;
 use crate::app::Reply;
 
 /// How many idle states a pool keeps, at most: one per script thread.
@@ -125,9 +127,14 @@ impl<T> Pool<T> {
         call: impl FnOnce(&Sandboxed, &mut T) -> mlua::Result<R>,
     ) -> Result<R, Failure> {
         slot.state.budget.refill(self.spec.instructions as u64);
+        let started = Instant::now();
         let result = slot.state.run(|| call(&slot.state, &mut slot.data));
+        let took = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        Tally::LuaNanos.add(took);
         let exhausted = slot.state.budget.is_exhausted();
-        result.map_err(|e| Failure::of(e, exhausted))
+        let result = result.map_err(|e| Failure::of(e, exhausted));
+        Failure::tally(&result);
+        result
     }
 
     /// Gives `slot` back after `result`, unless that passed a budget.

@@ -187,6 +187,32 @@ impl Drop for Board {
     }
 }
 
+/// Takes descriptor `fd`, the worker's end of its metrics link, which the supervisor
+/// left open across exec for this process (`PROSCENIUM_METRICS`); once per process.
+///
+/// # Errors
+///
+/// The link was taken already, or `fd` is not an open socket.
+pub(crate) fn inherit_metrics_link(fd: RawFd) -> std::io::Result<OwnedFd> {
+    static TAKEN: AtomicBool = AtomicBool::new(false);
+    let stat = nix::sys::stat::fstat(
+        // SAFETY: only borrowed for the `fstat` call, which fails on a closed `fd`.
+        unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) },
+    )?;
+    if stat.st_mode & nix::libc::S_IFMT != nix::libc::S_IFSOCK {
+        return Err(std::io::Error::other(format!(
+            "descriptor {fd} is not a socket"
+        )));
+    }
+    if TAKEN.swap(true, Ordering::AcqRel) {
+        return Err(std::io::Error::other("the metrics link was taken already"));
+    }
+    // SAFETY: an open socket (checked above) the supervisor left open across exec for
+    // this process alone, named in this worker's environment only; nothing else here
+    // opens or closes it, and `TAKEN` lets it be owned once.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
 /// One worker's seat on the board.
 #[derive(Debug)]
 pub(crate) struct Seat {

@@ -32,6 +32,7 @@ mod sleepers;
 mod slots;
 pub(crate) mod systemd;
 pub(crate) mod threads;
+pub(crate) mod turns;
 pub(crate) mod upgraded;
 pub(crate) mod waiting_room;
 pub(crate) mod watchdog;

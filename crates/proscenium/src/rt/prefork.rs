@@ -23,12 +23,17 @@
 //! is passed on to them (they reopen their access logs). Shutdown passes SIGTERM on, waits for the workers to drain, then kills what is
 //! left.
 //!
+//! Metrics: when the supervisor serves `/metrics` (`[admin] bind`), each worker gets a
+//! link to it, and the supervisor's scrape is the sum of its workers'
+//! (`admin::workers`).
+//!
 //! Liveness: each worker beats on the load board (`board.rs`) while its loops turn;
 //! one silent for [`SILENT_GRACE`] — stopped, its loops frozen in a handler — is killed
 //! and so restarted like any worker that died. (Its connections were stalled already; the other workers stopped deferring
 //! to it a second after its last beat.)
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::net::UnixStream;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -41,11 +46,15 @@ use super::board::{Board, Seat};
 use super::restarts::{self, Admit, Budget, Lives, OVER_BUDGET_PAUSE};
 use super::watchdog::{LiveStats, Turning};
 use crate::Config;
+use crate::admin::Workers;
 
 /// Set in a worker's environment to its slot number.
 const WORKER_ENV: &str = "PROSCENIUM_WORKER";
 /// Set in a worker's environment to `FD,SEATS,SEAT`: its load board and seat there.
 const BOARD_ENV: &str = "PROSCENIUM_BOARD";
+/// Set in a worker's environment to its end of its metrics link (`admin::workers`),
+/// when the supervisor serves `/metrics`.
+const METRICS_ENV: &str = "PROSCENIUM_METRICS";
 /// Set in a worker's environment to its supervisor's pid.
 const SUPERVISOR_ENV: &str = "PROSCENIUM_SUPERVISOR";
 /// How long a worker may miss its heartbeat before it is killed and replaced.
@@ -122,18 +131,31 @@ pub(crate) fn inherited_seat(live: LiveStats) -> Option<std::io::Result<Seat>> {
     }))
 }
 
-/// Starts the supervisor thread, which starts and watches the workers; returns once
-/// they are started.
+/// Returns this worker's end of its metrics link, when its supervisor serves
+/// `/metrics`.
+pub(crate) fn inherited_metrics_link() -> Option<std::io::Result<UnixStream>> {
+    let value = std::env::var(METRICS_ENV).ok()?;
+    let link = value
+        .parse()
+        .map_err(|_| std::io::Error::other(format!("bad {METRICS_ENV}: {value}")))
+        .and_then(super::board::inherit_metrics_link);
+    Some(link.map(UnixStream::from))
+}
+
+/// Starts the supervisor thread, which starts and watches the workers (linked to
+/// `workers` when the supervisor serves `/metrics`); returns once they are started.
 pub(crate) fn spawn(
     listener: std::net::TcpListener,
     config: std::sync::Arc<Config>,
     shutdown: watch::Receiver<bool>,
     roll: Arc<Notify>,
+    workers: Option<Arc<Workers>>,
 ) -> std::io::Result<JoinHandle<()>> {
     let mut supervisor = Supervisor {
         binary: super::binary::started_as()?,
         listener,
         board: Board::create(config.worker_count() * 2)?,
+        workers,
         config,
         slots: Vec::new(),
         restarts: Budget::default(),
@@ -178,6 +200,7 @@ struct Supervisor {
     binary: std::path::PathBuf,
     listener: std::net::TcpListener,
     board: Board,
+    workers: Option<Arc<Workers>>,
     config: std::sync::Arc<Config>,
     slots: Vec<Slot>,
     restarts: Budget,
@@ -202,20 +225,30 @@ impl Supervisor {
     /// which may be newer (`binary.rs`) — with the same arguments as worker `slot`,
     /// sitting at `seat` on the board.
     ///
-    /// The board's descriptor is inherited as a copy that is open across exec for as
-    /// long as this call runs; only this thread starts processes in the supervisor.
+    /// The board's descriptor, and the worker's end of its metrics link, are
+    /// inherited as copies that are open across exec for as long as this call runs;
+    /// only this thread starts processes in the supervisor.
     fn start_worker(&self, slot: usize, seat: usize) -> std::io::Result<Child> {
         let socket = OwnedFd::from(self.listener.try_clone()?);
         let board = self.board.inheritable_fd()?;
         let seats = self.board.seats();
         self.board.unborn(seat);
-        let child = Command::new(&self.binary)
+        let mut command = Command::new(&self.binary);
+        command
             .args(std::env::args_os().skip(1))
             .env(WORKER_ENV, slot.to_string())
             .env(BOARD_ENV, format!("{},{seats},{seat}", board.as_raw_fd()))
             .env(SUPERVISOR_ENV, std::process::id().to_string())
-            .stdin(Stdio::from(socket))
-            .spawn()?;
+            .stdin(Stdio::from(socket));
+        // `dup` leaves the copy open across exec; the original is close-on-exec.
+        let link = match &self.workers {
+            Some(workers) => Some(nix::unistd::dup(workers.open(seat)?)?),
+            None => None,
+        };
+        if let Some(link) = &link {
+            command.env(METRICS_ENV, link.as_raw_fd().to_string());
+        }
+        let child = command.spawn()?;
         tracing::info!("worker {slot} started (pid {})", child.id());
         Ok(child)
     }
@@ -266,6 +299,9 @@ impl Supervisor {
                 if let Ok(Some(status)) = child.try_wait() {
                     let pid = child.id();
                     self.board.vacate(slot.seat);
+                    if let Some(workers) = &self.workers {
+                        workers.retire(slot.seat);
+                    }
                     let backoff = slot.died(now);
                     tracing::error!(
                         "worker {index} (pid {pid}) exited ({status}); restarting in {backoff:?}"
@@ -323,6 +359,9 @@ impl Supervisor {
                 self.drain([old].into_iter().collect()).await;
             }
             self.board.vacate(old_seat);
+            if let Some(workers) = &self.workers {
+                workers.retire(old_seat);
+            }
         }
     }
 

@@ -13,8 +13,11 @@ use tokio::runtime::Runtime;
 ///
 /// When the runtime's reactor cannot be made (out of file descriptors).
 pub(crate) fn current_thread() -> io::Result<Runtime> {
+    // A loop's turns are timed between these hooks; other threads' are not.
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
+        .on_thread_unpark(super::turns::woke)
+        .on_thread_park(super::turns::parking)
         .build()
 }
 

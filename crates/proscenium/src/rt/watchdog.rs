@@ -32,6 +32,8 @@ pub(crate) struct LoopStats {
     tokens: AtomicU64,
     /// The route of the handler code running.
     route: AtomicU32,
+    /// How long its turns took (`turns.rs`).
+    pub(crate) turns: super::turns::Turns,
 }
 
 /// `inflight` and `requests` are written by their loop alone (the acceptor writes

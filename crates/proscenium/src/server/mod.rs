@@ -1,6 +1,8 @@
 //! Starting and stopping a server: listeners, loops, dispatcher and watchdog, and
 //! the admin listener beside them.
 
+mod signals;
+
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -21,6 +23,8 @@ use crate::rt::overload::Gate;
 use crate::rt::{Pools, prefork, systemd, threads, watchdog};
 use crate::tls::Tls;
 use crate::{App, Config, Error, Method, web};
+
+pub(crate) use self::signals::Signals;
 
 /// Pending connections the kernel holds for each listener (capped by
 /// `net.core.somaxconn`): as nginx's `backlog=4096`, so a burst of thousands of
@@ -114,13 +118,20 @@ impl Server {
         };
         let tls = Tls::new(&config.tls, config.http2.enabled)
             .map_err(|e| Error::app(format!("TLS: {e}")))?;
-        // Under prefork the supervisor serves the admin listener: workers keep no
-        // counters it could read (summing theirs is not built yet).
+        // Under prefork the supervisor serves the admin listener, and a worker answers
+        // its supervisor's scrapes over the link it inherited.
         let admin_bind = config
             .admin
             .bind
             .filter(|_| crate::rt::prefork_worker().is_none());
-        let meters = admin_bind.map(|_| Meters::new(app.routes().count()));
+        let supervisor_link = match prefork::inherited_metrics_link() {
+            Some(link) => Some(link.map_err(Error::io("take the metrics link"))?),
+            None => None,
+        };
+        let workers = (admin_bind.is_some() && config.model == Model::Prefork)
+            .then(crate::admin::Workers::new);
+        let meters = (admin_bind.is_some() || supervisor_link.is_some())
+            .then(|| Meters::new(app.routes().count()));
         let routes: Vec<String> = app.routes().map(|r| r.pattern.clone()).collect();
         let app = Arc::new(app);
         let http1 = Http1::new(app.clone(), config.clone());
@@ -167,7 +178,7 @@ impl Server {
             (Model::Prefork, None) => {
                 let roll = Arc::new(Notify::new());
                 reloading = Reloading::Workers(roll.clone());
-                start_supervisor(spec, activated, roll)?
+                start_supervisor(spec, activated, roll, workers.clone())?
             }
         };
         let notifier = systemd::Notifier::from_env();
@@ -187,15 +198,24 @@ impl Server {
                 threads.extend(plain.threads);
             }
         }
-        let admin = match (admin_bind, meters) {
-            (Some(bind), Some(meters)) => {
-                let metrics = Metrics::new(
-                    meters,
-                    routes,
-                    for_admin.gate.clone(),
-                    for_admin.pools.clone(),
-                );
-                Some(start_admin(bind, metrics, &for_admin)?)
+        let metrics = meters.map(|meters| {
+            let metrics = Metrics::new(
+                meters,
+                routes,
+                for_admin.gate.clone(),
+                for_admin.pools.clone(),
+            );
+            match workers {
+                Some(workers) => metrics.with_workers(workers),
+                None => metrics,
+            }
+        });
+        let admin = match (admin_bind, supervisor_link, metrics) {
+            (Some(bind), _, Some(metrics)) => Some(start_admin(bind, metrics, &for_admin)?),
+            (None, Some(link), Some(metrics)) => {
+                crate::admin::answer_supervisor(link, metrics)
+                    .map_err(Error::io("start the metrics thread"))?;
+                None
             }
             _ => None,
         };
@@ -314,8 +334,11 @@ fn start_admin(bind: SocketAddr, metrics: Metrics, spec: &LoopSpec<Http1>) -> Re
     config.debug = false;
     config.admin = crate::config::AdminSpec::default();
     let config = Arc::new(config);
-    let app = crate::admin::app(metrics, spec.shutdown.clone());
     let (stop, stopped) = watch::channel(false);
+    let redis = crate::admin::watch_redis(&spec.config, stopped.clone())
+        .map_err(Error::io("start the Redis pings"))?;
+    let (redis, pinger) = redis.unzip();
+    let app = crate::admin::app(metrics, spec.shutdown.clone(), redis);
     let admin_spec = LoopSpec {
         protocol: Arc::new(Http1::new(Arc::new(app), config.clone())),
         gate: Gate::new(config.limits.max_connections, None),
@@ -329,7 +352,7 @@ fn start_admin(bind: SocketAddr, metrics: Metrics, spec: &LoopSpec<Http1>) -> Re
     Ok(Admin {
         addr: started.addr,
         stop,
-        threads: started.threads,
+        threads: started.threads.into_iter().chain(pinger).collect(),
     })
 }
 
@@ -432,10 +455,11 @@ fn start_supervisor(
     spec: LoopSpec<Http1>,
     activated: Option<std::net::TcpListener>,
     roll: Arc<Notify>,
+    workers: Option<Arc<crate::admin::Workers>>,
 ) -> Result<Started, Error> {
     let listener = bind_listener(spec.config.bind, activated)?;
     let addr = local_addr(&listener)?;
-    let supervisor = prefork::spawn(listener, spec.config, spec.shutdown, roll)
+    let supervisor = prefork::spawn(listener, spec.config, spec.shutdown, roll, workers)
         .map_err(Error::io("start the workers"))?;
     Ok(Started {
         addr,
@@ -543,57 +567,6 @@ fn bind(addr: SocketAddr, reuse_port: bool) -> std::io::Result<std::net::TcpList
     socket.listen(BACKLOG)?;
     socket.set_nonblocking(true)?;
     Ok(socket.into())
-}
-
-/// SIGINT and SIGTERM, SIGHUP and SIGUSR1, watched from the moment this is made: one that
-/// arrives before [`Signals::wait`] is kept for it, not fatal to the process.
-#[derive(Debug)]
-pub(crate) struct Signals {
-    runtime: tokio::runtime::Runtime,
-    term: tokio::signal::unix::Signal,
-    int: tokio::signal::unix::Signal,
-    hup: tokio::signal::unix::Signal,
-    usr1: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    /// Starts watching.
-    pub(crate) fn watch() -> Result<Self, Error> {
-        use tokio::signal::unix::{SignalKind, signal};
-        let runtime =
-            crate::rt::runtime::current_thread().map_err(Error::io("start the signal watcher"))?;
-        let entered = runtime.enter();
-        let term = signal(SignalKind::terminate()).map_err(Error::io("watch SIGTERM"))?;
-        let int = signal(SignalKind::interrupt()).map_err(Error::io("watch SIGINT"))?;
-        let hup = signal(SignalKind::hangup()).map_err(Error::io("watch SIGHUP"))?;
-        let usr1 = signal(SignalKind::user_defined1()).map_err(Error::io("watch SIGUSR1"))?;
-        drop(entered);
-        Ok(Self {
-            runtime,
-            term,
-            int,
-            hup,
-            usr1,
-        })
-    }
-
-    /// Blocks until SIGTERM or SIGINT arrives (or has arrived), calling `on_hangup`
-    /// for each SIGHUP meanwhile, and reopening the access logs at each SIGUSR1.
-    fn wait(mut self, mut on_hangup: impl FnMut()) {
-        self.runtime.block_on(async {
-            loop {
-                tokio::select! {
-                    _ = self.term.recv() => break,
-                    _ = self.int.recv() => break,
-                    _ = self.hup.recv() => on_hangup(),
-                    _ = self.usr1.recv() => {
-                        tracing::info!("SIGUSR1: reopening the access log");
-                        crate::http::access_log::reopen_access_logs();
-                    }
-                }
-            }
-        });
-    }
 }
 
 /// Where a SIGHUP's configuration goes.
