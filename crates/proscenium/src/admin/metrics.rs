@@ -1,7 +1,10 @@
 //! `/metrics`: what a scrape reads, in Prometheus' text format (version 0.0.4),
 //! through prometheus-client's [`Collector`]: every value is read at scrape time
 //! from counters the server keeps anyway, or from the request path's per-thread
-//! tables (`http::meter`), summed here.
+//! tables (`http::meter`), summed here. The stage graphs' families are in
+//! [`stages`].
+
+mod stages;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -226,6 +229,7 @@ impl Collector for Metrics {
         self.latency(&sums, &mut encoder)?;
         self.connections(&mut encoder)?;
         self.threads(&mut encoder)?;
-        self.pools(&mut encoder)
+        self.pools(&mut encoder)?;
+        stages::encode(&mut encoder)
     }
 }
