@@ -21,6 +21,7 @@ mod http_wire;
 mod idle;
 mod lua;
 mod lua_threads;
+mod metrics_actors;
 mod metrics_stages;
 mod overload;
 mod request_ids;

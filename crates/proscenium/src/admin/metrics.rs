@@ -1,9 +1,10 @@
 //! `/metrics`: what a scrape reads, in Prometheus' text format (version 0.0.4),
 //! through prometheus-client's [`Collector`]: every value is read at scrape time
 //! from counters the server keeps anyway, or from the request path's per-thread
-//! tables (`http::meter`), summed here. The stage graphs' families are in
-//! [`stages`].
+//! tables (`http::meter`), summed here. The stage graphs' and the actors' families
+//! are in [`stages`] and [`actors`].
 
+mod actors;
 mod stages;
 
 use std::collections::BTreeMap;
@@ -230,6 +231,7 @@ impl Collector for Metrics {
         self.connections(&mut encoder)?;
         self.threads(&mut encoder)?;
         self.pools(&mut encoder)?;
-        stages::encode(&mut encoder)
+        stages::encode(&mut encoder)?;
+        actors::encode(&mut encoder)
     }
 }
