@@ -22,6 +22,7 @@ mod idle;
 mod lua;
 mod lua_threads;
 mod metrics_actors;
+mod metrics_hub;
 mod metrics_stages;
 mod overload;
 mod request_ids;

@@ -1,10 +1,11 @@
 //! `/metrics`: what a scrape reads, in Prometheus' text format (version 0.0.4),
 //! through prometheus-client's [`Collector`]: every value is read at scrape time
 //! from counters the server keeps anyway, or from the request path's per-thread
-//! tables (`http::meter`), summed here. The stage graphs' and the actors' families
-//! are in [`stages`] and [`actors`].
+//! tables (`http::meter`), summed here. The stage graphs', the actors' and the
+//! hubs' families are in [`stages`], [`actors`] and [`hub`].
 
 mod actors;
+mod hub;
 mod stages;
 
 use std::collections::BTreeMap;
@@ -232,6 +233,7 @@ impl Collector for Metrics {
         self.threads(&mut encoder)?;
         self.pools(&mut encoder)?;
         stages::encode(&mut encoder)?;
-        actors::encode(&mut encoder)
+        actors::encode(&mut encoder)?;
+        hub::encode(&mut encoder)
     }
 }
