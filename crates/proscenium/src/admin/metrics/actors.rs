@@ -8,10 +8,16 @@ use prometheus_client::metrics::gauge::ConstGauge;
 
 use crate::actor::KindCounts;
 
+/// Reads a gauge of a kind's actors.
+type Gauge = fn(&KindCounts) -> usize;
+
+/// Reads a count of a kind's actors.
+type Count = fn(&KindCounts) -> u64;
+
 /// Writes the actor families.
 pub(super) fn encode(encoder: &mut DescriptorEncoder<'_>) -> std::fmt::Result {
     let kinds = crate::actor::by_kind();
-    let gauges: [(&str, &str, fn(&KindCounts) -> usize); 2] = [
+    let gauges: [(&str, &str, Gauge); 2] = [
         (
             "proscenium_actor_mailbox_messages",
             "Messages in the mailboxes of each kind's actors now, summed.",
@@ -30,7 +36,7 @@ pub(super) fn encode(encoder: &mut DescriptorEncoder<'_>) -> std::fmt::Result {
                 .encode(family.encode_family(&[("kind", *kind)])?)?;
         }
     }
-    let counters: [(&str, &str, fn(&KindCounts) -> u64); 2] = [
+    let counters: [(&str, &str, Count); 2] = [
         (
             "proscenium_actor_dead_letters",
             "Messages to each kind's actors not delivered (overflow, stopped, failed); <remote> for actors in other processes.",

@@ -105,6 +105,9 @@ pub(super) fn encode(encoder: &mut DescriptorEncoder<'_>) -> std::fmt::Result {
 /// Reads one count of a stage's series.
 type Count = fn(&Series) -> u64;
 
+/// Reads one latency histogram of a stage's series.
+type Latency = fn(&Series) -> &Spread;
+
 fn counters(
     encoder: &mut DescriptorEncoder<'_>,
     stages: &BTreeMap<String, Series>,
@@ -182,7 +185,7 @@ fn latency(
     encoder: &mut DescriptorEncoder<'_>,
     stages: &BTreeMap<String, Series>,
 ) -> std::fmt::Result {
-    let families: [(&str, &str, fn(&Series) -> &Spread); 2] = [
+    let families: [(&str, &str, Latency); 2] = [
         (
             "proscenium_stage_wait_seconds",
             "From an event's send to its handler's start, of the events timed, by stage.",
