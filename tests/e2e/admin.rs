@@ -14,10 +14,10 @@ use crate::support::h2::H2;
 use crate::support::{self, Client};
 
 /// A series' name and its labels, sorted by name.
-type Series = (String, BTreeMap<String, String>);
+pub(crate) type Series = (String, BTreeMap<String, String>);
 
 /// Parses the text format: `name{label="value",...} value` lines, comments skipped.
-fn parse(text: &str) -> Vec<(Series, f64)> {
+pub(crate) fn parse(text: &str) -> Vec<(Series, f64)> {
     text.lines()
         .filter(|line| !line.starts_with('#') && !line.is_empty())
         .map(|line| {
@@ -42,7 +42,7 @@ fn parse(text: &str) -> Vec<(Series, f64)> {
 }
 
 /// The sum of every series called `name` whose labels include `with`.
-fn sum(scrape: &[(Series, f64)], name: &str, with: &[(&str, &str)]) -> f64 {
+pub(crate) fn sum(scrape: &[(Series, f64)], name: &str, with: &[(&str, &str)]) -> f64 {
     scrape
         .iter()
         .filter(|((n, labels), _)| {
@@ -55,7 +55,7 @@ fn sum(scrape: &[(Series, f64)], name: &str, with: &[(&str, &str)]) -> f64 {
         .sum()
 }
 
-fn scrape(admin: SocketAddr) -> Vec<(Series, f64)> {
+pub(crate) fn scrape(admin: SocketAddr) -> Vec<(Series, f64)> {
     let res = support::get(admin, "/metrics");
     assert_eq!(res.status, 200);
     assert_eq!(
@@ -65,7 +65,7 @@ fn scrape(admin: SocketAddr) -> Vec<(Series, f64)> {
     parse(&res.text())
 }
 
-fn start(app: App) -> (ServerHandle, SocketAddr) {
+pub(crate) fn start(app: App) -> (ServerHandle, SocketAddr) {
     let server = support::start_with(app, |c| {
         c.admin.bind = Some("127.0.0.1:0".parse().unwrap());
     });

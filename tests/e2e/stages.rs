@@ -92,6 +92,8 @@ fn status_shows_each_stages_counters_and_latencies() {
     ));
     graph.connect(&square, "squares", &total, Connector::decoupled());
     graph.part([("main", graph.all())]);
+    // Every event timed, so the latency counts are the event counts.
+    graph.sample(1);
     let clusters = HashMap::from([(
         "main".to_owned(),
         ClusterSpec {
@@ -138,6 +140,9 @@ fn status_shows_each_stages_counters_and_latencies() {
     });
     assert_eq!(total["arrived"], 20, "{total}");
     assert_eq!(total["wait_secs"]["count"], 20, "{total}");
+    let page: Value =
+        serde_json::from_slice(&support::get(server.local_addr(), "/_status").body).unwrap();
+    assert_eq!(page["graph"]["sample"], 1);
     running.shutdown(Duration::from_secs(5));
 }
 

@@ -4,13 +4,17 @@
 //! connector kind and batch setting and for three baselines (a plain function call, a
 //! tokio mpsc, a crossbeam channel). Prints one markdown table. Run by
 //! `bench/stages.sh`.
+//!
+//! The stages time one event in `STAGE_SAMPLE` (64 unless the environment says; 1
+//! times every event), and each stage row ends with the sink's wait and service p50
+//! and p99 from the stage's own histograms, with how many events they hold.
 
 use std::collections::HashMap;
 use std::hint::black_box;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use proscenium::stage::{ClusterSpec, Connector, Context, Graph, Out, Stage};
+use proscenium::stage::{ClusterSpec, Connector, Context, Graph, Out, Stage, StageStats};
 
 const EVENTS: u64 = 200_000;
 
@@ -21,6 +25,8 @@ type Hop = dyn Fn(Option<f64>) -> Run;
 struct Run {
     elapsed: Duration,
     hops: Vec<u64>,
+    /// The sink's own figures, for a hop through a stage graph.
+    sink: Option<StageStats>,
 }
 
 impl Run {
@@ -86,13 +92,45 @@ fn stage_hop(connector: Connector, cluster: &ClusterSpec, pace: Option<f64>) -> 
     ));
     graph.connect(&source, "out", &sink, connector);
     graph.part([("all", graph.all())]);
+    graph.sample(sample());
     let clusters = HashMap::from([("all".to_owned(), cluster.clone())]);
     let started = Instant::now();
     let running = graph.start(&clusters).expect("the graph starts");
     let hops = hops.recv().expect("the sink finishes");
     let elapsed = started.elapsed();
+    let sink = running.stats().stage("sink").cloned();
     running.shutdown(Duration::from_secs(5));
-    Run { elapsed, hops }
+    Run {
+        elapsed,
+        hops,
+        sink,
+    }
+}
+
+/// Returns one in how many events the stages time: `STAGE_SAMPLE`, or 64.
+fn sample() -> u32 {
+    std::env::var("STAGE_SAMPLE")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(64)
+}
+
+/// Returns the sink's wait and service p50 and p99, and how many events they hold.
+fn latencies(sink: Option<&StageStats>) -> String {
+    let Some(sink) = sink else {
+        return "| |".to_owned();
+    };
+    let (wait, service) = (sink.wait_secs, sink.service_secs);
+    let us = |secs: f64| format!("{:.2} µs", secs * 1e6);
+    format!(
+        "| {} / {} ({}) | {} / {} ({}) |",
+        us(wait.p50),
+        us(wait.p99),
+        wait.count,
+        us(service.p50),
+        us(service.p99),
+        service.count
+    )
 }
 
 fn function_call(pace: Option<f64>) -> Run {
@@ -111,6 +149,7 @@ fn function_call(pace: Option<f64>) -> Run {
     Run {
         elapsed: started.elapsed(),
         hops: seen,
+        sink: None,
     }
 }
 
@@ -129,6 +168,7 @@ fn crossbeam(pace: Option<f64>) -> Run {
     Run {
         elapsed: started.elapsed(),
         hops,
+        sink: None,
     }
 }
 
@@ -149,6 +189,7 @@ fn tokio_mpsc(pace: Option<f64>) -> Run {
     Run {
         elapsed: started.elapsed(),
         hops,
+        sink: None,
     }
 }
 
@@ -190,16 +231,20 @@ fn main() {
             Box::new(|pace| stage_hop(Connector::decoupled(), &batches(1, 1), pace)),
         ),
     ];
-    println!("| hop | events/s | p99 hop, saturated | p99 hop, half load |");
-    println!("|---|---:|---:|---:|");
+    println!("Stages time one event in {}.", sample());
+    println!(
+        "| hop | events/s | p99 hop, saturated | p99 hop, half load | sink wait p50 / p99 (timed), saturated | sink service p50 / p99 (timed) |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|");
     for (name, run) in kinds {
         let mut saturated = run(None);
         let rate = saturated.per_second();
         let mut half = run(Some(rate / 2.0));
         println!(
-            "| {name} | {rate:.0} | {:?} | {:?} |",
+            "| {name} | {rate:.0} | {:?} | {:?} {}",
             saturated.p99(),
-            half.p99()
+            half.p99(),
+            latencies(saturated.sink.as_ref())
         );
     }
 }

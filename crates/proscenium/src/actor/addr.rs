@@ -18,6 +18,10 @@ pub(crate) trait AnyCell: Send + Sync {
     fn order(&self, order: Control);
     /// Stops it: closes the mailbox, reporting what was queued to dead letters.
     fn stop(&self);
+    /// Returns its kind: its type's name.
+    fn kind(&self) -> &'static str;
+    /// Returns the messages not yet handled.
+    fn queued(&self) -> usize;
 }
 
 impl<A: Actor> AnyCell for Cell<A> {
@@ -27,6 +31,14 @@ impl<A: Actor> AnyCell for Cell<A> {
 
     fn stop(&self) {
         self.report_stopped(self.mailbox.close());
+    }
+
+    fn kind(&self) -> &'static str {
+        std::any::type_name::<A>()
+    }
+
+    fn queued(&self) -> usize {
+        self.mailbox.len()
     }
 }
 
@@ -67,6 +79,7 @@ impl<A: Actor> Cell<A> {
 
     /// Reports a message that will not be handled, for `reason`.
     fn report(&self, envelope: &dyn Envelope<A>, reason: Reason) {
+        super::tally::dead_letter(std::any::type_name::<A>());
         self.dead_letters
             .report(&self.name, envelope.type_name(), reason);
     }

@@ -43,7 +43,8 @@
 //!
 //! ```text
 //! supervise, dead_letters,   leaves: strategies and failures, the dead-letter office,
-//! timer, dispatcher          timers, the threads actors run on
+//! timer, dispatcher, tally   timers, the threads actors run on, the dead letters and
+//!                            restarts counted by actor kind for /metrics
 //! sync, spin                 the mailbox's primitives (loom's under its model), and
 //!                            spinning before parking
 //! mailbox, props             the bounded queue and its orders (a child's Failure among
@@ -75,6 +76,7 @@ mod spin;
 mod supervise;
 mod sync;
 mod system;
+mod tally;
 mod timer;
 
 pub use self::addr::{ASK_TIMEOUT, Addr, AskError, Recipient, SendError, TryTellError};
@@ -85,7 +87,9 @@ pub use self::props::Props;
 pub use self::router::{Router, Routing};
 pub use self::run::Context;
 pub use self::supervise::{Backoff, Directive, Failure, Scope, Strategy};
+pub(crate) use self::system::by_kind;
 pub use self::system::{RegisterError, System};
+pub(crate) use self::tally::KindCounts;
 pub use self::timer::TimerHandle;
 
 /// An actor: state, lifecycle hooks, and a [`Handler`] per message type it takes.

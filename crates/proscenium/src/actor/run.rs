@@ -213,6 +213,7 @@ async fn run<A: Actor>(factory: impl Fn() -> A + Send + Sync + 'static, mut ctx:
             Work::Order(Control::Stop) => break,
             Work::Order(Control::Resume) => suspended = false,
             Work::Order(Control::Restart) => {
+                super::tally::restart(std::any::type_name::<A>());
                 ctx.stop_children();
                 actor = factory();
                 actor.started(&mut ctx);
@@ -238,6 +239,7 @@ async fn run<A: Actor>(factory: impl Fn() -> A + Send + Sync + 'static, mut ctx:
                     if let Err(panic) = handled {
                         let why = Failure::new(panic);
                         tracing::error!(actor = ctx.name(), message, %why, "actor failed");
+                        super::tally::dead_letter(std::any::type_name::<A>());
                         ctx.system.dead_letters.report(
                             ctx.name(),
                             message,

@@ -1,17 +1,18 @@
 //! The actor system: dispatchers by name, top-level actors, the registry of named
 //! actors, timers, shutdown.
 
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use parking_lot::MutexGuard;
+use parking_lot::{Mutex, MutexGuard};
 
 use super::dispatcher::DispatcherSpec;
 use super::props::{DEFAULT, Props};
 use super::run::spawn;
 use super::shared::{Registry, Shared};
+use super::tally::KindCounts;
 use super::timer::{self, Schedule, TimerHandle};
 use super::{Actor, Addr, DeadLetters};
 
@@ -27,6 +28,25 @@ impl RegisterError {
     pub fn name(&self) -> &str {
         &self.name
     }
+}
+
+/// The systems created in this process, for `/metrics` (those dropped are pruned as
+/// they are met).
+static SYSTEMS: Mutex<Vec<Weak<Shared>>> = Mutex::new(Vec::new());
+
+/// Returns, by actor kind, the actors alive in every system of this process and the
+/// messages in their mailboxes now, and their dead letters and restarts so far.
+pub(crate) fn by_kind() -> BTreeMap<&'static str, KindCounts> {
+    let mut kinds = super::tally::counted();
+    let systems: Vec<Arc<Shared>> = SYSTEMS.lock().iter().filter_map(Weak::upgrade).collect();
+    for system in systems {
+        for (_, cell) in system.cells.lock().iter() {
+            let kind = kinds.entry(cell.kind()).or_default();
+            kind.actors += 1;
+            kind.queued += cell.queued();
+        }
+    }
+    kinds
 }
 
 /// A set of actors, their dispatchers and their dead letters.
@@ -61,9 +81,11 @@ impl System {
     /// A system with the dispatchers named in `specs` (as `proscenium.toml`'s
     /// `[dispatchers.NAME]` tables give them) besides `default`.
     pub fn with_dispatchers(specs: HashMap<String, DispatcherSpec>) -> Self {
-        Self {
-            shared: Arc::new(Shared::new(specs)),
-        }
+        let shared = Arc::new(Shared::new(specs));
+        let mut systems = SYSTEMS.lock();
+        systems.retain(|system| system.strong_count() > 0);
+        systems.push(Arc::downgrade(&shared));
+        Self { shared }
     }
 
     /// Starts a top-level actor made by `factory` — called again for a fresh actor

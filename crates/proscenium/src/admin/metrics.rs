@@ -1,7 +1,12 @@
 //! `/metrics`: what a scrape reads, in Prometheus' text format (version 0.0.4),
 //! through prometheus-client's [`Collector`]: every value is read at scrape time
 //! from counters the server keeps anyway, or from the request path's per-thread
-//! tables (`http::meter`), summed here.
+//! tables (`http::meter`), summed here. The stage graphs', the actors' and the
+//! hubs' families are in [`stages`], [`actors`] and [`hub`].
+
+mod actors;
+mod hub;
+mod stages;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -252,6 +257,9 @@ impl Collector for Metrics {
         self.threads(&mut encoder)?;
         self.pools(&mut encoder)?;
         super::loops::encode(&self.meters, &mut encoder)?;
-        super::tally::encode(&mut encoder)
+        super::tally::encode(&mut encoder)?;
+        stages::encode(&mut encoder)?;
+        actors::encode(&mut encoder)?;
+        hub::encode(&mut encoder)
     }
 }

@@ -12,6 +12,7 @@ mod http2;
 pub(crate) mod reload;
 mod request_id;
 mod sources;
+mod stages;
 mod traces;
 pub(crate) mod value;
 
@@ -27,6 +28,7 @@ pub use self::compression::CompressionSpec;
 pub use self::http2::Http2Spec;
 pub use self::request_id::RequestIdSpec;
 pub use self::sources::{ConfigError, Entry, Flag, Origin, Settings, Sources};
+pub use self::stages::StagesSpec;
 pub use self::traces::TracesSpec;
 pub use self::value::parse_bind;
 
@@ -104,6 +106,9 @@ pub struct Config {
     /// `threads = 4`), for [`Graph::start`](crate::stage::Graph::start): the same graph
     /// runs under another partition by changing this alone.
     pub clusters: HashMap<String, crate::stage::ClusterSpec>,
+    /// What the stage graphs the server runs measure (`[stages] sample = 64`: one
+    /// event in 64 timed).
+    pub stages: StagesSpec,
     /// The Redis that carries what crosses processes (`[redis] url = "redis://..."`,
     /// or `PROSCENIUM_REDIS_URL`; `rediss://` with `ca` for TLS); without one,
     /// everything stays in one process.
@@ -295,6 +300,7 @@ impl Default for Config {
             dispatchers: HashMap::new(),
             pools: HashMap::new(),
             clusters: HashMap::new(),
+            stages: StagesSpec::default(),
             redis: RedisSpec::default(),
             processes: HashMap::new(),
             feeds: crate::hub::FeedsSpec::default(),

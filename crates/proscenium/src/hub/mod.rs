@@ -63,6 +63,7 @@ mod pattern;
 mod post;
 mod redis;
 mod subscription;
+mod tally;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -77,6 +78,7 @@ pub use self::post::Post;
 use self::post::Queue;
 use self::subscription::Inbox;
 pub use self::subscription::Subscription;
+pub(crate) use self::tally::totals;
 use crate::actor::{Message, Recipient, TryTellError};
 use crate::app::IntoResponse as _;
 use crate::http::Response;
@@ -200,6 +202,7 @@ impl Subscriber {
                 Ok(()) => true,
                 Err(TryTellError::Full(_)) => {
                     dropped.fetch_add(1, Ordering::Relaxed);
+                    tally::dropped(1);
                     true
                 }
                 Err(_) => false,
@@ -230,7 +233,7 @@ impl Hub {
     /// this process's subscribers, and the others' once Redis is back.
     pub fn with(spec: FeedsSpec) -> Self {
         let node = node_mark();
-        Self(Arc::new_cyclic(|weak| Inner {
+        let inner = Arc::new_cyclic(|weak| Inner {
             node,
             published: AtomicU64::new(0),
             patterns: RwLock::new(HashMap::new()),
@@ -242,7 +245,9 @@ impl Hub {
             spec,
             lost: AtomicU64::new(0),
             joined: AtomicU64::new(0),
-        }))
+        });
+        tally::list(&inner);
+        Self(inner)
     }
 
     /// Publishes `payload` to `topic`: every subscription whose pattern matches gets
@@ -273,6 +278,7 @@ impl Hub {
         if let Some(bridge) = &self.0.bridge {
             if !bridge.send(number, &post) {
                 self.0.lost.fetch_add(1, Ordering::Relaxed);
+                tally::lost(1);
             }
         }
         Ok(post.id().to_owned())
@@ -310,10 +316,11 @@ impl Hub {
             let mut patterns = self.0.patterns.write();
             if let Some(after) = after {
                 let history = self.0.history.lock();
-                let start = history
-                    .iter()
-                    .position(|post| post.id() == after)
-                    .map_or(0, |at| at + 1);
+                let found = history.iter().position(|post| post.id() == after);
+                if found.is_none() {
+                    tally::resumed_past_history();
+                }
+                let start = found.map_or(0, |at| at + 1);
                 for post in history.iter().skip(start) {
                     if pattern::matches(pattern, post.topic()) {
                         inbox.push(post);
@@ -447,8 +454,7 @@ impl Inner {
 
     fn let_go(patterns: &mut HashMap<String, Vec<Entry>>) {
         patterns.retain(|_, subscribers| {
-            subscribers
-                .retain(|entry| !entry.gone.load(Ordering::Relaxed) && !entry.subscriber.is_gone());
+            subscribers.retain(Entry::is_live);
             !subscribers.is_empty()
         });
     }
@@ -487,6 +493,11 @@ impl Entry {
             subscriber,
             gone: AtomicBool::new(false),
         }
+    }
+
+    /// Whether it may still take posts: neither refused one nor known gone.
+    fn is_live(&self) -> bool {
+        !self.gone.load(Ordering::Relaxed) && !self.subscriber.is_gone()
     }
 }
 

@@ -137,6 +137,11 @@ impl Queue {
         Some(post)
     }
 
+    /// Returns how many posts it holds.
+    pub(super) fn len(&self) -> usize {
+        self.posts.len()
+    }
+
     /// Returns the posts, oldest first.
     pub(super) fn iter(&self) -> impl Iterator<Item = &Arc<Post>> {
         self.posts.iter()

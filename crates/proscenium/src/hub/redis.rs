@@ -177,6 +177,7 @@ impl Link {
             }
             Some(last) if number > last + 1 => {
                 hub.lost.fetch_add(number - last - 1, Ordering::Relaxed);
+                super::tally::lost(number - last - 1);
             }
             _ => {}
         }

@@ -39,6 +39,11 @@ impl Inbox {
         self.closed.load(Ordering::Acquire)
     }
 
+    /// Returns the posts waiting to be read.
+    pub(super) fn len(&self) -> usize {
+        self.posts.lock().len()
+    }
+
     /// Queues `post`, dropping the oldest past the bound; false once the
     /// subscription is gone.
     pub(super) fn push(&self, post: &Arc<Post>) -> bool {
@@ -48,6 +53,7 @@ impl Inbox {
         let gone = self.posts.lock().push(post, self.capacity, self.max_bytes);
         if gone > 0 {
             self.dropped.fetch_add(gone, Ordering::Relaxed);
+            super::tally::dropped(gone);
         }
         self.arrived.notify_one();
         true

@@ -349,11 +349,16 @@ impl<O> Deploy<O> {
     /// whole, with the configuration's `[clusters]`; or, under `--process NAME`, this
     /// process's clusters alone, its connectors to the others' through `[redis]`
     /// ([`Mapping::for_process`]). It is shut down, draining, after the server stops.
+    /// Its stages time one event in `[stages] sample` unless it says otherwise.
     ///
     /// A graph that cannot start leaves the app nothing to serve: the error is printed
     /// and the process exits — 78 for a wrong graph or mapping (a supervisor does not
     /// restart it), 1 otherwise (Redis not reachable yet: it is restarted).
-    pub fn start_graph(&self, name: &str, graph: Graph) -> Arc<RunningGraph> {
+    pub fn start_graph(&self, name: &str, mut graph: Graph) -> Arc<RunningGraph> {
+        // The graph's own choice ([`Graph::sample`]) stands over `[stages] sample`.
+        if graph.sample.is_none() {
+            graph.sample(self.config().stages.sample);
+        }
         let clusters = &self.config().clusters;
         let started = match &self.process {
             Some(process) => Mapping::for_process(name, process, self.config())

@@ -46,6 +46,8 @@ pub struct Graph {
     pub(crate) entries: Vec<Entry>,
     /// Run on each cluster thread as it starts, before its first turn.
     pub(crate) thread_start: Option<ThreadStart>,
+    /// One event in this many has its wait and service timed (`None`: the default).
+    pub(crate) sample: Option<u32>,
 }
 
 /// What each cluster thread runs as it starts, on its loop (`Graph::on_thread_start`).
@@ -159,6 +161,17 @@ impl Graph {
             .into_iter()
             .map(|(name, set)| (name.into(), set))
             .collect();
+        self
+    }
+
+    /// Times the wait and service of one event in `one_in` at each stage (1: every
+    /// event; 0 is taken as 1); the default is [`DEFAULT_SAMPLE`](super::DEFAULT_SAMPLE),
+    /// and [`Config::stages`](crate::Config::stages) sets it for the graphs a server
+    /// runs. Counts (arrived, handled, ...) stay exact: only the latency histograms
+    /// are samples. A clock read costs about as much as a cohort hop, so timing
+    /// every event halves a cohort hop's rate (docs/performance.md).
+    pub fn sample(&mut self, one_in: u32) -> &mut Self {
+        self.sample = Some(one_in.max(1));
         self
     }
 

@@ -81,6 +81,21 @@ impl Histogram {
         }
     }
 
+    /// Returns how many durations fell under each of `bounds` (nanoseconds, rising)
+    /// and above the one before, those above the last at the end; and their sum in
+    /// nanoseconds. A bucket counts under the first bound at or above its largest
+    /// value, so a duration within an eighth below a bound may count under the next.
+    pub(crate) fn spread(&self, bounds: &[u64]) -> (Vec<u64>, u64) {
+        let mut spread = vec![0; bounds.len() + 1];
+        for (bucket, n) in self.counts().into_iter().enumerate() {
+            if n > 0 {
+                let edge = upper_edge(bucket);
+                spread[bounds.partition_point(|&bound| bound < edge)] += n;
+            }
+        }
+        (spread, self.sum_nanos.load(Ordering::Relaxed))
+    }
+
     /// Returns the counts of every bucket now, to compare with a later reading.
     pub(crate) fn counts(&self) -> Vec<u64> {
         self.buckets
@@ -190,6 +205,17 @@ mod tests {
             (Duration::from_millis(1)..Duration::from_micros(1125)).contains(&p90),
             "{p90:?}"
         );
+    }
+
+    #[test]
+    fn a_spread_counts_each_duration_under_its_bound() {
+        let histogram = Histogram::default();
+        for micros in [1, 5, 50, 50, 2_000] {
+            histogram.record(Duration::from_micros(micros));
+        }
+        let (spread, sum) = histogram.spread(&[10_000, 100_000, 1_000_000]);
+        assert_eq!(spread, [2, 2, 0, 1]);
+        assert_eq!(sum, 2_106_000);
     }
 
     #[test]

@@ -36,11 +36,12 @@ pub(crate) fn given_back<T: 'static>((payload, error): Refused) -> SendError<T> 
     SendError::new(*event, error)
 }
 
-/// An event in a stage's queue, with when it arrived (its wait is measured from it)
-/// and, for one from another process, what to tell once it is handled.
+/// An event in a stage's queue, with when it arrived if it is one of those timed
+/// (its wait is measured from it) and, for one from another process, what to tell
+/// once it is handled.
 pub(crate) struct Queued {
     event: Payload,
-    since: Instant,
+    since: Option<Instant>,
     done: Option<Done>,
 }
 
@@ -71,6 +72,9 @@ pub(crate) struct Node {
     pub(crate) batch: Batch,
     /// The share of its token buckets' rates it admits (the admission controller's).
     pub(crate) admission: Share,
+    /// One event in this many is timed: the graph's sample, or every one under an
+    /// admission controller's wait target.
+    pub(crate) sample: u64,
     pub(crate) routes: Vec<Route>,
     pub(crate) queue: (Sender<Queued>, Receiver<Queued>),
     pub(crate) capacity: usize,
@@ -96,6 +100,9 @@ pub(crate) struct Shared {
     pub(crate) dead_letters: DeadLetters,
     /// Run on each cluster thread as it starts (`Graph::on_thread_start`).
     pub(crate) thread_start: Option<super::graph::ThreadStart>,
+    /// One event in this many is timed (`Graph::sample`), at stages without a wait
+    /// target.
+    pub(crate) sample: u64,
 }
 
 impl Queue for Receiver<Queued> {
@@ -226,7 +233,7 @@ impl Shared {
         let try_send = |event| {
             let queued = Queued {
                 event,
-                since: Instant::now(),
+                since: self.stamp(target),
                 done: None,
             };
             target.queue.0.try_send(queued).map_err(|e| match e {
@@ -256,7 +263,7 @@ impl Shared {
         let target = &self.nodes[route.target];
         let mut queued = Queued {
             event,
-            since: Instant::now(),
+            since: self.stamp(target),
             done: None,
         };
         loop {
@@ -270,6 +277,24 @@ impl Shared {
                 }
             }
         }
+    }
+
+    /// Returns whether the event after `arrivals` earlier ones at `stage` is one of
+    /// those timed.
+    fn is_timed(stage: &Node, arrivals: u64) -> bool {
+        // A mask where it can be (64, the default): a division costs a hop a few ns.
+        if stage.sample.is_power_of_two() {
+            arrivals & (stage.sample - 1) == 0
+        } else {
+            arrivals % stage.sample == 0
+        }
+    }
+
+    /// Returns now if an event about to enter `target`'s queue is one of those timed.
+    /// The arrivals are read, not counted (an event is counted once it is queued):
+    /// two senders at once may both time an event, or neither — a sample all the same.
+    fn stamp(&self, target: &Node) -> Option<Instant> {
+        Self::is_timed(target, target.counters.arrived.load(Ordering::Relaxed)).then(Instant::now)
     }
 
     /// Refuses `event` from `sender` to `route`'s consumer because the graph halted,
@@ -330,7 +355,7 @@ impl Shared {
             // An event from another process that fails stays pending there.
             let again = done.is_some();
             let handled = self
-                .run_one(node, instance.as_mut(), Some(event), Some(since), again)
+                .run_one(node, instance.as_mut(), Some(event), since, again)
                 .await;
             if let Some(done) = done {
                 done(handled);
@@ -350,16 +375,17 @@ impl Shared {
     /// for an idle instance if all are busy.
     fn run_cohort(&self, node: usize, event: Payload) {
         let stage = &self.nodes[node];
-        let since = Instant::now();
+        let arrivals = stage.counters.arrived.fetch_add(1, Ordering::Relaxed);
+        let since = Self::is_timed(stage, arrivals).then(Instant::now);
         let mut instance = stage.pool.take_for_cohort();
-        stage.counters.arrived.fetch_add(1, Ordering::Relaxed);
         // The graph refuses a cohort connector to an async stage.
-        now(self.run_one(node, instance.as_mut(), Some(event), Some(since), false));
+        now(self.run_one(node, instance.as_mut(), Some(event), since, false));
         self.release(node, instance);
     }
 
-    /// Runs a handler once on `event`, sent `since` (its wait ends where the handler's
-    /// run starts: one clock read serves both); a panic is caught, logged and its
+    /// Runs a handler once on `event`, sent `since` if it is timed (its wait ends
+    /// where the handler's run starts: one clock read serves both; a source's run is
+    /// always timed); a panic is caught, logged and its
     /// event dead-lettered — unless it will be delivered `again` (an event from another
     /// process, left pending: its stream dead-letters it after its last delivery) — and
     /// the instance (its state as the panic left it) goes on.
@@ -379,8 +405,8 @@ impl Shared {
             return true;
         }
         let mut ctx = Context { shared: self, node };
-        let started = Instant::now();
-        if let Some(since) = since {
+        let started = (since.is_some() || stage.role == Role::Source).then(Instant::now);
+        if let (Some(since), Some(started)) = (since, started) {
             stage
                 .counters
                 .wait
@@ -394,7 +420,9 @@ impl Shared {
         })
         .catch_unwind()
         .await;
-        stage.counters.service.record(started.elapsed());
+        if let Some(started) = started {
+            stage.counters.service.record(started.elapsed());
+        }
         stage.counters.handled.fetch_add(1, Ordering::Relaxed);
         match outcome {
             Ok(Ok(())) => true,
@@ -432,7 +460,7 @@ impl Shared {
         target.sending.fetch_add(1, Ordering::SeqCst);
         let mut queued = Queued {
             event,
-            since: Instant::now(),
+            since: self.stamp(target),
             done: Some(done),
         };
         let result = loop {

@@ -26,7 +26,9 @@ use super::crew::Crew;
 use super::definition::{Role, Stage};
 use super::error::StageError;
 use super::graph::{Edge, Entry, Graph, StageRef};
+use super::histogram::Histogram;
 use super::inlet::Inlet;
+use super::listed::Listing;
 use super::mapping::Mapping;
 use super::node::{Node, Route, Shared};
 use super::plan::Plan;
@@ -52,6 +54,8 @@ pub struct RunningGraph {
     here: Vec<bool>,
     /// The graph's entries, by name.
     entries: HashMap<&'static str, EntryRoute>,
+    /// Its place among the graphs `/metrics` reads; `None` until it has started.
+    listing: Option<Listing>,
 }
 
 /// An entry as this process reaches it: its stage's queue here, or a writer to its
@@ -204,6 +208,7 @@ impl RunningGraph {
                     halted: AtomicBool::new(false),
                     dead_letters: DeadLetters::default(),
                     thread_start: graph.thread_start.clone(),
+                    sample: sample(graph),
                 }),
                 crews,
                 started: Instant::now(),
@@ -219,6 +224,7 @@ impl RunningGraph {
             inbounds: Vec::new(),
             here: here.clone(),
             entries,
+            listing: None,
         };
         // On an error, dropping `running` tells the threads started to leave.
         for (at, crew) in running.monitor.crews.iter().enumerate() {
@@ -264,6 +270,8 @@ impl RunningGraph {
                 }
             }
         }
+        let stages_here = (0..graph.stages.len()).map(local).collect();
+        running.listing = Some(Listing::new(running.monitor(), stages_here));
         Ok(running)
     }
 
@@ -504,11 +512,21 @@ impl RunningGraph {
 }
 
 impl GraphMonitor {
+    /// Returns each stage's name with its wait and service histograms, in the order
+    /// of [`stats`](Self::stats)' stages.
+    pub(crate) fn latencies(&self) -> impl Iterator<Item = (&str, &Histogram, &Histogram)> {
+        self.shared.nodes.iter().map(|node| {
+            let counters = &node.counters;
+            (node.name.as_str(), &counters.wait, &counters.service)
+        })
+    }
+
     /// Returns every stage's queue and counters now.
     pub fn stats(&self) -> GraphStats {
         let uptime = self.started.elapsed();
         GraphStats {
             uptime_secs: uptime.as_secs_f64(),
+            sample: self.shared.sample,
             clusters: self.crews.iter().map(|crew| crew.stats()).collect(),
             stages: self
                 .shared
@@ -578,6 +596,11 @@ fn build_node(
             plan.clusters[cluster].max_batch,
         ),
         admission: Share::new(plan.clusters[cluster].target_wait),
+        // The admission controller judges a window by its waits: all of them.
+        sample: match plan.clusters[cluster].target_wait {
+            Some(_) => 1,
+            None => sample(graph),
+        },
         routes: graph
             .edges
             .iter()
@@ -593,6 +616,11 @@ fn build_node(
         counters: Counters::default(),
         sending: AtomicUsize::new(0),
     })
+}
+
+/// Returns one in how many events the graph's stages time.
+fn sample(graph: &Graph) -> u64 {
+    u64::from(graph.sample.unwrap_or(super::DEFAULT_SAMPLE))
 }
 
 /// Returns `edge` as its sender's route (every edge's port exists: the plan checked).

@@ -12,6 +12,10 @@ use super::admission::AdmissionStats;
 use super::batching::BatchStats;
 use super::histogram::{Histogram, Quantiles};
 
+/// One event in this many has its wait and service timed, unless the graph says
+/// otherwise ([`Graph::sample`](super::Graph::sample), `[stages] sample`).
+pub const DEFAULT_SAMPLE: u32 = 64;
+
 /// A stage's counters, updated without a lock.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {
@@ -21,9 +25,9 @@ pub(crate) struct Counters {
     pub(crate) rejected: AtomicU64,
     pub(crate) failed: AtomicU64,
     pub(crate) duplicates: AtomicU64,
-    /// From an event's send to the start of its handler.
+    /// From an event's send to the start of its handler, of the events timed.
     pub(crate) wait: Histogram,
-    /// Its handler's run.
+    /// Its handler's run, of the events timed.
     pub(crate) service: Histogram,
 }
 
@@ -32,6 +36,11 @@ pub(crate) struct Counters {
 pub struct GraphStats {
     /// Seconds since the graph started (rates are counts over it).
     pub uptime_secs: f64,
+    /// One event in this many is timed: the latency figures (`wait_secs`,
+    /// `service_secs`) are of those; the counts are of every event. A stage of a
+    /// cluster with a wait target (`target_wait_ms`) times every event: its
+    /// admission controller judges by them.
+    pub sample: u64,
     /// One entry per stage, in the order the stages were added.
     pub stages: Vec<StageStats>,
     /// One entry per cluster.
@@ -97,11 +106,12 @@ pub struct StageStats {
     pub arrival_rate: f64,
     /// Events per second of handler time (what one busy instance sustains).
     pub service_rate: f64,
-    /// Seconds from an event's send to its handler's start: in the queue (a blocked
+    /// Seconds from an event's send to its handler's start, of the events timed (one
+    /// in [`GraphStats::sample`]; its `count` is theirs): in the queue (a blocked
     /// sender's wait for room included), or for a cohort connector waiting for an
     /// idle instance.
     pub wait_secs: Quantiles,
-    /// Seconds its handler took per event.
+    /// Seconds its handler took per event, of the events timed.
     pub service_secs: Quantiles,
     /// Events an instance takes in a turn, and what the batching controller did.
     pub batch: BatchStats,

@@ -175,6 +175,7 @@ fn graph<P: Protocol>(
         cache
     });
     graph.part([(CLUSTER, graph.all())]);
+    graph.sample(spec.config.stages.sample);
     // Every thread joins the loops requests are handed between as it starts, so a
     // request can go to a thread that has served nothing yet.
     let (spec, cache_inlet, loops) = (spec.clone(), cache_inlet.clone(), Arc::clone(loops));

@@ -340,6 +340,7 @@ impl Mailbox<'_> {
     }
 
     fn report(&self, why: String) {
+        crate::actor::tally::dead_letter(crate::actor::tally::REMOTE);
         self.inner.dead_letters.report(
             &self.export.name,
             "a remote letter",

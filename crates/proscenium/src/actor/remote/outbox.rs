@@ -116,6 +116,7 @@ impl Route {
             SendError::Unserializable => Reason::Unreadable("does not serialize".to_owned()),
             _ => Reason::Unreachable,
         };
+        crate::actor::tally::dead_letter(crate::actor::tally::REMOTE);
         self.inner
             .dead_letters
             .report(&self.name, type_name::<M>(), reason);

@@ -1,0 +1,185 @@
+//! `/metrics` for stage graphs (issue 36): an app's graph behind a route, and the
+//! `staged` model's own stages, their counters checked against the traffic sent and
+//! their latency histograms against `[stages] sample`.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use http::StatusCode;
+use proscenium::config::Model;
+use proscenium::stage::{Admission, ClusterSpec, Connector, Graph, Inlet, Out, Stage};
+use proscenium::{App, Path, inline};
+
+use crate::admin::{scrape, start, sum};
+use crate::support::{self, Client};
+
+/// Starts `name-square` feeding `name-total` (decoupled, one cluster `name` of two
+/// threads), timing one event in `sample`; returns its inlet, and where each total
+/// is told.
+fn squares(
+    name: &str,
+    sample: u32,
+) -> (
+    proscenium::stage::RunningGraph,
+    Inlet<u64>,
+    mpsc::Receiver<u64>,
+) {
+    let squares = Out::<u64>::new("squares");
+    let out = squares.clone();
+    let (done, totals) = mpsc::channel();
+    let mut graph = Graph::new();
+    let square = graph.stage(
+        Stage::stateless(
+            &format!("{name}-square"),
+            || (),
+            move |_, n: u64, ctx| Ok(ctx.send(&out, n * n)?),
+        )
+        .output(&squares),
+    );
+    let total = graph.stage(Stage::stateful(
+        &format!("{name}-total"),
+        || 0,
+        move |sum: &mut u64, n: u64, _| {
+            *sum += n;
+            done.send(*sum).unwrap();
+            Ok(())
+        },
+    ));
+    graph.connect(&square, "squares", &total, Connector::decoupled());
+    graph.part([(name, graph.all())]);
+    graph.sample(sample);
+    let clusters = HashMap::from([(
+        name.to_owned(),
+        ClusterSpec {
+            threads: Some(2),
+            ..ClusterSpec::default()
+        },
+    )]);
+    let running = graph.start(&clusters).unwrap();
+    let inlet = running
+        .inlet::<u64>("http", &square, Admission::Reject)
+        .unwrap();
+    (running, inlet, totals)
+}
+
+/// Posts `1..=n` to `path` on one connection, and waits for the graph's `n` totals.
+fn feed(addr: SocketAddr, path: &str, n: u64, totals: &mpsc::Receiver<u64>) {
+    let mut client = Client::connect(addr);
+    for i in 1..=n {
+        let request = format!("POST {path}/{i} HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\n\r\n");
+        assert_eq!(client.send(request).response().status, 202);
+    }
+    for _ in 0..n {
+        totals.recv_timeout(Duration::from_secs(30)).unwrap();
+    }
+}
+
+/// Returns the scrape once `until` holds of it (or after 30 s, for the assertions to
+/// report).
+fn scrape_until(
+    admin: SocketAddr,
+    until: impl Fn(&[(crate::admin::Series, f64)]) -> bool,
+) -> Vec<(crate::admin::Series, f64)> {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let metrics = scrape(admin);
+        if until(&metrics) || Instant::now() > deadline {
+            return metrics;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn issue36_metrics_show_each_stages_counts_queue_latencies_and_controllers() {
+    let (sampled, sampled_in, sampled_totals) = squares("m-sampled", 64);
+    let (every, every_in, every_totals) = squares("m-every", 1);
+    let route = |inlet: Inlet<u64>| {
+        inline(move |Path(n): Path<u64>| inlet.send(n).map(|()| StatusCode::ACCEPTED))
+    };
+    let app = App::new()
+        .post("/sampled/:n", route(sampled_in))
+        .post("/every/:n", route(every_in));
+    let (server, admin) = start(app);
+    feed(server.local_addr(), "/sampled", 100, &sampled_totals);
+    feed(server.local_addr(), "/every", 20, &every_totals);
+
+    let stage = |name: &'static str| [("stage", name)];
+    let metrics = scrape_until(admin, |m| {
+        sum(m, "proscenium_stage_handled_total", &stage("m-every-total")) == 20.0
+            && sum(
+                m,
+                "proscenium_stage_handled_total",
+                &stage("m-sampled-total"),
+            ) == 100.0
+    });
+    let at = |family: &str, name| sum(&metrics, family, &stage(name));
+    for (name, n) in [("m-sampled-square", 100.0), ("m-every-square", 20.0)] {
+        assert_eq!(at("proscenium_stage_arrived_total", name), n, "{name}");
+        assert_eq!(at("proscenium_stage_handled_total", name), n, "{name}");
+        assert_eq!(at("proscenium_stage_rejected_total", name), 0.0, "{name}");
+        assert_eq!(at("proscenium_stage_queued", name), 0.0, "{name}");
+        assert_eq!(at("proscenium_stage_batch", name), 1.0, "{name}");
+        assert_eq!(at("proscenium_stage_admission_share", name), 1.0, "{name}");
+    }
+    // Timing every event: a wait and a service for each.
+    let wait = "proscenium_stage_wait_seconds";
+    let service = "proscenium_stage_service_seconds";
+    assert_eq!(at(&format!("{wait}_count"), "m-every-square"), 20.0);
+    assert_eq!(at(&format!("{service}_count"), "m-every-total"), 20.0);
+    let inf = [("stage", "m-every-square"), ("le", "+Inf")];
+    assert_eq!(sum(&metrics, &format!("{wait}_bucket"), &inf), 20.0);
+    assert!(at(&format!("{service}_sum"), "m-every-square") > 0.0);
+    // One in 64, from one sender: the 1st and the 65th of its 100 events.
+    assert_eq!(at(&format!("{wait}_count"), "m-sampled-square"), 2.0);
+    assert_eq!(at(&format!("{service}_count"), "m-sampled-square"), 2.0);
+    let threads = [("cluster", "m-every")];
+    assert_eq!(
+        sum(&metrics, "proscenium_stage_cluster_threads", &threads),
+        2.0
+    );
+
+    // A graph stopped leaves the scrape.
+    sampled.shutdown(Duration::from_secs(5));
+    every.shutdown(Duration::from_secs(5));
+    let metrics = scrape(admin);
+    let named = |name: &'static str| sum(&metrics, "proscenium_stage_arrived_total", &stage(name));
+    assert_eq!(named("m-every-square") + named("m-sampled-total"), 0.0);
+}
+
+#[test]
+fn issue36_the_staged_models_own_stages_are_in_its_metrics() {
+    let app = App::new().get("/hello", inline(|| "hello"));
+    let server = support::start_with(app, |c| {
+        c.model = Model::Staged;
+        c.admin.bind = Some("127.0.0.1:0".parse().unwrap());
+        c.stages.sample = 1;
+    });
+    let admin = server.admin_addr().unwrap();
+    // Another test's staged server may add to the same series: compare before and after.
+    let read = |metrics: &[_], family: &str| sum(metrics, family, &[("stage", "route-handler")]);
+    let before = scrape(admin);
+    let mut client = Client::connect(server.local_addr());
+    for _ in 0..5 {
+        assert_eq!(client.get("/hello").response().status, 200);
+    }
+    let moved = |metrics: &[_], family| read(metrics, family) - read(&before, family);
+    let metrics = scrape_until(admin, |m| {
+        moved(m, "proscenium_stage_handled_total") >= 1.0
+            && moved(m, "proscenium_stage_wait_seconds_count") >= 1.0
+    });
+    assert!(moved(&metrics, "proscenium_stage_arrived_total") >= 1.0);
+    assert!(moved(&metrics, "proscenium_stage_handled_total") >= 1.0);
+    assert!(moved(&metrics, "proscenium_stage_service_seconds_count") >= 1.0);
+    assert!(read(&metrics, "proscenium_stage_batch") >= 1.0);
+    let handle = [("stage", "handle-client")];
+    assert!(sum(&metrics, "proscenium_stage_arrived_total", &handle) >= 1.0);
+    let threads = sum(
+        &metrics,
+        "proscenium_stage_cluster_threads",
+        &[("cluster", "http")],
+    );
+    assert!(threads >= 1.0, "{metrics:?}");
+}
