@@ -1,7 +1,7 @@
 //! Request spans exported over OTLP (`[traces] otlp`, issue 36), received by a small
 //! OTLP/HTTP collector in the test itself: one span a request, carrying its id, method,
-//! path and status, under the configured service name, sent by the time the process
-//! has exited.
+//! path and status, under the configured service name, and one a stage event, sent by
+//! the time the process has exited.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -122,8 +122,10 @@ fn ask(addr: &str, path: &str) -> (String, String) {
     (status, id)
 }
 
-#[test]
-fn issue36_each_request_is_a_span_the_collector_gets_with_its_id() {
+/// Serves `dir` with a collector configured, under `args`, asks for each of `paths`
+/// and stops the server; returns the answers' status lines and ids, and the spans the
+/// collector got (the last batch is sent as the process ends).
+fn traced(args: &[&str], paths: &[&str]) -> (Vec<(String, String)>, Vec<Received>) {
     let (url, spans) = collector();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("f.txt"), "a file").unwrap();
@@ -132,14 +134,19 @@ fn issue36_each_request_is_a_span_the_collector_gets_with_its_id() {
         format!("[traces]\notlp = \"{url}\"\nservice = \"shop\"\n"),
     )
     .unwrap();
-    let (mut child, addr, _) = start(dir.path(), &[]);
-    let asked = [ask(&addr, "/f.txt"), ask(&addr, "/missing")];
-    assert!(asked[0].0.starts_with("HTTP/1.1 200"), "{asked:?}");
-    assert!(asked[1].0.starts_with("HTTP/1.1 404"), "{asked:?}");
+    let (mut child, addr, _) = start(dir.path(), args);
+    let asked = paths.iter().map(|path| ask(&addr, path)).collect();
     signal(&child, "TERM");
-    // The last batch is sent as the process ends.
     assert_eq!(wait_exit(&mut child), 0);
     let spans = spans.lock().unwrap().clone();
+    (asked, spans)
+}
+
+#[test]
+fn issue36_each_request_is_a_span_the_collector_gets_with_its_id() {
+    let (asked, spans) = traced(&[], &["/f.txt", "/missing"]);
+    assert!(asked[0].0.starts_with("HTTP/1.1 200"), "{asked:?}");
+    assert!(asked[1].0.starts_with("HTTP/1.1 404"), "{asked:?}");
     for ((_, id), (path, status)) in asked.iter().zip([("/f.txt", "200"), ("/missing", "404")]) {
         let span = spans
             .iter()
@@ -154,6 +161,26 @@ fn issue36_each_request_is_a_span_the_collector_gets_with_its_id() {
             span.get("http.response.status_code"),
             Some(status),
             "{span:?}"
+        );
+    }
+}
+
+#[test]
+fn issue36_under_the_staged_model_each_stage_event_is_a_span_too() {
+    let (asked, spans) = traced(&["--model", "staged"], &["/f.txt"]);
+    assert!(asked[0].0.starts_with("HTTP/1.1 200"), "{asked:?}");
+    assert!(
+        spans
+            .iter()
+            .any(|s| s.get("request.id") == Some(&asked[0].1)),
+        "no request span: {spans:?}"
+    );
+    for stage in ["handle-client", "route-handler"] {
+        assert!(
+            spans
+                .iter()
+                .any(|s| s.name == stage && s.get("stage") == Some(stage)),
+            "no span of {stage}: {spans:?}"
         );
     }
 }

@@ -2,7 +2,8 @@
 //! installs. The log goes to stderr (text or JSON, `log_format`); with `[traces] otlp`
 //! the spans go to that collector as well — each request's (target
 //! `proscenium::request`, made only then: with no collector the request path makes no
-//! span) and the app's own at `info` and up — batched on the OpenTelemetry SDK's thread,
+//! span), each stage event's (`proscenium::stage`) and the app's own at `info` and up —
+//! batched on the OpenTelemetry SDK's thread,
 //! apart from the loops, and flushed when the process ends.
 
 use std::io::IsTerminal;
@@ -18,6 +19,7 @@ use tracing_subscriber::{Layer, Registry};
 
 use crate::config::{ConfigError, LogFormat, Settings, TracesSpec};
 use crate::http::REQUEST_SPANS;
+use crate::stage::STAGE_SPANS;
 
 /// What exports the spans, kept until the process ends so the last batch is sent.
 #[must_use = "dropping it stops the export before the last spans are sent"]
@@ -55,6 +57,7 @@ pub(super) fn init(debug: bool, format: LogFormat, traces: &TracesSpec, service:
             let tracer = provider.tracer("proscenium");
             let wanted = Targets::new()
                 .with_target(REQUEST_SPANS, LevelFilter::TRACE)
+                .with_target(STAGE_SPANS, LevelFilter::TRACE)
                 .with_default(LevelFilter::INFO);
             let layer = tracing_opentelemetry::layer()
                 .with_tracer(tracer)

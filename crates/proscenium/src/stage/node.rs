@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, SendTimeoutError, Sender, TrySendError};
 use futures_util::FutureExt;
+use tracing::Instrument;
 
 use super::admission::Share;
 use super::batching::Batch;
@@ -51,6 +52,12 @@ pub(crate) type Done = Box<dyn FnOnce(bool) + Send>;
 
 /// How long a blocked sender waits before looking whether the graph has halted.
 const HALT_CHECK: Duration = Duration::from_millis(20);
+
+/// The target of stage event spans (`[traces]`): one span a handler's run, at `trace`
+/// level so that it is made only where a subscriber asks for it (the OTLP export).
+/// Under a cohort connector the run is in its sender's span (a request's, say) and is
+/// its child.
+pub(crate) const STAGE_SPANS: &str = "proscenium::stage";
 
 /// An output port bound to its consumer.
 pub(crate) struct Route {
@@ -412,6 +419,12 @@ impl Shared {
                 .wait
                 .record(started.saturating_duration_since(since));
         }
+        let span = tracing::trace_span!(
+            target: STAGE_SPANS,
+            "stage event",
+            otel.name = %stage.name,
+            stage = %stage.name,
+        );
         let outcome = AssertUnwindSafe(async {
             match instance.run(event, &mut ctx) {
                 Handled::Now(outcome) => outcome,
@@ -419,6 +432,7 @@ impl Shared {
             }
         })
         .catch_unwind()
+        .instrument(span)
         .await;
         if let Some(started) = started {
             stage.counters.service.record(started.elapsed());
