@@ -245,8 +245,10 @@ fn issue34_prefork_workers_obtain_an_acme_certificate_and_all_serve_it() {
         })
     };
     within(120, "a certificate Pebble issued is served", served);
-    // Ten connections in a row reach both workers: each serves it.
-    assert!((0..10).all(|_| served()), "every worker serves it");
+    // The worker that did not order takes the certificate from the store when it
+    // looks again (each second, later on a busy machine): then ten connections in a
+    // row, which reach both workers, are all served with it.
+    within(120, "every worker serves it", || (0..10).all(|_| served()));
     signal(&child, "TERM");
     assert_eq!(wait_exit(&mut child), 0);
 }
