@@ -7,9 +7,9 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use super::{get, signal, wait_exit};
+use super::{get, signal, wait_exit, within};
 
 /// Every model, as `serve`'s flags, each small.
 pub(super) const MODELS: [&[&str]; 6] = [
@@ -71,7 +71,7 @@ impl Setup {
     /// The lines of stderr that contain `what`, once at least one does (within 30 s).
     fn logged(&self, what: &str) -> Vec<String> {
         let mut found = Vec::new();
-        within(&format!("a line with {what:?}"), || {
+        within(60, &format!("a line with {what:?}"), || {
             let text = std::fs::read_to_string(self.path("stderr.log")).unwrap();
             found = text
                 .lines()
@@ -81,14 +81,6 @@ impl Setup {
             !found.is_empty()
         });
         found
-    }
-}
-
-fn within(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !done() {
-        assert!(Instant::now() < deadline, "not within 30 s: {what}");
-        std::thread::sleep(Duration::from_millis(50));
     }
 }
 
@@ -144,7 +136,7 @@ fn issue36_sighup_reloads_a_limit_under_every_model_and_serves_a_connection_open
         assert_eq!(status(&ask_on(&mut before, "/hello.txt")), "200");
         setup.configure("bind = \"127.0.0.1:0\"\n[limits]\nmax_uri = 100\n");
         signal(&child, "HUP");
-        within(&format!("{model:?}: 414 for a long target"), || {
+        within(60, &format!("{model:?}: 414 for a long target"), || {
             status(&get(&addr, &long_target())) == "414"
         });
         assert_eq!(setup.logged("configuration reloaded").len(), 1, "{model:?}");
@@ -218,13 +210,13 @@ fn issue36_prefork_sighup_starts_workers_from_a_binary_replaced_on_disk() {
         .or_else(|_| std::fs::copy(server(), &bin).map(drop))
         .unwrap();
     let (mut child, addr) = setup.start(&bin, &["--workers", "2"]);
-    within("two workers", || workers(child.id()).len() == 2);
+    within(60, "two workers", || workers(child.id()).len() == 2);
     let old = workers(child.id());
     std::fs::copy(server(), setup.path("proscenium.new")).unwrap();
     std::fs::rename(setup.path("proscenium.new"), &bin).unwrap();
     let new_file = std::fs::metadata(&bin).unwrap().ino();
     signal(&child, "HUP");
-    within("two new workers", || {
+    within(60, "two new workers", || {
         let now = workers(child.id());
         now.len() == 2 && now.iter().all(|pid| !old.contains(pid))
     });
