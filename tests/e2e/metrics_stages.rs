@@ -2,17 +2,17 @@
 //! `staged` model's own stages, their counters checked against the traffic sent and
 //! their latency histograms against `[stages] sample`.
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use http::StatusCode;
 use proscenium::config::Model;
-use proscenium::stage::{Admission, ClusterSpec, Connector, Graph, Inlet, Out, Stage};
+use proscenium::stage::{ClusterSpec, Connector, Graph, Inlet, Out, Stage};
 use proscenium::{App, Path, inline};
 
 use crate::admin::{scrape, start, sum};
+use crate::stages::start_in;
 use crate::support::{self, Client};
 
 /// Starts `name-square` feeding `name-total` (decoupled, one cluster `name` of two
@@ -48,19 +48,12 @@ fn squares(
         },
     ));
     graph.connect(&square, "squares", &total, Connector::decoupled());
-    graph.part([(name, graph.all())]);
     graph.sample(sample);
-    let clusters = HashMap::from([(
-        name.to_owned(),
-        ClusterSpec {
-            threads: Some(2),
-            ..ClusterSpec::default()
-        },
-    )]);
-    let running = graph.start(&clusters).unwrap();
-    let inlet = running
-        .inlet::<u64>("http", &square, Admission::Reject)
-        .unwrap();
+    let spec = ClusterSpec {
+        threads: Some(2),
+        ..ClusterSpec::default()
+    };
+    let (running, inlet) = start_in(graph, name, spec, &square);
     (running, inlet, totals)
 }
 

@@ -33,6 +33,24 @@ fn serve(app: App, graph: &RunningGraph) -> proscenium::ServerHandle {
     support::start_with(app, |config| config.tools = true)
 }
 
+/// Starts `graph` with all its stages in one cluster `cluster` set up as `spec`, and
+/// returns it with an inlet (`http`, refusing when full) to `entry`.
+pub(crate) fn start_in(
+    mut graph: Graph,
+    cluster: &str,
+    spec: ClusterSpec,
+    entry: &StageRef,
+) -> (RunningGraph, Inlet<u64>) {
+    graph.part([(cluster, graph.all())]);
+    let running = graph
+        .start(&HashMap::from([(cluster.to_owned(), spec)]))
+        .unwrap();
+    let inlet = running
+        .inlet::<u64>("http", entry, Admission::Reject)
+        .unwrap();
+    (running, inlet)
+}
+
 fn post(client: &mut Client, path: &str) -> support::Response {
     client
         .send(format!(
@@ -91,21 +109,14 @@ fn status_shows_each_stages_counters_and_latencies() {
         },
     ));
     graph.connect(&square, "squares", &total, Connector::decoupled());
-    graph.part([("main", graph.all())]);
     // Every event timed, so the latency counts are the event counts.
     graph.sample(1);
-    let clusters = HashMap::from([(
-        "main".to_owned(),
-        ClusterSpec {
-            threads: Some(2),
-            instances: [("square".to_owned(), 2)].into(),
-            ..ClusterSpec::default()
-        },
-    )]);
-    let running = graph.start(&clusters).unwrap();
-    let inlet = running
-        .inlet::<u64>("http", &square, Admission::Reject)
-        .unwrap();
+    let spec = ClusterSpec {
+        threads: Some(2),
+        instances: [("square".to_owned(), 2)].into(),
+        ..ClusterSpec::default()
+    };
+    let (running, inlet) = start_in(graph, "main", spec, &square);
     let server = serve(jobs_route(App::new(), inlet), &running);
 
     let mut client = Client::connect(server.local_addr());
@@ -167,19 +178,12 @@ fn a_full_stage_queue_is_a_503_counted_as_rejected() {
     let (open, gate) = mpsc::channel();
     let mut graph = Graph::new();
     let stage = gated(&mut graph, started_tx, gate);
-    graph.part([("main", graph.all())]);
-    let clusters = HashMap::from([(
-        "main".to_owned(),
-        ClusterSpec {
-            threads: Some(1),
-            queue: Some(1),
-            ..ClusterSpec::default()
-        },
-    )]);
-    let running = graph.start(&clusters).unwrap();
-    let inlet = running
-        .inlet::<u64>("http", &stage, Admission::Reject)
-        .unwrap();
+    let spec = ClusterSpec {
+        threads: Some(1),
+        queue: Some(1),
+        ..ClusterSpec::default()
+    };
+    let (running, inlet) = start_in(graph, "main", spec, &stage);
     let server = serve(jobs_route(App::new(), inlet), &running);
     let mut client = Client::connect(server.local_addr());
 
