@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use http::StatusCode;
 use proscenium::config::Model;
-use proscenium::stage::{ClusterSpec, Connector, Graph, Inlet, Out, Stage};
+use proscenium::stage::{ClusterSpec, Inlet};
 use proscenium::{App, Path, inline};
 
 use crate::admin::{scrape, start, sum};
@@ -18,7 +18,7 @@ use crate::support::{self, Client};
 /// Starts `name-square` feeding `name-total` (decoupled, one cluster `name` of two
 /// threads), timing one event in `sample`; returns its inlet, and where each total
 /// is told.
-fn squares(
+fn started_squares(
     name: &str,
     sample: u32,
 ) -> (
@@ -26,28 +26,10 @@ fn squares(
     Inlet<u64>,
     mpsc::Receiver<u64>,
 ) {
-    let squares = Out::<u64>::new("squares");
-    let out = squares.clone();
-    let (done, totals) = mpsc::channel();
-    let mut graph = Graph::new();
-    let square = graph.stage(
-        Stage::stateless(
-            &format!("{name}-square"),
-            || (),
-            move |_, n: u64, ctx| Ok(ctx.send(&out, n * n)?),
-        )
-        .output(&squares),
+    let (mut graph, square, totals) = crate::stages::squares(
+        [&format!("{name}-square"), &format!("{name}-total")],
+        Duration::ZERO,
     );
-    let total = graph.stage(Stage::stateful(
-        &format!("{name}-total"),
-        || 0,
-        move |sum: &mut u64, n: u64, _| {
-            *sum += n;
-            done.send(*sum).unwrap();
-            Ok(())
-        },
-    ));
-    graph.connect(&square, "squares", &total, Connector::decoupled());
     graph.sample(sample);
     let spec = ClusterSpec {
         threads: Some(2),
@@ -88,8 +70,8 @@ fn scrape_until(
 
 #[test]
 fn issue36_metrics_show_each_stages_counts_queue_latencies_and_controllers() {
-    let (sampled, sampled_in, sampled_totals) = squares("m-sampled", 64);
-    let (every, every_in, every_totals) = squares("m-every", 1);
+    let (sampled, sampled_in, sampled_totals) = started_squares("m-sampled", 64);
+    let (every, every_in, every_totals) = started_squares("m-every", 1);
     let route = |inlet: Inlet<u64>| {
         inline(move |Path(n): Path<u64>| inlet.send(n).map(|()| StatusCode::ACCEPTED))
     };

@@ -33,6 +33,37 @@ fn serve(app: App, graph: &RunningGraph) -> proscenium::ServerHandle {
     support::start_with(app, |config| config.tools = true)
 }
 
+/// Returns a graph of stage `names[0]` squaring each number, after `pause`, for
+/// `names[1]` (decoupled) to add up; its first stage, and where each total is told.
+pub(crate) fn squares(names: [&str; 2], pause: Duration) -> (Graph, StageRef, mpsc::Receiver<u64>) {
+    let squares = Out::<u64>::new("squares");
+    let out = squares.clone();
+    let (done, totals) = mpsc::channel();
+    let mut graph = Graph::new();
+    let square = graph.stage(
+        Stage::stateless(
+            names[0],
+            || (),
+            move |_, n: u64, ctx| {
+                std::thread::sleep(pause);
+                Ok(ctx.send(&out, n * n)?)
+            },
+        )
+        .output(&squares),
+    );
+    let total = graph.stage(Stage::stateful(
+        names[1],
+        || 0,
+        move |sum: &mut u64, n: u64, _| {
+            *sum += n;
+            done.send(*sum).unwrap();
+            Ok(())
+        },
+    ));
+    graph.connect(&square, "squares", &total, Connector::decoupled());
+    (graph, square, totals)
+}
+
 /// Starts `graph` with all its stages in one cluster `cluster` set up as `spec`, and
 /// returns it with an inlet (`http`, refusing when full) to `entry`.
 pub(crate) fn start_in(
@@ -84,31 +115,7 @@ fn stage_status(
 
 #[test]
 fn status_shows_each_stages_counters_and_latencies() {
-    let squares = Out::<u64>::new("squares");
-    let out = squares.clone();
-    let (done, totals) = mpsc::channel();
-    let mut graph = Graph::new();
-    let square = graph.stage(
-        Stage::stateless(
-            "square",
-            || (),
-            move |_, n: u64, ctx| {
-                std::thread::sleep(Duration::from_millis(2));
-                Ok(ctx.send(&out, n * n)?)
-            },
-        )
-        .output(&squares),
-    );
-    let total = graph.stage(Stage::stateful(
-        "total",
-        || 0,
-        move |sum: &mut u64, n: u64, _| {
-            *sum += n;
-            done.send(*sum).unwrap();
-            Ok(())
-        },
-    ));
-    graph.connect(&square, "squares", &total, Connector::decoupled());
+    let (mut graph, square, totals) = squares(["square", "total"], Duration::from_millis(2));
     // Every event timed, so the latency counts are the event counts.
     graph.sample(1);
     let spec = ClusterSpec {

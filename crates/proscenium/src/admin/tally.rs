@@ -65,27 +65,24 @@ pub(crate) fn encode(encoder: &mut DescriptorEncoder<'_>) -> std::fmt::Result {
             ("memory", Tally::LuaMemory),
         ],
     )?;
-    let seconds = ConstCounter::new(Tally::LuaNanos.read() as f64 / 1e9);
-    seconds.encode(encoder.encode_descriptor(
+    one(
+        encoder,
         "proscenium_lua_run_seconds",
         "Time spent in Lua calls.",
-        None,
-        seconds.metric_type(),
-    )?)?;
-    let retired = ConstCounter::new(Tally::LuaRetired.read());
-    retired.encode(encoder.encode_descriptor(
+        &ConstCounter::new(Tally::LuaNanos.read() as f64 / 1e9),
+    )?;
+    one(
+        encoder,
         "proscenium_lua_threads_retired",
         "Script threads retired: a request still running past its deadline.",
-        None,
-        retired.metric_type(),
-    )?)?;
-    let runs = ConstCounter::new(Tally::CgiRuns.read());
-    runs.encode(encoder.encode_descriptor(
+        &ConstCounter::new(Tally::LuaRetired.read()),
+    )?;
+    one(
+        encoder,
         "proscenium_cgi_runs",
         "CGI scripts started (or tried).",
-        None,
-        runs.metric_type(),
-    )?)?;
+        &ConstCounter::new(Tally::CgiRuns.read()),
+    )?;
     by_label(
         encoder,
         "proscenium_cgi_failures",
@@ -96,6 +93,16 @@ pub(crate) fn encode(encoder: &mut DescriptorEncoder<'_>) -> std::fmt::Result {
             ("bad_gateway", Tally::CgiFailed),
         ],
     )
+}
+
+/// Writes family `name` of the one series `metric`.
+fn one(
+    encoder: &mut DescriptorEncoder<'_>,
+    name: &str,
+    help: &str,
+    metric: &impl EncodeMetric,
+) -> std::fmt::Result {
+    metric.encode(encoder.encode_descriptor(name, help, None, metric.metric_type())?)
 }
 
 /// Writes counter family `name` with one series per `(label value, tally)`.

@@ -102,8 +102,8 @@ pub(super) fn encode(encoder: &mut DescriptorEncoder<'_>) -> std::fmt::Result {
     Ok(())
 }
 
-/// Reads one count of a stage's series.
-type Count = fn(&Series) -> u64;
+/// A family of a series per stage: its name, help, and the reader of its value.
+type PerStage<'a, M> = [(&'a str, &'a str, fn(&Series) -> M)];
 
 /// Reads one latency histogram of a stage's series.
 type Latency = fn(&Series) -> &Spread;
@@ -112,71 +112,67 @@ fn counters(
     encoder: &mut DescriptorEncoder<'_>,
     stages: &BTreeMap<String, Series>,
 ) -> std::fmt::Result {
-    let families: [(&str, &str, Count); 4] = [
+    let families: &PerStage<ConstCounter<u64>> = &[
         (
             "proscenium_stage_arrived",
             "Events admitted to each stage (queued, or handed over by a cohort connector).",
-            |s| s.arrived,
+            |s| ConstCounter::new(s.arrived),
         ),
         (
             "proscenium_stage_handled",
             "Events each stage's handler finished, successfully or not.",
-            |s| s.handled,
+            |s| ConstCounter::new(s.handled),
         ),
         (
             "proscenium_stage_rejected",
             "Events each stage's admission policy refused.",
-            |s| s.rejected,
+            |s| ConstCounter::new(s.rejected),
         ),
         (
             "proscenium_stage_failed",
             "Events whose handler returned an error or panicked, by stage.",
-            |s| s.failed,
+            |s| ConstCounter::new(s.failed),
         ),
     ];
-    for (name, help, read) in families {
-        let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
-        for (stage, series) in stages {
-            ConstCounter::new(read(series))
-                .encode(family.encode_family(&[("stage", stage.as_str())])?)?;
-        }
-    }
-    Ok(())
+    per_stage(encoder, stages, MetricType::Counter, families)
 }
 
 fn gauges(
     encoder: &mut DescriptorEncoder<'_>,
     stages: &BTreeMap<String, Series>,
 ) -> std::fmt::Result {
-    let mut family = encoder.encode_descriptor(
-        "proscenium_stage_queued",
-        "Events in each stage's queue now.",
-        None,
-        MetricType::Gauge,
-    )?;
-    for (stage, series) in stages {
-        ConstGauge::new(series.queued as i64)
-            .encode(family.encode_family(&[("stage", stage.as_str())])?)?;
-    }
-    let mut family = encoder.encode_descriptor(
-        "proscenium_stage_batch",
-        "Events an instance of each stage takes in a turn (its batching controller's setting).",
-        None,
-        MetricType::Gauge,
-    )?;
-    for (stage, series) in stages {
-        ConstGauge::new(series.batch as i64)
-            .encode(family.encode_family(&[("stage", stage.as_str())])?)?;
-    }
-    let mut family = encoder.encode_descriptor(
-        "proscenium_stage_admission_share",
-        "The share of its token buckets' rates each stage admits (its admission controller's setting).",
-        None,
-        MetricType::Gauge,
-    )?;
-    for (stage, series) in stages {
-        ConstGauge::new(series.share.unwrap_or(1.0))
-            .encode(family.encode_family(&[("stage", stage.as_str())])?)?;
+    let families: &PerStage<ConstGauge<f64>> = &[
+        (
+            "proscenium_stage_queued",
+            "Events in each stage's queue now.",
+            |s| ConstGauge::new(s.queued as f64),
+        ),
+        (
+            "proscenium_stage_batch",
+            "Events an instance of each stage takes in a turn (its batching controller's setting).",
+            |s| ConstGauge::new(s.batch as f64),
+        ),
+        (
+            "proscenium_stage_admission_share",
+            "The share of its token buckets' rates each stage admits (its admission controller's setting).",
+            |s| ConstGauge::new(s.share.unwrap_or(1.0)),
+        ),
+    ];
+    per_stage(encoder, stages, MetricType::Gauge, families)
+}
+
+/// Writes `families`, each of type `kind`, with a series per stage.
+fn per_stage<M: EncodeMetric>(
+    encoder: &mut DescriptorEncoder<'_>,
+    stages: &BTreeMap<String, Series>,
+    kind: MetricType,
+    families: &PerStage<M>,
+) -> std::fmt::Result {
+    for (name, help, read) in families {
+        let mut family = encoder.encode_descriptor(name, help, None, kind)?;
+        for (stage, series) in stages {
+            read(series).encode(family.encode_family(&[("stage", stage.as_str())])?)?;
+        }
     }
     Ok(())
 }
