@@ -15,8 +15,9 @@
 #
 # Usage: bench/instructions.sh            (BATCHES=500 by default; SERVERS to pick,
 #        e.g. SERVERS=proscenium while working on the request path; DEPTH=1 for
-#        keep-alive without pipelining, 16 by default; PROSCENIUM_FLAGS for more
-#        flags to hello, e.g. PROSCENIUM_FLAGS="--config on.toml" to compare settings)
+#        keep-alive without pipelining, 16 by default; HELLO_FLAGS for more
+#        flags to hello, e.g. HELLO_FLAGS="--config on.toml" to compare settings; not
+#        PROSCENIUM_*, which hello would read as settings of its own)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 trap stop_all EXIT INT TERM
@@ -40,17 +41,19 @@ instructions() {
   shift
   local out="$work/callgrind-$rounds.out"
   rm -f "$out"
-  valgrind --tool=callgrind --callgrind-out-file="$out" "$@" >/dev/null 2>&1 &
+  valgrind --tool=callgrind --callgrind-out-file="$out" "$@" >"$work/server.log" 2>&1 &
   local pid=$!
-  wait_ready "http://127.0.0.1:$PORT/plaintext"
-  python3 "$BENCH_DIR/pipeline_client.py" "$PORT" "$CONNS" "$rounds" "$DEPTH" >/dev/null
+  # A command substitution runs this without set -e: a server that did not come up
+  # must stop the script, not be read as a count of 0.
+  wait_ready "http://127.0.0.1:$PORT/plaintext" || return 1
+  python3 "$BENCH_DIR/pipeline_client.py" "$PORT" "$CONNS" "$rounds" "$DEPTH" >/dev/null || return 1
   kill -INT "$pid"
   wait "$pid" || true
   awk '/^(summary|totals):/ { print $2; exit }' "$out"
 }
 
 declare -A CMD=(
-  [proscenium]="$RELEASE_DIR/hello --bind 127.0.0.1:$PORT --loops 1 ${PROSCENIUM_FLAGS:-}"
+  [proscenium]="$RELEASE_DIR/hello --bind 127.0.0.1:$PORT --loops 1 ${HELLO_FLAGS:-}"
   [actix]="$PEERS_TARGET/release/peer-actix --bind 127.0.0.1:$PORT --workers 1"
   [hyper]="$PEERS_TARGET/release/peer-hyper --bind 127.0.0.1:$PORT --workers 1"
 )
