@@ -15,8 +15,14 @@
 # serialized with serde_json by every Rust server for each request (nginx returns it
 # as a literal; the floor, which parses no path, is left out).
 #
+# Two more of Proscenium, run only when SERVERS names them: `bare` (request ids off,
+# as `proscenium` has no metrics: `[admin]` off) and `metered` (`[admin]` on, so every
+# request counted and timed, and request ids): what operating it costs, `metered`
+# against `bare` in one run (issue 36 bounds it at 3 %).
+#
 # Usage: bench/plaintext.sh            (DURATION=10 RUNS=3 by default; SERVERS and
-#        SCENARIOS to pick, e.g. SCENARIOS=pipeline-16; ROUTE=/json)
+#        SCENARIOS to pick, e.g. SCENARIOS=pipeline-16; ROUTE=/json;
+#        SERVERS="bare metered" for the cost of metrics and request ids)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 trap stop_all EXIT INT TERM
@@ -31,6 +37,8 @@ build_peer hyper
 
 work="$(mktemp -d)"
 cc -O2 -o "$work/floor" "$BENCH_DIR/peers/floor/floor.c"
+printf '[request_id]\nenabled = false\n' >"$work/bare.toml"
+printf '[admin]\nbind = "127.0.0.1:0"\n' >"$work/metered.toml"
 declare -A CMD=(
   [proscenium]="$RELEASE_DIR/hello --bind 127.0.0.1:8080 --loops 1"
   [actix]="$PEERS_TARGET/release/peer-actix --bind 127.0.0.1:8081 --workers 1"
@@ -38,8 +46,10 @@ declare -A CMD=(
   [nginx]="nginx -c $(nginx_conf "$work/nginx" 8083 "$work")"
   [staged]="$RELEASE_DIR/hello --bind 127.0.0.1:8084 --model staged:1"
   [floor]="$work/floor --bind 127.0.0.1:8085"
+  [bare]="$RELEASE_DIR/hello --bind 127.0.0.1:8086 --loops 1 --config $work/bare.toml"
+  [metered]="$RELEASE_DIR/hello --bind 127.0.0.1:8087 --loops 1 --config $work/metered.toml"
 )
-declare -A PORT=([proscenium]=8080 [actix]=8081 [hyper]=8082 [nginx]=8083 [staged]=8084 [floor]=8085)
+declare -A PORT=([proscenium]=8080 [actix]=8081 [hyper]=8082 [nginx]=8083 [staged]=8084 [floor]=8085 [bare]=8086 [metered]=8087)
 ROUTE="${ROUTE:-/plaintext}"
 case "$ROUTE" in
   /plaintext) ANSWER="Hello, World!" EVERY="proscenium staged actix hyper nginx floor" ;;
@@ -76,3 +86,9 @@ for peer in "${servers[@]}"; do
   round_ratios proscenium "$peer" <"$rounds" | awk -v p="$peer" 'NF == 3 {
     printf "vs %-6s %-14s cpu/req %.2fx   req/s %.2fx\n", p, $1, $2, $3 }'
 done
+if [[ " ${servers[*]} " == *" bare "* && " ${servers[*]} " == *" metered "* ]]; then
+  echo
+  echo "What operating it costs: metered (metrics and request ids on) against bare (both off)"
+  round_ratios metered bare <"$rounds" | awk 'NF == 3 {
+    printf "%-14s cpu/req %.3fx   req/s %.3fx\n", $1, $2, $3 }'
+fi
