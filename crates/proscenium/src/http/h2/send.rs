@@ -23,6 +23,20 @@ use crate::http::{BoxError, Response, compress, invoke};
 /// Bytes of a file read at a time (at most; less when the window is smaller).
 const FILE_CHUNK: usize = 64 * 1024;
 
+/// The largest DATA frame `h2` copies into the connection's write buffer. From 1024
+/// bytes on (over a transport without vectored writes, as ours are) it keeps the
+/// payload aside and must write it before it takes another frame: each such stream
+/// flushed on its own, in two writes. A 1 KB file over h2c cost two `sendto` a
+/// request, where 100-byte files went out a hundred to a write (perf stat, h2load
+/// -c8 -m100): 55,000 against 160,000 requests a second.
+const COPIED_FRAME: usize = 1023;
+
+/// Answers up to this size go out in frames of [`COPIED_FRAME`] bytes, gathered with
+/// other streams' frames into the connection's writes; a larger one in frames as
+/// large as the window lets, each written from where it is (a copy of it would cost
+/// more than the write).
+const GATHERED_BODY: usize = 16 * 1024;
+
 /// Fields of HTTP/1.1's connection management, which an HTTP/2 message must not carry
 /// (RFC 9113 §8.2.2).
 const CONNECTION_FIELDS: [HeaderName; 4] = [
@@ -137,14 +151,29 @@ async fn send_bytes(
             false => Ok(()),
         };
     }
+    let gathered = data.len() <= GATHERED_BODY;
     while !data.is_empty() {
         let room = capacity(stream, data.len(), timeout).await?;
         let piece = data.split_to(room.min(data.len()));
-        stream
-            .send_data(piece, end && data.is_empty())
-            .map_err(|_| Stopped::Gone)?;
+        send_frames(stream, piece, end && data.is_empty(), gathered)?;
     }
     Ok(())
+}
+
+/// Sends `piece` (within the capacity held), in frames `h2` copies when `gathered`.
+fn send_frames(
+    stream: &mut SendStream<Bytes>,
+    mut piece: Bytes,
+    end: bool,
+    gathered: bool,
+) -> Result<(), Stopped> {
+    if gathered {
+        while piece.len() > COPIED_FRAME {
+            let frame = piece.split_to(COPIED_FRAME);
+            stream.send_data(frame, false).map_err(|_| Stopped::Gone)?;
+        }
+    }
+    stream.send_data(piece, end).map_err(|_| Stopped::Gone)
 }
 
 /// Waits until the stream may send some of `want` bytes: how many.
@@ -185,6 +214,7 @@ async fn send_file(
         len,
     } = region;
     let mut left = len;
+    let gathered = len <= GATHERED_BODY as u64;
     let mut buf = BytesMut::new();
     while left > 0 {
         let want = usize::try_from(left).unwrap_or(usize::MAX).min(FILE_CHUNK);
@@ -201,9 +231,7 @@ async fn send_file(
         buf.truncate(n);
         offset += n as u64;
         left -= n as u64;
-        stream
-            .send_data(buf.split().freeze(), left == 0)
-            .map_err(|_| Stopped::Gone)?;
+        send_frames(stream, buf.split().freeze(), left == 0, gathered)?;
     }
     Ok(())
 }
