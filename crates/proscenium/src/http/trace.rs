@@ -1,5 +1,5 @@
 //! A request's span (`[traces]`): opened when the request is taken, entered while its
-//! handler runs on the connection's thread, closed with the route and status when the
+//! handler runs on the connection's thread (its call and each later poll), closed with the route and status when the
 //! answer is encoded. At `trace` level under the target [`REQUEST_SPANS`], so it is made
 //! only where a subscriber asks for it (the OTLP export); otherwise the request path
 //! pays one check of the span's interest and carries `None`.
@@ -10,8 +10,9 @@
 
 use http::Method;
 use opentelemetry::trace::TraceContextExt as _;
-use tracing::Span;
 use tracing::field::Empty;
+use tracing::instrument::Instrumented;
+use tracing::{Instrument as _, Span};
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 use super::request_id::RequestId;
@@ -52,6 +53,16 @@ impl RequestSpan {
             Some((span, _)) => span.in_scope(f),
             None => f(),
         }
+    }
+
+    /// Runs `future` in the span: a handler's later polls (an `async` handler's whole
+    /// body, its sends to actors and its client calls) belong to the request too.
+    pub(crate) fn instrument<F: Future>(&self, future: F) -> Instrumented<F> {
+        let span = self
+            .0
+            .as_ref()
+            .map_or_else(Span::none, |(span, _)| span.clone());
+        future.instrument(span)
     }
 
     /// Closes the span with the answer's `status` and the route this thread noted last
