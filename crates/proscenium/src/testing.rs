@@ -4,8 +4,12 @@
 //! installs them); Pebble, Let's Encrypt's ACME test server ([`Pebble`]);
 //! and [`Host`]s — network namespaces joined to this one by a veth pair — to run a
 //! process on "another machine" and cut it off the network; and certificates of a
-//! test's own ([`TestCa`]) with an [`HttpsServer`] presenting them.
+//! test's own ([`TestCa`]) with an [`HttpsServer`] presenting them; and an OTLP
+//! [`otlp::Collector`] that keeps the spans a process exports.
 
+// Its decoder comes with the feature alone, not with the crate's own unit tests.
+#[cfg(feature = "testing")]
+pub mod otlp;
 mod pebble;
 mod tls;
 

@@ -1,117 +1,31 @@
 //! Request spans exported over OTLP (`[traces] otlp`, issue 36), received by a small
-//! OTLP/HTTP collector in the test itself: one span a request, carrying its id, method,
-//! path and status, under the configured service name, and one a stage event, sent by
-//! the time the process has exited.
+//! OTLP/HTTP collector in the test itself (`proscenium::testing::otlp`): one span a
+//! request, carrying its id, method, path and status, under the configured service
+//! name, the child of a caller's `traceparent`, and one a stage event, sent by the
+//! time the process has exited.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::{Arc, Mutex};
+use std::io::{Read as _, Write as _};
+use std::net::TcpStream;
+use std::time::Duration;
 
-use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
-use opentelemetry_proto::tonic::common::v1::KeyValue;
-use opentelemetry_proto::tonic::common::v1::any_value::Value;
-use prost::Message;
+use proscenium::testing::otlp::{Collector, ExportedSpan};
 
 use super::{signal, start, wait_exit};
 
-/// A span as the collector got it: its name, its attributes as text, and its
-/// resource's `service.name`.
-#[derive(Debug, Clone)]
-struct Received {
-    name: String,
-    attributes: Vec<(String, String)>,
-    service: String,
-}
-
-impl Received {
-    fn get(&self, key: &str) -> Option<&str> {
-        self.attributes
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-fn text(attributes: &[KeyValue]) -> Vec<(String, String)> {
-    attributes
-        .iter()
-        .map(|kv| {
-            let value = match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
-                Some(Value::StringValue(s)) => s.clone(),
-                Some(Value::IntValue(n)) => n.to_string(),
-                other => format!("{other:?}"),
-            };
-            (kv.key.clone(), value)
-        })
-        .collect()
-}
-
-/// An OTLP/HTTP collector on a port of its own: every export it is sent is decoded
-/// and its spans kept.
-fn collector() -> (String, Arc<Mutex<Vec<Received>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}/v1/traces", listener.local_addr().unwrap());
-    let spans = Arc::new(Mutex::new(Vec::new()));
-    let kept = spans.clone();
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let kept = kept.clone();
-            std::thread::spawn(move || serve(stream, &kept));
-        }
-    });
-    (url, spans)
-}
-
-/// Answers each export on one connection with 200 and an empty answer.
-fn serve(stream: TcpStream, kept: &Mutex<Vec<Received>>) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let mut writer = stream;
-    loop {
-        let mut length = 0;
-        let mut line = String::new();
-        loop {
-            line.clear();
-            if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                return;
-            }
-            if line == "\r\n" {
-                break;
-            }
-            if let Some((name, value)) = line.split_once(':')
-                && name.eq_ignore_ascii_case("content-length")
-            {
-                length = value.trim().parse().unwrap();
-            }
-        }
-        let mut body = vec![0; length];
-        reader.read_exact(&mut body).unwrap();
-        let export = ExportTraceServiceRequest::decode(&body[..]).expect("an OTLP export");
-        for resource in export.resource_spans {
-            let attributes = text(&resource.resource.map(|r| r.attributes).unwrap_or_default());
-            let service = attributes
-                .iter()
-                .find(|(k, _)| k == "service.name")
-                .map(|(_, v)| v.clone())
-                .unwrap_or_default();
-            for span in resource.scope_spans.into_iter().flat_map(|s| s.spans) {
-                kept.lock().unwrap().push(Received {
-                    name: span.name,
-                    attributes: text(&span.attributes),
-                    service: service.clone(),
-                });
-            }
-        }
-        let answer =
-            "HTTP/1.1 200 OK\r\ncontent-type: application/x-protobuf\r\ncontent-length: 0\r\n\r\n";
-        if writer.write_all(answer.as_bytes()).is_err() {
-            return;
-        }
-    }
-}
-
-/// Sends `GET path`; returns the status line and the answer's `x-request-id`.
-fn ask(addr: &str, path: &str) -> (String, String) {
-    let answer = super::get(addr, path);
+/// Sends `GET path` with the header lines `fields` (each ending in CRLF) on a
+/// connection of its own; returns the status line and the answer's `x-request-id`.
+fn ask(addr: &str, (path, fields): (&str, &str)) -> (String, String) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: t\r\n{fields}Connection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
     let status = answer.lines().next().unwrap().to_owned();
     let id = answer
         .lines()
@@ -122,11 +36,12 @@ fn ask(addr: &str, path: &str) -> (String, String) {
     (status, id)
 }
 
-/// Serves `dir` with a collector configured, under `args`, asks for each of `paths`
-/// and stops the server; returns the answers' status lines and ids, and the spans the
+/// Serves `dir` with a collector configured, under `args`, sends each of `asks` (a
+/// path and header lines) and stops the server; returns the answers' status lines and ids, and the spans the
 /// collector got (the last batch is sent as the process ends).
-fn traced(args: &[&str], paths: &[&str]) -> (Vec<(String, String)>, Vec<Received>) {
-    let (url, spans) = collector();
+fn traced(args: &[&str], asks: &[(&str, &str)]) -> (Vec<(String, String)>, Vec<ExportedSpan>) {
+    let collector = Collector::start();
+    let url = collector.url();
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("f.txt"), "a file").unwrap();
     std::fs::write(
@@ -135,16 +50,15 @@ fn traced(args: &[&str], paths: &[&str]) -> (Vec<(String, String)>, Vec<Received
     )
     .unwrap();
     let (mut child, addr, _) = start(dir.path(), args);
-    let asked = paths.iter().map(|path| ask(&addr, path)).collect();
+    let asked = asks.iter().map(|&request| ask(&addr, request)).collect();
     signal(&child, "TERM");
     assert_eq!(wait_exit(&mut child), 0);
-    let spans = spans.lock().unwrap().clone();
-    (asked, spans)
+    (asked, collector.spans())
 }
 
 #[test]
 fn issue36_each_request_is_a_span_the_collector_gets_with_its_id() {
-    let (asked, spans) = traced(&[], &["/f.txt", "/missing"]);
+    let (asked, spans) = traced(&[], &[("/f.txt", ""), ("/missing", "")]);
     assert!(asked[0].0.starts_with("HTTP/1.1 200"), "{asked:?}");
     assert!(asked[1].0.starts_with("HTTP/1.1 404"), "{asked:?}");
     for ((_, id), (path, status)) in asked.iter().zip([("/f.txt", "200"), ("/missing", "404")]) {
@@ -165,9 +79,34 @@ fn issue36_each_request_is_a_span_the_collector_gets_with_its_id() {
     }
 }
 
+/// A caller's W3C trace context, as a `traceparent` field carries it.
+const CALLER_TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+const CALLER_SPAN: &str = "00f067aa0ba902b7";
+
+#[test]
+fn issue36_a_request_with_a_traceparent_continues_the_callers_trace_and_a_malformed_one_starts_a_new_one()
+ {
+    let valid = format!("traceparent: 00-{CALLER_TRACE}-{CALLER_SPAN}-01\r\n");
+    let malformed = format!("traceparent: 00-{CALLER_TRACE}-not-a-span-01\r\n");
+    let (asked, spans) = traced(&[], &[("/f.txt", &valid), ("/f.txt", &malformed)]);
+    let span_of = |(status, id): &(String, String)| {
+        assert!(status.starts_with("HTTP/1.1 200"), "{asked:?}");
+        spans
+            .iter()
+            .find(|s| s.get("request.id") == Some(id))
+            .unwrap_or_else(|| panic!("no span with request.id {id}: {spans:?}"))
+    };
+    let continued = span_of(&asked[0]);
+    assert_eq!(continued.trace_id, CALLER_TRACE, "{continued:?}");
+    assert_eq!(continued.parent_span_id, CALLER_SPAN, "{continued:?}");
+    let fresh = span_of(&asked[1]);
+    assert_ne!(fresh.trace_id, CALLER_TRACE, "{fresh:?}");
+    assert_eq!(fresh.parent_span_id, "", "{fresh:?}");
+}
+
 #[test]
 fn issue36_under_the_staged_model_each_stage_event_is_a_span_too() {
-    let (asked, spans) = traced(&["--model", "staged"], &["/f.txt"]);
+    let (asked, spans) = traced(&["--model", "staged"], &[("/f.txt", "")]);
     assert!(asked[0].0.starts_with("HTTP/1.1 200"), "{asked:?}");
     assert!(
         spans

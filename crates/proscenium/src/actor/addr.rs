@@ -10,6 +10,7 @@ use tokio::sync::oneshot;
 
 use super::mailbox::{Control, Mailbox, Overflow, Push};
 use super::spin::{Parked, spin_turn};
+use super::traced::{self, Sending};
 use super::{Actor, DeadLetters, Envelope, Handler, Message, Reason};
 
 /// An actor's cell with its type erased: for its parent, and for shutdown.
@@ -293,10 +294,13 @@ impl<A: Actor> Addr<A> {
     where
         A: Handler<M>,
     {
-        let sealed: Box<dyn Envelope<A>> = Box::new(Sealed {
-            message,
-            reply: None,
-        });
+        let sealed = traced::seal(
+            Box::new(Sealed {
+                message,
+                reply: None,
+            }),
+            Sending::Tell,
+        );
         self.settle(self.cell.mailbox.push(sealed))
             .map_err(|refused| refused.map(Sealed::open))
     }
@@ -401,7 +405,12 @@ impl<A: Actor> Addr<A> {
     where
         A: Handler<M>,
     {
-        let sealed: Box<dyn Envelope<A>> = Box::new(sealed);
+        let sending = if sealed.reply.is_some() {
+            Sending::Ask
+        } else {
+            Sending::Tell
+        };
+        let sealed = traced::seal(Box::new(sealed), sending);
         let overflow = self.cell.mailbox.overflow();
         let pushed = match overflow {
             Overflow::Backpressure => self.cell.mailbox.push_waiting(sealed).await,

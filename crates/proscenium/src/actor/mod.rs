@@ -47,6 +47,8 @@
 //!                            restarts counted by actor kind for /metrics
 //! sync, spin                 the mailbox's primitives (loom's under its model), and
 //!                            spinning before parking
+//! traced                     a message's span ([traces]): its envelope sealed with
+//!                            its sender's span context
 //! mailbox, props             the bounded queue and its orders (a child's Failure among
 //!                            them), how to spawn an actor
 //! addr                       Cell (what every address of an actor shares), Addr,
@@ -78,6 +80,7 @@ mod sync;
 mod system;
 mod tally;
 mod timer;
+mod traced;
 
 pub use self::addr::{ASK_TIMEOUT, Addr, AskError, Recipient, SendError, TryTellError};
 pub use self::dead_letters::{DeadLetter, DeadLetters, Reason};
@@ -91,6 +94,7 @@ pub(crate) use self::system::by_kind;
 pub use self::system::{RegisterError, System};
 pub(crate) use self::tally::KindCounts;
 pub use self::timer::TimerHandle;
+pub(crate) use self::traced::ACTOR_SPANS;
 
 /// An actor: state, lifecycle hooks, and a [`Handler`] per message type it takes.
 ///

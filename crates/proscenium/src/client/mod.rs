@@ -16,6 +16,9 @@
 //! ways: a request's can be sent again on a retry, and a response's is read to its
 //! end under a size bound.
 //!
+//! With spans exported (`[traces] otlp`), a request carries the caller's W3C
+//! `traceparent`: the server called continues the caller's trace.
+//!
 //! # Example
 //!
 //! ```no_run
@@ -270,8 +273,10 @@ impl Client {
     /// The exchange of `request`, within the timeout, to run on the client's runtime.
     fn exchange(
         &self,
-        request: Request<Bytes>,
+        mut request: Request<Bytes>,
     ) -> impl Future<Output = Result<Response<Bytes>, ClientError>> + Send + 'static {
+        // Here, on the caller's thread, where the caller's span is current.
+        crate::http::trace::propagate(request.headers_mut());
         let exchanges = Arc::clone(&self.0.exchanges);
         let timeout = exchanges.spec.timeout;
         async move {

@@ -18,6 +18,12 @@ fn service() -> ServerHandle {
         .get("/hello", || async { "hi" })
         .post("/echo", |body: Bytes| async move { body })
         .get("/big", || async { vec![b'x'; 1 << 20] })
+        .get("/traceparent", |req: crate::Request| async move {
+            req.headers()
+                .get("traceparent")
+                .map(|v| v.as_bytes().to_vec())
+                .unwrap_or_default()
+        })
         .get("/late", || async {
             tokio::time::sleep(Duration::from_millis(200)).await;
             "late"
@@ -240,4 +246,30 @@ fn http_is_still_plain_http_with_a_ca_configured() {
     let server = service();
     let hello = block_on(client.get(&format!("http://{}/hello", server.local_addr())));
     assert_eq!(&hello.unwrap().body()[..], b"hi");
+}
+
+#[test]
+fn a_call_made_in_an_exported_span_carries_its_traceparent_and_none_otherwise() {
+    use opentelemetry::trace::{TraceContextExt as _, TracerProvider as _};
+    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+    use tracing_subscriber::layer::SubscriberExt as _;
+
+    let server = service();
+    let url = format!("http://{}/traceparent", server.local_addr());
+    let client = Client::new();
+    let untraced = block_on(client.get(&url)).unwrap();
+    assert_eq!(&untraced.body()[..], b"");
+    let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder().build();
+    let exported = tracing_subscriber::Registry::default()
+        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
+    tracing::subscriber::with_default(exported, || {
+        let span = tracing::trace_span!(target: crate::http::REQUEST_SPANS, "request");
+        let traced = span.in_scope(|| block_on(client.get(&url))).unwrap();
+        let context = span.context();
+        let caller = context.span().span_context().clone();
+        assert_eq!(
+            String::from_utf8_lossy(traced.body()),
+            format!("00-{}-{}-01", caller.trace_id(), caller.span_id())
+        );
+    });
 }

@@ -1,5 +1,5 @@
 //! A request's span (`[traces]`): opened when the request is taken, entered while its
-//! handler runs on the connection's thread, closed with the route and status when the
+//! handler runs on the connection's thread (its call and each later poll), closed with the route and status when the
 //! answer is encoded. At `trace` level under the target [`REQUEST_SPANS`], so it is made
 //! only where a subscriber asks for it (the OTLP export); otherwise the request path
 //! pays one check of the span's interest and carries `None`.
@@ -7,11 +7,18 @@
 //! Its fields follow OpenTelemetry's HTTP conventions: the span is named
 //! `METHOD ROUTE`, a server span, with `http.request.method`, `url.path`, `http.route`,
 //! `http.response.status_code`, and the request's id as `request.id`.
+//!
+//! W3C Trace Context: a request carrying a valid `traceparent` gets a span whose parent
+//! is that remote span, in its trace; [`propagate`] writes the current span's into a
+//! call the HTTP client makes.
 
-use http::Method;
+use http::{HeaderMap, HeaderName, HeaderValue, Method};
+use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator as _};
 use opentelemetry::trace::TraceContextExt as _;
-use tracing::Span;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
 use tracing::field::Empty;
+use tracing::instrument::Instrumented;
+use tracing::{Instrument as _, Span};
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 use super::request_id::RequestId;
@@ -43,6 +50,13 @@ impl RequestSpan {
         if let Some(id) = id {
             span.record("request.id", id.as_str());
         }
+        // A caller's trace continues here; a malformed `traceparent` is none, and a
+        // new trace starts.
+        let remote = TraceContextPropagator::new().extract(&Fields(req.headers()));
+        if remote.span().span_context().is_valid() {
+            // Fails only for a span no export records, which has no parent to take.
+            let _ = span.set_parent(remote);
+        }
         Self(Some((span, req.method().clone())))
     }
 
@@ -52,6 +66,16 @@ impl RequestSpan {
             Some((span, _)) => span.in_scope(f),
             None => f(),
         }
+    }
+
+    /// Runs `future` in the span: a handler's later polls (an `async` handler's whole
+    /// body, its sends to actors and its client calls) belong to the request too.
+    pub(crate) fn instrument<F: Future>(&self, future: F) -> Instrumented<F> {
+        let span = self
+            .0
+            .as_ref()
+            .map_or_else(Span::none, |(span, _)| span.clone());
+        future.instrument(span)
     }
 
     /// Closes the span with the answer's `status` and the route this thread noted last
@@ -72,5 +96,40 @@ impl RequestSpan {
         span.context()
             .span()
             .update_name(format!("{method} {route}"));
+    }
+}
+
+/// Adds the current span's W3C `traceparent` (and `tracestate`) to `headers` when spans
+/// are exported, so that the server called continues this trace; with traces off it
+/// checks one flag and adds nothing.
+pub(crate) fn propagate(headers: &mut HeaderMap) {
+    if !tracing::enabled!(target: REQUEST_SPANS, tracing::Level::TRACE) {
+        return;
+    }
+    TraceContextPropagator::new().inject_context(&Span::current().context(), &mut Fields(headers));
+}
+
+/// A request's header fields as OpenTelemetry's propagator reads and writes them.
+struct Fields<H>(H);
+
+impl Extractor for Fields<&HeaderMap> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key)?.to_str().ok()
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0.keys().map(HeaderName::as_str).collect()
+    }
+}
+
+impl Injector for Fields<&mut HeaderMap> {
+    fn set(&mut self, key: &str, value: String) {
+        // The propagator writes only its own names and well-formed values.
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(key.as_bytes()),
+            HeaderValue::from_str(&value),
+        ) {
+            self.0.insert(name, value);
+        }
     }
 }

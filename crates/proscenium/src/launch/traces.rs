@@ -2,7 +2,8 @@
 //! installs. The log goes to stderr (text or JSON, `log_format`); with `[traces] otlp`
 //! the spans go to that collector as well — each request's (target
 //! `proscenium::request`, made only then: with no collector the request path makes no
-//! span), each stage event's (`proscenium::stage`) and the app's own at `info` and up —
+//! span), each stage event's (`proscenium::stage`), each actor message's
+//! (`proscenium::actor`) and the app's own at `info` and up —
 //! batched on the OpenTelemetry SDK's thread,
 //! apart from the loops, and flushed when the process ends.
 
@@ -17,6 +18,7 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{Layer, Registry};
 
+use crate::actor::ACTOR_SPANS;
 use crate::config::{ConfigError, LogFormat, Settings, TracesSpec};
 use crate::http::REQUEST_SPANS;
 use crate::stage::STAGE_SPANS;
@@ -58,6 +60,7 @@ pub(super) fn init(debug: bool, format: LogFormat, traces: &TracesSpec, service:
             let wanted = Targets::new()
                 .with_target(REQUEST_SPANS, LevelFilter::TRACE)
                 .with_target(STAGE_SPANS, LevelFilter::TRACE)
+                .with_target(ACTOR_SPANS, LevelFilter::TRACE)
                 .with_default(LevelFilter::INFO);
             let layer = tracing_opentelemetry::layer()
                 .with_tracer(tracer)

@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, SendTimeoutError, Sender, TrySendError};
 use futures_util::FutureExt;
+use opentelemetry::Context as TraceContext;
 use tracing::Instrument;
+use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 use super::admission::Share;
 use super::batching::Batch;
@@ -44,6 +46,24 @@ pub(crate) struct Queued {
     event: Payload,
     since: Option<Instant>,
     done: Option<Done>,
+    /// Its sender's span context, when stage spans are exported: its run, on another
+    /// thread and later, is that span's child. Boxed: one word in the queue's slots
+    /// when traces are off.
+    parent: Option<Box<TraceContext>>,
+}
+
+impl Queued {
+    /// An event sent from this process, `since` if it is timed.
+    fn local(event: Payload, since: Option<Instant>) -> Self {
+        let parent = tracing::enabled!(target: STAGE_SPANS, tracing::Level::TRACE)
+            .then(|| Box::new(tracing::Span::current().context()));
+        Self {
+            event,
+            since,
+            done: None,
+            parent,
+        }
+    }
 }
 
 /// Told whether an event's handler finished without failing: an event from another
@@ -56,7 +76,8 @@ const HALT_CHECK: Duration = Duration::from_millis(20);
 /// The target of stage event spans (`[traces]`): one span a handler's run, at `trace`
 /// level so that it is made only where a subscriber asks for it (the OTLP export).
 /// Under a cohort connector the run is in its sender's span (a request's, say) and is
-/// its child.
+/// its child; an event that waits in a queue carries its sender's span context there,
+/// and its run is that span's child too.
 pub(crate) const STAGE_SPANS: &str = "proscenium::stage";
 
 /// An output port bound to its consumer.
@@ -238,11 +259,7 @@ impl Shared {
             )
         };
         let try_send = |event| {
-            let queued = Queued {
-                event,
-                since: self.stamp(target),
-                done: None,
-            };
+            let queued = Queued::local(event, self.stamp(target));
             target.queue.0.try_send(queued).map_err(|e| match e {
                 TrySendError::Full(back) | TrySendError::Disconnected(back) => refuse(back.event),
             })
@@ -268,11 +285,7 @@ impl Shared {
     /// a stage's wait includes the backpressure its senders felt.
     fn enqueue_blocking(&self, sender: &str, route: &Route, event: Payload) -> Result<(), Refused> {
         let target = &self.nodes[route.target];
-        let mut queued = Queued {
-            event,
-            since: self.stamp(target),
-            done: None,
-        };
+        let mut queued = Queued::local(event, self.stamp(target));
         loop {
             match target.queue.0.send_timeout(queued, HALT_CHECK) {
                 Ok(()) => return Ok(()),
@@ -350,19 +363,25 @@ impl Shared {
     pub(crate) async fn turn(&self, node: usize, mut instance: Box<dyn Instance>) {
         let stage = &self.nodes[node];
         if stage.role == Role::Source {
-            self.run_one(node, instance.as_mut(), None, None, false)
+            self.run_one(node, instance.as_mut(), None, None, false, None)
                 .await;
             stage.pool.source_finished();
             return;
         }
         for _ in 0..stage.batch.now() {
-            let Ok(Queued { event, since, done }) = stage.queue.1.try_recv() else {
+            let Ok(Queued {
+                event,
+                since,
+                done,
+                parent,
+            }) = stage.queue.1.try_recv()
+            else {
                 break;
             };
             // An event from another process that fails stays pending there.
             let again = done.is_some();
             let handled = self
-                .run_one(node, instance.as_mut(), Some(event), since, again)
+                .run_one(node, instance.as_mut(), Some(event), since, again, parent)
                 .await;
             if let Some(done) = done {
                 done(handled);
@@ -386,7 +405,7 @@ impl Shared {
         let since = Self::is_timed(stage, arrivals).then(Instant::now);
         let mut instance = stage.pool.take_for_cohort();
         // The graph refuses a cohort connector to an async stage.
-        now(self.run_one(node, instance.as_mut(), Some(event), since, false));
+        now(self.run_one(node, instance.as_mut(), Some(event), since, false, None));
         self.release(node, instance);
     }
 
@@ -395,7 +414,8 @@ impl Shared {
     /// always timed); a panic is caught, logged and its
     /// event dead-lettered — unless it will be delivered `again` (an event from another
     /// process, left pending: its stream dead-letters it after its last delivery) — and
-    /// the instance (its state as the panic left it) goes on.
+    /// the instance (its state as the panic left it) goes on. Its span is the child of
+    /// `parent`, the sender's context an event that waited in a queue carries.
     async fn run_one(
         &self,
         node: usize,
@@ -403,6 +423,7 @@ impl Shared {
         event: Option<Payload>,
         since: Option<Instant>,
         again: bool,
+        parent: Option<Box<TraceContext>>,
     ) -> bool {
         let stage = &self.nodes[node];
         if let (Some(repeats), Some(event)) = (&stage.repeats, &event)
@@ -425,6 +446,10 @@ impl Shared {
             otel.name = %stage.name,
             stage = %stage.name,
         );
+        if let Some(parent) = parent {
+            // Fails only for a span no export records, which has no parent to take.
+            let _ = span.set_parent(*parent);
+        }
         let outcome = AssertUnwindSafe(async {
             match instance.run(event, &mut ctx) {
                 Handled::Now(outcome) => outcome,
@@ -476,6 +501,7 @@ impl Shared {
             event,
             since: self.stamp(target),
             done: Some(done),
+            parent: None,
         };
         let result = loop {
             if self.halted.load(Ordering::SeqCst) {

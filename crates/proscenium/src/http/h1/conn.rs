@@ -508,7 +508,10 @@ impl Conn {
                 let shared = self.shared.clone();
                 // Poll once: if the answer is not ready, send the earlier pipelined
                 // answers now rather than holding them behind this one.
-                let res = match poll_fn(|cx| Poll::Ready(guarded.poll_with(cx, &*shared.app))).await
+                let res = match poll_fn(|cx| {
+                    Poll::Ready(terms.span.in_scope(|| guarded.poll_with(cx, &*shared.app)))
+                })
+                .await
                 {
                     Poll::Ready(res) => res,
                     Poll::Pending => {
@@ -518,7 +521,7 @@ impl Conn {
                         let watch = self.rbuf.is_empty();
                         let route = guarded.route();
                         tokio::select! {
-                            res = guarded.finish(&*shared.app) => res,
+                            res = terms.span.instrument(guarded.finish(&*shared.app)) => res,
                             () = self.socket.hung_up(), if watch => {
                                 if let (Some(log), Some(line)) = (&shared.log, terms.line.take()) {
                                     log.record(*line, CLIENT_GONE, Some(0));

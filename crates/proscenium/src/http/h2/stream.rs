@@ -106,7 +106,7 @@ pub(super) async fn serve(
                     // with it: the handler is dropped.
                     let route = guarded.route();
                     tokio::select! {
-                        res = guarded.finish(&*shared.app) => res,
+                        res = terms.span.instrument(guarded.finish(&*shared.app)) => res,
                         _ = std::future::poll_fn(|cx| respond.poll_reset(cx)) => {
                             return log_gone(shared, &mut terms, route);
                         }

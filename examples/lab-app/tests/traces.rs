@@ -1,0 +1,81 @@
+//! The lab app under `[traces] otlp`, through its binary, its spans received by the
+//! collector of `proscenium::testing::otlp`: an actor's handling of the message a
+//! route asks it is a span of the request's trace, the request span's child.
+
+use std::io::{Read as _, Write as _};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use proscenium::testing::otlp::{Collector, ExportedSpan};
+
+/// Serves the lab app exporting to a collector, asks for `path` and stops the app
+/// with SIGTERM; returns the answer and the spans the collector got (the last batch
+/// is sent as the process ends).
+fn traced(path: &str) -> (String, Vec<ExportedSpan>) {
+    let collector = Collector::start();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("proscenium.toml");
+    std::fs::write(
+        &config,
+        format!("[traces]\notlp = \"{}\"\n", collector.url()),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lab-app"))
+        .args(["serve", "--bind", "127.0.0.1:0", "--loops", "1", "--config"])
+        .arg(&config)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (_, addr) = proscenium::launch::read_start_line(&mut child).unwrap();
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "the app did not exit within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (answer, collector.spans())
+}
+
+#[test]
+fn issue36_an_actor_asked_by_a_route_handles_it_in_a_child_of_the_request_span() {
+    let (answer, spans) = traced("/actor?n=10");
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let request = spans
+        .iter()
+        .find(|s| s.get("http.route") == Some("/actor"))
+        .unwrap_or_else(|| panic!("no request span: {spans:?}"));
+    let kind = "lab_app::actors::Fibber";
+    let message = spans
+        .iter()
+        .find(|s| s.get("actor.kind") == Some(kind))
+        .unwrap_or_else(|| panic!("no span of {kind}: {spans:?}"));
+    assert_eq!(message.name, kind, "{message:?}");
+    assert_eq!(message.get("actor.send"), Some("ask"), "{message:?}");
+    assert_eq!(
+        message.get("actor.message"),
+        Some("lab_app::actors::FibOf"),
+        "{message:?}"
+    );
+    assert_eq!(message.trace_id, request.trace_id, "{spans:?}");
+    assert_eq!(message.parent_span_id, request.span_id, "{spans:?}");
+}

@@ -1,0 +1,77 @@
+//! `tally` under `[traces] otlp`, through its binary, its spans received by the
+//! collector of `proscenium::testing::otlp`: a word a route sends into the graph waits
+//! in the `count` stage's queue (a decoupled connector), and its run there is still a
+//! span of the request's trace, the request span's child.
+
+use std::io::{Read as _, Write as _};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use proscenium::testing::otlp::Collector;
+
+#[test]
+fn issue36_a_stage_event_that_waited_in_a_queue_runs_in_a_child_of_the_request_span() {
+    let collector = Collector::start();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("proscenium.toml");
+    std::fs::write(
+        &config,
+        format!("[traces]\notlp = \"{}\"\n", collector.url()),
+    )
+    .unwrap();
+    let out = dir.path().join("words.txt");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_tally"))
+        .args(["serve", "--bind", "127.0.0.1:0", "--loops", "1", "--config"])
+        .arg(&config)
+        .arg("--out")
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let (_, addr) = proscenium::launch::read_start_line(&mut child).unwrap();
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        stream,
+        "POST /words/hi HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 202"), "{answer}");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_to_string(&out).is_ok_and(|words| words.starts_with("hi ")) {
+        assert!(
+            Instant::now() < deadline,
+            "the word not counted within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "the app did not exit within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let spans = collector.spans();
+    let request = spans
+        .iter()
+        .find(|s| s.get("http.route") == Some("/words/:word"))
+        .unwrap_or_else(|| panic!("no request span: {spans:?}"));
+    let count = spans
+        .iter()
+        .find(|s| s.get("stage") == Some("count"))
+        .unwrap_or_else(|| panic!("no span of the count stage: {spans:?}"));
+    assert_eq!(count.trace_id, request.trace_id, "{spans:?}");
+    assert_eq!(count.parent_span_id, request.span_id, "{spans:?}");
+}
