@@ -255,6 +255,36 @@ fn issue36_metrics_time_each_loops_turns() {
     assert_eq!(wait_exit(&mut child), 0);
 }
 
+/// Each loop's queue — connections handed to it and not yet taken — is a gauge of
+/// `proscenium_loop_queued`, one series per loop.
+#[test]
+fn issue36_metrics_give_each_loops_queue_length() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f.txt"), "same file").unwrap();
+    let admin = format!("127.0.0.1:{}", free_port());
+    let (mut child, addr, _) = start(dir.path(), &["--loops", "2", "--admin-bind", &admin]);
+    for _ in 0..4 {
+        assert!(get(&addr, "/f.txt").ends_with("same file"));
+    }
+    let text = get(&admin, "/metrics");
+    assert!(
+        text.contains("# TYPE proscenium_loop_queued gauge\n"),
+        "{text}"
+    );
+    for thread in ["proscenium-loop-0", "proscenium-loop-1"] {
+        let series = format!("\nproscenium_loop_queued{{thread=\"{thread}\"}} ");
+        assert!(text.contains(&series), "{thread}: {text}");
+    }
+    let series = text
+        .lines()
+        .filter(|l| l.starts_with("proscenium_loop_queued{"));
+    assert_eq!(series.count(), 2, "{text}");
+    // Every connection was served: each was taken off its loop's queue.
+    assert_eq!(scraped(&admin, "proscenium_loop_queued"), 0, "{text}");
+    signal(&child, "TERM");
+    assert_eq!(wait_exit(&mut child), 0);
+}
+
 fn signal_pid(pid: u32, name: &str) {
     let status = Command::new("kill")
         .args([&format!("-{name}"), &pid.to_string()])
