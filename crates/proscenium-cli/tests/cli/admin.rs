@@ -108,6 +108,53 @@ fn issue36_readyz_is_503_while_the_configured_redis_is_unreachable() {
     assert_eq!(wait_exit(&mut child), 0);
 }
 
+/// Redis round trips are counted by whose and how they ended: the hub's, one per post
+/// a Lua route publishes to `[feeds] redis`, and the readiness ping's; with Redis
+/// killed, the pings' errors rise.
+#[test]
+fn issue36_metrics_count_redis_round_trips_and_errors_by_user() {
+    let redis = Redis::start();
+    let dir = tempfile::tempdir().unwrap();
+    let app = dir.path().join("app.lua");
+    std::fs::write(
+        &app,
+        "app:get('/post', function(req) proscenium.publish('/t', 'hi') return 'ok' end)\n",
+    )
+    .unwrap();
+    let conf = tempfile::tempdir().unwrap();
+    let file = conf.path().join("proscenium.toml");
+    std::fs::write(&file, format!("[feeds]\nredis = \"{}\"\n", redis.url())).unwrap();
+    let admin = format!("127.0.0.1:{}", free_port());
+    let args = [
+        "--app",
+        app.to_str().unwrap(),
+        "--config",
+        file.to_str().unwrap(),
+        "--admin-bind",
+        &admin,
+    ];
+    let (mut child, addr, _) = start(dir.path(), &args);
+    let count = |user: &str, outcome: &str| {
+        let series =
+            format!("proscenium_redis_commands_total{{user=\"{user}\",outcome=\"{outcome}\"}}");
+        scraped(&admin, &series)
+    };
+    within(60, "the hub's publishes counted", || {
+        assert!(get(&addr, "/post").starts_with("HTTP/1.1 200 "));
+        count("hub", "ok") >= 3
+    });
+    within(60, "the pings counted", || count("ready", "ok") >= 1);
+    let timed = "proscenium_redis_round_trip_seconds_count{user=\"hub\"}";
+    assert!(scraped(&admin, timed) >= 3);
+    let errors = count("ready", "error");
+    drop(redis);
+    within(60, "the pings' errors counted", || {
+        count("ready", "error") > errors
+    });
+    signal(&child, "TERM");
+    assert_eq!(wait_exit(&mut child), 0);
+}
+
 /// Lua and CGI runs are counted in `/metrics` by how they ended: a Lua route that
 /// returns, one that raises, one stopped past its instruction budget; a CGI script
 /// that answers and one whose output is not a CGI response.
@@ -204,6 +251,36 @@ fn issue36_metrics_time_each_loops_turns() {
         "{text}"
     );
     assert!(scraped(&admin, "proscenium_loop_turn_seconds_count") >= 10);
+    signal(&child, "TERM");
+    assert_eq!(wait_exit(&mut child), 0);
+}
+
+/// Each loop's queue — connections handed to it and not yet taken — is a gauge of
+/// `proscenium_loop_queued`, one series per loop.
+#[test]
+fn issue36_metrics_give_each_loops_queue_length() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f.txt"), "same file").unwrap();
+    let admin = format!("127.0.0.1:{}", free_port());
+    let (mut child, addr, _) = start(dir.path(), &["--loops", "2", "--admin-bind", &admin]);
+    for _ in 0..4 {
+        assert!(get(&addr, "/f.txt").ends_with("same file"));
+    }
+    let text = get(&admin, "/metrics");
+    assert!(
+        text.contains("# TYPE proscenium_loop_queued gauge\n"),
+        "{text}"
+    );
+    for thread in ["proscenium-loop-0", "proscenium-loop-1"] {
+        let series = format!("\nproscenium_loop_queued{{thread=\"{thread}\"}} ");
+        assert!(text.contains(&series), "{thread}: {text}");
+    }
+    let series = text
+        .lines()
+        .filter(|l| l.starts_with("proscenium_loop_queued{"));
+    assert_eq!(series.count(), 2, "{text}");
+    // Every connection was served: each was taken off its loop's queue.
+    assert_eq!(scraped(&admin, "proscenium_loop_queued"), 0, "{text}");
     signal(&child, "TERM");
     assert_eq!(wait_exit(&mut child), 0);
 }

@@ -258,6 +258,7 @@ impl Collector for Metrics {
         self.pools(&mut encoder)?;
         super::loops::encode(&self.meters, &mut encoder)?;
         super::tally::encode(&mut encoder)?;
+        super::round_trips::encode(&mut encoder)?;
         stages::encode(&mut encoder)?;
         actors::encode(&mut encoder)?;
         hub::encode(&mut encoder)

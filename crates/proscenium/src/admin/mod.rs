@@ -6,12 +6,13 @@
 //!
 //! What `/metrics` reads is in [`metrics`]; the request counters it sums are written
 //! on the request path by `http::meter`; under prefork the supervisor adds up its
-//! workers' ([`workers`], [`sum`]). The dashboard is [`dashboard`].
+//! workers' ([`workers`], [`sum`]). Redis round trips are counted by [`round_trips`]. The dashboard is [`dashboard`].
 
 mod dashboard;
 mod loops;
 mod metrics;
 mod ready;
+mod round_trips;
 mod sum;
 mod tally;
 mod workers;
@@ -26,6 +27,7 @@ use crate::{App, inline};
 
 pub(crate) use self::metrics::Metrics;
 pub(crate) use self::ready::{RedisReach, watch_redis};
+pub(crate) use self::round_trips::{Counted, User};
 pub(crate) use self::tally::Tally;
 pub(crate) use self::workers::{Workers, answer as answer_supervisor};
 

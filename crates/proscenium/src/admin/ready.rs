@@ -5,7 +5,9 @@
 //! connection of its own made for the ping (so a Redis that came back is seen at the
 //! next ping, whatever the app's connections are doing), and gives up on an answer
 //! after [`PING_WITHIN`]. The process is ready once every one answered its last ping;
-//! until the first pings come back it is not.
+//! until the first pings come back it is not. Between pings, a round trip of the
+//! process's own that found Redis unreachable makes it not ready until a later one
+//! (or the next ping) succeeds (`round_trips`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,6 +16,7 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
+use super::round_trips::{self, User};
 use crate::Config;
 use crate::stream::RedisTarget;
 
@@ -29,9 +32,10 @@ pub(crate) struct RedisReach {
 }
 
 impl RedisReach {
-    /// Returns whether every Redis answered its last ping.
+    /// Returns whether every Redis answered its last ping, and no round trip since
+    /// found one unreachable.
     pub(crate) fn is_reachable(&self) -> bool {
-        self.reachable.load(Ordering::Relaxed)
+        self.reachable.load(Ordering::Relaxed) && !round_trips::has_failed()
     }
 }
 
@@ -39,7 +43,8 @@ impl RedisReach {
 fn needed(config: &Config) -> Vec<RedisTarget> {
     let feeds = config.feeds.redis.as_deref();
     let feeds = feeds.map(|url| RedisTarget::new(url, config.feeds.ca.clone()));
-    config.redis.target().into_iter().chain(feeds).collect()
+    let targets = config.redis.target().into_iter().chain(feeds);
+    targets.map(|t| t.for_user(User::Ready)).collect()
 }
 
 /// Starts pinging the Redis servers `config` names until `stop` says so; returns
@@ -76,7 +81,8 @@ pub(crate) fn watch_redis(
     Ok(Some((reach, thread)))
 }
 
-/// Returns whether `target` answers a PING within [`PING_WITHIN`].
+/// Returns whether `target` answers a PING within [`PING_WITHIN`]: one round trip,
+/// connecting included, counted as the readiness ping's.
 async fn answers(target: &RedisTarget) -> bool {
     let Ok(client) = target.client() else {
         return false;
@@ -87,5 +93,11 @@ async fn answers(target: &RedisTarget) -> bool {
             .query_async::<String>(&mut connection)
             .await
     };
-    matches!(tokio::time::timeout(PING_WITHIN, ping).await, Ok(Ok(_)))
+    let within = async {
+        let late = || std::io::Error::from(std::io::ErrorKind::TimedOut).into();
+        tokio::time::timeout(PING_WITHIN, ping)
+            .await
+            .unwrap_or_else(|_| Err(late()))
+    };
+    round_trips::timed(target.user(), within).await.is_ok()
 }

@@ -22,6 +22,7 @@ use tokio::sync::mpsc;
 
 use super::post::Post;
 use super::{Inner, post_id};
+use crate::admin::{Counted, User};
 use crate::stream::RedisTarget;
 
 /// The channels' common prefix; a channel is this and the topic.
@@ -193,20 +194,26 @@ fn word(bytes: &[u8], at: usize) -> Option<u64> {
     Some(u64::from_be_bytes(word.try_into().ok()?))
 }
 
+/// The publishing connection, its round trips counted as the hub's.
+type Publisher = Counted<MultiplexedConnection>;
+
 /// Subscribes to every feed channel, and opens the publishing connection.
 async fn connect(
     client: &redis::Client,
-) -> redis::RedisResult<(redis::aio::PubSubStream, MultiplexedConnection)> {
+) -> redis::RedisResult<(redis::aio::PubSubStream, Publisher)> {
     let mut subscriber = client.get_async_pubsub().await?;
     subscriber.psubscribe(format!("{PREFIX}*")).await?;
     let publisher = client.get_multiplexed_async_connection().await?;
-    Ok((subscriber.into_on_message(), publisher))
+    Ok((
+        subscriber.into_on_message(),
+        Counted::new(publisher, User::Hub),
+    ))
 }
 
 /// Publishes `posts` in one round trip: each on its topic's channel, after this
 /// replica's mark and the post's number.
 async fn publish(
-    connection: &mut MultiplexedConnection,
+    connection: &mut Publisher,
     node: u64,
     posts: &[Outgoing],
 ) -> redis::RedisResult<()> {

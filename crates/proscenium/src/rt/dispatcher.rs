@@ -82,8 +82,10 @@ async fn accept(
                 Ok((stream, peer, reserved)) => {
                     let target = &targets[chooser.pick(&targets)];
                     target.stats.conns.fetch_add(1, Ordering::Relaxed);
+                    target.stats.handed.fetch_add(1, Ordering::Relaxed);
                     if target.conns.send((stream, peer, reserved.accept())).is_err() {
                         target.stats.conns.fetch_sub(1, Ordering::Relaxed);
+                        target.stats.handed.fetch_sub(1, Ordering::Relaxed);
                     }
                 }
                 Err(e) => pause_after_accept_error(&e).await,

@@ -110,7 +110,7 @@ async fn run<P: Protocol>(
         // With `reuseport` no dispatcher hands connections over and `handoffs` is
         // closed: the pattern then disables that branch and the loop waits for shutdown.
         tokio::select! {
-            Some((stream, peer, pass)) = handoffs.recv() => start(stream, peer, pass, &shared, &stats, tls),
+            Some(handoff) = handoffs.recv() => take(handoff, &shared, &stats, tls),
             _ = shutdown.changed() => break,
         }
     }
@@ -119,8 +119,8 @@ async fn run<P: Protocol>(
     // (their request gets an answer announcing the close), not dropped unanswered —
     // until the dispatcher, which may accept one more as it stops, drops its senders.
     let late = async {
-        while let Some((stream, peer, pass)) = handoffs.recv().await {
-            start(stream, peer, pass, &shared, &stats, tls);
+        while let Some(handoff) = handoffs.recv().await {
+            take(handoff, &shared, &stats, tls);
         }
     };
     if tokio::time::timeout(DISPATCHER_STOP, late).await.is_err() {
@@ -159,6 +159,18 @@ async fn accept<L: LocalProtocol, P>(
             _ = shutdown.changed() => return,
         }
     }
+}
+
+/// Starts serving a connection the dispatcher handed over, taking it off the count of
+/// those waiting (`stats.handed`).
+fn take<L: LocalProtocol>(
+    (stream, peer, pass): Handoff,
+    shared: &Rc<L>,
+    stats: &Arc<LoopStats>,
+    tls: Option<&Arc<rustls::ServerConfig>>,
+) {
+    stats.handed.fetch_sub(1, Ordering::Relaxed);
+    start(stream, peer, pass, shared, stats, tls);
 }
 
 /// Starts serving a connection already counted in `stats.conns`.

@@ -34,6 +34,8 @@ pub(crate) struct LoopStats {
     route: AtomicU32,
     /// How long its turns took (`turns.rs`).
     pub(crate) turns: super::turns::Turns,
+    /// Connections the dispatcher handed over that the loop has not taken yet.
+    pub(crate) handed: AtomicUsize,
 }
 
 /// `inflight` and `requests` are written by their loop alone (the acceptor writes

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::StageError;
 use crate::Config;
+use crate::admin::User;
 use crate::stream::RedisTarget;
 
 /// This process's part of a graph mapped onto processes.
@@ -77,6 +78,11 @@ impl Mapping {
     /// The stream of entry `name` into stage `to` (three colons: no connector's).
     pub(crate) fn entry_stream(&self, name: &str, to: &str) -> String {
         format!("{}:entry:{name}:{to}", self.graph)
+    }
+
+    /// Returns the Redis its connectors use, their round trips counted as stages'.
+    pub(crate) fn target(&self) -> RedisTarget {
+        self.redis.clone().for_user(User::Stage)
     }
 
     /// This process's consumer name: its name and pid, so a restarted process is a

@@ -94,9 +94,8 @@ impl Crossings<'_> {
         // The writer ends once the graph's routes are gone and it has written what
         // waited: nothing joins it.
         let name = format!("stage-out-{stream}");
-        let (outbound, _writer) =
-            Outbound::spawn(mapping.redis.clone(), stream, codec.encode, bounds)
-                .map_err(|e| StageError::start(&name, &e))?;
+        let (outbound, _writer) = Outbound::spawn(mapping.target(), stream, codec.encode, bounds)
+            .map_err(|e| StageError::start(&name, &e))?;
         self.written.push(outbound.progress());
         Ok(Arc::new(outbound))
     }
@@ -247,7 +246,7 @@ impl RunningGraph {
             });
             for (stream, node, codec) in from_edges.chain(entries) {
                 let spec = InboundSpec {
-                    redis: mapping.redis.clone(),
+                    redis: mapping.target(),
                     stream,
                     group: graph.stages[node].name.clone(),
                     consumer: mapping.consumer(),

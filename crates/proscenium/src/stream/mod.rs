@@ -41,6 +41,7 @@ use redis::streams::{
 
 pub use self::target::RedisTarget;
 pub use self::wire::WireError;
+use crate::admin::Counted;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -89,7 +90,7 @@ pub struct Delivery<T> {
 
 /// Appends events to one stream.
 pub struct StreamSender {
-    redis: ConnectionManager,
+    redis: Connection,
     stream: String,
 }
 
@@ -175,7 +176,7 @@ impl StreamSender {
 /// Reads one stream as a consumer of a consumer group: each event goes to one consumer
 /// of the group, and stays pending until acknowledged.
 pub struct StreamReceiver {
-    redis: ConnectionManager,
+    redis: Connection,
     stream: String,
     group: String,
     consumer: String,
@@ -545,18 +546,23 @@ impl std::fmt::Display for EntryId {
     }
 }
 
+/// A connection that reconnects with backoff, each round trip counted as its target's
+/// user's in `/metrics`.
+pub(crate) type Connection = Counted<ConnectionManager>;
+
 /// A connection to `redis` that reconnects with backoff, its replies allowed `reply_within`
 /// ([`REPLY_WITHIN`] for a command that does not block). A Redis that is not there is
 /// an error after [`CONNECT_TRIES`] tries, not the client's default of seven (about 6 s).
 pub(crate) async fn manager(
     redis: &RedisTarget,
     reply_within: Duration,
-) -> Result<ConnectionManager, StreamError> {
+) -> Result<Connection, StreamError> {
     let client = redis.client()?;
     let config = ConnectionManagerConfig::new()
         .set_number_of_retries(CONNECT_TRIES - 1)
         .set_response_timeout(Some(reply_within));
-    Ok(client.get_connection_manager_with_config(config).await?)
+    let manager = client.get_connection_manager_with_config(config).await?;
+    Ok(Counted::new(manager, redis.user()))
 }
 
 /// Reads an entry's event.

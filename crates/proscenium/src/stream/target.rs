@@ -2,6 +2,7 @@
 //! `rediss://` one whose certificate a private CA signed, that CA — what streams, the
 //! hub and remote actors connect with.
 
+use crate::admin::User;
 use crate::client::CaFile;
 
 /// A Redis to connect to: its URL, and the CA its `rediss://` certificate chains to
@@ -19,6 +20,8 @@ use crate::client::CaFile;
 pub struct RedisTarget {
     url: String,
     ca: Option<CaFile>,
+    /// Whose round trips its connections make, for `/metrics`.
+    user: User,
 }
 
 impl RedisTarget {
@@ -27,7 +30,18 @@ impl RedisTarget {
         Self {
             url: url.into(),
             ca,
+            user: User::default(),
         }
+    }
+
+    /// Returns it with its connections' round trips counted as `user`'s.
+    pub(crate) fn for_user(self, user: User) -> Self {
+        Self { user, ..self }
+    }
+
+    /// Returns whose round trips its connections make.
+    pub(crate) fn user(&self) -> User {
+        self.user
     }
 
     /// Returns its URL.

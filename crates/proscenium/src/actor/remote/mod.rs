@@ -87,16 +87,16 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use redis::aio::ConnectionManager;
 use tokio::sync::oneshot;
 
 use self::inbox::Export;
 pub use self::outbox::RemoteAddr;
 use self::outbox::{Outbox, Remote};
 use super::{Actor, Addr, DeadLetters, Handler, Message, Recipient, System, Terminated};
+use crate::admin::User;
 use crate::config::RedisSpec;
-use crate::stream::Event;
 use crate::stream::RedisTarget;
+use crate::stream::{Connection, Event};
 
 /// A message that may cross processes: it and its reply serialize. Every such type
 /// is one; no impl is written by hand.
@@ -172,7 +172,7 @@ pub(super) struct Inner {
     heartbeat: Duration,
     max_deliveries: u64,
     /// The node's shared connection: renewals, lookups, acknowledgements, replies.
-    redis: ConnectionManager,
+    redis: Connection,
     /// The runtime of the node's thread, where its tasks run.
     runtime: tokio::runtime::Handle,
     dead_letters: Arc<DeadLetters>,
@@ -212,6 +212,7 @@ impl Node {
     /// No Redis configured, Redis not reachable, or the node's thread not started.
     pub async fn join(system: &System, redis: &RedisSpec) -> Result<Self, RemoteError> {
         let target = redis.target().ok_or(RemoteError::NoRedis)?;
+        let target = target.for_user(User::Actor);
         let id = node_id();
         let (handle_tx, handle_rx) = oneshot::channel();
         let (end, ended) = oneshot::channel::<End>();

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use redis::aio::ConnectionManager;
+use crate::stream::Connection;
 
 /// Sets `KEYS[1]` to `ARGV[1]` for `ARGV[2]` ms if it is unset or already that.
 const TAKE: &str = "local v = redis.call('GET', KEYS[1]) \
@@ -21,7 +21,7 @@ const LET_GO: &str = "if redis.call('GET', KEYS[1]) == ARGV[1] then \
 
 /// Takes (or renews) `key` for `node` for `ttl`; returns whether the node holds it.
 pub(super) async fn take(
-    redis: &mut ConnectionManager,
+    redis: &mut Connection,
     key: &str,
     node: &str,
     ttl: Duration,
@@ -39,7 +39,7 @@ pub(super) async fn take(
 
 /// Lets go of `key` if `node` holds it.
 pub(super) async fn let_go(
-    redis: &mut ConnectionManager,
+    redis: &mut Connection,
     key: &str,
     node: &str,
 ) -> redis::RedisResult<()> {
@@ -55,7 +55,7 @@ pub(super) async fn let_go(
 
 /// The node holding each of `keys` now, if any.
 pub(super) async fn holders(
-    redis: &mut ConnectionManager,
+    redis: &mut Connection,
     keys: &[String],
 ) -> redis::RedisResult<Vec<Option<String>>> {
     if keys.is_empty() {
