@@ -23,6 +23,39 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
+/// Sends `request` (raw bytes, its last header line asking `Connection: close`) on
+/// a connection of its own and returns all the server answers before it closes;
+/// panics if none comes within 30 s.
+pub fn exchange(addr: impl std::net::ToSocketAddrs, request: &str) -> String {
+    let mut stream = TcpStream::connect(addr).expect("the server listens");
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("a read timeout");
+    stream
+        .write_all(request.as_bytes())
+        .expect("the request is sent");
+    let mut answer = String::new();
+    stream
+        .read_to_string(&mut answer)
+        .expect("the server answers");
+    answer
+}
+
+/// Sends `child` SIGTERM and waits for it to exit, at most 60 s (a busy machine's
+/// margin); returns its exit code.
+pub fn terminate(child: &mut Child) -> Option<i32> {
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).expect("a pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).expect("SIGTERM is sent");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(status) = child.try_wait().expect("the child is ours") {
+            return status.code();
+        }
+        assert!(Instant::now() < deadline, "did not exit within 60 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// A loopback port nothing listens on now, and that no socket bound to port 0 will be
 /// given meanwhile: it is picked below the kernel's ephemeral range, so a server (or
 /// Pebble) told it binds it later without another test's listener or client taking

@@ -2,10 +2,7 @@
 //! collector of `proscenium::testing::otlp`: an actor's handling of the message a
 //! route asks it is a span of the request's trace, the request span's child.
 
-use std::io::{Read as _, Write as _};
-use std::net::TcpStream;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 use proscenium::testing::otlp::{Collector, ExportedSpan};
 
@@ -29,30 +26,11 @@ fn traced(path: &str) -> (String, Vec<ExportedSpan>) {
         .spawn()
         .unwrap();
     let (_, addr) = proscenium::launch::read_start_line(&mut child).unwrap();
-    let mut stream = TcpStream::connect(addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while child.try_wait().unwrap().is_none() {
-        assert!(
-            Instant::now() < deadline,
-            "the app did not exit within 60 s"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let answer = proscenium::testing::exchange(
+        addr,
+        &format!("GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"),
+    );
+    proscenium::testing::terminate(&mut child);
     (answer, collector.spans())
 }
 

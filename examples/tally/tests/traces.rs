@@ -3,8 +3,6 @@
 //! in the `count` stage's queue (a decoupled connector), and its run there is still a
 //! span of the request's trace, the request span's child.
 
-use std::io::{Read as _, Write as _};
-use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -31,17 +29,10 @@ fn issue36_a_stage_event_that_waited_in_a_queue_runs_in_a_child_of_the_request_s
         .spawn()
         .unwrap();
     let (_, addr) = proscenium::launch::read_start_line(&mut child).unwrap();
-    let mut stream = TcpStream::connect(addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    write!(
-        stream,
-        "POST /words/hi HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
+    let answer = proscenium::testing::exchange(
+        addr,
+        "POST /words/hi HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+    );
     assert!(answer.starts_with("HTTP/1.1 202"), "{answer}");
     let deadline = Instant::now() + Duration::from_secs(60);
     while !std::fs::read_to_string(&out).is_ok_and(|words| words.starts_with("hi ")) {
@@ -51,18 +42,7 @@ fn issue36_a_stage_event_that_waited_in_a_queue_runs_in_a_child_of_the_request_s
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    while child.try_wait().unwrap().is_none() {
-        assert!(
-            Instant::now() < deadline,
-            "the app did not exit within 60 s"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    proscenium::testing::terminate(&mut child);
     let spans = collector.spans();
     let request = spans
         .iter()

@@ -51,18 +51,10 @@ fn serve(dir: &std::path::Path) -> (Child, String) {
 
 /// Asks for `path` on a connection of its own; panics if no answer comes in 30 s.
 fn get(addr: &str, path: &str) -> String {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+    proscenium::testing::exchange(
+        addr,
+        &format!("GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"),
     )
-    .unwrap();
-    let mut out = String::new();
-    stream.read_to_string(&mut out).unwrap();
-    out
 }
 
 fn signal(child: &Child, name: &str) {

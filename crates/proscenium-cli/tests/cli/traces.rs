@@ -4,10 +4,6 @@
 //! name, the child of a caller's `traceparent`, and one a stage event, sent by the
 //! time the process has exited.
 
-use std::io::{Read as _, Write as _};
-use std::net::TcpStream;
-use std::time::Duration;
-
 use proscenium::testing::otlp::{Collector, ExportedSpan};
 
 use super::{signal, start, wait_exit};
@@ -15,17 +11,10 @@ use super::{signal, start, wait_exit};
 /// Sends `GET path` with the header lines `fields` (each ending in CRLF) on a
 /// connection of its own; returns the status line and the answer's `x-request-id`.
 fn ask(addr: &str, (path, fields): (&str, &str)) -> (String, String) {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: t\r\n{fields}Connection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
+    let answer = proscenium::testing::exchange(
+        addr,
+        &format!("GET {path} HTTP/1.1\r\nHost: t\r\n{fields}Connection: close\r\n\r\n"),
+    );
     let status = answer.lines().next().unwrap().to_owned();
     let id = answer
         .lines()

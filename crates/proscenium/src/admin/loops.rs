@@ -4,7 +4,7 @@
 
 use std::sync::atomic::Ordering;
 
-use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::gauge::ConstGauge;
 
@@ -46,21 +46,19 @@ fn turns(meters: &Meters, encoder: &mut DescriptorEncoder<'_>) -> std::fmt::Resu
         None,
         MetricType::Histogram,
     )?;
-    let bounds = TURN_BOUNDS_NS
-        .iter()
-        .map(|&ns| ns as f64 / 1e9)
-        .chain([f64::INFINITY]);
     for table in &tables {
         let Some(stats) = &table.stats else { continue };
         let (buckets, sum_ns) = stats.turns.read();
-        let count = buckets.iter().sum();
-        if count == 0 {
+        if buckets.iter().all(|&n| n == 0) {
             continue;
         }
-        let pairs: Vec<(f64, u64)> = bounds.clone().zip(buckets).collect();
-        family
-            .encode_family(&[("thread", table.thread.as_str())])?
-            .encode_histogram::<NoLabelSet>(sum_ns as f64 / 1e9, count, &pairs, None)?;
+        let labels = [("thread", table.thread.as_str())];
+        super::seconds_histogram(
+            family.encode_family(&labels)?,
+            &TURN_BOUNDS_NS,
+            &buckets,
+            sum_ns,
+        )?;
     }
     Ok(())
 }

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
@@ -143,16 +143,9 @@ impl Metrics {
             None,
             MetricType::Histogram,
         )?;
-        let bounds = BOUNDS_NS
-            .iter()
-            .map(|&ns| ns as f64 / 1e9)
-            .chain([f64::INFINITY]);
         for (route, (buckets, sum_ns)) in by_route {
-            let pairs: Vec<(f64, u64)> = bounds.clone().zip(buckets.iter().copied()).collect();
-            let count = buckets.iter().sum();
-            family
-                .encode_family(&[("route", route)])?
-                .encode_histogram::<NoLabelSet>(sum_ns as f64 / 1e9, count, &pairs, None)?;
+            let labels = [("route", route)];
+            super::seconds_histogram(family.encode_family(&labels)?, &BOUNDS_NS, &buckets, sum_ns)?;
         }
         Ok(())
     }

@@ -25,6 +25,29 @@ use tokio::sync::watch;
 
 use crate::{App, inline};
 
+/// Writes one series of a latency histogram: `counts` in the buckets bounded by
+/// `bounds_ns` (and one past the last, +Inf), `sum_ns` their sum — in seconds, as
+/// Prometheus has it.
+fn seconds_histogram(
+    mut series: prometheus_client::encoding::MetricEncoder<'_>,
+    bounds_ns: &[u64],
+    counts: &[u64],
+    sum_ns: u64,
+) -> std::fmt::Result {
+    let bounds = bounds_ns.iter().map(|&ns| ns as f64 / 1e9);
+    let pairs: Vec<(f64, u64)> = bounds
+        .chain([f64::INFINITY])
+        .zip(counts.iter().copied())
+        .collect();
+    let count = counts.iter().sum();
+    series.encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+        sum_ns as f64 / 1e9,
+        count,
+        &pairs,
+        None,
+    )
+}
+
 pub(crate) use self::metrics::Metrics;
 pub(crate) use self::ready::{RedisReach, watch_redis};
 pub(crate) use self::round_trips::{Counted, User};

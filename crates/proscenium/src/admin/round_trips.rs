@@ -15,7 +15,7 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
-use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
 use redis::aio::ConnectionLike;
@@ -206,18 +206,15 @@ pub(crate) fn encode(encoder: &mut DescriptorEncoder<'_>) -> std::fmt::Result {
         None,
         MetricType::Histogram,
     )?;
-    let bounds = BOUNDS_NS
-        .iter()
-        .map(|&ns| ns as f64 / 1e9)
-        .chain([f64::INFINITY]);
     for (user, trips) in used() {
-        let buckets = trips.buckets.iter().map(|b| b.load(Ordering::Relaxed));
-        let pairs: Vec<(f64, u64)> = bounds.clone().zip(buckets).collect();
-        let count = pairs.iter().map(|(_, n)| n).sum();
-        let sum = trips.sum_ns.load(Ordering::Relaxed) as f64 / 1e9;
-        times
-            .encode_family(&[("user", user.name())])?
-            .encode_histogram::<NoLabelSet>(sum, count, &pairs, None)?;
+        let buckets: Vec<u64> = trips
+            .buckets
+            .iter()
+            .map(|b| b.load(Ordering::Relaxed))
+            .collect();
+        let sum_ns = trips.sum_ns.load(Ordering::Relaxed);
+        let labels = [("user", user.name())];
+        super::seconds_histogram(times.encode_family(&labels)?, &BOUNDS_NS, &buckets, sum_ns)?;
     }
     Ok(())
 }

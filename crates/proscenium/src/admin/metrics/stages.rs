@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric, NoLabelSet};
+use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
 use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
@@ -193,23 +193,17 @@ fn latency(
             |s| &s.service,
         ),
     ];
-    let bounds = BOUNDS_NS
-        .iter()
-        .map(|&ns| ns as f64 / 1e9)
-        .chain([f64::INFINITY]);
     for (name, help, read) in families {
         let mut family = encoder.encode_descriptor(name, help, None, MetricType::Histogram)?;
         for (stage, series) in stages {
             let Spread(counts, sum_ns) = read(series);
-            let pairs: Vec<(f64, u64)> = bounds.clone().zip(counts.iter().copied()).collect();
-            family
-                .encode_family(&[("stage", stage.as_str())])?
-                .encode_histogram::<NoLabelSet>(
-                    *sum_ns as f64 / 1e9,
-                    counts.iter().sum(),
-                    &pairs,
-                    None,
-                )?;
+            let labels = [("stage", stage.as_str())];
+            crate::admin::seconds_histogram(
+                family.encode_family(&labels)?,
+                &BOUNDS_NS,
+                counts,
+                *sum_ns,
+            )?;
         }
     }
     Ok(())
