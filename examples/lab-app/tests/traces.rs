@@ -12,12 +12,7 @@ use proscenium::testing::otlp::{Collector, ExportedSpan};
 fn traced(path: &str) -> (String, Vec<ExportedSpan>) {
     let collector = Collector::start();
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("proscenium.toml");
-    std::fs::write(
-        &config,
-        format!("[traces]\notlp = \"{}\"\n", collector.url()),
-    )
-    .unwrap();
+    let config = collector.config_in(dir.path());
     let mut child = Command::new(env!("CARGO_BIN_EXE_lab-app"))
         .args(["serve", "--bind", "127.0.0.1:0", "--loops", "1", "--config"])
         .arg(&config)

@@ -12,12 +12,7 @@ use proscenium::testing::otlp::Collector;
 fn issue36_a_stage_event_that_waited_in_a_queue_runs_in_a_child_of_the_request_span() {
     let collector = Collector::start();
     let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("proscenium.toml");
-    std::fs::write(
-        &config,
-        format!("[traces]\notlp = \"{}\"\n", collector.url()),
-    )
-    .unwrap();
+    let config = collector.config_in(dir.path());
     let out = dir.path().join("words.txt");
     let mut child = Command::new(env!("CARGO_BIN_EXE_tally"))
         .args(["serve", "--bind", "127.0.0.1:0", "--loops", "1", "--config"])

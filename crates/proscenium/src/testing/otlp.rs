@@ -71,6 +71,19 @@ impl Collector {
         &self.url
     }
 
+    /// Writes `dir/proscenium.toml` exporting to this collector and returns its
+    /// path, for an app's `--config`.
+    ///
+    /// # Panics
+    ///
+    /// If the file cannot be written.
+    pub fn config_in(&self, dir: &std::path::Path) -> std::path::PathBuf {
+        let config = dir.join("proscenium.toml");
+        std::fs::write(&config, format!("[traces]\notlp = \"{}\"\n", self.url))
+            .expect("the configuration is written");
+        config
+    }
+
     /// Returns the spans received so far.
     ///
     /// # Panics
