@@ -23,6 +23,26 @@ use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::{Duration, Instant};
 
+/// Starts the app binary `bin` with `serve --bind 127.0.0.1:0` and `args`, and
+/// returns it with the address its start line names (read as it comes, however long
+/// a busy machine takes to start it).
+pub fn serve<I, S>(bin: &str, args: I) -> (Child, std::net::SocketAddr)
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let mut child = Command::new(bin)
+        .args(["serve", "--bind", "127.0.0.1:0"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the app starts");
+    let (_, addr) =
+        crate::launch::read_start_line(&mut child).expect("the app prints its start line");
+    (child, addr)
+}
+
 /// Sends `request` (raw bytes, its last header line asking `Connection: close`) on
 /// a connection of its own and returns all the server answers before it closes;
 /// panics if none comes within 30 s.

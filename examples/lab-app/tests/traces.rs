@@ -2,8 +2,6 @@
 //! collector of `proscenium::testing::otlp`: an actor's handling of the message a
 //! route asks it is a span of the request's trace, the request span's child.
 
-use std::process::{Command, Stdio};
-
 use proscenium::testing::otlp::{Collector, ExportedSpan};
 
 /// Serves the lab app exporting to a collector, asks for `path` and stops the app
@@ -13,14 +11,13 @@ fn traced(path: &str) -> (String, Vec<ExportedSpan>) {
     let collector = Collector::start();
     let dir = tempfile::tempdir().unwrap();
     let config = collector.config_in(dir.path());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lab-app"))
-        .args(["serve", "--bind", "127.0.0.1:0", "--loops", "1", "--config"])
-        .arg(&config)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let (_, addr) = proscenium::launch::read_start_line(&mut child).unwrap();
+    let args = [
+        "--loops".as_ref(),
+        "1".as_ref(),
+        "--config".as_ref(),
+        config.as_os_str(),
+    ];
+    let (mut child, addr) = proscenium::testing::serve(env!("CARGO_BIN_EXE_lab-app"), args);
     let answer = proscenium::testing::exchange(
         addr,
         &format!("GET {path} HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"),

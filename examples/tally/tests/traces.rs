@@ -3,7 +3,6 @@
 //! in the `count` stage's queue (a decoupled connector), and its run there is still a
 //! span of the request's trace, the request span's child.
 
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use proscenium::testing::otlp::Collector;
@@ -14,16 +13,15 @@ fn issue36_a_stage_event_that_waited_in_a_queue_runs_in_a_child_of_the_request_s
     let dir = tempfile::tempdir().unwrap();
     let config = collector.config_in(dir.path());
     let out = dir.path().join("words.txt");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tally"))
-        .args(["serve", "--bind", "127.0.0.1:0", "--loops", "1", "--config"])
-        .arg(&config)
-        .arg("--out")
-        .arg(&out)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let (_, addr) = proscenium::launch::read_start_line(&mut child).unwrap();
+    let args = [
+        "--loops".as_ref(),
+        "1".as_ref(),
+        "--config".as_ref(),
+        config.as_os_str(),
+        "--out".as_ref(),
+        out.as_os_str(),
+    ];
+    let (mut child, addr) = proscenium::testing::serve(env!("CARGO_BIN_EXE_tally"), args);
     let answer = proscenium::testing::exchange(
         addr,
         "POST /words/hi HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
