@@ -753,8 +753,14 @@ fn issue33_hostile_configuration_values_stop_the_start_with_one_line() {
                 "{key} = {value}: {part} missing: {stderr}"
             );
         }
+        let ranges = [
+            "expected seconds from",
+            "expected milliseconds from",
+            "expected bytes from",
+            "expected a number from",
+        ];
         assert!(
-            stderr.contains("expected seconds from") || stderr.contains("expected a number from"),
+            ranges.iter().any(|range| stderr.contains(range)),
             "{key} = {value}: no range: {stderr}"
         );
     }
