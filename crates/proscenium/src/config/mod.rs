@@ -3,8 +3,9 @@
 //!
 //! A [`Config`] is plain data. It deserializes from `proscenium.toml` (every field has a
 //! default, so an empty file is valid); [`Settings`] resolves it from every source a
-//! deployment has — defaults, the app's own defaults, the file, `PROSCENIUM_*`
-//! variables and flags, in that order — and remembers where each value came from.
+//! deployment has — defaults, the app's own defaults, the platform's `PORT`, the file,
+//! `PROSCENIUM_*` variables, `--set` and the other flags, in that order — and
+//! remembers where each value came from.
 
 mod admin;
 mod compression;
