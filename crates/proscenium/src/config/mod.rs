@@ -48,6 +48,37 @@ pub use self::value::parse_bind;
 ///     toml::from_str("[dispatchers.images]\nkind = \"pool\"\nthreads = 2").unwrap();
 /// assert_eq!(config.dispatchers["images"], proscenium::actor::DispatcherSpec::pool(2));
 /// ```
+///
+/// Durations and sizes as text, or as bare numbers of the key's unit (seconds, bytes):
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let config: proscenium::Config = toml::from_str(
+///     r#"
+///     [timeouts]
+///     header = "10s"
+///     idle = "1m30s"
+///     stall = "250ms"
+///
+///     [limits]
+///     max_body = "8MiB"
+///     spool_above = "64KiB"
+///
+///     [redis]
+///     claim_idle = "2h"
+///     "#,
+/// )
+/// .unwrap();
+/// assert_eq!(config.timeouts.idle, Duration::from_secs(90));
+/// assert_eq!(config.timeouts.stall, Duration::from_millis(250));
+/// assert_eq!(config.limits.max_body, 8 * 1024 * 1024);
+/// assert_eq!(config.limits.spool_above, 64 * 1024);
+/// assert_eq!(config.redis.claim_idle, Duration::from_secs(7200));
+///
+/// let config: proscenium::Config = toml::from_str("[timeouts]\nidle = 0.5").unwrap();
+/// assert_eq!(config.timeouts.idle, Duration::from_millis(500));
+/// ```
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
@@ -464,6 +495,7 @@ impl std::fmt::Display for Dispatch {
 }
 
 /// Limits on what one request may contain; past each the client gets its status.
+/// Sizes are bytes, or text (`"8MiB"`, `"64KiB"`, `"1GB"`).
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Limits {
@@ -566,8 +598,9 @@ impl Default for Limits {
     }
 }
 
-/// Connection timeouts, in the config as seconds (fractions allowed): each from 1 ms
-/// to a day, `grace` and `shutdown` from 0 (said below what 0 does).
+/// Connection timeouts, in the config as seconds (fractions allowed) or as text
+/// (`"10s"`, `"250ms"`): each from 1 ms to a day, `grace` and `shutdown` from 0 (said
+/// below what 0 does).
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Timeouts {
