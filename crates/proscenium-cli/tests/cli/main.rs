@@ -4,6 +4,7 @@
 //! supervisor (`lifecycle.rs`); each signal under every model (`signals.rs`).
 
 mod admin;
+mod config;
 mod http2;
 mod lifecycle;
 mod signals;
@@ -299,6 +300,7 @@ fn help_names_every_serve_flag() {
         "--cgi",
         "--lua",
         "--app",
+        "--set",
     ] {
         assert!(text.contains(flag), "{flag} missing from help");
     }

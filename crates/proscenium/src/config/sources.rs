@@ -530,19 +530,22 @@ enum Structured {
     No,
 }
 
-/// Reads a variable's or flag's text as a TOML value (`4`, `true`, `0.5`; arrays and
-/// inline tables where `structured`); text kept as a string where the key takes a
-/// string (durations and sizes among them), or where it is no such TOML value.
+/// Reads a variable's or flag's text as a TOML value (`4`, `true`, `0.5`; for a flag,
+/// arrays, inline tables and quoted strings too); text kept as it is where the key
+/// takes a string (durations and sizes among them), or where it is no such TOML value.
 fn scalar(text: &str, schema: &Json, key: &str, structured: Structured) -> Value {
     let takes_string = key
         .split('.')
         .try_fold(schema, |tree, part| tree.get(part))
         .is_some_and(Json::is_string);
-    let parsed = (!takes_string)
-        .then(|| toml::de::ValueDeserializer::parse(text).ok())
-        .flatten()
+    let parsed = toml::de::ValueDeserializer::parse(text)
+        .ok()
         .and_then(|de| Value::deserialize(de).ok())
-        .filter(|v| structured == Structured::Yes || !(v.is_table() || v.is_array()));
+        .filter(|v| match structured {
+            // A flag's quoted string is that string, as in the file.
+            Structured::Yes => v.is_str() || !takes_string,
+            Structured::No => !takes_string && !(v.is_table() || v.is_array()),
+        });
     parsed.unwrap_or_else(|| Value::String(text.to_owned()))
 }
 

@@ -376,6 +376,8 @@ fn issue37_set_flags_take_any_key_as_the_file_writes_it_and_name_a_bad_one() {
                 "{ py = \"python3\" }",
             ),
             flag("--set model", "model", "loops:3"),
+            flag("--set bind", "bind", "\"127.0.0.1:4005\""),
+            flag("--set limits.spool_above", "limits.spool_above", "'1MiB'"),
         ],
         ..Sources::default()
     })
@@ -387,6 +389,8 @@ fn issue37_set_flags_take_any_key_as_the_file_writes_it_and_name_a_bad_one() {
     assert_eq!(c.compression.types, ["text/*"]);
     assert_eq!(c.cgi.interpreters["py"], "python3");
     assert_eq!(c.loops, Some(3));
+    assert_eq!(c.bind.to_string(), "127.0.0.1:4005");
+    assert_eq!(c.limits.spool_above, 1 << 20);
     assert_eq!(
         s.origin("timeouts.idle"),
         &Origin::Flag("--set timeouts.idle".into())

@@ -144,7 +144,7 @@ pub(crate) fn some_bind<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Socket
 pub(crate) const DAY: u64 = 86_400;
 
 /// Durations within a range, as a number of the key's unit (seconds, fractions allowed,
-/// or whole milliseconds) or as text ([`units`]: `"250ms"`, `"1m30s"`); written back as
+/// or whole milliseconds) or as text (`units.rs`: `"250ms"`, `"1m30s"`); written back as
 /// text. `deserialize_with = "value::seconds::within::<_, MIN_MS, MAX_S>"` (from
 /// `MIN_MS` milliseconds to `MAX_S` seconds), `serialize_with =
 /// "value::seconds::serialize"`; [`seconds::whole`] and [`millis::some_within`] for keys
@@ -312,7 +312,7 @@ impl Visitor<'_> for Span {
     }
 }
 
-/// Sizes within a range, as a number of bytes or as text ([`units`]: `"8MiB"`,
+/// Sizes within a range, as a number of bytes or as text (`units.rs`: `"8MiB"`,
 /// `"64KiB"`, `"1GB"`); written back as text. `deserialize_with =
 /// "value::bytes::within::<_, T, MIN, MAX>"` (`T` the field's type: `u64`, `usize`,
 /// `u32`), `serialize_with = "value::bytes::serialize"`.
