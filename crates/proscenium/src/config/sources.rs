@@ -544,7 +544,7 @@ fn scalar(text: &str, schema: &Json, key: &str, structured: Structured) -> Value
         .filter(|v| match structured {
             // A flag's quoted string is that string, as in the file.
             Structured::Yes => v.is_str() || !takes_string,
-            Structured::No => !takes_string && !(v.is_table() || v.is_array()),
+            Structured::No => !(takes_string || v.is_table() || v.is_array()),
         });
     parsed.unwrap_or_else(|| Value::String(text.to_owned()))
 }
