@@ -4,6 +4,7 @@
 //! supervisor (`lifecycle.rs`); each signal under every model (`signals.rs`).
 
 mod admin;
+mod config;
 mod http2;
 mod lifecycle;
 mod signals;
@@ -299,6 +300,7 @@ fn help_names_every_serve_flag() {
         "--cgi",
         "--lua",
         "--app",
+        "--set",
     ] {
         assert!(text.contains(flag), "{flag} missing from help");
     }
@@ -753,8 +755,14 @@ fn issue33_hostile_configuration_values_stop_the_start_with_one_line() {
                 "{key} = {value}: {part} missing: {stderr}"
             );
         }
+        let ranges = [
+            "expected seconds from",
+            "expected milliseconds from",
+            "expected bytes from",
+            "expected a number from",
+        ];
         assert!(
-            stderr.contains("expected seconds from") || stderr.contains("expected a number from"),
+            ranges.iter().any(|range| stderr.contains(range)),
             "{key} = {value}: no range: {stderr}"
         );
     }

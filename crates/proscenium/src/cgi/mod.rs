@@ -92,7 +92,10 @@ pub struct CgiSpec {
     pub log_lines: usize,
     /// Bytes of one script's standard error logged at most; the rest is counted and
     /// said in one line.
-    #[serde(deserialize_with = "crate::config::value::count::<_, 0, { 1 << 30 }>")]
+    #[serde(
+        deserialize_with = "crate::config::value::bytes::within::<_, usize, 0, { 1 << 30 }>",
+        serialize_with = "crate::config::value::bytes::serialize"
+    )]
     pub log_bytes: usize,
 }
 

@@ -88,7 +88,10 @@ pub struct ClientSpec {
     #[serde(deserialize_with = "crate::config::value::number::<_, u32, 0, 100>")]
     pub retries: u32,
     /// The largest response body read, in bytes.
-    #[serde(deserialize_with = "crate::config::value::count::<_, 0, { 1 << 40 }>")]
+    #[serde(
+        deserialize_with = "crate::config::value::bytes::within::<_, usize, 0, { 1 << 40 }>",
+        serialize_with = "crate::config::value::bytes::serialize"
+    )]
     pub max_body: usize,
     /// A PEM file of CA certificates trusted for `https://` besides the web's roots
     /// (a private CA's); read with the configuration.

@@ -23,7 +23,10 @@ pub struct CompressionSpec {
     pub enabled: bool,
     /// Bytes below which a body of known length is sent as it is: smaller ones gain
     /// less than a packet and still cost an encoder's set-up.
-    #[serde(deserialize_with = "super::value::number::<_, u64, 0, 1_073_741_824>")]
+    #[serde(
+        deserialize_with = "super::value::bytes::within::<_, u64, 0, 1_073_741_824>",
+        serialize_with = "super::value::bytes::serialize"
+    )]
     pub min_size: u64,
     /// The media types compressed: `type/subtype`, `type/*`, or `type/*+suffix`
     /// (`application/*+json`); parameters of a `Content-Type` are ignored.
@@ -46,7 +49,10 @@ pub struct CompressionSpec {
     /// compressed once per version and coding, not on every request; 0 keeps none.
     /// Files up to 1 MiB and an eighth of this are kept; larger ones are compressed as
     /// they are sent.
-    #[serde(deserialize_with = "super::value::number::<_, u64, 0, 1_099_511_627_776>")]
+    #[serde(
+        deserialize_with = "super::value::bytes::within::<_, u64, 0, 1_099_511_627_776>",
+        serialize_with = "super::value::bytes::serialize"
+    )]
     pub cache_size: u64,
 }
 

@@ -28,18 +28,30 @@ pub struct Http2Spec {
     pub max_concurrent_streams: u32,
     /// Bytes of a request body a client may send on a stream before the server has
     /// taken them (`SETTINGS_INITIAL_WINDOW_SIZE`).
-    #[serde(deserialize_with = "super::value::number::<_, u32, 65_535, 16_777_216>")]
+    #[serde(
+        deserialize_with = "super::value::bytes::within::<_, u32, 65_535, 16_777_216>",
+        serialize_with = "super::value::bytes::serialize"
+    )]
     pub stream_window: u32,
     /// Bytes of request bodies a client may send on the whole connection before the
     /// server has taken them.
-    #[serde(deserialize_with = "super::value::number::<_, u32, 65_535, 67_108_864>")]
+    #[serde(
+        deserialize_with = "super::value::bytes::within::<_, u32, 65_535, 67_108_864>",
+        serialize_with = "super::value::bytes::serialize"
+    )]
     pub connection_window: u32,
     /// The largest frame the server reads (`SETTINGS_MAX_FRAME_SIZE`).
-    #[serde(deserialize_with = "super::value::number::<_, u32, 16_384, 16_777_215>")]
+    #[serde(
+        deserialize_with = "super::value::bytes::within::<_, u32, 16_384, 16_777_215>",
+        serialize_with = "super::value::bytes::serialize"
+    )]
     pub max_frame_size: u32,
     /// Bytes of a response the server holds per stream beyond what the client's
     /// window lets out: a reader that does not read holds no more.
-    #[serde(deserialize_with = "super::value::number::<_, usize, 16_384, 16_777_216>")]
+    #[serde(
+        deserialize_with = "super::value::bytes::within::<_, usize, 16_384, 16_777_216>",
+        serialize_with = "super::value::bytes::serialize"
+    )]
     pub send_buffer: usize,
 }
 

@@ -3,8 +3,9 @@
 //!
 //! A [`Config`] is plain data. It deserializes from `proscenium.toml` (every field has a
 //! default, so an empty file is valid); [`Settings`] resolves it from every source a
-//! deployment has — defaults, the app's own defaults, the file, `PROSCENIUM_*`
-//! variables and flags, in that order — and remembers where each value came from.
+//! deployment has — defaults, the app's own defaults, the platform's `PORT`, the file,
+//! `PROSCENIUM_*` variables, `--set` and the other flags, in that order — and
+//! remembers where each value came from.
 
 mod admin;
 mod compression;
@@ -15,6 +16,7 @@ mod services;
 mod sources;
 mod stages;
 mod traces;
+mod units;
 pub(crate) mod value;
 
 use std::collections::HashMap;
@@ -45,6 +47,37 @@ pub use self::value::parse_bind;
 /// let config: proscenium::Config =
 ///     toml::from_str("[dispatchers.images]\nkind = \"pool\"\nthreads = 2").unwrap();
 /// assert_eq!(config.dispatchers["images"], proscenium::actor::DispatcherSpec::pool(2));
+/// ```
+///
+/// Durations and sizes as text, or as bare numbers of the key's unit (seconds, bytes):
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let config: proscenium::Config = toml::from_str(
+///     r#"
+///     [timeouts]
+///     header = "10s"
+///     idle = "1m30s"
+///     stall = "250ms"
+///
+///     [limits]
+///     max_body = "8MiB"
+///     spool_above = "64KiB"
+///
+///     [redis]
+///     claim_idle = "2h"
+///     "#,
+/// )
+/// .unwrap();
+/// assert_eq!(config.timeouts.idle, Duration::from_secs(90));
+/// assert_eq!(config.timeouts.stall, Duration::from_millis(250));
+/// assert_eq!(config.limits.max_body, 8 * 1024 * 1024);
+/// assert_eq!(config.limits.spool_above, 64 * 1024);
+/// assert_eq!(config.redis.claim_idle, Duration::from_secs(7200));
+///
+/// let config: proscenium::Config = toml::from_str("[timeouts]\nidle = 0.5").unwrap();
+/// assert_eq!(config.timeouts.idle, Duration::from_millis(500));
 /// ```
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
@@ -462,23 +495,33 @@ impl std::fmt::Display for Dispatch {
 }
 
 /// Limits on what one request may contain; past each the client gets its status.
+/// Sizes are bytes, or text (`"8MiB"`, `"64KiB"`, `"1GB"`).
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Limits {
     /// Bytes of request line plus header section (431 past it).
-    #[serde(deserialize_with = "value::count::<_, 256, 1_048_576>")]
+    #[serde(
+        deserialize_with = "value::bytes::within::<_, usize, 256, 1_048_576>",
+        serialize_with = "value::bytes::serialize"
+    )]
     pub max_head: usize,
     /// Header fields in one request (431 past it).
     #[serde(deserialize_with = "value::count::<_, 1, 10_000>")]
     pub max_headers: usize,
     /// Bytes of the request target (414 past it).
-    #[serde(deserialize_with = "value::count::<_, 16, 1_048_576>")]
+    #[serde(
+        deserialize_with = "value::bytes::within::<_, usize, 16, 1_048_576>",
+        serialize_with = "value::bytes::serialize"
+    )]
     pub max_uri: usize,
     /// Bytes of a request body after de-chunking (413 past it).
-    #[serde(deserialize_with = "value::bytes::<_, 0, { 1 << 40 }>")]
+    #[serde(
+        deserialize_with = "value::bytes::within::<_, u64, 0, { 1 << 40 }>",
+        serialize_with = "value::bytes::serialize"
+    )]
     pub max_body: u64,
     /// Requests served on one connection before it is closed.
-    #[serde(deserialize_with = "value::bytes::<_, 1, 1_000_000_000_000>")]
+    #[serde(deserialize_with = "value::number::<_, u64, 1, 1_000_000_000_000>")]
     pub max_requests_per_conn: u64,
     /// Live connections (under the thread models: those waiting for a request and
     /// those on a thread); accepting pauses at the cap and resumes below it (the
@@ -488,7 +531,10 @@ pub struct Limits {
     /// Bytes per second a request must arrive at, and a response be read at, once it
     /// has taken `timeouts.grace` (as Apache's `mod_reqtimeout` `MinRate`): a request
     /// behind is answered 408, a reader behind is dropped. 0 turns it off.
-    #[serde(deserialize_with = "value::bytes::<_, 0, 1_000_000_000>")]
+    #[serde(
+        deserialize_with = "value::bytes::within::<_, u64, 0, 1_000_000_000>",
+        serialize_with = "value::bytes::serialize"
+    )]
     pub min_rate: u64,
     /// Requests one loop handles at once; past it requests get 503 with Retry-After.
     #[serde(deserialize_with = "value::count::<_, 1, 1_000_000>")]
@@ -497,17 +543,26 @@ pub struct Limits {
     /// (a body that arrives with its head is not counted, nor a spooled one) and for
     /// WebSocket messages being gathered; past it the request that needs more room
     /// gets 503 with Retry-After, the socket 1013 (try again later).
-    #[serde(deserialize_with = "value::count::<_, 0, { 1 << 40 }>")]
+    #[serde(
+        deserialize_with = "value::bytes::within::<_, usize, 0, { 1 << 40 }>",
+        serialize_with = "value::bytes::serialize"
+    )]
     pub max_buffered_bodies: usize,
     /// Bytes past which a body that waits for more bytes is written to an unnamed
     /// temporary file in `spool_dir` as it arrives, instead of memory: a body whose
     /// announced length passes it, or a chunked body once what arrived does. The app
     /// gets it mapped from the file. At `max_body` or more, no body is spooled.
-    #[serde(deserialize_with = "value::bytes::<_, 0, { 1 << 40 }>")]
+    #[serde(
+        deserialize_with = "value::bytes::within::<_, u64, 0, { 1 << 40 }>",
+        serialize_with = "value::bytes::serialize"
+    )]
     pub spool_above: u64,
     /// Bytes of disk the whole server uses for spooled bodies; past it the request
     /// that needs more gets 503 with Retry-After.
-    #[serde(deserialize_with = "value::count::<_, 0, { 1 << 40 }>")]
+    #[serde(
+        deserialize_with = "value::bytes::within::<_, usize, 0, { 1 << 40 }>",
+        serialize_with = "value::bytes::serialize"
+    )]
     pub max_spooled_bodies: usize,
     /// The directory of spooled bodies (default: the system's temporary directory,
     /// `TMPDIR`; a relative path is taken from the working directory). Unless no body
@@ -516,7 +571,10 @@ pub struct Limits {
     /// Bytes of small static files (64 KiB or less each; larger ones are sent with
     /// sendfile) the `staged` model's cache stage keeps in memory, least recently used
     /// out first; 0 turns the cache off. The other models read files per request.
-    #[serde(deserialize_with = "value::bytes::<_, 0, { 1 << 40 }>")]
+    #[serde(
+        deserialize_with = "value::bytes::within::<_, u64, 0, { 1 << 40 }>",
+        serialize_with = "value::bytes::serialize"
+    )]
     pub static_cache: u64,
 }
 
@@ -540,8 +598,9 @@ impl Default for Limits {
     }
 }
 
-/// Connection timeouts, in the config as seconds (fractions allowed): each from 1 ms
-/// to a day, `grace` and `shutdown` from 0 (said below what 0 does).
+/// Connection timeouts, in the config as seconds (fractions allowed) or as text
+/// (`"10s"`, `"250ms"`): each from 1 ms to a day, `grace` and `shutdown` from 0 (said
+/// below what 0 does).
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Timeouts {
@@ -657,29 +716,28 @@ mod tests {
         assert_eq!(config.blocking_pool_size(), 4);
     }
 
-    /// Every key whose value is a number (or an unset one), as `config` lists them.
+    /// Every key whose value is a number, a duration or a size (or unset), as `config`
+    /// lists them, with its default.
     fn numeric_keys() -> Vec<(String, serde_json::Value)> {
         let settings = Settings::resolve(&Sources::default()).unwrap();
         let tree = serde_json::to_value(&settings.config).unwrap();
-        let mut keys = Vec::new();
-        let mut stack = vec![(String::new(), &tree)];
-        while let Some((key, value)) = stack.pop() {
-            match value {
-                serde_json::Value::Object(fields) => stack.extend(fields.iter().map(|(k, v)| {
-                    let dotted = if key.is_empty() {
-                        k.clone()
-                    } else {
-                        format!("{key}.{k}")
-                    };
-                    (dotted, v)
-                })),
-                serde_json::Value::Number(_) | serde_json::Value::Null => {
-                    keys.push((key, value.clone()));
-                }
-                _ => {}
-            }
-        }
-        keys
+        sources::leaves(&tree, "")
+            .into_iter()
+            .filter(|(_, value)| match value {
+                serde_json::Value::Number(_) | serde_json::Value::Null => true,
+                serde_json::Value::String(text) => is_duration(text) || is_size(text),
+                _ => false,
+            })
+            .map(|(key, value)| (key, value.clone()))
+            .collect()
+    }
+
+    fn is_duration(text: &str) -> bool {
+        units::parse_duration(text, Duration::ZERO).is_some()
+    }
+
+    fn is_size(text: &str) -> bool {
+        text.ends_with('B') && units::parse_size(text).is_some()
     }
 
     /// Resolves a configuration of `key = text` alone, as a variable gives it.
@@ -704,25 +762,68 @@ mod tests {
         }
     }
 
-    /// Issue 33: every duration is at most a day, and a day is taken.
+    /// Issue 33: every duration is at most a day, and a day is taken (`tls.hsts`, a
+    /// max-age told to browsers, is no wait: up to ten years).
     #[test]
     fn every_duration_is_at_most_a_day() {
         let durations: Vec<String> = numeric_keys()
             .into_iter()
-            .filter(|(_, value)| value.is_f64())
+            .filter(|(key, value)| value.as_str().is_some_and(is_duration) && key != "tls.hsts")
             .map(|(key, _)| key)
             .collect();
         assert!(durations.len() >= 13, "{durations:?}");
         for key in &durations {
             assert!(with(key, "86400").is_ok(), "{key}: a day refused");
-            let error = with(key, "86400.5").unwrap_err().to_string();
-            assert!(error.contains("to 86400, got 86400.5"), "{key}: {error}");
+            assert!(with(key, "1d").is_ok(), "{key}: a day refused");
+            for past in ["86400.5", "1d1ms", "25h"] {
+                let error = with(key, past).unwrap_err().to_string();
+                assert!(
+                    error.contains("to 86400 (") && error.contains(&format!("got \"{past}\"")),
+                    "{key}: {error}"
+                );
+            }
         }
         // Zero only where it means something said in the key's docs.
         let mut zero_taken: Vec<&String> =
             durations.iter().filter(|k| with(k, "0").is_ok()).collect();
         zero_taken.sort();
         assert_eq!(zero_taken, ["timeouts.grace", "timeouts.shutdown"]);
+    }
+
+    /// Issue 37: every duration and size key takes its value as text, from any source,
+    /// and `config` writes it back as text that reads back.
+    #[test]
+    fn issue37_every_duration_and_size_takes_text_and_writes_it_back() {
+        let keys = numeric_keys();
+        let texts = |is: fn(&str) -> bool| -> Vec<String> {
+            keys.iter()
+                .filter(|(_, value)| value.as_str().is_some_and(is))
+                .map(|(key, _)| key.clone())
+                .collect()
+        };
+        let (durations, sizes) = (texts(is_duration), texts(is_size));
+        assert!(
+            durations.len() >= 14 && sizes.len() >= 20,
+            "{durations:?} {sizes:?}"
+        );
+        for key in &durations {
+            let settings = with(key, "1m30s").unwrap();
+            let entry = settings
+                .entries()
+                .into_iter()
+                .find(|e| &e.key == key)
+                .unwrap();
+            assert_eq!(entry.value.as_deref(), Some("\"1m30s\""), "{key}");
+        }
+        for key in &sizes {
+            let settings = with(key, "64KiB").unwrap();
+            let entry = settings
+                .entries()
+                .into_iter()
+                .find(|e| &e.key == key)
+                .unwrap();
+            assert_eq!(entry.value.as_deref(), Some("\"64KiB\""), "{key}");
+        }
     }
 
     #[test]

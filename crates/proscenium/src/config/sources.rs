@@ -2,9 +2,10 @@
 //! each value came from.
 //!
 //! The sources, lowest first: built-in defaults, the app's own defaults (TOML it
-//! embeds), `proscenium.toml` (named by `--config` or `PROSCENIUM_CONFIG`, else found
-//! in the served directory or the working directory), `PROSCENIUM_*` environment
-//! variables, and flags. Each source becomes a TOML table with the origin of every key
+//! embeds), the platform's `PORT` (for `bind` alone, and only where no source above
+//! it sets `bind`), `proscenium.toml` (named by `--config` or `PROSCENIUM_CONFIG`,
+//! else found in the served directory or the working directory), `PROSCENIUM_*`
+//! environment variables, `--set KEY=VALUE`, and the other flags. Each source becomes a TOML table with the origin of every key
 //! it sets; unknown keys are refused source by source (with a "did you mean"); the
 //! tables are merged in order and the result deserialized once, so a bad value is
 //! reported with the key and the source that set it.
@@ -120,9 +121,10 @@ pub struct Sources {
     /// named (by `file` or `PROSCENIUM_CONFIG`).
     pub search: Vec<PathBuf>,
     /// The environment: every variable whose name starts with `PROSCENIUM_` is a
-    /// setting (or `PROSCENIUM_CONFIG`, a file to read).
+    /// setting (or `PROSCENIUM_CONFIG`, a file to read); `PORT` gives `bind` where no
+    /// file, variable or flag does.
     pub env: Vec<(String, String)>,
-    /// Flags, in the order given.
+    /// Flags, in the order given: of two for one key, the later wins.
     pub flags: Vec<Flag>,
 }
 
@@ -178,11 +180,16 @@ impl Settings {
             layers.push(Layer::toml(text, &|_| Origin::App)?);
         }
         let file = config_file(sources)?;
+        let mut upper = Vec::new();
         if let Some(path) = &file {
-            layers.push(Layer::file(path)?);
+            upper.push(Layer::file(path)?);
         }
-        layers.push(Layer::env(&sources.env, &schema)?);
-        layers.push(Layer::flags(&sources.flags, &schema));
+        upper.push(Layer::env(&sources.env, &schema)?);
+        upper.push(Layer::flags(&sources.flags, &schema));
+        if !upper.iter().any(|layer| layer.table.contains_key("bind")) {
+            layers.extend(Layer::port(&sources.env)?);
+        }
+        layers.extend(upper);
         let mut merged = Layer::default();
         for mut layer in layers {
             layer.expand_model()?;
@@ -297,15 +304,35 @@ impl Layer {
                     format!("no such setting{hint}"),
                 ));
             };
-            layer.set(key, scalar(text, schema, key), Origin::Env(name.clone()));
+            let value = scalar(text, schema, key, Structured::No);
+            layer.set(key, value, Origin::Env(name.clone()));
         }
         Ok(layer)
+    }
+
+    /// `bind = "0.0.0.0:$PORT"`, from the `PORT` a platform sets (Heroku, Cloud Run,
+    /// Fly.io), if any. IPv4's every interface, as `:PORT` is: `[::]` fails where a
+    /// container has IPv6 turned off, and takes IPv4 too only where the kernel's
+    /// `bindv6only` is 0.
+    fn port(vars: &[(String, String)]) -> Result<Option<Self>, ConfigError> {
+        let Some((name, text)) = vars.iter().find(|(name, _)| name == "PORT") else {
+            return Ok(None);
+        };
+        let origin = Origin::Env(name.clone());
+        let port: u16 = text.trim().parse().map_err(|_| {
+            let message = format!("expected a port from 0 to 65535, got {text:?}");
+            ConfigError::new(origin.clone(), None, message)
+        })?;
+        let mut layer = Self::default();
+        let bind = std::net::SocketAddr::from(([0, 0, 0, 0], port));
+        layer.set("bind", Value::String(bind.to_string()), origin);
+        Ok(Some(layer))
     }
 
     fn flags(flags: &[Flag], schema: &Json) -> Self {
         let mut layer = Self::default();
         for flag in flags {
-            let value = scalar(&flag.text, schema, &flag.key);
+            let value = scalar(&flag.text, schema, &flag.key, Structured::Yes);
             layer.set(&flag.key, value, Origin::Flag(flag.name.clone()));
         }
         layer
@@ -376,7 +403,7 @@ impl Layer {
             match (known.get(name), value) {
                 (None, _) => {
                     let hint = did_you_mean(name, known.keys().map(String::as_str));
-                    let origin = self.origins.get(&key).cloned().unwrap_or(Origin::Default);
+                    let origin = self.origin_within(&key);
                     return Err(ConfigError::new(
                         origin,
                         Some(&key),
@@ -390,6 +417,23 @@ impl Layer {
             }
         }
         Ok(())
+    }
+
+    /// Returns the origin of `key`, or of the first key below it a source set
+    /// (`--set limit.max_body=1` names no `limit` of its own).
+    fn origin_within(&self, key: &str) -> Origin {
+        let below = format!("{key}.");
+        self.origins
+            .get(key)
+            .or_else(|| {
+                self.origins
+                    .range(below.clone()..)
+                    .next()
+                    .filter(|(set, _)| set.starts_with(&below))
+                    .map(|(_, origin)| origin)
+            })
+            .cloned()
+            .unwrap_or(Origin::Default)
     }
 
     /// Lays `upper` over this layer: its values replace these, tables merge.
@@ -477,18 +521,31 @@ fn env_name(key: &str) -> String {
     format!("PROSCENIUM_{}", key.replace('.', "_").to_ascii_uppercase())
 }
 
-/// Reads a variable's or flag's text as a TOML value (`4`, `true`, `0.5`); text kept
-/// as a string where the key takes a string, or where it is no TOML value.
-fn scalar(text: &str, schema: &Json, key: &str) -> Value {
+/// Whether a source's text may be an array or an inline table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Structured {
+    /// A flag (`--set cgi.dirs=["bin"]`): any value the file could hold.
+    Yes,
+    /// A variable: a number, a boolean or a string.
+    No,
+}
+
+/// Reads a variable's or flag's text as a TOML value (`4`, `true`, `0.5`; for a flag,
+/// arrays, inline tables and quoted strings too); text kept as it is where the key
+/// takes a string (durations and sizes among them), or where it is no such TOML value.
+fn scalar(text: &str, schema: &Json, key: &str, structured: Structured) -> Value {
     let takes_string = key
         .split('.')
         .try_fold(schema, |tree, part| tree.get(part))
         .is_some_and(Json::is_string);
-    let parsed = (!takes_string)
-        .then(|| toml::de::ValueDeserializer::parse(text).ok())
-        .flatten()
+    let parsed = toml::de::ValueDeserializer::parse(text)
+        .ok()
         .and_then(|de| Value::deserialize(de).ok())
-        .filter(|v| !v.is_table() && !v.is_array());
+        .filter(|v| match structured {
+            // A flag's quoted string is that string, as in the file.
+            Structured::Yes => v.is_str() || !takes_string,
+            Structured::No => !(takes_string || v.is_table() || v.is_array()),
+        });
     parsed.unwrap_or_else(|| Value::String(text.to_owned()))
 }
 

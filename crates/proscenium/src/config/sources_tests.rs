@@ -304,3 +304,154 @@ fn issue34_ca_files_are_read_relative_to_their_file_and_a_missing_one_stops_the_
         "{text}"
     );
 }
+
+#[test]
+fn issue37_port_binds_every_interface_where_no_other_source_names_the_address() {
+    let port = |more: &[(&str, &str)]| {
+        let mut vars = vec![("PORT", "8080")];
+        vars.extend_from_slice(more);
+        env(&vars)
+    };
+    let s = resolve_env(&[("PORT", "8080")]).unwrap();
+    assert_eq!(s.config.bind.to_string(), "0.0.0.0:8080");
+    assert_eq!(s.origin("bind"), &Origin::Env("PORT".into()));
+    // Over the app's defaults, under everything else.
+    let s = Settings::resolve(&Sources {
+        app_defaults: Some("bind = \"127.0.0.1:4000\"\n".into()),
+        env: port(&[]),
+        ..Sources::default()
+    })
+    .unwrap();
+    assert_eq!(s.config.bind.to_string(), "0.0.0.0:8080");
+    let f = file("bind = \"127.0.0.1:4000\"\n");
+    let s = Settings::resolve(&Sources {
+        file: Some(f.path().to_owned()),
+        env: port(&[]),
+        ..Sources::default()
+    })
+    .unwrap();
+    assert_eq!(s.config.bind.to_string(), "127.0.0.1:4000");
+    let s = resolve_env(&[("PORT", "8080"), ("PROSCENIUM_BIND", "127.0.0.1:4001")]).unwrap();
+    assert_eq!(s.config.bind.to_string(), "127.0.0.1:4001");
+    let s = Settings::resolve(&Sources {
+        env: port(&[]),
+        flags: vec![flag("--set bind", "bind", "127.0.0.1:4002")],
+        ..Sources::default()
+    })
+    .unwrap();
+    assert_eq!(s.config.bind.to_string(), "127.0.0.1:4002");
+    // A malformed PORT stops the start where it would be used, not where it is not.
+    for bad in ["http", "", "65536", "-1", "80.5"] {
+        let err = resolve_env(&[("PORT", bad)]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("PORT: expected a port from 0 to 65535, got {bad:?}")
+        );
+    }
+    let s = Settings::resolve(&Sources {
+        env: env(&[("PORT", "http")]),
+        flags: vec![flag("--bind", "bind", "127.0.0.1:4003")],
+        ..Sources::default()
+    })
+    .unwrap();
+    assert_eq!(s.config.bind.to_string(), "127.0.0.1:4003");
+}
+
+#[test]
+fn issue37_set_flags_take_any_key_as_the_file_writes_it_and_name_a_bad_one() {
+    let s = Settings::resolve(&Sources {
+        env: env(&[("PROSCENIUM_TIMEOUTS_IDLE", "5")]),
+        flags: vec![
+            flag("--set timeouts.idle", "timeouts.idle", "90s"),
+            flag("--set limits.max_body", "limits.max_body", "8MiB"),
+            flag("--set dispatchers.d.threads", "dispatchers.d.threads", "2"),
+            flag(
+                "--set compression.types",
+                "compression.types",
+                "[\"text/*\"]",
+            ),
+            flag(
+                "--set cgi.interpreters",
+                "cgi.interpreters",
+                "{ py = \"python3\" }",
+            ),
+            flag("--set model", "model", "loops:3"),
+            flag("--set bind", "bind", "\"127.0.0.1:4005\""),
+            flag("--set limits.spool_above", "limits.spool_above", "'1MiB'"),
+        ],
+        ..Sources::default()
+    })
+    .unwrap();
+    let c = &s.config;
+    assert_eq!(c.timeouts.idle, std::time::Duration::from_secs(90));
+    assert_eq!(c.limits.max_body, 8 << 20);
+    assert_eq!(c.dispatchers["d"].threads, Some(2));
+    assert_eq!(c.compression.types, ["text/*"]);
+    assert_eq!(c.cgi.interpreters["py"], "python3");
+    assert_eq!(c.loops, Some(3));
+    assert_eq!(c.bind.to_string(), "127.0.0.1:4005");
+    assert_eq!(c.limits.spool_above, 1 << 20);
+    assert_eq!(
+        s.origin("timeouts.idle"),
+        &Origin::Flag("--set timeouts.idle".into())
+    );
+    for (key, text, expected) in [
+        (
+            "limits.max_bdy",
+            "1",
+            "--set limits.max_bdy: no such setting, did you mean `max_body`?",
+        ),
+        (
+            "limit.max_body",
+            "1",
+            "--set limit.max_body: no such setting, did you mean `limits`?",
+        ),
+        (
+            "timeouts.idle",
+            "soon",
+            "--set timeouts.idle: expected seconds from 0.001 to 86400 (1ms to 1d) as a number, or a duration such as \"250ms\", \"10s\", \"1m30s\", \"2h\", got \"soon\"",
+        ),
+        (
+            "limits.max_body",
+            "8M",
+            "--set limits.max_body: expected bytes from 0 to 1099511627776 (0B to 1TiB) as a number, or a size such as \"64KiB\", \"8MiB\", \"1GB\", got \"8M\"",
+        ),
+    ] {
+        let err = resolve_flag(&format!("--set {key}"), key, text).unwrap_err();
+        assert_eq!(err.to_string(), expected);
+    }
+}
+
+/// Issue 37: `config` prints each value as TOML that reads back as the same value,
+/// durations and sizes as text.
+#[test]
+fn issue37_what_config_prints_reads_back_as_the_same_configuration() {
+    let s = Settings::resolve(&Sources {
+        env: env(&[
+            ("PROSCENIUM_TIMEOUTS_HEADER", "2.5"),
+            ("PROSCENIUM_LIMITS_SPOOL_ABOVE", "1536"),
+            ("PROSCENIUM_TLS_HSTS", "1d"),
+        ]),
+        ..Sources::default()
+    })
+    .unwrap();
+    let printed: String = s
+        .entries()
+        .iter()
+        .filter_map(|e| Some(format!("{} = {}\n", e.key, e.value.as_ref()?)))
+        .collect();
+    for line in [
+        "timeouts.header = \"2.5s\"\n",
+        "timeouts.stall = \"100ms\"\n",
+        "limits.max_body = \"8MiB\"\n",
+        "limits.spool_above = \"1536B\"\n",
+        "tls.hsts = \"1d\"\n",
+    ] {
+        assert!(printed.contains(line), "{line} not in {printed}");
+    }
+    let again = resolve_file(&file(&printed)).unwrap();
+    assert_eq!(
+        serde_json::to_value(&again.config).unwrap(),
+        serde_json::to_value(&s.config).unwrap()
+    );
+}

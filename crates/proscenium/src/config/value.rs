@@ -1,7 +1,8 @@
 //! Values as a configuration spells them: counts within a range, addresses as people
-//! type them, durations in seconds within a range. Each deserializer's error says what
-//! it expected, so a bad value reads as `loops: expected a number from 1 to 1024, got
-//! "two"`.
+//! type them, durations and sizes within a range as numbers or text (`"10s"`,
+//! `"8MiB"`: one parser for each, in `units.rs`, serves every key). Each deserializer's
+//! error says what it expected, so a bad value reads as `loops: expected a number from
+//! 1 to 1024, got "two"`.
 //!
 //! Every number of the configuration is read through one of these, with its range
 //! (issue 33: a header timeout of 1e19 s passed and killed every loop later): a
@@ -68,17 +69,6 @@ pub(crate) fn some_count<'de, D: Deserializer<'de>, const MIN: u64, const MAX: u
     count::<D, MIN, MAX>(d).map(Some)
 }
 
-/// Reads a number from `MIN` to `MAX` as a `T` into a setting that may be left unset.
-pub(crate) fn some_number<'de, D, T, const MIN: u64, const MAX: u64>(
-    d: D,
-) -> Result<Option<T>, D::Error>
-where
-    D: Deserializer<'de>,
-    T: TryFrom<u64>,
-{
-    number::<D, T, MIN, MAX>(d).map(Some)
-}
-
 /// A count from `MIN` to `MAX`, as a value of a table (`instances = { parse = 4 }`).
 struct Ranged<const MIN: u64, const MAX: u64>(usize);
 
@@ -106,13 +96,6 @@ pub(crate) fn some_redis_url<'de, D: Deserializer<'de>>(d: D) -> Result<Option<S
         ))
     })?;
     Ok(Some(url))
-}
-
-/// Reads a byte count from `MIN` to `MAX`.
-pub(super) fn bytes<'de, D: Deserializer<'de>, const MIN: u64, const MAX: u64>(
-    d: D,
-) -> Result<u64, D::Error> {
-    number::<D, u64, MIN, MAX>(d)
 }
 
 /// Returns the address `text` names: `127.0.0.1:3000`, `[::1]:3000`,
@@ -160,57 +143,239 @@ pub(crate) fn some_bind<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Socket
 /// The longest duration any setting takes, in seconds: a day.
 pub(crate) const DAY: u64 = 86_400;
 
-/// Durations as seconds, fractions allowed (`0.5` is 500 ms), within a range:
-/// `deserialize_with = "value::seconds::within::<_, MIN_MS, MAX_S>"` (from `MIN_MS`
-/// milliseconds to `MAX_S` seconds), `serialize_with = "value::seconds::serialize"`.
+/// Durations within a range, as a number of the key's unit (seconds, fractions allowed,
+/// or whole milliseconds) or as text (`units.rs`: `"250ms"`, `"1m30s"`); written back as
+/// text. `deserialize_with = "value::seconds::within::<_, MIN_MS, MAX_S>"` (from
+/// `MIN_MS` milliseconds to `MAX_S` seconds), `serialize_with =
+/// "value::seconds::serialize"`; [`seconds::whole`] and [`millis::some_within`] for keys
+/// held as a count of their unit.
 pub(crate) mod seconds {
-    use super::{Deserializer, Duration, Serializer, Unexpected, Visitor, de, fmt};
-
-    /// A duration from `MIN_MS` milliseconds to `MAX_S` seconds.
-    struct Seconds<const MIN_MS: u64, const MAX_S: u64>;
-
-    impl<const MIN_MS: u64, const MAX_S: u64> Seconds<MIN_MS, MAX_S> {
-        fn checked<E: de::Error>(&self, secs: f64, given: Unexpected<'_>) -> Result<Duration, E> {
-            // NaN fails both comparisons, and infinities the bounds.
-            let min = MIN_MS as f64 / 1000.0;
-            if secs >= min && secs <= MAX_S as f64 {
-                Ok(Duration::from_secs_f64(secs))
-            } else {
-                Err(E::invalid_value(given, self))
-            }
-        }
-    }
-
-    impl<const MIN_MS: u64, const MAX_S: u64> Visitor<'_> for Seconds<MIN_MS, MAX_S> {
-        type Value = Duration;
-
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            let min = MIN_MS as f64 / 1000.0;
-            write!(f, "seconds from {min} to {MAX_S}")
-        }
-
-        fn visit_f64<E: de::Error>(self, secs: f64) -> Result<Duration, E> {
-            self.checked(secs, Unexpected::Float(secs))
-        }
-
-        fn visit_i64<E: de::Error>(self, n: i64) -> Result<Duration, E> {
-            self.checked(n as f64, Unexpected::Signed(n))
-        }
-
-        fn visit_u64<E: de::Error>(self, n: u64) -> Result<Duration, E> {
-            self.checked(n as f64, Unexpected::Unsigned(n))
-        }
-    }
+    use super::{Deserializer, Duration, Serializer, Span, Unit};
 
     /// Reads seconds from `MIN_MS` milliseconds to `MAX_S` seconds.
     pub(crate) fn within<'de, D: Deserializer<'de>, const MIN_MS: u64, const MAX_S: u64>(
         d: D,
     ) -> Result<Duration, D::Error> {
-        d.deserialize_any(Seconds::<MIN_MS, MAX_S>)
+        let span = Span {
+            unit: Unit::Seconds,
+            min: Duration::from_millis(MIN_MS),
+            max: Duration::from_secs(MAX_S),
+        };
+        d.deserialize_any(span)
+    }
+
+    /// Reads whole seconds from `MIN_S` to `MAX_S`.
+    pub(crate) fn whole<'de, D: Deserializer<'de>, const MIN_S: u64, const MAX_S: u64>(
+        d: D,
+    ) -> Result<u64, D::Error> {
+        let span = Span {
+            unit: Unit::WholeSeconds,
+            min: Duration::from_secs(MIN_S),
+            max: Duration::from_secs(MAX_S),
+        };
+        d.deserialize_any(span).map(|d| d.as_secs())
     }
 
     pub(crate) fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_f64(d.as_secs_f64())
+        s.collect_str(&crate::config::units::DurationText(*d))
+    }
+
+    pub(crate) fn serialize_whole<S: Serializer>(secs: &u64, s: S) -> Result<S::Ok, S::Error> {
+        serialize(&Duration::from_secs(*secs), s)
+    }
+}
+
+/// Durations held as whole milliseconds: as [`seconds`], a bare number counting
+/// milliseconds.
+pub(crate) mod millis {
+    use super::{Deserializer, Duration, Serializer, Span, Unit};
+
+    /// Reads milliseconds from `MIN` to `MAX` into a setting that may be left unset.
+    pub(crate) fn some_within<'de, D: Deserializer<'de>, const MIN: u64, const MAX: u64>(
+        d: D,
+    ) -> Result<Option<u64>, D::Error> {
+        let span = Span {
+            unit: Unit::Millis,
+            min: Duration::from_millis(MIN),
+            max: Duration::from_millis(MAX),
+        };
+        let d = d.deserialize_any(span)?;
+        // Within `MAX`, a u64 of milliseconds.
+        Ok(Some(u64::try_from(d.as_millis()).unwrap_or(u64::MAX)))
+    }
+
+    pub(crate) fn serialize_some<S: Serializer>(ms: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+        match ms {
+            Some(ms) => super::seconds::serialize(&Duration::from_millis(*ms), s),
+            None => s.serialize_none(),
+        }
+    }
+}
+
+/// What a bare number of a duration key counts.
+#[derive(Debug, Clone, Copy)]
+enum Unit {
+    /// Seconds, fractions allowed.
+    Seconds,
+    /// Whole seconds.
+    WholeSeconds,
+    /// Whole milliseconds.
+    Millis,
+}
+
+impl Unit {
+    fn length(self) -> Duration {
+        match self {
+            Self::Seconds | Self::WholeSeconds => Duration::from_secs(1),
+            Self::Millis => Duration::from_millis(1),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Seconds | Self::WholeSeconds => "seconds",
+            Self::Millis => "milliseconds",
+        }
+    }
+
+    /// Returns `d` as a number of this unit, as the range is written.
+    fn count(self, d: Duration) -> f64 {
+        d.as_secs_f64() / self.length().as_secs_f64()
+    }
+
+    /// Whether `d` is a whole number of this unit, where the key holds no fraction.
+    fn holds(self, d: Duration) -> bool {
+        match self {
+            Self::Seconds => true,
+            Self::WholeSeconds | Self::Millis => d.as_nanos() % self.length().as_nanos() == 0,
+        }
+    }
+}
+
+/// A duration from `min` to `max`: a number of `unit`s, or text.
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    unit: Unit,
+    min: Duration,
+    max: Duration,
+}
+
+impl Span {
+    fn checked<E: de::Error>(
+        &self,
+        d: Option<Duration>,
+        given: Unexpected<'_>,
+    ) -> Result<Duration, E> {
+        match d {
+            Some(d) if d >= self.min && d <= self.max && self.unit.holds(d) => Ok(d),
+            _ => Err(E::invalid_value(given, self)),
+        }
+    }
+
+    /// The duration of `n` units; `None` for a negative, infinite or NaN one.
+    fn of(&self, n: f64) -> Option<Duration> {
+        Duration::try_from_secs_f64(n * self.unit.length().as_secs_f64()).ok()
+    }
+}
+
+impl Visitor<'_> for Span {
+    type Value = Duration;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use crate::config::units::DurationText;
+        write!(
+            f,
+            "{} from {} to {} ({} to {}) as a number, or a duration such as \"250ms\", \"10s\", \"1m30s\", \"2h\"",
+            self.unit.name(),
+            self.unit.count(self.min),
+            self.unit.count(self.max),
+            DurationText(self.min),
+            DurationText(self.max),
+        )
+    }
+
+    fn visit_f64<E: de::Error>(self, n: f64) -> Result<Duration, E> {
+        self.checked(self.of(n), Unexpected::Float(n))
+    }
+
+    fn visit_i64<E: de::Error>(self, n: i64) -> Result<Duration, E> {
+        self.checked(self.of(n as f64), Unexpected::Signed(n))
+    }
+
+    fn visit_u64<E: de::Error>(self, n: u64) -> Result<Duration, E> {
+        self.checked(self.of(n as f64), Unexpected::Unsigned(n))
+    }
+
+    fn visit_str<E: de::Error>(self, text: &str) -> Result<Duration, E> {
+        let d = crate::config::units::parse_duration(text, self.unit.length());
+        self.checked(d, Unexpected::Str(text))
+    }
+}
+
+/// Sizes within a range, as a number of bytes or as text (`units.rs`: `"8MiB"`,
+/// `"64KiB"`, `"1GB"`); written back as text. `deserialize_with =
+/// "value::bytes::within::<_, T, MIN, MAX>"` (`T` the field's type: `u64`, `usize`,
+/// `u32`), `serialize_with = "value::bytes::serialize"`.
+pub(crate) mod bytes {
+    use super::{Deserializer, Serializer, Unexpected, Visitor, de, fmt};
+    use crate::config::units::{SizeText, parse_size};
+
+    /// A size from `MIN` to `MAX` bytes.
+    struct Size<const MIN: u64, const MAX: u64>;
+
+    impl<const MIN: u64, const MAX: u64> Size<MIN, MAX> {
+        fn checked<E: de::Error>(&self, n: Option<u64>, given: Unexpected<'_>) -> Result<u64, E> {
+            match n {
+                Some(n) if (MIN..=MAX).contains(&n) => Ok(n),
+                _ => Err(E::invalid_value(given, self)),
+            }
+        }
+    }
+
+    impl<const MIN: u64, const MAX: u64> Visitor<'_> for Size<MIN, MAX> {
+        type Value = u64;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write!(
+                f,
+                "bytes from {MIN} to {MAX} ({} to {}) as a number, or a size such as \"64KiB\", \"8MiB\", \"1GB\"",
+                SizeText(MIN),
+                SizeText(MAX)
+            )
+        }
+
+        fn visit_u64<E: de::Error>(self, n: u64) -> Result<u64, E> {
+            self.checked(Some(n), Unexpected::Unsigned(n))
+        }
+
+        fn visit_i64<E: de::Error>(self, n: i64) -> Result<u64, E> {
+            self.checked(u64::try_from(n).ok(), Unexpected::Signed(n))
+        }
+
+        fn visit_str<E: de::Error>(self, text: &str) -> Result<u64, E> {
+            self.checked(parse_size(text), Unexpected::Str(text))
+        }
+    }
+
+    /// Reads a size from `MIN` to `MAX` bytes as a `T`.
+    pub(crate) fn within<'de, D, T, const MIN: u64, const MAX: u64>(d: D) -> Result<T, D::Error>
+    where
+        D: Deserializer<'de>,
+        T: TryFrom<u64>,
+    {
+        let n = d.deserialize_any(Size::<MIN, MAX>)?;
+        T::try_from(n)
+            .map_err(|_| de::Error::invalid_value(Unexpected::Unsigned(n), &Size::<MIN, MAX>))
+    }
+
+    pub(crate) fn serialize<S, T>(n: &T, s: S) -> Result<S::Ok, S::Error>
+    where
+        S: Serializer,
+        T: Copy,
+        u64: TryFrom<T>,
+    {
+        let n = u64::try_from(*n).map_err(|_| serde::ser::Error::custom("a size past u64"))?;
+        s.collect_str(&SizeText(n))
     }
 }
 
@@ -272,6 +437,15 @@ mod tests {
         small: u32,
         #[serde(default, deserialize_with = "counts::<_, 1, 4>")]
         table: std::collections::BTreeMap<String, usize>,
+        #[serde(
+            default,
+            deserialize_with = "bytes::within::<_, usize, 1, { 1 << 30 }>"
+        )]
+        size: usize,
+        #[serde(default, deserialize_with = "seconds::whole::<_, 0, { DAY }>")]
+        whole: u64,
+        #[serde(default, deserialize_with = "millis::some_within::<_, 1, 60_000>")]
+        millis: Option<u64>,
     }
 
     fn read(text: &str) -> Result<Ranges, String> {
@@ -289,16 +463,88 @@ mod tests {
         }
         assert_eq!(read("from_zero = 0").unwrap().from_zero, Duration::ZERO);
         for hostile in [
-            "0", "0.0009", "86400.5", "1e19", "-1", "-0.5", "nan", "inf", "-inf", "\"ten\"", "true",
+            "0",
+            "0.0009",
+            "86400.5",
+            "1e19",
+            "-1",
+            "-0.5",
+            "nan",
+            "inf",
+            "-inf",
+            "\"ten\"",
+            "true",
+            "\"0.5ms\"",
+            "\"1d1ms\"",
+            "\"-1s\"",
+            "\"10 sec\"",
+            "\"1e19\"",
         ] {
             let error = read(&format!("above_zero = {hostile}")).unwrap_err();
             assert!(
-                error.starts_with("expected seconds from 0.001 to 86400, got "),
+                error.starts_with("expected seconds from 0.001 to 86400 (1ms to 1d) as a number, or a duration such as \"250ms\", \"10s\", \"1m30s\", \"2h\", got "),
                 "{hostile}: {error}"
             );
         }
         let error = read("from_zero = 11").unwrap_err();
-        assert_eq!(error, "expected seconds from 0 to 10, got 11");
+        assert!(
+            error.starts_with("expected seconds from 0 to 10 (0s to 10s)"),
+            "{error}"
+        );
+        assert!(error.ends_with(", got 11"), "{error}");
+    }
+
+    #[test]
+    fn issue37_durations_are_taken_as_text_in_every_unit_a_key_holds() {
+        for (text, expected) in [
+            ("above_zero = \"10s\"", Duration::from_secs(10)),
+            ("above_zero = \"250ms\"", Duration::from_millis(250)),
+            ("above_zero = \"1m30s\"", Duration::from_secs(90)),
+            ("above_zero = \"2h\"", Duration::from_secs(7_200)),
+            ("above_zero = \"0.5\"", Duration::from_millis(500)),
+        ] {
+            assert_eq!(read(text).unwrap().above_zero, expected, "{text}");
+        }
+        assert_eq!(read("whole = \"1h\"").unwrap().whole, 3_600);
+        assert_eq!(read("whole = 60").unwrap().whole, 60);
+        assert_eq!(read("millis = \"1.5s\"").unwrap().millis, Some(1_500));
+        assert_eq!(read("millis = 250").unwrap().millis, Some(250));
+        assert_eq!(read("millis = \"250\"").unwrap().millis, Some(250));
+        for hostile in ["whole = \"1500ms\"", "whole = 1.5", "whole = \"2d\""] {
+            let error = read(hostile).unwrap_err();
+            assert!(
+                error.starts_with("expected seconds from 0 to 86400 (0s to 1d)"),
+                "{hostile}: {error}"
+            );
+        }
+        for hostile in ["millis = 1.5", "millis = \"0.5ms\"", "millis = \"2m\""] {
+            let error = read(hostile).unwrap_err();
+            assert!(
+                error.starts_with("expected milliseconds from 1 to 60000 (1ms to 1m)"),
+                "{hostile}: {error}"
+            );
+        }
+    }
+
+    #[test]
+    fn issue37_sizes_are_taken_as_bytes_or_text_within_their_range() {
+        for (text, expected) in [
+            ("size = 512", 512),
+            ("size = \"512\"", 512),
+            ("size = \"8MiB\"", 8 << 20),
+            ("size = \"64KiB\"", 64 << 10),
+            ("size = \"1GB\"", 1_000_000_000),
+            ("size = \"1GiB\"", 1 << 30),
+        ] {
+            assert_eq!(read(text).unwrap().size, expected, "{text}");
+        }
+        for hostile in [
+            "0", "1.5", "-1", "1e19", "nan", "\"2GiB\"", "\"8M\"", "\"1.5\"", "\"lots\"", "true",
+        ] {
+            let error = read(&format!("size = {hostile}")).unwrap_err();
+            let expected = "expected bytes from 1 to 1073741824 (1B to 1GiB) as a number, or a size such as \"64KiB\", \"8MiB\", \"1GB\", got ";
+            assert!(error.starts_with(expected), "{hostile}: {error}");
+        }
     }
 
     #[test]

@@ -102,17 +102,26 @@ pub struct FeedsSpec {
     pub history: usize,
     /// How many bytes of posts (payload, topic and id) the history keeps at most: the
     /// oldest go first.
-    #[serde(deserialize_with = "crate::config::value::count::<_, 0, { 1 << 40 }>")]
+    #[serde(
+        deserialize_with = "crate::config::value::bytes::within::<_, usize, 0, { 1 << 40 }>",
+        serialize_with = "crate::config::value::bytes::serialize"
+    )]
     pub history_bytes: usize,
     /// The largest payload a post may have, in bytes; a larger one is refused.
-    #[serde(deserialize_with = "crate::config::value::count::<_, 1, { 1 << 40 }>")]
+    #[serde(
+        deserialize_with = "crate::config::value::bytes::within::<_, usize, 1, { 1 << 40 }>",
+        serialize_with = "crate::config::value::bytes::serialize"
+    )]
     pub max_post: usize,
     /// How many posts wait for one subscriber before its oldest is dropped.
     #[serde(deserialize_with = "crate::config::value::count::<_, 1, 1_000_000>")]
     pub queue: usize,
     /// How many bytes of posts wait for one subscriber before its oldest is dropped
     /// (a WebSocket's own send queue bounds it instead).
-    #[serde(deserialize_with = "crate::config::value::count::<_, 0, { 1 << 40 }>")]
+    #[serde(
+        deserialize_with = "crate::config::value::bytes::within::<_, usize, 0, { 1 << 40 }>",
+        serialize_with = "crate::config::value::bytes::serialize"
+    )]
     pub queue_bytes: usize,
 }
 

@@ -144,6 +144,23 @@ pub struct DeployArgs {
     /// [default: localhost, when the configuration maps processes].
     #[arg(long)]
     pub host: Option<String>,
+    /// Sets any key the file can set, its value as in the file (quotes optional):
+    /// `--set timeouts.idle=90s --set limits.max_body=8MiB`. Repeatable; over the
+    /// environment and the file, under the flag named for the same key (`--bind`).
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = key_value)]
+    pub set: Vec<(String, String)>,
+}
+
+/// Splits `--set`'s `KEY=VALUE` at its first `=`.
+fn key_value(text: &str) -> Result<(String, String), String> {
+    match text.split_once('=') {
+        Some((key, value)) if !key.trim().is_empty() => {
+            Ok((key.trim().to_owned(), value.trim().to_owned()))
+        }
+        _ => Err(format!(
+            "expected KEY=VALUE, such as timeouts.idle=90s, got {text:?}"
+        )),
+    }
 }
 
 impl DeployArgs {
@@ -157,6 +174,10 @@ impl DeployArgs {
                 text: text.to_owned(),
             });
         };
+        // First: a flag named for the same key, later, wins.
+        for (key, value) in &self.set {
+            flag(&format!("--set {key}"), key, value);
+        }
         if let Some(dir) = &self.dir {
             flag("DIR", "root", &dir.to_string_lossy());
         }
@@ -305,6 +326,36 @@ mod tests {
             ]
         );
         assert_eq!(sources.search, [PathBuf::from("site"), PathBuf::from(".")]);
+    }
+
+    #[test]
+    fn issue37_set_is_repeatable_and_a_flag_named_for_the_same_key_wins() {
+        let Command::Config(options) = parse(&[
+            "app",
+            "config",
+            "--set",
+            "timeouts.idle=90s",
+            "--bind",
+            ":8080",
+            "--set",
+            "bind=127.0.0.1:9000",
+            "--set",
+            "lua.memory = 64MiB",
+        ]) else {
+            panic!("not config");
+        };
+        let env = vec![("PROSCENIUM_TIMEOUTS_IDLE".to_owned(), "5".to_owned())];
+        let sources = options.deploy.sources(None, env);
+        let settings = crate::config::Settings::resolve(&sources).unwrap();
+        let config = &settings.config;
+        assert_eq!(config.bind.to_string(), "0.0.0.0:8080");
+        assert_eq!(config.timeouts.idle, std::time::Duration::from_secs(90));
+        assert_eq!(config.lua.memory, 64 << 20);
+        for line in [&["app", "--set", "idle"][..], &["app", "--set", "=5"]] {
+            let args = default_to_serve(line.iter().map(OsString::from).collect());
+            let err = Cli::<NoOptions>::try_parse_from(args).unwrap_err();
+            assert!(err.to_string().contains("expected KEY=VALUE"), "{err}");
+        }
     }
 
     #[test]

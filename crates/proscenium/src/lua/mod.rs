@@ -114,13 +114,19 @@ pub struct LuaSpec {
     pub instructions: usize,
     /// Bytes of memory an interpreter state may grow by past what it held when it was
     /// made (its scripts loaded): the bound a request that allocates too much meets.
-    #[serde(deserialize_with = "crate::config::value::count::<_, 65_536, { 1 << 40 }>")]
+    #[serde(
+        deserialize_with = "crate::config::value::bytes::within::<_, usize, 65_536, { 1 << 40 }>",
+        serialize_with = "crate::config::value::bytes::serialize"
+    )]
     pub memory: usize,
     /// Bytes the values behind `proscenium.state` may take together, each weighed as
     /// about what Rust holds it in — its name, its JSON text and 32 bytes for each
     /// value and key within it: a `set` or `incr` past it fails (500, logged), and a
     /// value is measured before it is made a Rust one, so none grows past it meanwhile.
-    #[serde(deserialize_with = "crate::config::value::count::<_, 0, { 1 << 40 }>")]
+    #[serde(
+        deserialize_with = "crate::config::value::bytes::within::<_, usize, 0, { 1 << 40 }>",
+        serialize_with = "crate::config::value::bytes::serialize"
+    )]
     pub state_memory: usize,
     /// Lines a request's `print` may write to the log; past it the request's further
     /// lines are dropped, counted, and told in one line when it ends.
@@ -128,7 +134,10 @@ pub struct LuaSpec {
     pub log_lines: usize,
     /// Bytes a request's `print` may write to the log, its lines cut to what is left
     /// (and to 4 KiB each); past it, as past `log_lines`.
-    #[serde(deserialize_with = "crate::config::value::count::<_, 0, { 1 << 30 }>")]
+    #[serde(
+        deserialize_with = "crate::config::value::bytes::within::<_, usize, 0, { 1 << 30 }>",
+        serialize_with = "crate::config::value::bytes::serialize"
+    )]
     pub log_bytes: usize,
     /// Script threads of an app or of the pages, where their scripts run (0: one a
     /// core): never on a loop, so a script that will not stop holds one of them.

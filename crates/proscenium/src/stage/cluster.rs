@@ -52,6 +52,9 @@ pub struct ClusterSpec {
     /// of the cluster's stages under, by admitting a smaller share of the rate of
     /// every token bucket in front of it (connectors and inlets); absent, the
     /// controller is off.
-    #[serde(deserialize_with = "crate::config::value::some_number::<_, u64, 1, 86_400_000>")]
+    #[serde(
+        deserialize_with = "crate::config::value::millis::some_within::<_, 1, 86_400_000>",
+        serialize_with = "crate::config::value::millis::serialize_some"
+    )]
     pub target_wait_ms: Option<u64>,
 }

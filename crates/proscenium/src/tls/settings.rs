@@ -34,7 +34,10 @@ pub struct TlsSpec {
     pub plain: Option<PlainSpec>,
     /// `Strict-Transport-Security: max-age=` this many seconds on every HTTPS answer;
     /// 0 (the default) sends none.
-    #[serde(deserialize_with = "crate::config::value::number::<_, u64, 0, 315_360_000>")]
+    #[serde(
+        deserialize_with = "crate::config::value::seconds::whole::<_, 0, 315_360_000>",
+        serialize_with = "crate::config::value::seconds::serialize_whole"
+    )]
     pub hsts: u64,
     /// Adds `includeSubDomains` to the HSTS field.
     pub hsts_subdomains: bool,
