@@ -48,7 +48,10 @@ pub struct BodyStream {
 impl BodyStream {
     /// Returns the body as a stream of its chunks, in order.
     pub fn into_data_stream(self) -> BodyDataStream {
-        BodyDataStream { rest: self.body }
+        BodyDataStream {
+            rest: self.body,
+            paused: false,
+        }
     }
 }
 
@@ -66,17 +69,27 @@ impl FromRequest for BodyStream {
 #[derive(Debug)]
 pub struct BodyDataStream {
     rest: Bytes,
+    /// Whether the last poll gave a chunk, so this one answers `Pending` first.
+    paused: bool,
 }
 
 impl Stream for BodyDataStream {
     type Item = Result<Bytes, BodyError>;
 
-    fn poll_next(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let rest = &mut self.get_mut().rest;
-        if rest.is_empty() {
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        // A reader that polls until `Pending` (multer does, copying each chunk into
+        // its buffer) would otherwise take the whole body in one go: pausing after
+        // each chunk bounds it to a chunk, as a body arriving from the network would.
+        if std::mem::take(&mut this.paused) {
+            cx.waker().wake_by_ref();
+            return Poll::Pending;
+        }
+        if this.rest.is_empty() {
             return Poll::Ready(None);
         }
-        Poll::Ready(Some(Ok(rest.split_to(CHUNK.min(rest.len())))))
+        this.paused = true;
+        Poll::Ready(Some(Ok(this.rest.split_to(CHUNK.min(this.rest.len())))))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -102,18 +115,15 @@ impl std::error::Error for BodyError {}
 
 #[cfg(test)]
 mod tests {
-    use futures_util::{FutureExt, StreamExt};
+    use futures_util::StreamExt;
 
     use super::*;
 
     fn chunks_of(len: usize) -> Vec<usize> {
         let req = Request::from(http::Request::new(Bytes::from(vec![7u8; len])));
         let stream = BodyStream::from_request(req).unwrap().into_data_stream();
-        stream
-            .map(|c| c.unwrap().len())
-            .collect()
-            .now_or_never()
-            .expect("a gathered body is ready")
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        runtime.block_on(stream.map(|c| c.unwrap().len()).collect())
     }
 
     #[test]
@@ -121,5 +131,16 @@ mod tests {
         assert_eq!(chunks_of(0), Vec::<usize>::new());
         assert_eq!(chunks_of(10), vec![10]);
         assert_eq!(chunks_of(CHUNK * 2 + 1), vec![CHUNK, CHUNK, 1]);
+    }
+
+    #[test]
+    fn a_reader_polling_until_pending_takes_one_chunk_at_a_time() {
+        let req = Request::from(http::Request::new(Bytes::from(vec![7u8; CHUNK * 3])));
+        let mut stream = BodyStream::from_request(req).unwrap().into_data_stream();
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        let mut poll = || Pin::new(&mut stream).poll_next(&mut cx).map(|c| c.is_some());
+        assert_eq!(poll(), Poll::Ready(true));
+        assert_eq!(poll(), Poll::Pending);
+        assert_eq!(poll(), Poll::Ready(true));
     }
 }
