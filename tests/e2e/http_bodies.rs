@@ -69,7 +69,9 @@ fn pattern(len: usize) -> Vec<u8> {
 }
 
 fn sum(bytes: &[u8]) -> u32 {
-    bytes.iter().fold(0u32, |s, &b| s.wrapping_add(u32::from(b)))
+    bytes
+        .iter()
+        .fold(0u32, |s, &b| s.wrapping_add(u32::from(b)))
 }
 
 /// A multipart body of a text field `title` and a file field `picture` of `file`.
@@ -228,17 +230,18 @@ fn child() {
     if std::env::var(CHILD_ENV).is_err() {
         return;
     }
-    let app = App::new()
-        .get("/", inline(|| "root"))
-        .post("/upload", |mut form: Multipart| async move {
-            let mut len = 0;
-            while let Some(mut field) = form.next_field().await? {
-                while let Some(chunk) = field.chunk().await? {
-                    len += chunk.len();
+    let app =
+        App::new()
+            .get("/", inline(|| "root"))
+            .post("/upload", |mut form: Multipart| async move {
+                let mut len = 0;
+                while let Some(mut field) = form.next_field().await? {
+                    while let Some(chunk) = field.chunk().await? {
+                        len += chunk.len();
+                    }
                 }
-            }
-            Ok::<_, MultipartError>(format!("{len} bytes"))
-        });
+                Ok::<_, MultipartError>(format!("{len} bytes"))
+            });
     let server = support::start_with(app, |c| {
         c.limits.max_body = 64 * MIB;
         c.limits.multipart_field = 64 * MIB;

@@ -122,7 +122,9 @@ mod tests {
     fn chunks_of(len: usize) -> Vec<usize> {
         let req = Request::from(http::Request::new(Bytes::from(vec![7u8; len])));
         let stream = BodyStream::from_request(req).unwrap().into_data_stream();
-        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
         runtime.block_on(stream.map(|c| c.unwrap().len()).collect())
     }
 
@@ -138,7 +140,11 @@ mod tests {
         let req = Request::from(http::Request::new(Bytes::from(vec![7u8; CHUNK * 3])));
         let mut stream = BodyStream::from_request(req).unwrap().into_data_stream();
         let mut cx = Context::from_waker(std::task::Waker::noop());
-        let mut poll = || Pin::new(&mut stream).poll_next(&mut cx).map(|c| c.is_some());
+        let mut poll = || {
+            Pin::new(&mut stream)
+                .poll_next(&mut cx)
+                .map(|c| c.is_some())
+        };
         assert_eq!(poll(), Poll::Ready(true));
         assert_eq!(poll(), Poll::Pending);
         assert_eq!(poll(), Poll::Ready(true));

@@ -18,6 +18,7 @@ use bytes::Bytes;
 use http::Method;
 use http_body_util::Full;
 
+pub use self::body_stream::{BodyDataStream, BodyError, BodyStream};
 pub use self::extract::{
     FromRequest, FromRequestHead, JsonRejection, Path, PathRejection, Query, QueryRejection,
     StringRejection,
@@ -25,7 +26,6 @@ pub use self::extract::{
 pub use self::handler::{
     Blocking, Callable, FromRequestArgs, Handler, Inline, Mode, blocking, blocking_on, inline,
 };
-pub use self::body_stream::{BodyDataStream, BodyError, BodyStream};
 pub use self::middleware::{Middleware, Next};
 pub use self::multipart::{Field, Multipart, MultipartError};
 pub use self::response::{Html, IntoResponse, Json, Reply};

@@ -53,7 +53,9 @@ impl FromRequest for Multipart {
             .and_then(|v| v.to_str().ok())
             .unwrap_or_default();
         let boundary = multer::parse_boundary(content_type).map_err(|_| {
-            MultipartError::bad_request("expected Content-Type: multipart/form-data with a boundary")
+            MultipartError::bad_request(
+                "expected Content-Type: multipart/form-data with a boundary",
+            )
         })?;
         let limits = context::with_current(|ctx| ctx.config.limits.clone()).unwrap_or_default();
         let constraints = multer::Constraints::new().size_limit(
@@ -79,7 +81,12 @@ impl Multipart {
     ///
     /// A body that is not well-formed multipart (400), or one past the limits (413).
     pub async fn next_field(&mut self) -> Result<Option<Field<'_>>, MultipartError> {
-        let Some(inner) = self.inner.next_field().await.map_err(MultipartError::from)? else {
+        let Some(inner) = self
+            .inner
+            .next_field()
+            .await
+            .map_err(MultipartError::from)?
+        else {
             return Ok(None);
         };
         if self.fields == self.max_fields {
@@ -186,7 +193,10 @@ impl From<multer::Error> for MultipartError {
     fn from(e: multer::Error) -> Self {
         match e {
             multer::Error::FieldSizeExceeded { .. } | multer::Error::StreamSizeExceeded { .. } => {
-                Self::new(StatusCode::PAYLOAD_TOO_LARGE, format!("multipart body: {e}"))
+                Self::new(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    format!("multipart body: {e}"),
+                )
             }
             _ => Self::new(
                 StatusCode::BAD_REQUEST,
