@@ -146,8 +146,10 @@ fn a_handler_that_drops_its_stream_early_leaves_the_connection_serving() {
 }
 
 #[test]
-fn an_http2_upload_reaches_streaming_and_multipart_handlers() {
-    let server = support::start(app(Arc::default()));
+fn an_http2_upload_reaches_streaming_and_multipart_handlers_under_the_limits() {
+    // Under the thread models an HTTP/2 stream's handler runs on a request thread:
+    // the limits must reach it there too.
+    let server = support::start_with(app(Arc::default()), |c| c.limits.multipart_fields = 2);
     let mut h2 = H2::connect(server.local_addr());
     let body = pattern(600 * 1024);
     let res = h2.send(request("POST", "/count"), Bytes::from(body.clone()));
@@ -155,15 +157,23 @@ fn an_http2_upload_reaches_streaming_and_multipart_handlers() {
         res.text(),
         format!("614400 bytes in 10 chunks, sum {}", sum(&body))
     );
-    let mut form = request("POST", "/form");
-    let kind = format!("multipart/form-data; boundary={BOUNDARY}");
-    form.headers_mut()
-        .insert("content-type", kind.parse().unwrap());
-    let res = h2.send(form, Bytes::from(form_body(&pattern(1000))));
+    let form = || {
+        let mut form = request("POST", "/form");
+        let kind = format!("multipart/form-data; boundary={BOUNDARY}");
+        form.headers_mut()
+            .insert("content-type", kind.parse().unwrap());
+        form
+    };
+    let res = h2.send(form(), Bytes::from(form_body(&pattern(1000))));
     assert_eq!(
         res.text(),
         "title=A cat\npicture cat.png image/png 1000 bytes"
     );
+    let mut three_fields =
+        format!("--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\nx\r\n")
+            .into_bytes();
+    three_fields.extend_from_slice(&form_body(b"png"));
+    assert_eq!(h2.send(form(), Bytes::from(three_fields)).status, 413);
 }
 
 #[test]
