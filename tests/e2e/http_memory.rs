@@ -24,7 +24,7 @@ use crate::websocket;
 const ANSWER: usize = 64 * 1024;
 
 /// What the child's environment variable names: which server to run.
-const CHILD_ENV: &str = "PROSCENIUM_MEMORY_CHILD";
+pub(crate) const CHILD_ENV: &str = "PROSCENIUM_MEMORY_CHILD";
 
 fn app() -> App {
     App::new()
@@ -176,6 +176,12 @@ impl ChildServer {
     /// Starts the child's server (`kind`: `suite` or `loops`), with the address
     /// space limited to `max_address_space` bytes if given.
     pub(crate) fn start(kind: &str, max_address_space: Option<u64>) -> Self {
+        Self::start_test("http_memory::child", kind, max_address_space)
+    }
+
+    /// Starts the child process that runs the ignored test `test` (a module's own
+    /// server), with `CHILD_ENV` set to `kind`.
+    pub(crate) fn start_test(test: &str, kind: &str, max_address_space: Option<u64>) -> Self {
         // prlimit(1) sets the limit and executes the child in its place (the same
         // process), so the limit applies to the server alone.
         let mut command = Command::new("prlimit");
@@ -184,7 +190,7 @@ impl ChildServer {
         }
         command
             .arg(std::env::current_exe().unwrap())
-            .args(["http_memory::child", "--exact", "--ignored", "--nocapture"])
+            .args([test, "--exact", "--ignored", "--nocapture"])
             .env(CHILD_ENV, kind)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -474,7 +480,7 @@ fn issue15_many_large_bodies_at_once_are_spooled_not_buffered() {
 
 /// Reports how the child's RSS grew (`before` to at most `during`) while `what`
 /// happened, and asserts it grew less than `bound`.
-fn assert_grew_less_than(bound: u64, before: u64, during: u64, what: &str) {
+pub(crate) fn assert_grew_less_than(bound: u64, before: u64, during: u64, what: &str) {
     eprintln!(
         "RSS before {} MiB, at most {} MiB while {what}",
         before / MIB,

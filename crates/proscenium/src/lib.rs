@@ -82,6 +82,7 @@ pub use self::app::{
     App, Handler, Html, IntoResponse, Json, Middleware, Next, Path, Query, Reply, Response,
     blocking, blocking_on, inline,
 };
+pub use self::app::{BodyStream, Multipart};
 pub use self::config::{
     CompressionSpec, Config, Dispatch, Http2Spec, Limits, Model, ModelSpec, Timeouts,
 };

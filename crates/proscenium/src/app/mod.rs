@@ -1,9 +1,11 @@
 //! The application API: an [`App`] of routes and middleware, handlers with typed
 //! extractors, and responses through [`IntoResponse`].
 
+mod body_stream;
 mod extract;
 mod handler;
 mod middleware;
+mod multipart;
 mod params;
 mod response;
 mod router;
@@ -16,6 +18,7 @@ use bytes::Bytes;
 use http::Method;
 use http_body_util::Full;
 
+pub use self::body_stream::{BodyDataStream, BodyError, BodyStream};
 pub use self::extract::{
     FromRequest, FromRequestHead, JsonRejection, Path, PathRejection, Query, QueryRejection,
     StringRejection,
@@ -24,6 +27,7 @@ pub use self::handler::{
     Blocking, Callable, FromRequestArgs, Handler, Inline, Mode, blocking, blocking_on, inline,
 };
 pub use self::middleware::{Middleware, Next};
+pub use self::multipart::{Field, Multipart, MultipartError};
 pub use self::response::{Html, IntoResponse, Json, Reply};
 pub use self::router::RouteInfo;
 pub(crate) use self::router::to_matchit;

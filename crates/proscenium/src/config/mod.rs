@@ -576,6 +576,17 @@ pub struct Limits {
         serialize_with = "value::bytes::serialize"
     )]
     pub static_cache: u64,
+    /// Fields in one `multipart/form-data` body a `Multipart` extractor reads (413 past
+    /// it).
+    #[serde(deserialize_with = "value::count::<_, 1, 1_000_000>")]
+    pub multipart_fields: usize,
+    /// Bytes of one field of a `multipart/form-data` body (413 past it).
+    #[serde(deserialize_with = "value::bytes::<_, 0, { 1 << 40 }>")]
+    pub multipart_field: u64,
+    /// Bytes of a whole `multipart/form-data` body, boundaries and field heads included
+    /// (413 past it); `max_body` bounds every body first.
+    #[serde(deserialize_with = "value::bytes::<_, 0, { 1 << 40 }>")]
+    pub multipart_body: u64,
 }
 
 impl Default for Limits {
@@ -594,6 +605,9 @@ impl Default for Limits {
             max_spooled_bodies: 1024 * 1024 * 1024,
             spool_dir: std::env::temp_dir(),
             static_cache: 64 * 1024 * 1024,
+            multipart_fields: 100,
+            multipart_field: 8 * 1024 * 1024,
+            multipart_body: 1 << 30,
         }
     }
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::blocking::Pools;
 use super::watchdog::LoopStats;
+use crate::config::Config;
 
 /// What code running on a loop thread can reach without being handed it.
 #[derive(Debug)]
@@ -14,6 +15,9 @@ pub(crate) struct LoopContext {
     pub(crate) id: usize,
     pub(crate) stats: Arc<LoopStats>,
     pub(crate) pools: Arc<Pools>,
+    /// The server's configuration, for extractors that follow it (`Multipart`'s
+    /// limits).
+    pub(crate) config: Arc<Config>,
 }
 
 thread_local! {
