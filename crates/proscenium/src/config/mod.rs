@@ -581,11 +581,17 @@ pub struct Limits {
     #[serde(deserialize_with = "value::count::<_, 1, 1_000_000>")]
     pub multipart_fields: usize,
     /// Bytes of one field of a `multipart/form-data` body (413 past it).
-    #[serde(deserialize_with = "value::bytes::<_, 0, { 1 << 40 }>")]
+    #[serde(
+        deserialize_with = "value::bytes::within::<_, u64, 0, { 1 << 40 }>",
+        serialize_with = "value::bytes::serialize"
+    )]
     pub multipart_field: u64,
     /// Bytes of a whole `multipart/form-data` body, boundaries and field heads included
     /// (413 past it); `max_body` bounds every body first.
-    #[serde(deserialize_with = "value::bytes::<_, 0, { 1 << 40 }>")]
+    #[serde(
+        deserialize_with = "value::bytes::within::<_, u64, 0, { 1 << 40 }>",
+        serialize_with = "value::bytes::serialize"
+    )]
     pub multipart_body: u64,
 }
 
