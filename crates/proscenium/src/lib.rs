@@ -77,6 +77,33 @@ pub mod ws;
 
 pub use ::http::{HeaderMap, Method, StatusCode, header};
 pub use bytes::Bytes;
+/// The `headers` crate, whose types [`TypedHeader`](extract::TypedHeader) takes.
+pub use headers;
+
+/// Extractors, where an axum user looks for them.
+pub mod extract {
+    pub use crate::app::{
+        Form, FormRejection, FromRequest, FromRequestHead, Json, JsonRejection, Path,
+        PathRejection, Query, QueryRejection, StringRejection, TypedHeader,
+        TypedHeaderRejection,
+    };
+
+    /// Cookie jars, with the `cookie` crate's [`Cookie`] and [`Key`].
+    pub mod cookie {
+        pub use crate::app::{
+            CookieJar, KeyedCookieJar, Private, PrivateCookieJar, Protection, Signed,
+            SignedCookieJar,
+        };
+        pub use ::cookie::{Cookie, Expiration, Key, SameSite};
+    }
+}
+
+/// Responses, where an axum user looks for them.
+pub mod response {
+    pub use crate::app::{
+        Form, Html, IntoResponse, IntoResponseParts, Json, Redirect, Response, TypedHeader,
+    };
+}
 
 pub use self::app::{
     App, Handler, Html, IntoResponse, Json, Middleware, Next, Path, Query, Reply, Response,

@@ -1,14 +1,21 @@
 //! The application API: an [`App`] of routes and middleware, handlers with typed
 //! extractors, and responses through [`IntoResponse`].
 
+mod cookies;
 mod extract;
+mod form;
 mod handler;
 mod middleware;
+mod optional;
 mod params;
+mod parts;
+mod redirect;
+mod rejection;
 mod response;
 mod router;
 mod service;
 mod then;
+mod typed_header;
 
 use std::sync::Arc;
 
@@ -16,18 +23,25 @@ use bytes::Bytes;
 use http::Method;
 use http_body_util::Full;
 
+pub use self::cookies::{
+    CookieJar, KeyedCookieJar, Private, PrivateCookieJar, Protection, Signed, SignedCookieJar,
+};
 pub use self::extract::{
     FromRequest, FromRequestHead, JsonRejection, Path, PathRejection, Query, QueryRejection,
     StringRejection,
 };
+pub use self::form::{Form, FormRejection};
 pub use self::handler::{
     Blocking, Callable, FromRequestArgs, Handler, Inline, Mode, blocking, blocking_on, inline,
 };
 pub use self::middleware::{Middleware, Next};
+pub use self::parts::IntoResponseParts;
+pub use self::redirect::Redirect;
 pub use self::response::{Html, IntoResponse, Json, Reply};
 pub use self::router::RouteInfo;
 pub(crate) use self::router::to_matchit;
 pub use self::then::{Continuation, HandlerOutput, Outcome, Then};
+pub use self::typed_header::{TypedHeader, TypedHeaderRejection};
 pub(crate) use crate::http::response::error;
 pub use crate::http::{LocalResponseFuture, Response};
 
