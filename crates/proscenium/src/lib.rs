@@ -84,8 +84,7 @@ pub use headers;
 pub mod extract {
     pub use crate::app::{
         Form, FormRejection, FromRequest, FromRequestHead, Json, JsonRejection, Path,
-        PathRejection, Query, QueryRejection, StringRejection, TypedHeader,
-        TypedHeaderRejection,
+        PathRejection, Query, QueryRejection, StringRejection, TypedHeader, TypedHeaderRejection,
     };
 
     /// Cookie jars, with the `cookie` crate's [`Cookie`] and [`Key`].

@@ -11,8 +11,8 @@
 use std::marker::PhantomData;
 
 use cookie::{Cookie, Key};
-use http::header::{COOKIE, HeaderValue, SET_COOKIE};
 use http::HeaderMap;
+use http::header::{COOKIE, HeaderValue, SET_COOKIE};
 
 use super::extract::FromRequestHead;
 use super::parts::IntoResponseParts;
@@ -292,7 +292,15 @@ mod tests {
         let private_back = PrivateCookieJar::from_headers(&headers(&private), key.clone());
         assert_eq!(private_back.get("user").unwrap().value(), "ann");
         let forged = signed.replace("ann", "bob");
-        assert!(SignedCookieJar::from_headers(&headers(&forged), key.clone()).get("user").is_none());
-        assert!(PrivateCookieJar::from_headers(&headers(&signed), key).get("user").is_none());
+        assert!(
+            SignedCookieJar::from_headers(&headers(&forged), key.clone())
+                .get("user")
+                .is_none()
+        );
+        assert!(
+            PrivateCookieJar::from_headers(&headers(&signed), key)
+                .get("user")
+                .is_none()
+        );
     }
 }

@@ -290,7 +290,11 @@ mod tests {
 
     #[test]
     fn query_fills_a_vec_from_a_repeated_key() {
-        let req = Request::from(http::Request::get("/x?tag=a&tag=b%20c").body(Bytes::new()).unwrap());
+        let req = Request::from(
+            http::Request::get("/x?tag=a&tag=b%20c")
+                .body(Bytes::new())
+                .unwrap(),
+        );
         let Query(tags) = Query::<Tags>::from_request_head(&req).unwrap();
         assert_eq!(tags.tag, ["a", "b c"]);
     }

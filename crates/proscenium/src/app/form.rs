@@ -120,14 +120,20 @@ mod tests {
     #[test]
     fn rejections_have_their_statuses() {
         assert_eq!(status(request("POST", "/", None, "name=rex")), 415);
-        assert_eq!(status(request("POST", "/", Some("text/plain"), "name=rex")), 415);
+        assert_eq!(
+            status(request("POST", "/", Some("text/plain"), "name=rex")),
+            415
+        );
         assert_eq!(status(request("POST", "/", Some(FORM), "tag=a")), 422);
         assert_eq!(status(request("GET", "/?tag=a", None, "")), 400);
     }
 
     #[test]
     fn encodes_a_response() {
-        let pet = Pet { name: "a b".into(), tag: vec!["x".into(), "y".into()] };
+        let pet = Pet {
+            name: "a b".into(),
+            tag: vec!["x".into(), "y".into()],
+        };
         let res = Form(pet).into_response();
         assert_eq!(res.headers()["content-type"], FORM);
     }

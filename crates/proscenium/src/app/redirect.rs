@@ -1,7 +1,7 @@
 //! `Redirect`: a response that sends the client elsewhere.
 
-use http::header::{HeaderValue, LOCATION};
 use http::StatusCode;
+use http::header::{HeaderValue, LOCATION};
 
 use super::response::{IntoResponse, Response, error};
 use crate::http::Body;
@@ -82,8 +82,12 @@ mod tests {
 
     #[test]
     fn statuses_are_axums() {
-        let statuses = [Redirect::to("/"), Redirect::temporary("/"), Redirect::permanent("/")]
-            .map(|r| r.into_response().status().as_u16());
+        let statuses = [
+            Redirect::to("/"),
+            Redirect::temporary("/"),
+            Redirect::permanent("/"),
+        ]
+        .map(|r| r.into_response().status().as_u16());
         assert_eq!(statuses, [303, 307, 308]);
     }
 

@@ -60,7 +60,11 @@ impl TypedHeaderRejection {
 
 impl std::fmt::Display for TypedHeaderRejection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let why = if self.is_missing { "missing" } else { "invalid" };
+        let why = if self.is_missing {
+            "missing"
+        } else {
+            "invalid"
+        };
         write!(f, "{why} header `{}`", self.name)
     }
 }

@@ -33,7 +33,8 @@ pub(crate) fn format(accept: Option<&HeaderValue>) -> Format {
     for (range, q) in accept.split(',').filter_map(media_range) {
         if range.eq_ignore_ascii_case("application/json")
             || range.eq_ignore_ascii_case("application/*")
-            || (range.len() > 17 && range[..12].eq_ignore_ascii_case("application/")
+            || (range.len() > 17
+                && range[..12].eq_ignore_ascii_case("application/")
                 && range[range.len() - 5..].eq_ignore_ascii_case("+json"))
         {
             json = json.max(q);
@@ -151,7 +152,11 @@ mod tests {
 
     #[test]
     fn renders_json_with_the_status() {
-        let page = render(StatusCode::UNPROCESSABLE_ENTITY, Some("bad \"x\""), Format::Json);
+        let page = render(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("bad \"x\""),
+            Format::Json,
+        );
         assert_eq!(page.content_type, "application/json");
         assert_eq!(page.body, r#"{"error":"bad \"x\"","status":422}"#);
     }
