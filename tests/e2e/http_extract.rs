@@ -371,11 +371,9 @@ fn a_keyed_cookie_jar_without_a_registered_key_refuses_to_start() {
         bind: "127.0.0.1:0".parse().unwrap(),
         ..Config::default()
     };
-    let refused = Server::new(app)
-        .config(config)
-        .start()
-        .err()
-        .expect("refused");
+    let Err(refused) = Server::new(app).config(config).start() else {
+        panic!("a server whose handler takes a keyed jar started without a key");
+    };
     assert!(refused.to_string().contains("/signed"), "{refused}");
 }
 

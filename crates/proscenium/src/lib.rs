@@ -87,7 +87,7 @@ pub mod extract {
         PathRejection, Query, QueryRejection, StringRejection, TypedHeader, TypedHeaderRejection,
     };
 
-    /// Cookie jars, with the `cookie` crate's [`Cookie`] and [`Key`].
+    /// Cookie jars, with the `cookie` crate's [`Cookie`](cookie::Cookie) and [`Key`](cookie::Key).
     pub mod cookie {
         pub use crate::app::{
             CookieJar, KeyedCookieJar, Private, PrivateCookieJar, Protection, Signed,

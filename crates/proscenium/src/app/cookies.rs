@@ -63,6 +63,8 @@ impl CookieJar {
 
     /// Returns the jar with `cookie` added (sent as `Set-Cookie`).
     #[must_use]
+    // The name axum-extra's jars use, which code ported from axum calls.
+    #[allow(clippy::should_implement_trait)]
     pub fn add(mut self, cookie: impl Into<Cookie<'static>>) -> Self {
         self.jar.add(cookie);
         self
@@ -211,6 +213,8 @@ impl<P: Protection> KeyedCookieJar<P> {
 
     /// Returns the jar with `cookie` added, signed or encrypted.
     #[must_use]
+    // The name axum-extra's jars use, which code ported from axum calls.
+    #[allow(clippy::should_implement_trait)]
     pub fn add(mut self, cookie: impl Into<Cookie<'static>>) -> Self {
         P::add(&mut self.jar, &self.key, cookie.into());
         self
