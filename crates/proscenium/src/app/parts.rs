@@ -32,6 +32,8 @@ pub trait IntoResponseParts {
     fn into_response_parts(self, res: Response) -> Response;
 }
 
+/// The map's fields replace the response's fields of the same names (a
+/// `content-type` given here wins over the body's).
 impl IntoResponseParts for HeaderMap {
     fn into_response_parts(self, mut res: Response) -> Response {
         res.headers_mut().extend(self);
@@ -39,20 +41,22 @@ impl IntoResponseParts for HeaderMap {
     }
 }
 
-/// Headers by name and value; a name or value that is not valid makes the response 500.
+/// Headers by name and value, as a [`HeaderMap`] of them; a name or value that is not
+/// valid makes the response 500.
 impl<K, V, const N: usize> IntoResponseParts for [(K, V); N]
 where
     K: TryInto<HeaderName>,
     V: TryInto<HeaderValue>,
 {
-    fn into_response_parts(self, mut res: Response) -> Response {
+    fn into_response_parts(self, res: Response) -> Response {
+        let mut headers = HeaderMap::with_capacity(N);
         for (k, v) in self {
             match (k.try_into(), v.try_into()) {
-                (Ok(k), Ok(v)) => res.headers_mut().append(k, v),
+                (Ok(k), Ok(v)) => headers.append(k, v),
                 _ => return error(StatusCode::INTERNAL_SERVER_ERROR, "invalid response header"),
             };
         }
-        res
+        headers.into_response_parts(res)
     }
 }
 
@@ -86,3 +90,21 @@ parts_before_body!(P1);
 parts_before_body!(P1, P2);
 parts_before_body!(P1, P2, P3);
 parts_before_body!(P1, P2, P3, P4);
+
+#[cfg(test)]
+mod tests {
+    use http::header::CONTENT_TYPE;
+
+    use super::*;
+
+    #[test]
+    fn a_header_given_as_a_part_replaces_the_bodys() {
+        let res = (
+            [(CONTENT_TYPE, "text/csv"), (CONTENT_TYPE, "text/x-csv")],
+            "a,b",
+        )
+            .into_response();
+        let types: Vec<_> = res.headers().get_all(CONTENT_TYPE).iter().collect();
+        assert_eq!(types, ["text/csv", "text/x-csv"]);
+    }
+}
