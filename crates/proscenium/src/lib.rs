@@ -27,8 +27,9 @@
 //!   mounted tower services and [`Middleware`].
 //! - Handlers are async fns, [`inline`] plain fns (run on the loop) or [`blocking`] plain
 //!   fns (run on the blocking pool). Their arguments are extractors ([`Path`], [`Query`],
-//!   [`Json`], `HeaderMap`, `Bytes`, `String`, [`Request`]); their results implement
-//!   [`IntoResponse`].
+//!   [`Json`], `HeaderMap`, `Bytes`, `String`, [`Request`], and in [`extract`] forms,
+//!   typed headers and cookie jars); their results implement [`IntoResponse`] (see
+//!   [`response`] for redirects and response parts).
 //! - [`main`] and [`launch::Launcher`] give an app its command line;
 //!   [`config::Settings`] resolves its [`Config`] from defaults, the app's defaults,
 //!   the file, the environment and flags, remembering where each value came from.

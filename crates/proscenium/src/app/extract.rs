@@ -17,7 +17,7 @@ use crate::state::StateAccess;
 /// A value extracted from the request head; handlers may take any number of them.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be extracted from a request head",
-    note = "only the last handler argument may read the body (`Json`, `Bytes`, `String`, `Request`)"
+    note = "only the last handler argument may read the body (`Json`, `Form`, `Bytes`, `String`, `Request`)"
 )]
 pub trait FromRequestHead: Sized {
     /// The response sent when extraction fails.
@@ -42,7 +42,7 @@ pub trait FromRequestHead: Sized {
 /// `M` only tells head extractors (usable here too) from body extractors.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be extracted from a request",
-    note = "handler arguments must be extractors: `Path`, `Query`, `HeaderMap`, `Json`, `Bytes`, `String`, `Request`, ..."
+    note = "handler arguments must be extractors: `Path`, `Query`, `HeaderMap`, `Json`, `Form`, `Bytes`, `String`, `Request`, ..."
 )]
 pub trait FromRequest<M = private::ViaBody>: Sized {
     /// The response sent when extraction fails.
