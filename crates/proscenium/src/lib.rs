@@ -27,8 +27,9 @@
 //!   mounted tower services and [`Middleware`].
 //! - Handlers are async fns, [`inline`] plain fns (run on the loop) or [`blocking`] plain
 //!   fns (run on the blocking pool). Their arguments are extractors ([`Path`], [`Query`],
-//!   [`Json`], `HeaderMap`, `Bytes`, `String`, [`Request`]); their results implement
-//!   [`IntoResponse`].
+//!   [`Json`], `HeaderMap`, `Bytes`, `String`, [`Request`], and in [`extract`] forms,
+//!   typed headers and cookie jars); their results implement [`IntoResponse`] (see
+//!   [`response`] for redirects and response parts).
 //! - [`main`] and [`launch::Launcher`] give an app its command line;
 //!   [`config::Settings`] resolves its [`Config`] from defaults, the app's defaults,
 //!   the file, the environment and flags, remembering where each value came from.
@@ -77,6 +78,38 @@ pub mod ws;
 
 pub use ::http::{HeaderMap, Method, StatusCode, header};
 pub use bytes::Bytes;
+/// The `headers` crate, whose types [`TypedHeader`](extract::TypedHeader) takes.
+pub use headers;
+
+/// Extractors, where an axum user looks for them.
+pub mod extract {
+    pub use crate::app::{
+        BodyDataStream, BodyError, BodyStream, Form, FormRejection, FromRequest, FromRequestHead,
+        Json, JsonRejection, Path, PathRejection, Query, QueryRejection, StringRejection,
+        TypedHeader, TypedHeaderRejection,
+    };
+
+    /// `multipart/form-data` bodies read field by field.
+    pub mod multipart {
+        pub use crate::app::{Field, Multipart, MultipartError};
+    }
+
+    /// Cookie jars, with the `cookie` crate's [`Cookie`](cookie::Cookie) and [`Key`](cookie::Key).
+    pub mod cookie {
+        pub use crate::app::{
+            CookieJar, KeyedCookieJar, Private, PrivateCookieJar, Protection, Signed,
+            SignedCookieJar,
+        };
+        pub use ::cookie::{Cookie, Expiration, Key, SameSite};
+    }
+}
+
+/// Responses, where an axum user looks for them.
+pub mod response {
+    pub use crate::app::{
+        Form, Html, IntoResponse, IntoResponseParts, Json, Redirect, Response, TypedHeader,
+    };
+}
 
 pub use self::app::{
     App, Handler, Html, IntoResponse, Json, Middleware, Next, Path, Query, Reply, Response,

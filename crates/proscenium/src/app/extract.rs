@@ -4,21 +4,20 @@
 //! and order; one body extractor ([`FromRequest`]) may come last. Every failure is a
 //! typed rejection that is itself a response.
 
-use std::borrow::Cow;
-
 use bytes::Bytes;
 use http::{HeaderMap, Method, StatusCode, Uri, Version, header};
 use serde::de::DeserializeOwned;
 
 use super::params;
-use super::response::{IntoResponse, Json, Response, error};
+use super::rejection::rejection;
+use super::response::{IntoResponse, Json, Response};
 use crate::http::Request;
 use crate::state::StateAccess;
 
 /// A value extracted from the request head; handlers may take any number of them.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be extracted from a request head",
-    note = "only the last handler argument may read the body (`Json`, `Bytes`, `String`, `Request`)"
+    note = "only the last handler argument may read the body (`Json`, `Form`, `Bytes`, `String`, `Request`)"
 )]
 pub trait FromRequestHead: Sized {
     /// The response sent when extraction fails.
@@ -43,7 +42,7 @@ pub trait FromRequestHead: Sized {
 /// `M` only tells head extractors (usable here too) from body extractors.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be extracted from a request",
-    note = "handler arguments must be extractors: `Path`, `Query`, `HeaderMap`, `Json`, `Bytes`, `String`, `Request`, ..."
+    note = "handler arguments must be extractors: `Path`, `Query`, `HeaderMap`, `Json`, `Form`, `Bytes`, `String`, `Request`, ..."
 )]
 pub trait FromRequest<M = private::ViaBody>: Sized {
     /// The response sent when extraction fails.
@@ -81,42 +80,6 @@ impl<T: FromRequestHead> FromRequest<private::ViaHead> for T {
     fn state_access() -> Option<StateAccess> {
         T::state_access()
     }
-}
-
-macro_rules! rejection {
-    ($(#[$doc:meta])* $name:ident) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone)]
-        pub struct $name {
-            status: StatusCode,
-            message: Cow<'static, str>,
-        }
-
-        impl $name {
-            fn new(status: StatusCode, message: impl Into<Cow<'static, str>>) -> Self {
-                Self { status, message: message.into() }
-            }
-
-            /// Returns the status the client gets.
-            pub fn status(&self) -> StatusCode {
-                self.status
-            }
-        }
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(&self.message)
-            }
-        }
-
-        impl std::error::Error for $name {}
-
-        impl IntoResponse for $name {
-            fn into_response(self) -> Response {
-                error(self.status, self.message)
-            }
-        }
-    };
 }
 
 rejection!(
@@ -170,7 +133,27 @@ impl<T: DeserializeOwned> FromRequestHead for Path<T> {
     }
 }
 
-/// The query string, deserialized into `T` with `serde_urlencoded`.
+/// The query string, deserialized into `T`.
+///
+/// A key repeated (`?tag=a&tag=b`) fills a `Vec` field; a plain struct takes each key
+/// once. A query that does not deserialize is 400.
+///
+/// # Examples
+///
+/// ```
+/// use proscenium::{App, Query};
+///
+/// #[derive(serde::Deserialize)]
+/// struct Search {
+///     q: String,
+///     #[serde(default)]
+///     tag: Vec<String>,
+/// }
+///
+/// let app = App::new().get("/search", |Query(s): Query<Search>| async move {
+///     format!("{} in {}", s.q, s.tag.join(","))
+/// });
+/// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Query<T>(pub T);
 
@@ -178,7 +161,7 @@ impl<T: DeserializeOwned> FromRequestHead for Query<T> {
     type Rejection = QueryRejection;
 
     fn from_request_head(req: &Request) -> Result<Self, Self::Rejection> {
-        serde_urlencoded::from_str(req.uri().query().unwrap_or_default())
+        serde_html_form::from_str(req.uri().query().unwrap_or_default())
             .map(Query)
             .map_err(|e| {
                 QueryRejection::new(StatusCode::BAD_REQUEST, format!("invalid query: {e}"))
@@ -258,19 +241,21 @@ impl<T: DeserializeOwned> FromRequest for Json<T> {
     }
 }
 
+/// Returns the media type of the request's body without its parameters
+/// (`application/json` of `application/json; charset=utf-8`), if it declares one.
+pub(super) fn content_type(headers: &HeaderMap) -> Option<&str> {
+    let mime = headers.get(header::CONTENT_TYPE)?.to_str().ok()?;
+    Some(mime.split(';').next().unwrap_or_default().trim())
+}
+
 /// Returns whether the request declares a JSON body (`application/json` or `+json`).
 fn is_json(headers: &HeaderMap) -> bool {
-    let Some(mime) = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-    else {
-        return false;
-    };
-    let essence = mime.split(';').next().unwrap_or_default().trim();
-    essence.eq_ignore_ascii_case("application/json")
-        || essence
-            .get(essence.len().saturating_sub(5)..)
-            .is_some_and(|s| s.eq_ignore_ascii_case("+json"))
+    content_type(headers).is_some_and(|essence| {
+        essence.eq_ignore_ascii_case("application/json")
+            || essence
+                .get(essence.len().saturating_sub(5)..)
+                .is_some_and(|s| s.eq_ignore_ascii_case("+json"))
+    })
 }
 
 #[cfg(test)]
@@ -295,6 +280,23 @@ mod tests {
     fn query_deserializes_the_query_string() {
         let Query(q) = Query::<Q>::from_request_head(&request(None, "")).unwrap();
         assert_eq!((q.a, q.b.as_str()), (1, "two"));
+    }
+
+    #[derive(serde::Deserialize)]
+    struct Tags {
+        #[serde(default)]
+        tag: Vec<String>,
+    }
+
+    #[test]
+    fn query_fills_a_vec_from_a_repeated_key() {
+        let req = Request::from(
+            http::Request::get("/x?tag=a&tag=b%20c")
+                .body(Bytes::new())
+                .unwrap(),
+        );
+        let Query(tags) = Query::<Tags>::from_request_head(&req).unwrap();
+        assert_eq!(tags.tag, ["a", "b c"]);
     }
 
     #[test]

@@ -2,15 +2,22 @@
 //! extractors, and responses through [`IntoResponse`].
 
 mod body_stream;
+mod cookies;
 mod extract;
+mod form;
 mod handler;
 mod middleware;
 mod multipart;
+mod optional;
 mod params;
+mod parts;
+mod redirect;
+mod rejection;
 mod response;
 mod router;
 mod service;
 mod then;
+mod typed_header;
 
 use std::sync::Arc;
 
@@ -19,19 +26,26 @@ use http::Method;
 use http_body_util::Full;
 
 pub use self::body_stream::{BodyDataStream, BodyError, BodyStream};
+pub use self::cookies::{
+    CookieJar, KeyedCookieJar, Private, PrivateCookieJar, Protection, Signed, SignedCookieJar,
+};
 pub use self::extract::{
     FromRequest, FromRequestHead, JsonRejection, Path, PathRejection, Query, QueryRejection,
     StringRejection,
 };
+pub use self::form::{Form, FormRejection};
 pub use self::handler::{
     Blocking, Callable, FromRequestArgs, Handler, Inline, Mode, blocking, blocking_on, inline,
 };
 pub use self::middleware::{Middleware, Next};
 pub use self::multipart::{Field, Multipart, MultipartError};
+pub use self::parts::IntoResponseParts;
+pub use self::redirect::Redirect;
 pub use self::response::{Html, IntoResponse, Json, Reply};
 pub use self::router::RouteInfo;
 pub(crate) use self::router::to_matchit;
 pub use self::then::{Continuation, HandlerOutput, Outcome, Then};
+pub use self::typed_header::{TypedHeader, TypedHeaderRejection};
 pub(crate) use crate::http::response::error;
 pub use crate::http::{LocalResponseFuture, Response};
 

@@ -5,7 +5,6 @@ use std::future::Future;
 
 use bytes::Bytes;
 use http::StatusCode;
-use http::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::Serialize;
 
 use super::then::HandlerOutput;
@@ -17,7 +16,8 @@ use crate::rt::BlockingError;
 ///
 /// Implemented for strings and bytes (200 with a body), [`StatusCode`] (that status with
 /// the server's error page when it is an error), [`Json`], [`Html`], `Result`s of
-/// responses, and tuples that add a status and headers in front of a body.
+/// responses, and tuples that add a status and [parts](crate::response::IntoResponseParts)
+/// (headers, cookie jars) in front of a body.
 ///
 /// # Examples
 ///
@@ -37,7 +37,7 @@ pub trait IntoResponse {
     fn into_response(self) -> Response;
 }
 
-fn with_type(body: impl Into<Body>, content_type: &'static str) -> Response {
+pub(super) fn with_type(body: impl Into<Body>, content_type: &'static str) -> Response {
     let mut res = Response::new(body.into());
     *res.headers_mut() = crate::http::spare::with_content_type(content_type);
     res
@@ -131,49 +131,6 @@ impl<T: IntoResponse> IntoResponse for (StatusCode, T) {
         let mut res = self.1.into_response();
         *res.status_mut() = self.0;
         res
-    }
-}
-
-impl<T: IntoResponse> IntoResponse for (HeaderMap, T) {
-    fn into_response(self) -> Response {
-        let mut res = self.1.into_response();
-        res.headers_mut().extend(self.0);
-        res
-    }
-}
-
-impl<T: IntoResponse> IntoResponse for (StatusCode, HeaderMap, T) {
-    fn into_response(self) -> Response {
-        (self.0, (self.1, self.2)).into_response()
-    }
-}
-
-impl<K, V, const N: usize, T> IntoResponse for ([(K, V); N], T)
-where
-    K: TryInto<HeaderName>,
-    V: TryInto<HeaderValue>,
-    T: IntoResponse,
-{
-    fn into_response(self) -> Response {
-        let mut headers = HeaderMap::with_capacity(N);
-        for (k, v) in self.0 {
-            match (k.try_into(), v.try_into()) {
-                (Ok(k), Ok(v)) => headers.append(k, v),
-                _ => return error(StatusCode::INTERNAL_SERVER_ERROR, "invalid response header"),
-            };
-        }
-        (headers, self.1).into_response()
-    }
-}
-
-impl<K, V, const N: usize, T> IntoResponse for (StatusCode, [(K, V); N], T)
-where
-    K: TryInto<HeaderName>,
-    V: TryInto<HeaderValue>,
-    T: IntoResponse,
-{
-    fn into_response(self) -> Response {
-        (self.0, (self.1, self.2)).into_response()
     }
 }
 

@@ -1,4 +1,9 @@
-//! Error pages: a short HTML page for clients that accept HTML, plain text otherwise.
+//! Error pages: JSON for clients that prefer it, a short HTML page for clients that
+//! accept HTML, plain text otherwise.
+//!
+//! Every bodiless error answer passes here, rejections included, with the request's
+//! `Accept` the connection keeps for this purpose anyway: choosing a format costs
+//! nothing to an answer that is not an error.
 
 use http::StatusCode;
 use http::header::HeaderValue;
@@ -9,21 +14,80 @@ pub(crate) struct Page {
     pub(crate) body: String,
 }
 
-/// Returns whether the client prefers HTML (a browser's `Accept` names `text/html`).
-pub(crate) fn accepts_html(accept: Option<&HeaderValue>) -> bool {
-    accept.is_some_and(|v| {
-        v.as_bytes()
-            .windows(9)
-            .any(|w| w.eq_ignore_ascii_case(b"text/html"))
-    })
+/// The format of an error page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Format {
+    Text,
+    Html,
+    Json,
+}
+
+/// Returns the format the client's `Accept` prefers: JSON when it ranks
+/// `application/json` (or `application/*`, or a `+json` type) above every text type, HTML
+/// when it names `text/html` (a browser), text otherwise (`*/*` ranks neither).
+pub(crate) fn format(accept: Option<&HeaderValue>) -> Format {
+    let Some(accept) = accept.and_then(|v| v.to_str().ok()) else {
+        return Format::Text;
+    };
+    let (mut json, mut text) = (0.0f32, 0.0f32);
+    for (range, q) in accept.split(',').filter_map(media_range) {
+        if range.eq_ignore_ascii_case("application/json")
+            || range.eq_ignore_ascii_case("application/*")
+            || (range.len() > 17
+                && range[..12].eq_ignore_ascii_case("application/")
+                && range[range.len() - 5..].eq_ignore_ascii_case("+json"))
+        {
+            json = json.max(q);
+        } else if range.len() > 5 && range[..5].eq_ignore_ascii_case("text/") {
+            text = text.max(q);
+        }
+    }
+    if json > 0.0 && json > text {
+        Format::Json
+    } else if accepts_html(accept) {
+        Format::Html
+    } else {
+        Format::Text
+    }
+}
+
+/// Returns one `Accept` item's media range and its weight (`q`, 1 when absent).
+fn media_range(item: &str) -> Option<(&str, f32)> {
+    let mut params = item.split(';');
+    let range = params.next()?.trim();
+    let q = params
+        .filter_map(|p| {
+            let p = p.trim();
+            p.strip_prefix("q=").or_else(|| p.strip_prefix("Q="))
+        })
+        .find_map(|q| q.trim().parse::<f32>().ok())
+        .unwrap_or(1.0);
+    // ASCII only, so that the byte slices above fall on character boundaries.
+    range.is_ascii().then_some((range, q))
+}
+
+/// Returns whether the client accepts HTML (a browser's `Accept` names `text/html`).
+fn accepts_html(accept: &str) -> bool {
+    accept
+        .as_bytes()
+        .windows(9)
+        .any(|w| w.eq_ignore_ascii_case(b"text/html"))
 }
 
 /// Renders the page for `status`, with `detail` (already safe to show) if given.
-pub(crate) fn render(status: StatusCode, detail: Option<&str>, html: bool) -> Page {
+///
+/// JSON is `{"error": "<detail>", "status": <code>}`.
+pub(crate) fn render(status: StatusCode, detail: Option<&str>, format: Format) -> Page {
     let reason = status.canonical_reason().unwrap_or("Error");
     let code = status.as_str();
     let detail = detail.unwrap_or_else(|| default_detail(status));
-    if html {
+    if format == Format::Json {
+        let body = serde_json::json!({ "error": detail, "status": status.as_u16() });
+        Page {
+            content_type: HeaderValue::from_static("application/json"),
+            body: body.to_string(),
+        }
+    } else if format == Format::Html {
         let detail = html_escape(detail);
         let body = format!(
             "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{code} {reason}</title>\
@@ -76,10 +140,10 @@ mod tests {
 
     #[test]
     fn renders_html_for_browsers_and_text_otherwise() {
-        let page = render(StatusCode::NOT_FOUND, Some("no <such> file"), true);
+        let page = render(StatusCode::NOT_FOUND, Some("no <such> file"), Format::Html);
         assert!(page.body.contains("<h1>404 Not Found</h1>"));
         assert!(page.body.contains("no &lt;such&gt; file"));
-        let page = render(StatusCode::NOT_FOUND, None, false);
+        let page = render(StatusCode::NOT_FOUND, None, Format::Text);
         assert_eq!(
             page.body,
             "404 Not Found: The requested resource was not found on this server.\n"
@@ -87,10 +151,37 @@ mod tests {
     }
 
     #[test]
+    fn renders_json_with_the_status() {
+        let page = render(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Some("bad \"x\""),
+            Format::Json,
+        );
+        assert_eq!(page.content_type, "application/json");
+        assert_eq!(page.body, r#"{"error":"bad \"x\"","status":422}"#);
+    }
+
+    #[test]
     fn reads_accept() {
-        assert!(!accepts_html(None));
-        assert!(!accepts_html(Some(&HeaderValue::from_static("*/*"))));
-        let browser = HeaderValue::from_static("text/html,application/xhtml+xml;q=0.9");
-        assert!(accepts_html(Some(&browser)));
+        let cases = [
+            (None, Format::Text),
+            (Some("*/*"), Format::Text),
+            (Some("text/html,application/xhtml+xml;q=0.9"), Format::Html),
+            (
+                Some("text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"),
+                Format::Html,
+            ),
+            (Some("application/json"), Format::Json),
+            (Some("Application/JSON; charset=utf-8"), Format::Json),
+            (Some("application/problem+json"), Format::Json),
+            (Some("text/plain;q=0.5, application/json"), Format::Json),
+            (Some("application/json;q=0.5, text/plain"), Format::Text),
+            (Some("application/json;q=0, */*"), Format::Text),
+            (Some("application/json, text/html"), Format::Html),
+        ];
+        for (accept, want) in cases {
+            let value = accept.map(HeaderValue::from_static);
+            assert_eq!(format(value.as_ref()), want, "{accept:?}");
+        }
     }
 }

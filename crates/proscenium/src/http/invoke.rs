@@ -197,7 +197,8 @@ impl Drop for Inflight {
     }
 }
 
-/// Gives a bodiless error response the server's error page (HTML or plain text).
+/// Gives a bodiless error response the server's error page (JSON, HTML or plain text,
+/// by `Accept`).
 ///
 /// In place: a response is some 200 bytes, and every answer passes here.
 pub(crate) fn fill_error_body(res: &mut Response, accept: Option<&http::HeaderValue>) {
@@ -209,8 +210,8 @@ pub(crate) fn fill_error_body(res: &mut Response, accept: Option<&http::HeaderVa
         return;
     }
     let detail = res.extensions_mut().remove::<ErrorDetail>();
-    let html = error_page::accepts_html(accept);
-    let page = error_page::render(res.status(), detail.as_ref().map(|d| &*d.0), html);
+    let format = error_page::format(accept);
+    let page = error_page::render(res.status(), detail.as_ref().map(|d| &*d.0), format);
     res.headers_mut()
         .insert(http::header::CONTENT_TYPE, page.content_type);
     *res.body_mut() = Body::from(page.body);
