@@ -78,6 +78,7 @@ pub mod ws;
 pub use ::http::{HeaderMap, Method, StatusCode, header};
 pub use bytes::Bytes;
 
+pub use self::app::middleware;
 pub use self::app::{
     App, Handler, Html, IntoResponse, Json, Middleware, Next, Path, Query, Reply, Response,
     blocking, blocking_on, inline,
