@@ -104,3 +104,28 @@ fn issue37_from_fn_takes_head_extractors_and_mixes_with_sync_middleware() {
     assert_eq!(res.status, 400);
     assert_eq!(res.header("x-outer"), Some("sync"));
 }
+
+#[test]
+fn issue37_a_route_behind_async_middleware_is_counted_under_its_route() {
+    // Routing happens in a later poll than the call: the answer is still the route's.
+    let app = whoami().layer(from_fn(authenticate));
+    let (server, admin) = crate::admin::start(app);
+    let addr = server.local_addr();
+    for _ in 0..3 {
+        let res = support::exchange(
+            addr,
+            "GET /whoami HTTP/1.1\r\nHost: t\r\nAuthorization: ada\r\n\r\n",
+        );
+        assert_eq!(res.status, 200);
+    }
+    let count = || {
+        let metrics = crate::admin::scrape(admin);
+        let series = "proscenium_http_request_duration_seconds_count";
+        crate::admin::sum(&metrics, series, &[("route", "/whoami")])
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while count() < 3.0 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(count(), 3.0);
+}

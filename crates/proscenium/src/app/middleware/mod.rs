@@ -1,11 +1,23 @@
 //! Middleware: code around every request, outside routing — synchronous
-//! [`Middleware`], async middleware made with [`from_fn`], and tower layers.
+//! [`Middleware`], async middleware made with [`from_fn`], and tower layers — all
+//! added with [`App::layer`](crate::App::layer), the last added running first.
 //!
-//! An app's middleware and its routes form one [`Chain`], held by the app behind an
+//! - A [`Middleware`] is a function of the [`Request`] and a [`Next`] returning a
+//!   [`Reply`] at once: it costs no allocation when the rest of the app answers at once.
+//! - [`from_fn`] makes middleware of an async function, which may await before and
+//!   after `next.run(req).await` (an auth check against a database, say).
+//! - A `tower::Layer` whose service takes `http::Request<Body>` and answers an
+//!   `http::Response` — tower-http's `CorsLayer`, `TimeoutLayer`, `TraceLayer`,
+//!   `CompressionLayer`, `SetRequestIdLayer` — wraps a [`NextService`]: the request's
+//!   whole body reaches the layer as a [`Body`](crate::Body) of bytes, and the layer's
+//!   response body is relayed as a `Body` (the app's own, untouched, when the layer
+//!   left it alone). A layer whose inner service must be `Send` (one that spawns the
+//!   call onto another runtime) does not fit: the app's replies are local futures.
+//!
+//! An app's middleware and its routes form one chain, held by the app behind an
 //! `Arc`. A request walks it with a [`Next`] that borrows the chain, so synchronous
-//! middleware costs no allocation and no reference count; a `Next` that must outlive
-//! its call (held across an await) owns a clone of that `Arc` instead
-//! ([`Next::into_owned`]).
+//! middleware costs no reference count; a `Next` that must outlive its call (held
+//! across an await) owns a clone of that `Arc` instead ([`Next::into_owned`]).
 
 mod from_fn;
 mod tower_layer;
