@@ -76,7 +76,8 @@ impl super::App {
     /// local, not `Send`, as an app's replies are: it runs on a current-thread runtime
     /// (inside a `LocalSet` for handlers that spawn), not on a work-stealing one —
     /// so it cannot be nested in axum, whose services must have `Send` futures.
-    /// `blocking` handlers need the server's pools and answer 500 here.
+    /// `blocking` handlers run on a process-wide fallback pool; `blocking_on("NAME")`
+    /// ones need the server's named pools and answer 500 here.
     ///
     /// # Examples
     ///

@@ -11,8 +11,11 @@
 //!   `CompressionLayer`, `SetRequestIdLayer` — wraps a [`NextService`]: the request's
 //!   whole body reaches the layer as a [`Body`](crate::Body) of bytes, and the layer's
 //!   response body is relayed as a `Body` (the app's own, untouched, when the layer
-//!   left it alone). A layer whose inner service must be `Send` (one that spawns the
-//!   call onto another runtime) does not fit: the app's replies are local futures.
+//!   left it alone). Layers that change the request body's type
+//!   (`RequestBodyLimitLayer`, request decompression) do not fit — the server's
+//!   `limits.max_body` bounds bodies already — nor do layers whose inner service must be
+//!   `Send` (one that spawns the call onto another runtime): the app's replies are
+//!   local futures.
 //!
 //! An app's middleware and its routes form one chain, held by the app behind an
 //! `Arc`. A request walks it with a [`Next`] that borrows the chain, so synchronous
