@@ -1,6 +1,6 @@
 //! tower both ways (issue 37): tower-http's layers on Proscenium routes through
 //! `App::layer`, under the model of this run; and an `App` as a `tower::Service`,
-//! driven by hyper.
+//! driven by hyper, and nested in an axum router.
 
 use std::io::Read;
 use std::sync::Arc;
@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use proscenium::{App, HeaderMap, Request, StatusCode, inline};
+use tower::ServiceExt;
 use tower_http::compression::CompressionLayer;
 use tower_http::cors::{Any, CorsLayer};
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
@@ -154,7 +155,12 @@ fn issue37_an_app_is_a_tower_service_hyper_serves() {
     let service = app.into_service().max_body(16);
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
-    std::thread::spawn(move || serve_with_hyper(listener, service));
+    std::thread::spawn(move || {
+        serve_with_hyper(listener, move || {
+            let service = service.clone();
+            hyper::service::service_fn(move |req| service.clone().oneshot(req))
+        });
+    });
     let res = support::exchange(
         addr,
         "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello",
@@ -170,10 +176,54 @@ fn issue37_an_app_is_a_tower_service_hyper_serves() {
     assert_eq!(support::get(addr, "/nowhere").status, 404);
 }
 
+#[test]
+fn issue37_an_app_nests_in_axum_through_its_send_service() {
+    let app = App::new()
+        .get("/hello", || async {
+            // An await on the app's own thread, with its timers.
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            "proscenium hello"
+        })
+        .post("/echo", inline(|body: bytes::Bytes| body));
+    let router = axum::Router::new()
+        .route("/", axum::routing::get(|| async { "axum root" }))
+        .nest_service("/app", app.into_send_service().max_body(16));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        serve_with_hyper(listener, move || {
+            let router = router.clone();
+            hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                router.clone().oneshot(req.map(axum::body::Body::new))
+            })
+        });
+    });
+    assert_eq!(support::get(addr, "/").text(), "axum root");
+    assert_eq!(support::get(addr, "/app/hello").text(), "proscenium hello");
+    let res = support::exchange(
+        addr,
+        "POST /app/echo HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello",
+    );
+    assert_eq!(res.text(), "hello");
+    let res = support::exchange(
+        addr,
+        "POST /app/echo HTTP/1.1\r\nHost: t\r\nContent-Length: 17\r\n\r\nseventeen bytes!!",
+    );
+    assert_eq!(res.status, 413);
+    assert_eq!(support::get(addr, "/app/nowhere").status, 404);
+}
+
 /// Serves every connection of `listener` with hyper's HTTP/1.1 server on a
-/// current-thread runtime, each connection a local task.
-fn serve_with_hyper(listener: std::net::TcpListener, service: proscenium::app::AppService) {
-    use tower::ServiceExt;
+/// current-thread runtime, each connection a local task answered by a service
+/// `make` returns.
+fn serve_with_hyper<S, B>(listener: std::net::TcpListener, make: impl Fn() -> S + 'static)
+where
+    S: hyper::service::Service<http::Request<hyper::body::Incoming>, Response = http::Response<B>>
+        + 'static,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: hyper::body::Body + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     listener.set_nonblocking(true).unwrap();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -186,12 +236,11 @@ fn serve_with_hyper(listener: std::net::TcpListener, service: proscenium::app::A
             let Ok((stream, _)) = listener.accept().await else {
                 return;
             };
-            let service = service.clone();
-            let hyper_service = hyper::service::service_fn(move |req| service.clone().oneshot(req));
+            let service = make();
             tokio::task::spawn_local(async move {
                 let io = hyper_util::rt::TokioIo::new(stream);
                 let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(io, hyper_service)
+                    .serve_connection(io, service)
                     .await;
             });
         }

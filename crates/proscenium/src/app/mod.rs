@@ -28,7 +28,7 @@ pub use self::middleware::{Middleware, Next};
 pub use self::response::{Html, IntoResponse, Json, Reply, ReplyFuture};
 pub use self::router::RouteInfo;
 pub(crate) use self::router::to_matchit;
-pub use self::service::AppService;
+pub use self::service::{AppService, SendService};
 pub use self::then::{Continuation, HandlerOutput, Outcome, Then};
 pub(crate) use crate::http::response::error;
 pub use crate::http::{LocalResponseFuture, Response};
