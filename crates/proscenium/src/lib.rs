@@ -24,7 +24,8 @@
 //! # A tour
 //!
 //! - [`App`] holds routes (`matchit` patterns such as `/picture/:id/likes`), a fallback,
-//!   mounted tower services and [`Middleware`].
+//!   mounted tower services and [`middleware`]: synchronous [`Middleware`], async
+//!   middleware ([`middleware::from_fn`]) and tower layers.
 //! - Handlers are async fns, [`inline`] plain fns (run on the loop) or [`blocking`] plain
 //!   fns (run on the blocking pool). Their arguments are extractors ([`Path`], [`Query`],
 //!   [`Json`], `HeaderMap`, `Bytes`, `String`, [`Request`], and in [`extract`] forms,
@@ -111,6 +112,7 @@ pub mod response {
     };
 }
 
+pub use self::app::middleware;
 pub use self::app::{
     App, Handler, Html, IntoResponse, Json, Middleware, Next, Path, Query, Reply, Response,
     blocking, blocking_on, inline,

@@ -6,7 +6,7 @@ mod cookies;
 mod extract;
 mod form;
 mod handler;
-mod middleware;
+pub mod middleware;
 mod multipart;
 mod optional;
 mod params;
@@ -37,13 +37,15 @@ pub use self::form::{Form, FormRejection};
 pub use self::handler::{
     Blocking, Callable, FromRequestArgs, Handler, Inline, Mode, blocking, blocking_on, inline,
 };
+use self::middleware::{Chain, IntoMiddleware};
 pub use self::middleware::{Middleware, Next};
 pub use self::multipart::{Field, Multipart, MultipartError};
 pub use self::parts::IntoResponseParts;
 pub use self::redirect::Redirect;
-pub use self::response::{Html, IntoResponse, Json, Reply};
+pub use self::response::{Html, IntoResponse, Json, Reply, ReplyFuture};
 pub use self::router::RouteInfo;
 pub(crate) use self::router::to_matchit;
+pub use self::service::{AppService, SendService};
 pub use self::then::{Continuation, HandlerOutput, Outcome, Then};
 pub use self::typed_header::{TypedHeader, TypedHeaderRejection};
 pub(crate) use crate::http::response::error;
@@ -71,8 +73,8 @@ use crate::http::{BoxError, Request};
 /// ```
 #[derive(Default)]
 pub struct App {
-    routes: Routes,
-    middleware: Vec<Arc<dyn Middleware>>,
+    /// Middleware and routes, shared with the `Next`s that outlive their call.
+    chain: Arc<Chain>,
     pub(crate) live: crate::rt::watchdog::LiveStats,
     /// Sections the app adds to `/_status`, by name, in the order added.
     pub(crate) status: Vec<(&'static str, StatusReader)>,
@@ -130,7 +132,7 @@ impl App {
         pattern: &str,
         handler: H,
     ) -> Self {
-        self.routes.add(Some(method), pattern, erase(handler));
+        self.routes_mut().add(Some(method), pattern, erase(handler));
         self
     }
 
@@ -141,14 +143,14 @@ impl App {
     /// When the pattern is invalid or already has an any-method route.
     #[must_use]
     pub fn any<H: Handler<T>, T: 'static>(mut self, pattern: &str, handler: H) -> Self {
-        self.routes.add(None, pattern, erase(handler));
+        self.routes_mut().add(None, pattern, erase(handler));
         self
     }
 
     /// Sets the handler for requests that match no route (404 without one).
     #[must_use]
     pub fn fallback<H: Handler<T>, T: 'static>(mut self, handler: H) -> Self {
-        self.routes.set_fallback(erase(handler));
+        self.routes_mut().set_fallback(erase(handler));
         self
     }
 
@@ -179,23 +181,40 @@ impl App {
             prefix: base.to_owned(),
         });
         if !base.is_empty() {
-            self.routes.add(None, base, handler.clone());
+            self.routes_mut().add(None, base, handler.clone());
         }
-        self.routes
+        self.routes_mut()
             .add(None, &format!("{base}/*rest"), handler.clone());
         if base.is_empty() {
-            self.routes.add(None, "/", handler);
+            self.routes_mut().add(None, "/", handler);
         }
         self
     }
 
-    /// Wraps everything added so far, and every later route, in `middleware`.
+    /// Wraps everything added so far, and every later route, in `layer`: a
+    /// [`Middleware`] (a function of the request and [`Next`], or async middleware
+    /// made by [`middleware::from_fn`]) or a `tower::Layer` whose service speaks `http`
+    /// types, such as tower-http's (see [`middleware`]).
     ///
     /// The last layer added runs first.
+    ///
+    /// # Panics
+    ///
+    /// When the app has served requests.
     #[must_use]
-    pub fn layer(mut self, middleware: impl Middleware) -> Self {
-        self.middleware.insert(0, Arc::new(middleware));
+    pub fn layer<M>(mut self, layer: impl IntoMiddleware<M>) -> Self {
+        self.chain_mut()
+            .middleware
+            .insert(0, layer.into_middleware());
         self
+    }
+
+    fn chain_mut(&mut self) -> &mut Chain {
+        Arc::get_mut(&mut self.chain).expect("an app is built before it serves requests")
+    }
+
+    fn routes_mut(&mut self) -> &mut Routes {
+        &mut self.chain_mut().routes
     }
 
     /// Registers `value` as shared state, reached by handlers through
@@ -261,7 +280,7 @@ impl App {
     }
 
     fn states_mut(&mut self) -> &mut crate::state::States {
-        Arc::get_mut(&mut self.routes.states)
+        Arc::get_mut(&mut self.routes_mut().states)
             .expect("state is registered before the app serves requests")
     }
 
@@ -271,26 +290,22 @@ impl App {
     ///
     /// The first route taking state the app does not have, named.
     pub fn check_state(&self) -> Result<(), String> {
-        self.routes.resolve_all()
+        self.chain.routes.resolve_all()
     }
 
     /// Returns the registered routes in registration order.
     pub fn routes(&self) -> impl Iterator<Item = &RouteInfo> {
-        self.routes.infos()
+        self.chain.routes.infos()
     }
 
     /// Handles one request: middleware, routing, handler.
     pub fn call(&self, req: Request) -> Reply {
-        Next {
-            rest: &self.middleware,
-            routes: &self.routes,
-        }
-        .run(req)
+        Next::start(&self.chain).run(req)
     }
 
     /// Returns a label such as `GET /fib` for a route id, for logs.
     pub(crate) fn route_label(&self, id: u32) -> String {
-        self.routes.label(id)
+        self.chain.routes.label(id)
     }
 }
 
@@ -307,8 +322,8 @@ impl crate::http::response::Respond for App {
 impl std::fmt::Debug for App {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("App")
-            .field("routes", &self.routes.infos().count())
-            .field("middleware", &self.middleware.len())
+            .field("routes", &self.chain.routes.infos().count())
+            .field("middleware", &self.chain.middleware.len())
             .finish()
     }
 }

@@ -249,6 +249,42 @@ impl Reply {
     }
 }
 
+/// `reply.await` is the response, as [`Reply::into_response`] gives it.
+impl std::future::IntoFuture for Reply {
+    type Output = Response;
+    type IntoFuture = ReplyFuture;
+
+    fn into_future(self) -> ReplyFuture {
+        ReplyFuture(Some(self.0))
+    }
+}
+
+/// The future of a [`Reply`]'s response (`reply.await`).
+pub struct ReplyFuture(Option<ReplyKind>);
+
+impl Future for ReplyFuture {
+    type Output = Response;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Response> {
+        match &mut self.0 {
+            Some(ReplyKind::Later(fut)) => fut.as_mut().poll(cx),
+            ready => match ready.take() {
+                Some(ReplyKind::Ready(res)) => std::task::Poll::Ready(res),
+                _ => panic!("a reply's future polled after it answered"),
+            },
+        }
+    }
+}
+
+impl std::fmt::Debug for ReplyFuture {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ReplyFuture")
+    }
+}
+
 impl std::fmt::Debug for Reply {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match &self.0 {

@@ -296,3 +296,62 @@ where
         self.inner.size_hint()
     }
 }
+
+/// How much of a file region one frame reads.
+const FILE_FRAME: u64 = 64 * 1024;
+
+/// A body's frames, for what takes an [`http_body::Body`] (a tower layer's service,
+/// hyper): bytes in one frame, a file region read in 64 KiB frames (positioned reads
+/// on the polling thread, as `sendfile` would block it), a stream's own frames.
+impl http_body::Body for Body {
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        match &mut self.get_mut().repr {
+            Repr::Full(bytes) if bytes.is_empty() => Poll::Ready(None),
+            Repr::Full(bytes) => Poll::Ready(Some(Ok(Frame::data(std::mem::take(bytes))))),
+            Repr::File(region) => Poll::Ready(region.read_frame().transpose()),
+            Repr::Stream(body) => http_body::Body::poll_frame(Pin::new(body), cx),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match &self.repr {
+            Repr::Full(bytes) => bytes.is_empty(),
+            Repr::File(region) => region.len == 0,
+            Repr::Stream(body) => http_body::Body::is_end_stream(body),
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match &self.repr {
+            Repr::Full(bytes) => SizeHint::with_exact(bytes.len() as u64),
+            Repr::File(region) => SizeHint::with_exact(region.len),
+            Repr::Stream(body) => http_body::Body::size_hint(body),
+        }
+    }
+}
+
+impl FileRegion {
+    /// Reads the region's next frame, `None` at its end.
+    fn read_frame(&mut self) -> Result<Option<Frame<Bytes>>, BoxError> {
+        use std::os::unix::fs::FileExt;
+        if self.len == 0 {
+            return Ok(None);
+        }
+        let want = usize::try_from(self.len.min(FILE_FRAME)).unwrap_or(usize::MAX);
+        let mut buf = vec![0; want];
+        let read = self.file.read_at(&mut buf, self.offset)?;
+        if read == 0 {
+            return Err("the file ended before its region".into());
+        }
+        buf.truncate(read);
+        self.offset += read as u64;
+        self.len -= read as u64;
+        Ok(Some(Frame::data(Bytes::from(buf))))
+    }
+}

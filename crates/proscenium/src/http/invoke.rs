@@ -163,7 +163,11 @@ impl Guarded {
     pub(crate) fn poll_with(&mut self, cx: &mut Context<'_>, app: &dyn Respond) -> Poll<Response> {
         let _busy = watchdog::Busy::enter(self.route);
         let future = &mut self.future;
-        match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+        let poll = catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx)));
+        // Routing may happen in this poll rather than in the call (behind async
+        // middleware): the route it found is the answer's, and the next poll's.
+        self.route = watchdog::current_route();
+        match poll {
             Ok(poll) => poll,
             Err(panic) => Poll::Ready(panicked(app, self.route, &*panic)),
         }
