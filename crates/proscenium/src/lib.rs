@@ -78,6 +78,7 @@ pub mod ws;
 pub use ::http::{HeaderMap, Method, StatusCode, header};
 pub use bytes::Bytes;
 
+pub use self::app::FromRequestParts;
 pub use self::app::{
     App, Handler, Html, IntoResponse, Json, Middleware, Next, Path, Query, Reply, Response,
     blocking, blocking_on, inline,
@@ -90,6 +91,7 @@ pub use self::http::{Body, Request};
 pub use self::launch::main;
 pub(crate) use self::server::Signals;
 pub use self::server::{Server, ServerHandle};
+pub use self::state::State;
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]

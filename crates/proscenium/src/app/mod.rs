@@ -1,10 +1,12 @@
 //! The application API: an [`App`] of routes and middleware, handlers with typed
 //! extractors, and responses through [`IntoResponse`].
 
+mod compose;
 mod extract;
 mod handler;
 mod middleware;
 mod params;
+mod parts;
 mod response;
 mod router;
 mod service;
@@ -24,6 +26,7 @@ pub use self::handler::{
     Blocking, Callable, FromRequestArgs, Handler, Inline, Mode, blocking, blocking_on, inline,
 };
 pub use self::middleware::{Middleware, Next};
+pub use self::parts::{FromRequestLast, FromRequestParts, FromRequestPartsArgs, ViaParts};
 pub use self::response::{Html, IntoResponse, Json, Reply};
 pub use self::router::RouteInfo;
 pub(crate) use self::router::to_matchit;
@@ -191,6 +194,37 @@ impl App {
     #[must_use]
     pub fn state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
         self.states_mut().insert(value);
+        self
+    }
+
+    /// Registers `value` as shared state handed out by clone: a handler takes it as
+    /// [`State<T>`](crate::State), which clones it per request and takes no lock. For
+    /// handles that are shared already (an `Arc`, a pool, a client); a value handlers
+    /// change goes through [`App::state`] and its locks instead.
+    ///
+    /// A type is registered one way only: `App::state` and `App::with_state` share one
+    /// namespace, so `State<T>` and `Read<T>` never name two different values.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use proscenium::{App, State};
+    ///
+    /// let app = App::new()
+    ///     .with_state(Arc::new(String::from("db://primary")))
+    ///     .get("/db", |State(url): State<Arc<String>>| async move { url.to_string() });
+    /// assert_eq!(app.routes().next().unwrap().to_string().trim_end(),
+    ///     "GET     /db                              async     stateless Arc<String> (state)");
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// When a `T` is registered already (by either method), or the app has served
+    /// requests.
+    #[must_use]
+    pub fn with_state<T: Clone + Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.states_mut().insert_cloned(value);
         self
     }
 
