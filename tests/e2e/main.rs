@@ -15,6 +15,7 @@ mod http2;
 mod http2_defences;
 mod http2_threads;
 mod http_app;
+mod http_handlers;
 mod http_limits;
 mod http_memory;
 mod http_wire;
