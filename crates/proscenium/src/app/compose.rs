@@ -33,7 +33,7 @@ impl App {
     ///     .fallback(inline(|| (proscenium::StatusCode::NOT_FOUND, "no such API")));
     /// let app = App::new().get("/", inline(|| "home")).nest("/api", api);
     /// let patterns: Vec<_> = app.routes().map(|r| r.pattern.clone()).collect();
-    /// assert_eq!(patterns, ["/", "/api/users", "/api/*__nested_fallback"]);
+    /// assert_eq!(patterns, ["/", "/api/users", "/api", "/api/*__nested_fallback"]);
     /// ```
     ///
     /// # Panics

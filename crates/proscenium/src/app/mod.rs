@@ -212,10 +212,10 @@ impl App {
     /// use proscenium::{App, State};
     ///
     /// let app = App::new()
-    ///     .with_state(Arc::new(String::from("db://primary")))
-    ///     .get("/db", |State(url): State<Arc<String>>| async move { url.to_string() });
+    ///     .with_state(Arc::<str>::from("db://primary"))
+    ///     .get("/db", |State(url): State<Arc<str>>| async move { url.to_string() });
     /// assert_eq!(app.routes().next().unwrap().to_string().trim_end(),
-    ///     "GET     /db                              async     stateless Arc<String> (state)");
+    ///     "GET     /db                              async     stateless Arc<str> (state)");
     /// ```
     ///
     /// # Panics

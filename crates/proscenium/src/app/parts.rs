@@ -43,6 +43,18 @@ use crate::state::StateAccess;
 ///
 /// let app = App::new().get("/me", |User(name): User| async move { name });
 /// ```
+///
+/// An `inline` (or `blocking`) handler cannot take it: it does not compile.
+///
+/// ```compile_fail
+/// # use proscenium::{App, FromRequestParts, Request, inline};
+/// # struct User;
+/// # impl FromRequestParts for User {
+/// #     type Rejection = std::convert::Infallible;
+/// #     async fn from_request_parts(_: &Request) -> Result<Self, Self::Rejection> { Ok(User) }
+/// # }
+/// let app = App::new().get("/me", inline(|_: User| "me"));
+/// ```
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be extracted from a request head",
     note = "only the last handler argument may read the body (`Json`, `Bytes`, `String`, `Request`)"
@@ -128,6 +140,9 @@ impl<T: FromRequestParts> FromRequestLast<ViaParts> for T {
             .map_err(IntoResponse::into_response)
     }
 
+    // A rejection is a whole response; boxing it would only add an allocation to
+    // every rejected request.
+    #[allow(clippy::result_large_err)]
     fn from_request_now(req: Request) -> Option<Result<Self, Response>> {
         T::from_request_now(&req).map(|r| r.map_err(IntoResponse::into_response))
     }

@@ -394,6 +394,29 @@ mod tests {
     }
 
     #[test]
+    fn a_cloned_state_takes_no_lock_and_must_be_registered() {
+        let mut states = States::default();
+        states.insert_cloned(3u8);
+        let states = Arc::new(states);
+        let needs = [StateAccess::cloned::<u8>()];
+        assert_eq!(Class::of(&needs), Class::Stateless);
+        assert!(states.resolve(&needs, "GET /x").unwrap().locks.is_empty());
+        assert_eq!(states.cloned::<u8>(), Some(3));
+        let err = states
+            .resolve(&[StateAccess::cloned::<u16>()], "GET /y")
+            .unwrap_err();
+        assert!(err.contains("u16") && err.contains("with_state"), "{err}");
+    }
+
+    #[test]
+    #[should_panic(expected = "state `u8` registered twice")]
+    fn one_type_is_registered_one_way_only() {
+        let mut states = States::default();
+        states.insert(1u8);
+        states.insert_cloned(2u8);
+    }
+
+    #[test]
     fn lock_sets_follow_registration_order_and_name_missing_state() {
         let mut states = States::default();
         states.insert(1u8);
