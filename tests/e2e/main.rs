@@ -17,6 +17,7 @@ mod http2_threads;
 mod http_app;
 mod http_bodies;
 mod http_extract;
+mod http_handlers;
 mod http_limits;
 mod http_memory;
 mod http_wire;

@@ -86,9 +86,10 @@ pub use headers;
 pub mod extract {
     pub use crate::app::{
         BodyDataStream, BodyError, BodyStream, Form, FormRejection, FromRequest, FromRequestHead,
-        Json, JsonRejection, Path, PathRejection, Query, QueryRejection, StringRejection,
-        TypedHeader, TypedHeaderRejection,
+        FromRequestParts, Json, JsonRejection, Path, PathRejection, Query, QueryRejection,
+        StringRejection, TypedHeader, TypedHeaderRejection,
     };
+    pub use crate::state::State;
 
     /// `multipart/form-data` bodies read field by field.
     pub mod multipart {
@@ -112,6 +113,7 @@ pub mod response {
     };
 }
 
+pub use self::app::FromRequestParts;
 pub use self::app::middleware;
 pub use self::app::{
     App, Handler, Html, IntoResponse, Json, Middleware, Next, Path, Query, Reply, Response,
@@ -126,6 +128,7 @@ pub use self::http::{Body, Request};
 pub use self::launch::main;
 pub(crate) use self::server::Signals;
 pub use self::server::{Server, ServerHandle};
+pub use self::state::State;
 
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]

@@ -15,8 +15,8 @@ use http::HeaderMap;
 use http::header::{COOKIE, HeaderValue, SET_COOKIE};
 
 use super::extract::FromRequestHead;
-use super::parts::IntoResponseParts;
 use super::response::{IntoResponse, Response};
+use super::response_parts::IntoResponseParts;
 use crate::http::{Body, Request};
 use crate::state::{Read, StateAccess, StateRejection};
 

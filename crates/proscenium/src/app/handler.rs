@@ -8,8 +8,9 @@ use std::future::Future;
 use std::sync::Arc;
 
 use super::extract::{FromRequest, FromRequestHead};
-use super::response::{IntoResponse, Reply, ReplyKind, Response};
-use super::then::HandlerOutput;
+use super::from_parts::{FromRequestPartsArgs, impl_parts_arity};
+use super::response::{IntoResponse, Reply, ReplyKind, Response, error};
+use super::then::{HandlerOutput, Outcome};
 use crate::http::Request;
 use crate::rt;
 use crate::state::StateAccess;
@@ -47,7 +48,8 @@ impl std::fmt::Display for Mode {
 /// [`blocking`], for plain fns. `T` only distinguishes the implementations.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a handler",
-    note = "a handler is an async fn (or `inline(f)` / `blocking(f)` of a plain fn) whose arguments are extractors, at most one reading the body and that one last, and whose result implements `IntoResponse`"
+    note = "a handler is an async fn (or `inline(f)` / `blocking(f)` of a plain fn) whose arguments are extractors, at most one reading the body and that one last, and whose result implements `IntoResponse`",
+    note = "`inline` and `blocking` handlers extract without awaiting: an async extractor (`FromRequestParts` that is not `FromRequestHead`) needs an async fn handler"
 )]
 pub trait Handler<T>: Clone + Send + Sync + 'static {
     /// Calls the handler with the request.
@@ -113,6 +115,8 @@ macro_rules! impl_arity {
                 [$($head::state_access(),)* $last::state_access()].into_iter().flatten().collect()
             }
         }
+
+        impl_parts_arity!($($head),*; $last);
     };
 }
 
@@ -124,6 +128,14 @@ impl_arity!(T1, T2, T3, T4; T5);
 impl_arity!(T1, T2, T3, T4, T5; T6);
 impl_arity!(T1, T2, T3, T4, T5, T6; T7);
 impl_arity!(T1, T2, T3, T4, T5, T6, T7; T8);
+impl_arity!(T1, T2, T3, T4, T5, T6, T7, T8; T9);
+impl_arity!(T1, T2, T3, T4, T5, T6, T7, T8, T9; T10);
+impl_arity!(T1, T2, T3, T4, T5, T6, T7, T8, T9, T10; T11);
+impl_arity!(T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11; T12);
+impl_arity!(T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12; T13);
+impl_arity!(T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13; T14);
+impl_arity!(T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14; T15);
+impl_arity!(T1, T2, T3, T4, T5, T6, T7, T8, T9, T10, T11, T12, T13, T14, T15; T16);
 
 impl<F, O> Callable<()> for F
 where
@@ -156,12 +168,30 @@ where
     F: Callable<Args, Output = Fut>,
     Fut: Future + 'static,
     Fut::Output: HandlerOutput,
-    Args: FromRequestArgs<M>,
+    Args: FromRequestPartsArgs<M>,
 {
     fn call(&self, req: Request) -> Reply {
-        match Args::from_request_args(req) {
-            Ok(args) => Reply::later(self.call_with(args)),
-            Err(rejection) => Reply(ReplyKind::Ready(rejection)),
+        if Args::WAITS {
+            let f = self.clone();
+            return Reply::later(async move {
+                match Args::from_request_later(req).await {
+                    Ok(args) => f.call_with(args).await.into_outcome(),
+                    Err(rejection) => rejection.into_outcome(),
+                }
+            });
+        }
+        // Every argument extracts at once: taken before the future is made, so the
+        // future is the handler's alone, as small as without async extractors.
+        match Args::from_request_now(req) {
+            Some(Ok(args)) => Reply::later(self.call_with(args)),
+            Some(Err(rejection)) => Reply(ReplyKind::Ready(rejection)),
+            None => {
+                tracing::error!("an extractor claims to extract at once but did not");
+                Reply::ready(error(
+                    http::StatusCode::INTERNAL_SERVER_ERROR,
+                    "extractor failed",
+                ))
+            }
         }
     }
 
@@ -322,6 +352,13 @@ impl<H: Handler<T>, T: 'static> ErasedHandler for Erased<H, T> {
 
     fn state_accesses(&self) -> Vec<StateAccess> {
         self.handler.state_accesses()
+    }
+}
+
+/// An outcome already made, such as a rejection inside an async handler's future.
+impl HandlerOutput for Outcome {
+    fn into_outcome(self) -> Outcome {
+        self
     }
 }
 

@@ -2,18 +2,20 @@
 //! extractors, and responses through [`IntoResponse`].
 
 mod body_stream;
+mod compose;
 mod cookies;
 mod extract;
 mod form;
+mod from_parts;
 mod handler;
 pub mod middleware;
 mod multipart;
 mod optional;
 mod params;
-mod parts;
 mod redirect;
 mod rejection;
 mod response;
+mod response_parts;
 mod router;
 mod service;
 mod then;
@@ -34,15 +36,16 @@ pub use self::extract::{
     StringRejection,
 };
 pub use self::form::{Form, FormRejection};
+pub use self::from_parts::{FromRequestLast, FromRequestParts, FromRequestPartsArgs, ViaParts};
 pub use self::handler::{
     Blocking, Callable, FromRequestArgs, Handler, Inline, Mode, blocking, blocking_on, inline,
 };
 use self::middleware::{Chain, IntoMiddleware};
 pub use self::middleware::{Middleware, Next};
 pub use self::multipart::{Field, Multipart, MultipartError};
-pub use self::parts::IntoResponseParts;
 pub use self::redirect::Redirect;
 pub use self::response::{Html, IntoResponse, Json, Reply, ReplyFuture};
+pub use self::response_parts::IntoResponseParts;
 pub use self::router::RouteInfo;
 pub(crate) use self::router::to_matchit;
 pub use self::service::{AppService, SendService};
@@ -228,6 +231,37 @@ impl App {
     #[must_use]
     pub fn state<T: Send + Sync + 'static>(mut self, value: T) -> Self {
         self.states_mut().insert(value);
+        self
+    }
+
+    /// Registers `value` as shared state handed out by clone: a handler takes it as
+    /// [`State<T>`](crate::State), which clones it per request and takes no lock. For
+    /// handles that are shared already (an `Arc`, a pool, a client); a value handlers
+    /// change goes through [`App::state`] and its locks instead.
+    ///
+    /// A type is registered one way only: `App::state` and `App::with_state` share one
+    /// namespace, so `State<T>` and `Read<T>` never name two different values.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use proscenium::{App, State};
+    ///
+    /// let app = App::new()
+    ///     .with_state(Arc::<str>::from("db://primary"))
+    ///     .get("/db", |State(url): State<Arc<str>>| async move { url.to_string() });
+    /// assert_eq!(app.routes().next().unwrap().to_string().trim_end(),
+    ///     "GET     /db                              async     stateless Arc<str> (state)");
+    /// ```
+    ///
+    /// # Panics
+    ///
+    /// When a `T` is registered already (by either method), or the app has served
+    /// requests.
+    #[must_use]
+    pub fn with_state<T: Clone + Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.states_mut().insert_cloned(value);
         self
     }
 

@@ -47,8 +47,9 @@ impl std::fmt::Display for RouteInfo {
         )?;
         for (i, s) in self.state.iter().enumerate() {
             let access = match s.access() {
-                crate::state::Access::Read => "read",
-                crate::state::Access::Write => "write",
+                Some(crate::state::Access::Read) => "read",
+                Some(crate::state::Access::Write) => "write",
+                None => "state",
             };
             write!(
                 f,
@@ -84,6 +85,15 @@ pub(crate) struct Routes {
     entries: Vec<Entry>,
     fallback: Option<u32>,
     pub(crate) states: Arc<States>,
+    /// A table inside a nested app's middleware ([`Routes::only`]).
+    is_inner: bool,
+}
+
+/// A route table taken apart by [`Routes::into_parts`].
+pub(crate) struct Parts {
+    pub(crate) routes: Vec<(RouteInfo, BoxHandler)>,
+    pub(crate) fallback: Option<BoxHandler>,
+    pub(crate) states: Arc<States>,
 }
 
 impl Routes {
@@ -110,6 +120,7 @@ impl Routes {
                 panic!("route `{m} {pattern}` registered twice")
             }
             Some(m) => endpoint.methods.push((m, id)),
+            None if endpoint.any.is_some() => panic!("route `* {pattern}` registered twice"),
             None => endpoint.any = Some(id),
         }
     }
@@ -194,7 +205,9 @@ impl Routes {
     }
 
     fn invoke(&self, id: u32, req: Request) -> Reply {
-        watchdog::set_route(id);
+        if !self.is_inner {
+            watchdog::set_route(id);
+        }
         let handler = &self.entries[id as usize].handler;
         match self.locks(id) {
             Ok(None) => handler.call(req),
@@ -219,6 +232,58 @@ impl Routes {
             ),
             None => "(routing)".to_owned(),
         }
+    }
+
+    /// Takes the table apart for another app to absorb: its routes in registration
+    /// order with their handlers, its fallback, and its states.
+    pub(crate) fn into_parts(self) -> Parts {
+        let fallback = self.fallback.map(|id| id as usize);
+        let mut routes = Vec::new();
+        let mut taken = None;
+        for (id, entry) in self.entries.into_iter().enumerate() {
+            if Some(id) == fallback {
+                taken = Some(entry.handler);
+            } else {
+                routes.push((entry.info, entry.handler));
+            }
+        }
+        Parts {
+            routes,
+            fallback: taken,
+            states: self.states,
+        }
+    }
+
+    /// Returns whether a route is registered at exactly `pattern`.
+    pub(crate) fn has_pattern(&self, pattern: &str) -> bool {
+        self.by_pattern.contains_key(&to_matchit(pattern))
+    }
+
+    /// Returns whether the table has a fallback.
+    pub(crate) fn has_fallback(&self) -> bool {
+        self.fallback.is_some()
+    }
+
+    /// A table whose fallback is `handler`, answering every request: what a nested
+    /// app's middleware wraps. The outer route holds the locks and names the route for
+    /// the watchdog, so this one does neither.
+    pub(crate) fn only(handler: BoxHandler) -> Self {
+        let mut routes = Self {
+            is_inner: true,
+            ..Self::default()
+        };
+        routes.entries.push(Entry {
+            info: RouteInfo {
+                method: None,
+                pattern: "<nested>".to_owned(),
+                mode: handler.mode(),
+                state: Vec::new(),
+            },
+            handler,
+            locks: OnceLock::new(),
+        });
+        routes.fallback = Some(0);
+        routes
     }
 
     pub(crate) fn infos(&self) -> impl Iterator<Item = &RouteInfo> {

@@ -6,8 +6,8 @@ use http::StatusCode;
 use http::header::HeaderName;
 
 use super::extract::FromRequestHead;
-use super::parts::IntoResponseParts;
 use super::response::{IntoResponse, Response, error};
+use super::response_parts::IntoResponseParts;
 use crate::http::{Body, Request};
 
 /// A header as a type: `TypedHeader<UserAgent>`, `TypedHeader<Authorization<Bearer>>`.

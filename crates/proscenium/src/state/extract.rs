@@ -1,6 +1,6 @@
-//! `Read<T>` and `Write<T>`: the only ways a handler reaches shared state. Each names,
-//! in the handler's signature, a state and how it is used; the route's lock set is
-//! derived from them, and the locks are held by the time the extractors run.
+//! `Read<T>`, `Write<T>` and `State<T>`: the only ways a handler reaches shared state.
+//! Each names, in the handler's signature, a state and how it is used; the route's lock
+//! set is derived from them, and the locks are held by the time the extractors run.
 
 use std::ops::{Deref, DerefMut};
 use std::sync::Arc;
@@ -60,6 +60,47 @@ pub struct Write<T: 'static> {
     _grant: Grant,
     set: Arc<LockSet>,
     since: Instant,
+}
+
+/// A clone of the app's state `T`, registered with
+/// [`App::with_state`](crate::App::with_state): for handles that need no lock, such as an
+/// `Arc`, a connection pool or a client.
+///
+/// Each request clones the value; no lock is taken, so a route taking only `State`
+/// stays stateless in `proscenium routes`, which lists it as `T (state)`.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Arc;
+/// use proscenium::App;
+/// use proscenium::state::State;
+///
+/// #[derive(Clone)]
+/// struct Greeting(Arc<str>);
+///
+/// let app = App::new()
+///     .with_state(Greeting("hello".into()))
+///     .get("/", |State(g): State<Greeting>| async move { g.0.to_string() });
+/// assert!(app.check_state().is_ok());
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct State<T>(pub T);
+
+impl<T: Clone + Send + Sync + 'static> FromRequestHead for State<T> {
+    type Rejection = StateRejection;
+
+    fn from_request_head(req: &Request) -> Result<Self, Self::Rejection> {
+        req.extensions()
+            .get::<Held>()
+            .and_then(Held::cloned)
+            .map(State)
+            .ok_or(StateRejection(std::any::type_name::<T>()))
+    }
+
+    fn state_access() -> Option<StateAccess> {
+        Some(StateAccess::cloned::<T>())
+    }
 }
 
 /// The lock an extractor expected was not held: a route taken outside the router, or a

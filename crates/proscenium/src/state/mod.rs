@@ -45,7 +45,7 @@ mod sync {
 }
 
 pub use self::counter::Counter;
-pub use self::extract::{Read, StateRejection, Write};
+pub use self::extract::{Read, State, StateRejection, Write};
 pub use self::lock::Access;
 pub use self::lru::LruCache;
 pub use self::map::SharedMap;

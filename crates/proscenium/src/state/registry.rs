@@ -15,15 +15,24 @@ use super::lock::{self, Access, Grant, Lock};
 pub struct StateAccess {
     type_id: TypeId,
     name: &'static str,
-    access: Access,
+    /// `None` for a [`State`](super::State), cloned without a lock.
+    access: Option<Access>,
 }
 
 impl StateAccess {
     pub(crate) fn of<T: 'static>(access: Access) -> Self {
         Self {
+            access: Some(access),
+            ..Self::cloned::<T>()
+        }
+    }
+
+    /// A [`State<T>`](super::State): the value cloned, no lock.
+    pub(crate) fn cloned<T: 'static>() -> Self {
+        Self {
             type_id: TypeId::of::<T>(),
             name: short_type_name(std::any::type_name::<T>()),
-            access,
+            access: None,
         }
     }
 
@@ -32,8 +41,9 @@ impl StateAccess {
         self.name
     }
 
-    /// Read or write.
-    pub fn access(&self) -> Access {
+    /// Read or write under the state's lock, or `None` for a
+    /// [`State`](super::State), which takes no lock.
+    pub fn access(&self) -> Option<Access> {
         self.access
     }
 
@@ -54,11 +64,13 @@ pub enum Class {
 }
 
 impl Class {
-    /// The class of a route taking `accesses`.
+    /// The class of a route taking `accesses`; a [`State`](super::State) takes no lock,
+    /// so it leaves a route stateless.
     pub fn of(accesses: &[StateAccess]) -> Self {
         accesses
             .iter()
-            .map(|a| match a.access {
+            .filter_map(|a| a.access)
+            .map(|access| match access {
                 Access::Read => Self::Reading,
                 Access::Write => Self::Writing,
             })
@@ -90,6 +102,8 @@ fn short_type_name(full: &'static str) -> &'static str {
 #[derive(Debug)]
 pub(crate) struct States {
     entries: Vec<Registered>,
+    /// The values [`State`](super::State) clones, registered with `App::with_state`.
+    cloned: Vec<Cloned>,
     /// A write lock held longer than this is logged with its route.
     pub(crate) write_hold_warning: Duration,
 }
@@ -104,6 +118,19 @@ struct Registered {
     value: Arc<dyn Any + Send + Sync>,
 }
 
+/// A value handed out by clone, without a lock.
+struct Cloned {
+    type_id: TypeId,
+    name: &'static str,
+    value: Arc<dyn Any + Send + Sync>,
+}
+
+impl std::fmt::Debug for Cloned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
 impl std::fmt::Debug for Registered {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name)
@@ -114,6 +141,7 @@ impl Default for States {
     fn default() -> Self {
         Self {
             entries: Vec::new(),
+            cloned: Vec::new(),
             write_hold_warning: Duration::from_millis(100),
         }
     }
@@ -126,12 +154,7 @@ impl States {
     ///
     /// When a `T` is registered already.
     pub(crate) fn insert<T: Send + Sync + 'static>(&mut self, value: T) {
-        let access = StateAccess::of::<T>(Access::Read);
-        assert!(
-            !self.entries.iter().any(|e| e.type_id == access.type_id),
-            "state `{}` registered twice",
-            access.name
-        );
+        let access = self.vacant::<T>();
         self.entries.push(Registered {
             type_id: access.type_id,
             name: access.name,
@@ -140,15 +163,86 @@ impl States {
         });
     }
 
+    /// Registers `value` as the app's state of type `T` handed out by clone.
+    ///
+    /// # Panics
+    ///
+    /// When a `T` is registered already, either way.
+    pub(crate) fn insert_cloned<T: Clone + Send + Sync + 'static>(&mut self, value: T) {
+        let access = self.vacant::<T>();
+        self.cloned.push(Cloned {
+            type_id: access.type_id,
+            name: access.name,
+            value: Arc::new(value),
+        });
+    }
+
+    /// `T`'s access, after checking no `T` is registered yet.
+    fn vacant<T: 'static>(&self) -> StateAccess {
+        let access = StateAccess::cloned::<T>();
+        assert!(
+            !self.has(access.type_id),
+            "state `{}` registered twice",
+            access.name
+        );
+        access
+    }
+
+    /// A clone of the `T` registered with `App::with_state`.
+    pub(crate) fn cloned<T: Clone + 'static>(&self) -> Option<T> {
+        let found = self
+            .cloned
+            .iter()
+            .find(|c| c.type_id == TypeId::of::<T>())?;
+        found.value.downcast_ref::<T>().cloned()
+    }
+
+    /// Moves every state of `other` into `self`, after `self`'s own in the lock order.
+    ///
+    /// # Panics
+    ///
+    /// When both have a state of the same type.
+    pub(crate) fn absorb(&mut self, other: Self) {
+        let names = other.entries.iter().map(|e| (e.type_id, e.name));
+        for (type_id, name) in names.chain(other.cloned.iter().map(|c| (c.type_id, c.name))) {
+            assert!(!self.has(type_id), "state `{name}` registered twice");
+        }
+        self.entries.extend(other.entries);
+        self.cloned.extend(other.cloned);
+    }
+
+    /// Whether a state of this type is registered, either way.
+    fn has(&self, type_id: TypeId) -> bool {
+        self.entries.iter().any(|e| e.type_id == type_id)
+            || self.cloned.iter().any(|c| c.type_id == type_id)
+    }
+
+    /// Checks that every [`State`](super::State) among `needs` is registered.
+    fn check_cloned(&self, needs: &[StateAccess], route: &str) -> Result<(), String> {
+        let missing = needs
+            .iter()
+            .filter(|need| need.access.is_none())
+            .find(|need| !self.cloned.iter().any(|c| c.type_id == need.type_id));
+        match missing {
+            Some(need) => Err(format!(
+                "route {route} takes state `{}`, which is not registered (App::with_state)",
+                need.name
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// The locks `needs` ask for, in the global order, for `route`.
     pub(crate) fn resolve(
         self: &Arc<Self>,
         needs: &[StateAccess],
         route: &str,
     ) -> Result<Arc<LockSet>, String> {
+        self.check_cloned(needs, route)?;
         let mut items = needs
             .iter()
-            .map(|need| {
+            .filter_map(|need| Some((need, need.access?)))
+            .map(|(need, access)| {
                 let at = self
                     .entries
                     .iter()
@@ -159,7 +253,7 @@ impl States {
                             need.name
                         )
                     })?;
-                Ok((at, need.access))
+                Ok((at, access))
             })
             .collect::<Result<Vec<_>, String>>()?;
         items.sort_unstable();
@@ -250,6 +344,11 @@ pub(crate) struct Taken<T> {
 }
 
 impl Held {
+    /// A clone of the state `T` registered with `App::with_state`.
+    pub(crate) fn cloned<T: Clone + 'static>(&self) -> Option<T> {
+        self.0.set.states.cloned()
+    }
+
     /// Takes the grant for state `T`, if this request holds one not yet taken.
     pub(crate) fn take<T: Send + Sync + 'static>(&self) -> Option<Taken<T>> {
         let inner = &self.0;
@@ -292,6 +391,29 @@ mod tests {
         assert_eq!(Class::of(&[]), Class::Stateless);
         assert_eq!(Class::of(&[read]), Class::Reading);
         assert_eq!(Class::of(&[read, write]), Class::Writing);
+    }
+
+    #[test]
+    fn a_cloned_state_takes_no_lock_and_must_be_registered() {
+        let mut states = States::default();
+        states.insert_cloned(3u8);
+        let states = Arc::new(states);
+        let needs = [StateAccess::cloned::<u8>()];
+        assert_eq!(Class::of(&needs), Class::Stateless);
+        assert!(states.resolve(&needs, "GET /x").unwrap().locks.is_empty());
+        assert_eq!(states.cloned::<u8>(), Some(3));
+        let err = states
+            .resolve(&[StateAccess::cloned::<u16>()], "GET /y")
+            .unwrap_err();
+        assert!(err.contains("u16") && err.contains("with_state"), "{err}");
+    }
+
+    #[test]
+    #[should_panic(expected = "state `u8` registered twice")]
+    fn one_type_is_registered_one_way_only() {
+        let mut states = States::default();
+        states.insert(1u8);
+        states.insert_cloned(2u8);
     }
 
     #[test]

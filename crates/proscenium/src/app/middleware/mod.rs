@@ -72,7 +72,7 @@ where
 /// An app's middleware, outermost first, and the routes they wrap.
 #[derive(Default)]
 pub(crate) struct Chain {
-    pub(crate) middleware: Vec<Box<dyn Middleware>>,
+    pub(crate) middleware: Vec<Arc<dyn Middleware>>,
     pub(crate) routes: Routes,
 }
 

@@ -13,6 +13,7 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
@@ -33,7 +34,7 @@ use crate::http::{Body, BoxError, Request};
 )]
 pub trait IntoMiddleware<M> {
     /// Returns the middleware, boxed for the app's chain.
-    fn into_middleware(self) -> Box<dyn Middleware>;
+    fn into_middleware(self) -> Arc<dyn Middleware>;
 }
 
 /// Marks [`IntoMiddleware`] for a [`Middleware`].
@@ -45,8 +46,8 @@ pub enum ViaMiddleware {}
 pub enum ViaTower {}
 
 impl<T: Middleware> IntoMiddleware<ViaMiddleware> for T {
-    fn into_middleware(self) -> Box<dyn Middleware> {
-        Box::new(self)
+    fn into_middleware(self) -> Arc<dyn Middleware> {
+        Arc::new(self)
     }
 }
 
@@ -60,8 +61,8 @@ where
     B::Data: Into<Bytes>,
     B::Error: Into<BoxError>,
 {
-    fn into_middleware(self) -> Box<dyn Middleware> {
-        Box::new(Layered {
+    fn into_middleware(self) -> Arc<dyn Middleware> {
+        Arc::new(Layered {
             service: self.layer(NextService(())),
         })
     }
