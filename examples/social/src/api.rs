@@ -5,11 +5,15 @@
 use argon2::password_hash::rand_core::{OsRng, RngCore as _};
 use argon2::password_hash::{PasswordHash, PasswordHasher as _, PasswordVerifier as _, SaltString};
 use bytes::Bytes;
+use proscenium::app::MultipartError;
+use proscenium::extract::FromRequestHead;
 use proscenium::hub::Hub;
 use proscenium::sse::LastEventId;
-use proscenium::state::Read;
+use proscenium::state::State;
 use proscenium::ws::WebSocketUpgrade;
-use proscenium::{App, Body, HeaderMap, Json, Path, Response, StatusCode, header};
+use proscenium::{
+    App, Body, FromRequestParts, Json, Multipart, Path, Request, Response, StatusCode, header,
+};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -38,7 +42,7 @@ pub(crate) struct Uploads {
 /// The routes; the page and its files are served beside them.
 pub(crate) fn routes(social: Social) -> App {
     App::new()
-        .state(social)
+        .with_state(social)
         .post("/users", sign_up)
         .post("/sessions", log_in)
         .post("/users/:name/followers", follow)
@@ -66,6 +70,12 @@ impl ApiError {
 impl proscenium::IntoResponse for ApiError {
     fn into_response(self) -> Response {
         (self.0, Json(json!({ "error": self.1 }))).into_response()
+    }
+}
+
+impl From<MultipartError> for ApiError {
+    fn from(error: MultipartError) -> Self {
+        Self::new(error.status(), error.to_string())
     }
 }
 
@@ -99,7 +109,7 @@ struct SignUp {
 /// 500 (its cause logged) if the store fails (Program 4.1). The Mailman sends the
 /// welcome.
 async fn sign_up(
-    social: Read<Social>,
+    State(social): State<Social>,
     Json(form): Json<SignUp>,
 ) -> Answer<(StatusCode, Json<User>)> {
     let valid_name = (1..=32).contains(&form.name.len())
@@ -186,7 +196,10 @@ struct LogIn {
 }
 
 /// `POST /sessions`: 200 with a token for `Authorization: Bearer`, 401 otherwise.
-async fn log_in(social: Read<Social>, Json(form): Json<LogIn>) -> Answer<Json<serde_json::Value>> {
+async fn log_in(
+    State(social): State<Social>,
+    Json(form): Json<LogIn>,
+) -> Answer<Json<serde_json::Value>> {
     let refused = || ApiError::new(StatusCode::UNAUTHORIZED, "wrong name or password");
     let user = match social.store.user_named(&form.name).await {
         Err(StoreError::NotFound) => return Err(refused()),
@@ -211,45 +224,68 @@ async fn log_in(social: Read<Social>, Json(form): Json<LogIn>) -> Answer<Json<se
     Ok(Json(json!({ "token": token, "name": user.name })))
 }
 
-/// The user whose session the request's `Authorization: Bearer TOKEN` names.
-async fn signed_in(social: &Social, headers: &HeaderMap) -> Answer<User> {
-    let token = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|value| value.to_str().ok())
-        .and_then(|value| value.strip_prefix("Bearer "))
-        .ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "log in first"))?;
-    match social.store.user_of_session(token).await {
-        Err(StoreError::NotFound) => Err(ApiError::new(StatusCode::UNAUTHORIZED, "log in first")),
-        found => Ok(found?),
+/// The user signed in: the one whose session the request's `Authorization: Bearer
+/// TOKEN` names, looked up in the store (401 without one).
+pub(crate) struct Me(User);
+
+impl FromRequestParts for Me {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(req: &Request) -> Answer<Self> {
+        let log_in_first = || ApiError::new(StatusCode::UNAUTHORIZED, "log in first");
+        let token = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.strip_prefix("Bearer "))
+            .ok_or_else(log_in_first)?;
+        let State(social) = State::<Social>::from_request_head(req)
+            .map_err(|_| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "no store"))?;
+        match social.store.user_of_session(token).await {
+            Err(StoreError::NotFound) => Err(log_in_first()),
+            found => Ok(Self(found?)),
+        }
+    }
+
+    fn state_access() -> Option<proscenium::state::StateAccess> {
+        <State<Social> as FromRequestHead>::state_access()
     }
 }
 
 /// `POST /users/:name/followers`: the user signed in follows `name`.
 async fn follow(
-    social: Read<Social>,
+    State(social): State<Social>,
     Path(name): Path<String>,
-    headers: HeaderMap,
+    Me(me): Me,
 ) -> Answer<StatusCode> {
-    let me = signed_in(&social, &headers).await?;
     let them = social.store.user_named(&name).await?;
     social.store.follow(me.id, them.id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 /// `GET /users/:name/followers`: their names.
-async fn followers(social: Read<Social>, Path(name): Path<String>) -> Answer<Json<Vec<String>>> {
+async fn followers(
+    State(social): State<Social>,
+    Path(name): Path<String>,
+) -> Answer<Json<Vec<String>>> {
     let user = social.store.user_named(&name).await?;
     Ok(Json(social.store.followers(user.id).await?))
 }
 
 /// `GET /users/:name/pictures`, newest first.
-async fn pictures_of(social: Read<Social>, Path(name): Path<String>) -> Answer<Json<Vec<Picture>>> {
+async fn pictures_of(
+    State(social): State<Social>,
+    Path(name): Path<String>,
+) -> Answer<Json<Vec<Picture>>> {
     let user = social.store.user_named(&name).await?;
     Ok(Json(social.store.pictures_of(user.id).await?))
 }
 
 /// `GET /users/:name/likes`: the pictures they like.
-async fn likes_of(social: Read<Social>, Path(name): Path<String>) -> Answer<Json<Vec<Picture>>> {
+async fn likes_of(
+    State(social): State<Social>,
+    Path(name): Path<String>,
+) -> Answer<Json<Vec<Picture>>> {
     let user = social.store.user_named(&name).await?;
     Ok(Json(social.store.liked_by(user.id).await?))
 }
@@ -269,12 +305,11 @@ struct Upload {
 /// announced on `/picture/ID/thumbnail`. 413 for more pictures than
 /// [`Uploads::pictures`], or one larger decoded than [`Uploads::decoded`].
 async fn upload(
-    social: Read<Social>,
-    headers: HeaderMap,
-    body: Bytes,
+    State(social): State<Social>,
+    Me(me): Me,
+    multipart: Result<Multipart, MultipartError>,
 ) -> Answer<(StatusCode, Json<Vec<Picture>>)> {
-    let me = signed_in(&social, &headers).await?;
-    let uploads = parts(&headers, body, social.uploads).await?;
+    let uploads = parts(multipart?, social.uploads).await?;
     let stored = futures_util::future::join_all(
         uploads
             .into_iter()
@@ -292,31 +327,19 @@ async fn upload(
     Ok((StatusCode::CREATED, Json(pictures)))
 }
 
-/// The image files of a `multipart/form-data` body: 400 for another body, or a file
-/// that is not PNG or JPEG; 413 past `limits`.
-async fn parts(headers: &HeaderMap, body: Bytes, limits: Uploads) -> Answer<Vec<Upload>> {
+/// The image files of a `multipart/form-data` body: 400 for a file that is not PNG or
+/// JPEG; 413 past `limits` (and past `[limits] multipart_*`, which the extractor keeps).
+async fn parts(mut multipart: Multipart, limits: Uploads) -> Answer<Vec<Upload>> {
     let bad = |message: &str| ApiError::new(StatusCode::BAD_REQUEST, message);
     let too_large = |message: String| ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, message);
-    let content_type = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .unwrap_or_default();
-    let boundary =
-        multer::parse_boundary(content_type).map_err(|_| bad("send multipart/form-data"))?;
-    let body = futures_util::stream::once(async move { Ok::<_, std::io::Error>(body) });
-    let mut multipart = multer::Multipart::new(body, boundary);
     let mut uploads = Vec::new();
-    while let Some(field) = multipart
-        .next_field()
-        .await
-        .map_err(|e| bad(&e.to_string()))?
-    {
+    while let Some(field) = multipart.next_field().await? {
         if uploads.len() == limits.pictures {
             let most = limits.pictures;
             return Err(too_large(format!("at most {most} pictures in one upload")));
         }
         let title = field.file_name().unwrap_or("untitled").to_owned();
-        let bytes = field.bytes().await.map_err(|e| bad(&e.to_string()))?;
+        let bytes = field.bytes().await?;
         let format = image::guess_format(&bytes).ok();
         let kind = match format {
             Some(image::ImageFormat::Png) => "image/png",
@@ -423,7 +446,7 @@ async fn keep_thumbnail(store: &Store, hub: &Hub, id: i64, made: image::ImageRes
 
 /// `GET /pictures/:id`: the picture as uploaded.
 async fn picture_file(
-    social: Read<Social>,
+    State(social): State<Social>,
     Path(id): Path<i64>,
 ) -> Answer<([(header::HeaderName, String); 1], Body)> {
     let (kind, bytes) = social.store.picture_data(id).await?;
@@ -432,7 +455,7 @@ async fn picture_file(
 
 /// `GET /thumbs/:id`: the thumbnail, once made (404 until then).
 async fn thumbnail_file(
-    social: Read<Social>,
+    State(social): State<Social>,
     Path(id): Path<i64>,
 ) -> Answer<([(header::HeaderName, &'static str); 1], Body)> {
     let png = social.store.thumbnail(id).await?;
@@ -445,11 +468,10 @@ async fn thumbnail_file(
 /// answers 200 and tells no one (300 likes of one picture once sent 300 events and
 /// 300 notifications).
 async fn like(
-    social: Read<Social>,
+    State(social): State<Social>,
     Path(id): Path<i64>,
-    headers: HeaderMap,
+    Me(me): Me,
 ) -> Answer<(StatusCode, Json<Picture>)> {
-    let me = signed_in(&social, &headers).await?;
     let (picture, new) = social.store.like(id, me.id).await?;
     if !new {
         return Ok((StatusCode::OK, Json(picture)));
@@ -474,8 +496,8 @@ async fn like(
 }
 
 /// `GET /feed`: a WebSocket the Feeder pushes every like to, from every replica.
-async fn feed(social: Read<Social>, ws: WebSocketUpgrade) -> Response {
-    let feeder = social.actors.feeder.clone();
+async fn feed(State(social): State<Social>, ws: WebSocketUpgrade) -> Response {
+    let feeder = social.actors.feeder;
     ws.on_upgrade(move |mut socket| async move {
         if feeder.try_tell(Join(socket.sender())).is_err() {
             return;
@@ -486,6 +508,6 @@ async fn feed(social: Read<Social>, ws: WebSocketUpgrade) -> Response {
 
 /// `GET /feed/events`: the same likes as server-sent events, resumed after
 /// `Last-Event-ID`.
-async fn feed_events(social: Read<Social>, last: LastEventId) -> Response {
+async fn feed_events(State(social): State<Social>, last: LastEventId) -> Response {
     social.hub.sse("/picture/*/likes", &last)
 }

@@ -132,13 +132,15 @@ impl Routes {
 
     fn push(&mut self, method: Option<Method>, pattern: &str, handler: BoxHandler) -> u32 {
         let mode = handler.mode();
-        let state = handler.state_accesses();
-        for (i, s) in state.iter().enumerate() {
-            assert!(
-                !state[..i].iter().any(|t| t.type_id() == s.type_id()),
-                "route `{pattern}` takes state `{}` twice",
-                s.name()
-            );
+        let mut state: Vec<StateAccess> = Vec::new();
+        for s in handler.state_accesses() {
+            match state.iter().find(|t| t.type_id() == s.type_id()) {
+                // A cloned `State<T>` asked for twice (by the handler and by an
+                // extractor of its own, say) is one clone more, not a second lock.
+                Some(taken) if taken.access().is_none() && s.access().is_none() => {}
+                Some(_) => panic!("route `{pattern}` takes state `{}` twice", s.name()),
+                None => state.push(s),
+            }
         }
         self.entries.push(Entry {
             info: RouteInfo {
@@ -357,5 +359,24 @@ mod tests {
         assert_eq!(to_matchit("/picture/:id/likes"), "/picture/{id}/likes");
         assert_eq!(to_matchit("/static/*path"), "/static/{*path}");
         assert_eq!(to_matchit("/a/{b}"), "/a/{b}");
+    }
+
+    #[test]
+    fn a_cloned_state_taken_twice_is_listed_once_and_a_lock_taken_twice_panics() {
+        use crate::state::{Read, State};
+        use crate::{App, inline};
+
+        let app = App::new()
+            .with_state(7_u32)
+            .get("/", inline(|_: State<u32>, _: State<u32>| "ok"));
+        let route = app.routes().next().expect("a route");
+        assert_eq!(route.state.len(), 1, "{:?}", route.state);
+
+        let twice = std::panic::catch_unwind(|| {
+            App::new()
+                .state(7_u64)
+                .get("/", inline(|_: Read<u64>, _: Read<u64>| "ok"))
+        });
+        assert!(twice.is_err(), "a lock taken twice is refused");
     }
 }
