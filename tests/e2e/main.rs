@@ -11,6 +11,7 @@ mod admin;
 mod cgi;
 mod compression;
 mod feeds;
+mod from_axum;
 mod http2;
 mod http2_defences;
 mod http2_threads;

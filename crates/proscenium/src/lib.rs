@@ -85,9 +85,9 @@ pub use headers;
 /// Extractors, where an axum user looks for them.
 pub mod extract {
     pub use crate::app::{
-        BodyDataStream, BodyError, BodyStream, Form, FormRejection, FromRequest, FromRequestHead,
-        FromRequestParts, Json, JsonRejection, Path, PathRejection, Query, QueryRejection,
-        StringRejection, TypedHeader, TypedHeaderRejection,
+        BodyDataStream, BodyError, BodyStream, Extension, ExtensionRejection, Form, FormRejection,
+        FromRequest, FromRequestHead, FromRequestParts, Json, JsonRejection, Path, PathRejection,
+        Query, QueryRejection, StringRejection, TypedHeader, TypedHeaderRejection,
     };
     pub use crate::state::State;
 

@@ -4,6 +4,7 @@
 mod body_stream;
 mod compose;
 mod cookies;
+mod extension;
 mod extract;
 mod form;
 mod from_parts;
@@ -31,6 +32,7 @@ pub use self::body_stream::{BodyDataStream, BodyError, BodyStream};
 pub use self::cookies::{
     CookieJar, KeyedCookieJar, Private, PrivateCookieJar, Protection, Signed, SignedCookieJar,
 };
+pub use self::extension::{Extension, ExtensionRejection};
 pub use self::extract::{
     FromRequest, FromRequestHead, JsonRejection, Path, PathRejection, Query, QueryRejection,
     StringRejection,
