@@ -216,8 +216,10 @@ fn issue37_an_app_nests_in_axum_through_its_send_service() {
 /// Serves every connection of `listener` with hyper's HTTP/1.1 server on a
 /// current-thread runtime, each connection a local task answered by a service
 /// `make` returns.
-fn serve_with_hyper<S, B>(listener: std::net::TcpListener, make: impl Fn() -> S + 'static)
-where
+pub(crate) fn serve_with_hyper<S, B>(
+    listener: std::net::TcpListener,
+    make: impl Fn() -> S + 'static,
+) where
     S: hyper::service::Service<http::Request<hyper::body::Incoming>, Response = http::Response<B>>
         + 'static,
     S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,

@@ -1,19 +1,46 @@
 //! docs/guide/from-axum.md's app — an axum app (routes, state, CORS and trace layers,
-//! an async session middleware, a form login setting a cookie, a multipart upload)
-//! ported line by line — served under every model and used as its users would.
+//! an async session middleware, a form login setting a cookie, a multipart upload),
+//! `axum_app.rs`, and its port line by line, `app.rs` — each used as its users would:
+//! the port under every model, the original on hyper, with the same requests and the
+//! same answers expected.
 
 mod app;
+mod axum_app;
+
+use std::net::SocketAddr;
+
+use tower::ServiceExt;
 
 use crate::support;
 
-/// The Proscenium side of the guide is this module's `app.rs`, word for word.
+/// The guide shows both apps as they are compiled and tested here, word for word.
 #[test]
-fn the_guide_shows_the_ported_app_as_it_is_tested() {
+fn the_guide_shows_both_apps_as_they_are_tested() {
     let guide = include_str!("../../../docs/guide/from-axum.md");
-    let marker = "<!-- tests/e2e/from_axum/app.rs -->\n```rust\n";
-    let start = guide.find(marker).expect("the guide marks the ported app") + marker.len();
-    let end = start + guide[start..].find("```\n").expect("the block ends");
-    assert_eq!(&guide[start..end], include_str!("app.rs"));
+    let block = |file: &str| {
+        let marker = format!("<!-- tests/e2e/from_axum/{file} -->\n```rust\n");
+        let start = guide.find(&marker).expect("the guide marks the app") + marker.len();
+        let end = start + guide[start..].find("```\n").expect("the block ends");
+        &guide[start..end]
+    };
+    assert_eq!(block("axum_app.rs"), include_str!("axum_app.rs"));
+    assert_eq!(block("app.rs"), include_str!("app.rs"));
+}
+
+/// Serves the axum original on hyper, on a thread of its own.
+fn serve_axum() -> SocketAddr {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let router = axum_app::app();
+    std::thread::spawn(move || {
+        crate::tower_layers::serve_with_hyper(listener, move || {
+            let router = router.clone();
+            hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                router.clone().oneshot(req.map(axum::body::Body::new))
+            })
+        });
+    });
+    addr
 }
 
 fn post(path: &str, headers: &str, body: &str) -> String {
@@ -26,8 +53,23 @@ fn post(path: &str, headers: &str, body: &str) -> String {
 #[test]
 fn the_ported_app_logs_in_takes_notes_and_uploads_behind_its_session_middleware() {
     let server = support::start(app::app());
-    let addr = server.local_addr();
+    logs_in_takes_notes_and_uploads(server.local_addr());
+}
 
+#[test]
+fn the_axum_original_answers_the_same() {
+    let addr = serve_axum();
+    logs_in_takes_notes_and_uploads(addr);
+    answers_cors(addr);
+}
+
+#[test]
+fn the_ported_app_answers_cors_as_tower_http_does() {
+    let server = support::start(app::app());
+    answers_cors(server.local_addr());
+}
+
+fn logs_in_takes_notes_and_uploads(addr: SocketAddr) {
     let listed = support::get(addr, "/notes");
     assert_eq!((listed.status, listed.text().as_str()), (200, "[]"));
 
@@ -93,11 +135,9 @@ fn the_ported_app_logs_in_takes_notes_and_uploads_behind_its_session_middleware(
     assert_eq!(forged.status, 401);
 }
 
-#[test]
-fn the_ported_app_answers_cors_as_tower_http_does() {
-    let server = support::start(app::app());
+fn answers_cors(addr: SocketAddr) {
     let preflight = support::exchange(
-        server.local_addr(),
+        addr,
         "OPTIONS /notes HTTP/1.1\r\nHost: t\r\nOrigin: https://example.com\r\n\
          Access-Control-Request-Method: POST\r\nContent-Length: 0\r\n\r\n",
     );
@@ -107,7 +147,7 @@ fn the_ported_app_answers_cors_as_tower_http_does() {
         "{preflight:?}"
     );
     let simple = support::exchange(
-        server.local_addr(),
+        addr,
         "GET /notes HTTP/1.1\r\nHost: t\r\nOrigin: https://example.com\r\n\r\n",
     );
     assert_eq!(simple.status, 200);
