@@ -33,7 +33,7 @@ use super::router::Routes;
 use crate::http::Request;
 
 pub use self::from_fn::{FromFn, MiddlewareFn, from_fn};
-pub use self::tower_layer::{IntoMiddleware, NextService, ViaMiddleware, ViaTower};
+pub use self::tower_layer::{IntoMiddleware, LayerService, NextService, ViaMiddleware, ViaTower};
 
 /// Code run around the rest of the application for every request.
 ///

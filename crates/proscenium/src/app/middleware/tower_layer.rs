@@ -51,15 +51,38 @@ impl<T: Middleware> IntoMiddleware<ViaMiddleware> for T {
     }
 }
 
-impl<L, S, B> IntoMiddleware<ViaTower> for L
+/// A tower layer's service that can wrap an app's routes: it takes the request as
+/// `http` types with a [`Body`], and answers with any `http_body::Body`.
+pub trait LayerService:
+    Service<
+        http::Request<Body>,
+        Response = http::Response<Self::ResponseBody>,
+        Future: 'static,
+        Error: Into<BoxError>,
+    > + Clone
+    + Send
+    + Sync
+    + 'static
+{
+    /// The body of its responses.
+    type ResponseBody: http_body::Body<Data: Into<Bytes>, Error: Into<BoxError>> + Send + 'static;
+}
+
+impl<S, B> LayerService for S
 where
-    L: tower::Layer<NextService, Service = S>,
     S: Service<http::Request<Body>, Response = http::Response<B>> + Clone + Send + Sync + 'static,
     S::Future: 'static,
     S::Error: Into<BoxError>,
     B: http_body::Body + Send + 'static,
     B::Data: Into<Bytes>,
     B::Error: Into<BoxError>,
+{
+    type ResponseBody = B;
+}
+
+impl<L> IntoMiddleware<ViaTower> for L
+where
+    L: tower::Layer<NextService, Service: LayerService>,
 {
     fn into_middleware(self) -> Arc<dyn Middleware> {
         Arc::new(Layered {
@@ -81,15 +104,7 @@ struct Carried {
     peer: Option<SocketAddr>,
 }
 
-impl<S, B> Middleware for Layered<S>
-where
-    S: Service<http::Request<Body>, Response = http::Response<B>> + Clone + Send + Sync + 'static,
-    S::Future: 'static,
-    S::Error: Into<BoxError>,
-    B: http_body::Body + Send + 'static,
-    B::Data: Into<Bytes>,
-    B::Error: Into<BoxError>,
-{
+impl<S: LayerService> Middleware for Layered<S> {
     fn call(&self, req: Request, next: Next<'_>) -> Reply {
         let peer = req.peer_addr();
         let (mut parts, body) = req.into_parts();
