@@ -1,7 +1,8 @@
 //! Request bodies read as a stream (`BodyStream`) and as `multipart/form-data`
 //! (`Multipart`), over raw HTTP/1.1 (with a length and chunked) and HTTP/2: chunks in
-//! order, the limits (`max_body`, the `multipart_*` settings), malformed bodies, an
-//! early drop, and the memory a 50 MiB upload costs.
+//! order as they arrive, the limits (`max_body`, the body timeout, the `multipart_*`
+//! settings), `100 Continue` sent only once the handler reads, malformed bodies, an
+//! early answer, and the memory a 50 MiB upload costs.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -10,6 +11,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures_util::StreamExt;
 use proscenium::app::{BodyStream, Multipart, MultipartError};
+use proscenium::extract::TypedHeader;
 use proscenium::{App, inline};
 
 use crate::http_memory::{CHILD_ENV, ChildServer, MIB, assert_grew_less_than, peak_rss};
@@ -30,21 +32,31 @@ fn app(calls: Arc<AtomicUsize>) -> App {
             let first = body.into_data_stream().next().await;
             format!("first {}", first.map_or(0, |c| c.unwrap().len()))
         })
+        .post(
+            "/typed",
+            |_: TypedHeader<proscenium::headers::ContentType>, body: BodyStream| count(body),
+        )
         .post("/form", |form: Multipart| fields(form))
         .get("/", inline(|| "root"))
 }
 
-/// Answers how many bytes came, in how many chunks, and their sum modulo 2^32.
+/// Answers how many bytes came, whether in chunks of at most 64 KiB, and their sum
+/// modulo 2^32.
 async fn count(body: BodyStream) -> String {
     let mut chunks = body.into_data_stream();
-    let (mut len, mut n, mut sum) = (0usize, 0usize, 0u32);
+    let (mut len, mut largest, mut sum) = (0usize, 0usize, 0u32);
     while let Some(chunk) = chunks.next().await {
-        let chunk = chunk.expect("a gathered body reads whole");
+        let chunk = chunk.expect("the body arrives whole");
         len += chunk.len();
-        n += 1;
+        largest = largest.max(chunk.len());
         sum = chunk.iter().fold(sum, |s, &b| s.wrapping_add(u32::from(b)));
     }
-    format!("{len} bytes in {n} chunks, sum {sum}")
+    let within = if largest <= 64 * 1024 {
+        "within"
+    } else {
+        "past"
+    };
+    format!("{len} bytes in chunks {within} 64 KiB, sum {sum}")
 }
 
 /// Answers one line per field: its name, file name, type, and length or text.
@@ -100,7 +112,7 @@ fn post_form(addr: std::net::SocketAddr, body: &[u8]) -> support::Response {
 }
 
 #[test]
-fn a_chunked_upload_reaches_a_streaming_handler_whole_in_order_in_64_kib_chunks() {
+fn a_chunked_upload_reaches_a_streaming_handler_whole_in_order_in_chunks_of_64_kib_at_most() {
     let server = support::start(app(Arc::default()));
     let body = pattern(200 * 1024);
     let mut client = Client::connect(server.local_addr());
@@ -111,7 +123,7 @@ fn a_chunked_upload_reaches_a_streaming_handler_whole_in_order_in_64_kib_chunks(
         client.send("\r\n");
     }
     client.send("0\r\n\r\n");
-    let expected = format!("204800 bytes in 4 chunks, sum {}", sum(&body));
+    let expected = format!("204800 bytes in chunks within 64 KiB, sum {}", sum(&body));
     assert_eq!(client.response().text(), expected);
     // The same with a length, on the same connection.
     client.send("POST /count HTTP/1.1\r\nHost: t\r\nContent-Length: 204800\r\n\r\n");
@@ -120,29 +132,91 @@ fn a_chunked_upload_reaches_a_streaming_handler_whole_in_order_in_64_kib_chunks(
 }
 
 #[test]
-fn a_body_past_max_body_gets_413_and_the_streaming_handler_never_runs() {
+fn a_body_past_max_body_gets_413_announced_or_while_it_streams() {
     let calls = Arc::new(AtomicUsize::new(0));
     let server = support::start_with(app(calls.clone()), |c| c.limits.max_body = 64 * 1024);
-    let mut client = Client::connect(server.local_addr());
+    let addr = server.local_addr();
+    let mut client = Client::connect(addr);
     client.send("POST /count HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n");
     for _ in 0..3 {
         client.send(format!("{:x}\r\n", 30_000));
         client.send(pattern(30_000));
         client.send("\r\n");
     }
-    assert_eq!(client.response().status, 413);
-    assert_eq!(calls.load(Ordering::Relaxed), 0);
-    assert_eq!(support::get(server.local_addr(), "/").text(), "root");
+    let res = client.response();
+    assert_eq!(res.status, 413);
+    assert_eq!(res.header("connection"), Some("close"));
+    // The streaming handler ran, and was dropped with its answer unsent.
+    assert_eq!(calls.load(Ordering::Relaxed), 1);
+    let announced = support::exchange(
+        addr,
+        "POST /count HTTP/1.1\r\nHost: t\r\nContent-Length: 65537\r\n\r\n",
+    );
+    assert_eq!(announced.status, 413);
+    assert_eq!(calls.load(Ordering::Relaxed), 1, "refused before routing");
+    assert_eq!(support::get(addr, "/").text(), "root");
 }
 
 #[test]
-fn a_handler_that_drops_its_stream_early_leaves_the_connection_serving() {
+fn a_streamed_body_reaches_its_handler_before_it_has_all_arrived() {
     let server = support::start(app(Arc::default()));
     let mut client = Client::connect(server.local_addr());
+    client.send("POST /first HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nhello");
+    // Answered with five bytes of ten sent: the handler had its first chunk as it came.
+    let first = client.response().text();
+    let n: usize = first.strip_prefix("first ").unwrap().parse().unwrap();
+    assert!((1..=5).contains(&n), "{first}");
+    // The rest of the answered body is drained; the connection goes on.
+    client.send("world");
+    assert_eq!(client.get("/").response().text(), "root");
+    // A handler that reads one chunk of a large body and answers: the same.
     client.send("POST /first HTTP/1.1\r\nHost: t\r\nContent-Length: 204800\r\n\r\n");
     client.send(pattern(200 * 1024));
-    assert_eq!(client.response().text(), "first 65536");
+    let first = client.response().text();
+    let n: usize = first.strip_prefix("first ").unwrap().parse().unwrap();
+    assert!((1..=64 * 1024).contains(&n), "{first}");
     assert_eq!(client.get("/").response().text(), "root");
+}
+
+#[test]
+fn continue_is_sent_once_the_handler_reads_and_never_to_a_refused_request() {
+    let server = support::start(app(Arc::default()));
+    let addr = server.local_addr();
+    let mut client = Client::connect(addr);
+    client.send(
+        "POST /count HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n",
+    );
+    assert_eq!(
+        client.read_past(b"\r\n\r\n"),
+        b"HTTP/1.1 100 Continue\r\n\r\n"
+    );
+    client.send("hello");
+    let expected = format!("5 bytes in chunks within 64 KiB, sum {}", sum(b"hello"));
+    assert_eq!(client.response().text(), expected);
+    // Refused by a head extractor before the body is asked for: no `100`, and the
+    // connection closes rather than wait for a body that will not come.
+    let mut client = Client::connect(addr);
+    client.send(
+        "POST /typed HTTP/1.1\r\nHost: t\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n",
+    );
+    let res = client.response();
+    assert_eq!(res.status, 400, "{}", res.text());
+    assert_eq!(res.header("connection"), Some("close"));
+    assert!(client.is_closed_within(Duration::from_secs(30)));
+}
+
+#[test]
+fn a_streamed_body_that_stops_arriving_gets_408() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let server = support::start_with(app(calls.clone()), |c| {
+        c.timeouts.body = Duration::from_millis(500);
+    });
+    let mut client = Client::connect(server.local_addr());
+    client.send("POST /count HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n\r\nhello");
+    let res = client.response();
+    assert_eq!(res.status, 408, "{}", res.text());
+    assert_eq!(calls.load(Ordering::Relaxed), 1);
+    assert_eq!(support::get(server.local_addr(), "/").text(), "root");
 }
 
 #[test]
@@ -155,7 +229,7 @@ fn an_http2_upload_reaches_streaming_and_multipart_handlers_under_the_limits() {
     let res = h2.send(request("POST", "/count"), Bytes::from(body.clone()));
     assert_eq!(
         res.text(),
-        format!("614400 bytes in 10 chunks, sum {}", sum(&body))
+        format!("614400 bytes in chunks within 64 KiB, sum {}", sum(&body))
     );
     let form = || {
         let mut form = request("POST", "/form");
@@ -261,9 +335,9 @@ fn child() {
     while std::io::stdin().read_line(&mut line).is_ok_and(|n| n > 0) {}
 }
 
-/// A 50 MiB file uploaded as multipart is spooled to a file and read by `Multipart`
-/// a chunk at a time: the memory the server must keep (`RssAnon` + `RssShmem`) grows
-/// by less than 24 MiB.
+/// A 50 MiB file uploaded as multipart streams to `Multipart` as it arrives, read a
+/// chunk at a time: the memory the server must keep (`RssAnon` + `RssShmem`) grows by
+/// less than 24 MiB.
 #[test]
 fn a_50_mib_multipart_upload_is_read_in_bounded_memory() {
     let server = ChildServer::start_test("http_bodies::child", "suite", None);

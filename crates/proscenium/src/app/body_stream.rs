@@ -1,9 +1,12 @@
 //! `BodyStream`: the request body as a stream of chunks, the extractor that `Multipart`
 //! and handlers that work through a body piece by piece read.
 //!
-//! The body is the one the connection gathered under `limits` (memory from the body
-//! budget, or a file mapped past `spool_above`), so `max_body` and the slow-body
-//! timeouts have held before the handler runs; the chunks are slices of it, not
+//! An async handler that takes it streams its route's body: the connection hands the
+//! request on once its head is read and passes the body on as it arrives, at most a
+//! window (64 KiB) ahead of the handler, within `max_body` and the body timeouts, never
+//! spooled (http/intake/arriving.rs). Where the body came whole with its head, or the
+//! handler is `inline` or `blocking`, the chunks are slices of the body gathered under
+//! `limits` (memory from the body budget, or a file mapped past `spool_above`), not
 //! copies. The name is not axum's `Body`: `proscenium::Body` is the response body.
 
 use std::convert::Infallible;
@@ -15,11 +18,15 @@ use futures_util::Stream;
 
 use super::extract::FromRequest;
 use crate::http::Request;
+use crate::http::intake::{Arriving, Taker};
 
-/// Bytes in one chunk of a [`BodyDataStream`], the last one excepted.
+/// Bytes in one chunk of a gathered body, the last one excepted.
 const CHUNK: usize = 64 * 1024;
 
 /// The request body, read as a stream of chunks; the last handler argument.
+///
+/// Its route's body is not gathered: [`Request::body`] is empty in middleware before
+/// it, and the chunks come as the client sends them.
 ///
 /// # Examples
 ///
@@ -42,14 +49,22 @@ const CHUNK: usize = 64 * 1024;
 /// ```
 #[derive(Debug)]
 pub struct BodyStream {
-    body: Bytes,
+    source: Source,
+}
+
+#[derive(Debug)]
+enum Source {
+    /// The whole body, read before the handler ran.
+    Gathered(Bytes),
+    /// The body as the connection passes it on.
+    Arriving(Taker),
 }
 
 impl BodyStream {
     /// Returns the body as a stream of its chunks, in order.
     pub fn into_data_stream(self) -> BodyDataStream {
         BodyDataStream {
-            rest: self.body,
+            source: self.source,
             paused: false,
         }
     }
@@ -58,18 +73,23 @@ impl BodyStream {
 impl FromRequest for BodyStream {
     type Rejection = Infallible;
 
-    fn from_request(req: Request) -> Result<Self, Self::Rejection> {
-        Ok(Self {
-            body: req.into_parts().1,
-        })
+    const STREAMS: bool = true;
+
+    fn from_request(mut req: Request) -> Result<Self, Self::Rejection> {
+        let arriving = req.extensions_mut().remove::<Arriving>();
+        let source = match arriving.and_then(|slot| slot.take()) {
+            Some(taker) => Source::Arriving(taker),
+            None => Source::Gathered(req.into_parts().1),
+        };
+        Ok(Self { source })
     }
 }
 
 /// The chunks of a request body, from [`BodyStream::into_data_stream`].
 #[derive(Debug)]
 pub struct BodyDataStream {
-    rest: Bytes,
-    /// Whether the last poll gave a chunk, so this one answers `Pending` first.
+    source: Source,
+    /// Whether the last poll gave a gathered chunk, so this one answers `Pending` first.
     paused: bool,
 }
 
@@ -78,6 +98,14 @@ impl Stream for BodyDataStream {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
+        let rest = match &mut this.source {
+            Source::Arriving(taker) => {
+                return taker
+                    .poll_chunk(cx)
+                    .map(|chunk| chunk.map(|c| c.map_err(|_| BodyError(()))));
+            }
+            Source::Gathered(rest) => rest,
+        };
         // A reader that polls until `Pending` (multer does, copying each chunk into
         // its buffer) would otherwise take the whole body in one go: pausing after
         // each chunk bounds it to a chunk, as a body arriving from the network would.
@@ -85,29 +113,36 @@ impl Stream for BodyDataStream {
             cx.waker().wake_by_ref();
             return Poll::Pending;
         }
-        if this.rest.is_empty() {
+        if rest.is_empty() {
             return Poll::Ready(None);
         }
         this.paused = true;
-        Poll::Ready(Some(Ok(this.rest.split_to(CHUNK.min(this.rest.len())))))
+        Poll::Ready(Some(Ok(rest.split_to(CHUNK.min(rest.len())))))
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let chunks = self.rest.len().div_ceil(CHUNK);
-        (chunks, Some(chunks))
+        match &self.source {
+            Source::Gathered(rest) => {
+                let chunks = rest.len().div_ceil(CHUNK);
+                (chunks, Some(chunks))
+            }
+            Source::Arriving(_) => (0, None),
+        }
     }
 }
 
-/// A request body that could not be read to its end.
+/// A request body that stopped before its end: the connection ended (the client hung
+/// up, or the server is shutting down) while the handler was still reading it.
 ///
-/// None occurs today (the body has arrived whole before the handler runs); the type is
-/// there so that handlers already handle it when chunks come as they arrive.
+/// A body refused by the server's limits (`max_body`, the body timeouts) never reaches
+/// the handler as this error: the server answers the refusal itself (413, 408) and the
+/// handler is dropped, as it is when the client hangs up.
 #[derive(Debug)]
-pub struct BodyError(Infallible);
+pub struct BodyError(());
 
 impl std::fmt::Display for BodyError {
-    fn fmt(&self, _f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.0 {}
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the request body ended before its end: the connection is gone")
     }
 }
 

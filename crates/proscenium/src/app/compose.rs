@@ -139,6 +139,7 @@ struct Layered {
     app: App,
     mode: Mode,
     state: Vec<StateAccess>,
+    streams: bool,
 }
 
 impl Layered {
@@ -147,7 +148,11 @@ impl Layered {
         if middleware.is_empty() {
             return handler;
         }
-        let (mode, state) = (handler.mode(), handler.state_accesses());
+        let (mode, state, streams) = (
+            handler.mode(),
+            handler.state_accesses(),
+            handler.streams_body(),
+        );
         Arc::new(Self {
             app: App {
                 chain: Arc::new(Chain {
@@ -158,6 +163,7 @@ impl Layered {
             },
             mode,
             state,
+            streams,
         })
     }
 }
@@ -175,5 +181,9 @@ impl ErasedHandler for Layered {
     // them in the request, as it would unwrapped.
     fn state_accesses(&self) -> Vec<StateAccess> {
         self.state.clone()
+    }
+
+    fn streams_body(&self) -> bool {
+        self.streams
     }
 }

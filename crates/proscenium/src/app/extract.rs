@@ -59,6 +59,12 @@ pub trait FromRequest<M = private::ViaBody>: Sized {
     fn state_access() -> Option<StateAccess> {
         None
     }
+
+    /// Whether it takes the body as it arrives ([`BodyStream`](super::BodyStream) and
+    /// what reads one): then an async handler's route streams its body instead of
+    /// gathering it first.
+    #[doc(hidden)]
+    const STREAMS: bool = false;
 }
 
 pub(crate) mod private {

@@ -129,10 +129,14 @@ pub trait FromRequestLast<M>: Sized {
 
     /// The shared state this extractor takes.
     fn state_access() -> Option<StateAccess>;
+
+    /// Whether it takes the body as it arrives.
+    const STREAMS: bool;
 }
 
 impl<T: FromRequestParts> FromRequestLast<ViaParts> for T {
     const WAITS: bool = T::WAITS;
+    const STREAMS: bool = false;
 
     async fn from_request_last(req: Request) -> Result<Self, Response> {
         T::from_request_parts(&req)
@@ -154,6 +158,7 @@ impl<T: FromRequestParts> FromRequestLast<ViaParts> for T {
 
 impl<T: FromRequest<private::ViaBody>> FromRequestLast<private::ViaBody> for T {
     const WAITS: bool = false;
+    const STREAMS: bool = T::STREAMS;
 
     async fn from_request_last(req: Request) -> Result<Self, Response> {
         T::from_request(req).map_err(IntoResponse::into_response)
@@ -173,6 +178,9 @@ pub trait FromRequestPartsArgs<M>: Sized {
     /// Whether any argument's extraction may wait.
     const WAITS: bool;
 
+    /// Whether the last argument takes the body as it arrives.
+    const STREAMS: bool;
+
     /// Returns the extracted arguments, or the first rejection as a response.
     fn from_request_later(req: Request) -> impl Future<Output = Result<Self, Response>> + 'static;
 
@@ -189,6 +197,7 @@ macro_rules! impl_parts_arity {
             $crate::app::FromRequestPartsArgs<M> for ($($head,)* $last,)
         {
             const WAITS: bool = $($head::WAITS ||)* $last::WAITS;
+            const STREAMS: bool = $last::STREAMS;
 
             #[allow(non_snake_case)]
             fn from_request_later(req: $crate::http::Request) -> impl ::std::future::Future<Output = Result<Self, $crate::app::Response>> + 'static {
@@ -219,6 +228,7 @@ pub(super) use impl_parts_arity;
 
 impl FromRequestPartsArgs<()> for () {
     const WAITS: bool = false;
+    const STREAMS: bool = false;
 
     async fn from_request_later(_: Request) -> Result<Self, Response> {
         Ok(())

@@ -62,6 +62,12 @@ pub trait Handler<T>: Clone + Send + Sync + 'static {
     fn state_accesses(&self) -> Vec<StateAccess> {
         Vec::new()
     }
+
+    /// Returns whether it takes its body as it arrives (an async handler whose last
+    /// argument is a [`BodyStream`](super::BodyStream) or reads one).
+    fn streams_body(&self) -> bool {
+        false
+    }
 }
 
 /// Calls `self` with a tuple of arguments; generated for every arity.
@@ -199,6 +205,10 @@ where
         Mode::Async
     }
 
+    fn streams_body(&self) -> bool {
+        Args::STREAMS
+    }
+
     fn state_accesses(&self) -> Vec<StateAccess> {
         Args::state_accesses()
     }
@@ -334,6 +344,9 @@ pub(crate) trait ErasedHandler: Send + Sync {
     fn call(&self, req: Request) -> Reply;
     fn mode(&self) -> Mode;
     fn state_accesses(&self) -> Vec<StateAccess>;
+    fn streams_body(&self) -> bool {
+        false
+    }
 }
 
 struct Erased<H, T> {
@@ -348,6 +361,10 @@ impl<H: Handler<T>, T: 'static> ErasedHandler for Erased<H, T> {
 
     fn mode(&self) -> Mode {
         self.handler.mode()
+    }
+
+    fn streams_body(&self) -> bool {
+        self.handler.streams_body()
     }
 
     fn state_accesses(&self) -> Vec<StateAccess> {

@@ -353,6 +353,10 @@ impl crate::http::response::Respond for App {
     fn label(&self, id: u32) -> String {
         self.route_label(id)
     }
+
+    fn streams(&self, req: &Request) -> bool {
+        self.chain.routes.streams(req)
+    }
 }
 
 impl std::fmt::Debug for App {

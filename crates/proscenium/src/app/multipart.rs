@@ -46,6 +46,8 @@ pub struct Multipart {
 impl FromRequest for Multipart {
     type Rejection = MultipartError;
 
+    const STREAMS: bool = true;
+
     fn from_request(req: Request) -> Result<Self, Self::Rejection> {
         let content_type = req
             .headers()

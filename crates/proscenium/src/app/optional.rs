@@ -73,6 +73,8 @@ impl<T: FromRequest> FromRequest for Option<T> {
     fn state_access() -> Option<StateAccess> {
         T::state_access()
     }
+
+    const STREAMS: bool = T::STREAMS;
 }
 
 /// The body extractor `T`'s rejection as a value, for the handler to match on.
@@ -86,4 +88,6 @@ impl<T: FromRequest> FromRequest for Result<T, T::Rejection> {
     fn state_access() -> Option<StateAccess> {
         <T as FromRequest>::state_access()
     }
+
+    const STREAMS: bool = T::STREAMS;
 }

@@ -26,6 +26,9 @@ pub struct RouteInfo {
     pub mode: Mode,
     /// The shared state its handler takes, in signature order.
     pub state: Vec<StateAccess>,
+    /// Whether its handler takes the body as it arrives (a `BodyStream`), rather than
+    /// the body gathered whole before it runs.
+    pub streams: bool,
 }
 
 impl RouteInfo {
@@ -57,6 +60,9 @@ impl std::fmt::Display for RouteInfo {
                 if i == 0 { " " } else { ", " },
                 s.name()
             )?;
+        }
+        if self.streams {
+            f.write_str(" [streams its body]")?;
         }
         Ok(())
     }
@@ -131,7 +137,7 @@ impl Routes {
     }
 
     fn push(&mut self, method: Option<Method>, pattern: &str, handler: BoxHandler) -> u32 {
-        let mode = handler.mode();
+        let (mode, streams) = (handler.mode(), handler.streams_body());
         let mut state: Vec<StateAccess> = Vec::new();
         for s in handler.state_accesses() {
             match state.iter().find(|t| t.type_id() == s.type_id()) {
@@ -148,6 +154,7 @@ impl Routes {
                 pattern: pattern.to_owned(),
                 mode,
                 state,
+                streams,
             },
             handler,
             locks: OnceLock::new(),
@@ -172,6 +179,15 @@ impl Routes {
             .as_ref()
             .map(Some)
             .map_err(Clone::clone)
+    }
+
+    /// Returns whether the route `req` goes to takes its body as it arrives.
+    pub(crate) fn streams(&self, req: &Request) -> bool {
+        let id = match self.matcher.at(req.uri().path()) {
+            Ok(found) => select(&self.endpoints[*found.value], req.method()),
+            Err(_) => self.fallback,
+        };
+        id.is_some_and(|id| self.entries[id as usize].info.streams)
     }
 
     /// Routes `req` to its handler and calls it.
@@ -280,6 +296,7 @@ impl Routes {
                 pattern: "<nested>".to_owned(),
                 mode: handler.mode(),
                 state: Vec::new(),
+                streams: handler.streams_body(),
             },
             handler,
             locks: OnceLock::new(),

@@ -23,6 +23,12 @@ pub(crate) trait Respond: Send + Sync + std::fmt::Debug + 'static {
 
     /// Names the route the watchdog noted as `id`, for logs.
     fn label(&self, id: u32) -> String;
+
+    /// Whether `req`'s body goes to the app as it arrives (its route takes a
+    /// `BodyStream`), so the request is handed on once its head is read.
+    fn streams(&self, _req: &Request) -> bool {
+        false
+    }
 }
 
 /// Why a response has no body of its own; the server renders its error page with it.

@@ -22,7 +22,7 @@ use http_body_util::BodyExt;
 use tokio::time::Instant;
 
 use super::answer::{self, Persistence, Terms, Unsent};
-use super::decode::{Decoder, Message};
+use super::decode::{Decoder, Fed, Message};
 use super::encode::{self, ResponseFraming};
 use super::error::ParseError;
 use super::idle::{self, Idle, Waiting};
@@ -197,10 +197,12 @@ impl Conn {
                 return Ok(Ended::Http2);
             }
             // Reading: a request from what is buffered, or wait for more.
+            let app = &self.shared.app;
             let message = match self.decoder.decode(
                 &mut self.rbuf,
                 &self.shared.config.limits,
                 &self.shared.bodies,
+                |req| app.streams(req),
             ) {
                 Ok(Some(message)) => message,
                 Ok(None) => {
@@ -517,21 +519,31 @@ impl Conn {
                     Poll::Pending => {
                         self.flush().await?;
                         // A client that hangs up meanwhile takes its request with it:
-                        // the handler is dropped (a CGI script it runs is killed).
-                        let watch = self.rbuf.is_empty();
+                        // the handler is dropped (a CGI script it runs is killed), as
+                        // it is when the body it streams is refused.
                         let route = guarded.route();
-                        tokio::select! {
+                        let res = tokio::select! {
                             res = terms.span.instrument(guarded.finish(&*shared.app)) => res,
-                            () = self.socket.hung_up(), if watch => {
-                                if let (Some(log), Some(line)) = (&shared.log, terms.line.take()) {
-                                    log.record(*line, CLIENT_GONE, Some(0));
+                            ended = self.beside_the_app() => match ended {
+                                Ok(refused) => {
+                                    tracing::info!("refused request body from {}: {refused} ({})", self.peer, refused.status());
+                                    watchdog::set_route(route);
+                                    terms.keep_alive = false;
+                                    refusal(&refused)
                                 }
-                                watchdog::set_route(route);
-                                terms.count(shared.meter(), CLIENT_GONE);
-                                terms.span.close(CLIENT_GONE, &*shared.app);
-                                return Err(client_gone());
+                                Err(gone) => {
+                                    if let (Some(log), Some(line)) = (&shared.log, terms.line.take()) {
+                                        log.record(*line, CLIENT_GONE, Some(0));
+                                    }
+                                    watchdog::set_route(route);
+                                    terms.count(shared.meter(), CLIENT_GONE);
+                                    terms.span.close(CLIENT_GONE, &*shared.app);
+                                    return Err(gone);
+                                }
                             }
-                        }
+                        };
+                        self.phase = Phase::Writing;
+                        res
                     }
                 };
                 match self.buffer(res, &mut terms) {
@@ -543,12 +555,46 @@ impl Conn {
         self.send_unsent(unsent).await
     }
 
+    /// While the app answers: passes the body it streams on to it as it takes it,
+    /// and notices a client that hangs up (when nothing else is buffered to read).
+    /// Returns only when the wait must end: the body refused (`Ok`, the reason), or
+    /// the client gone (`Err`).
+    async fn beside_the_app(&mut self) -> std::io::Result<ParseError> {
+        while self.decoder.is_streaming() {
+            match self
+                .decoder
+                .feed(&mut self.rbuf, &self.shared.config.limits)
+            {
+                Ok(Fed::Whole) => break,
+                Ok(Fed::More) => {}
+                Err(e) => return Ok(e),
+            }
+            poll_fn(|cx| self.decoder.poll_room(cx)).await;
+            self.phase = Phase::ReadingBody;
+            let read = self.read().await;
+            self.phase = Phase::Writing;
+            match read? {
+                ReadEnd::Data => {}
+                ReadEnd::Refused(e) => return Ok(e),
+                ReadEnd::Closed | ReadEnd::PutAway(_) => return Err(client_gone()),
+            }
+        }
+        if !self.rbuf.is_empty() {
+            return std::future::pending().await;
+        }
+        self.socket.hung_up().await;
+        Err(client_gone())
+    }
+
     /// Buffers an answer (see [`answer::buffer`]). Reads the shutdown flag after the
     /// handler: a request that was in flight when shutdown began announces the close in
-    /// its answer.
+    /// its answer; a client still waiting for `100 Continue` is closed on.
     fn buffer(&mut self, mut res: Response, terms: &mut Terms) -> Result<Persistence, Unsent> {
         if let Some(run) = OnUpgrade::take(&mut res) {
             self.upgrade = Some(run);
+        }
+        if self.decoder.awaits_continue() {
+            terms.keep_alive = false;
         }
         let closing = self.shared.closing();
         answer::buffer(
@@ -675,7 +721,8 @@ impl Conn {
     /// a lingering close.
     async fn close(&mut self, refused: Option<ParseError>) -> std::io::Result<Ended> {
         self.phase = Phase::Closing;
-        if let Some(e) = refused {
+        // A streamed body refused while drained: its request has had its answer.
+        if let Some(e) = refused.filter(|_| !self.decoder.is_streaming()) {
             let partial = !self.decoder.is_between_messages() || !self.rbuf.is_empty();
             if e == ParseError::Timeout && !partial {
                 return Ok(Ended::Closed);
@@ -703,11 +750,7 @@ impl Conn {
             .log
             .as_ref()
             .map(|log| log.note(self.peer, self.decoder.pending()));
-        let res = if *e == ParseError::NoRoom {
-            crate::http::response::unavailable(e.to_string())
-        } else {
-            crate::http::response::error(e.status(), e.to_string())
-        };
+        let res = refusal(e);
         self.rbuf.clear();
         let mark = self.shared.meter().map(|_| Mark::refused());
         let mut terms = Terms::refusal(line, mark, &self.shared.answering());
@@ -716,6 +759,15 @@ impl Conn {
             self.send_unsent(unsent).await?;
         }
         Ok(())
+    }
+}
+
+/// The answer to a request (or its body) the server refuses.
+fn refusal(e: &ParseError) -> Response {
+    if *e == ParseError::NoRoom {
+        crate::http::response::unavailable(e.to_string())
+    } else {
+        crate::http::response::error(e.status(), e.to_string())
     }
 }
 

@@ -50,7 +50,7 @@ pub(crate) fn readings_with(
     for piece in pieces(stream, cuts) {
         buf.extend_from_slice(piece);
         loop {
-            match decoder.decode(&mut buf, limits, &bodies) {
+            match decoder.decode(&mut buf, limits, &bodies, |_| false) {
                 Ok(Some(m)) => messages.push(Reading {
                     method: m.req.method().to_string(),
                     target: m.req.uri().to_string(),

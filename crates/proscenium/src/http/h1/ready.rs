@@ -8,6 +8,7 @@ use bytes::BytesMut;
 
 use super::head::{self, RequestFraming};
 use crate::config::Limits;
+use crate::http::Request;
 use crate::rt::Readiness;
 
 /// The largest body the waiting room waits for: larger ones arrive on the thread,
@@ -15,14 +16,21 @@ use crate::rt::Readiness;
 /// whole request in its first read).
 const WAITED_BODY: u64 = 64 * 1024;
 
-/// How ready `read` is (see [`Readiness`]).
-pub(super) fn readiness(read: &[u8], limits: &Limits) -> Readiness {
+/// How ready `read` is (see [`Readiness`]); `streams` says whether a request's route
+/// takes its body as it arrives (then it is ready with its head).
+pub(super) fn readiness(
+    read: &[u8],
+    limits: &Limits,
+    streams: impl FnOnce(&Request) -> bool,
+) -> Readiness {
     let mut buf = BytesMut::from(read);
     match head::parse(&mut buf, limits) {
         Ok(None) => Readiness::AtLine,
         Err(_) => Readiness::Now,
         Ok(Some(head)) => match head.framing {
-            RequestFraming::Length(n) if n <= WAITED_BODY && !head.expect_continue => {
+            RequestFraming::Length(n)
+                if n <= WAITED_BODY && !head.expect_continue && !streams(&head.req) =>
+            {
                 let head_len = read.len() - buf.len();
                 match head_len + n as usize {
                     whole if whole > read.len() => Readiness::AtLength(whole),
@@ -39,7 +47,7 @@ mod tests {
     use super::*;
 
     fn of(read: &str) -> Readiness {
-        readiness(read.as_bytes(), &Limits::default())
+        readiness(read.as_bytes(), &Limits::default(), |_| false)
     }
 
     #[test]
@@ -66,6 +74,16 @@ mod tests {
         assert_eq!(of(large), Readiness::Now);
         let chunked = "POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n";
         assert_eq!(of(chunked), Readiness::Now);
+    }
+
+    #[test]
+    fn a_body_its_route_streams_is_not_waited_for() {
+        let post = "POST /up HTTP/1.1\r\nHost: a\r\nContent-Length: 10\r\n\r\nabc";
+        let streams = |req: &Request| req.uri() == "/up";
+        assert_eq!(
+            readiness(post.as_bytes(), &Limits::default(), streams),
+            Readiness::Now
+        );
     }
 
     #[test]

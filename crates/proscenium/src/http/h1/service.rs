@@ -205,7 +205,9 @@ impl Protocol for Http1 {
     }
 
     fn readiness(&self, read: &[u8]) -> Readiness {
-        self.with_newest(|newest| super::ready::readiness(read, &newest.config.limits))
+        self.with_newest(|newest| {
+            super::ready::readiness(read, &newest.config.limits, |req| newest.app.streams(req))
+        })
     }
 }
 

@@ -1,6 +1,7 @@
 //! One HTTP/2 stream: its request gathered (the body within the same limits and room
-//! as HTTP/1.1's), the app called through `http::invoke`, the answer sent (`send`) and
-//! logged.
+//! as HTTP/1.1's) or, for a route that streams its body, handed on with the body fed to
+//! it as it arrives; the app called through `http::invoke`, the answer sent (`send`)
+//! and logged.
 
 use std::net::SocketAddr;
 
@@ -12,7 +13,7 @@ use http::{HeaderValue, Method, StatusCode, header};
 use super::send;
 use crate::http::access_log::LineHead;
 use crate::http::h1::Http1Loop;
-use crate::http::intake::Sink;
+use crate::http::intake::{Arriving, Feed, Sink, arriving};
 use crate::http::invoke;
 use crate::http::meter::Mark;
 use crate::http::request_id::RequestId;
@@ -85,8 +86,19 @@ pub(super) async fn serve(
         .headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-    let gathered = gather(body, announced, shared).await;
     let mut req = Request::new(parts, Bytes::new(), Some(peer));
+    let mut streamed = None;
+    let gathered = if !body.is_end_stream() && shared.app.streams(&req) {
+        let (feed, taker) = arriving();
+        req.extensions_mut().insert(Arriving::new(taker));
+        streamed = Some((body, feed));
+        match announced {
+            Some(n) if n > shared.config.limits.max_body => Err(too_large()),
+            _ => Ok(Bytes::new()),
+        }
+    } else {
+        gather(body, announced, shared).await
+    };
     terms.id = shared
         .ids
         .as_ref()
@@ -103,12 +115,20 @@ pub(super) async fn serve(
                 Soon::Ready(res) => res,
                 Soon::Later(guarded) => {
                     // A client that resets the stream meanwhile takes its request
-                    // with it: the handler is dropped.
+                    // with it: the handler is dropped, as it is when the body it
+                    // streams is refused.
                     let route = guarded.route();
                     tokio::select! {
                         res = terms.span.instrument(guarded.finish(&*shared.app)) => res,
                         _ = std::future::poll_fn(|cx| respond.poll_reset(cx)) => {
                             return log_gone(shared, &mut terms, route);
+                        }
+                        refused = feed(streamed, shared) => match refused {
+                            Refused::Gone => return log_gone(shared, &mut terms, route),
+                            Refused::With(res) => {
+                                watchdog::set_route(route);
+                                res
+                            }
                         }
                     }
                 }
@@ -140,6 +160,49 @@ enum Refused {
     With(Response),
 }
 
+fn too_large() -> Refused {
+    Refused::With(error(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "request body too large",
+    ))
+}
+
+fn timed_out() -> Refused {
+    Refused::With(error(
+        StatusCode::REQUEST_TIMEOUT,
+        "the request body stopped arriving",
+    ))
+}
+
+/// Passes a streamed body on to the app as it takes it: 413 past `limits.max_body`,
+/// 408 when the client stops sending for the body timeout. Once the body is whole (or
+/// with none to stream) it waits for ever: the answer or a reset ends the wait.
+async fn feed(streamed: Option<(RecvStream, Feed)>, shared: &Http1Loop) -> Refused {
+    let Some((mut body, feed)) = streamed else {
+        return std::future::pending().await;
+    };
+    let mut received = 0u64;
+    loop {
+        std::future::poll_fn(|cx| feed.poll_room(cx, false)).await;
+        let chunk = match tokio::time::timeout(shared.config.timeouts.body, body.data()).await {
+            Err(_) => return timed_out(),
+            Ok(None) => break,
+            Ok(Some(Err(_))) => return Refused::Gone,
+            Ok(Some(Ok(chunk))) => chunk,
+        };
+        // The window opens again as the app takes the bytes: the feed holds at most
+        // its own window of them.
+        let _ = body.flow_control().release_capacity(chunk.len());
+        received += chunk.len() as u64;
+        if received > shared.config.limits.max_body {
+            return too_large();
+        }
+        feed.push(chunk);
+    }
+    feed.finish();
+    std::future::pending().await
+}
+
 /// Gathers the request body: 413 past `limits.max_body`, 503 when the server's room
 /// for bodies is spent, 408 when the client stops sending for the body timeout.
 async fn gather(
@@ -151,12 +214,6 @@ async fn gather(
     if body.is_end_stream() {
         return Ok(Bytes::new());
     }
-    let too_large = || {
-        Refused::With(error(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "request body too large",
-        ))
-    };
     if announced.is_some_and(|n| n > limits.max_body) {
         return Err(too_large());
     }
@@ -174,12 +231,7 @@ async fn gather(
     loop {
         let next = tokio::time::timeout(shared.config.timeouts.body, body.data()).await;
         let chunk = match next {
-            Err(_) => {
-                return Err(Refused::With(error(
-                    StatusCode::REQUEST_TIMEOUT,
-                    "the request body stopped arriving",
-                )));
-            }
+            Err(_) => return Err(timed_out()),
             Ok(None) => break,
             Ok(Some(Err(_))) => return Err(Refused::Gone),
             Ok(Some(Ok(chunk))) => chunk,
