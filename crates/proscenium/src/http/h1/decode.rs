@@ -559,7 +559,6 @@ mod tests {
         let mut decoder = Decoder::new();
         let mut buf =
             BytesMut::from(&b"PUT /up HTTP/1.1\r\nHost: x\r\nContent-Length: 6\r\n\r\nab"[..]);
-        let limits = Limits::default();
         let m = streamed(&mut decoder, &mut buf).unwrap();
         drop(m);
         assert!(streamed(&mut decoder, &mut buf).is_none());
