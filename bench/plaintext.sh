@@ -20,9 +20,14 @@
 # request counted and timed, and request ids): what operating it costs, `metered`
 # against `bare` in one run (issue 36 bounds it at 3 %).
 #
+# And `base`, run when SERVERS names it: the `hello` binary BASE_HELLO names, built
+# from an earlier commit, so what a change costs is measured against what it changed
+# in the same rounds (`proscenium`'s ratios to it).
+#
 # Usage: bench/plaintext.sh            (DURATION=10 RUNS=3 by default; SERVERS and
 #        SCENARIOS to pick, e.g. SCENARIOS=pipeline-16; ROUTE=/json;
-#        SERVERS="bare metered" for the cost of metrics and request ids)
+#        SERVERS="bare metered" for the cost of metrics and request ids;
+#        SERVERS="proscenium base" BASE_HELLO=path/to/hello for a change's cost)
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 trap stop_all EXIT INT TERM
@@ -48,8 +53,9 @@ declare -A CMD=(
   [floor]="$work/floor --bind 127.0.0.1:8085"
   [bare]="$RELEASE_DIR/hello --bind 127.0.0.1:8086 --loops 1 --config $work/bare.toml"
   [metered]="$RELEASE_DIR/hello --bind 127.0.0.1:8087 --loops 1 --config $work/metered.toml"
+  [base]="${BASE_HELLO:-BASE_HELLO-is-not-set} --bind 127.0.0.1:8088 --loops 1"
 )
-declare -A PORT=([proscenium]=8080 [actix]=8081 [hyper]=8082 [nginx]=8083 [staged]=8084 [floor]=8085 [bare]=8086 [metered]=8087)
+declare -A PORT=([proscenium]=8080 [actix]=8081 [hyper]=8082 [nginx]=8083 [staged]=8084 [floor]=8085 [bare]=8086 [metered]=8087 [base]=8088)
 ROUTE="${ROUTE:-/plaintext}"
 case "$ROUTE" in
   /plaintext) ANSWER="Hello, World!" EVERY="proscenium staged actix hyper nginx floor" ;;
