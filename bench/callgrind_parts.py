@@ -19,7 +19,7 @@ PARTS = [
     ("  httparse", ["httparse::Request::parse_with_config_and_uninit_headers"]),
     ("  the request built from the head", ["proscenium::http::h1::head::interpret"]),
     ("    the target's Uri parsed", ["http::uri::Uri::from_shared"]),
-    ("calling the app (route, handler, response)", ["proscenium::http::h1::invoke::here"]),
+    ("calling the app (route, handler, response)", ["proscenium::http::invoke::here"]),
     ("  the route found (matchit)", ["matchit::tree::Node<T>::at"]),
     ("  the response's header table with its Content-Type (kept)",
      ["proscenium::http::spare::with_content_type"]),

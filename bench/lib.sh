@@ -234,7 +234,9 @@ stop_server() {
 stop_all() {
   local pid
   for pid in "${SERVER_PIDS[@]:-}"; do
-    [ -n "$pid" ] && stop_server "$pid"
+    # An `if`, not `&&`: a script with no server left (instructions.sh starts its
+    # own) would otherwise exit 1 from this, its EXIT trap.
+    if [ -n "$pid" ]; then stop_server "$pid"; fi
   done
 }
 
