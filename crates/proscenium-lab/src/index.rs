@@ -75,7 +75,7 @@ fn index(reports: &[(String, Results)]) -> String {
          |---|---|---|---|---|---|---|---|---|\n",
     );
     for (dir, r) in reports {
-        let recorded = |f: &dyn Fn(&crate::Provenance) -> String| {
+        let recorded = |f: &dyn Fn(&crate::provenance::Provenance) -> String| {
             r.provenance.as_ref().map_or("not recorded".to_owned(), f)
         };
         let date = recorded(&|p| p.date.clone());
@@ -95,7 +95,7 @@ fn index(reports: &[(String, Results)]) -> String {
             "not recorded".to_owned()
         };
         let few = measured.iter().filter(|s| !s.has_enough_answers()).count();
-        let (figure, verdict) = crate::sources::judge(r).map_or_else(
+        let (figure, verdict) = crate::report::judge(r).map_or_else(
             || (r.reproduces.clone(), "—".to_owned()),
             |f| (f.figure, f.verdict.text().to_owned()),
         );

@@ -61,13 +61,10 @@ mod progress;
 mod provenance;
 mod report;
 mod results;
-mod run;
+mod runner;
 mod scenario;
 mod servers;
-mod sources;
 mod tools;
-
-use std::path::PathBuf;
 
 pub use self::calibration::{Calibration, TunedRequest};
 pub use self::error::Error;
@@ -75,71 +72,8 @@ pub use self::index::write_index;
 pub use self::load::{Latency, Measured};
 pub use self::machine::Machine;
 pub use self::provenance::Provenance;
-pub use self::results::{JobOutcome, Results, ServerRun, Step};
-pub use self::run::{interrupt_on_signals, run};
-pub use self::scenario::SCENARIOS;
+pub use self::report::judge;
+pub use self::results::{Comparison, Finding, JobOutcome, Results, ServerRun, Step, Verdict};
+pub use self::runner::{Options, interrupt_on_signals, run};
+pub use self::scenario::{Profile, SCENARIOS};
 pub use self::servers::ServerSpec;
-pub use self::sources::{Comparison, Finding, Verdict, judge};
-
-/// How much effort a run takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Profile {
-    /// At most three minutes of load a scenario and round on a 2-core machine
-    /// (on-system's four ramps, on eight servers: about seven and a half); three rounds of all
-    /// twelve scenarios of servers, with on-system's saturation probes, take 78 minutes
-    /// of load, and about twice that with starts, warm-ups, checks and cool-downs;
-    /// `cep`'s three rounds of its eight runs take one to two minutes.
-    Quick,
-    /// The sources' parameters where the machine allows.
-    Full,
-}
-
-impl std::str::FromStr for Profile {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Self, Error> {
-        match s {
-            "quick" => Ok(Self::Quick),
-            "full" => Ok(Self::Full),
-            _ => Err(Error::UnknownProfile(s.to_owned())),
-        }
-    }
-}
-
-impl Profile {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Self::Quick => "quick",
-            Self::Full => "full",
-        }
-    }
-}
-
-/// What `proscenium bench` was asked to do.
-#[derive(Debug, Clone)]
-pub struct Options {
-    /// A name of [`SCENARIOS`], or `all`.
-    pub scenario: String,
-    /// The servers to run, or `None` for the scenario's default list.
-    pub servers: Option<Vec<ServerSpec>>,
-    /// How long and how much.
-    pub profile: Profile,
-    /// Where results go; with `all`, one subdirectory a scenario.
-    pub out: PathBuf,
-    /// Rounds of every server's steps, interleaved; `None` for three.
-    pub rounds: Option<u32>,
-    /// The servers' cores (`taskset -c` list); with `load_cpus`, or `None` for each
-    /// scenario's split of this machine's cores.
-    pub server_cpus: Option<String>,
-    /// The load generator's cores.
-    pub load_cpus: Option<String>,
-    /// The command line as typed, recorded in the report for rerunning.
-    pub command_line: String,
-}
-
-impl Options {
-    /// The rounds to run: as given, or three (a median and a spread).
-    pub fn rounds(&self) -> u32 {
-        self.rounds.unwrap_or(3).max(1)
-    }
-}

@@ -19,8 +19,9 @@ use std::process::Command;
 use serde::Deserialize;
 
 use super::latencies::Latencies;
-use super::{Measured, TIMEOUT_MS, method_and_path, output, shown};
+use super::{Measured, TIMEOUT_MS, output, shown};
 use crate::Error;
+use crate::scenario::method_and_path;
 use crate::tools::Tools;
 
 pub(super) fn run(
@@ -230,7 +231,8 @@ fn seconds_since_epoch(time: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::{MIN_ANSWERS, Step};
+    use crate::results::Step;
+    use crate::scenario::MIN_ANSWERS;
 
     /// vegeta 12.12's `encode --to json` of 2 s attacks on `testdata/slow_server.py`,
     /// as recorded (headers dropped to keep them small). 40/s on `/jitter?ms=2000`

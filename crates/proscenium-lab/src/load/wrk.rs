@@ -16,8 +16,9 @@ use std::process::Command;
 use serde::Deserialize;
 
 use super::latencies::Latencies;
-use super::{Latency, Measured, TIMEOUT_MS, method_and_path, output, shown};
+use super::{Latency, Measured, TIMEOUT_MS, output, shown};
 use crate::Error;
+use crate::scenario::method_and_path;
 use crate::tools::Tools;
 
 /// The summary line the script prints, after this marker.
@@ -249,7 +250,7 @@ mod tests {
         let answered = m.answered_latency_ms.unwrap();
         assert_eq!((answered.p50, answered.p99), (637.094, 966.594));
         assert!((m.achieved_rps - 22.0 / 3.027_148).abs() < 1e-6);
-        assert!(m.requests < crate::results::MIN_ANSWERS, "not drawn");
+        assert!(m.requests < crate::scenario::MIN_ANSWERS, "not drawn");
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 mod html;
 mod plot;
+mod sources;
 mod summary;
 mod workers;
 
@@ -14,9 +15,10 @@ use std::path::Path;
 use crate::Error;
 use crate::results::{Results, Step};
 use crate::scenario::{self, Metric, XAxis};
-use crate::sources::{self, At};
 
-pub(crate) use self::summary::{Spread, spread};
+use self::sources::At;
+pub use self::sources::judge;
+use self::summary::{Spread, spread};
 
 pub(crate) use self::plot::{Chart, FONT, font_ready};
 
@@ -87,7 +89,10 @@ fn steps_of<'a>(
 /// The charts of the scenario's plan, filled from the steps.
 fn charts(results: &Results) -> Vec<(String, &'static str, Chart)> {
     let cores = results.machine.cores;
-    let profile = results.profile.parse().unwrap_or(crate::Profile::Quick);
+    let profile = results
+        .profile
+        .parse()
+        .unwrap_or(crate::scenario::Profile::Quick);
     let Some(plan) = scenario::plan(&results.scenario, profile, cores) else {
         return Vec::new();
     };

@@ -23,7 +23,7 @@ use plotters::coord::Shift;
 use plotters::coord::ranged1d::{AsRangedCoord, Ranged, ValueFormatter};
 use plotters::prelude::*;
 
-use super::Spread;
+use super::summary::Spread;
 
 /// Where the font is read from.
 pub(crate) const FONT: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";

@@ -290,7 +290,7 @@ impl CepRow {
 }
 
 /// Leda Table 1: the CEP application under its two partitions, timed. A job, not a
-/// server under load: the lab runs `cep` itself (`run/job.rs`), so the plan has no
+/// server under load: the lab runs `cep` itself (`runner/job.rs`), so the plan has no
 /// servers, checks or load steps, only its plots.
 pub(super) fn cep() -> Plan {
     Plan {

@@ -2,20 +2,24 @@
 //! plan — which servers by default, where they run, the steps of load every server
 //! gets, the answers checked first, and the plots drawn after.
 
-use crate::Profile;
 use crate::calibration::{self, PROBE_CONNECTIONS, SATURATION};
-use crate::load::Load;
 
 mod leda;
+mod load;
 mod node_scala;
+mod per_server;
+mod profile;
 mod techempower;
 mod thesis;
 mod yarn;
 
 pub(crate) use self::leda::{CEP_CONFIGURATIONS, CEP_ENTRIES, CEP_GROUP, CEP_ROWS, FILES};
 use self::leda::{cep, dynamic, dynamic_lua, static_files};
+pub(crate) use self::load::{Load, method_and_path};
 pub(crate) use self::node_scala::LIGHT;
 use self::node_scala::{mixed, scaling, stateful};
+pub(crate) use self::per_server::{is_asked, probes, tunings_asked};
+pub use self::profile::Profile;
 use self::techempower::closed_max;
 use self::thesis::{actors, off_system, on_system};
 use self::yarn::workers;
@@ -36,6 +40,10 @@ pub const SCENARIOS: [&str; 13] = [
     "actors",
     "cep",
 ];
+
+/// The answers a latency or CPU figure needs before it is drawn: a p99 of fewer is one
+/// request's time, a CPU figure of fewer mostly start-up and idle time.
+pub(crate) const MIN_ANSWERS: u64 = 100;
 
 /// How long each server's warm-up runs, before its steps in every round.
 pub(crate) const WARM_UP_SECONDS: u64 = 2;
@@ -203,7 +211,7 @@ pub(crate) fn plan(name: &str, profile: Profile, cores: usize) -> Option<Plan> {
         plan.deviations
             .push("quick profile: shorter steps and fewer of them than the source".to_owned());
     }
-    if !calibration::probes(&plan).is_empty() {
+    if !probes(&plan).is_empty() {
         plan.plots.push(PlotPlan {
             group: SATURATION.to_owned(),
             metric: Metric::Rps,

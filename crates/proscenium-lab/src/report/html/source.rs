@@ -4,8 +4,8 @@
 use std::fmt::Write;
 
 use super::esc;
+use crate::report::sources;
 use crate::results::Results;
-use crate::sources;
 
 /// Writes the source's section for `results`, or says the scenario has none.
 pub(super) fn section(html: &mut String, results: &Results) {

@@ -6,7 +6,8 @@
 use std::fmt::Write;
 
 use super::esc;
-use crate::results::{MIN_ANSWERS, Step};
+use crate::results::Step;
+use crate::scenario::MIN_ANSWERS;
 
 const HEAD: &str = "<h2>Steps</h2><table><tr><th class=l>server</th><th class=l>group</th>\
 <th class=l>step</th><th>round</th><th>offered/s</th><th>sent %</th><th>achieved/s</th><th>failed %</th>\

@@ -5,7 +5,7 @@
 use super::{
     Comparison, Finding, Source, Verdict, at_common_top, at_label, line, peak, ran, steps,
 };
-use crate::report::{Spread, spread};
+use crate::report::summary::{Spread, spread};
 use crate::results::Results;
 use crate::scenario::{CEP_CONFIGURATIONS, CEP_GROUP, CEP_ROWS, Metric};
 

@@ -5,15 +5,17 @@
 //! name gives, `examples/fib-cache` (the shared-state service) on N loops, or the
 //! `proscenium` command serving Leda's Lua page (`bench/peers/lua/`) as a Lua page or a
 //! CGI script; the peers are `bench/peers/` (actix-web, hyper, Node.js, and the
-//! sources' own servers: Jetty, Pekko HTTP, Vert.x and Apache httpd) and nginx with a
-//! generated config (with its Lua module for `nginx-lua`). A server runs
+//! sources' own servers: Jetty, Pekko HTTP, Vert.x and Apache httpd) and nginx with
+//! `bench/nginx.conf.in`'s config (with its Lua module for `nginx-lua`). A server runs
 //! in a process group of its own, so a Ctrl-C at the terminal reaches the lab, which
 //! stops it by pid, and not the server directly.
 
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::str::FromStr;
+
+mod nginx;
 
 use crate::Error;
 use crate::process::Running;
@@ -227,7 +229,7 @@ impl ServerSpec {
             Kind::Nginx { lua } => {
                 tools.need("nginx", "nginx")?;
                 if *lua {
-                    tools.need_file(Path::new(NGINX_LUA_MODULE), "libnginx-mod-http-lua")?;
+                    tools.need_file(Path::new(nginx::LUA_MODULE), "libnginx-mod-http-lua")?;
                 }
                 Ok(())
             }
@@ -311,7 +313,7 @@ impl ServerSpec {
             }
             Kind::Nginx { lua } => {
                 let lua = lua.then(|| tools.root().join("bench/peers/lua"));
-                let conf = nginx_conf(at, lua.as_deref())?;
+                let conf = nginx::conf(at, lua.as_deref())?;
                 command.args(["nginx", "-c"]).arg(conf);
             }
             Kind::Jvm(peer) => {
@@ -430,7 +432,7 @@ fn open_to_httpd_children(root: &Path) -> Result<(), Error> {
 
 /// The versions of the JVM peers' frameworks, as `bench/peers/pom.xml` pins them.
 pub(crate) fn jvm_peer_versions() -> impl Iterator<Item = (String, String)> {
-    const POM: &str = include_str!("../../../bench/peers/pom.xml");
+    const POM: &str = include_str!("../../../../bench/peers/pom.xml");
     ["jetty", "pekko", "pekko-http", "vertx"]
         .into_iter()
         .filter_map(|name| {
@@ -439,70 +441,6 @@ pub(crate) fn jvm_peer_versions() -> impl Iterator<Item = (String, String)> {
             let len = POM[start..].find('<')?;
             Some((name.to_owned(), POM[start..start + len].to_owned()))
         })
-}
-
-/// Debian's build of lua-nginx-module (on LuaJIT), and the kit it needs loaded first.
-const NGINX_LUA_MODULE: &str = "/usr/lib/nginx/modules/ngx_http_lua_module.so";
-const NGINX_KIT_MODULE: &str = "/usr/lib/nginx/modules/ndk_http_module.so";
-
-/// Writes nginx's config for `at` (one worker per core, sendfile on, `/plaintext` and
-/// `/json` as fixed answers, the root below; with `lua`, the directory of
-/// `bench/peers/lua/`, its Lua module answering `/leda.lua` with `nginx.lua`) and
-/// returns its path.
-fn nginx_conf(at: &Placement<'_>, lua: Option<&Path>) -> Result<PathBuf, Error> {
-    let dir = at.workdir.join("nginx");
-    for sub in ["logs", "tmp"] {
-        std::fs::create_dir_all(dir.join(sub)).map_err(Error::io("create nginx's directories"))?;
-    }
-    let dir_s = dir.display();
-    let (modules, package_path, leda) = match lua {
-        Some(lua) => (
-            format!("load_module {NGINX_KIT_MODULE};\nload_module {NGINX_LUA_MODULE};\n"),
-            format!(
-                "\n  lua_package_path '{}/?.lua;;';",
-                lua.join("leda").display()
-            ),
-            format!(
-                "\n    location = /leda.lua {{ default_type text/html; content_by_lua_file {}; }}",
-                lua.join("nginx.lua").display()
-            ),
-        ),
-        None => Default::default(),
-    };
-    let conf = format!(
-        r"{modules}worker_processes {workers};
-daemon off;
-pid {dir_s}/nginx.pid;
-error_log {dir_s}/logs/error.log warn;
-events {{ worker_connections 20000; use epoll; multi_accept on; }}
-http {{
-  access_log off;
-  sendfile on;
-  tcp_nopush on;
-  tcp_nodelay on;
-  keepalive_requests 10000000;
-  keepalive_timeout 75s;
-  client_body_temp_path {dir_s}/tmp/body;
-  proxy_temp_path {dir_s}/tmp/proxy;
-  fastcgi_temp_path {dir_s}/tmp/fastcgi;
-  uwsgi_temp_path {dir_s}/tmp/uwsgi;
-  scgi_temp_path {dir_s}/tmp/scgi;
-  types {{ text/plain txt; text/html html; application/octet-stream bin; }}{package_path}
-  server {{
-    listen 127.0.0.1:{port} backlog=4096;
-    root {root};
-    location = /plaintext {{ default_type text/plain; return 200 'Hello, World!'; }}
-    location = /json {{ default_type application/json; return 200 '{{\x22message\x22:\x22Hello, World!\x22}}'; }}{leda}
-  }}
-}}
-",
-        workers = at.core_count,
-        port = at.port,
-        root = at.root.display(),
-    );
-    let path = dir.join("nginx.conf");
-    std::fs::write(&path, conf).map_err(Error::io("write nginx's config"))?;
-    Ok(path)
 }
 
 #[cfg(test)]
@@ -600,7 +538,7 @@ mod tests {
         ] {
             assert_eq!(workers(none), None, "{none}");
         }
-        let conf = include_str!("../../../bench/peers/httpd/httpd.conf");
+        let conf = include_str!("../../../../bench/peers/httpd/httpd.conf");
         let prefork = &conf[conf.find("<IfDefine prefork>").unwrap()..];
         let prefork = &prefork[..prefork.find("</IfDefine>").unwrap()];
         for directive in ["StartServers", "MaxRequestWorkers"] {

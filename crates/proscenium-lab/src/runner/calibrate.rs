@@ -7,11 +7,13 @@ use std::time::{Duration, Instant};
 
 use super::round::Bench;
 use super::{cool_down, get};
-use crate::calibration::{self, Search, TunedRequest, Tuning};
+use crate::Error;
+use crate::calibration::Calibration;
+use crate::calibration::{Search, TunedRequest, Tuning};
 use crate::process::Running;
 use crate::results::Step;
+use crate::scenario;
 use crate::servers::ServerSpec;
-use crate::{Calibration, Error};
 
 impl Bench<'_> {
     /// Measures what the plan asks of `server`, running on `port` in `round`; returns
@@ -36,7 +38,7 @@ impl Bench<'_> {
         };
         let mut calibration = Calibration::default();
         let mut steps = Vec::new();
-        for probe in calibration::probes(self.plan) {
+        for probe in scenario::probes(self.plan) {
             let what = format!("calibrating: saturation of {}", probe.label);
             self.progress.at(self.plan.name, server.name(), &what);
             let step = self.measure(server, &probe, running, &base, round)?;
@@ -48,7 +50,7 @@ impl Bench<'_> {
             steps.push(step);
             cool_down(running.pid());
         }
-        for tuning in calibration::tunings_asked(self.plan) {
+        for tuning in scenario::tunings_asked(self.plan) {
             let what = format!("calibrating: the {}'s cost", tuning.what);
             self.progress.at(self.plan.name, server.name(), &what);
             calibration.set_tuned(tuning, tune(port, tuning).map_err(&fail)?);
@@ -131,11 +133,11 @@ mod tests {
             "http://127.0.0.1:9/",
             work.path(),
         );
-        let page = tune(port, &calibration::PAGE).unwrap();
+        let page = tune(port, &crate::calibration::PAGE).unwrap();
         let timed: Vec<u32> = page.timed_ms.iter().map(|t| t.0).collect();
         assert_eq!(timed, [0, 1_250_000, page.n]);
         let (status, body) =
-            super::super::get(port, &calibration::PAGE.target_for(page.n)).unwrap();
+            super::super::get(port, &crate::calibration::PAGE.target_for(page.n)).unwrap();
         assert_eq!(status, 200);
         assert!(
             body.contains(&format!("<p>{} iterations: ", page.n)),

@@ -16,10 +16,12 @@ use std::time::{Duration, Instant};
 mod calibrate;
 mod cpus;
 mod job;
+mod options;
 mod round;
 
 use self::cpus::{CpuSet, CpuSplit};
 use self::job::Job;
+pub use self::options::Options;
 use self::round::Bench;
 use crate::machine::{Machine, versions};
 use crate::process::{Running, tree_cpu_seconds};
@@ -29,7 +31,7 @@ use crate::results::{Results, ServerRun, Step};
 use crate::scenario::{self, FILES, Plan};
 use crate::servers::{Placement, ServerSpec};
 use crate::tools::Tools;
-use crate::{Error, Options, report};
+use crate::{Error, report};
 
 /// How long a server gets to answer its first request.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
@@ -527,7 +529,7 @@ pub(super) mod tests {
         let www = work.join("www");
         let cores = Machine::read().cores;
         let all_cores = format!("0-{}", cores - 1);
-        let plan = scenario::plan(scenario, crate::Profile::Quick, cores).unwrap();
+        let plan = scenario::plan(scenario, crate::scenario::Profile::Quick, cores).unwrap();
         let at = Placement {
             cores: &all_cores,
             core_count: cores,
@@ -555,7 +557,7 @@ pub(super) mod tests {
         let page = upstream_page(upstream_port);
         let all_cores = format!("0-{}", cores - 1);
         let _upstream = start_upstream(&tools, &all_cores, upstream_port, &www, &page).unwrap();
-        let plan = scenario::plan("off-system", crate::Profile::Quick, cores).unwrap();
+        let plan = scenario::plan("off-system", crate::scenario::Profile::Quick, cores).unwrap();
         assert_eq!(plan.checks[0].0, "/relay");
         started_as("off-system", "proscenium:loops", &page, work.path());
     }

@@ -5,9 +5,15 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+mod finding;
+
+pub use self::finding::{Comparison, Finding, Verdict};
+
+use crate::calibration::Calibration;
 use crate::load::Measured;
-use crate::sources::Finding;
-use crate::{Calibration, Machine, Provenance};
+use crate::machine::Machine;
+use crate::provenance::Provenance;
+use crate::scenario::MIN_ANSWERS;
 
 /// Everything one scenario's run recorded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -35,7 +41,7 @@ pub struct Results {
     /// The plot files, in the report's order (each as `.svg` and `.png`).
     pub plots: Vec<String>,
     /// The verdict on the source's claim, as the report computed it from these steps
-    /// (`sources::judge` recomputes it from them; `None` before reports had one).
+    /// (`report::judge` recomputes it from them; `None` before reports had one).
     #[serde(default)]
     pub finding: Option<Finding>,
 }
@@ -90,10 +96,6 @@ pub struct ServerRun {
 
 /// The share of the offered requests that must leave the generator for a step to count.
 pub(crate) const MIN_SENT_SHARE: f64 = 0.95;
-
-/// The answers a latency or CPU figure needs before it is drawn: a p99 of fewer is one
-/// request's time, a CPU figure of fewer mostly start-up and idle time.
-pub(crate) const MIN_ANSWERS: u64 = 100;
 
 /// The most a closed loop's requests still waiting at its end may be of all its
 /// requests: wrk's figures leave them out, and they are the longest waits.

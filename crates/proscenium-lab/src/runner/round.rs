@@ -13,14 +13,15 @@ use std::time::Instant;
 
 use super::cpus::CpuSet;
 use super::{base_url, check_interrupt, cool_down, start_checked};
-use crate::calibration::{self, PROBE_CONNECTIONS};
+use crate::Error;
+use crate::calibration::Calibration;
+use crate::calibration::PROBE_CONNECTIONS;
 use crate::process::{RssPeak, Running, tree_cpu_seconds};
 use crate::progress::Progress;
 use crate::results::{ServerRun, Step};
-use crate::scenario::{JIT_WARM_UP_SECONDS, Plan, StepPlan, WARM_UP_SECONDS};
+use crate::scenario::{self, JIT_WARM_UP_SECONDS, Plan, StepPlan, WARM_UP_SECONDS};
 use crate::servers::{Placement, ServerSpec};
 use crate::tools::Tools;
-use crate::{Calibration, Error};
 
 /// What every turn of a run shares: the plan, the tools and where servers and load go.
 pub(super) struct Bench<'a> {
@@ -124,7 +125,7 @@ impl Bench<'_> {
         round: u32,
         run: &mut ServerRun,
     ) -> Result<Option<Vec<Step>>, Error> {
-        if run.calibration.is_some() || !calibration::is_asked(self.plan) {
+        if run.calibration.is_some() || !scenario::is_asked(self.plan) {
             return Ok(Some(Vec::new()));
         }
         match self.calibrate(server, running, port, round) {
@@ -157,7 +158,7 @@ impl Bench<'_> {
             .for_server(calibration.unwrap_or(&Calibration::default()))
             .or_else(|| first.untuned())
             .or_else(|| {
-                calibration::probes(self.plan)
+                scenario::probes(self.plan)
                     .into_iter()
                     .find(|probe| probe.label == first.group)
             })
