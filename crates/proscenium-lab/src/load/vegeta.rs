@@ -13,7 +13,7 @@
 //!   timeout, per path as well as in all; and the answered requests' own latency.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde::Deserialize;
@@ -34,16 +34,8 @@ pub(super) fn run(
     scratch: &Path,
 ) -> Result<(String, Measured), Error> {
     let vegeta = tools.vegeta()?;
-    let list: String = targets
-        .iter()
-        .map(|t| {
-            let (method, path) = method_and_path(t);
-            format!("{method} {base}{path}\n\n")
-        })
-        .collect();
-    let targets_file = scratch.join("targets.txt");
+    let targets_file = write_targets(scratch, base, targets)?;
     let results = scratch.join("results.bin");
-    std::fs::write(&targets_file, list).map_err(Error::io("write vegeta's targets"))?;
     let mut attack = Command::new("taskset");
     attack
         .args(["-c", cores])
@@ -72,6 +64,21 @@ pub(super) fn run(
     let (lines, _) = output(&mut encode, "vegeta encode")?;
     let measured = parse(&lines, seconds as f64, TIMEOUT_MS)?.spent(spent);
     Ok((shown(&attack), measured))
+}
+
+/// Writes vegeta's targets file into `scratch`: each of `targets` against `base`;
+/// returns its path.
+fn write_targets(scratch: &Path, base: &str, targets: &[String]) -> Result<PathBuf, Error> {
+    let list: String = targets
+        .iter()
+        .map(|t| {
+            let (method, path) = method_and_path(t);
+            format!("{method} {base}{path}\n\n")
+        })
+        .collect();
+    let file = scratch.join("targets.txt");
+    std::fs::write(&file, list).map_err(Error::io("write vegeta's targets"))?;
+    Ok(file)
 }
 
 #[derive(Deserialize)]

@@ -10,7 +10,7 @@
 //! drain to report.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde::Deserialize;
@@ -99,16 +99,7 @@ pub(super) fn run(
     if mixed && depth > 1 {
         return Err(Error::Load("pipelining sends one GET only".to_owned()));
     }
-    let (name, script) = if mixed {
-        ("mix.lua", MIX)
-    } else if depth > 1 {
-        ("pipeline.lua", PIPELINE)
-    } else {
-        ("report.lua", "")
-    };
-    let script_file = scratch.join(name);
-    std::fs::write(&script_file, format!("{script}{REPORT}"))
-        .map_err(Error::io("write the wrk script"))?;
+    let script = write_script(scratch, mixed, depth)?;
     let mut command = Command::new("taskset");
     command
         .args(["-c", cores])
@@ -121,7 +112,7 @@ pub(super) fn run(
             &format!("{}s", TIMEOUT_MS / 1000.0),
             "-s",
         ])
-        .arg(&script_file)
+        .arg(&script)
         .arg(format!("{base}{}", method_and_path(first).1));
     if mixed {
         command.arg("--");
@@ -134,6 +125,23 @@ pub(super) fn run(
     }
     let (out, spent) = output(&mut command, "wrk")?;
     Ok((shown(&command), parse(&out, TIMEOUT_MS)?.spent(spent)))
+}
+
+/// Writes wrk's script into `scratch`: the mix's (several targets or methods), the
+/// pipeline's (`depth` above 1) or the report alone, each ending in the report of the
+/// summary line; returns its path.
+fn write_script(scratch: &Path, mixed: bool, depth: usize) -> Result<PathBuf, Error> {
+    let (name, script) = if mixed {
+        ("mix.lua", MIX)
+    } else if depth > 1 {
+        ("pipeline.lua", PIPELINE)
+    } else {
+        ("report.lua", "")
+    };
+    let file = scratch.join(name);
+    std::fs::write(&file, format!("{script}{REPORT}"))
+        .map_err(Error::io("write the wrk script"))?;
+    Ok(file)
 }
 
 /// Reads the summary line out of wrk's output and accounts for it, a request that

@@ -52,19 +52,29 @@ impl Bench<'_> {
             return Ok(steps);
         };
         steps.extend(probes);
+        steps.extend(self.steps(server, round, &mut running, &base, run)?);
+        Ok(steps)
+    }
+
+    /// Runs the plan's steps against `server`, each resolved from its calibration; a
+    /// ramp goes no higher in the round once a step collapses it (noted in
+    /// `run.collapsed`).
+    fn steps(
+        &self,
+        server: &ServerSpec,
+        round: u32,
+        running: &mut Running,
+        base: &str,
+        run: &mut ServerRun,
+    ) -> Result<Vec<Step>, Error> {
         let calibration = run.calibration.clone().unwrap_or_default();
         // (group, rate) where a ramp collapsed: its higher rates are skipped.
         let mut stopped: Vec<(&str, f64)> = Vec::new();
+        let mut steps = Vec::new();
         for planned in &self.plan.steps {
             check_interrupt()?;
             self.progress.advance();
-            // Calibrated above, or in an earlier round: every step resolves.
-            let step = &planned
-                .for_server(&calibration)
-                .ok_or_else(|| Error::Calibration {
-                    server: server.to_string(),
-                    reason: format!("nothing to plan {} / {} from", planned.group, planned.label),
-                })?;
+            let step = &resolved(planned, &calibration, server)?;
             let offered = step.load.offered().unwrap_or(0.0);
             if stopped
                 .iter()
@@ -74,13 +84,10 @@ impl Bench<'_> {
             }
             let at = format!("round {round} / {} / {}", step.group, step.label);
             self.progress.at(self.plan.name, server.name(), &at);
-            let done = self.measure(server, step, &mut running, &base, round)?;
+            let done = self.measure(server, step, running, base, round)?;
             if done.collapsed() {
                 stopped.push((&planned.group, offered));
-                run.collapsed.push(format!(
-                    "round {round}: {} collapsed at {} ({:.0} answers/s, mean {:.0} ms); higher rates not run",
-                    step.group, step.label, done.measured.achieved_rps, done.measured.latency_ms.mean
-                ));
+                run.collapsed.push(collapse(round, step, &done));
             }
             steps.push(done);
             cool_down(running.pid());
@@ -250,4 +257,27 @@ impl Bench<'_> {
         ran.invalid = ran.judged();
         Ok(ran)
     }
+}
+
+/// `planned` as run against `server`, calibrated as `calibration`: calibrated in its
+/// first turn, or in an earlier round, so every step resolves.
+fn resolved(
+    planned: &StepPlan,
+    calibration: &Calibration,
+    server: &ServerSpec,
+) -> Result<StepPlan, Error> {
+    planned
+        .for_server(calibration)
+        .ok_or_else(|| Error::Calibration {
+            server: server.to_string(),
+            reason: format!("nothing to plan {} / {} from", planned.group, planned.label),
+        })
+}
+
+/// The note of a ramp that collapsed at `step` in `round`.
+fn collapse(round: u32, step: &StepPlan, done: &Step) -> String {
+    format!(
+        "round {round}: {} collapsed at {} ({:.0} answers/s, mean {:.0} ms); higher rates not run",
+        step.group, step.label, done.measured.achieved_rps, done.measured.latency_ms.mean
+    )
 }

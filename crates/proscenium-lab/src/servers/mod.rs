@@ -12,10 +12,12 @@
 
 use std::fmt;
 use std::path::Path;
-use std::process::Command;
 use std::str::FromStr;
 
+mod launch;
 mod nginx;
+
+use self::launch::Launch;
 
 use crate::Error;
 use crate::process::Running;
@@ -142,39 +144,31 @@ impl FromStr for ServerSpec {
             "httpd-worker" => Kind::Httpd(Mpm::Worker),
             "httpd-prefork" => Kind::Httpd(Mpm::Prefork),
             "fib-cache" => Kind::FibCache { loops: None },
-            _ if name.starts_with("fib-cache:") => Kind::FibCache {
-                loops: Some(
-                    name["fib-cache:".len()..]
-                        .parse()
-                        .map_err(|_| Error::UnknownServer(name.to_owned()))?,
-                ),
-            },
-            _ => {
-                let rest = name
-                    .strip_prefix("proscenium:")
-                    .ok_or_else(|| Error::UnknownServer(name.to_owned()))?;
-                let (model, pool) = match rest.split_once("/pool=") {
-                    Some((model, pool)) => (
-                        model,
-                        Some(
-                            pool.parse()
-                                .map_err(|_| Error::UnknownServer(name.to_owned()))?,
-                        ),
-                    ),
-                    None => (rest, None),
-                };
-                if model.is_empty() {
-                    return Err(Error::UnknownServer(name.to_owned()));
-                }
-                Kind::Proscenium {
-                    model: model.to_owned(),
-                    pool,
-                }
-            }
+            _ => Kind::with_count(name).ok_or_else(|| Error::UnknownServer(name.to_owned()))?,
         };
         Ok(Self {
             name: name.to_owned(),
             kind,
+        })
+    }
+}
+
+impl Kind {
+    /// The kinds named with a count: `fib-cache:N` and `proscenium:MODEL[/pool=N]`.
+    fn with_count(name: &str) -> Option<Self> {
+        if let Some(loops) = name.strip_prefix("fib-cache:") {
+            return Some(Self::FibCache {
+                loops: Some(loops.parse().ok()?),
+            });
+        }
+        let rest = name.strip_prefix("proscenium:")?;
+        let (model, pool) = match rest.split_once("/pool=") {
+            Some((model, pool)) => (model, Some(pool.parse().ok()?)),
+            None => (rest, None),
+        };
+        (!model.is_empty()).then(|| Self::Proscenium {
+            model: model.to_owned(),
+            pool,
         })
     }
 }
@@ -241,111 +235,19 @@ impl ServerSpec {
 
     /// Starts the server pinned to `at.cores`.
     pub(crate) fn start(&self, tools: &Tools, at: &Placement<'_>) -> Result<Running, Error> {
-        let bind = format!("127.0.0.1:{}", at.port);
-        let n = at.core_count.to_string();
-        let mut command = Command::new("taskset");
-        command.args(["-c", at.cores]);
-        match &self.kind {
-            Kind::Proscenium { model, pool } => {
-                command
-                    .arg(tools.example_binary("lab-app"))
-                    .args([
-                        "--bind",
-                        &bind,
-                        "--model",
-                        &proscenium_model(model, at.core_count),
-                    ])
-                    .arg(at.root)
-                    .args(["--upstream", at.upstream]);
-                if let Some(pool) = pool {
-                    command.args(["--blocking-pool", &pool.to_string()]);
-                }
-            }
-            Kind::FibCache { loops } => {
-                let loops = loops.unwrap_or(at.core_count).to_string();
-                command.arg(tools.example_binary("fib-cache")).args([
-                    "--bind",
-                    &bind,
-                    "--loops",
-                    &loops,
-                    "--blocking-pool",
-                    "0",
-                ]);
-            }
-            Kind::Actix | Kind::Hyper => {
-                let peer = if self.kind == Kind::Actix {
-                    "actix"
-                } else {
-                    "hyper"
-                };
-                command
-                    .arg(tools.peer_binary(peer))
-                    .args(["--bind", &bind, "--workers", &n]);
-            }
-            Kind::Node(mode) => {
-                command
-                    .arg("node")
-                    .arg(tools.root().join("bench/peers/node/server.js"))
-                    .args(["--bind", &bind, "--upstream", at.upstream]);
-                match mode {
-                    NodeMode::Single => {}
-                    NodeMode::Cluster => {
-                        command.args(["--cluster", &n]);
-                    }
-                    NodeMode::NonBlocking => {
-                        command.arg("--nbk");
-                    }
-                }
-            }
-            Kind::Script { cgi } => {
-                let scripts = tools.root().join("bench/peers/lua");
-                let (dir, flag) = if *cgi {
-                    (scripts.join("cgi"), "--cgi")
-                } else {
-                    (scripts.join("leda"), "--lua")
-                };
-                command
-                    .arg(tools.example_binary("proscenium"))
-                    .args(["serve", "--bind", &bind, "--model"])
-                    .arg(proscenium_model("loops", at.core_count))
-                    .arg(flag)
-                    .arg(dir);
-            }
-            Kind::Nginx { lua } => {
-                let lua = lua.then(|| tools.root().join("bench/peers/lua"));
-                let conf = nginx::conf(at, lua.as_deref())?;
-                command.args(["nginx", "-c"]).arg(conf);
-            }
-            Kind::Jvm(peer) => {
-                command
-                    .arg("java")
-                    .args(jvm_flags(at.core_count))
-                    .arg("-jar")
-                    .arg(tools.jvm_peer_jar(peer.module()))
-                    .args(["--bind", &bind, "--upstream", at.upstream])
-                    .arg(at.root);
-            }
-            Kind::Httpd(mpm) => {
-                let scratch = at.workdir.join(&self.name);
-                std::fs::create_dir_all(&scratch).map_err(Error::io("create httpd's directory"))?;
-                open_to_httpd_children(at.root)?;
-                let httpd = tools.root().join("bench/peers/httpd");
-                command
-                    .args(["apache2", "-f"])
-                    .arg(httpd.join("httpd.conf"))
-                    .args(httpd_defines(&[
-                        ("port", Path::new(&at.port.to_string())),
-                        ("root", at.root),
-                        ("scratch", &scratch),
-                        ("lua", &httpd.join("lab.lua")),
-                        ("lualib", &tools.root().join("bench/peers/lua/leda")),
-                        ("cores", Path::new(&n)),
-                    ])?)
-                    .args(["-D", mpm.define()])
-                    .arg("-DFOREGROUND");
-            }
-        }
-        Running::spawn(&self.name, command)
+        let launch = Launch::new(tools, at);
+        let launch = match &self.kind {
+            Kind::Proscenium { model, pool } => launch.proscenium(model, *pool),
+            Kind::FibCache { loops } => launch.fib_cache(*loops),
+            Kind::Actix => launch.rust_peer("actix"),
+            Kind::Hyper => launch.rust_peer("hyper"),
+            Kind::Node(mode) => launch.node(*mode),
+            Kind::Script { cgi } => launch.script(*cgi),
+            Kind::Nginx { lua } => launch.nginx(*lua)?,
+            Kind::Jvm(peer) => launch.jvm(peer.module()),
+            Kind::Httpd(mpm) => launch.httpd(&self.name, *mpm)?,
+        };
+        Running::spawn(&self.name, launch.command)
     }
 }
 

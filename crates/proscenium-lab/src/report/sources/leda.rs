@@ -102,40 +102,8 @@ const SAME_COST: f64 = 1.5;
 /// each server's iterations are calibrated for it, and the guard checks they did).
 fn dynamic(results: &Results) -> Finding {
     let group = "dynamic page";
-    let cost = |server| {
-        line(results, server, group, Metric::CpuPerRequest)
-            .first()
-            .map(|p| p.1)
-    };
-    let (Some(ours_cost), Some(apache_cost)) = (cost("proscenium:loops"), cost("httpd-event"))
-    else {
-        return Finding::missing(&["proscenium:loops", "httpd-event"]);
-    };
-    let costs = vec![
-        Comparison::new(
-            "proscenium:loops, CPU a page at the fewest clients",
-            None,
-            Some(ours_cost),
-            "µs",
-        ),
-        Comparison::new(
-            "httpd-event, CPU a page at the fewest clients",
-            None,
-            Some(apache_cost),
-            "µs",
-        ),
-    ];
-    let ratio = ours_cost.max(apache_cost) / ours_cost.min(apache_cost);
-    if ratio > SAME_COST {
-        return Finding::new(
-            Verdict::NotTestable,
-            format!(
-                "the page costs one server {ratio:.1}× the CPU it costs the other at the fewest \
-                 clients, though each server's iterations were chosen for 1 ms a lone page: \
-                 a comparison of languages, not of threads and events"
-            ),
-            costs,
-        );
+    if let Some(incomparable) = unequal_costs(results, group) {
+        return incomparable;
     }
     let ours = line(results, "proscenium:loops", group, Metric::MeanLatency);
     let apache = line(results, "httpd-event", group, Metric::MeanLatency);
@@ -167,6 +135,47 @@ fn dynamic(results: &Results) -> Finding {
             ),
         ],
     )
+}
+
+/// The finding that `group`'s page costs the two servers too unequal CPU to compare
+/// them (over [`SAME_COST`] apart at the fewest clients), or that a cost is missing;
+/// `None` when the costs compare.
+fn unequal_costs(results: &Results, group: &str) -> Option<Finding> {
+    let cost = |server| {
+        line(results, server, group, Metric::CpuPerRequest)
+            .first()
+            .map(|p| p.1)
+    };
+    let (Some(ours_cost), Some(apache_cost)) = (cost("proscenium:loops"), cost("httpd-event"))
+    else {
+        return Some(Finding::missing(&["proscenium:loops", "httpd-event"]));
+    };
+    let costs = vec![
+        Comparison::new(
+            "proscenium:loops, CPU a page at the fewest clients",
+            None,
+            Some(ours_cost),
+            "µs",
+        ),
+        Comparison::new(
+            "httpd-event, CPU a page at the fewest clients",
+            None,
+            Some(apache_cost),
+            "µs",
+        ),
+    ];
+    let ratio = ours_cost.max(apache_cost) / ours_cost.min(apache_cost);
+    (ratio > SAME_COST).then(|| {
+        Finding::new(
+            Verdict::NotTestable,
+            format!(
+                "the page costs one server {ratio:.1}× the CPU it costs the other at the fewest \
+                 clients, though each server's iterations were chosen for 1 ms a lone page: \
+                 a comparison of languages, not of threads and events"
+            ),
+            costs,
+        )
+    })
 }
 
 pub(super) const DYNAMIC_LUA: Source = Source {
@@ -285,7 +294,7 @@ fn cep(results: &Results) -> Finding {
     let [one, two, apart] = CEP_CONFIGURATIONS;
     let mut rows = Vec::new();
     let (mut faster, mut slower, mut measured) = (0, 0, 0);
-    for (row, (leda, leda_one, leda_two)) in CEP_ROWS.iter().zip(TABLE_1) {
+    for (row, leda) in CEP_ROWS.iter().zip(TABLE_1) {
         let label = row.label();
         let of = |server| {
             let steps = steps(results, server, CEP_GROUP);
@@ -294,36 +303,8 @@ fn cep(results: &Results) -> Finding {
                 steps.into_iter().filter(|s| s.label == label),
             )
         };
-        let (a, b, c) = (of(one), of(two), of(apart));
-        let here = |s: Option<Spread>| s.map(|s| s.median);
-        rows.push(Comparison::new(
-            format!("{one}, {label} (Leda: {leda})"),
-            Some(leda_one),
-            here(a),
-            "s",
-        ));
-        rows.push(Comparison::new(
-            format!("{two}, {label}"),
-            Some(leda_two),
-            here(b),
-            "s",
-        ));
-        rows.push(Comparison::new(
-            format!("{apart}, {label}"),
-            Some(leda_two),
-            here(c),
-            "s",
-        ));
-        for configuration in [two, apart] {
-            rows.push(Comparison::new(
-                format!("{configuration} ÷ {one}, {label}"),
-                Some(leda_two / leda_one),
-                at_label(results, configuration, CEP_GROUP, &label, Metric::Elapsed)
-                    .zip(at_label(results, one, CEP_GROUP, &label, Metric::Elapsed))
-                    .map(|(b, a)| b / a),
-                "×",
-            ));
-        }
+        let (a, b) = (of(one), of(two));
+        rows.extend(cep_row(results, &label, [a, b, of(apart)], leda));
         if let (Some(a), Some(b)) = (a, b) {
             measured += 1;
             faster += usize::from(b.max < a.min);
@@ -349,4 +330,48 @@ fn cep(results: &Results) -> Finding {
         ),
         rows,
     )
+}
+
+/// A row of Table 1 compared: each configuration's median time (`spreads`, in
+/// [`CEP_CONFIGURATIONS`]' order) beside Leda's, and 2 and 2p over 1 beside Leda's
+/// ratio.
+fn cep_row(
+    results: &Results,
+    label: &str,
+    spreads: [Option<Spread>; 3],
+    (leda, leda_one, leda_two): (&str, f64, f64),
+) -> Vec<Comparison> {
+    let [one, two, apart] = CEP_CONFIGURATIONS;
+    let here = |s: Option<Spread>| s.map(|s| s.median);
+    let mut rows = vec![
+        Comparison::new(
+            format!("{one}, {label} (Leda: {leda})"),
+            Some(leda_one),
+            here(spreads[0]),
+            "s",
+        ),
+        Comparison::new(
+            format!("{two}, {label}"),
+            Some(leda_two),
+            here(spreads[1]),
+            "s",
+        ),
+        Comparison::new(
+            format!("{apart}, {label}"),
+            Some(leda_two),
+            here(spreads[2]),
+            "s",
+        ),
+    ];
+    for configuration in [two, apart] {
+        rows.push(Comparison::new(
+            format!("{configuration} ÷ {one}, {label}"),
+            Some(leda_two / leda_one),
+            at_label(results, configuration, CEP_GROUP, label, Metric::Elapsed)
+                .zip(at_label(results, one, CEP_GROUP, label, Metric::Elapsed))
+                .map(|(b, a)| b / a),
+            "×",
+        ));
+    }
+    rows
 }
