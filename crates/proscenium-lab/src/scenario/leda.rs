@@ -18,30 +18,7 @@ pub(super) fn static_files(quick: bool) -> Plan {
     } else {
         (&[100, 500, 1000, 2000, 3000, 4000, 5000], 10)
     };
-    let mut steps = Vec::new();
-    let mut groups = Vec::new();
-    for (file, size) in FILES {
-        let group = format!("{} KB file", size / 1024);
-        for &c in clients {
-            // A full step lasts long enough for nine answers a client at ~1.5 GB/s, or
-            // the requests still waiting at its end make it invalid.
-            let rounds = if quick {
-                seconds
-            } else {
-                seconds.max(long_enough(c, 1_500_000_000 / size))
-            };
-            steps.push(closed(
-                &group,
-                format!("{c} clients"),
-                c as f64,
-                &format!("/{file}"),
-                c,
-                1,
-                rounds,
-            ));
-        }
-        groups.push(group);
-    }
+    let (steps, groups) = file_steps(clients, seconds, quick);
     let mut deviations = vec![
         "Leda measured Apache and nginx over a network; here nginx alone, on loopback".to_owned(),
     ];
@@ -75,6 +52,66 @@ pub(super) fn static_files(quick: bool) -> Plan {
     }
 }
 
+/// The steps of every file of [`FILES`] at each of `clients`, for `seconds` (longer
+/// in the full profile, see [`long_enough`]), and the files' groups.
+fn file_steps(clients: &[usize], seconds: u64, quick: bool) -> (Vec<StepPlan>, Vec<String>) {
+    let mut steps = Vec::new();
+    let mut groups = Vec::new();
+    for (file, size) in FILES {
+        let group = format!("{} KB file", size / 1024);
+        for &c in clients {
+            // A full step lasts long enough for nine answers a client at ~1.5 GB/s, or
+            // the requests still waiting at its end make it invalid.
+            let rounds = if quick {
+                seconds
+            } else {
+                seconds.max(long_enough(c, 1_500_000_000 / size))
+            };
+            steps.push(closed(
+                &group,
+                format!("{c} clients"),
+                c as f64,
+                &format!("/{file}"),
+                c,
+                1,
+                rounds,
+            ));
+        }
+        groups.push(group);
+    }
+    (steps, groups)
+}
+
+/// A page's steps against `clients`, each lasting at least `least` seconds and long
+/// enough for nine pages a client at `pages_a_second`, from
+/// [`DYNAMIC_LOAD_THREADS`] generator threads.
+fn page_ramp(
+    group: &str,
+    target: &str,
+    (clients, least): (&[usize], u64),
+    pages_a_second: usize,
+) -> Vec<StepPlan> {
+    clients
+        .iter()
+        .map(|&c| {
+            closed(
+                group,
+                format!("{c} clients"),
+                c as f64,
+                target,
+                c,
+                1,
+                least.max(long_enough(c, pages_a_second)),
+            )
+            .with_load_threads(DYNAMIC_LOAD_THREADS)
+        })
+        .collect()
+}
+
+/// Every page scenario's listen backlog, as its deviation says.
+const BACKLOG_NOTE: &str =
+    "every server listens with a backlog of 4096 (the kernel caps it at net.core.somaxconn)";
+
 /// wrk threads for the dynamic page: thousands of connections are more than one
 /// generator thread keeps busy, and Leda's clients were many.
 pub(super) const DYNAMIC_LOAD_THREADS: usize = 2;
@@ -93,26 +130,17 @@ const DYNAMIC_PAGES_A_SECOND: usize = 1_000;
 /// Leda Fig. 9c: a page of realistic cost against clients — a loop whose iterations
 /// each server gets calibrated so a lone page costs it 1 ms ([`calibration::PAGE`]).
 pub(super) fn dynamic(quick: bool) -> Plan {
-    let (clients, least): (&[usize], u64) = if quick {
+    let ramp: (&[usize], u64) = if quick {
         (&[100, 500, 1000], 5)
     } else {
         (&[100, 500, 1000, 2000, 5000], 10)
     };
-    let steps = clients
-        .iter()
-        .map(|&c| {
-            closed(
-                "dynamic page",
-                format!("{c} clients"),
-                c as f64,
-                calibration::PAGE.target,
-                c,
-                1,
-                least.max(long_enough(c, DYNAMIC_PAGES_A_SECOND)),
-            )
-            .with_load_threads(DYNAMIC_LOAD_THREADS)
-        })
-        .collect();
+    let steps = page_ramp(
+        "dynamic page",
+        calibration::PAGE.target,
+        ramp,
+        DYNAMIC_PAGES_A_SECOND,
+    );
     Plan {
         name: "dynamic",
         reproduces: "Leda Fig. 9c: a dynamic page of 1 ms of CPU (a loop, its iterations chosen per server), against clients",
@@ -139,8 +167,7 @@ pub(super) fn dynamic(quick: bool) -> Plan {
              its iterations chosen per server before round 1 so a lone page costs that server 1 ms \
              (the servers table gives each n and its cost)"
                 .to_owned(),
-            "every server listens with a backlog of 4096 (the kernel caps it at net.core.somaxconn)"
-                .to_owned(),
+            BACKLOG_NOTE.to_owned(),
             "each step lasts for nine pages a client at 1,000 pages a second, so the quick profile \
              stops at 1,000 clients (5,000 need 46 s steps: the full profile runs them)"
                 .to_owned(),
@@ -161,27 +188,13 @@ const LEDA_PAGES_A_SECOND: usize = 1_000;
 /// the event MPM and under the worker MPM as Leda configured Apache (150 threads, up to
 /// 2,000), nginx's Lua module — from 100 to 5,000 clients.
 pub(super) fn dynamic_lua(quick: bool) -> Plan {
-    let (clients, least): (&[usize], u64) = if quick {
+    let ramp: (&[usize], u64) = if quick {
         (&[100, 500, 1000], 5)
     } else {
         (&[100, 500, 1000, 2000, 3000, 4000, 5000], 10)
     };
     let group = "Lua page";
-    let steps = clients
-        .iter()
-        .map(|&c| {
-            closed(
-                group,
-                format!("{c} clients"),
-                c as f64,
-                LEDA_PAGE,
-                c,
-                1,
-                least.max(long_enough(c, LEDA_PAGES_A_SECOND)),
-            )
-            .with_load_threads(DYNAMIC_LOAD_THREADS)
-        })
-        .collect();
+    let steps = page_ramp(group, LEDA_PAGE, ramp, LEDA_PAGES_A_SECOND);
     Plan {
         name: "dynamic-lua",
         reproduces: "Leda Fig. 9c: Leda's Lua page (a 30,000-iteration loop), response time and throughput against clients, vs Apache httpd",
@@ -215,8 +228,7 @@ pub(super) fn dynamic_lua(quick: bool) -> Plan {
              proscenium-cgi runs up to 2,000 scripts at once (bench/peers/lua/cgi/proscenium.toml; \
              its default cap is 64)"
                 .to_owned(),
-            "every server listens with a backlog of 4096 (the kernel caps it at net.core.somaxconn)"
-                .to_owned(),
+            BACKLOG_NOTE.to_owned(),
             "each step lasts for nine pages a client at 1,000 pages a second: a server slower \
              than that (CGI, a process a page) leaves more than a tenth of its last requests \
              unanswered at the most clients, and those steps are marked invalid"
