@@ -8,20 +8,14 @@ use super::*;
 /// see [`calibration::HEAVY`]).
 pub(super) fn mixed(quick: bool) -> Plan {
     let seconds = if quick { 5 } else { 20 };
-    let steps = [0usize, 5, 10, 15]
+    let steps = [0, 5, 10, 15]
         .into_iter()
         .map(|heavy| {
-            // One target a percent: the mix repeats every 20 requests.
-            let mut targets = vec![LIGHT.to_owned(); 20 - heavy / 5];
-            targets.extend(std::iter::repeat_n(
-                calibration::HEAVY.target.to_owned(),
-                heavy / 5,
-            ));
             open(
                 "mix",
                 format!("{heavy} % heavy"),
                 heavy as f64,
-                targets,
+                mix(heavy),
                 100,
                 seconds,
             )
@@ -63,6 +57,17 @@ pub(super) fn mixed(quick: bool) -> Plan {
             ),
         ],
     }
+}
+
+/// The targets of a mix `heavy` percent heavy, one target a percent: the mix repeats
+/// every 20 requests.
+fn mix(heavy: usize) -> Vec<String> {
+    let mut targets = vec![LIGHT.to_owned(); 20 - heavy / 5];
+    targets.extend(std::iter::repeat_n(
+        calibration::HEAVY.target.to_owned(),
+        heavy / 5,
+    ));
+    targets
 }
 
 /// The mix's light request, the same on every server.
@@ -128,25 +133,7 @@ pub(super) fn stateful(quick: bool) -> Plan {
     };
     let steps = shares
         .iter()
-        .map(|&share| {
-            // Twenty targets in turn: share / 5 writes, the rest reads of the same cost.
-            let writes = share / 5;
-            let mut targets = vec![format!("PUT /fib/{FIB_N}"); writes];
-            targets.extend(std::iter::repeat_n(format!("/verify/{FIB_N}"), 20 - writes));
-            StepPlan {
-                group: "fib-cache".to_owned(),
-                label: format!("{share} % writing"),
-                x: share as f64,
-                load: Load::Closed {
-                    targets,
-                    conns: 64,
-                    depth: 1,
-                    threads: 1,
-                    seconds,
-                },
-                share_of_saturation: None,
-            }
-        })
+        .map(|&share| writing_step(share, seconds))
         .collect();
     Plan {
         name: "stateful",
@@ -174,5 +161,26 @@ pub(super) fn stateful(quick: bool) -> Plan {
             "fib-cache:1 (one loop, no blocking pool: every request on one thread) is the reference line Node.Scala drew"
                 .to_owned(),
         ],
+    }
+}
+
+/// The stateful step `share` percent writing: twenty targets in turn, `share` / 5
+/// writes and the rest reads of the same cost, from 64 connections for `seconds`.
+fn writing_step(share: usize, seconds: u64) -> StepPlan {
+    let writes = share / 5;
+    let mut targets = vec![format!("PUT /fib/{FIB_N}"); writes];
+    targets.extend(std::iter::repeat_n(format!("/verify/{FIB_N}"), 20 - writes));
+    StepPlan {
+        group: "fib-cache".to_owned(),
+        label: format!("{share} % writing"),
+        x: share as f64,
+        load: Load::Closed {
+            targets,
+            conns: 64,
+            depth: 1,
+            threads: 1,
+            seconds,
+        },
+        share_of_saturation: None,
     }
 }

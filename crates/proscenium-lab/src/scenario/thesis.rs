@@ -34,6 +34,32 @@ pub(super) fn on_system(quick: bool) -> Plan {
     } else {
         (&FULL_SHARES, 3)
     };
+    let (steps, groups) = share_ramps(shares, seconds);
+    Plan {
+        name: "on-system",
+        reproduces: "thesis Fig. 5.1–5.4: on-system (CPU) work, response time against request rate",
+        // The clustered Node.js and prefork add what each runtime does with every core.
+        default_servers: THESIS_SERVERS
+            .iter()
+            .chain(&["node-cluster", "proscenium:prefork"])
+            .map(|s| (*s).to_owned())
+            .collect(),
+        cores: Cores::Shared,
+        upstream: false,
+        checks: vec![("/fib-iter?n=10".to_owned(), "37".to_owned())],
+        steps,
+        plots: plots(
+            &groups,
+            &[Metric::MeanLatency, Metric::P99Latency],
+            Some("offered requests per second"),
+        ),
+        deviations: on_system_deviations(seconds),
+    }
+}
+
+/// On-system's ramps: for each n, steps at each of `shares` of the server's
+/// saturation rate, `seconds` each; and their groups.
+fn share_ramps(shares: &[f64], seconds: u64) -> (Vec<StepPlan>, Vec<String>) {
     let mut steps = Vec::new();
     let mut groups = Vec::new();
     for n in [1_000, 5_000, 10_000, 50_000] {
@@ -54,40 +80,26 @@ pub(super) fn on_system(quick: bool) -> Plan {
         }
         groups.push(group);
     }
-    Plan {
-        name: "on-system",
-        reproduces: "thesis Fig. 5.1–5.4: on-system (CPU) work, response time against request rate",
-        // The clustered Node.js and prefork add what each runtime does with every core.
-        default_servers: THESIS_SERVERS
-            .iter()
-            .chain(&["node-cluster", "proscenium:prefork"])
-            .map(|s| (*s).to_owned())
-            .collect(),
-        cores: Cores::Shared,
-        upstream: false,
-        checks: vec![("/fib-iter?n=10".to_owned(), "37".to_owned())],
-        steps,
-        plots: plots(
-            &groups,
-            &[Metric::MeanLatency, Metric::P99Latency],
-            Some("offered requests per second"),
+    (steps, groups)
+}
+
+/// Where on-system departs from the thesis, its steps lasting `seconds`.
+fn on_system_deviations(seconds: u64) -> Vec<String> {
+    vec![
+        "the thesis used a 4-core server with a separate load machine".to_owned(),
+        format!(
+            "the thesis ramps every n to 5,000/s over 30 s; here each ramp offers shares of the \
+             server's own saturation rate for that n (a {}-connection closed-loop probe before \
+             round 1), so every server's knee sits mid-plot rather than at the first step or \
+             past the last; x is still the absolute offered rate",
+            PROBE_CONNECTIONS
         ),
-        deviations: vec![
-            "the thesis used a 4-core server with a separate load machine".to_owned(),
-            format!(
-                "the thesis ramps every n to 5,000/s over 30 s; here each ramp offers shares of the \
-                 server's own saturation rate for that n (a {}-connection closed-loop probe before \
-                 round 1), so every server's knee sits mid-plot rather than at the first step or \
-                 past the last; x is still the absolute offered rate",
-                PROBE_CONNECTIONS
-            ),
-            format!("the ramp is run as equal constant-rate steps of {seconds} s"),
-            "the probe is wrk's closed loop, which takes the shared cores less than vegeta's \
-             open loop at the same rate: where requests are cheap (fib(1000)) the generator's \
-             share moves the knee below 1×, and steps where vegeta fell behind are marked invalid"
-                .to_owned(),
-        ],
-    }
+        format!("the ramp is run as equal constant-rate steps of {seconds} s"),
+        "the probe is wrk's closed loop, which takes the shared cores less than vegeta's \
+         open loop at the same rate: where requests are cheap (fib(1000)) the generator's \
+         share moves the knee below 1×, and steps where vegeta fell behind are marked invalid"
+            .to_owned(),
+    ]
 }
 
 /// Thesis Fig. 5.5–5.7: off-system work — each request fetches a 44 KB page that an

@@ -29,14 +29,7 @@ pub(super) fn workers(quick: bool) -> Plan {
             )
         })
         .collect();
-    let mut plots = plots(
-        &groups,
-        &[Metric::Rps, Metric::CpuPerRequest],
-        Some("worker processes"),
-    );
-    for plot in &mut plots {
-        plot.x_axis = XAxis::Workers;
-    }
+    let plots = worker_plots(&groups);
     Plan {
         name: "workers",
         reproduces: "Yarn Fig. 6.4: requests a second against worker processes",
@@ -61,4 +54,18 @@ pub(super) fn workers(quick: bool) -> Plan {
             format!("worker processes 1 to {most} in powers of two"),
         ],
     }
+}
+
+/// Throughput and CPU per request of each of `groups`, over the servers' worker
+/// processes.
+fn worker_plots(groups: &[String]) -> Vec<PlotPlan> {
+    let mut plots = plots(
+        groups,
+        &[Metric::Rps, Metric::CpuPerRequest],
+        Some("worker processes"),
+    );
+    for plot in &mut plots {
+        plot.x_axis = XAxis::Workers;
+    }
+    plots
 }
