@@ -166,20 +166,7 @@ pub(crate) fn parse(out: &str, timeout_ms: f64) -> Result<Measured, Error> {
     let sent = in_time + at_timeout;
     let ok = in_time.saturating_sub(s.status);
     let seconds = s.duration_us as f64 / 1e6;
-    let mut answered = Latencies::default();
-    let mut below = 0.0;
-    for &(p, us) in &s.quantiles_us {
-        answered.push(us / 1000.0, (p - below) / 100.0 * in_time as f64);
-        below = p;
-    }
-    let mut all = answered.clone();
-    all.push(timeout_ms, at_timeout as f64);
-    // The table's points stand for the answers between them; the mean is wrk's exact one.
-    let in_time_ms = s.mean_us / 1000.0 * in_time as f64;
-    let with_mean = |l: Latency, sum: f64, n: u64| Latency {
-        mean: sum / n as f64,
-        ..l
-    };
+    let (latency_ms, answered_latency_ms) = latencies(&s, in_time, at_timeout, timeout_ms);
     Ok(Measured {
         sent: Some(sent),
         requests: s.requests,
@@ -192,13 +179,8 @@ pub(crate) fn parse(out: &str, timeout_ms: f64) -> Result<Measured, Error> {
         },
         drain_s: None,
         drain_answers: None,
-        latency_ms: all
-            .figures()
-            .map(|l| with_mean(l, in_time_ms + timeout_ms * at_timeout as f64, sent))
-            .unwrap_or_default(),
-        answered_latency_ms: answered
-            .figures()
-            .map(|l| with_mean(l, in_time_ms, in_time)),
+        latency_ms,
+        answered_latency_ms,
         latency_by_path_ms: BTreeMap::new(),
         statuses: BTreeMap::from([
             ("2xx".to_owned(), ok),
@@ -209,6 +191,40 @@ pub(crate) fn parse(out: &str, timeout_ms: f64) -> Result<Measured, Error> {
         generator_cpu_s: None,
         generator_wall_s: None,
     })
+}
+
+/// The latency of every sent request (`at_timeout` of them failed, counting at
+/// `timeout_ms`) and of the `in_time` answered alone, from the summary's quantile
+/// table; the table's points stand for the answers between them, the mean is wrk's
+/// exact one.
+fn latencies(
+    s: &Summary,
+    in_time: u64,
+    at_timeout: u64,
+    timeout_ms: f64,
+) -> (Latency, Option<Latency>) {
+    let mut answered = Latencies::default();
+    let mut below = 0.0;
+    for &(p, us) in &s.quantiles_us {
+        answered.push(us / 1000.0, (p - below) / 100.0 * in_time as f64);
+        below = p;
+    }
+    let mut all = answered.clone();
+    all.push(timeout_ms, at_timeout as f64);
+    let in_time_ms = s.mean_us / 1000.0 * in_time as f64;
+    let with_mean = |l: Latency, sum: f64, n: u64| Latency {
+        mean: sum / n as f64,
+        ..l
+    };
+    let sent = in_time + at_timeout;
+    let every = all
+        .figures()
+        .map(|l| with_mean(l, in_time_ms + timeout_ms * at_timeout as f64, sent))
+        .unwrap_or_default();
+    let answered = answered
+        .figures()
+        .map(|l| with_mean(l, in_time_ms, in_time));
+    (every, answered)
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@ use super::{base_url, check_interrupt, cool_down, start_checked};
 use crate::Error;
 use crate::calibration::Calibration;
 use crate::calibration::PROBE_CONNECTIONS;
+use crate::load::Measured;
 use crate::process::{RssPeak, Running, tree_cpu_seconds};
 use crate::progress::Progress;
 use crate::results::{ServerRun, Step};
@@ -226,13 +227,33 @@ impl Bench<'_> {
             |w| w + measured.drain_s.unwrap_or(0.0),
         );
         check_interrupt()?;
+        let spent = Spent {
+            cpu_s: cpu,
+            busy_s: busy_window,
+            peak_rss_kib: rss.finish(),
+        };
+        let mut ran = self.record(server, step, round, (command, measured), spent);
+        ran.invalid = ran.judged();
+        Ok(ran)
+    }
+
+    /// The step `step` of `round` as it ran against `server`: the generator's
+    /// `command` and what it `measured`, and what the server `spent`.
+    fn record(
+        &self,
+        server: &ServerSpec,
+        step: &StepPlan,
+        round: u32,
+        (command, measured): (String, Measured),
+        spent: Spent,
+    ) -> Step {
         let sent_share = step
             .load
             .offered_requests()
             .zip(measured.sent)
             .map(|(offered, sent)| sent as f64 / offered.max(1) as f64);
         let cores = self.placement.core_count as f64;
-        let mut ran = Step {
+        Step {
             server: server.to_string(),
             group: step.group.clone(),
             label: step.label.clone(),
@@ -244,18 +265,16 @@ impl Bench<'_> {
             invalid: None,
             in_flight: step.load.in_flight(),
             cpu_us_per_request: (measured.requests > 0)
-                .then(|| cpu * 1e6 / measured.requests as f64),
-            server_utilisation: Some(cpu / (busy_window * cores)),
+                .then(|| spent.cpu_s * 1e6 / measured.requests as f64),
+            server_utilisation: Some(spent.cpu_s / (spent.busy_s * cores)),
             generator_utilisation: measured
                 .generator_cores_busy()
-                .map(|busy| busy / load_cores.count as f64),
+                .map(|busy| busy / self.load_cores.count as f64),
             measured,
-            peak_rss_kib: rss.finish(),
+            peak_rss_kib: spent.peak_rss_kib,
             command,
             job: None,
-        };
-        ran.invalid = ran.judged();
-        Ok(ran)
+        }
     }
 }
 
@@ -280,4 +299,13 @@ fn collapse(round: u32, step: &StepPlan, done: &Step) -> String {
         "round {round}: {} collapsed at {} ({:.0} answers/s, mean {:.0} ms); higher rates not run",
         step.group, step.label, done.measured.achieved_rps, done.measured.latency_ms.mean
     )
+}
+
+/// What the server spent during a step: CPU seconds, the seconds it was kept busy
+/// (the send window and the drain), its peak memory.
+#[derive(Clone, Copy)]
+struct Spent {
+    cpu_s: f64,
+    busy_s: f64,
+    peak_rss_kib: u64,
 }
