@@ -344,17 +344,7 @@ fn run_servers(
         },
         load_cores,
     };
-    let mut steps = Vec::new();
-    for round in 1..=rounds {
-        // Each round starts with a different server, so no server always runs first
-        // (on a cold machine) or last (on a warm one).
-        for i in interleaved(servers.len(), round) {
-            check_interrupt()?;
-            if runs[i].skipped.is_none() {
-                steps.extend(bench.turn(&servers[i], round, &mut runs[i])?);
-            }
-        }
-    }
+    let steps = bench.rounds(servers, rounds, &mut runs)?;
     Ok((runs, steps))
 }
 

@@ -12,7 +12,7 @@
 use std::time::Instant;
 
 use super::cpus::CpuSet;
-use super::{base_url, check_interrupt, cool_down, start_checked};
+use super::{base_url, check_interrupt, cool_down, interleaved, start_checked};
 use crate::Error;
 use crate::calibration::Calibration;
 use crate::calibration::PROBE_CONNECTIONS;
@@ -35,9 +35,30 @@ pub(super) struct Bench<'a> {
 }
 
 impl Bench<'_> {
+    /// Runs `rounds` of every server's turn, each round starting with the next
+    /// server, so no server always runs first (on a cold machine) or last (on a warm
+    /// one); returns every step.
+    pub(super) fn rounds(
+        &self,
+        servers: &[ServerSpec],
+        rounds: u32,
+        runs: &mut [ServerRun],
+    ) -> Result<Vec<Step>, Error> {
+        let mut steps = Vec::new();
+        for round in 1..=rounds {
+            for i in interleaved(servers.len(), round) {
+                check_interrupt()?;
+                if runs[i].skipped.is_none() {
+                    steps.extend(self.turn(&servers[i], round, &mut runs[i])?);
+                }
+            }
+        }
+        Ok(steps)
+    }
+
     /// Runs `server`'s turn in `round`: its steps (the warm-up first), or the reason it
     /// could not run in `run.skipped`; collapses go to `run.collapsed`.
-    pub(super) fn turn(
+    fn turn(
         &self,
         server: &ServerSpec,
         round: u32,

@@ -219,33 +219,47 @@ fn dynamic_lua(results: &Results) -> Finding {
              {apache_top:.1} ms; from {low:.0} clients it grew {ours_growth:.1}×, Apache's \
              {apache_growth:.1}×"
         ),
-        vec![
-            Comparison::new(
-                format!("proscenium-lua, mean at {top:.0} clients"),
-                None,
-                Some(ours_top),
-                "ms",
-            ),
-            Comparison::new(
-                format!("httpd-worker, mean at {top:.0} clients"),
-                None,
-                Some(apache_top),
-                "ms",
-            ),
-            Comparison::new(
-                format!("proscenium-lua, growth from {low:.0} clients"),
-                None,
-                Some(ours_growth),
-                "×",
-            ),
-            Comparison::new(
-                format!("httpd-worker, growth from {low:.0} clients"),
-                None,
-                Some(apache_growth),
-                "×",
-            ),
-        ],
+        lua_rows(
+            (low, top),
+            (ours_top, apache_top),
+            (ours_growth, apache_growth),
+        ),
     )
+}
+
+/// The Lua page's numbers: each server's mean at `top` clients and its growth from
+/// `low`, Proscenium's first.
+fn lua_rows(
+    (low, top): (f64, f64),
+    (ours_top, apache_top): (f64, f64),
+    (ours_growth, apache_growth): (f64, f64),
+) -> Vec<Comparison> {
+    vec![
+        Comparison::new(
+            format!("proscenium-lua, mean at {top:.0} clients"),
+            None,
+            Some(ours_top),
+            "ms",
+        ),
+        Comparison::new(
+            format!("httpd-worker, mean at {top:.0} clients"),
+            None,
+            Some(apache_top),
+            "ms",
+        ),
+        Comparison::new(
+            format!("proscenium-lua, growth from {low:.0} clients"),
+            None,
+            Some(ours_growth),
+            "×",
+        ),
+        Comparison::new(
+            format!("httpd-worker, growth from {low:.0} clients"),
+            None,
+            Some(apache_growth),
+            "×",
+        ),
+    ]
 }
 
 pub(super) const CEP: Source = Source {

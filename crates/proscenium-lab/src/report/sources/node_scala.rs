@@ -123,12 +123,6 @@ fn mixed(results: &Results) -> Finding {
         ("node", "node-nbk"),
         ("proscenium:event-loop", "proscenium:loops"),
     ];
-    let source = |server: &str| {
-        MIXED.references.iter().find_map(|r| match r.at {
-            At::Bars { server: s, values } if s == server => Some(values),
-            _ => None,
-        })
-    };
     let mut rows = Vec::new();
     let mut held = 0;
     let mut measured = 0;
@@ -136,26 +130,7 @@ fn mixed(results: &Results) -> Finding {
         if !ran(results, &[blocking, free]) {
             continue;
         }
-        let mut last = None;
-        for share in SHARES {
-            let b = at_label(results, blocking, "mix", share, Metric::Rps);
-            let f = at_label(results, free, "mix", share, Metric::Rps);
-            for (server, here) in [(blocking, b), (free, f)] {
-                let theirs = source(server)
-                    .and_then(|v| v.iter().find(|(s, _)| *s == share))
-                    .map(|(_, v)| *v);
-                rows.push(Comparison::new(
-                    format!("{server}, {share}"),
-                    theirs,
-                    here,
-                    "msg/s",
-                ));
-            }
-            if let (Some(b), Some(f)) = (b, f) {
-                last = Some((b, f));
-            }
-        }
-        if let Some((b, f)) = last {
+        if let Some((b, f)) = mixed_pair(results, (blocking, free), &mut rows) {
             measured += 1;
             held += usize::from(b <= f / 2.0);
         }
@@ -173,6 +148,41 @@ fn mixed(results: &Results) -> Finding {
         ),
         rows,
     )
+}
+
+/// Adds to `rows` the rates of a (blocking, free) pair at each heavy share, beside
+/// the source's; returns their rates at the highest share both were measured at.
+fn mixed_pair(
+    results: &Results,
+    (blocking, free): (&str, &str),
+    rows: &mut Vec<Comparison>,
+) -> Option<(f64, f64)> {
+    let source = |server: &str| {
+        MIXED.references.iter().find_map(|r| match r.at {
+            At::Bars { server: s, values } if s == server => Some(values),
+            _ => None,
+        })
+    };
+    let mut last = None;
+    for share in SHARES {
+        let b = at_label(results, blocking, "mix", share, Metric::Rps);
+        let f = at_label(results, free, "mix", share, Metric::Rps);
+        for (server, here) in [(blocking, b), (free, f)] {
+            let theirs = source(server)
+                .and_then(|v| v.iter().find(|(s, _)| *s == share))
+                .map(|(_, v)| *v);
+            rows.push(Comparison::new(
+                format!("{server}, {share}"),
+                theirs,
+                here,
+                "msg/s",
+            ));
+        }
+        if let (Some(b), Some(f)) = (b, f) {
+            last = Some((b, f));
+        }
+    }
+    last
 }
 
 /// Efficiency = (the most loops' peak ÷ one loop's) ÷ the loops: the claim holds at

@@ -25,12 +25,6 @@ pub(super) const SOURCE: Source = Source {
 fn judge(results: &Results) -> Finding {
     let ours = "proscenium:loops";
     let group = results.scenario.as_str();
-    let mut labels: Vec<&str> = Vec::new();
-    for s in results.steps.iter().filter(|s| !s.warmup) {
-        if !labels.contains(&s.label.as_str()) {
-            labels.push(&s.label);
-        }
-    }
     let peers: Vec<&str> = results
         .servers
         .iter()
@@ -40,7 +34,7 @@ fn judge(results: &Results) -> Finding {
     let mut rows = Vec::new();
     let mut held = 0;
     let mut measured = 0;
-    for label in labels {
+    for label in labels(results) {
         let cpu = |server| at_label(results, server, group, label, Metric::CpuPerRequest);
         let best = peers
             .iter()
@@ -65,4 +59,15 @@ fn judge(results: &Results) -> Finding {
         format!("within 5 % of the best peer's CPU per request in {held} of {measured} steps"),
         rows,
     )
+}
+
+/// The labels of the measured steps, in the order they first ran.
+fn labels(results: &Results) -> Vec<&str> {
+    let mut labels: Vec<&str> = Vec::new();
+    for s in results.steps.iter().filter(|s| !s.warmup) {
+        if !labels.contains(&s.label.as_str()) {
+            labels.push(&s.label);
+        }
+    }
+    labels
 }

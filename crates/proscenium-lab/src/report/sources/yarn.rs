@@ -38,10 +38,8 @@ pub(super) const WORKERS: Source = Source {
     judge,
 };
 
-/// Yarn's claim holds when the most workers answer 1.5× one worker or more with the peak
-/// past a worker a core; a line that peaks by two workers a core and then holds 0.8 of
-/// it shows the other shape: workers that are event loops need no more than the cores.
-fn judge(results: &Results) -> Finding {
+/// Each `proscenium:prefork` server's rate at Yarn's step, by its workers, in order.
+fn prefork_line(results: &Results) -> Vec<(f64, f64)> {
     let mut line: Vec<(f64, f64)> = results
         .servers
         .iter()
@@ -55,6 +53,14 @@ fn judge(results: &Results) -> Finding {
         })
         .collect();
     line.sort_by(|a, b| a.0.total_cmp(&b.0));
+    line
+}
+
+/// Yarn's claim holds when the most workers answer 1.5× one worker or more with the peak
+/// past a worker a core; a line that peaks by two workers a core and then holds 0.8 of
+/// it shows the other shape: workers that are event loops need no more than the cores.
+fn judge(results: &Results) -> Finding {
+    let line = prefork_line(results);
     let (Some(&(_, first)), Some(&(most, last))) = (line.first(), line.last()) else {
         return Finding::missing(&["proscenium:prefork:N for several N"]);
     };
