@@ -75,7 +75,7 @@ pub(crate) struct StepPlan {
     pub(crate) x: f64,
     pub(crate) load: Load,
     /// For an open step, the share of the server's saturation rate for the group to
-    /// offer (see `calibration.rs`); the load's rate is then set per server.
+    /// offer (see `per_server.rs`); the load's rate is then set per server.
     pub(crate) share_of_saturation: Option<f64>,
 }
 

@@ -67,7 +67,7 @@ fn share_ramps(shares: &[f64], seconds: u64) -> (Vec<StepPlan>, Vec<String>) {
         for &share in shares {
             steps.push(StepPlan {
                 share_of_saturation: Some(share),
-                // The rate is the server's: `calibration.rs` sets it, and the label's.
+                // The rate is the server's: `per_server.rs` sets it, and the label's.
                 ..open(
                     &group,
                     format!("{share}×"),
