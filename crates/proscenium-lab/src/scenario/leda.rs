@@ -162,17 +162,22 @@ pub(super) fn dynamic(quick: bool) -> Plan {
             &[Metric::Rps, Metric::MeanLatency],
             Some("concurrent clients"),
         ),
-        deviations: vec![
-            "Leda's peers ran the page as CGI/PHP; here the same loop is native in each peer (Apache httpd: mod_lua), \
-             its iterations chosen per server before round 1 so a lone page costs that server 1 ms \
-             (the servers table gives each n and its cost)"
-                .to_owned(),
-            BACKLOG_NOTE.to_owned(),
-            "each step lasts for nine pages a client at 1,000 pages a second, so the quick profile \
-             stops at 1,000 clients (5,000 need 46 s steps: the full profile runs them)"
-                .to_owned(),
-        ],
+        deviations: dynamic_deviations(),
     }
+}
+
+/// Where the dynamic page departs from Leda's.
+fn dynamic_deviations() -> Vec<String> {
+    vec![
+        "Leda's peers ran the page as CGI/PHP; here the same loop is native in each peer (Apache httpd: mod_lua), \
+         its iterations chosen per server before round 1 so a lone page costs that server 1 ms \
+         (the servers table gives each n and its cost)"
+            .to_owned(),
+        BACKLOG_NOTE.to_owned(),
+        "each step lasts for nine pages a client at 1,000 pages a second, so the quick profile \
+         stops at 1,000 clients (5,000 need 46 s steps: the full profile runs them)"
+            .to_owned(),
+    ]
 }
 
 /// Leda's own page: `bench/peers/lua/leda/loop.lua`, a Lua `for` loop of 30,000
@@ -217,24 +222,29 @@ pub(super) fn dynamic_lua(quick: bool) -> Plan {
             &[Metric::MeanLatency, Metric::Rps, Metric::CpuPerRequest],
             Some("concurrent clients"),
         ),
-        deviations: vec![
-            "one page, three Lua implementations: Proscenium embeds Lua 5.4 (and its CGI runs \
-             Debian's lua5.4, a process a page), Debian's mod_lua links Lua 5.3, Debian's \
-             nginx Lua module runs LuaJIT 2.1, which compiles the loop; Leda's server and \
-             Apache ran Lua 5.1 scripts"
-                .to_owned(),
-            "Apache 2.4 (Debian's) for Leda's Apache 2.2: httpd-worker is configured as Leda's \
-             (150 threads started, up to 2,000), httpd-event as Debian's (150 threads); \
-             proscenium-cgi runs up to 2,000 scripts at once (bench/peers/lua/cgi/proscenium.toml; \
-             its default cap is 64)"
-                .to_owned(),
-            BACKLOG_NOTE.to_owned(),
-            "each step lasts for nine pages a client at 1,000 pages a second: a server slower \
-             than that (CGI, a process a page) leaves more than a tenth of its last requests \
-             unanswered at the most clients, and those steps are marked invalid"
-                .to_owned(),
-        ],
+        deviations: dynamic_lua_deviations(),
     }
+}
+
+/// Where the Lua page departs from Leda's.
+fn dynamic_lua_deviations() -> Vec<String> {
+    vec![
+        "one page, three Lua implementations: Proscenium embeds Lua 5.4 (and its CGI runs \
+         Debian's lua5.4, a process a page), Debian's mod_lua links Lua 5.3, Debian's \
+         nginx Lua module runs LuaJIT 2.1, which compiles the loop; Leda's server and \
+         Apache ran Lua 5.1 scripts"
+            .to_owned(),
+        "Apache 2.4 (Debian's) for Leda's Apache 2.2: httpd-worker is configured as Leda's \
+         (150 threads started, up to 2,000), httpd-event as Debian's (150 threads); \
+         proscenium-cgi runs up to 2,000 scripts at once (bench/peers/lua/cgi/proscenium.toml; \
+         its default cap is 64)"
+            .to_owned(),
+        BACKLOG_NOTE.to_owned(),
+        "each step lasts for nine pages a client at 1,000 pages a second: a server slower \
+         than that (CGI, a process a page) leaves more than a tenth of its last requests \
+         unanswered at the most clients, and those steps are marked invalid"
+            .to_owned(),
+    ]
 }
 
 /// The entries of the log every `cep` run processes: Table 1's million.

@@ -48,15 +48,20 @@ pub(super) fn mixed(quick: bool) -> Plan {
             ],
             None,
         ),
-        deviations: vec![
-            "proscenium:loops runs fib on its blocking pool; /pool=0 and event-loop run it on the loop, as Node.js does".to_owned(),
-            format!(
-                "the heavy request is not fib(35) everywhere but, per server, the fib(n) whose single request \
-                 costs nearest {:.0} ms (timed before round 1), so heavy means the same work on every runtime",
-                calibration::HEAVY.cost_ms
-            ),
-        ],
+        deviations: mixed_deviations(),
     }
+}
+
+/// Where the mix departs from Node.Scala's.
+fn mixed_deviations() -> Vec<String> {
+    vec![
+        "proscenium:loops runs fib on its blocking pool; /pool=0 and event-loop run it on the loop, as Node.js does".to_owned(),
+        format!(
+            "the heavy request is not fib(35) everywhere but, per server, the fib(n) whose single request \
+             costs nearest {:.0} ms (timed before round 1), so heavy means the same work on every runtime",
+            calibration::HEAVY.cost_ms
+        ),
+    ]
 }
 
 /// The targets of a mix `heavy` percent heavy, one target a percent: the mix repeats
@@ -152,16 +157,21 @@ pub(super) fn stateful(quick: bool) -> Plan {
             &[Metric::Rps, Metric::CpuPerRequest],
             Some("share of writing requests (%)"),
         ),
-        deviations: vec![
-            format!(
-                "Node.Scala's requests ran SciMark kernels on 32 loops; here both kinds recompute fib({FIB_N}) \
-                 (~60 µs): a reading request under the read lock, checking the cached value (GET /verify/{FIB_N}), \
-                 a writing one under the write lock, storing it (PUT /fib/{FIB_N})"
-            ),
-            "fib-cache:1 (one loop, no blocking pool: every request on one thread) is the reference line Node.Scala drew"
-                .to_owned(),
-        ],
+        deviations: stateful_deviations(),
     }
+}
+
+/// Where the stateful service departs from Node.Scala's.
+fn stateful_deviations() -> Vec<String> {
+    vec![
+        format!(
+            "Node.Scala's requests ran SciMark kernels on 32 loops; here both kinds recompute fib({FIB_N}) \
+             (~60 µs): a reading request under the read lock, checking the cached value (GET /verify/{FIB_N}), \
+             a writing one under the write lock, storing it (PUT /fib/{FIB_N})"
+        ),
+        "fib-cache:1 (one loop, no blocking pool: every request on one thread) is the reference line Node.Scala drew"
+            .to_owned(),
+    ]
 }
 
 /// The stateful step `share` percent writing: twenty targets in turn, `share` / 5

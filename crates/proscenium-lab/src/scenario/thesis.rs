@@ -142,11 +142,16 @@ pub(super) fn off_system(quick: bool) -> Plan {
             &[Metric::MeanLatency, Metric::P99Latency],
             Some("offered requests per second"),
         ),
-        deviations: vec![
-            "the upstream is lab-app on the same machine, not a remote web site".to_owned(),
-            format!("each ramp is run as equal constant-rate steps of {seconds} s"),
-        ],
+        deviations: off_system_deviations(seconds),
     }
+}
+
+/// Where off-system departs from the thesis, its steps lasting `seconds`.
+fn off_system_deviations(seconds: u64) -> Vec<String> {
+    vec![
+        "the upstream is lab-app on the same machine, not a remote web site".to_owned(),
+        format!("each ramp is run as equal constant-rate steps of {seconds} s"),
+    ]
 }
 
 /// The `n` of the iterative Fibonacci number an actor computes in the `actors`
@@ -201,10 +206,15 @@ pub(super) fn actors(quick: bool) -> Plan {
             ],
             Some("concurrent clients"),
         ),
-        deviations: vec![
-            "Play's controllers are Proscenium's routes and Pekko HTTP's (Akka's open fork); \
-             the actors are a pool of one per core behind a round-robin router in both"
-                .to_owned(),
-        ],
+        deviations: actors_deviations(),
     }
+}
+
+/// Where the actors scenario departs from the thesis's Play on Akka.
+fn actors_deviations() -> Vec<String> {
+    vec![
+        "Play's controllers are Proscenium's routes and Pekko HTTP's (Akka's open fork); \
+         the actors are a pool of one per core behind a round-robin router in both"
+            .to_owned(),
+    ]
 }

@@ -43,17 +43,23 @@ pub(super) fn workers(quick: bool) -> Plan {
         checks: vec![("/plaintext".to_owned(), "Hello, World!".to_owned())],
         steps,
         plots,
-        deviations: vec![
-            format!(
-                "Yarn sent 1,000 requests, 20 at a time (ab); here 20 connections for {seconds} s, \
-                 and 256 connections beyond it"
-            ),
-            "Yarn served a simple Rack application in Ruby, whose cost per request held it to 875/s; \
-             here lab-app's /plaintext (Hello, World!), so the figure shows what the workers cost, not the page"
-                .to_owned(),
-            format!("worker processes 1 to {most} in powers of two"),
-        ],
+        deviations: workers_deviations(seconds, most),
     }
+}
+
+/// Where the workers scenario departs from Yarn's, its steps lasting `seconds` and its
+/// workers up to `most`.
+fn workers_deviations(seconds: u64, most: usize) -> Vec<String> {
+    vec![
+        format!(
+            "Yarn sent 1,000 requests, 20 at a time (ab); here 20 connections for {seconds} s, \
+             and 256 connections beyond it"
+        ),
+        "Yarn served a simple Rack application in Ruby, whose cost per request held it to 875/s; \
+         here lab-app's /plaintext (Hello, World!), so the figure shows what the workers cost, not the page"
+            .to_owned(),
+        format!("worker processes 1 to {most} in powers of two"),
+    ]
 }
 
 /// Throughput and CPU per request of each of `groups`, over the servers' worker
