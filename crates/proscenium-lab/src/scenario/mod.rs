@@ -203,14 +203,7 @@ pub(crate) fn plan(name: &str, profile: Profile, cores: usize) -> Option<Plan> {
     if is_job(name) {
         return Some(plan);
     }
-    // What the CPU split costs is the runner's to say: it knows the cores chosen.
-    plan.deviations.push(format!(
-        "one {cores}-core machine for servers and load, over loopback, not a network"
-    ));
-    if quick {
-        plan.deviations
-            .push("quick profile: shorter steps and fewer of them than the source".to_owned());
-    }
+    add_deviations(&mut plan, cores, quick);
     if !probes(&plan).is_empty() {
         plan.plots.push(PlotPlan {
             group: SATURATION.to_owned(),
@@ -221,6 +214,19 @@ pub(crate) fn plan(name: &str, profile: Profile, cores: usize) -> Option<Plan> {
     }
     add_accounting_plots(&mut plan);
     Some(plan)
+}
+
+/// Adds what every plan of servers departs from its source by: one machine for both
+/// servers and load, and in the quick profile shorter and fewer steps.
+fn add_deviations(plan: &mut Plan, cores: usize, quick: bool) {
+    // What the CPU split costs is the runner's to say: it knows the cores chosen.
+    plan.deviations.push(format!(
+        "one {cores}-core machine for servers and load, over loopback, not a network"
+    ));
+    if quick {
+        plan.deviations
+            .push("quick profile: shorter steps and fewer of them than the source".to_owned());
+    }
 }
 
 /// Adds the plots that say whether the others can be trusted: for an open-loop group
