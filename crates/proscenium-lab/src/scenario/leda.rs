@@ -10,6 +10,14 @@ pub(crate) const FILES: [(&str, usize); 3] = [
     ("5mb.bin", 5 * 1024 * 1024),
 ];
 
+/// Proscenium's models beside nginx and Apache httpd, as Leda measured.
+const STATIC_SERVERS: [&str; 4] = [
+    "proscenium:loops",
+    "proscenium:staged",
+    "nginx",
+    "httpd-event",
+];
+
 /// Leda Fig. 9a/b: response time and throughput against clients, 300 KB and 5 MB
 /// files (and 1 KB), Proscenium against nginx.
 pub(super) fn static_files(quick: bool) -> Plan {
@@ -32,13 +40,7 @@ pub(super) fn static_files(quick: bool) -> Plan {
     Plan {
         name: "static",
         reproduces: "Leda Fig. 9a/b: static files, response time and throughput against clients, vs nginx",
-        // Leda measured against Apache and nginx.
-        default_servers: servers(&[
-            "proscenium:loops",
-            "proscenium:staged",
-            "nginx",
-            "httpd-event",
-        ]),
+        default_servers: servers(&STATIC_SERVERS),
         cores: Cores::Split,
         upstream: false,
         checks: vec![("/1kb.bin".to_owned(), "x".repeat(64))],
@@ -127,6 +129,16 @@ fn long_enough(clients: usize, per_second: usize) -> u64 {
 /// page. A server slower than that gets invalid steps at its most clients, marked.
 const DYNAMIC_PAGES_A_SECOND: usize = 1_000;
 
+/// Leda measured against Apache; actix, hyper and Node.js are today's choices.
+const DYNAMIC_SERVERS: [&str; 6] = [
+    "proscenium:loops",
+    "proscenium:staged",
+    "httpd-event",
+    "actix",
+    "hyper",
+    "node",
+];
+
 /// Leda Fig. 9c: a page of realistic cost against clients — a loop whose iterations
 /// each server gets calibrated so a lone page costs it 1 ms ([`calibration::PAGE`]).
 pub(super) fn dynamic(quick: bool) -> Plan {
@@ -144,15 +156,7 @@ pub(super) fn dynamic(quick: bool) -> Plan {
     Plan {
         name: "dynamic",
         reproduces: "Leda Fig. 9c: a dynamic page of 1 ms of CPU (a loop, its iterations chosen per server), against clients",
-        // Leda measured against Apache; actix, hyper and Node.js are today's choices.
-        default_servers: servers(&[
-            "proscenium:loops",
-            "proscenium:staged",
-            "httpd-event",
-            "actix",
-            "hyper",
-            "node",
-        ]),
+        default_servers: servers(&DYNAMIC_SERVERS),
         cores: Cores::Split,
         upstream: false,
         checks: vec![("/dynamic".to_owned(), "1250000 iterations".to_owned())],
@@ -188,6 +192,16 @@ pub(crate) const LEDA_PAGE: &str = "/leda.lua";
 /// Lua 5.4 about 0.3 ms here, and a CGI process more than that again.
 const LEDA_PAGES_A_SECOND: usize = 1_000;
 
+/// Every server that runs Leda's Lua page: Proscenium's Lua and CGI, Apache httpd's
+/// mod_lua, nginx's Lua module.
+const LUA_SERVERS: [&str; 5] = [
+    "proscenium-lua",
+    "proscenium-cgi",
+    "httpd-worker",
+    "httpd-event",
+    "nginx-lua",
+];
+
 /// Leda Fig. 9c as Leda ran it: the same Lua page (a loop of 30,000 iterations) in
 /// every server — Proscenium's embedded Lua and its CGI, Apache httpd's mod_lua under
 /// the event MPM and under the worker MPM as Leda configured Apache (150 threads, up to
@@ -203,13 +217,7 @@ pub(super) fn dynamic_lua(quick: bool) -> Plan {
     Plan {
         name: "dynamic-lua",
         reproduces: "Leda Fig. 9c: Leda's Lua page (a 30,000-iteration loop), response time and throughput against clients, vs Apache httpd",
-        default_servers: servers(&[
-            "proscenium-lua",
-            "proscenium-cgi",
-            "httpd-worker",
-            "httpd-event",
-            "nginx-lua",
-        ]),
+        default_servers: servers(&LUA_SERVERS),
         cores: Cores::Split,
         upstream: false,
         checks: vec![(

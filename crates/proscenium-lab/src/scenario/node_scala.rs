@@ -2,6 +2,17 @@
 
 use super::*;
 
+/// The mix's servers: Node.js blocking (Fig. 1a) and non-blocking (Fig. 1c); Node.Scala's
+/// parallel loops as Proscenium's and Vert.x's.
+const MIXED_SERVERS: [&str; 6] = [
+    "node",
+    "node-nbk",
+    "proscenium:event-loop",
+    "proscenium:loops/pool=0",
+    "proscenium:loops",
+    "vertx",
+];
+
 /// Node.Scala Fig. 1b: 100 requests/s of light (fib 20) and heavy requests with 0, 5,
 /// 10 and 15 % heavy. The heavy request costs every server the same time: its n is
 /// chosen per server (the source's fib(35) costs Proscenium ~27 ms and Node.js ~124 ms;
@@ -24,16 +35,7 @@ pub(super) fn mixed(quick: bool) -> Plan {
     Plan {
         name: "mixed",
         reproduces: "Node.Scala Fig. 1b: light and heavy requests at 100/s, blocking vs non-blocking",
-        // Node.js blocking (Fig. 1a) and non-blocking (Fig. 1c); Node.Scala's parallel
-        // loops as Proscenium's and Vert.x's.
-        default_servers: servers(&[
-            "node",
-            "node-nbk",
-            "proscenium:event-loop",
-            "proscenium:loops/pool=0",
-            "proscenium:loops",
-            "vertx",
-        ]),
+        default_servers: servers(&MIXED_SERVERS),
         cores: Cores::Shared,
         upstream: false,
         checks: vec![(LIGHT.to_owned(), "6765".to_owned())],

@@ -159,6 +159,14 @@ fn off_system_deviations(seconds: u64) -> Vec<String> {
 const ACTOR_N: u32 = 1_000;
 const ACTOR_ANSWER: &str = "21d8cb07b572c257";
 
+/// Proscenium's models beside Pekko HTTP (Akka's open fork).
+const ACTORS_SERVERS: [&str; 4] = [
+    "proscenium:loops",
+    "proscenium:event-loop",
+    "proscenium:thread-pool",
+    "pekko",
+];
+
 /// The thesis's actor side (Play on Akka): each request asks one of a pool of actors
 /// for fib(1000) and answers with its reply; closed-loop throughput, latency and CPU
 /// per request against clients, Proscenium's models against Pekko.
@@ -186,12 +194,7 @@ pub(super) fn actors(quick: bool) -> Plan {
     Plan {
         name: "actors",
         reproduces: "the thesis's Play/Akka side: requests answered by actors, throughput and latency against clients",
-        default_servers: servers(&[
-            "proscenium:loops",
-            "proscenium:event-loop",
-            "proscenium:thread-pool",
-            "pekko",
-        ]),
+        default_servers: servers(&ACTORS_SERVERS),
         cores: Cores::Shared,
         upstream: false,
         checks: vec![(format!("/actor?n={ACTOR_N}"), ACTOR_ANSWER.to_owned())],
