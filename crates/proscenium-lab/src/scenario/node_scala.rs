@@ -84,26 +84,9 @@ pub(crate) const LIGHT: &str = "/fib?n=20";
 /// loops, for plaintext and a CPU-bound page.
 pub(super) fn scaling(quick: bool, cores: usize) -> Plan {
     let seconds = if quick { 5 } else { 15 };
-    let steps = vec![
-        closed(
-            "plaintext",
-            "plaintext".into(),
-            0.0,
-            "/plaintext",
-            64,
-            1,
-            seconds,
-        ),
-        closed(
-            "dynamic page",
-            "dynamic page".into(),
-            0.0,
-            "/dynamic",
-            64,
-            1,
-            seconds,
-        ),
-    ];
+    let steps = [("plaintext", "/plaintext"), ("dynamic page", "/dynamic")]
+        .map(|(group, path)| closed(group, group.into(), 0.0, path, 64, 1, seconds))
+        .to_vec();
     Plan {
         name: "scaling",
         reproduces: "Node.Scala Fig. 4: throughput against the number of loops",

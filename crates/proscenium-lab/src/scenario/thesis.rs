@@ -177,20 +177,7 @@ pub(super) fn actors(quick: bool) -> Plan {
         (&[16, 64, 256, 1024, 4096], 15)
     };
     let group = format!("fib({ACTOR_N}) by an actor");
-    let steps = clients
-        .iter()
-        .map(|&c| {
-            closed(
-                &group,
-                format!("{c} clients"),
-                c as f64,
-                &format!("/actor?n={ACTOR_N}"),
-                c,
-                1,
-                seconds,
-            )
-        })
-        .collect();
+    let steps = client_steps(&group, &format!("/actor?n={ACTOR_N}"), clients, seconds);
     Plan {
         name: "actors",
         reproduces: "the thesis's Play/Akka side: requests answered by actors, throughput and latency against clients",
@@ -211,6 +198,24 @@ pub(super) fn actors(quick: bool) -> Plan {
         ),
         deviations: actors_deviations(),
     }
+}
+
+/// A closed step of `target` at each of `clients`, for `seconds`.
+fn client_steps(group: &str, target: &str, clients: &[usize], seconds: u64) -> Vec<StepPlan> {
+    clients
+        .iter()
+        .map(|&c| {
+            closed(
+                group,
+                format!("{c} clients"),
+                c as f64,
+                target,
+                c,
+                1,
+                seconds,
+            )
+        })
+        .collect()
 }
 
 /// Where the actors scenario departs from the thesis's Play on Akka.

@@ -14,21 +14,7 @@ pub(super) fn workers(quick: bool) -> Plan {
         "20 connections (Yarn's)".to_owned(),
         "256 connections".to_owned(),
     ];
-    let steps = groups
-        .iter()
-        .zip([20, 256])
-        .map(|(group, conns)| {
-            closed(
-                group,
-                format!("{conns} connections"),
-                conns as f64,
-                "/plaintext",
-                conns,
-                1,
-                seconds,
-            )
-        })
-        .collect();
+    let steps = connection_steps(&groups, seconds);
     let plots = worker_plots(&groups);
     Plan {
         name: "workers",
@@ -45,6 +31,19 @@ pub(super) fn workers(quick: bool) -> Plan {
         plots,
         deviations: workers_deviations(seconds, most),
     }
+}
+
+/// The plaintext step of each of `groups`: 20 connections (Yarn's), then 256, for
+/// `seconds`.
+fn connection_steps(groups: &[String; 2], seconds: u64) -> Vec<StepPlan> {
+    groups
+        .iter()
+        .zip([20, 256])
+        .map(|(group, conns)| {
+            let label = format!("{conns} connections");
+            closed(group, label, conns as f64, "/plaintext", conns, 1, seconds)
+        })
+        .collect()
 }
 
 /// Where the workers scenario departs from Yarn's, its steps lasting `seconds` and its
