@@ -240,16 +240,7 @@ fn add_accounting_plots(plan: &mut Plan) {
         }
     }
     for (group, x_label, x_axis) in groups {
-        let open = plan
-            .steps
-            .iter()
-            .any(|s| s.group == group && s.load.offered().is_some());
-        let wanted: &[Metric] = if open {
-            &[Metric::Rps, Metric::FailedShare]
-        } else {
-            &[Metric::Utilisation]
-        };
-        for &metric in wanted {
+        for &metric in accounting_metrics(plan, &group) {
             if !plan
                 .plots
                 .iter()
@@ -263,6 +254,20 @@ fn add_accounting_plots(plan: &mut Plan) {
                 });
             }
         }
+    }
+}
+
+/// The accounting plots of `group`: achieved/s and the failed share for an open loop,
+/// the server's utilisation for a closed one.
+fn accounting_metrics(plan: &Plan, group: &str) -> &'static [Metric] {
+    let open = plan
+        .steps
+        .iter()
+        .any(|s| s.group == group && s.load.offered().is_some());
+    if open {
+        &[Metric::Rps, Metric::FailedShare]
+    } else {
+        &[Metric::Utilisation]
     }
 }
 

@@ -58,19 +58,7 @@ fn static_files(results: &Results) -> Finding {
     if !ran(results, &servers) {
         return Finding::missing(&servers);
     }
-    let mut rows = Vec::new();
-    let mut held = Vec::new();
-    for server in servers {
-        if let Some((last, peak)) = holds(results, server, group) {
-            rows.push(Comparison::new(
-                format!("{server}: at the most clients ÷ peak"),
-                None,
-                Some(last / peak),
-                "×",
-            ));
-            held.push(last >= 0.8 * peak);
-        }
-    }
+    let (rows, held) = held_throughput(results, &servers, group);
     let [leda, nginx, apache] = held[..] else {
         return Finding::missing(&servers);
     };
@@ -91,6 +79,29 @@ fn static_files(results: &Results) -> Finding {
         "a server holds its throughput when at the most clients it answers 0.8 of its peak or more",
         rows,
     )
+}
+
+/// For each of `servers` measured in `group`: its rate at the most clients over its
+/// peak, as a row, and whether it held 0.8 of the peak.
+fn held_throughput(
+    results: &Results,
+    servers: &[&str],
+    group: &str,
+) -> (Vec<Comparison>, Vec<bool>) {
+    let mut rows = Vec::new();
+    let mut held = Vec::new();
+    for server in servers {
+        if let Some((last, peak)) = holds(results, server, group) {
+            rows.push(Comparison::new(
+                format!("{server}: at the most clients ÷ peak"),
+                None,
+                Some(last / peak),
+                "×",
+            ));
+            held.push(last >= 0.8 * peak);
+        }
+    }
+    (rows, held)
 }
 
 /// The most the page's CPU cost may differ between the two servers for their response

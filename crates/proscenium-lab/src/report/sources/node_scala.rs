@@ -190,17 +190,7 @@ fn mixed_pair(
 fn scaling(results: &Results) -> Finding {
     let group = "dynamic page";
     let one = peak(results, "proscenium:loops:1", group, Metric::Rps);
-    let most = (2..=64).rev().find_map(|n| {
-        Some((
-            n,
-            peak(
-                results,
-                &format!("proscenium:loops:{n}"),
-                group,
-                Metric::Rps,
-            )?,
-        ))
-    });
+    let most = most_loops(results, group);
     let (Some(one), Some((n, many))) = (one, most) else {
         return Finding::missing(&["proscenium:loops:1", "proscenium:loops:N (N > 1)"]);
     };
@@ -223,6 +213,14 @@ fn scaling(results: &Results) -> Finding {
             Comparison::new("efficiency (of linear)", Some(0.71), Some(efficiency), "×"),
         ],
     )
+}
+
+/// The most loops run (up to 64, more than one) and their peak in `group`.
+fn most_loops(results: &Results, group: &str) -> Option<(u32, f64)> {
+    (2..=64).rev().find_map(|n| {
+        let server = format!("proscenium:loops:{n}");
+        Some((n, peak(results, &server, group, Metric::Rps)?))
+    })
 }
 
 /// The claim holds when at the fewest writes the shared service answers 1.3× the one
