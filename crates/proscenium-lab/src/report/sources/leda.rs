@@ -132,20 +132,16 @@ fn dynamic(results: &Results) -> Finding {
             "at {x:.0} clients Proscenium's mean response time is {o:.0} ms, httpd's {a:.0} ms"
         ),
         vec![
-            Comparison::new(
-                format!("proscenium:loops, mean at {x:.0} clients"),
-                None,
-                Some(o),
-                "ms",
-            ),
-            Comparison::new(
-                format!("httpd-event, mean at {x:.0} clients"),
-                None,
-                Some(a),
-                "ms",
-            ),
+            mean_at(x, "proscenium:loops", o),
+            mean_at(x, "httpd-event", a),
         ],
     )
+}
+
+/// `server`'s mean response time `ms` at `clients`, as a row.
+fn mean_at(clients: f64, server: &str, ms: f64) -> Comparison {
+    let what = format!("{server}, mean at {clients:.0} clients");
+    Comparison::new(what, None, Some(ms), "ms")
 }
 
 /// The finding that `group`'s page costs the two servers too unequal CPU to compare
@@ -161,19 +157,13 @@ fn unequal_costs(results: &Results, group: &str) -> Option<Finding> {
     else {
         return Some(Finding::missing(&["proscenium:loops", "httpd-event"]));
     };
+    let cost_row = |server: &str, cost: f64| {
+        let what = format!("{server}, CPU a page at the fewest clients");
+        Comparison::new(what, None, Some(cost), "µs")
+    };
     let costs = vec![
-        Comparison::new(
-            "proscenium:loops, CPU a page at the fewest clients",
-            None,
-            Some(ours_cost),
-            "µs",
-        ),
-        Comparison::new(
-            "httpd-event, CPU a page at the fewest clients",
-            None,
-            Some(apache_cost),
-            "µs",
-        ),
+        cost_row("proscenium:loops", ours_cost),
+        cost_row("httpd-event", apache_cost),
     ];
     let ratio = ours_cost.max(apache_cost) / ours_cost.min(apache_cost);
     (ratio > SAME_COST).then(|| {
@@ -246,18 +236,8 @@ fn lua_rows(
     (ours_growth, apache_growth): (f64, f64),
 ) -> Vec<Comparison> {
     vec![
-        Comparison::new(
-            format!("proscenium-lua, mean at {top:.0} clients"),
-            None,
-            Some(ours_top),
-            "ms",
-        ),
-        Comparison::new(
-            format!("httpd-worker, mean at {top:.0} clients"),
-            None,
-            Some(apache_top),
-            "ms",
-        ),
+        mean_at(top, "proscenium-lua", ours_top),
+        mean_at(top, "httpd-worker", apache_top),
         Comparison::new(
             format!("proscenium-lua, growth from {low:.0} clients"),
             None,

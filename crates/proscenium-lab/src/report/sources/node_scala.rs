@@ -235,20 +235,11 @@ fn stateful(results: &Results) -> Finding {
         return Finding::missing(&["fib-cache", "fib-cache:1"]);
     };
     let (low, high) = (first.1 / one_first.1, last.1 / one_last.1);
-    let rows = vec![
-        Comparison::new(
-            format!("{:.0} % writing: shared ÷ one loop", first.0),
-            None,
-            Some(low),
-            "×",
-        ),
-        Comparison::new(
-            format!("{:.0} % writing: shared ÷ one loop", last.0),
-            None,
-            Some(high),
-            "×",
-        ),
-    ];
+    let shared = |writing: f64, ratio: f64| {
+        let what = format!("{writing:.0} % writing: shared ÷ one loop");
+        Comparison::new(what, None, Some(ratio), "×")
+    };
+    let rows = vec![shared(first.0, low), shared(last.0, high)];
     let verdict = Verdict::of_both(low >= 1.3, high <= 1.25);
     Finding::new(
         verdict,

@@ -38,6 +38,19 @@ pub(super) const WORKERS: Source = Source {
     judge,
 };
 
+/// Yarn's shape (the most workers at 1.5× one worker or more, the peak past a worker
+/// a core) or the other (a peak by two workers a core, 0.8 of it held at the most),
+/// from the rate of one worker, the peak and where, and the rate of the most.
+fn verdict(first: f64, (at, peak): (f64, f64), last: f64, cores: f64) -> Verdict {
+    if last >= 1.5 * first && at > cores {
+        Verdict::Reproduced
+    } else if at <= 2.0 * cores && last >= 0.8 * peak {
+        Verdict::Partly
+    } else {
+        Verdict::NotReproduced
+    }
+}
+
 /// Each `proscenium:prefork` server's rate at Yarn's step, by its workers, in order.
 fn prefork_line(results: &Results) -> Vec<(f64, f64)> {
     let mut line: Vec<(f64, f64)> = results
@@ -78,15 +91,8 @@ fn judge(results: &Results) -> Finding {
         ),
         Comparison::new(format!("{most:.0} workers"), None, Some(last), "req/s"),
     ];
-    let verdict = if last >= 1.5 * first && at > cores {
-        Verdict::Reproduced
-    } else if at <= 2.0 * cores && last >= 0.8 * peak {
-        Verdict::Partly
-    } else {
-        Verdict::NotReproduced
-    };
     Finding::new(
-        verdict,
+        verdict(first, (at, peak), last, cores),
         format!(
             "throughput peaks at {at:.0} workers on {cores:.0} cores and holds {:.2} of its peak \
              at {most:.0}: Yarn's workers served a request at a time, ours each run a loop",
