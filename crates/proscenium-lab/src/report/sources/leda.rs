@@ -352,26 +352,17 @@ fn cep_row(
     (leda, leda_one, leda_two): (&str, f64, f64),
 ) -> Vec<Comparison> {
     let [one, two, apart] = CEP_CONFIGURATIONS;
-    let here = |s: Option<Spread>| s.map(|s| s.median);
+    let time = |what: String, leda: f64, spread: Option<Spread>| {
+        Comparison::new(what, Some(leda), spread.map(|s| s.median), "s")
+    };
     let mut rows = vec![
-        Comparison::new(
+        time(
             format!("{one}, {label} (Leda: {leda})"),
-            Some(leda_one),
-            here(spreads[0]),
-            "s",
+            leda_one,
+            spreads[0],
         ),
-        Comparison::new(
-            format!("{two}, {label}"),
-            Some(leda_two),
-            here(spreads[1]),
-            "s",
-        ),
-        Comparison::new(
-            format!("{apart}, {label}"),
-            Some(leda_two),
-            here(spreads[2]),
-            "s",
-        ),
+        time(format!("{two}, {label}"), leda_two, spreads[1]),
+        time(format!("{apart}, {label}"), leda_two, spreads[2]),
     ];
     for configuration in [two, apart] {
         rows.push(Comparison::new(

@@ -24,7 +24,6 @@ pub(super) const SOURCE: Source = Source {
 
 fn judge(results: &Results) -> Finding {
     let ours = "proscenium:loops";
-    let group = results.scenario.as_str();
     let peers: Vec<&str> = results
         .servers
         .iter()
@@ -35,12 +34,7 @@ fn judge(results: &Results) -> Finding {
     let mut held = 0;
     let mut measured = 0;
     for label in labels(results) {
-        let cpu = |server| at_label(results, server, group, label, Metric::CpuPerRequest);
-        let best = peers
-            .iter()
-            .filter_map(|p| Some((*p, cpu(p)?)))
-            .min_by(|a, b| a.1.total_cmp(&b.1));
-        if let (Some(o), Some((peer, b))) = (cpu(ours), best) {
+        if let Some((o, (peer, b))) = beside_best_peer(results, label, ours, &peers) {
             measured += 1;
             held += usize::from(o <= b * 1.05);
             rows.push(Comparison::new(
@@ -70,4 +64,21 @@ fn labels(results: &Results) -> Vec<&str> {
         }
     }
     labels
+}
+
+/// `ours`' CPU per request at step `label`, and the best of `peers` with theirs;
+/// `None` when either was not measured.
+fn beside_best_peer<'a>(
+    results: &Results,
+    label: &str,
+    ours: &str,
+    peers: &[&'a str],
+) -> Option<(f64, (&'a str, f64))> {
+    let group = results.scenario.as_str();
+    let cpu = |server| at_label(results, server, group, label, Metric::CpuPerRequest);
+    let best = peers
+        .iter()
+        .filter_map(|p| Some((*p, cpu(p)?)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))?;
+    Some((cpu(ours)?, best))
 }
