@@ -204,7 +204,14 @@ pub(crate) fn plan(name: &str, profile: Profile, cores: usize) -> Option<Plan> {
         return Some(plan);
     }
     add_deviations(&mut plan, cores, quick);
-    if !probes(&plan).is_empty() {
+    add_saturation_plot(&mut plan);
+    add_accounting_plots(&mut plan);
+    Some(plan)
+}
+
+/// Adds the saturation probes' bar plot, when the plan asks for probes.
+fn add_saturation_plot(plan: &mut Plan) {
+    if !probes(plan).is_empty() {
         plan.plots.push(PlotPlan {
             group: SATURATION.to_owned(),
             metric: Metric::Rps,
@@ -212,8 +219,6 @@ pub(crate) fn plan(name: &str, profile: Profile, cores: usize) -> Option<Plan> {
             x_axis: XAxis::Steps,
         });
     }
-    add_accounting_plots(&mut plan);
-    Some(plan)
 }
 
 /// Adds what every plan of servers departs from its source by: one machine for both

@@ -113,22 +113,7 @@ pub(super) fn off_system(quick: bool) -> Plan {
     let tops: &[u64] = &[100, 1_000, 5_000];
     // Quick's 2 s steps keep three ramps within three minutes of load a round.
     let (steps_per_ramp, seconds) = if quick { (4, 2) } else { (10, 3) };
-    let mut steps = Vec::new();
-    let mut groups = Vec::new();
-    for &top in tops {
-        let group = format!("ramp to {top}/s");
-        for rate in ramp(top, steps_per_ramp) {
-            steps.push(open(
-                &group,
-                format!("{rate}/s"),
-                rate as f64,
-                vec!["/relay".to_owned()],
-                rate,
-                seconds,
-            ));
-        }
-        groups.push(group);
-    }
+    let (steps, groups) = rate_ramps(tops, steps_per_ramp, seconds);
     Plan {
         name: "off-system",
         reproduces: "thesis Fig. 5.5–5.7: off-system work (a 170 ms upstream), response time against request rate",
@@ -152,6 +137,29 @@ fn off_system_deviations(seconds: u64) -> Vec<String> {
         "the upstream is lab-app on the same machine, not a remote web site".to_owned(),
         format!("each ramp is run as equal constant-rate steps of {seconds} s"),
     ]
+}
+
+/// Off-system's ramps: to each of `tops` in `steps_per_ramp` equal steps of `seconds`,
+/// every request relayed to the upstream; and their groups.
+fn rate_ramps(tops: &[u64], steps_per_ramp: u64, seconds: u64) -> (Vec<StepPlan>, Vec<String>) {
+    let mut steps = Vec::new();
+    let mut groups = Vec::new();
+    for &top in tops {
+        let group = format!("ramp to {top}/s");
+        for rate in ramp(top, steps_per_ramp) {
+            let relay = vec!["/relay".to_owned()];
+            steps.push(open(
+                &group,
+                format!("{rate}/s"),
+                rate as f64,
+                relay,
+                rate,
+                seconds,
+            ));
+        }
+        groups.push(group);
+    }
+    (steps, groups)
 }
 
 /// The `n` of the iterative Fibonacci number an actor computes in the `actors`
