@@ -46,20 +46,29 @@ pub(crate) fn write(results: &Results, dir: &Path) -> Result<(), Error> {
         )));
     }
     remove_plots(dir)?;
-    let mut figures = Vec::new();
-    for ((title, y_label, chart), file) in charts.into_iter().zip(&results.plots) {
-        let svg = plot::svg(&title, y_label, &chart).map_err(Error::Tool)?;
-        std::fs::write(dir.join(format!("{file}.svg")), &svg).map_err(Error::io("write a plot"))?;
-        plot::png(&dir.join(format!("{file}.png")), &title, y_label, &chart)
-            .map_err(Error::Tool)?;
-        figures.push(Figure {
-            file: file.clone(),
-            title,
-            svg,
-        });
-    }
+    let figures = charts
+        .into_iter()
+        .zip(&results.plots)
+        .map(|(chart, file)| draw(dir, file, chart))
+        .collect::<Result<Vec<_>, Error>>()?;
     std::fs::write(dir.join("report.html"), html::page(&results, &figures))
         .map_err(Error::io("write report.html"))
+}
+
+/// Draws `chart` into `dir` as `file`.svg and `file`.png; returns its figure.
+fn draw(
+    dir: &Path,
+    file: &str,
+    (title, y_label, chart): (String, &'static str, Chart),
+) -> Result<Figure, Error> {
+    let svg = plot::svg(&title, y_label, &chart).map_err(Error::Tool)?;
+    std::fs::write(dir.join(format!("{file}.svg")), &svg).map_err(Error::io("write a plot"))?;
+    plot::png(&dir.join(format!("{file}.png")), &title, y_label, &chart).map_err(Error::Tool)?;
+    Ok(Figure {
+        file: file.to_owned(),
+        title,
+        svg,
+    })
 }
 
 /// Removes the plot files in `dir`: a report drawn again may have fewer.

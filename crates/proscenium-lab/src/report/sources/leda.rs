@@ -301,13 +301,7 @@ fn cep(results: &Results) -> Finding {
     let (mut faster, mut slower, mut measured) = (0, 0, 0);
     for (row, leda) in CEP_ROWS.iter().zip(TABLE_1) {
         let label = row.label();
-        let of = |server| {
-            let steps = steps(results, server, CEP_GROUP);
-            spread(
-                Metric::Elapsed,
-                steps.into_iter().filter(|s| s.label == label),
-            )
-        };
+        let of = |server| elapsed(results, server, &label);
         let (a, b) = (of(one), of(two));
         rows.extend(cep_row(results, &label, [a, b, of(apart)], leda));
         if let (Some(a), Some(b)) = (a, b) {
@@ -327,6 +321,15 @@ fn cep(results: &Results) -> Finding {
              rows of four and slower in none)"
         ),
         rows,
+    )
+}
+
+/// The times of `server`'s runs of the Table 1 row `label`, over the rounds.
+fn elapsed(results: &Results, server: &str, label: &str) -> Option<Spread> {
+    let steps = steps(results, server, CEP_GROUP);
+    spread(
+        Metric::Elapsed,
+        steps.into_iter().filter(|s| s.label == label),
     )
 }
 
