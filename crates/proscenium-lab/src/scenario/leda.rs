@@ -61,24 +61,16 @@ fn file_steps(clients: &[usize], seconds: u64, quick: bool) -> (Vec<StepPlan>, V
     let mut groups = Vec::new();
     for (file, size) in FILES {
         let group = format!("{} KB file", size / 1024);
-        for &c in clients {
-            // A full step lasts long enough for nine answers a client at ~1.5 GB/s, or
-            // the requests still waiting at its end make it invalid.
-            let rounds = if quick {
+        // A full step lasts long enough for nine answers a client at ~1.5 GB/s, or the
+        // requests still waiting at its end make it invalid.
+        let seconds = |c| {
+            if quick {
                 seconds
             } else {
                 seconds.max(long_enough(c, 1_500_000_000 / size))
-            };
-            steps.push(closed(
-                &group,
-                format!("{c} clients"),
-                c as f64,
-                &format!("/{file}"),
-                c,
-                1,
-                rounds,
-            ));
-        }
+            }
+        };
+        steps.extend(client_ramp(&group, &format!("/{file}"), clients, seconds));
         groups.push(group);
     }
     (steps, groups)
@@ -93,21 +85,12 @@ fn page_ramp(
     (clients, least): (&[usize], u64),
     pages_a_second: usize,
 ) -> Vec<StepPlan> {
-    clients
-        .iter()
-        .map(|&c| {
-            closed(
-                group,
-                format!("{c} clients"),
-                c as f64,
-                target,
-                c,
-                1,
-                least.max(long_enough(c, pages_a_second)),
-            )
-            .with_load_threads(DYNAMIC_LOAD_THREADS)
-        })
-        .collect()
+    client_ramp(group, target, clients, |c| {
+        least.max(long_enough(c, pages_a_second))
+    })
+    .into_iter()
+    .map(|step| step.with_load_threads(DYNAMIC_LOAD_THREADS))
+    .collect()
 }
 
 /// Every page scenario's listen backlog, as its deviation says.

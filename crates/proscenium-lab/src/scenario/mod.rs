@@ -280,6 +280,30 @@ fn servers(names: &[&str]) -> Vec<String> {
     names.iter().map(|s| (*s).to_owned()).collect()
 }
 
+/// A closed step of `target` at each of `clients`, labelled by its clients and
+/// lasting `seconds(clients)`.
+fn client_ramp(
+    group: &str,
+    target: &str,
+    clients: &[usize],
+    seconds: impl Fn(usize) -> u64,
+) -> Vec<StepPlan> {
+    clients
+        .iter()
+        .map(|&c| {
+            closed(
+                group,
+                format!("{c} clients"),
+                c as f64,
+                target,
+                c,
+                1,
+                seconds(c),
+            )
+        })
+        .collect()
+}
+
 fn closed(
     group: &str,
     label: String,

@@ -185,7 +185,7 @@ pub(super) fn actors(quick: bool) -> Plan {
         (&[16, 64, 256, 1024, 4096], 15)
     };
     let group = format!("fib({ACTOR_N}) by an actor");
-    let steps = client_steps(&group, &format!("/actor?n={ACTOR_N}"), clients, seconds);
+    let steps = client_ramp(&group, &format!("/actor?n={ACTOR_N}"), clients, |_| seconds);
     Plan {
         name: "actors",
         reproduces: "the thesis's Play/Akka side: requests answered by actors, throughput and latency against clients",
@@ -206,24 +206,6 @@ pub(super) fn actors(quick: bool) -> Plan {
         ),
         deviations: actors_deviations(),
     }
-}
-
-/// A closed step of `target` at each of `clients`, for `seconds`.
-fn client_steps(group: &str, target: &str, clients: &[usize], seconds: u64) -> Vec<StepPlan> {
-    clients
-        .iter()
-        .map(|&c| {
-            closed(
-                group,
-                format!("{c} clients"),
-                c as f64,
-                target,
-                c,
-                1,
-                seconds,
-            )
-        })
-        .collect()
 }
 
 /// Where the actors scenario departs from the thesis's Play on Akka.
