@@ -30,6 +30,15 @@ impl Verdict {
         }
     }
 
+    /// The verdict on a claim of one part: it held or it did not.
+    pub(crate) fn of_one(held: bool) -> Self {
+        if held {
+            Self::Reproduced
+        } else {
+            Self::NotReproduced
+        }
+    }
+
     /// The verdict on a claim of two parts: both held, neither, or one.
     pub(crate) fn of_both(first: bool, second: bool) -> Self {
         match (first, second) {

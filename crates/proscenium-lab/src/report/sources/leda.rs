@@ -121,13 +121,8 @@ fn dynamic(results: &Results) -> Finding {
     let (Some(&(x, o)), Some(&(_, a))) = (ours.last(), apache.last()) else {
         return Finding::missing(&["proscenium:loops", "httpd-event"]);
     };
-    let verdict = if o <= a {
-        Verdict::Reproduced
-    } else {
-        Verdict::NotReproduced
-    };
     Finding::new(
-        verdict,
+        Verdict::of_one(o <= a),
         format!(
             "at {x:.0} clients Proscenium's mean response time is {o:.0} ms, httpd's {a:.0} ms"
         ),

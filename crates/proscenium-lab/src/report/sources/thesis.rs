@@ -227,13 +227,8 @@ fn actors(results: &Results) -> Finding {
         return Finding::missing(&["pekko", "a proscenium model"]);
     };
     let ratio = best / pekko;
-    let verdict = if ratio >= 0.9 {
-        Verdict::Reproduced
-    } else {
-        Verdict::NotReproduced
-    };
     Finding::new(
-        verdict,
+        Verdict::of_one(ratio >= 0.9),
         format!(
             "Proscenium's best model answers {ratio:.2}× Pekko's peak through actors (the rule: at least 0.9×)"
         ),
