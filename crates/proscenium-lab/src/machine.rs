@@ -71,13 +71,19 @@ pub(crate) fn versions(root: &Path, vegeta: Option<&Path>) -> BTreeMap<String, S
             found.insert(name.to_owned(), line);
         }
     }
-    for (peer, framework) in [("actix", "actix-web"), ("hyper", "hyper")] {
-        let lock = root.join(format!("bench/peers/{peer}/Cargo.lock"));
-        if let Some(version) = locked_version(&lock, framework) {
-            found.insert(format!("{framework} (peer {peer})"), version);
-        }
-    }
+    found.extend(rust_peer_frameworks(root));
     found
+}
+
+/// The web framework of each Rust peer, as its `Cargo.lock` under `root` pins it.
+fn rust_peer_frameworks(root: &Path) -> impl Iterator<Item = (String, String)> + '_ {
+    [("actix", "actix-web"), ("hyper", "hyper")]
+        .into_iter()
+        .filter_map(move |(peer, framework)| {
+            let lock = root.join(format!("bench/peers/{peer}/Cargo.lock"));
+            let version = locked_version(&lock, framework)?;
+            Some((format!("{framework} (peer {peer})"), version))
+        })
 }
 
 /// The first line `argv` prints of tool `name`'s version (on stdout, or else on

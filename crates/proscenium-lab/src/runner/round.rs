@@ -98,10 +98,7 @@ impl Bench<'_> {
             self.progress.advance();
             let step = &resolved(planned, &calibration, server)?;
             let offered = step.load.offered().unwrap_or(0.0);
-            if stopped
-                .iter()
-                .any(|&(group, rate)| group == planned.group && offered > rate)
-            {
+            if above_collapse(&stopped, &planned.group, offered) {
                 continue;
             }
             let at = format!("round {round} / {} / {}", step.group, step.label);
@@ -312,6 +309,14 @@ fn resolved(
             server: server.to_string(),
             reason: format!("nothing to plan {} / {} from", planned.group, planned.label),
         })
+}
+
+/// Whether a step of `group` offering `offered`/s is above a rate its ramp collapsed
+/// at (`stopped`: each group with that rate), so not run.
+fn above_collapse(stopped: &[(&str, f64)], group: &str, offered: f64) -> bool {
+    stopped
+        .iter()
+        .any(|&(g, rate)| g == group && offered > rate)
 }
 
 /// The note of a ramp that collapsed at `step` in `round`.

@@ -63,11 +63,7 @@ pub(super) fn page(results: &Results, figures: &[Figure]) -> String {
     provenance(&mut html, results);
     let job = jobs::is_job(results);
     html.push_str(if job { jobs::READING } else { READING });
-    html.push_str("<h2>Deviations from the source</h2><ul>");
-    for d in &results.deviations {
-        let _ = write!(html, "<li>{}</li>", esc(d));
-    }
-    html.push_str("</ul>");
+    deviations(&mut html, results);
     plots(&mut html, figures);
     servers(&mut html, results);
     if job {
@@ -78,6 +74,15 @@ pub(super) fn page(results: &Results, figures: &[Figure]) -> String {
     commands(&mut html, results);
     html.push_str("</ul></body></html>\n");
     html
+}
+
+/// Where the run departs from its source.
+fn deviations(html: &mut String, results: &Results) {
+    html.push_str("<h2>Deviations from the source</h2><ul>");
+    for d in &results.deviations {
+        let _ = write!(html, "<li>{}</li>", esc(d));
+    }
+    html.push_str("</ul>");
 }
 
 /// The plots, each as its SVG inline with a link to its PNG.
