@@ -105,13 +105,7 @@ fn charts(results: &Results) -> Vec<(String, &'static str, Chart)> {
     let Some(plan) = scenario::plan(&results.scenario, profile, cores) else {
         return Vec::new();
     };
-    // A server skipped in a later round keeps the rounds it ran.
-    let servers: Vec<&str> = results
-        .servers
-        .iter()
-        .map(|s| s.name.as_str())
-        .filter(|name| results.steps.iter().any(|s| s.server == *name && !s.warmup))
-        .collect();
+    let servers = measured_servers(results);
     plan.plots
         .iter()
         .map(|p| {
@@ -122,6 +116,17 @@ fn charts(results: &Results) -> Vec<(String, &'static str, Chart)> {
             let title = format!("{}: {}", p.group, p.metric.title());
             (title, p.metric.label(), chart)
         })
+        .collect()
+}
+
+/// The servers with a measured step, in the run's order: a server skipped in a later
+/// round keeps the rounds it ran.
+fn measured_servers(results: &Results) -> Vec<&str> {
+    results
+        .servers
+        .iter()
+        .map(|s| s.name.as_str())
+        .filter(|name| results.steps.iter().any(|s| s.server == *name && !s.warmup))
         .collect()
 }
 

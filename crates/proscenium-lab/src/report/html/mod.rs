@@ -125,6 +125,11 @@ fn provenance(html: &mut String, results: &Results) {
              before the lab recorded them).</p>",
         ),
     }
+    machine(html, results);
+}
+
+/// The machine the run was on, and the versions of the programs involved.
+fn machine(html: &mut String, results: &Results) {
     let m = &results.machine;
     let _ = write!(
         html,
