@@ -240,42 +240,25 @@ stop_all() {
   done
 }
 
+# Escapes VALUE for the replacement side of a sed `s|...|VALUE|`, lines and all.
+sed_value() {
+  printf '%s' "$1" | sed -e 's/[\\&|]/\\&/g' -e '$!s/$/\\/'
+}
+
 # Writes an nginx config serving /plaintext, /json and ROOT on PORT, one worker,
 # pid, logs and temp files under DIR, EXTRA (optional) in its server block and
 # LISTEN (optional, e.g. "ssl") after its listen address; prints the config path.
+# The config is bench/nginx.conf.in, the lab's too (its servers/nginx.rs fills it).
 nginx_conf() {
   local dir="$1" port="$2" root="$3" extra="${4:-}" listen="${5:-}"
   mkdir -p "$dir/logs" "$dir/tmp"
   # nginx's workers run as nobody: they must be able to read the root.
   chmod -R a+rX "$root" "$(dirname "$root")"
-  cat >"$dir/nginx.conf" <<CONF
-worker_processes 1;
-daemon off;
-pid $dir/nginx.pid;
-error_log $dir/logs/error.log warn;
-events { worker_connections 20000; use epoll; multi_accept on; }
-http {
-  access_log off;
-  sendfile on;
-  tcp_nopush on;
-  tcp_nodelay on;
-  keepalive_requests 10000000;
-  keepalive_timeout 75s;
-  client_body_temp_path $dir/tmp/body;
-  proxy_temp_path $dir/tmp/proxy;
-  fastcgi_temp_path $dir/tmp/fastcgi;
-  uwsgi_temp_path $dir/tmp/uwsgi;
-  scgi_temp_path $dir/tmp/scgi;
-  types { text/plain txt; application/octet-stream bin; }
-  server {
-    listen 127.0.0.1:$port $listen backlog=1024;
-    root $root;
-    location = /plaintext { default_type text/plain; return 200 'Hello, World!'; }
-    location = /json { default_type application/json; return 200 '{"message":"Hello, World!"}'; }
-    $extra
-  }
-}
-CONF
+  sed -e 's|@MODULES@||' -e 's|@WORKERS@|1|' -e 's|@TYPES@||' -e 's|@HTTP@||' \
+    -e 's|@BACKLOG@|1024|' -e "s|@PORT@|$port|" \
+    -e "s|@DIR@|$(sed_value "$dir")|g" -e "s|@ROOT@|$(sed_value "$root")|" \
+    -e "s|@LISTEN@|$(sed_value "$listen")|" -e "s|@SERVER@|$(sed_value "$extra")|" \
+    "$BENCH_DIR/nginx.conf.in" >"$dir/nginx.conf"
   echo "$dir/nginx.conf"
 }
 

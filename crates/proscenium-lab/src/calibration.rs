@@ -12,15 +12,12 @@
 //!   `/dynamic?n={page-n}`) gets, per server, the n whose lone request costs that server
 //!   the tuning's time: the same work on every runtime, whatever its language.
 //!
-//! Measuring is the runner's (`run/calibrate.rs`); this module says what is recorded and
-//! how a step is resolved from it.
+//! Measuring is the runner's (`runner/calibrate.rs`); this module says what is recorded,
+//! and `scenario/per_server.rs` how a step is resolved from it.
 
 use std::ops::RangeInclusive;
 
 use serde::{Deserialize, Serialize};
-
-use crate::results::MIN_ANSWERS;
-use crate::scenario::{Plan, StepPlan};
 
 /// The group of the saturation probes' steps, and of their bar plot.
 pub(crate) const SATURATION: &str = "saturation";
@@ -32,7 +29,7 @@ pub(crate) const SATURATION: &str = "saturation";
 pub(crate) const PROBE_CONNECTIONS: usize = 64;
 /// A probe's seconds: enough for thousands of answers at the rates probed, short
 /// beside the ramp it plans.
-const PROBE_SECONDS: u64 = 3;
+pub(crate) const PROBE_SECONDS: u64 = 3;
 
 /// A request whose size the lab chooses per server, so that it costs every server the
 /// same time: a plan writes its `target`, placeholder included, and each server's steps
@@ -46,7 +43,7 @@ pub(crate) struct Tuning {
     placeholder: &'static str,
     /// The request before the server is calibrated (a warm-up's): the same code, at
     /// the server's own default or a small n.
-    untuned: &'static str,
+    pub(crate) untuned: &'static str,
     /// The time one request alone should take, in milliseconds.
     pub(crate) cost_ms: f64,
     /// Requests timed at each n; the median is its cost.
@@ -244,95 +241,6 @@ fn milliseconds(ms: f64) -> String {
     }
 }
 
-/// Whether `plan` asks for any calibration.
-pub(crate) fn is_asked(plan: &Plan) -> bool {
-    !probes(plan).is_empty() || !tunings_asked(plan).is_empty()
-}
-
-/// The tunings whose target some step of `plan` holds.
-pub(crate) fn tunings_asked(plan: &Plan) -> Vec<&'static Tuning> {
-    TUNINGS
-        .into_iter()
-        .filter(|tuning| {
-            plan.steps
-                .iter()
-                .any(|s| s.load.targets().iter().any(|t| t == tuning.target))
-        })
-        .collect()
-}
-
-/// The saturation probes `plan` asks for: one closed-loop step on the target of each
-/// group whose steps offer a share of the saturation, labelled with that group.
-pub(crate) fn probes(plan: &Plan) -> Vec<StepPlan> {
-    let mut probes: Vec<StepPlan> = Vec::new();
-    for step in plan
-        .steps
-        .iter()
-        .filter(|s| s.share_of_saturation.is_some())
-    {
-        if !probes.iter().any(|p| p.label == step.group) {
-            probes.push(StepPlan {
-                group: SATURATION.to_owned(),
-                label: step.group.clone(),
-                x: 0.0,
-                load: step.load.as_probe(PROBE_SECONDS),
-                share_of_saturation: None,
-            });
-        }
-    }
-    probes
-}
-
-impl StepPlan {
-    /// The step as run against a server calibrated as `calibration`: its rate (and
-    /// label and x) from the group's saturation, its tuned requests' n filled in; or
-    /// `None` when the calibration lacks what the step needs.
-    ///
-    /// A step at a share of the saturation lasts long enough to offer [`MIN_ANSWERS`]
-    /// requests, or its latency would not be drawn (a quarter of a 100/s saturation
-    /// sends 50 in 2 s).
-    pub(crate) fn for_server(&self, calibration: &Calibration) -> Option<Self> {
-        let mut step = self.clone();
-        if let Some(share) = self.share_of_saturation {
-            let rate = (share * calibration.saturation_of(&self.group)?).round() as u64;
-            let rate = rate.max(1);
-            step.label = format!("{} · {}/s", self.label, thousands(rate));
-            step.x = rate as f64;
-            step.load = self.load.at_rate(rate, MIN_ANSWERS.div_ceil(rate));
-            step.share_of_saturation = None;
-        }
-        for tuning in TUNINGS {
-            if step.load.targets().iter().any(|t| t == tuning.target) {
-                let tuned = tuning.target_for(calibration.tuned(tuning)?.n);
-                for target in step.load.targets_mut() {
-                    if target == tuning.target {
-                        target.clone_from(&tuned);
-                    }
-                }
-            }
-        }
-        Some(step)
-    }
-}
-
-impl StepPlan {
-    /// The step before its server's calibration, each tuned request in its untuned
-    /// form, for a warm-up to run: `None` for a step at a share of the saturation,
-    /// whose rate is not known yet.
-    pub(crate) fn untuned(&self) -> Option<Self> {
-        if self.share_of_saturation.is_some() {
-            return None;
-        }
-        let mut step = self.clone();
-        for target in step.load.targets_mut() {
-            if let Some(tuning) = TUNINGS.into_iter().find(|t| t.target == target) {
-                tuning.untuned.clone_into(target);
-            }
-        }
-        Some(step)
-    }
-}
-
 /// `n` with a comma between thousands: 12,345.
 pub(crate) fn thousands(n: u64) -> String {
     let digits = n.to_string();
@@ -347,11 +255,11 @@ pub(crate) fn thousands(n: u64) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
-    use crate::Profile;
 
-    fn calibrated() -> Calibration {
+    /// A server calibrated at 2,000/s for `fib(1000)`, fib(40) and a 1.02 ms page.
+    pub(crate) fn calibrated() -> Calibration {
         Calibration {
             saturation_rps: vec![("fib(1000)".into(), 2_000.0)],
             heavy: HEAVY.nearest(vec![(38, 90.0), (39, 150.0), (40, 240.0)]),
@@ -424,90 +332,10 @@ mod tests {
     }
 
     #[test]
-    fn a_share_of_the_saturation_becomes_the_servers_own_rate() {
-        let plan = crate::scenario::plan("on-system", Profile::Quick, 2).unwrap();
-        let step = plan
-            .steps
-            .iter()
-            .find(|s| s.group == "fib(1000)" && s.share_of_saturation == Some(0.5))
-            .unwrap();
-        assert!(step.for_server(&Calibration::default()).is_none());
-        let run = step.for_server(&calibrated()).unwrap();
-        assert_eq!((run.x, run.load.offered()), (1_000.0, Some(1_000.0)));
-        assert_eq!(run.label, "0.5× · 1,000/s");
-        assert_eq!(run.share_of_saturation, None);
-    }
-
-    #[test]
-    fn a_slow_saturation_stretches_the_step_to_enough_answers() {
-        let plan = crate::scenario::plan("on-system", Profile::Quick, 2).unwrap();
-        let step = plan.steps.iter().find(|s| s.group == "fib(50000)").unwrap();
-        let slow = Calibration {
-            saturation_rps: vec![("fib(50000)".into(), 100.0)],
-            ..Calibration::default()
-        };
-        let run = step.for_server(&slow).unwrap();
-        let offered = run.load.offered_requests().unwrap();
-        assert!(offered >= MIN_ANSWERS, "{offered} requests offered");
-    }
-
-    #[test]
-    fn the_mix_gets_each_servers_heavy_n() {
-        let plan = crate::scenario::plan("mixed", Profile::Quick, 2).unwrap();
-        assert!(is_asked(&plan) && probes(&plan).is_empty());
-        assert_eq!(tunings_asked(&plan)[0].target, HEAVY.target);
-        let run = plan.steps[1].for_server(&calibrated()).unwrap();
-        assert!(run.load.targets().contains(&"/fib?n=40".to_owned()));
-        assert!(run.load.targets().contains(&"/fib?n=20".to_owned()));
-        assert!(
-            plan.steps[0].for_server(&Calibration::default()).is_some(),
-            "no heavy requests, nothing to resolve"
-        );
-    }
-
-    #[test]
-    fn the_dynamic_page_gets_each_servers_iterations() {
-        let plan = crate::scenario::plan("dynamic", Profile::Quick, 2).unwrap();
-        assert_eq!(tunings_asked(&plan).len(), 1);
-        assert_eq!(tunings_asked(&plan)[0].target, PAGE.target);
-        assert!(plan.steps[0].for_server(&Calibration::default()).is_none());
-        let run = plan.steps[0].for_server(&calibrated()).unwrap();
-        assert_eq!(run.load.targets(), ["/dynamic?n=1480000".to_owned()]);
-    }
-
-    #[test]
-    fn before_calibration_a_step_runs_its_untuned_requests() {
-        let dynamic = crate::scenario::plan("dynamic", Profile::Quick, 2).unwrap();
-        let warm_up = dynamic.steps[0].untuned().unwrap();
-        assert_eq!(warm_up.load.targets(), ["/dynamic".to_owned()]);
-        let mixed = crate::scenario::plan("mixed", Profile::Quick, 2).unwrap();
-        let heavy = mixed.steps[1].untuned().unwrap();
-        assert!(heavy.load.targets().contains(&"/fib?n=30".to_owned()));
-        assert!(!heavy.load.targets().contains(&HEAVY.target.to_owned()));
-        let on_system = crate::scenario::plan("on-system", Profile::Quick, 2).unwrap();
-        assert!(
-            on_system.steps[0].untuned().is_none(),
-            "its rate needs the probe"
-        );
-    }
-
-    #[test]
     fn a_recorded_calibration_without_a_page_still_reads() {
         let json =
             r#"{"saturation_rps":[],"heavy":{"n":38,"cost_ms":180.0,"timed_ms":[[38,180.0]]}}"#;
         let read: Calibration = serde_json::from_str(json).unwrap();
         assert_eq!((read.heavy.unwrap().n, read.page), (38, None));
-    }
-
-    #[test]
-    fn on_system_probes_each_fibonacci_once() {
-        let plan = crate::scenario::plan("on-system", Profile::Quick, 2).unwrap();
-        let labels: Vec<String> = probes(&plan).into_iter().map(|p| p.label).collect();
-        assert_eq!(
-            labels,
-            ["fib(1000)", "fib(5000)", "fib(10000)", "fib(50000)"]
-        );
-        let plaintext = crate::scenario::plan("plaintext", Profile::Quick, 2).unwrap();
-        assert!(!is_asked(&plaintext));
     }
 }

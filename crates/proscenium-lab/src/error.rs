@@ -4,7 +4,7 @@
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// No scenario of that name.
-    #[error("unknown scenario `{0}` (one of: {list}, all)", list = crate::SCENARIOS.join(", "))]
+    #[error("unknown scenario `{0}` (one of: {list}, all)", list = crate::scenario::SCENARIOS.join(", "))]
     UnknownScenario(String),
     /// No server of that name.
     #[error(

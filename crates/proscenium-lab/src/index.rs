@@ -75,41 +75,42 @@ fn index(reports: &[(String, Results)]) -> String {
          |---|---|---|---|---|---|---|---|---|\n",
     );
     for (dir, r) in reports {
-        let recorded = |f: &dyn Fn(&crate::Provenance) -> String| {
-            r.provenance.as_ref().map_or("not recorded".to_owned(), f)
-        };
-        let date = recorded(&|p| p.date.clone());
-        let commit = recorded(&|p| short(&p.commit));
-        let rounds = recorded(&|p| p.rounds.to_string());
-        let cores = recorded(&|p| format!("{} / {}", p.server_cpus, p.load_cpus));
-        let run = r.servers.iter().filter(|s| s.skipped.is_none()).count();
-        let skipped = r.servers.len() - run;
-        let measured: Vec<_> = r.steps.iter().filter(|s| !s.warmup).collect();
-        let invalid = if r.provenance.is_some() {
-            measured
-                .iter()
-                .filter(|s| s.invalid.is_some())
-                .count()
-                .to_string()
-        } else {
-            "not recorded".to_owned()
-        };
-        let few = measured.iter().filter(|s| !s.has_enough_answers()).count();
-        let (figure, verdict) = crate::sources::judge(r).map_or_else(
-            || (r.reproduces.clone(), "—".to_owned()),
-            |f| (f.figure, f.verdict.text().to_owned()),
-        );
-        let _ = writeln!(
-            md,
-            "| [{dir}]({dir}/report.html) | {} | {verdict} | {date} | {commit} | {}, {rounds} | {cores} | {run} ({skipped}) | {} steps: {invalid}, {few} |",
-            figure.replace('|', "/"),
-            r.profile,
-            measured.len(),
-        );
+        let _ = writeln!(md, "{}", row(dir, r));
     }
     md.push('\n');
     md.push_str(NEEDS);
     md
+}
+
+/// The index's row of the report in `dir`.
+fn row(dir: &str, r: &Results) -> String {
+    let recorded = |f: &dyn Fn(&crate::provenance::Provenance) -> String| {
+        r.provenance.as_ref().map_or("not recorded".to_owned(), f)
+    };
+    let date = recorded(&|p| p.date.clone());
+    let commit = recorded(&|p| short(&p.commit));
+    let rounds = recorded(&|p| p.rounds.to_string());
+    let cores = recorded(&|p| format!("{} / {}", p.server_cpus, p.load_cpus));
+    let run = r.servers.iter().filter(|s| s.skipped.is_none()).count();
+    let skipped = r.servers.len() - run;
+    let measured: Vec<_> = r.steps.iter().filter(|s| !s.warmup).collect();
+    let invalid = if r.provenance.is_some() {
+        let invalid = measured.iter().filter(|s| s.invalid.is_some()).count();
+        invalid.to_string()
+    } else {
+        "not recorded".to_owned()
+    };
+    let few = measured.iter().filter(|s| !s.has_enough_answers()).count();
+    let (figure, verdict) = crate::report::judge(r).map_or_else(
+        || (r.reproduces.clone(), "—".to_owned()),
+        |f| (f.figure, f.verdict.text().to_owned()),
+    );
+    format!(
+        "| [{dir}]({dir}/report.html) | {} | {verdict} | {date} | {commit} | {}, {rounds} | {cores} | {run} ({skipped}) | {} steps: {invalid}, {few} |",
+        figure.replace('|', "/"),
+        r.profile,
+        measured.len(),
+    )
 }
 
 /// A commit's first twelve digits, and whether it was modified.

@@ -27,29 +27,45 @@
 //!
 //! # A tour
 //!
-//! - `cep` is a job, not servers under load: `run/job.rs` generates its log once and
-//!   times `examples/cep` under each partition of Table 1 (configuration files in the
-//!   checkout), its runs recorded as steps with a `job` outcome.
+//! Four layers and the runner above them; a module imports only from those before it
+//! (`tests/layers.rs` checks it):
+//!
+//! ```text
+//! plan      calibration.rs, scenario/      what a scenario asks
+//! run       error, progress, tools, process,
+//!           servers/, machine, provenance,
+//!           load/                          what runs, and what it measured
+//! results   results/                       what was measured, stored
+//! report    report/ (sources/), index.rs   what the results say
+//! runner    runner/                        all of them, as `proscenium bench` runs
+//! ```
+//!
 //! - A scenario (`scenario/`, one file a source) is a plan: default servers, where servers and load run
 //!   (`Split`: server and load on separate cores; `Shared`: all cores for both, or as
 //!   `--server-cpus` / `--load-cpus` say), the answers checked first, the steps of
-//!   load, the plots.
-//! - The runner (`run.rs`) checks before any load what the run needs (the checkout, the
-//!   plots' font, the generators, every server's build), then runs rounds, each
-//!   starting with the next server; a server's turn (`run/round.rs`) starts it pinned to
-//!   its cores, checks its answers, warms it up, in its first turn measures what the
-//!   plan's steps are planned from per server (`calibration.rs`: saturation rates, the
-//!   heavy request's n, the dynamic page's iterations), drives each step and records
-//!   what the server spent, then stops it.
-//! - `load/` drives the generators and does the accounting from their raw output:
-//!   latency over every sent request (failures at the timeout), achieved/s within the
-//!   send window, the drain, what was sent. `results.rs` marks steps whose generator
-//!   fell behind invalid.
+//!   load, the plots; `calibration.rs` says what is measured per server (saturation
+//!   rates, the heavy request's n, the dynamic page's iterations) and
+//!   `scenario/per_server.rs` how each step is planned from it.
+//! - `servers/` builds and starts each server (nginx from `bench/nginx.conf.in`, the
+//!   config `bench/lib.sh` fills too); `load/` drives the generators and does the
+//!   accounting from their raw output: latency over every sent request (failures at
+//!   the timeout), achieved/s within the send window, the drain, what was sent.
+//! - `results/` is `results.json`: every step, marked invalid where its generator fell
+//!   behind, and the verdict on the source's claim.
 //! - `report/` writes `results.json`, the plots (medians over rounds, whiskers) and the
-//!   page with its provenance (`provenance.rs`); `sources/` gives each scenario's
-//!   source — what it measured, the stand-ins, its numbers drawn on our plots — and the
-//!   verdict on its claim, computed from the steps; `index.rs` draws a directory's
-//!   reports again and writes its README.
+//!   page with its provenance (`provenance.rs`); `report/sources/` gives each
+//!   scenario's source — what it measured, the stand-ins, its numbers drawn on our
+//!   plots — and the verdict on its claim, computed from the steps; `index.rs` draws a
+//!   directory's reports again and writes its README.
+//! - The runner (`runner/`) checks before any load what the run needs (the checkout,
+//!   the plots' font, the generators, every server's build), then runs rounds, each
+//!   starting with the next server; a server's turn (`runner/round.rs`) starts it
+//!   pinned to its cores, checks its answers, warms it up, in its first turn
+//!   calibrates it (`runner/calibrate.rs`), drives each step and records what the
+//!   server spent, then stops it. `cep` is a job, not servers under load:
+//!   `runner/job.rs` generates its log once and times `examples/cep` under each
+//!   partition of Table 1 (configuration files in the checkout), its runs recorded as
+//!   steps with a `job` outcome.
 
 mod calibration;
 mod error;
@@ -61,13 +77,10 @@ mod progress;
 mod provenance;
 mod report;
 mod results;
-mod run;
+mod runner;
 mod scenario;
 mod servers;
-mod sources;
 mod tools;
-
-use std::path::PathBuf;
 
 pub use self::calibration::{Calibration, TunedRequest};
 pub use self::error::Error;
@@ -75,71 +88,8 @@ pub use self::index::write_index;
 pub use self::load::{Latency, Measured};
 pub use self::machine::Machine;
 pub use self::provenance::Provenance;
-pub use self::results::{JobOutcome, Results, ServerRun, Step};
-pub use self::run::{interrupt_on_signals, run};
-pub use self::scenario::SCENARIOS;
+pub use self::report::judge;
+pub use self::results::{Comparison, Finding, JobOutcome, Results, ServerRun, Step, Verdict};
+pub use self::runner::{Options, interrupt_on_signals, run};
+pub use self::scenario::{Profile, SCENARIOS};
 pub use self::servers::ServerSpec;
-pub use self::sources::{Comparison, Finding, Verdict, judge};
-
-/// How much effort a run takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Profile {
-    /// At most three minutes of load a scenario and round on a 2-core machine
-    /// (on-system's four ramps, on eight servers: about seven and a half); three rounds of all
-    /// twelve scenarios of servers, with on-system's saturation probes, take 78 minutes
-    /// of load, and about twice that with starts, warm-ups, checks and cool-downs;
-    /// `cep`'s three rounds of its eight runs take one to two minutes.
-    Quick,
-    /// The sources' parameters where the machine allows.
-    Full,
-}
-
-impl std::str::FromStr for Profile {
-    type Err = Error;
-
-    fn from_str(s: &str) -> Result<Self, Error> {
-        match s {
-            "quick" => Ok(Self::Quick),
-            "full" => Ok(Self::Full),
-            _ => Err(Error::UnknownProfile(s.to_owned())),
-        }
-    }
-}
-
-impl Profile {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Self::Quick => "quick",
-            Self::Full => "full",
-        }
-    }
-}
-
-/// What `proscenium bench` was asked to do.
-#[derive(Debug, Clone)]
-pub struct Options {
-    /// A name of [`SCENARIOS`], or `all`.
-    pub scenario: String,
-    /// The servers to run, or `None` for the scenario's default list.
-    pub servers: Option<Vec<ServerSpec>>,
-    /// How long and how much.
-    pub profile: Profile,
-    /// Where results go; with `all`, one subdirectory a scenario.
-    pub out: PathBuf,
-    /// Rounds of every server's steps, interleaved; `None` for three.
-    pub rounds: Option<u32>,
-    /// The servers' cores (`taskset -c` list); with `load_cpus`, or `None` for each
-    /// scenario's split of this machine's cores.
-    pub server_cpus: Option<String>,
-    /// The load generator's cores.
-    pub load_cpus: Option<String>,
-    /// The command line as typed, recorded in the report for rerunning.
-    pub command_line: String,
-}
-
-impl Options {
-    /// The rounds to run: as given, or three (a median and a spread).
-    pub fn rounds(&self) -> u32 {
-        self.rounds.unwrap_or(3).max(1)
-    }
-}

@@ -67,37 +67,47 @@ pub(crate) fn versions(root: &Path, vegeta: Option<&Path>) -> BTreeMap<String, S
     )]);
     found.extend(crate::servers::jvm_peer_versions());
     for (name, argv) in probes {
-        if let Ok(out) = Command::new(argv[0]).args(&argv[1..]).output() {
-            let text = String::from_utf8_lossy(if out.stdout.is_empty() {
-                &out.stderr
-            } else {
-                &out.stdout
-            })
-            .into_owned();
-            // vegeta prints `Version: X` (empty when built by `go install`).
-            let line = text
-                .lines()
-                .map(str::trim)
-                .find(|l| !l.is_empty() && !l.ends_with(':'));
-            if let Some(line) = line {
-                let line = match line.trim() {
-                    // A `go install` build knows only its Go runtime: name the release.
-                    runtime if name == "vegeta" && runtime.starts_with("Runtime:") => {
-                        format!("{} ({runtime})", crate::tools::VEGETA)
-                    }
-                    line => line.to_owned(),
-                };
-                found.insert(name.to_owned(), line);
-            }
+        if let Some(line) = version_line(name, argv) {
+            found.insert(name.to_owned(), line);
         }
     }
-    for (peer, framework) in [("actix", "actix-web"), ("hyper", "hyper")] {
-        let lock = root.join(format!("bench/peers/{peer}/Cargo.lock"));
-        if let Some(version) = locked_version(&lock, framework) {
-            found.insert(format!("{framework} (peer {peer})"), version);
-        }
-    }
+    found.extend(rust_peer_frameworks(root));
     found
+}
+
+/// The web framework of each Rust peer, as its `Cargo.lock` under `root` pins it.
+fn rust_peer_frameworks(root: &Path) -> impl Iterator<Item = (String, String)> + '_ {
+    [("actix", "actix-web"), ("hyper", "hyper")]
+        .into_iter()
+        .filter_map(move |(peer, framework)| {
+            let lock = root.join(format!("bench/peers/{peer}/Cargo.lock"));
+            let version = locked_version(&lock, framework)?;
+            Some((format!("{framework} (peer {peer})"), version))
+        })
+}
+
+/// The first line `argv` prints of tool `name`'s version (on stdout, or else on
+/// stderr), or `None` when it does not run or prints nothing.
+fn version_line(name: &str, argv: &[&str]) -> Option<String> {
+    let out = Command::new(argv[0]).args(&argv[1..]).output().ok()?;
+    let text = String::from_utf8_lossy(if out.stdout.is_empty() {
+        &out.stderr
+    } else {
+        &out.stdout
+    })
+    .into_owned();
+    // vegeta prints `Version: X` (empty when built by `go install`).
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.ends_with(':'))?;
+    Some(match line.trim() {
+        // A `go install` build knows only its Go runtime: name the release.
+        runtime if name == "vegeta" && runtime.starts_with("Runtime:") => {
+            format!("{} ({runtime})", crate::tools::VEGETA)
+        }
+        line => line.to_owned(),
+    })
 }
 
 /// The version of `package` in the `Cargo.lock` at `lock`.

@@ -6,7 +6,7 @@
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
 
 use crate::Error;
 use crate::progress::Progress;
@@ -191,19 +191,7 @@ impl Tools {
         let mvn = self.need("mvn", "maven")?;
         self.progress
             .say(format!("building {what} (mvn package)..."));
-        let maven = |offline: bool| {
-            let mut command = Command::new(&mvn);
-            command.args(["-q", "-B"]);
-            if offline {
-                command.arg("-o");
-            }
-            command
-                .arg("-f")
-                .arg(self.root.join("bench/peers/pom.xml"))
-                .args(["-pl", name, "-am", "package"])
-                .output()
-                .map_err(Error::io("run mvn"))
-        };
+        let maven = |offline: bool| self.maven(&mvn, name, offline);
         let mut output = maven(true)?;
         if !output.status.success() {
             output = maven(false)?;
@@ -218,6 +206,22 @@ impl Tools {
         }
         self.built.borrow_mut().insert(what);
         Ok(())
+    }
+
+    /// Runs `mvn` to package the JVM peer `name` and the modules it needs, offline
+    /// (from the local repository alone) or not.
+    fn maven(&self, mvn: &Path, name: &str, offline: bool) -> Result<Output, Error> {
+        let mut command = Command::new(mvn);
+        command.args(["-q", "-B"]);
+        if offline {
+            command.arg("-o");
+        }
+        command
+            .arg("-f")
+            .arg(self.root.join("bench/peers/pom.xml"))
+            .args(["-pl", name, "-am", "package"])
+            .output()
+            .map_err(Error::io("run mvn"))
     }
 
     pub(crate) fn jvm_peer_jar(&self, name: &str) -> PathBuf {

@@ -13,14 +13,15 @@
 //!   timeout, per path as well as in all; and the answered requests' own latency.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde::Deserialize;
 
 use super::latencies::Latencies;
-use super::{Measured, TIMEOUT_MS, method_and_path, output, shown};
+use super::{Measured, TIMEOUT_MS, output, shown};
 use crate::Error;
+use crate::scenario::method_and_path;
 use crate::tools::Tools;
 
 pub(super) fn run(
@@ -33,16 +34,8 @@ pub(super) fn run(
     scratch: &Path,
 ) -> Result<(String, Measured), Error> {
     let vegeta = tools.vegeta()?;
-    let list: String = targets
-        .iter()
-        .map(|t| {
-            let (method, path) = method_and_path(t);
-            format!("{method} {base}{path}\n\n")
-        })
-        .collect();
-    let targets_file = scratch.join("targets.txt");
+    let targets_file = write_targets(scratch, base, targets)?;
     let results = scratch.join("results.bin");
-    std::fs::write(&targets_file, list).map_err(Error::io("write vegeta's targets"))?;
     let mut attack = Command::new("taskset");
     attack
         .args(["-c", cores])
@@ -71,6 +64,21 @@ pub(super) fn run(
     let (lines, _) = output(&mut encode, "vegeta encode")?;
     let measured = parse(&lines, seconds as f64, TIMEOUT_MS)?.spent(spent);
     Ok((shown(&attack), measured))
+}
+
+/// Writes vegeta's targets file into `scratch`: each of `targets` against `base`;
+/// returns its path.
+fn write_targets(scratch: &Path, base: &str, targets: &[String]) -> Result<PathBuf, Error> {
+    let list: String = targets
+        .iter()
+        .map(|t| {
+            let (method, path) = method_and_path(t);
+            format!("{method} {base}{path}\n\n")
+        })
+        .collect();
+    let file = scratch.join("targets.txt");
+    std::fs::write(&file, list).map_err(Error::io("write vegeta's targets"))?;
+    Ok(file)
 }
 
 #[derive(Deserialize)]
@@ -149,26 +157,7 @@ pub(crate) fn parse(lines: &str, window_s: f64, timeout_ms: f64) -> Result<Measu
         .map(|r| r.start)
         .fold(f64::INFINITY, f64::min);
     let window_end = first + window_s;
-    let mut all = Latencies::default();
-    let mut answered = Latencies::default();
-    let mut by_path: BTreeMap<&str, Latencies> = BTreeMap::new();
-    let mut statuses: BTreeMap<String, u64> = BTreeMap::new();
-    let (mut ok_in_window, mut drain_answers, mut last_end) = (0, 0, window_end);
-    for r in &requests {
-        *statuses.entry(r.class.clone()).or_default() += 1;
-        let counted = if r.is_ok() { r.latency } else { timeout_ms };
-        all.push(counted, 1.0);
-        by_path.entry(&r.path).or_default().push(counted, 1.0);
-        if r.is_answered() {
-            answered.push(r.latency, 1.0);
-            last_end = last_end.max(r.end());
-            if r.end() > window_end {
-                drain_answers += 1;
-            } else if r.is_ok() {
-                ok_in_window += 1;
-            }
-        }
-    }
+    let t = Tally::of(&requests, window_end, timeout_ms);
     let answered_count = requests.iter().filter(|r| r.is_answered()).count() as u64;
     let sent = requests.len() as u64;
     Ok(Measured {
@@ -176,23 +165,72 @@ pub(crate) fn parse(lines: &str, window_s: f64, timeout_ms: f64) -> Result<Measu
         requests: answered_count,
         failed: Some(sent - requests.iter().filter(|r| r.is_ok()).count() as u64),
         window_s: Some(window_s),
-        achieved_rps: ok_in_window as f64 / window_s,
-        drain_s: Some(if sent > 0 { last_end - window_end } else { 0.0 }),
-        drain_answers: Some(drain_answers),
-        latency_ms: all.figures().unwrap_or_default(),
-        answered_latency_ms: answered.figures(),
-        latency_by_path_ms: if by_path.len() > 1 {
-            by_path
+        achieved_rps: t.ok_in_window as f64 / window_s,
+        drain_s: Some(if sent > 0 {
+            t.last_end - window_end
+        } else {
+            0.0
+        }),
+        drain_answers: Some(t.drain_answers),
+        latency_ms: t.all.figures().unwrap_or_default(),
+        answered_latency_ms: t.answered.figures(),
+        latency_by_path_ms: if t.by_path.len() > 1 {
+            t.by_path
                 .iter()
                 .filter_map(|(p, l)| Some(((*p).to_owned(), l.figures()?)))
                 .collect()
         } else {
             BTreeMap::new()
         },
-        statuses,
+        statuses: t.statuses,
         generator_cpu_s: None,
         generator_wall_s: None,
     })
+}
+
+/// vegeta's results counted: every request's latency (a failure at the timeout),
+/// the answered ones' own, by path, by status class, and what came within the send
+/// window or after it.
+struct Tally<'a> {
+    all: Latencies,
+    answered: Latencies,
+    by_path: BTreeMap<&'a str, Latencies>,
+    statuses: BTreeMap<String, u64>,
+    ok_in_window: u64,
+    drain_answers: u64,
+    last_end: f64,
+}
+
+impl<'a> Tally<'a> {
+    /// Counts `requests` whose send window ends at `window_end`, a failure at
+    /// `timeout_ms`.
+    fn of(requests: &'a [Request], window_end: f64, timeout_ms: f64) -> Self {
+        let mut t = Self {
+            all: Latencies::default(),
+            answered: Latencies::default(),
+            by_path: BTreeMap::new(),
+            statuses: BTreeMap::new(),
+            ok_in_window: 0,
+            drain_answers: 0,
+            last_end: window_end,
+        };
+        for r in requests {
+            *t.statuses.entry(r.class.clone()).or_default() += 1;
+            let counted = if r.is_ok() { r.latency } else { timeout_ms };
+            t.all.push(counted, 1.0);
+            t.by_path.entry(&r.path).or_default().push(counted, 1.0);
+            if r.is_answered() {
+                t.answered.push(r.latency, 1.0);
+                t.last_end = t.last_end.max(r.end());
+                if r.end() > window_end {
+                    t.drain_answers += 1;
+                } else if r.is_ok() {
+                    t.ok_in_window += 1;
+                }
+            }
+        }
+        t
+    }
 }
 
 /// Reads an RFC 3339 time such as `2026-11-22T18:04:05.123456789Z` or with an offset
@@ -230,7 +268,8 @@ fn seconds_since_epoch(time: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::{MIN_ANSWERS, Step};
+    use crate::results::Step;
+    use crate::scenario::MIN_ANSWERS;
 
     /// vegeta 12.12's `encode --to json` of 2 s attacks on `testdata/slow_server.py`,
     /// as recorded (headers dropped to keep them small). 40/s on `/jitter?ms=2000`

@@ -10,14 +10,15 @@
 //! drain to report.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde::Deserialize;
 
 use super::latencies::Latencies;
-use super::{Latency, Measured, TIMEOUT_MS, method_and_path, output, shown};
+use super::{Latency, Measured, TIMEOUT_MS, output, shown};
 use crate::Error;
+use crate::scenario::method_and_path;
 use crate::tools::Tools;
 
 /// The summary line the script prints, after this marker.
@@ -98,16 +99,7 @@ pub(super) fn run(
     if mixed && depth > 1 {
         return Err(Error::Load("pipelining sends one GET only".to_owned()));
     }
-    let (name, script) = if mixed {
-        ("mix.lua", MIX)
-    } else if depth > 1 {
-        ("pipeline.lua", PIPELINE)
-    } else {
-        ("report.lua", "")
-    };
-    let script_file = scratch.join(name);
-    std::fs::write(&script_file, format!("{script}{REPORT}"))
-        .map_err(Error::io("write the wrk script"))?;
+    let script = write_script(scratch, mixed, depth)?;
     let mut command = Command::new("taskset");
     command
         .args(["-c", cores])
@@ -120,7 +112,7 @@ pub(super) fn run(
             &format!("{}s", TIMEOUT_MS / 1000.0),
             "-s",
         ])
-        .arg(&script_file)
+        .arg(&script)
         .arg(format!("{base}{}", method_and_path(first).1));
     if mixed {
         command.arg("--");
@@ -133,6 +125,23 @@ pub(super) fn run(
     }
     let (out, spent) = output(&mut command, "wrk")?;
     Ok((shown(&command), parse(&out, TIMEOUT_MS)?.spent(spent)))
+}
+
+/// Writes wrk's script into `scratch`: the mix's (several targets or methods), the
+/// pipeline's (`depth` above 1) or the report alone, each ending in the report of the
+/// summary line; returns its path.
+fn write_script(scratch: &Path, mixed: bool, depth: usize) -> Result<PathBuf, Error> {
+    let (name, script) = if mixed {
+        ("mix.lua", MIX)
+    } else if depth > 1 {
+        ("pipeline.lua", PIPELINE)
+    } else {
+        ("report.lua", "")
+    };
+    let file = scratch.join(name);
+    std::fs::write(&file, format!("{script}{REPORT}"))
+        .map_err(Error::io("write the wrk script"))?;
+    Ok(file)
 }
 
 /// Reads the summary line out of wrk's output and accounts for it, a request that
@@ -157,20 +166,7 @@ pub(crate) fn parse(out: &str, timeout_ms: f64) -> Result<Measured, Error> {
     let sent = in_time + at_timeout;
     let ok = in_time.saturating_sub(s.status);
     let seconds = s.duration_us as f64 / 1e6;
-    let mut answered = Latencies::default();
-    let mut below = 0.0;
-    for &(p, us) in &s.quantiles_us {
-        answered.push(us / 1000.0, (p - below) / 100.0 * in_time as f64);
-        below = p;
-    }
-    let mut all = answered.clone();
-    all.push(timeout_ms, at_timeout as f64);
-    // The table's points stand for the answers between them; the mean is wrk's exact one.
-    let in_time_ms = s.mean_us / 1000.0 * in_time as f64;
-    let with_mean = |l: Latency, sum: f64, n: u64| Latency {
-        mean: sum / n as f64,
-        ..l
-    };
+    let (latency_ms, answered_latency_ms) = latencies(&s, in_time, at_timeout, timeout_ms);
     Ok(Measured {
         sent: Some(sent),
         requests: s.requests,
@@ -183,13 +179,8 @@ pub(crate) fn parse(out: &str, timeout_ms: f64) -> Result<Measured, Error> {
         },
         drain_s: None,
         drain_answers: None,
-        latency_ms: all
-            .figures()
-            .map(|l| with_mean(l, in_time_ms + timeout_ms * at_timeout as f64, sent))
-            .unwrap_or_default(),
-        answered_latency_ms: answered
-            .figures()
-            .map(|l| with_mean(l, in_time_ms, in_time)),
+        latency_ms,
+        answered_latency_ms,
         latency_by_path_ms: BTreeMap::new(),
         statuses: BTreeMap::from([
             ("2xx".to_owned(), ok),
@@ -200,6 +191,40 @@ pub(crate) fn parse(out: &str, timeout_ms: f64) -> Result<Measured, Error> {
         generator_cpu_s: None,
         generator_wall_s: None,
     })
+}
+
+/// The latency of every sent request (`at_timeout` of them failed, counting at
+/// `timeout_ms`) and of the `in_time` answered alone, from the summary's quantile
+/// table; the table's points stand for the answers between them, the mean is wrk's
+/// exact one.
+fn latencies(
+    s: &Summary,
+    in_time: u64,
+    at_timeout: u64,
+    timeout_ms: f64,
+) -> (Latency, Option<Latency>) {
+    let mut answered = Latencies::default();
+    let mut below = 0.0;
+    for &(p, us) in &s.quantiles_us {
+        answered.push(us / 1000.0, (p - below) / 100.0 * in_time as f64);
+        below = p;
+    }
+    let mut all = answered.clone();
+    all.push(timeout_ms, at_timeout as f64);
+    let in_time_ms = s.mean_us / 1000.0 * in_time as f64;
+    let with_mean = |l: Latency, sum: f64, n: u64| Latency {
+        mean: sum / n as f64,
+        ..l
+    };
+    let sent = in_time + at_timeout;
+    let every = all
+        .figures()
+        .map(|l| with_mean(l, in_time_ms + timeout_ms * at_timeout as f64, sent))
+        .unwrap_or_default();
+    let answered = answered
+        .figures()
+        .map(|l| with_mean(l, in_time_ms, in_time));
+    (every, answered)
 }
 
 #[cfg(test)]
@@ -249,7 +274,7 @@ mod tests {
         let answered = m.answered_latency_ms.unwrap();
         assert_eq!((answered.p50, answered.p99), (637.094, 966.594));
         assert!((m.achieved_rps - 22.0 / 3.027_148).abs() < 1e-6);
-        assert!(m.requests < crate::results::MIN_ANSWERS, "not drawn");
+        assert!(m.requests < crate::scenario::MIN_ANSWERS, "not drawn");
     }
 
     #[test]

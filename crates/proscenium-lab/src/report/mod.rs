@@ -6,6 +6,7 @@
 
 mod html;
 mod plot;
+mod sources;
 mod summary;
 mod workers;
 
@@ -13,10 +14,11 @@ use std::path::Path;
 
 use crate::Error;
 use crate::results::{Results, Step};
-use crate::scenario::{self, Metric, XAxis};
-use crate::sources::{self, At};
+use crate::scenario::{self, Metric, PlotPlan, XAxis};
 
-pub(crate) use self::summary::{Spread, spread};
+use self::sources::At;
+pub use self::sources::judge;
+use self::summary::{Spread, spread};
 
 pub(crate) use self::plot::{Chart, FONT, font_ready};
 
@@ -44,20 +46,29 @@ pub(crate) fn write(results: &Results, dir: &Path) -> Result<(), Error> {
         )));
     }
     remove_plots(dir)?;
-    let mut figures = Vec::new();
-    for ((title, y_label, chart), file) in charts.into_iter().zip(&results.plots) {
-        let svg = plot::svg(&title, y_label, &chart).map_err(Error::Tool)?;
-        std::fs::write(dir.join(format!("{file}.svg")), &svg).map_err(Error::io("write a plot"))?;
-        plot::png(&dir.join(format!("{file}.png")), &title, y_label, &chart)
-            .map_err(Error::Tool)?;
-        figures.push(Figure {
-            file: file.clone(),
-            title,
-            svg,
-        });
-    }
+    let figures = charts
+        .into_iter()
+        .zip(&results.plots)
+        .map(|(chart, file)| draw(dir, file, chart))
+        .collect::<Result<Vec<_>, Error>>()?;
     std::fs::write(dir.join("report.html"), html::page(&results, &figures))
         .map_err(Error::io("write report.html"))
+}
+
+/// Draws `chart` into `dir` as `file`.svg and `file`.png; returns its figure.
+fn draw(
+    dir: &Path,
+    file: &str,
+    (title, y_label, chart): (String, &'static str, Chart),
+) -> Result<Figure, Error> {
+    let svg = plot::svg(&title, y_label, &chart).map_err(Error::Tool)?;
+    std::fs::write(dir.join(format!("{file}.svg")), &svg).map_err(Error::io("write a plot"))?;
+    plot::png(&dir.join(format!("{file}.png")), &title, y_label, &chart).map_err(Error::Tool)?;
+    Ok(Figure {
+        file: file.to_owned(),
+        title,
+        svg,
+    })
 }
 
 /// Removes the plot files in `dir`: a report drawn again may have fewer.
@@ -87,93 +98,123 @@ fn steps_of<'a>(
 /// The charts of the scenario's plan, filled from the steps.
 fn charts(results: &Results) -> Vec<(String, &'static str, Chart)> {
     let cores = results.machine.cores;
-    let profile = results.profile.parse().unwrap_or(crate::Profile::Quick);
+    let profile = results
+        .profile
+        .parse()
+        .unwrap_or(crate::scenario::Profile::Quick);
     let Some(plan) = scenario::plan(&results.scenario, profile, cores) else {
         return Vec::new();
     };
-    // A server skipped in a later round keeps the rounds it ran.
-    let servers: Vec<&str> = results
+    let servers = measured_servers(results);
+    plan.plots
+        .iter()
+        .map(|p| {
+            let chart = match p.x_label {
+                Some(x_label) => line_chart(results, &servers, p, x_label),
+                None => bar_chart(results, &servers, p),
+            };
+            let title = format!("{}: {}", p.group, p.metric.title());
+            (title, p.metric.label(), chart)
+        })
+        .collect()
+}
+
+/// The servers with a measured step, in the run's order: a server skipped in a later
+/// round keeps the rounds it ran.
+fn measured_servers(results: &Results) -> Vec<&str> {
+    results
         .servers
         .iter()
         .map(|s| s.name.as_str())
         .filter(|name| results.steps.iter().any(|s| s.server == *name && !s.warmup))
-        .collect();
-    plan.plots
-        .iter()
-        .map(|p| {
-            let of = |server| steps_of(results, server, &p.group);
-            let chart = match p.x_label {
-                Some(x_label) => Chart::Lines {
-                    x_label: x_label.to_owned(),
-                    references: references(results, &p.group, p.metric)
-                        .filter_map(|(name, at)| match at {
-                            At::Line(points) => Some((name.to_owned(), points.to_vec())),
-                            At::Bars { .. } => None,
-                        })
-                        .collect(),
-                    series: match p.x_axis {
-                        XAxis::Steps => servers
-                            .iter()
-                            .map(|&name| {
-                                (
-                                    name.to_owned(),
-                                    line(p.metric, &of(name).collect::<Vec<_>>()),
-                                )
-                            })
-                            .collect(),
-                        XAxis::Workers => workers::lines(p.metric, &servers, of),
-                    },
-                },
-                None => {
-                    let mut categories: Vec<String> = Vec::new();
-                    for step in results
-                        .steps
-                        .iter()
-                        .filter(|s| s.group == p.group && !s.warmup)
-                    {
-                        if !categories.contains(&step.label) {
-                            categories.push(step.label.clone());
-                        }
-                    }
-                    let series = servers
-                        .iter()
-                        .map(|&name| {
-                            let values = categories
-                                .iter()
-                                .map(|c| spread(p.metric, of(name).filter(|s| &s.label == c)))
-                                .collect();
-                            (name.to_owned(), values)
-                        })
-                        .collect();
-                    let references = references(results, &p.group, p.metric)
-                        .filter_map(|(name, at)| {
-                            let At::Bars { server, values } = at else {
-                                return None;
-                            };
-                            let s = servers.iter().position(|n| n == server)?;
-                            let marks = values
-                                .iter()
-                                .filter_map(|(label, y)| {
-                                    Some((s, categories.iter().position(|c| c == label)?, *y))
-                                })
-                                .collect();
-                            Some((name.to_owned(), marks))
-                        })
-                        .collect();
-                    Chart::Bars {
-                        categories,
-                        series,
-                        references,
-                    }
-                }
-            };
-            (
-                format!("{}: {}", p.group, p.metric.title()),
-                p.metric.label(),
-                chart,
-            )
-        })
         .collect()
+}
+
+/// Plot `p` as lines over `x_label`: one a server (or a family of servers, over their
+/// workers), the source's lines beside them.
+fn line_chart<'a>(
+    results: &'a Results,
+    servers: &[&'a str],
+    p: &'a PlotPlan,
+    x_label: &str,
+) -> Chart {
+    let of = |server| steps_of(results, server, &p.group);
+    let series = match p.x_axis {
+        XAxis::Steps => servers
+            .iter()
+            .map(|&name| {
+                let steps: Vec<&Step> = of(name).collect();
+                (name.to_owned(), line(p.metric, &steps))
+            })
+            .collect(),
+        XAxis::Workers => workers::lines(p.metric, servers, of),
+    };
+    Chart::Lines {
+        x_label: x_label.to_owned(),
+        references: references(results, &p.group, p.metric)
+            .filter_map(|(name, at)| match at {
+                At::Line(points) => Some((name.to_owned(), points.to_vec())),
+                At::Bars { .. } => None,
+            })
+            .collect(),
+        series,
+    }
+}
+
+/// Plot `p` as bars: a category a step label, a bar a server in each, the source's
+/// values marked across the bars of the servers standing in.
+fn bar_chart(results: &Results, servers: &[&str], p: &PlotPlan) -> Chart {
+    let categories = categories(results, &p.group);
+    let series = servers
+        .iter()
+        .map(|&name| {
+            let values = categories
+                .iter()
+                .map(|c| {
+                    let of = steps_of(results, name, &p.group).filter(|s| &s.label == c);
+                    spread(p.metric, of)
+                })
+                .collect();
+            (name.to_owned(), values)
+        })
+        .collect();
+    let references = references(results, &p.group, p.metric)
+        .filter_map(|(name, at)| Some((name.to_owned(), marks(at, servers, &categories)?)))
+        .collect();
+    Chart::Bars {
+        categories,
+        series,
+        references,
+    }
+}
+
+/// The labels of `group`'s measured steps, in the order they first ran.
+fn categories(results: &Results, group: &str) -> Vec<String> {
+    let mut categories: Vec<String> = Vec::new();
+    for step in results
+        .steps
+        .iter()
+        .filter(|s| s.group == group && !s.warmup)
+    {
+        if !categories.contains(&step.label) {
+            categories.push(step.label.clone());
+        }
+    }
+    categories
+}
+
+/// A bar reference's marks as (server, category, value); `None` for a line's, or
+/// when its server did not run.
+fn marks(at: &At, servers: &[&str], categories: &[String]) -> Option<Vec<plot::BarMark>> {
+    let At::Bars { server, values } = at else {
+        return None;
+    };
+    let s = servers.iter().position(|n| n == server)?;
+    let marks = values
+        .iter()
+        .filter_map(|(label, y)| Some((s, categories.iter().position(|c| c == label)?, *y)))
+        .collect();
+    Some(marks)
 }
 
 /// The source's numbers for the plot of `metric` over `group`: each a legend name and

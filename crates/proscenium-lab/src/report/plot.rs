@@ -23,7 +23,7 @@ use plotters::coord::Shift;
 use plotters::coord::ranged1d::{AsRangedCoord, Ranged, ValueFormatter};
 use plotters::prelude::*;
 
-use super::Spread;
+use super::summary::Spread;
 
 /// Where the font is read from.
 pub(crate) const FONT: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
@@ -177,28 +177,14 @@ where
                 x_label,
                 series,
                 references,
-            } => {
-                let xs: Vec<f64> = series
-                    .iter()
-                    .flat_map(|(_, p)| p.iter().map(|p| p.0))
-                    .chain(references.iter().flat_map(|(_, p)| p.iter().map(|p| p.0)))
-                    .collect();
-                let x_top = xs.iter().copied().fold(0.0_f64, f64::max).max(1.0) * 1.1;
-                let x_min = xs.iter().copied().fold(f64::INFINITY, f64::min);
-                // Client counts (100 to 5,000) span decades: a linear axis crowds the
-                // low ones into the corner.
-                let lines = Lines {
+            } => plot.line_plot(
+                &area,
+                &Lines {
                     x_label,
                     series,
                     references,
-                };
-                if x_min > 0.0 && spans(&xs, 10.0) {
-                    let x = (x_min / 1.3..x_top).log_scale();
-                    plot.lines_over(&area, &lines, x)
-                } else {
-                    plot.lines_over(&area, &lines, 0.0..x_top)
-                }
-            }
+                },
+            ),
         }
     })();
     drawn.map_err(|e| format!("drawing {title}: {e}"))
@@ -313,6 +299,37 @@ impl<'a> Plot<'a> {
             y_top,
             y_log,
             y_floor: if y_log { least / 1.5 } else { 0.0 },
+        }
+    }
+
+    /// Draws `lines` over an x axis fitted to them: logarithmic when the x values span
+    /// a decade (client counts, 100 to 5,000: a linear axis crowds the low ones into the
+    /// corner), else linear from 0.
+    fn line_plot<DB: DrawingBackend>(
+        &self,
+        area: &DrawingArea<DB, Shift>,
+        lines: &Lines<'_>,
+    ) -> Drawn
+    where
+        DB::ErrorType: 'static,
+    {
+        let xs: Vec<f64> = lines
+            .series
+            .iter()
+            .flat_map(|(_, p)| p.iter().map(|p| p.0))
+            .chain(
+                lines
+                    .references
+                    .iter()
+                    .flat_map(|(_, p)| p.iter().map(|p| p.0)),
+            )
+            .collect();
+        let x_top = xs.iter().copied().fold(0.0_f64, f64::max).max(1.0) * 1.1;
+        let x_min = xs.iter().copied().fold(f64::INFINITY, f64::min);
+        if x_min > 0.0 && spans(&xs, 10.0) {
+            self.lines_over(area, lines, (x_min / 1.3..x_top).log_scale())
+        } else {
+            self.lines_over(area, lines, 0.0..x_top)
         }
     }
 

@@ -10,6 +10,14 @@ pub(crate) const FILES: [(&str, usize); 3] = [
     ("5mb.bin", 5 * 1024 * 1024),
 ];
 
+/// Proscenium's models beside nginx and Apache httpd, as Leda measured.
+const STATIC_SERVERS: [&str; 4] = [
+    "proscenium:loops",
+    "proscenium:staged",
+    "nginx",
+    "httpd-event",
+];
+
 /// Leda Fig. 9a/b: response time and throughput against clients, 300 KB and 5 MB
 /// files (and 1 KB), Proscenium against nginx.
 pub(super) fn static_files(quick: bool) -> Plan {
@@ -18,30 +26,7 @@ pub(super) fn static_files(quick: bool) -> Plan {
     } else {
         (&[100, 500, 1000, 2000, 3000, 4000, 5000], 10)
     };
-    let mut steps = Vec::new();
-    let mut groups = Vec::new();
-    for (file, size) in FILES {
-        let group = format!("{} KB file", size / 1024);
-        for &c in clients {
-            // A full step lasts long enough for nine answers a client at ~1.5 GB/s, or
-            // the requests still waiting at its end make it invalid.
-            let rounds = if quick {
-                seconds
-            } else {
-                seconds.max(long_enough(c, 1_500_000_000 / size))
-            };
-            steps.push(closed(
-                &group,
-                format!("{c} clients"),
-                c as f64,
-                &format!("/{file}"),
-                c,
-                1,
-                rounds,
-            ));
-        }
-        groups.push(group);
-    }
+    let (steps, groups) = file_steps(clients, seconds, quick);
     let mut deviations = vec![
         "Leda measured Apache and nginx over a network; here nginx alone, on loopback".to_owned(),
     ];
@@ -55,13 +40,7 @@ pub(super) fn static_files(quick: bool) -> Plan {
     Plan {
         name: "static",
         reproduces: "Leda Fig. 9a/b: static files, response time and throughput against clients, vs nginx",
-        // Leda measured against Apache and nginx.
-        default_servers: servers(&[
-            "proscenium:loops",
-            "proscenium:staged",
-            "nginx",
-            "httpd-event",
-        ]),
+        default_servers: servers(&STATIC_SERVERS),
         cores: Cores::Split,
         upstream: false,
         checks: vec![("/1kb.bin".to_owned(), "x".repeat(64))],
@@ -74,6 +53,49 @@ pub(super) fn static_files(quick: bool) -> Plan {
         deviations,
     }
 }
+
+/// The steps of every file of [`FILES`] at each of `clients`, for `seconds` (longer
+/// in the full profile, see [`long_enough`]), and the files' groups.
+fn file_steps(clients: &[usize], seconds: u64, quick: bool) -> (Vec<StepPlan>, Vec<String>) {
+    let mut steps = Vec::new();
+    let mut groups = Vec::new();
+    for (file, size) in FILES {
+        let group = format!("{} KB file", size / 1024);
+        // A full step lasts long enough for nine answers a client at ~1.5 GB/s, or the
+        // requests still waiting at its end make it invalid.
+        let seconds = |c| {
+            if quick {
+                seconds
+            } else {
+                seconds.max(long_enough(c, 1_500_000_000 / size))
+            }
+        };
+        steps.extend(client_ramp(&group, &format!("/{file}"), clients, seconds));
+        groups.push(group);
+    }
+    (steps, groups)
+}
+
+/// A page's steps against `clients`, each lasting at least `least` seconds and long
+/// enough for nine pages a client at `pages_a_second`, from
+/// [`DYNAMIC_LOAD_THREADS`] generator threads.
+fn page_ramp(
+    group: &str,
+    target: &str,
+    (clients, least): (&[usize], u64),
+    pages_a_second: usize,
+) -> Vec<StepPlan> {
+    client_ramp(group, target, clients, |c| {
+        least.max(long_enough(c, pages_a_second))
+    })
+    .into_iter()
+    .map(|step| step.with_load_threads(DYNAMIC_LOAD_THREADS))
+    .collect()
+}
+
+/// Every page scenario's listen backlog, as its deviation says.
+const BACKLOG_NOTE: &str =
+    "every server listens with a backlog of 4096 (the kernel caps it at net.core.somaxconn)";
 
 /// wrk threads for the dynamic page: thousands of connections are more than one
 /// generator thread keeps busy, and Leda's clients were many.
@@ -90,41 +112,34 @@ fn long_enough(clients: usize, per_second: usize) -> u64 {
 /// page. A server slower than that gets invalid steps at its most clients, marked.
 const DYNAMIC_PAGES_A_SECOND: usize = 1_000;
 
+/// Leda measured against Apache; actix, hyper and Node.js are today's choices.
+const DYNAMIC_SERVERS: [&str; 6] = [
+    "proscenium:loops",
+    "proscenium:staged",
+    "httpd-event",
+    "actix",
+    "hyper",
+    "node",
+];
+
 /// Leda Fig. 9c: a page of realistic cost against clients — a loop whose iterations
 /// each server gets calibrated so a lone page costs it 1 ms ([`calibration::PAGE`]).
 pub(super) fn dynamic(quick: bool) -> Plan {
-    let (clients, least): (&[usize], u64) = if quick {
+    let ramp: (&[usize], u64) = if quick {
         (&[100, 500, 1000], 5)
     } else {
         (&[100, 500, 1000, 2000, 5000], 10)
     };
-    let steps = clients
-        .iter()
-        .map(|&c| {
-            closed(
-                "dynamic page",
-                format!("{c} clients"),
-                c as f64,
-                calibration::PAGE.target,
-                c,
-                1,
-                least.max(long_enough(c, DYNAMIC_PAGES_A_SECOND)),
-            )
-            .with_load_threads(DYNAMIC_LOAD_THREADS)
-        })
-        .collect();
+    let steps = page_ramp(
+        "dynamic page",
+        calibration::PAGE.target,
+        ramp,
+        DYNAMIC_PAGES_A_SECOND,
+    );
     Plan {
         name: "dynamic",
         reproduces: "Leda Fig. 9c: a dynamic page of 1 ms of CPU (a loop, its iterations chosen per server), against clients",
-        // Leda measured against Apache; actix, hyper and Node.js are today's choices.
-        default_servers: servers(&[
-            "proscenium:loops",
-            "proscenium:staged",
-            "httpd-event",
-            "actix",
-            "hyper",
-            "node",
-        ]),
+        default_servers: servers(&DYNAMIC_SERVERS),
         cores: Cores::Split,
         upstream: false,
         checks: vec![("/dynamic".to_owned(), "1250000 iterations".to_owned())],
@@ -134,18 +149,22 @@ pub(super) fn dynamic(quick: bool) -> Plan {
             &[Metric::Rps, Metric::MeanLatency],
             Some("concurrent clients"),
         ),
-        deviations: vec![
-            "Leda's peers ran the page as CGI/PHP; here the same loop is native in each peer (Apache httpd: mod_lua), \
-             its iterations chosen per server before round 1 so a lone page costs that server 1 ms \
-             (the servers table gives each n and its cost)"
-                .to_owned(),
-            "every server listens with a backlog of 4096 (the kernel caps it at net.core.somaxconn)"
-                .to_owned(),
-            "each step lasts for nine pages a client at 1,000 pages a second, so the quick profile \
-             stops at 1,000 clients (5,000 need 46 s steps: the full profile runs them)"
-                .to_owned(),
-        ],
+        deviations: dynamic_deviations(),
     }
+}
+
+/// Where the dynamic page departs from Leda's.
+fn dynamic_deviations() -> Vec<String> {
+    vec![
+        "Leda's peers ran the page as CGI/PHP; here the same loop is native in each peer (Apache httpd: mod_lua), \
+         its iterations chosen per server before round 1 so a lone page costs that server 1 ms \
+         (the servers table gives each n and its cost)"
+            .to_owned(),
+        BACKLOG_NOTE.to_owned(),
+        "each step lasts for nine pages a client at 1,000 pages a second, so the quick profile \
+         stops at 1,000 clients (5,000 need 46 s steps: the full profile runs them)"
+            .to_owned(),
+    ]
 }
 
 /// Leda's own page: `bench/peers/lua/leda/loop.lua`, a Lua `for` loop of 30,000
@@ -156,42 +175,32 @@ pub(crate) const LEDA_PAGE: &str = "/leda.lua";
 /// Lua 5.4 about 0.3 ms here, and a CGI process more than that again.
 const LEDA_PAGES_A_SECOND: usize = 1_000;
 
+/// Every server that runs Leda's Lua page: Proscenium's Lua and CGI, Apache httpd's
+/// mod_lua, nginx's Lua module.
+const LUA_SERVERS: [&str; 5] = [
+    "proscenium-lua",
+    "proscenium-cgi",
+    "httpd-worker",
+    "httpd-event",
+    "nginx-lua",
+];
+
 /// Leda Fig. 9c as Leda ran it: the same Lua page (a loop of 30,000 iterations) in
 /// every server — Proscenium's embedded Lua and its CGI, Apache httpd's mod_lua under
 /// the event MPM and under the worker MPM as Leda configured Apache (150 threads, up to
 /// 2,000), nginx's Lua module — from 100 to 5,000 clients.
 pub(super) fn dynamic_lua(quick: bool) -> Plan {
-    let (clients, least): (&[usize], u64) = if quick {
+    let ramp: (&[usize], u64) = if quick {
         (&[100, 500, 1000], 5)
     } else {
         (&[100, 500, 1000, 2000, 3000, 4000, 5000], 10)
     };
     let group = "Lua page";
-    let steps = clients
-        .iter()
-        .map(|&c| {
-            closed(
-                group,
-                format!("{c} clients"),
-                c as f64,
-                LEDA_PAGE,
-                c,
-                1,
-                least.max(long_enough(c, LEDA_PAGES_A_SECOND)),
-            )
-            .with_load_threads(DYNAMIC_LOAD_THREADS)
-        })
-        .collect();
+    let steps = page_ramp(group, LEDA_PAGE, ramp, LEDA_PAGES_A_SECOND);
     Plan {
         name: "dynamic-lua",
         reproduces: "Leda Fig. 9c: Leda's Lua page (a 30,000-iteration loop), response time and throughput against clients, vs Apache httpd",
-        default_servers: servers(&[
-            "proscenium-lua",
-            "proscenium-cgi",
-            "httpd-worker",
-            "httpd-event",
-            "nginx-lua",
-        ]),
+        default_servers: servers(&LUA_SERVERS),
         cores: Cores::Split,
         upstream: false,
         checks: vec![(
@@ -204,25 +213,29 @@ pub(super) fn dynamic_lua(quick: bool) -> Plan {
             &[Metric::MeanLatency, Metric::Rps, Metric::CpuPerRequest],
             Some("concurrent clients"),
         ),
-        deviations: vec![
-            "one page, three Lua implementations: Proscenium embeds Lua 5.4 (and its CGI runs \
-             Debian's lua5.4, a process a page), Debian's mod_lua links Lua 5.3, Debian's \
-             nginx Lua module runs LuaJIT 2.1, which compiles the loop; Leda's server and \
-             Apache ran Lua 5.1 scripts"
-                .to_owned(),
-            "Apache 2.4 (Debian's) for Leda's Apache 2.2: httpd-worker is configured as Leda's \
-             (150 threads started, up to 2,000), httpd-event as Debian's (150 threads); \
-             proscenium-cgi runs up to 2,000 scripts at once (bench/peers/lua/cgi/proscenium.toml; \
-             its default cap is 64)"
-                .to_owned(),
-            "every server listens with a backlog of 4096 (the kernel caps it at net.core.somaxconn)"
-                .to_owned(),
-            "each step lasts for nine pages a client at 1,000 pages a second: a server slower \
-             than that (CGI, a process a page) leaves more than a tenth of its last requests \
-             unanswered at the most clients, and those steps are marked invalid"
-                .to_owned(),
-        ],
+        deviations: dynamic_lua_deviations(),
     }
+}
+
+/// Where the Lua page departs from Leda's.
+fn dynamic_lua_deviations() -> Vec<String> {
+    vec![
+        "one page, three Lua implementations: Proscenium embeds Lua 5.4 (and its CGI runs \
+         Debian's lua5.4, a process a page), Debian's mod_lua links Lua 5.3, Debian's \
+         nginx Lua module runs LuaJIT 2.1, which compiles the loop; Leda's server and \
+         Apache ran Lua 5.1 scripts"
+            .to_owned(),
+        "Apache 2.4 (Debian's) for Leda's Apache 2.2: httpd-worker is configured as Leda's \
+         (150 threads started, up to 2,000), httpd-event as Debian's (150 threads); \
+         proscenium-cgi runs up to 2,000 scripts at once (bench/peers/lua/cgi/proscenium.toml; \
+         its default cap is 64)"
+            .to_owned(),
+        BACKLOG_NOTE.to_owned(),
+        "each step lasts for nine pages a client at 1,000 pages a second: a server slower \
+         than that (CGI, a process a page) leaves more than a tenth of its last requests \
+         unanswered at the most clients, and those steps are marked invalid"
+            .to_owned(),
+    ]
 }
 
 /// The entries of the log every `cep` run processes: Table 1's million.
@@ -290,7 +303,7 @@ impl CepRow {
 }
 
 /// Leda Table 1: the CEP application under its two partitions, timed. A job, not a
-/// server under load: the lab runs `cep` itself (`run/job.rs`), so the plan has no
+/// server under load: the lab runs `cep` itself (`runner/job.rs`), so the plan has no
 /// servers, checks or load steps, only its plots.
 pub(super) fn cep() -> Plan {
     Plan {

@@ -2,20 +2,24 @@
 //! plan — which servers by default, where they run, the steps of load every server
 //! gets, the answers checked first, and the plots drawn after.
 
-use crate::Profile;
 use crate::calibration::{self, PROBE_CONNECTIONS, SATURATION};
-use crate::load::Load;
 
 mod leda;
+mod load;
 mod node_scala;
+mod per_server;
+mod profile;
 mod techempower;
 mod thesis;
 mod yarn;
 
 pub(crate) use self::leda::{CEP_CONFIGURATIONS, CEP_ENTRIES, CEP_GROUP, CEP_ROWS, FILES};
 use self::leda::{cep, dynamic, dynamic_lua, static_files};
+pub(crate) use self::load::{Load, method_and_path};
 pub(crate) use self::node_scala::LIGHT;
 use self::node_scala::{mixed, scaling, stateful};
+pub(crate) use self::per_server::{is_asked, probes, tunings_asked};
+pub use self::profile::Profile;
 use self::techempower::closed_max;
 use self::thesis::{actors, off_system, on_system};
 use self::yarn::workers;
@@ -36,6 +40,10 @@ pub const SCENARIOS: [&str; 13] = [
     "actors",
     "cep",
 ];
+
+/// The answers a latency or CPU figure needs before it is drawn: a p99 of fewer is one
+/// request's time, a CPU figure of fewer mostly start-up and idle time.
+pub(crate) const MIN_ANSWERS: u64 = 100;
 
 /// How long each server's warm-up runs, before its steps in every round.
 pub(crate) const WARM_UP_SECONDS: u64 = 2;
@@ -67,7 +75,7 @@ pub(crate) struct StepPlan {
     pub(crate) x: f64,
     pub(crate) load: Load,
     /// For an open step, the share of the server's saturation rate for the group to
-    /// offer (see `calibration.rs`); the load's rate is then set per server.
+    /// offer (see `per_server.rs`); the load's rate is then set per server.
     pub(crate) share_of_saturation: Option<f64>,
 }
 
@@ -195,6 +203,27 @@ pub(crate) fn plan(name: &str, profile: Profile, cores: usize) -> Option<Plan> {
     if is_job(name) {
         return Some(plan);
     }
+    add_deviations(&mut plan, cores, quick);
+    add_saturation_plot(&mut plan);
+    add_accounting_plots(&mut plan);
+    Some(plan)
+}
+
+/// Adds the saturation probes' bar plot, when the plan asks for probes.
+fn add_saturation_plot(plan: &mut Plan) {
+    if !probes(plan).is_empty() {
+        plan.plots.push(PlotPlan {
+            group: SATURATION.to_owned(),
+            metric: Metric::Rps,
+            x_label: None,
+            x_axis: XAxis::Steps,
+        });
+    }
+}
+
+/// Adds what every plan of servers departs from its source by: one machine for both
+/// servers and load, and in the quick profile shorter and fewer steps.
+fn add_deviations(plan: &mut Plan, cores: usize, quick: bool) {
     // What the CPU split costs is the runner's to say: it knows the cores chosen.
     plan.deviations.push(format!(
         "one {cores}-core machine for servers and load, over loopback, not a network"
@@ -203,16 +232,6 @@ pub(crate) fn plan(name: &str, profile: Profile, cores: usize) -> Option<Plan> {
         plan.deviations
             .push("quick profile: shorter steps and fewer of them than the source".to_owned());
     }
-    if !calibration::probes(&plan).is_empty() {
-        plan.plots.push(PlotPlan {
-            group: SATURATION.to_owned(),
-            metric: Metric::Rps,
-            x_label: None,
-            x_axis: XAxis::Steps,
-        });
-    }
-    add_accounting_plots(&mut plan);
-    Some(plan)
 }
 
 /// Adds the plots that say whether the others can be trusted: for an open-loop group
@@ -226,16 +245,7 @@ fn add_accounting_plots(plan: &mut Plan) {
         }
     }
     for (group, x_label, x_axis) in groups {
-        let open = plan
-            .steps
-            .iter()
-            .any(|s| s.group == group && s.load.offered().is_some());
-        let wanted: &[Metric] = if open {
-            &[Metric::Rps, Metric::FailedShare]
-        } else {
-            &[Metric::Utilisation]
-        };
-        for &metric in wanted {
+        for &metric in accounting_metrics(plan, &group) {
             if !plan
                 .plots
                 .iter()
@@ -252,8 +262,46 @@ fn add_accounting_plots(plan: &mut Plan) {
     }
 }
 
+/// The accounting plots of `group`: achieved/s and the failed share for an open loop,
+/// the server's utilisation for a closed one.
+fn accounting_metrics(plan: &Plan, group: &str) -> &'static [Metric] {
+    let open = plan
+        .steps
+        .iter()
+        .any(|s| s.group == group && s.load.offered().is_some());
+    if open {
+        &[Metric::Rps, Metric::FailedShare]
+    } else {
+        &[Metric::Utilisation]
+    }
+}
+
 fn servers(names: &[&str]) -> Vec<String> {
     names.iter().map(|s| (*s).to_owned()).collect()
+}
+
+/// A closed step of `target` at each of `clients`, labelled by its clients and
+/// lasting `seconds(clients)`.
+fn client_ramp(
+    group: &str,
+    target: &str,
+    clients: &[usize],
+    seconds: impl Fn(usize) -> u64,
+) -> Vec<StepPlan> {
+    clients
+        .iter()
+        .map(|&c| {
+            closed(
+                group,
+                format!("{c} clients"),
+                c as f64,
+                target,
+                c,
+                1,
+                seconds(c),
+            )
+        })
+        .collect()
 }
 
 fn closed(

@@ -2,26 +2,31 @@
 
 use super::*;
 
+/// The mix's servers: Node.js blocking (Fig. 1a) and non-blocking (Fig. 1c); Node.Scala's
+/// parallel loops as Proscenium's and Vert.x's.
+const MIXED_SERVERS: [&str; 6] = [
+    "node",
+    "node-nbk",
+    "proscenium:event-loop",
+    "proscenium:loops/pool=0",
+    "proscenium:loops",
+    "vertx",
+];
+
 /// Node.Scala Fig. 1b: 100 requests/s of light (fib 20) and heavy requests with 0, 5,
 /// 10 and 15 % heavy. The heavy request costs every server the same time: its n is
 /// chosen per server (the source's fib(35) costs Proscenium ~27 ms and Node.js ~124 ms;
 /// see [`calibration::HEAVY`]).
 pub(super) fn mixed(quick: bool) -> Plan {
     let seconds = if quick { 5 } else { 20 };
-    let steps = [0usize, 5, 10, 15]
+    let steps = [0, 5, 10, 15]
         .into_iter()
         .map(|heavy| {
-            // One target a percent: the mix repeats every 20 requests.
-            let mut targets = vec![LIGHT.to_owned(); 20 - heavy / 5];
-            targets.extend(std::iter::repeat_n(
-                calibration::HEAVY.target.to_owned(),
-                heavy / 5,
-            ));
             open(
                 "mix",
                 format!("{heavy} % heavy"),
                 heavy as f64,
-                targets,
+                mix(heavy),
                 100,
                 seconds,
             )
@@ -30,16 +35,7 @@ pub(super) fn mixed(quick: bool) -> Plan {
     Plan {
         name: "mixed",
         reproduces: "Node.Scala Fig. 1b: light and heavy requests at 100/s, blocking vs non-blocking",
-        // Node.js blocking (Fig. 1a) and non-blocking (Fig. 1c); Node.Scala's parallel
-        // loops as Proscenium's and Vert.x's.
-        default_servers: servers(&[
-            "node",
-            "node-nbk",
-            "proscenium:event-loop",
-            "proscenium:loops/pool=0",
-            "proscenium:loops",
-            "vertx",
-        ]),
+        default_servers: servers(&MIXED_SERVERS),
         cores: Cores::Shared,
         upstream: false,
         checks: vec![(LIGHT.to_owned(), "6765".to_owned())],
@@ -54,15 +50,31 @@ pub(super) fn mixed(quick: bool) -> Plan {
             ],
             None,
         ),
-        deviations: vec![
-            "proscenium:loops runs fib on its blocking pool; /pool=0 and event-loop run it on the loop, as Node.js does".to_owned(),
-            format!(
-                "the heavy request is not fib(35) everywhere but, per server, the fib(n) whose single request \
-                 costs nearest {:.0} ms (timed before round 1), so heavy means the same work on every runtime",
-                calibration::HEAVY.cost_ms
-            ),
-        ],
+        deviations: mixed_deviations(),
     }
+}
+
+/// Where the mix departs from Node.Scala's.
+fn mixed_deviations() -> Vec<String> {
+    vec![
+        "proscenium:loops runs fib on its blocking pool; /pool=0 and event-loop run it on the loop, as Node.js does".to_owned(),
+        format!(
+            "the heavy request is not fib(35) everywhere but, per server, the fib(n) whose single request \
+             costs nearest {:.0} ms (timed before round 1), so heavy means the same work on every runtime",
+            calibration::HEAVY.cost_ms
+        ),
+    ]
+}
+
+/// The targets of a mix `heavy` percent heavy, one target a percent: the mix repeats
+/// every 20 requests.
+fn mix(heavy: usize) -> Vec<String> {
+    let mut targets = vec![LIGHT.to_owned(); 20 - heavy / 5];
+    targets.extend(std::iter::repeat_n(
+        calibration::HEAVY.target.to_owned(),
+        heavy / 5,
+    ));
+    targets
 }
 
 /// The mix's light request, the same on every server.
@@ -72,26 +84,9 @@ pub(crate) const LIGHT: &str = "/fib?n=20";
 /// loops, for plaintext and a CPU-bound page.
 pub(super) fn scaling(quick: bool, cores: usize) -> Plan {
     let seconds = if quick { 5 } else { 15 };
-    let steps = vec![
-        closed(
-            "plaintext",
-            "plaintext".into(),
-            0.0,
-            "/plaintext",
-            64,
-            1,
-            seconds,
-        ),
-        closed(
-            "dynamic page",
-            "dynamic page".into(),
-            0.0,
-            "/dynamic",
-            64,
-            1,
-            seconds,
-        ),
-    ];
+    let steps = [("plaintext", "/plaintext"), ("dynamic page", "/dynamic")]
+        .map(|(group, path)| closed(group, group.into(), 0.0, path, 64, 1, seconds))
+        .to_vec();
     Plan {
         name: "scaling",
         reproduces: "Node.Scala Fig. 4: throughput against the number of loops",
@@ -128,25 +123,7 @@ pub(super) fn stateful(quick: bool) -> Plan {
     };
     let steps = shares
         .iter()
-        .map(|&share| {
-            // Twenty targets in turn: share / 5 writes, the rest reads of the same cost.
-            let writes = share / 5;
-            let mut targets = vec![format!("PUT /fib/{FIB_N}"); writes];
-            targets.extend(std::iter::repeat_n(format!("/verify/{FIB_N}"), 20 - writes));
-            StepPlan {
-                group: "fib-cache".to_owned(),
-                label: format!("{share} % writing"),
-                x: share as f64,
-                load: Load::Closed {
-                    targets,
-                    conns: 64,
-                    depth: 1,
-                    threads: 1,
-                    seconds,
-                },
-                share_of_saturation: None,
-            }
-        })
+        .map(|&share| writing_step(share, seconds))
         .collect();
     Plan {
         name: "stateful",
@@ -165,14 +142,40 @@ pub(super) fn stateful(quick: bool) -> Plan {
             &[Metric::Rps, Metric::CpuPerRequest],
             Some("share of writing requests (%)"),
         ),
-        deviations: vec![
-            format!(
-                "Node.Scala's requests ran SciMark kernels on 32 loops; here both kinds recompute fib({FIB_N}) \
-                 (~60 µs): a reading request under the read lock, checking the cached value (GET /verify/{FIB_N}), \
-                 a writing one under the write lock, storing it (PUT /fib/{FIB_N})"
-            ),
-            "fib-cache:1 (one loop, no blocking pool: every request on one thread) is the reference line Node.Scala drew"
-                .to_owned(),
-        ],
+        deviations: stateful_deviations(),
+    }
+}
+
+/// Where the stateful service departs from Node.Scala's.
+fn stateful_deviations() -> Vec<String> {
+    vec![
+        format!(
+            "Node.Scala's requests ran SciMark kernels on 32 loops; here both kinds recompute fib({FIB_N}) \
+             (~60 µs): a reading request under the read lock, checking the cached value (GET /verify/{FIB_N}), \
+             a writing one under the write lock, storing it (PUT /fib/{FIB_N})"
+        ),
+        "fib-cache:1 (one loop, no blocking pool: every request on one thread) is the reference line Node.Scala drew"
+            .to_owned(),
+    ]
+}
+
+/// The stateful step `share` percent writing: twenty targets in turn, `share` / 5
+/// writes and the rest reads of the same cost, from 64 connections for `seconds`.
+fn writing_step(share: usize, seconds: u64) -> StepPlan {
+    let writes = share / 5;
+    let mut targets = vec![format!("PUT /fib/{FIB_N}"); writes];
+    targets.extend(std::iter::repeat_n(format!("/verify/{FIB_N}"), 20 - writes));
+    StepPlan {
+        group: "fib-cache".to_owned(),
+        label: format!("{share} % writing"),
+        x: share as f64,
+        load: Load::Closed {
+            targets,
+            conns: 64,
+            depth: 1,
+            threads: 1,
+            seconds,
+        },
+        share_of_saturation: None,
     }
 }

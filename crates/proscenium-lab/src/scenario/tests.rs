@@ -11,7 +11,7 @@ fn every_scenario_plans_steps_plots_and_checks() {
             "{name}"
         );
         assert!(!plan.default_servers.is_empty(), "{name}");
-        let probes = calibration::probes(&plan);
+        let probes = super::probes(&plan);
         for p in &plan.plots {
             assert!(
                 plan.steps.iter().chain(&probes).any(|s| s.group == p.group),
@@ -73,10 +73,7 @@ fn round_seconds(plan: &Plan) -> u64 {
 
 /// Seconds of the saturation probes one server gets once a run, before round 1.
 fn probe_seconds(plan: &Plan) -> u64 {
-    calibration::probes(plan)
-        .iter()
-        .map(|p| p.load.seconds())
-        .sum()
+    super::probes(plan).iter().map(|p| p.load.seconds()).sum()
 }
 
 #[test]

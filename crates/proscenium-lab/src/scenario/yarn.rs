@@ -14,29 +14,8 @@ pub(super) fn workers(quick: bool) -> Plan {
         "20 connections (Yarn's)".to_owned(),
         "256 connections".to_owned(),
     ];
-    let steps = groups
-        .iter()
-        .zip([20, 256])
-        .map(|(group, conns)| {
-            closed(
-                group,
-                format!("{conns} connections"),
-                conns as f64,
-                "/plaintext",
-                conns,
-                1,
-                seconds,
-            )
-        })
-        .collect();
-    let mut plots = plots(
-        &groups,
-        &[Metric::Rps, Metric::CpuPerRequest],
-        Some("worker processes"),
-    );
-    for plot in &mut plots {
-        plot.x_axis = XAxis::Workers;
-    }
+    let steps = connection_steps(&groups, seconds);
+    let plots = worker_plots(&groups);
     Plan {
         name: "workers",
         reproduces: "Yarn Fig. 6.4: requests a second against worker processes",
@@ -50,15 +29,48 @@ pub(super) fn workers(quick: bool) -> Plan {
         checks: vec![("/plaintext".to_owned(), "Hello, World!".to_owned())],
         steps,
         plots,
-        deviations: vec![
-            format!(
-                "Yarn sent 1,000 requests, 20 at a time (ab); here 20 connections for {seconds} s, \
-                 and 256 connections beyond it"
-            ),
-            "Yarn served a simple Rack application in Ruby, whose cost per request held it to 875/s; \
-             here lab-app's /plaintext (Hello, World!), so the figure shows what the workers cost, not the page"
-                .to_owned(),
-            format!("worker processes 1 to {most} in powers of two"),
-        ],
+        deviations: workers_deviations(seconds, most),
     }
+}
+
+/// The plaintext step of each of `groups`: 20 connections (Yarn's), then 256, for
+/// `seconds`.
+fn connection_steps(groups: &[String; 2], seconds: u64) -> Vec<StepPlan> {
+    groups
+        .iter()
+        .zip([20, 256])
+        .map(|(group, conns)| {
+            let label = format!("{conns} connections");
+            closed(group, label, conns as f64, "/plaintext", conns, 1, seconds)
+        })
+        .collect()
+}
+
+/// Where the workers scenario departs from Yarn's, its steps lasting `seconds` and its
+/// workers up to `most`.
+fn workers_deviations(seconds: u64, most: usize) -> Vec<String> {
+    vec![
+        format!(
+            "Yarn sent 1,000 requests, 20 at a time (ab); here 20 connections for {seconds} s, \
+             and 256 connections beyond it"
+        ),
+        "Yarn served a simple Rack application in Ruby, whose cost per request held it to 875/s; \
+         here lab-app's /plaintext (Hello, World!), so the figure shows what the workers cost, not the page"
+            .to_owned(),
+        format!("worker processes 1 to {most} in powers of two"),
+    ]
+}
+
+/// Throughput and CPU per request of each of `groups`, over the servers' worker
+/// processes.
+fn worker_plots(groups: &[String]) -> Vec<PlotPlan> {
+    let mut plots = plots(
+        groups,
+        &[Metric::Rps, Metric::CpuPerRequest],
+        Some("worker processes"),
+    );
+    for plot in &mut plots {
+        plot.x_axis = XAxis::Workers;
+    }
+    plots
 }

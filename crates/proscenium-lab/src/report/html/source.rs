@@ -4,8 +4,8 @@
 use std::fmt::Write;
 
 use super::esc;
-use crate::results::Results;
-use crate::sources;
+use crate::report::sources;
+use crate::results::{Finding, Results};
 
 /// Writes the source's section for `results`, or says the scenario has none.
 pub(super) fn section(html: &mut String, results: &Results) {
@@ -33,9 +33,13 @@ pub(super) fn section(html: &mut String, results: &Results) {
         "</table><p>The claim tested: {}</p>",
         esc(source.claim)
     );
-    let Some(finding) = sources::judge(results) else {
-        return;
-    };
+    if let Some(finding) = sources::judge(results) {
+        verdict(html, &finding);
+    }
+}
+
+/// Writes the verdict, why, and the numbers it rests on.
+fn verdict(html: &mut String, finding: &Finding) {
     let _ = write!(
         html,
         "<p><b>Verdict: {}</b> — {}.</p>",

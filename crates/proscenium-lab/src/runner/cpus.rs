@@ -3,8 +3,9 @@
 //! core of the machine (`Split`: the first half for the server, the rest for the load;
 //! `Shared`: all for both).
 
+use super::Options;
+use crate::Error;
 use crate::scenario::Cores;
-use crate::{Error, Options};
 
 /// A set of cores in `taskset -c` syntax, and how many it holds.
 #[derive(Debug, Clone, PartialEq, Eq)]

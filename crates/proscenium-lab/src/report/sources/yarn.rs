@@ -38,10 +38,21 @@ pub(super) const WORKERS: Source = Source {
     judge,
 };
 
-/// Yarn's claim holds when the most workers answer 1.5× one worker or more with the peak
-/// past a worker a core; a line that peaks by two workers a core and then holds 0.8 of
-/// it shows the other shape: workers that are event loops need no more than the cores.
-fn judge(results: &Results) -> Finding {
+/// Yarn's shape (the most workers at 1.5× one worker or more, the peak past a worker
+/// a core) or the other (a peak by two workers a core, 0.8 of it held at the most),
+/// from the rate of one worker, the peak and where, and the rate of the most.
+fn verdict(first: f64, (at, peak): (f64, f64), last: f64, cores: f64) -> Verdict {
+    if last >= 1.5 * first && at > cores {
+        Verdict::Reproduced
+    } else if at <= 2.0 * cores && last >= 0.8 * peak {
+        Verdict::Partly
+    } else {
+        Verdict::NotReproduced
+    }
+}
+
+/// Each `proscenium:prefork` server's rate at Yarn's step, by its workers, in order.
+fn prefork_line(results: &Results) -> Vec<(f64, f64)> {
     let mut line: Vec<(f64, f64)> = results
         .servers
         .iter()
@@ -55,6 +66,14 @@ fn judge(results: &Results) -> Finding {
         })
         .collect();
     line.sort_by(|a, b| a.0.total_cmp(&b.0));
+    line
+}
+
+/// Yarn's claim holds when the most workers answer 1.5× one worker or more with the peak
+/// past a worker a core; a line that peaks by two workers a core and then holds 0.8 of
+/// it shows the other shape: workers that are event loops need no more than the cores.
+fn judge(results: &Results) -> Finding {
+    let line = prefork_line(results);
     let (Some(&(_, first)), Some(&(most, last))) = (line.first(), line.last()) else {
         return Finding::missing(&["proscenium:prefork:N for several N"]);
     };
@@ -72,15 +91,8 @@ fn judge(results: &Results) -> Finding {
         ),
         Comparison::new(format!("{most:.0} workers"), None, Some(last), "req/s"),
     ];
-    let verdict = if last >= 1.5 * first && at > cores {
-        Verdict::Reproduced
-    } else if at <= 2.0 * cores && last >= 0.8 * peak {
-        Verdict::Partly
-    } else {
-        Verdict::NotReproduced
-    };
     Finding::new(
-        verdict,
+        verdict(first, (at, peak), last, cores),
         format!(
             "throughput peaks at {at:.0} workers on {cores:.0} cores and holds {:.2} of its peak \
              at {most:.0}: Yarn's workers served a request at a time, ours each run a loop",

@@ -180,6 +180,28 @@ fn off_system(results: &Results) -> Finding {
     )
 }
 
+/// The best peak of `servers` in `group`, each one's added to `rows`.
+fn best_peak(
+    results: &Results,
+    group: &str,
+    servers: &[&str],
+    rows: &mut Vec<Comparison>,
+) -> Option<f64> {
+    servers
+        .iter()
+        .filter_map(|name| {
+            let p = peak(results, name, group, Metric::Rps)?;
+            rows.push(Comparison::new(
+                format!("{group}: {name}, peak"),
+                None,
+                Some(p),
+                "req/s",
+            ));
+            Some(p)
+        })
+        .reduce(f64::max)
+}
+
 /// Proscenium's best model against Pekko, peak throughput through actors.
 fn actors(results: &Results) -> Finding {
     let ours = [
@@ -200,30 +222,13 @@ fn actors(results: &Results) -> Finding {
         pekko,
         "req/s",
     )];
-    let best = ours
-        .iter()
-        .filter_map(|name| {
-            let p = peak(results, name, group, Metric::Rps)?;
-            rows.push(Comparison::new(
-                format!("{group}: {name}, peak"),
-                None,
-                Some(p),
-                "req/s",
-            ));
-            Some(p)
-        })
-        .reduce(f64::max);
+    let best = best_peak(results, group, &ours, &mut rows);
     let (Some(best), Some(pekko)) = (best, pekko) else {
         return Finding::missing(&["pekko", "a proscenium model"]);
     };
     let ratio = best / pekko;
-    let verdict = if ratio >= 0.9 {
-        Verdict::Reproduced
-    } else {
-        Verdict::NotReproduced
-    };
     Finding::new(
-        verdict,
+        Verdict::of_one(ratio >= 0.9),
         format!(
             "Proscenium's best model answers {ratio:.2}× Pekko's peak through actors (the rule: at least 0.9×)"
         ),

@@ -7,11 +7,13 @@ use std::time::{Duration, Instant};
 
 use super::round::Bench;
 use super::{cool_down, get};
-use crate::calibration::{self, Search, TunedRequest, Tuning};
+use crate::Error;
+use crate::calibration::Calibration;
+use crate::calibration::{Search, TunedRequest, Tuning};
 use crate::process::Running;
 use crate::results::Step;
+use crate::scenario;
 use crate::servers::ServerSpec;
-use crate::{Calibration, Error};
 
 impl Bench<'_> {
     /// Measures what the plan asks of `server`, running on `port` in `round`; returns
@@ -30,30 +32,49 @@ impl Bench<'_> {
         round: u32,
     ) -> Result<(Calibration, Vec<Step>), Error> {
         let base = super::base_url(port);
-        let fail = |reason: String| Error::Calibration {
-            server: server.to_string(),
-            reason,
-        };
+        let fail = |reason: String| failed(server, reason);
         let mut calibration = Calibration::default();
-        let mut steps = Vec::new();
-        for probe in calibration::probes(self.plan) {
-            let what = format!("calibrating: saturation of {}", probe.label);
-            self.progress.at(self.plan.name, server.name(), &what);
-            let step = self.measure(server, &probe, running, &base, round)?;
-            let rps = step.measured.achieved_rps;
-            if rps < 1.0 {
-                return Err(fail(format!("no 2xx answers to {}", probe.label)));
-            }
-            calibration.saturation_rps.push((probe.label.clone(), rps));
-            steps.push(step);
-            cool_down(running.pid());
-        }
-        for tuning in calibration::tunings_asked(self.plan) {
+        let steps = self.saturations(server, running, &base, round, &mut calibration)?;
+        for tuning in scenario::tunings_asked(self.plan) {
             let what = format!("calibrating: the {}'s cost", tuning.what);
             self.progress.at(self.plan.name, server.name(), &what);
             calibration.set_tuned(tuning, tune(port, tuning).map_err(&fail)?);
         }
         Ok((calibration, steps))
+    }
+
+    /// Probes `server`'s saturation of each group the plan offers shares of, into
+    /// `calibration`; returns the probes' steps.
+    fn saturations(
+        &self,
+        server: &ServerSpec,
+        running: &mut Running,
+        base: &str,
+        round: u32,
+        calibration: &mut Calibration,
+    ) -> Result<Vec<Step>, Error> {
+        let mut steps = Vec::new();
+        for probe in scenario::probes(self.plan) {
+            let what = format!("calibrating: saturation of {}", probe.label);
+            self.progress.at(self.plan.name, server.name(), &what);
+            let step = self.measure(server, &probe, running, base, round)?;
+            let rps = step.measured.achieved_rps;
+            if rps < 1.0 {
+                return Err(failed(server, format!("no 2xx answers to {}", probe.label)));
+            }
+            calibration.saturation_rps.push((probe.label.clone(), rps));
+            steps.push(step);
+            cool_down(running.pid());
+        }
+        Ok(steps)
+    }
+}
+
+/// The error of `server`'s calibration, and why.
+fn failed(server: &ServerSpec, reason: String) -> Error {
+    Error::Calibration {
+        server: server.to_string(),
+        reason,
     }
 }
 
@@ -72,25 +93,29 @@ fn tune(port: u16, tuning: &Tuning) -> Result<TunedRequest, String> {
             }
             tuning.nearest(timed).ok_or_else(|| "no n timed".to_owned())
         }
-        Search::Linear { probe, max } => {
-            let (at_zero, at_probe) = (time(port, tuning, 0)?, time(port, tuning, probe)?);
-            let n = tuning
-                .on_the_line(at_zero, probe, at_probe, max)
-                .ok_or_else(|| {
-                    format!(
-                        "{} took {at_zero:.3} ms at n = 0 and {at_probe:.3} ms at n = {probe}: \
-                         its cost does not grow with n",
-                        tuning.what
-                    )
-                })?;
-            let cost_ms = time(port, tuning, n)?;
-            Ok(TunedRequest {
-                n,
-                cost_ms,
-                timed_ms: vec![(0, at_zero), (probe, at_probe), (n, cost_ms)],
-            })
-        }
+        Search::Linear { probe, max } => tune_linear(port, tuning, probe, max),
     }
+}
+
+/// [`Search::Linear`]: `tuning`'s request timed at n = 0 and n = `probe`, the n on the
+/// line through them at the target cost (at most `max`), timed once more.
+fn tune_linear(port: u16, tuning: &Tuning, probe: u32, max: u32) -> Result<TunedRequest, String> {
+    let (at_zero, at_probe) = (time(port, tuning, 0)?, time(port, tuning, probe)?);
+    let n = tuning
+        .on_the_line(at_zero, probe, at_probe, max)
+        .ok_or_else(|| {
+            format!(
+                "{} took {at_zero:.3} ms at n = 0 and {at_probe:.3} ms at n = {probe}: \
+                 its cost does not grow with n",
+                tuning.what
+            )
+        })?;
+    let cost_ms = time(port, tuning, n)?;
+    Ok(TunedRequest {
+        n,
+        cost_ms,
+        timed_ms: vec![(0, at_zero), (probe, at_probe), (n, cost_ms)],
+    })
 }
 
 /// The median time of `tuning`'s request at `n`, in milliseconds, over its timings.
@@ -131,11 +156,11 @@ mod tests {
             "http://127.0.0.1:9/",
             work.path(),
         );
-        let page = tune(port, &calibration::PAGE).unwrap();
+        let page = tune(port, &crate::calibration::PAGE).unwrap();
         let timed: Vec<u32> = page.timed_ms.iter().map(|t| t.0).collect();
         assert_eq!(timed, [0, 1_250_000, page.n]);
         let (status, body) =
-            super::super::get(port, &calibration::PAGE.target_for(page.n)).unwrap();
+            super::super::get(port, &crate::calibration::PAGE.target_for(page.n)).unwrap();
         assert_eq!(status, 200);
         assert!(
             body.contains(&format!("<p>{} iterations: ", page.n)),

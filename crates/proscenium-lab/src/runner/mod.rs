@@ -16,10 +16,12 @@ use std::time::{Duration, Instant};
 mod calibrate;
 mod cpus;
 mod job;
+mod options;
 mod round;
 
 use self::cpus::{CpuSet, CpuSplit};
 use self::job::Job;
+pub use self::options::Options;
 use self::round::Bench;
 use crate::machine::{Machine, versions};
 use crate::process::{Running, tree_cpu_seconds};
@@ -29,7 +31,7 @@ use crate::results::{Results, ServerRun, Step};
 use crate::scenario::{self, FILES, Plan};
 use crate::servers::{Placement, ServerSpec};
 use crate::tools::Tools;
-use crate::{Error, Options, report};
+use crate::{Error, report};
 
 /// How long a server gets to answer its first request.
 const START_TIMEOUT: Duration = Duration::from_secs(20);
@@ -76,41 +78,23 @@ fn check_interrupt() -> Result<(), Error> {
 /// of the lab's own app, or an interruption. A server that cannot be built, started or
 /// checked is skipped and the reason recorded instead.
 pub fn run(options: &Options) -> Result<Vec<PathBuf>, Error> {
-    let machine = Machine::read();
-    let names: Vec<&str> = if options.scenario == "all" {
-        scenario::SCENARIOS.to_vec()
-    } else {
-        vec![options.scenario.as_str()]
-    };
-    let plans = names
-        .iter()
-        .map(|n| {
-            scenario::plan(n, options.profile, machine.cores)
-                .ok_or_else(|| Error::UnknownScenario((*n).to_owned()))
-        })
-        .collect::<Result<Vec<Plan>, Error>>()?;
-    let split = CpuSplit::choose(options, machine.cores)?;
+    let cores = Machine::read().cores;
+    let plans = plans(options, cores)?;
+    let split = CpuSplit::choose(options, cores)?;
     raise_file_limit();
-    let root = checkout()?;
     let progress = Progress::new();
-    let tools = Tools::new(root, progress.clone());
+    let tools = Tools::new(checkout()?, progress.clone());
     let lineups = plans
         .iter()
         .map(|plan| lineup(plan, options))
         .collect::<Result<Vec<_>, Error>>()?;
     preflight(&plans, &tools)?;
-    // Every scenario's servers are built (cargo, apt-get) before any load, so no build
-    // waits behind another scenario's rounds. A failure is not lost: `run_plan` tries
-    // again (cargo's cache makes it quick), skips the server and records why.
-    for server in lineups.iter().flatten() {
-        check_interrupt()?;
-        let _ = server.build(&tools);
-    }
+    build_all(lineups.iter().flatten(), &tools)?;
+    let one_of_many = plans.len() > 1;
     let outcome = plans
         .iter()
         .zip(&lineups)
         .map(|(plan, servers)| {
-            let one_of_many = plans.len() > 1;
             run_scenario(
                 plan,
                 servers,
@@ -124,6 +108,36 @@ pub fn run(options: &Options) -> Result<Vec<PathBuf>, Error> {
         .collect();
     progress.finish();
     outcome
+}
+
+/// The plans of `options.scenario` (every scenario's for `all`) on `cores` cores.
+fn plans(options: &Options, cores: usize) -> Result<Vec<Plan>, Error> {
+    let names: Vec<&str> = if options.scenario == "all" {
+        scenario::SCENARIOS.to_vec()
+    } else {
+        vec![options.scenario.as_str()]
+    };
+    names
+        .iter()
+        .map(|n| {
+            scenario::plan(n, options.profile, cores)
+                .ok_or_else(|| Error::UnknownScenario((*n).to_owned()))
+        })
+        .collect()
+}
+
+/// Builds every server (cargo, apt-get) before any load, so no build waits behind
+/// another scenario's rounds. A failure is not lost: `run_servers` tries again
+/// (cargo's cache makes it quick), skips the server and records why.
+fn build_all<'a>(
+    servers: impl Iterator<Item = &'a ServerSpec>,
+    tools: &Tools,
+) -> Result<(), Error> {
+    for server in servers {
+        check_interrupt()?;
+        let _ = server.build(tools);
+    }
+    Ok(())
 }
 
 /// The checkout the lab builds lab-app and the peers from: `PROSCENIUM_SOURCE`, or the
@@ -217,6 +231,7 @@ fn run_scenario(
     Ok(dir)
 }
 
+/// Runs one scenario's plan; returns its results, the report not yet written.
 fn run_plan(
     plan: &Plan,
     servers: &[ServerSpec],
@@ -227,23 +242,22 @@ fn run_plan(
 ) -> Result<Results, Error> {
     // Both read as the run starts: the servers were built from this checkout just
     // before, and a commit made during a long run is not what ran.
-    let (date, commit) = (provenance::now(), provenance::commit_of(tools.root()));
+    let started = (provenance::now(), provenance::commit_of(tools.root()));
     let machine = Machine::read();
-    let (server_cores, load_cores) = split.for_plan(plan.cores);
+    let cores = split.for_plan(plan.cores);
     let rounds = options.rounds();
     let job = scenario::is_job(plan.name);
     let (runs, steps) = if job {
         Job {
             tools,
             progress,
-            cores: &server_cores.list,
-            core_count: server_cores.count,
+            cores: &cores.0.list,
+            core_count: cores.0.count,
             rounds,
         }
         .run()?
     } else {
-        let cores = (&server_cores, &load_cores);
-        run_servers(plan, servers, rounds, cores, tools, progress)?
+        run_servers(plan, servers, rounds, (&cores.0, &cores.1), tools, progress)?
     };
     let deviations = plan
         .deviations
@@ -255,19 +269,7 @@ fn run_plan(
         scenario: plan.name.to_owned(),
         reproduces: plan.reproduces.to_owned(),
         profile: options.profile.name().to_owned(),
-        provenance: Some(Provenance {
-            date,
-            commit,
-            command: options.command_line.clone(),
-            rounds,
-            server_cpus: server_cores.list,
-            load_cpus: load_cores.list,
-            targets: plan
-                .steps
-                .iter()
-                .map(|s| (format!("{} / {}", s.group, s.label), s.load.mix()))
-                .collect(),
-        }),
+        provenance: Some(recorded(plan, options, started, cores)),
         machine,
         versions: versions(tools.root(), tools.installed_vegeta().as_deref()),
         deviations,
@@ -276,6 +278,29 @@ fn run_plan(
         plots: Vec::new(),
         finding: None,
     })
+}
+
+/// The provenance of `plan`'s run: begun at `(date, commit)`, as `options` asked, on
+/// `(server, load)` cores.
+fn recorded(
+    plan: &Plan,
+    options: &Options,
+    (date, commit): (String, String),
+    (server_cores, load_cores): (CpuSet, CpuSet),
+) -> Provenance {
+    Provenance {
+        date,
+        commit,
+        command: options.command_line.clone(),
+        rounds: options.rounds(),
+        server_cpus: server_cores.list,
+        load_cpus: load_cores.list,
+        targets: plan
+            .steps
+            .iter()
+            .map(|s| (format!("{} / {}", s.group, s.label), s.load.mix()))
+            .collect(),
+    }
 }
 
 /// Runs `rounds` of `plan`'s steps against each of `servers`, the servers on the
@@ -289,42 +314,22 @@ fn run_servers(
     tools: &Tools,
     progress: &Progress,
 ) -> Result<(Vec<ServerRun>, Vec<Step>), Error> {
-    // Static files, scripts and generator output live outside DIR, which keeps only
-    // what a reader wants; the directory is removed when the run ends.
-    let work = tempfile::Builder::new()
-        .prefix("proscenium-lab-")
-        .tempdir()
-        .map_err(Error::io("create a work directory"))?;
-    let www = work.path().join("www");
-    write_files(&www)?;
-    let scratch = work.path().join("scratch");
-    std::fs::create_dir_all(&scratch).map_err(Error::io("create the scratch directory"))?;
+    let work = WorkDir::new()?;
     let upstream_port = free_port()?;
     let upstream_url = upstream_page(upstream_port);
-    let _upstream = if plan.upstream {
-        Some(start_upstream(
-            tools,
-            &load_cores.list,
-            upstream_port,
-            &www,
-            &upstream_url,
-        )?)
-    } else {
-        None
-    };
-    let mut runs: Vec<ServerRun> = servers
-        .iter()
-        .map(|s| ServerRun::new(s.to_string(), server_cores.list.clone()))
-        .collect();
-    // Built already (see `run`): this records, before any load, the servers that
-    // cannot be built as skipped, not after the others' rounds.
-    for (server, run) in servers.iter().zip(&mut runs) {
-        check_interrupt()?;
-        if let Err(e) = server.build(tools) {
-            progress.say(format!("skipping {server}: {e}"));
-            run.skipped = Some(e.to_string());
-        }
-    }
+    let _upstream = plan
+        .upstream
+        .then(|| {
+            start_upstream(
+                tools,
+                &load_cores.list,
+                upstream_port,
+                &work.www,
+                &upstream_url,
+            )
+        })
+        .transpose()?;
+    let mut runs = unbuilt_skipped(servers, &server_cores.list, tools, progress)?;
     let bench = Bench {
         plan,
         tools,
@@ -333,24 +338,64 @@ fn run_servers(
             cores: &server_cores.list,
             core_count: server_cores.count,
             port: 0,
-            root: &www,
+            root: &work.www,
             upstream: &upstream_url,
-            workdir: &scratch,
+            workdir: &work.scratch,
         },
         load_cores,
     };
-    let mut steps = Vec::new();
-    for round in 1..=rounds {
-        // Each round starts with a different server, so no server always runs first
-        // (on a cold machine) or last (on a warm one).
-        for i in interleaved(servers.len(), round) {
-            check_interrupt()?;
-            if runs[i].skipped.is_none() {
-                steps.extend(bench.turn(&servers[i], round, &mut runs[i])?);
-            }
-        }
-    }
+    let steps = bench.rounds(servers, rounds, &mut runs)?;
     Ok((runs, steps))
+}
+
+/// A run's files: static files, scripts and generator output live outside the
+/// output directory, which keeps only what a reader wants; removed when dropped.
+struct WorkDir {
+    _dir: tempfile::TempDir,
+    /// The static files every server serves.
+    www: PathBuf,
+    /// The servers' own files and the generators' output.
+    scratch: PathBuf,
+}
+
+impl WorkDir {
+    fn new() -> Result<Self, Error> {
+        let dir = tempfile::Builder::new()
+            .prefix("proscenium-lab-")
+            .tempdir()
+            .map_err(Error::io("create a work directory"))?;
+        let www = dir.path().join("www");
+        write_files(&www)?;
+        let scratch = dir.path().join("scratch");
+        std::fs::create_dir_all(&scratch).map_err(Error::io("create the scratch directory"))?;
+        Ok(Self {
+            _dir: dir,
+            www,
+            scratch,
+        })
+    }
+}
+
+/// A run for each of `servers` on `cores`, those that cannot be built recorded as
+/// skipped. Built already (see `run`): this records them before any load, not after
+/// the others' rounds.
+fn unbuilt_skipped(
+    servers: &[ServerSpec],
+    cores: &str,
+    tools: &Tools,
+    progress: &Progress,
+) -> Result<Vec<ServerRun>, Error> {
+    let mut runs = Vec::with_capacity(servers.len());
+    for server in servers {
+        check_interrupt()?;
+        let mut run = ServerRun::new(server.to_string(), cores.to_owned());
+        if let Err(e) = server.build(tools) {
+            progress.say(format!("skipping {server}: {e}"));
+            run.skipped = Some(e.to_string());
+        }
+        runs.push(run);
+    }
+    Ok(runs)
 }
 
 /// The order of `count` servers in `round` (from 1): rotated by one a round.
@@ -527,7 +572,7 @@ pub(super) mod tests {
         let www = work.join("www");
         let cores = Machine::read().cores;
         let all_cores = format!("0-{}", cores - 1);
-        let plan = scenario::plan(scenario, crate::Profile::Quick, cores).unwrap();
+        let plan = scenario::plan(scenario, crate::scenario::Profile::Quick, cores).unwrap();
         let at = Placement {
             cores: &all_cores,
             core_count: cores,
@@ -555,7 +600,7 @@ pub(super) mod tests {
         let page = upstream_page(upstream_port);
         let all_cores = format!("0-{}", cores - 1);
         let _upstream = start_upstream(&tools, &all_cores, upstream_port, &www, &page).unwrap();
-        let plan = scenario::plan("off-system", crate::Profile::Quick, cores).unwrap();
+        let plan = scenario::plan("off-system", crate::scenario::Profile::Quick, cores).unwrap();
         assert_eq!(plan.checks[0].0, "/relay");
         started_as("off-system", "proscenium:loops", &page, work.path());
     }

@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use super::Figure;
+use crate::provenance::Provenance;
 use crate::results::Results;
 
 mod jobs;
@@ -62,11 +63,31 @@ pub(super) fn page(results: &Results, figures: &[Figure]) -> String {
     provenance(&mut html, results);
     let job = jobs::is_job(results);
     html.push_str(if job { jobs::READING } else { READING });
+    deviations(&mut html, results);
+    plots(&mut html, figures);
+    servers(&mut html, results);
+    if job {
+        jobs::table(&mut html, results);
+    } else {
+        steps::table(&mut html, results);
+    }
+    commands(&mut html, results);
+    html.push_str("</ul></body></html>\n");
+    html
+}
+
+/// Where the run departs from its source.
+fn deviations(html: &mut String, results: &Results) {
     html.push_str("<h2>Deviations from the source</h2><ul>");
     for d in &results.deviations {
         let _ = write!(html, "<li>{}</li>", esc(d));
     }
-    html.push_str("</ul><h2>Plots</h2>");
+    html.push_str("</ul>");
+}
+
+/// The plots, each as its SVG inline with a link to its PNG.
+fn plots(html: &mut String, figures: &[Figure]) {
+    html.push_str("<h2>Plots</h2>");
     for f in figures {
         let _ = write!(
             html,
@@ -77,12 +98,10 @@ pub(super) fn page(results: &Results, figures: &[Figure]) -> String {
             esc(&f.file)
         );
     }
-    servers(&mut html, results);
-    if job {
-        jobs::table(&mut html, results);
-    } else {
-        steps::table(&mut html, results);
-    }
+}
+
+/// Every step's command, to run it again.
+fn commands(html: &mut String, results: &Results) {
     html.push_str("<h2>Commands</h2><ul>");
     for s in &results.steps {
         let _ = write!(
@@ -94,43 +113,23 @@ pub(super) fn page(results: &Results, figures: &[Figure]) -> String {
             esc(&s.command)
         );
     }
-    html.push_str("</ul></body></html>\n");
-    html
 }
 
 /// When, from what, with which command and cores, on what machine and versions.
 fn provenance(html: &mut String, results: &Results) {
     html.push_str("<h2>How this was made</h2>");
     match &results.provenance {
-        Some(p) => {
-            let _ = write!(
-                html,
-                "<p>On {} from commit <code>{}</code>, {} round{}: <code>{}</code></p>\
-                 <p>Servers on cores <b>{}</b>, load on cores <b>{}</b>.</p>",
-                esc(&p.date),
-                esc(&p.commit),
-                p.rounds,
-                if p.rounds == 1 { "" } else { "s" },
-                esc(&p.command),
-                esc(&p.server_cpus),
-                esc(&p.load_cpus)
-            );
-            html.push_str("<table><tr><th class=l>step</th><th class=l>targets, in turn</th></tr>");
-            for (step, mix) in &p.targets {
-                let _ = write!(
-                    html,
-                    "<tr><td class=l>{}</td><td class=l>{}</td></tr>",
-                    esc(step),
-                    esc(&mix.join(", "))
-                );
-            }
-            html.push_str("</table>");
-        }
+        Some(p) => recorded(html, p),
         None => html.push_str(
             "<p>Date, commit, command, rounds and CPU split: not recorded (a report from \
              before the lab recorded them).</p>",
         ),
     }
+    machine(html, results);
+}
+
+/// The machine the run was on, and the versions of the programs involved.
+fn machine(html: &mut String, results: &Results) {
     let m = &results.machine;
     let _ = write!(
         html,
@@ -149,6 +148,33 @@ fn provenance(html: &mut String, results: &Results) {
         );
     }
     html.push_str("</ul>");
+}
+
+/// What `p` recorded: when, from which commit, the command, the cores and each step's
+/// targets.
+fn recorded(html: &mut String, p: &Provenance) {
+    let _ = write!(
+        html,
+        "<p>On {} from commit <code>{}</code>, {} round{}: <code>{}</code></p>\
+         <p>Servers on cores <b>{}</b>, load on cores <b>{}</b>.</p>",
+        esc(&p.date),
+        esc(&p.commit),
+        p.rounds,
+        if p.rounds == 1 { "" } else { "s" },
+        esc(&p.command),
+        esc(&p.server_cpus),
+        esc(&p.load_cpus)
+    );
+    html.push_str("<table><tr><th class=l>step</th><th class=l>targets, in turn</th></tr>");
+    for (step, mix) in &p.targets {
+        let _ = write!(
+            html,
+            "<tr><td class=l>{}</td><td class=l>{}</td></tr>",
+            esc(step),
+            esc(&mix.join(", "))
+        );
+    }
+    html.push_str("</table>");
 }
 
 /// Each server's cores and command, or why it was skipped, what it was calibrated at

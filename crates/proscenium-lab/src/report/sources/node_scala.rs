@@ -123,12 +123,6 @@ fn mixed(results: &Results) -> Finding {
         ("node", "node-nbk"),
         ("proscenium:event-loop", "proscenium:loops"),
     ];
-    let source = |server: &str| {
-        MIXED.references.iter().find_map(|r| match r.at {
-            At::Bars { server: s, values } if s == server => Some(values),
-            _ => None,
-        })
-    };
     let mut rows = Vec::new();
     let mut held = 0;
     let mut measured = 0;
@@ -136,26 +130,7 @@ fn mixed(results: &Results) -> Finding {
         if !ran(results, &[blocking, free]) {
             continue;
         }
-        let mut last = None;
-        for share in SHARES {
-            let b = at_label(results, blocking, "mix", share, Metric::Rps);
-            let f = at_label(results, free, "mix", share, Metric::Rps);
-            for (server, here) in [(blocking, b), (free, f)] {
-                let theirs = source(server)
-                    .and_then(|v| v.iter().find(|(s, _)| *s == share))
-                    .map(|(_, v)| *v);
-                rows.push(Comparison::new(
-                    format!("{server}, {share}"),
-                    theirs,
-                    here,
-                    "msg/s",
-                ));
-            }
-            if let (Some(b), Some(f)) = (b, f) {
-                last = Some((b, f));
-            }
-        }
-        if let Some((b, f)) = last {
+        if let Some((b, f)) = mixed_pair(results, (blocking, free), &mut rows) {
             measured += 1;
             held += usize::from(b <= f / 2.0);
         }
@@ -175,22 +150,47 @@ fn mixed(results: &Results) -> Finding {
     )
 }
 
+/// Adds to `rows` the rates of a (blocking, free) pair at each heavy share, beside
+/// the source's; returns their rates at the highest share both were measured at.
+fn mixed_pair(
+    results: &Results,
+    (blocking, free): (&str, &str),
+    rows: &mut Vec<Comparison>,
+) -> Option<(f64, f64)> {
+    let source = |server: &str| {
+        MIXED.references.iter().find_map(|r| match r.at {
+            At::Bars { server: s, values } if s == server => Some(values),
+            _ => None,
+        })
+    };
+    let mut last = None;
+    for share in SHARES {
+        let b = at_label(results, blocking, "mix", share, Metric::Rps);
+        let f = at_label(results, free, "mix", share, Metric::Rps);
+        for (server, here) in [(blocking, b), (free, f)] {
+            let theirs = source(server)
+                .and_then(|v| v.iter().find(|(s, _)| *s == share))
+                .map(|(_, v)| *v);
+            rows.push(Comparison::new(
+                format!("{server}, {share}"),
+                theirs,
+                here,
+                "msg/s",
+            ));
+        }
+        if let (Some(b), Some(f)) = (b, f) {
+            last = Some((b, f));
+        }
+    }
+    last
+}
+
 /// Efficiency = (the most loops' peak ÷ one loop's) ÷ the loops: the claim holds at
 /// 0.7 or more (the source's 0.71), in part from 0.5.
 fn scaling(results: &Results) -> Finding {
     let group = "dynamic page";
     let one = peak(results, "proscenium:loops:1", group, Metric::Rps);
-    let most = (2..=64).rev().find_map(|n| {
-        Some((
-            n,
-            peak(
-                results,
-                &format!("proscenium:loops:{n}"),
-                group,
-                Metric::Rps,
-            )?,
-        ))
-    });
+    let most = most_loops(results, group);
     let (Some(one), Some((n, many))) = (one, most) else {
         return Finding::missing(&["proscenium:loops:1", "proscenium:loops:N (N > 1)"]);
     };
@@ -215,6 +215,14 @@ fn scaling(results: &Results) -> Finding {
     )
 }
 
+/// The most loops run (up to 64, more than one) and their peak in `group`.
+fn most_loops(results: &Results, group: &str) -> Option<(u32, f64)> {
+    (2..=64).rev().find_map(|n| {
+        let server = format!("proscenium:loops:{n}");
+        Some((n, peak(results, &server, group, Metric::Rps)?))
+    })
+}
+
 /// The claim holds when at the fewest writes the shared service answers 1.3× the one
 /// loop or more, and at the most writes within 1.25× of it.
 fn stateful(results: &Results) -> Finding {
@@ -227,20 +235,11 @@ fn stateful(results: &Results) -> Finding {
         return Finding::missing(&["fib-cache", "fib-cache:1"]);
     };
     let (low, high) = (first.1 / one_first.1, last.1 / one_last.1);
-    let rows = vec![
-        Comparison::new(
-            format!("{:.0} % writing: shared ÷ one loop", first.0),
-            None,
-            Some(low),
-            "×",
-        ),
-        Comparison::new(
-            format!("{:.0} % writing: shared ÷ one loop", last.0),
-            None,
-            Some(high),
-            "×",
-        ),
-    ];
+    let shared = |writing: f64, ratio: f64| {
+        let what = format!("{writing:.0} % writing: shared ÷ one loop");
+        Comparison::new(what, None, Some(ratio), "×")
+    };
+    let rows = vec![shared(first.0, low), shared(last.0, high)];
     let verdict = Verdict::of_both(low >= 1.3, high <= 1.25);
     Finding::new(
         verdict,

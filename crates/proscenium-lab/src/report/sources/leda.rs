@@ -5,7 +5,7 @@
 use super::{
     Comparison, Finding, Source, Verdict, at_common_top, at_label, line, peak, ran, steps,
 };
-use crate::report::{Spread, spread};
+use crate::report::summary::{Spread, spread};
 use crate::results::Results;
 use crate::scenario::{CEP_CONFIGURATIONS, CEP_GROUP, CEP_ROWS, Metric};
 
@@ -58,19 +58,7 @@ fn static_files(results: &Results) -> Finding {
     if !ran(results, &servers) {
         return Finding::missing(&servers);
     }
-    let mut rows = Vec::new();
-    let mut held = Vec::new();
-    for server in servers {
-        if let Some((last, peak)) = holds(results, server, group) {
-            rows.push(Comparison::new(
-                format!("{server}: at the most clients ÷ peak"),
-                None,
-                Some(last / peak),
-                "×",
-            ));
-            held.push(last >= 0.8 * peak);
-        }
-    }
+    let (rows, held) = held_throughput(results, &servers, group);
     let [leda, nginx, apache] = held[..] else {
         return Finding::missing(&servers);
     };
@@ -93,6 +81,29 @@ fn static_files(results: &Results) -> Finding {
     )
 }
 
+/// For each of `servers` measured in `group`: its rate at the most clients over its
+/// peak, as a row, and whether it held 0.8 of the peak.
+fn held_throughput(
+    results: &Results,
+    servers: &[&str],
+    group: &str,
+) -> (Vec<Comparison>, Vec<bool>) {
+    let mut rows = Vec::new();
+    let mut held = Vec::new();
+    for server in servers {
+        if let Some((last, peak)) = holds(results, server, group) {
+            rows.push(Comparison::new(
+                format!("{server}: at the most clients ÷ peak"),
+                None,
+                Some(last / peak),
+                "×",
+            ));
+            held.push(last >= 0.8 * peak);
+        }
+    }
+    (rows, held)
+}
+
 /// The most the page's CPU cost may differ between the two servers for their response
 /// times to compare architectures rather than languages.
 const SAME_COST: f64 = 1.5;
@@ -102,6 +113,36 @@ const SAME_COST: f64 = 1.5;
 /// each server's iterations are calibrated for it, and the guard checks they did).
 fn dynamic(results: &Results) -> Finding {
     let group = "dynamic page";
+    if let Some(incomparable) = unequal_costs(results, group) {
+        return incomparable;
+    }
+    let ours = line(results, "proscenium:loops", group, Metric::MeanLatency);
+    let apache = line(results, "httpd-event", group, Metric::MeanLatency);
+    let (Some(&(x, o)), Some(&(_, a))) = (ours.last(), apache.last()) else {
+        return Finding::missing(&["proscenium:loops", "httpd-event"]);
+    };
+    Finding::new(
+        Verdict::of_one(o <= a),
+        format!(
+            "at {x:.0} clients Proscenium's mean response time is {o:.0} ms, httpd's {a:.0} ms"
+        ),
+        vec![
+            mean_at(x, "proscenium:loops", o),
+            mean_at(x, "httpd-event", a),
+        ],
+    )
+}
+
+/// `server`'s mean response time `ms` at `clients`, as a row.
+fn mean_at(clients: f64, server: &str, ms: f64) -> Comparison {
+    let what = format!("{server}, mean at {clients:.0} clients");
+    Comparison::new(what, None, Some(ms), "ms")
+}
+
+/// The finding that `group`'s page costs the two servers too unequal CPU to compare
+/// them (over [`SAME_COST`] apart at the fewest clients), or that a cost is missing;
+/// `None` when the costs compare.
+fn unequal_costs(results: &Results, group: &str) -> Option<Finding> {
     let cost = |server| {
         line(results, server, group, Metric::CpuPerRequest)
             .first()
@@ -109,25 +150,19 @@ fn dynamic(results: &Results) -> Finding {
     };
     let (Some(ours_cost), Some(apache_cost)) = (cost("proscenium:loops"), cost("httpd-event"))
     else {
-        return Finding::missing(&["proscenium:loops", "httpd-event"]);
+        return Some(Finding::missing(&["proscenium:loops", "httpd-event"]));
+    };
+    let cost_row = |server: &str, cost: f64| {
+        let what = format!("{server}, CPU a page at the fewest clients");
+        Comparison::new(what, None, Some(cost), "µs")
     };
     let costs = vec![
-        Comparison::new(
-            "proscenium:loops, CPU a page at the fewest clients",
-            None,
-            Some(ours_cost),
-            "µs",
-        ),
-        Comparison::new(
-            "httpd-event, CPU a page at the fewest clients",
-            None,
-            Some(apache_cost),
-            "µs",
-        ),
+        cost_row("proscenium:loops", ours_cost),
+        cost_row("httpd-event", apache_cost),
     ];
     let ratio = ours_cost.max(apache_cost) / ours_cost.min(apache_cost);
-    if ratio > SAME_COST {
-        return Finding::new(
+    (ratio > SAME_COST).then(|| {
+        Finding::new(
             Verdict::NotTestable,
             format!(
                 "the page costs one server {ratio:.1}× the CPU it costs the other at the fewest \
@@ -135,38 +170,8 @@ fn dynamic(results: &Results) -> Finding {
                  a comparison of languages, not of threads and events"
             ),
             costs,
-        );
-    }
-    let ours = line(results, "proscenium:loops", group, Metric::MeanLatency);
-    let apache = line(results, "httpd-event", group, Metric::MeanLatency);
-    let (Some(&(x, o)), Some(&(_, a))) = (ours.last(), apache.last()) else {
-        return Finding::missing(&["proscenium:loops", "httpd-event"]);
-    };
-    let verdict = if o <= a {
-        Verdict::Reproduced
-    } else {
-        Verdict::NotReproduced
-    };
-    Finding::new(
-        verdict,
-        format!(
-            "at {x:.0} clients Proscenium's mean response time is {o:.0} ms, httpd's {a:.0} ms"
-        ),
-        vec![
-            Comparison::new(
-                format!("proscenium:loops, mean at {x:.0} clients"),
-                None,
-                Some(o),
-                "ms",
-            ),
-            Comparison::new(
-                format!("httpd-event, mean at {x:.0} clients"),
-                None,
-                Some(a),
-                "ms",
-            ),
-        ],
-    )
+        )
+    })
 }
 
 pub(super) const DYNAMIC_LUA: Source = Source {
@@ -210,33 +215,37 @@ fn dynamic_lua(results: &Results) -> Finding {
              {apache_top:.1} ms; from {low:.0} clients it grew {ours_growth:.1}×, Apache's \
              {apache_growth:.1}×"
         ),
-        vec![
-            Comparison::new(
-                format!("proscenium-lua, mean at {top:.0} clients"),
-                None,
-                Some(ours_top),
-                "ms",
-            ),
-            Comparison::new(
-                format!("httpd-worker, mean at {top:.0} clients"),
-                None,
-                Some(apache_top),
-                "ms",
-            ),
-            Comparison::new(
-                format!("proscenium-lua, growth from {low:.0} clients"),
-                None,
-                Some(ours_growth),
-                "×",
-            ),
-            Comparison::new(
-                format!("httpd-worker, growth from {low:.0} clients"),
-                None,
-                Some(apache_growth),
-                "×",
-            ),
-        ],
+        lua_rows(
+            (low, top),
+            (ours_top, apache_top),
+            (ours_growth, apache_growth),
+        ),
     )
+}
+
+/// The Lua page's numbers: each server's mean at `top` clients and its growth from
+/// `low`, Proscenium's first.
+fn lua_rows(
+    (low, top): (f64, f64),
+    (ours_top, apache_top): (f64, f64),
+    (ours_growth, apache_growth): (f64, f64),
+) -> Vec<Comparison> {
+    vec![
+        mean_at(top, "proscenium-lua", ours_top),
+        mean_at(top, "httpd-worker", apache_top),
+        Comparison::new(
+            format!("proscenium-lua, growth from {low:.0} clients"),
+            None,
+            Some(ours_growth),
+            "×",
+        ),
+        Comparison::new(
+            format!("httpd-worker, growth from {low:.0} clients"),
+            None,
+            Some(apache_growth),
+            "×",
+        ),
+    ]
 }
 
 pub(super) const CEP: Source = Source {
@@ -285,45 +294,11 @@ fn cep(results: &Results) -> Finding {
     let [one, two, apart] = CEP_CONFIGURATIONS;
     let mut rows = Vec::new();
     let (mut faster, mut slower, mut measured) = (0, 0, 0);
-    for (row, (leda, leda_one, leda_two)) in CEP_ROWS.iter().zip(TABLE_1) {
+    for (row, leda) in CEP_ROWS.iter().zip(TABLE_1) {
         let label = row.label();
-        let of = |server| {
-            let steps = steps(results, server, CEP_GROUP);
-            spread(
-                Metric::Elapsed,
-                steps.into_iter().filter(|s| s.label == label),
-            )
-        };
-        let (a, b, c) = (of(one), of(two), of(apart));
-        let here = |s: Option<Spread>| s.map(|s| s.median);
-        rows.push(Comparison::new(
-            format!("{one}, {label} (Leda: {leda})"),
-            Some(leda_one),
-            here(a),
-            "s",
-        ));
-        rows.push(Comparison::new(
-            format!("{two}, {label}"),
-            Some(leda_two),
-            here(b),
-            "s",
-        ));
-        rows.push(Comparison::new(
-            format!("{apart}, {label}"),
-            Some(leda_two),
-            here(c),
-            "s",
-        ));
-        for configuration in [two, apart] {
-            rows.push(Comparison::new(
-                format!("{configuration} ÷ {one}, {label}"),
-                Some(leda_two / leda_one),
-                at_label(results, configuration, CEP_GROUP, &label, Metric::Elapsed)
-                    .zip(at_label(results, one, CEP_GROUP, &label, Metric::Elapsed))
-                    .map(|(b, a)| b / a),
-                "×",
-            ));
-        }
+        let of = |server| elapsed(results, server, &label);
+        let (a, b) = (of(one), of(two));
+        rows.extend(cep_row(results, &label, [a, b, of(apart)], leda));
         if let (Some(a), Some(b)) = (a, b) {
             measured += 1;
             faster += usize::from(b.max < a.min);
@@ -333,15 +308,8 @@ fn cep(results: &Results) -> Finding {
     if measured == 0 {
         return Finding::missing(&CEP_CONFIGURATIONS);
     }
-    let verdict = if slower == 0 && 4 * faster >= 3 * measured {
-        Verdict::Reproduced
-    } else if faster == 0 {
-        Verdict::NotReproduced
-    } else {
-        Verdict::Partly
-    };
     Finding::new(
-        verdict,
+        cep_verdict(faster, slower, measured),
         format!(
             "configuration 2 was faster beyond the spread of the rounds in {faster} of \
              {measured} rows and slower beyond it in {slower} (the rule: faster in three \
@@ -349,4 +317,60 @@ fn cep(results: &Results) -> Finding {
         ),
         rows,
     )
+}
+
+/// The times of `server`'s runs of the Table 1 row `label`, over the rounds.
+fn elapsed(results: &Results, server: &str, label: &str) -> Option<Spread> {
+    let steps = steps(results, server, CEP_GROUP);
+    spread(
+        Metric::Elapsed,
+        steps.into_iter().filter(|s| s.label == label),
+    )
+}
+
+/// Table 1's rule: configuration 2 faster in three rows of four (of the `measured`)
+/// and slower in none.
+fn cep_verdict(faster: usize, slower: usize, measured: usize) -> Verdict {
+    if slower == 0 && 4 * faster >= 3 * measured {
+        Verdict::Reproduced
+    } else if faster == 0 {
+        Verdict::NotReproduced
+    } else {
+        Verdict::Partly
+    }
+}
+
+/// A row of Table 1 compared: each configuration's median time (`spreads`, in
+/// [`CEP_CONFIGURATIONS`]' order) beside Leda's, and 2 and 2p over 1 beside Leda's
+/// ratio.
+fn cep_row(
+    results: &Results,
+    label: &str,
+    spreads: [Option<Spread>; 3],
+    (leda, leda_one, leda_two): (&str, f64, f64),
+) -> Vec<Comparison> {
+    let [one, two, apart] = CEP_CONFIGURATIONS;
+    let time = |what: String, leda: f64, spread: Option<Spread>| {
+        Comparison::new(what, Some(leda), spread.map(|s| s.median), "s")
+    };
+    let mut rows = vec![
+        time(
+            format!("{one}, {label} (Leda: {leda})"),
+            leda_one,
+            spreads[0],
+        ),
+        time(format!("{two}, {label}"), leda_two, spreads[1]),
+        time(format!("{apart}, {label}"), leda_two, spreads[2]),
+    ];
+    for configuration in [two, apart] {
+        rows.push(Comparison::new(
+            format!("{configuration} ÷ {one}, {label}"),
+            Some(leda_two / leda_one),
+            at_label(results, configuration, CEP_GROUP, label, Metric::Elapsed)
+                .zip(at_label(results, one, CEP_GROUP, label, Metric::Elapsed))
+                .map(|(b, a)| b / a),
+            "×",
+        ));
+    }
+    rows
 }

@@ -5,9 +5,15 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+mod finding;
+
+pub use self::finding::{Comparison, Finding, Verdict};
+
+use crate::calibration::Calibration;
 use crate::load::Measured;
-use crate::sources::Finding;
-use crate::{Calibration, Machine, Provenance};
+use crate::machine::Machine;
+use crate::provenance::Provenance;
+use crate::scenario::MIN_ANSWERS;
 
 /// Everything one scenario's run recorded.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -35,7 +41,7 @@ pub struct Results {
     /// The plot files, in the report's order (each as `.svg` and `.png`).
     pub plots: Vec<String>,
     /// The verdict on the source's claim, as the report computed it from these steps
-    /// (`sources::judge` recomputes it from them; `None` before reports had one).
+    /// (`report::judge` recomputes it from them; `None` before reports had one).
     #[serde(default)]
     pub finding: Option<Finding>,
 }
@@ -91,10 +97,6 @@ pub struct ServerRun {
 /// The share of the offered requests that must leave the generator for a step to count.
 pub(crate) const MIN_SENT_SHARE: f64 = 0.95;
 
-/// The answers a latency or CPU figure needs before it is drawn: a p99 of fewer is one
-/// request's time, a CPU figure of fewer mostly start-up and idle time.
-pub(crate) const MIN_ANSWERS: u64 = 100;
-
 /// The most a closed loop's requests still waiting at its end may be of all its
 /// requests: wrk's figures leave them out, and they are the longest waits.
 pub(crate) const MAX_UNANSWERED_SHARE: f64 = 0.1;
@@ -119,46 +121,44 @@ pub(crate) struct ClosedLoop {
     generator_busy: Option<f64>,
 }
 
-impl Step {
-    /// Why a step is invalid, or `None`: an open loop that sent `sent_share` of its
-    /// offered load, under 95 %; a closed loop whose requests in flight (waiting when
-    /// it stopped) are more than a tenth of them with its answers — its latency would
-    /// leave out the longest waits (5,000 clients of a ~1,000/s page for 5 s: under
-    /// one answer a client) — or whose answers show fewer requests in flight than it
-    /// kept (Little's law: answers a second × mean response time), by more than a
-    /// tenth, from a generator with time to spare: the rest were kept waiting
-    /// unserved (connections not accepted, or never taken in turn), in no latency
-    /// (httpd-worker at 5,000 clients: its 2,000 threads' worth).
-    pub(crate) fn invalid_for(
-        sent_share: Option<f64>,
-        closed: Option<ClosedLoop>,
-    ) -> Option<String> {
-        if let Some(share) = sent_share.filter(|&s| s < MIN_SENT_SHARE) {
-            return Some(format!(
-                "the load generator sent {:.0} % of the offered requests (under {:.0} %): \
-                 it fell behind, so the server never saw the offered rate",
-                share * 100.0,
-                MIN_SENT_SHARE * 100.0
-            ));
-        }
-        let ClosedLoop {
-            answers,
-            in_flight,
-            rate,
-            mean_s,
-            generator_busy,
-        } = closed?;
+/// Why an open loop that sent `sent_share` of its offered requests is invalid: under
+/// [`MIN_SENT_SHARE`], its generator fell behind.
+fn fell_behind(sent_share: f64) -> Option<String> {
+    (sent_share < MIN_SENT_SHARE).then(|| {
+        format!(
+            "the load generator sent {:.0} % of the offered requests (under {:.0} %): \
+             it fell behind, so the server never saw the offered rate",
+            sent_share * 100.0,
+            MIN_SENT_SHARE * 100.0
+        )
+    })
+}
+
+impl ClosedLoop {
+    /// Why the loop is too short for its clients: the requests still waiting at its end
+    /// are over [`MAX_UNANSWERED_SHARE`] of all, and its latency leaves them out.
+    fn too_short(&self) -> Option<String> {
+        let Self {
+            answers, in_flight, ..
+        } = *self;
         let unanswered = in_flight as f64 / (answers + in_flight).max(1) as f64;
-        if unanswered > MAX_UNANSWERED_SHARE {
-            return Some(format!(
+        (unanswered > MAX_UNANSWERED_SHARE).then(|| {
+            format!(
                 "{answers} answers to {in_flight} requests kept in flight: the {:.0} % still \
                  waiting at the end (over {:.0} %) are left out of a closed loop's latency, \
                  and they are the longest waits; the step is too short for its clients",
                 unanswered * 100.0,
                 MAX_UNANSWERED_SHARE * 100.0
-            ));
-        }
-        let (mean_s, busy) = (mean_s?, generator_busy?);
+            )
+        })
+    }
+
+    /// Why the loop kept clients unserved: its answers show fewer requests in flight
+    /// than it kept (Little's law), by over [`MAX_UNANSWERED_SHARE`], from a generator
+    /// with time to spare; `None` when its mean or its generator's CPU is not recorded.
+    fn clients_unserved(&self) -> Option<String> {
+        let (mean_s, busy) = (self.mean_s?, self.generator_busy?);
+        let (rate, in_flight) = (self.rate, self.in_flight);
         let seen = rate * mean_s;
         let unseen = in_flight as f64 - seen;
         (unseen > MAX_UNANSWERED_SHARE * in_flight as f64 && busy <= MOST_GENERATOR_BUSY).then(
@@ -173,6 +173,27 @@ impl Step {
                 )
             },
         )
+    }
+}
+
+impl Step {
+    /// Why a step is invalid, or `None`: an open loop that sent `sent_share` of its
+    /// offered load, under 95 %; a closed loop whose requests in flight (waiting when
+    /// it stopped) are more than a tenth of them with its answers — its latency would
+    /// leave out the longest waits (5,000 clients of a ~1,000/s page for 5 s: under
+    /// one answer a client) — or whose answers show fewer requests in flight than it
+    /// kept (Little's law: answers a second × mean response time), by more than a
+    /// tenth, from a generator with time to spare: the rest were kept waiting
+    /// unserved (connections not accepted, or never taken in turn), in no latency
+    /// (httpd-worker at 5,000 clients: its 2,000 threads' worth).
+    pub(crate) fn invalid_for(
+        sent_share: Option<f64>,
+        closed: Option<ClosedLoop>,
+    ) -> Option<String> {
+        sent_share.and_then(fell_behind).or_else(|| {
+            let closed = closed?;
+            closed.too_short().or_else(|| closed.clients_unserved())
+        })
     }
 
     /// Why the step is invalid by the lab's rules (`invalid_for`), from what it

@@ -12,15 +12,17 @@
 use std::time::Instant;
 
 use super::cpus::CpuSet;
-use super::{base_url, check_interrupt, cool_down, start_checked};
-use crate::calibration::{self, PROBE_CONNECTIONS};
+use super::{base_url, check_interrupt, cool_down, interleaved, start_checked};
+use crate::Error;
+use crate::calibration::Calibration;
+use crate::calibration::PROBE_CONNECTIONS;
+use crate::load::Measured;
 use crate::process::{RssPeak, Running, tree_cpu_seconds};
 use crate::progress::Progress;
 use crate::results::{ServerRun, Step};
-use crate::scenario::{JIT_WARM_UP_SECONDS, Plan, StepPlan, WARM_UP_SECONDS};
+use crate::scenario::{self, JIT_WARM_UP_SECONDS, Plan, StepPlan, WARM_UP_SECONDS};
 use crate::servers::{Placement, ServerSpec};
 use crate::tools::Tools;
-use crate::{Calibration, Error};
 
 /// What every turn of a run shares: the plan, the tools and where servers and load go.
 pub(super) struct Bench<'a> {
@@ -33,9 +35,30 @@ pub(super) struct Bench<'a> {
 }
 
 impl Bench<'_> {
+    /// Runs `rounds` of every server's turn, each round starting with the next
+    /// server, so no server always runs first (on a cold machine) or last (on a warm
+    /// one); returns every step.
+    pub(super) fn rounds(
+        &self,
+        servers: &[ServerSpec],
+        rounds: u32,
+        runs: &mut [ServerRun],
+    ) -> Result<Vec<Step>, Error> {
+        let mut steps = Vec::new();
+        for round in 1..=rounds {
+            for i in interleaved(servers.len(), round) {
+                check_interrupt()?;
+                if runs[i].skipped.is_none() {
+                    steps.extend(self.turn(&servers[i], round, &mut runs[i])?);
+                }
+            }
+        }
+        Ok(steps)
+    }
+
     /// Runs `server`'s turn in `round`: its steps (the warm-up first), or the reason it
     /// could not run in `run.skipped`; collapses go to `run.collapsed`.
-    pub(super) fn turn(
+    fn turn(
         &self,
         server: &ServerSpec,
         round: u32,
@@ -51,35 +74,39 @@ impl Bench<'_> {
             return Ok(steps);
         };
         steps.extend(probes);
+        steps.extend(self.steps(server, round, &mut running, &base, run)?);
+        Ok(steps)
+    }
+
+    /// Runs the plan's steps against `server`, each resolved from its calibration; a
+    /// ramp goes no higher in the round once a step collapses it (noted in
+    /// `run.collapsed`).
+    fn steps(
+        &self,
+        server: &ServerSpec,
+        round: u32,
+        running: &mut Running,
+        base: &str,
+        run: &mut ServerRun,
+    ) -> Result<Vec<Step>, Error> {
         let calibration = run.calibration.clone().unwrap_or_default();
         // (group, rate) where a ramp collapsed: its higher rates are skipped.
         let mut stopped: Vec<(&str, f64)> = Vec::new();
+        let mut steps = Vec::new();
         for planned in &self.plan.steps {
             check_interrupt()?;
             self.progress.advance();
-            // Calibrated above, or in an earlier round: every step resolves.
-            let step = &planned
-                .for_server(&calibration)
-                .ok_or_else(|| Error::Calibration {
-                    server: server.to_string(),
-                    reason: format!("nothing to plan {} / {} from", planned.group, planned.label),
-                })?;
+            let step = &resolved(planned, &calibration, server)?;
             let offered = step.load.offered().unwrap_or(0.0);
-            if stopped
-                .iter()
-                .any(|&(group, rate)| group == planned.group && offered > rate)
-            {
+            if above_collapse(&stopped, &planned.group, offered) {
                 continue;
             }
             let at = format!("round {round} / {} / {}", step.group, step.label);
             self.progress.at(self.plan.name, server.name(), &at);
-            let done = self.measure(server, step, &mut running, &base, round)?;
+            let done = self.measure(server, step, running, base, round)?;
             if done.collapsed() {
                 stopped.push((&planned.group, offered));
-                run.collapsed.push(format!(
-                    "round {round}: {} collapsed at {} ({:.0} answers/s, mean {:.0} ms); higher rates not run",
-                    step.group, step.label, done.measured.achieved_rps, done.measured.latency_ms.mean
-                ));
+                run.collapsed.push(collapse(round, step, &done));
             }
             steps.push(done);
             cool_down(running.pid());
@@ -124,7 +151,7 @@ impl Bench<'_> {
         round: u32,
         run: &mut ServerRun,
     ) -> Result<Option<Vec<Step>>, Error> {
-        if run.calibration.is_some() || !calibration::is_asked(self.plan) {
+        if run.calibration.is_some() || !scenario::is_asked(self.plan) {
             return Ok(Some(Vec::new()));
         }
         match self.calibrate(server, running, port, round) {
@@ -157,7 +184,7 @@ impl Bench<'_> {
             .for_server(calibration.unwrap_or(&Calibration::default()))
             .or_else(|| first.untuned())
             .or_else(|| {
-                calibration::probes(self.plan)
+                scenario::probes(self.plan)
                     .into_iter()
                     .find(|probe| probe.label == first.group)
             })
@@ -218,13 +245,33 @@ impl Bench<'_> {
             |w| w + measured.drain_s.unwrap_or(0.0),
         );
         check_interrupt()?;
+        let spent = Spent {
+            cpu_s: cpu,
+            busy_s: busy_window,
+            peak_rss_kib: rss.finish(),
+        };
+        let mut ran = self.record(server, step, round, (command, measured), spent);
+        ran.invalid = ran.judged();
+        Ok(ran)
+    }
+
+    /// The step `step` of `round` as it ran against `server`: the generator's
+    /// `command` and what it `measured`, and what the server `spent`.
+    fn record(
+        &self,
+        server: &ServerSpec,
+        step: &StepPlan,
+        round: u32,
+        (command, measured): (String, Measured),
+        spent: Spent,
+    ) -> Step {
         let sent_share = step
             .load
             .offered_requests()
             .zip(measured.sent)
             .map(|(offered, sent)| sent as f64 / offered.max(1) as f64);
         let cores = self.placement.core_count as f64;
-        let mut ran = Step {
+        Step {
             server: server.to_string(),
             group: step.group.clone(),
             label: step.label.clone(),
@@ -236,17 +283,55 @@ impl Bench<'_> {
             invalid: None,
             in_flight: step.load.in_flight(),
             cpu_us_per_request: (measured.requests > 0)
-                .then(|| cpu * 1e6 / measured.requests as f64),
-            server_utilisation: Some(cpu / (busy_window * cores)),
+                .then(|| spent.cpu_s * 1e6 / measured.requests as f64),
+            server_utilisation: Some(spent.cpu_s / (spent.busy_s * cores)),
             generator_utilisation: measured
                 .generator_cores_busy()
-                .map(|busy| busy / load_cores.count as f64),
+                .map(|busy| busy / self.load_cores.count as f64),
             measured,
-            peak_rss_kib: rss.finish(),
+            peak_rss_kib: spent.peak_rss_kib,
             command,
             job: None,
-        };
-        ran.invalid = ran.judged();
-        Ok(ran)
+        }
     }
+}
+
+/// `planned` as run against `server`, calibrated as `calibration`: calibrated in its
+/// first turn, or in an earlier round, so every step resolves.
+fn resolved(
+    planned: &StepPlan,
+    calibration: &Calibration,
+    server: &ServerSpec,
+) -> Result<StepPlan, Error> {
+    planned
+        .for_server(calibration)
+        .ok_or_else(|| Error::Calibration {
+            server: server.to_string(),
+            reason: format!("nothing to plan {} / {} from", planned.group, planned.label),
+        })
+}
+
+/// Whether a step of `group` offering `offered`/s is above a rate its ramp collapsed
+/// at (`stopped`: each group with that rate), so not run.
+fn above_collapse(stopped: &[(&str, f64)], group: &str, offered: f64) -> bool {
+    stopped
+        .iter()
+        .any(|&(g, rate)| g == group && offered > rate)
+}
+
+/// The note of a ramp that collapsed at `step` in `round`.
+fn collapse(round: u32, step: &StepPlan, done: &Step) -> String {
+    format!(
+        "round {round}: {} collapsed at {} ({:.0} answers/s, mean {:.0} ms); higher rates not run",
+        step.group, step.label, done.measured.achieved_rps, done.measured.latency_ms.mean
+    )
+}
+
+/// What the server spent during a step: CPU seconds, the seconds it was kept busy
+/// (the send window and the drain), its peak memory.
+#[derive(Clone, Copy)]
+struct Spent {
+    cpu_s: f64,
+    busy_s: f64,
+    peak_rss_kib: u64,
 }

@@ -24,13 +24,6 @@ pub(super) const SOURCE: Source = Source {
 
 fn judge(results: &Results) -> Finding {
     let ours = "proscenium:loops";
-    let group = results.scenario.as_str();
-    let mut labels: Vec<&str> = Vec::new();
-    for s in results.steps.iter().filter(|s| !s.warmup) {
-        if !labels.contains(&s.label.as_str()) {
-            labels.push(&s.label);
-        }
-    }
     let peers: Vec<&str> = results
         .servers
         .iter()
@@ -40,13 +33,8 @@ fn judge(results: &Results) -> Finding {
     let mut rows = Vec::new();
     let mut held = 0;
     let mut measured = 0;
-    for label in labels {
-        let cpu = |server| at_label(results, server, group, label, Metric::CpuPerRequest);
-        let best = peers
-            .iter()
-            .filter_map(|p| Some((*p, cpu(p)?)))
-            .min_by(|a, b| a.1.total_cmp(&b.1));
-        if let (Some(o), Some((peer, b))) = (cpu(ours), best) {
+    for label in labels(results) {
+        if let Some((o, (peer, b))) = beside_best_peer(results, label, ours, &peers) {
             measured += 1;
             held += usize::from(o <= b * 1.05);
             rows.push(Comparison::new(
@@ -65,4 +53,32 @@ fn judge(results: &Results) -> Finding {
         format!("within 5 % of the best peer's CPU per request in {held} of {measured} steps"),
         rows,
     )
+}
+
+/// The labels of the measured steps, in the order they first ran.
+fn labels(results: &Results) -> Vec<&str> {
+    let mut labels: Vec<&str> = Vec::new();
+    for s in results.steps.iter().filter(|s| !s.warmup) {
+        if !labels.contains(&s.label.as_str()) {
+            labels.push(&s.label);
+        }
+    }
+    labels
+}
+
+/// `ours`' CPU per request at step `label`, and the best of `peers` with theirs;
+/// `None` when either was not measured.
+fn beside_best_peer<'a>(
+    results: &Results,
+    label: &str,
+    ours: &str,
+    peers: &[&'a str],
+) -> Option<(f64, (&'a str, f64))> {
+    let group = results.scenario.as_str();
+    let cpu = |server| at_label(results, server, group, label, Metric::CpuPerRequest);
+    let best = peers
+        .iter()
+        .filter_map(|p| Some((*p, cpu(p)?)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))?;
+    Some((cpu(ours)?, best))
 }

@@ -6,7 +6,7 @@
 //! alarms differ from the first run's is invalid: partitions must not change the
 //! output.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
@@ -46,15 +46,7 @@ impl Job<'_> {
             .prefix("proscenium-lab-cep-")
             .tempdir()
             .map_err(Error::io("create a work directory"))?;
-        let log = work.path().join("access.log");
-        self.progress
-            .say(format!("cep: generating a log of {CEP_ENTRIES} entries"));
-        output(
-            "cep --write-log",
-            Command::new(&binary)
-                .args(["--entries", &CEP_ENTRIES.to_string(), "--write-log"])
-                .arg(&log),
-        )?;
+        let log = self.write_log(&binary, work.path())?;
         let runs: Vec<Run> = (0..CEP_ROWS.len())
             .flat_map(|row| {
                 (1..=CEP_CONFIGURATIONS.len()).map(move |configuration| Run { row, configuration })
@@ -74,7 +66,26 @@ impl Job<'_> {
                 self.progress.advance();
             }
         }
-        let servers = CEP_CONFIGURATIONS
+        Ok((self.servers(&binary), steps))
+    }
+
+    /// Generates the log every run reads, in `work`; returns its path.
+    fn write_log(&self, binary: &Path, work: &Path) -> Result<PathBuf, Error> {
+        let log = work.join("access.log");
+        self.progress
+            .say(format!("cep: generating a log of {CEP_ENTRIES} entries"));
+        output(
+            "cep --write-log",
+            Command::new(binary)
+                .args(["--entries", &CEP_ENTRIES.to_string(), "--write-log"])
+                .arg(&log),
+        )?;
+        Ok(log)
+    }
+
+    /// The configurations as the report's servers, each with its command.
+    fn servers(&self, binary: &Path) -> Vec<ServerRun> {
+        CEP_CONFIGURATIONS
             .iter()
             .enumerate()
             .map(|(i, name)| {
@@ -89,8 +100,7 @@ impl Job<'_> {
                 ));
                 run
             })
-            .collect();
-        Ok((servers, steps))
+            .collect()
     }
 
     /// Runs `run` once over `log`, its windows persisted under `windows`.
@@ -103,8 +113,7 @@ impl Job<'_> {
         round: u32,
     ) -> Result<Step, Error> {
         let row = CEP_ROWS[run.row];
-        let server = CEP_CONFIGURATIONS[run.configuration - 1];
-        self.progress.at("cep", server, &row.label());
+        self.progress.at("cep", run.server(), &row.label());
         let config = self.tools.root().join(row.config(run.configuration));
         let mut command = Command::new("taskset");
         command
@@ -123,38 +132,25 @@ impl Job<'_> {
             command.env("PROSCENIUM_REDIS_URL", redis.url());
         }
         let shown = format!("{command:?}").replace('"', "");
-        let cpu_before = children_cpu_seconds();
-        let started = Instant::now();
-        let child = command
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(Error::io("start cep"))?;
-        let rss = RssPeak::watch(child.id());
-        let out = child
-            .wait_with_output()
-            .map_err(Error::io("wait for cep"))?;
-        let wall_s = started.elapsed().as_secs_f64();
-        let peak_rss_kib = rss.finish();
-        let cpu_s = children_cpu_seconds() - cpu_before;
-        let text = String::from_utf8_lossy(&out.stdout);
-        let outcome = out
-            .status
-            .success()
-            .then(|| parse(&text, wall_s, cpu_s))
-            .flatten()
-            .ok_or_else(|| {
-                Error::Tool(format!(
-                    "{shown} failed ({}): {}{}",
-                    out.status,
-                    text.trim(),
-                    String::from_utf8_lossy(&out.stderr).trim()
-                ))
-            })?;
-        Ok(Step {
-            server: server.to_owned(),
+        let timed = Timed::run(command)?;
+        let outcome = timed.outcome().ok_or_else(|| timed.failure(&shown))?;
+        Ok(self.step(run, round, &timed, outcome, shown))
+    }
+
+    /// The step recording `run`'s `outcome` in `round`, as `timed`.
+    fn step(
+        &self,
+        run: &Run,
+        round: u32,
+        timed: &Timed,
+        outcome: JobOutcome,
+        command: String,
+    ) -> Step {
+        let Timed { wall_s, cpu_s, .. } = *timed;
+        Step {
+            server: run.server().to_owned(),
             group: CEP_GROUP.to_owned(),
-            label: row.label(),
+            label: CEP_ROWS[run.row].label(),
             x: run.row as f64,
             round,
             warmup: false,
@@ -170,10 +166,68 @@ impl Job<'_> {
             cpu_us_per_request: (outcome.entries > 0).then(|| cpu_s * 1e6 / outcome.entries as f64),
             server_utilisation: Some(cpu_s / (wall_s * self.core_count as f64)),
             generator_utilisation: None,
-            peak_rss_kib,
-            command: shown,
+            peak_rss_kib: timed.peak_rss_kib,
+            command,
             job: Some(outcome),
+        }
+    }
+}
+
+impl Run {
+    /// The configuration's name, as the report's server.
+    fn server(&self) -> &'static str {
+        CEP_CONFIGURATIONS[self.configuration - 1]
+    }
+}
+
+/// A run of `cep` as the lab saw it: its output, wall and CPU time, peak memory.
+struct Timed {
+    out: std::process::Output,
+    wall_s: f64,
+    cpu_s: f64,
+    peak_rss_kib: u64,
+}
+
+impl Timed {
+    /// Runs `command` to its end, watching its memory.
+    fn run(mut command: Command) -> Result<Self, Error> {
+        let cpu_before = children_cpu_seconds();
+        let started = Instant::now();
+        let child = command
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(Error::io("start cep"))?;
+        let rss = RssPeak::watch(child.id());
+        let out = child
+            .wait_with_output()
+            .map_err(Error::io("wait for cep"))?;
+        Ok(Self {
+            out,
+            wall_s: started.elapsed().as_secs_f64(),
+            peak_rss_kib: rss.finish(),
+            cpu_s: children_cpu_seconds() - cpu_before,
         })
+    }
+
+    /// What the run reported, when it succeeded and said so.
+    fn outcome(&self) -> Option<JobOutcome> {
+        let text = String::from_utf8_lossy(&self.out.stdout);
+        self.out
+            .status
+            .success()
+            .then(|| parse(&text, self.wall_s, self.cpu_s))
+            .flatten()
+    }
+
+    /// The error of a failed run of `shown`, with what it printed.
+    fn failure(&self, shown: &str) -> Error {
+        Error::Tool(format!(
+            "{shown} failed ({}): {}{}",
+            self.out.status,
+            String::from_utf8_lossy(&self.out.stdout).trim(),
+            String::from_utf8_lossy(&self.out.stderr).trim()
+        ))
     }
 }
 

@@ -5,15 +5,19 @@
 //! name gives, `examples/fib-cache` (the shared-state service) on N loops, or the
 //! `proscenium` command serving Leda's Lua page (`bench/peers/lua/`) as a Lua page or a
 //! CGI script; the peers are `bench/peers/` (actix-web, hyper, Node.js, and the
-//! sources' own servers: Jetty, Pekko HTTP, Vert.x and Apache httpd) and nginx with a
-//! generated config (with its Lua module for `nginx-lua`). A server runs
+//! sources' own servers: Jetty, Pekko HTTP, Vert.x and Apache httpd) and nginx with
+//! `bench/nginx.conf.in`'s config (with its Lua module for `nginx-lua`). A server runs
 //! in a process group of its own, so a Ctrl-C at the terminal reaches the lab, which
 //! stops it by pid, and not the server directly.
 
 use std::fmt;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 use std::str::FromStr;
+
+mod launch;
+mod nginx;
+
+use self::launch::Launch;
 
 use crate::Error;
 use crate::process::Running;
@@ -140,39 +144,31 @@ impl FromStr for ServerSpec {
             "httpd-worker" => Kind::Httpd(Mpm::Worker),
             "httpd-prefork" => Kind::Httpd(Mpm::Prefork),
             "fib-cache" => Kind::FibCache { loops: None },
-            _ if name.starts_with("fib-cache:") => Kind::FibCache {
-                loops: Some(
-                    name["fib-cache:".len()..]
-                        .parse()
-                        .map_err(|_| Error::UnknownServer(name.to_owned()))?,
-                ),
-            },
-            _ => {
-                let rest = name
-                    .strip_prefix("proscenium:")
-                    .ok_or_else(|| Error::UnknownServer(name.to_owned()))?;
-                let (model, pool) = match rest.split_once("/pool=") {
-                    Some((model, pool)) => (
-                        model,
-                        Some(
-                            pool.parse()
-                                .map_err(|_| Error::UnknownServer(name.to_owned()))?,
-                        ),
-                    ),
-                    None => (rest, None),
-                };
-                if model.is_empty() {
-                    return Err(Error::UnknownServer(name.to_owned()));
-                }
-                Kind::Proscenium {
-                    model: model.to_owned(),
-                    pool,
-                }
-            }
+            _ => Kind::with_count(name).ok_or_else(|| Error::UnknownServer(name.to_owned()))?,
         };
         Ok(Self {
             name: name.to_owned(),
             kind,
+        })
+    }
+}
+
+impl Kind {
+    /// The kinds named with a count: `fib-cache:N` and `proscenium:MODEL[/pool=N]`.
+    fn with_count(name: &str) -> Option<Self> {
+        if let Some(loops) = name.strip_prefix("fib-cache:") {
+            return Some(Self::FibCache {
+                loops: Some(loops.parse().ok()?),
+            });
+        }
+        let rest = name.strip_prefix("proscenium:")?;
+        let (model, pool) = match rest.split_once("/pool=") {
+            Some((model, pool)) => (model, Some(pool.parse().ok()?)),
+            None => (rest, None),
+        };
+        (!model.is_empty()).then(|| Self::Proscenium {
+            model: model.to_owned(),
+            pool,
         })
     }
 }
@@ -227,7 +223,7 @@ impl ServerSpec {
             Kind::Nginx { lua } => {
                 tools.need("nginx", "nginx")?;
                 if *lua {
-                    tools.need_file(Path::new(NGINX_LUA_MODULE), "libnginx-mod-http-lua")?;
+                    tools.need_file(Path::new(nginx::LUA_MODULE), "libnginx-mod-http-lua")?;
                 }
                 Ok(())
             }
@@ -239,111 +235,19 @@ impl ServerSpec {
 
     /// Starts the server pinned to `at.cores`.
     pub(crate) fn start(&self, tools: &Tools, at: &Placement<'_>) -> Result<Running, Error> {
-        let bind = format!("127.0.0.1:{}", at.port);
-        let n = at.core_count.to_string();
-        let mut command = Command::new("taskset");
-        command.args(["-c", at.cores]);
-        match &self.kind {
-            Kind::Proscenium { model, pool } => {
-                command
-                    .arg(tools.example_binary("lab-app"))
-                    .args([
-                        "--bind",
-                        &bind,
-                        "--model",
-                        &proscenium_model(model, at.core_count),
-                    ])
-                    .arg(at.root)
-                    .args(["--upstream", at.upstream]);
-                if let Some(pool) = pool {
-                    command.args(["--blocking-pool", &pool.to_string()]);
-                }
-            }
-            Kind::FibCache { loops } => {
-                let loops = loops.unwrap_or(at.core_count).to_string();
-                command.arg(tools.example_binary("fib-cache")).args([
-                    "--bind",
-                    &bind,
-                    "--loops",
-                    &loops,
-                    "--blocking-pool",
-                    "0",
-                ]);
-            }
-            Kind::Actix | Kind::Hyper => {
-                let peer = if self.kind == Kind::Actix {
-                    "actix"
-                } else {
-                    "hyper"
-                };
-                command
-                    .arg(tools.peer_binary(peer))
-                    .args(["--bind", &bind, "--workers", &n]);
-            }
-            Kind::Node(mode) => {
-                command
-                    .arg("node")
-                    .arg(tools.root().join("bench/peers/node/server.js"))
-                    .args(["--bind", &bind, "--upstream", at.upstream]);
-                match mode {
-                    NodeMode::Single => {}
-                    NodeMode::Cluster => {
-                        command.args(["--cluster", &n]);
-                    }
-                    NodeMode::NonBlocking => {
-                        command.arg("--nbk");
-                    }
-                }
-            }
-            Kind::Script { cgi } => {
-                let scripts = tools.root().join("bench/peers/lua");
-                let (dir, flag) = if *cgi {
-                    (scripts.join("cgi"), "--cgi")
-                } else {
-                    (scripts.join("leda"), "--lua")
-                };
-                command
-                    .arg(tools.example_binary("proscenium"))
-                    .args(["serve", "--bind", &bind, "--model"])
-                    .arg(proscenium_model("loops", at.core_count))
-                    .arg(flag)
-                    .arg(dir);
-            }
-            Kind::Nginx { lua } => {
-                let lua = lua.then(|| tools.root().join("bench/peers/lua"));
-                let conf = nginx_conf(at, lua.as_deref())?;
-                command.args(["nginx", "-c"]).arg(conf);
-            }
-            Kind::Jvm(peer) => {
-                command
-                    .arg("java")
-                    .args(jvm_flags(at.core_count))
-                    .arg("-jar")
-                    .arg(tools.jvm_peer_jar(peer.module()))
-                    .args(["--bind", &bind, "--upstream", at.upstream])
-                    .arg(at.root);
-            }
-            Kind::Httpd(mpm) => {
-                let scratch = at.workdir.join(&self.name);
-                std::fs::create_dir_all(&scratch).map_err(Error::io("create httpd's directory"))?;
-                open_to_httpd_children(at.root)?;
-                let httpd = tools.root().join("bench/peers/httpd");
-                command
-                    .args(["apache2", "-f"])
-                    .arg(httpd.join("httpd.conf"))
-                    .args(httpd_defines(&[
-                        ("port", Path::new(&at.port.to_string())),
-                        ("root", at.root),
-                        ("scratch", &scratch),
-                        ("lua", &httpd.join("lab.lua")),
-                        ("lualib", &tools.root().join("bench/peers/lua/leda")),
-                        ("cores", Path::new(&n)),
-                    ])?)
-                    .args(["-D", mpm.define()])
-                    .arg("-DFOREGROUND");
-            }
-        }
-        Running::spawn(&self.name, command)
+        let launch = Launch::new(tools, at);
+        let launch = match &self.kind {
+            Kind::Proscenium { model, pool } => launch.proscenium(model, *pool),
+            Kind::FibCache { loops } => launch.fib_cache(*loops),
+            Kind::Actix => launch.rust_peer("actix"),
+            Kind::Hyper => launch.rust_peer("hyper"),
+            Kind::Node(mode) => launch.node(*mode),
+            Kind::Script { cgi } => launch.script(*cgi),
+            Kind::Nginx { lua } => launch.nginx(*lua)?,
+            Kind::Jvm(peer) => launch.jvm(peer.module()),
+            Kind::Httpd(mpm) => launch.httpd(&self.name, *mpm)?,
+        };
+        Running::spawn(&self.name, launch.command)
     }
 }
 
@@ -430,7 +334,7 @@ fn open_to_httpd_children(root: &Path) -> Result<(), Error> {
 
 /// The versions of the JVM peers' frameworks, as `bench/peers/pom.xml` pins them.
 pub(crate) fn jvm_peer_versions() -> impl Iterator<Item = (String, String)> {
-    const POM: &str = include_str!("../../../bench/peers/pom.xml");
+    const POM: &str = include_str!("../../../../bench/peers/pom.xml");
     ["jetty", "pekko", "pekko-http", "vertx"]
         .into_iter()
         .filter_map(|name| {
@@ -439,70 +343,6 @@ pub(crate) fn jvm_peer_versions() -> impl Iterator<Item = (String, String)> {
             let len = POM[start..].find('<')?;
             Some((name.to_owned(), POM[start..start + len].to_owned()))
         })
-}
-
-/// Debian's build of lua-nginx-module (on LuaJIT), and the kit it needs loaded first.
-const NGINX_LUA_MODULE: &str = "/usr/lib/nginx/modules/ngx_http_lua_module.so";
-const NGINX_KIT_MODULE: &str = "/usr/lib/nginx/modules/ndk_http_module.so";
-
-/// Writes nginx's config for `at` (one worker per core, sendfile on, `/plaintext` and
-/// `/json` as fixed answers, the root below; with `lua`, the directory of
-/// `bench/peers/lua/`, its Lua module answering `/leda.lua` with `nginx.lua`) and
-/// returns its path.
-fn nginx_conf(at: &Placement<'_>, lua: Option<&Path>) -> Result<PathBuf, Error> {
-    let dir = at.workdir.join("nginx");
-    for sub in ["logs", "tmp"] {
-        std::fs::create_dir_all(dir.join(sub)).map_err(Error::io("create nginx's directories"))?;
-    }
-    let dir_s = dir.display();
-    let (modules, package_path, leda) = match lua {
-        Some(lua) => (
-            format!("load_module {NGINX_KIT_MODULE};\nload_module {NGINX_LUA_MODULE};\n"),
-            format!(
-                "\n  lua_package_path '{}/?.lua;;';",
-                lua.join("leda").display()
-            ),
-            format!(
-                "\n    location = /leda.lua {{ default_type text/html; content_by_lua_file {}; }}",
-                lua.join("nginx.lua").display()
-            ),
-        ),
-        None => Default::default(),
-    };
-    let conf = format!(
-        r"{modules}worker_processes {workers};
-daemon off;
-pid {dir_s}/nginx.pid;
-error_log {dir_s}/logs/error.log warn;
-events {{ worker_connections 20000; use epoll; multi_accept on; }}
-http {{
-  access_log off;
-  sendfile on;
-  tcp_nopush on;
-  tcp_nodelay on;
-  keepalive_requests 10000000;
-  keepalive_timeout 75s;
-  client_body_temp_path {dir_s}/tmp/body;
-  proxy_temp_path {dir_s}/tmp/proxy;
-  fastcgi_temp_path {dir_s}/tmp/fastcgi;
-  uwsgi_temp_path {dir_s}/tmp/uwsgi;
-  scgi_temp_path {dir_s}/tmp/scgi;
-  types {{ text/plain txt; text/html html; application/octet-stream bin; }}{package_path}
-  server {{
-    listen 127.0.0.1:{port} backlog=4096;
-    root {root};
-    location = /plaintext {{ default_type text/plain; return 200 'Hello, World!'; }}
-    location = /json {{ default_type application/json; return 200 '{{\x22message\x22:\x22Hello, World!\x22}}'; }}{leda}
-  }}
-}}
-",
-        workers = at.core_count,
-        port = at.port,
-        root = at.root.display(),
-    );
-    let path = dir.join("nginx.conf");
-    std::fs::write(&path, conf).map_err(Error::io("write nginx's config"))?;
-    Ok(path)
 }
 
 #[cfg(test)]
@@ -600,7 +440,7 @@ mod tests {
         ] {
             assert_eq!(workers(none), None, "{none}");
         }
-        let conf = include_str!("../../../bench/peers/httpd/httpd.conf");
+        let conf = include_str!("../../../../bench/peers/httpd/httpd.conf");
         let prefork = &conf[conf.find("<IfDefine prefork>").unwrap()..];
         let prefork = &prefork[..prefork.find("</IfDefine>").unwrap()];
         for directive in ["StartServers", "MaxRequestWorkers"] {
