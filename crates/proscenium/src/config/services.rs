@@ -37,7 +37,7 @@ pub struct RedisSpec {
     pub url: Option<String>,
     /// A PEM file of the CA a `rediss://` Redis's certificate chains to, trusted
     /// instead of the web's roots; read with the configuration.
-    pub ca: Option<crate::client::CaFile>,
+    pub ca: Option<super::CaFile>,
     /// How long an event may stay unacknowledged on a consumer before a live one
     /// claims it (the consumer's process is taken for dead); seconds.
     #[serde(

@@ -17,7 +17,7 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 
-use super::settings::TlsSpec;
+use crate::config::TlsSpec;
 
 /// The ALPN protocol of ACME's TLS-ALPN-01 challenge (RFC 8737).
 pub const ACME_TLS_ALPN: &[u8] = b"acme-tls/1";

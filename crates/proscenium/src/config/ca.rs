@@ -122,10 +122,10 @@ mod tests {
     fn a_configured_ca_is_read_when_the_configuration_is() {
         let dir = tempfile::tempdir().unwrap();
         let ca = crate::testing::TestCa::new().write(dir.path());
-        let spec: crate::client::ClientSpec =
+        let spec: crate::config::ClientSpec =
             toml::from_str(&format!("ca = {:?}", ca.display())).unwrap();
         assert_eq!(spec.ca.unwrap().certificates().len(), 1);
-        let missing = toml::from_str::<crate::client::ClientSpec>("ca = \"/nowhere/ca.pem\"");
+        let missing = toml::from_str::<crate::config::ClientSpec>("ca = \"/nowhere/ca.pem\"");
         assert!(
             missing.unwrap_err().to_string().contains("/nowhere/ca.pem"),
             "the error names the file"
