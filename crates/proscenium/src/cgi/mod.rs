@@ -94,7 +94,7 @@ const MAX_LOCAL_REDIRECTS: usize = 8;
 impl Cgi {
     /// Returns a handler running the scripts below `root` as `spec` says (whether
     /// `spec.enabled` or not: that switch is the configuration's, for
-    /// [`web::configure`](crate::web::configure)).
+    /// [`site::configure`](crate::site::configure)).
     ///
     /// A `spec.user` that does not exist, or a server not running as root, is
     /// logged, and scripts run as the server's user.
@@ -131,7 +131,7 @@ impl Cgi {
     }
 
     /// Gives scripts `port` as `SERVER_PORT`: the port the server listens on
-    /// ([`web::configure`](crate::web::configure) sets it). Without it, the port of
+    /// ([`site::configure`](crate::site::configure) sets it). Without it, the port of
     /// the request's `Host`.
     #[must_use]
     pub fn port(self, port: u16) -> Self {
