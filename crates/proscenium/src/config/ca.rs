@@ -1,8 +1,7 @@
 //! The roots a connection trusts beyond the web's: a private CA's certificates read
 //! from a PEM file (`[client] ca`, `[redis] ca`, `[feeds] ca`), read once when the
 //! configuration is, so a missing or unreadable file stops the start naming the file
-//! rather than failing the first request. Also the one place the process picks its
-//! rustls crypto provider.
+//! rather than failing the first request.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

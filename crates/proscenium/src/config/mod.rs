@@ -49,7 +49,7 @@ pub use self::lua::LuaSpec;
 pub use self::request_id::RequestIdSpec;
 pub use self::services::{DatabaseSpec, RedisSpec};
 pub use self::sources::{ConfigError, Entry, Flag, Origin, Settings, Sources};
-pub use self::stages::StagesSpec;
+pub use self::stages::{DEFAULT_SAMPLE, StagesSpec};
 pub use self::tls::{AcmeSpec, CertFiles, Challenge, PlainServes, PlainSpec, TlsSpec};
 pub use self::traces::TracesSpec;
 pub use self::value::parse_bind;

@@ -70,11 +70,3 @@ impl Default for RedisSpec {
         }
     }
 }
-
-impl RedisSpec {
-    /// Returns the Redis it names, with its CA; `None` without a URL.
-    pub fn target(&self) -> Option<crate::stream::RedisTarget> {
-        let url = self.url.clone()?;
-        Some(crate::stream::RedisTarget::new(url, self.ca.clone()))
-    }
-}

@@ -127,5 +127,6 @@ pub(crate) use self::node::STAGE_SPANS;
 pub use self::port::{Admission, Connector, ConnectorKind, Event, Out};
 pub use self::run::{GraphMonitor, RunningGraph, ShutdownReport};
 pub use self::set::StageSet;
-pub use self::stats::{ClusterStats, DEFAULT_SAMPLE, GraphStats, StageStats};
+pub use self::stats::{ClusterStats, GraphStats, StageStats};
 pub use crate::config::ClusterSpec;
+pub use crate::config::DEFAULT_SAMPLE;
