@@ -18,9 +18,7 @@ use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 
 use crate::config::TlsSpec;
-
-/// The ALPN protocol of ACME's TLS-ALPN-01 challenge (RFC 8737).
-pub const ACME_TLS_ALPN: &[u8] = b"acme-tls/1";
+use crate::transport::ACME_TLS_ALPN;
 
 /// Why a certificate could not be loaded.
 #[derive(Debug, thiserror::Error)]

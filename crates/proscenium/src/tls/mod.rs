@@ -25,8 +25,9 @@ use rustls::ServerConfig;
 use rustls::crypto::CryptoProvider;
 
 pub(crate) use self::certs::certified_key;
-pub use self::certs::{ACME_TLS_ALPN, CertError, Certificates, Loaded, from_parts, load_pair};
+pub use self::certs::{CertError, Certificates, Loaded, from_parts, load_pair};
 pub use crate::config::{AcmeSpec, CertFiles, Challenge, PlainServes, PlainSpec, TlsSpec};
+pub use crate::transport::ACME_TLS_ALPN;
 
 /// How often the certificates' files are looked at for a change.
 const WATCH_EVERY: Duration = Duration::from_secs(1);
