@@ -45,7 +45,8 @@
 //!   dispatchers named in configuration, timers and dead letters; [`events`]: an
 //!   `EventEmitter`, `defer` and `next_tick`.
 //! - [`stage`]: Leda's stage graphs — stages, connectors, clusters chosen in configuration.
-//! - [`web`] adds static files, listings, error pages and the access log; [`ws`]
+//! - [`web`] serves static files and listings, and [`site`] assembles them, CGI
+//!   and Lua below an app's routes as the configuration asks; [`ws`]
 //!   WebSocket, over [`http::upgrade`].
 
 pub mod actor;
@@ -65,6 +66,7 @@ pub mod launch;
 pub mod lua;
 pub mod rt;
 mod server;
+pub mod site;
 pub mod sse;
 pub mod stage;
 mod staged;

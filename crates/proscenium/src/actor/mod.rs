@@ -84,7 +84,6 @@ mod traced;
 
 pub use self::addr::{ASK_TIMEOUT, Addr, AskError, Recipient, SendError, TryTellError};
 pub use self::dead_letters::{DeadLetter, DeadLetters, Reason};
-pub use self::dispatcher::{DispatcherKind, DispatcherSpec};
 pub use self::mailbox::Overflow;
 pub use self::props::Props;
 pub use self::router::{Router, Routing};
@@ -95,6 +94,7 @@ pub use self::system::{RegisterError, System};
 pub(crate) use self::tally::KindCounts;
 pub use self::timer::TimerHandle;
 pub(crate) use self::traced::ACTOR_SPANS;
+pub use crate::config::{DispatcherKind, DispatcherSpec};
 
 /// An actor: state, lifecycle hooks, and a [`Handler`] per message type it takes.
 ///

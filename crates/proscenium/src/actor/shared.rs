@@ -10,10 +10,11 @@ use parking_lot::Mutex;
 use slab::Slab;
 
 use super::addr::{AnyCell, Cell};
-use super::dispatcher::{Dispatcher, DispatcherSpec};
+use super::dispatcher::Dispatcher;
 use super::props::{DEFAULT, Props};
 use super::timer::TimerHandle;
 use super::{Actor, DeadLetters};
+use crate::config::DispatcherSpec;
 
 /// Named actors (`System::register`): `Addr<A>`s, removed when they stop.
 pub(crate) type Registry = HashMap<String, Box<dyn Any + Send + Sync>>;

@@ -8,13 +8,13 @@ use std::time::Duration;
 
 use parking_lot::{Mutex, MutexGuard};
 
-use super::dispatcher::DispatcherSpec;
 use super::props::{DEFAULT, Props};
 use super::run::spawn;
 use super::shared::{Registry, Shared};
 use super::tally::KindCounts;
 use super::timer::{self, Schedule, TimerHandle};
 use super::{Actor, Addr, DeadLetters};
+use crate::config::DispatcherSpec;
 
 /// Why [`System::register`] refused an actor.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

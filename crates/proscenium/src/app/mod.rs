@@ -19,6 +19,7 @@ mod response;
 mod response_parts;
 mod router;
 mod service;
+pub(crate) mod state_extractors;
 mod then;
 mod typed_header;
 

@@ -152,21 +152,6 @@ impl IntoResponse for BlockingError {
     }
 }
 
-/// An event a stage graph refused (through an [`Inlet`](crate::stage::Inlet)): a full
-/// queue or a stopping graph is 503 with `Retry-After`, as the server's own queues
-/// answer; anything else is 500, logged. The event is dropped.
-impl<T> IntoResponse for crate::stage::SendError<T> {
-    fn into_response(self) -> Response {
-        let why = self.error();
-        if why.is_rejected() || why.is_stopped() {
-            unavailable(why.to_string())
-        } else {
-            tracing::error!("{why}");
-            error(StatusCode::INTERNAL_SERVER_ERROR, "the handler failed")
-        }
-    }
-}
-
 /// A JSON body: a response serialized with `serde_json`, or a request body extractor.
 ///
 /// # Examples

@@ -8,14 +8,22 @@
 //! remembers where each value came from.
 
 mod admin;
+mod ca;
+mod cgi;
+mod client;
+mod clusters;
 mod compression;
+mod dispatchers;
+mod feeds;
 mod http2;
 mod limits;
+mod lua;
 pub(crate) mod reload;
 mod request_id;
 mod services;
 mod sources;
 mod stages;
+mod tls;
 mod traces;
 mod units;
 pub(crate) mod value;
@@ -27,13 +35,22 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 pub use self::admin::AdminSpec;
+pub use self::ca::{CaFile, CaFileError};
+pub use self::cgi::CgiSpec;
+pub use self::client::ClientSpec;
+pub use self::clusters::ClusterSpec;
+pub(crate) use self::clusters::DEFAULT_QUEUE;
 pub use self::compression::CompressionSpec;
+pub use self::dispatchers::{DispatcherKind, DispatcherSpec};
+pub use self::feeds::FeedsSpec;
 pub use self::http2::Http2Spec;
 pub use self::limits::{Limits, Timeouts};
+pub use self::lua::LuaSpec;
 pub use self::request_id::RequestIdSpec;
 pub use self::services::{DatabaseSpec, RedisSpec};
 pub use self::sources::{ConfigError, Entry, Flag, Origin, Settings, Sources};
-pub use self::stages::StagesSpec;
+pub use self::stages::{DEFAULT_SAMPLE, StagesSpec};
+pub use self::tls::{AcmeSpec, CertFiles, Challenge, PlainServes, PlainSpec, TlsSpec};
 pub use self::traces::TracesSpec;
 pub use self::value::parse_bind;
 
@@ -133,7 +150,7 @@ pub struct Config {
     /// Actor dispatchers by name (`[dispatchers.images] kind = "pool"`, `threads = 2`),
     /// for [`System::with_dispatchers`](crate::actor::System::with_dispatchers); an app
     /// started by [`Launcher`](crate::launch::Launcher) gets a system built with them.
-    pub dispatchers: HashMap<String, crate::actor::DispatcherSpec>,
+    pub dispatchers: HashMap<String, DispatcherSpec>,
     /// Named blocking pools (`[pools.images] threads = 2`), for handlers made with
     /// [`blocking_on`](crate::blocking_on): blocking work on a dedicated set of
     /// threads, bounded apart from the rest.
@@ -141,7 +158,7 @@ pub struct Config {
     /// Stage graph clusters by name (`[clusters.extrusion] stages = ["extrusion"]`,
     /// `threads = 4`), for [`Graph::start`](crate::stage::Graph::start): the same graph
     /// runs under another partition by changing this alone.
-    pub clusters: HashMap<String, crate::stage::ClusterSpec>,
+    pub clusters: HashMap<String, ClusterSpec>,
     /// What the stage graphs the server runs measure (`[stages] sample = 64`: one
     /// event in 64 timed).
     pub stages: StagesSpec,
@@ -156,12 +173,12 @@ pub struct Config {
     /// The pub/sub hub's settings: the Redis its replicas share posts through (or
     /// `PROSCENIUM_FEEDS_REDIS`), the history kept for resuming event streams, each
     /// subscriber's queue.
-    pub feeds: crate::hub::FeedsSpec,
+    pub feeds: FeedsSpec,
     /// The HTTP client's settings (`proscenium::client`): timeouts, connections per
     /// host, retries, a private CA for `https://`.
-    pub client: crate::client::ClientSpec,
+    pub client: ClientSpec,
     /// HTTPS: certificates (files, by SNI, or ACME), the plain-HTTP listener, HSTS.
-    pub tls: crate::tls::TlsSpec,
+    pub tls: TlsSpec,
     /// HTTP/2: on or off, its windows and its streams per connection.
     pub http2: Http2Spec,
     /// Compression of answers by the request's `Accept-Encoding`: on or off, the types
@@ -180,10 +197,10 @@ pub struct Config {
     /// CGI scripts below `root` (`[cgi] enabled = true`, or `--cgi`): the CGI
     /// directories, interpreters by extension, the time a script may run, how many
     /// run at once, the user they run as.
-    pub cgi: crate::cgi::CgiSpec,
+    pub cgi: CgiSpec,
     /// Embedded Lua (`[lua]`): `.lua` pages below `root` (`enabled`, or `--lua`), an
     /// app written in Lua (`app`, or `--app FILE`), and each request's budgets.
-    pub lua: crate::lua::LuaSpec,
+    pub lua: LuaSpec,
     /// The configuration file this was read from, if any ([`Settings::resolve`] sets
     /// it; no key of its own): never served as a static file, nor listed.
     #[serde(skip)]
@@ -267,12 +284,12 @@ impl Default for Config {
             stages: StagesSpec::default(),
             redis: RedisSpec::default(),
             processes: HashMap::new(),
-            feeds: crate::hub::FeedsSpec::default(),
-            cgi: crate::cgi::CgiSpec::default(),
-            lua: crate::lua::LuaSpec::default(),
+            feeds: FeedsSpec::default(),
+            cgi: CgiSpec::default(),
+            lua: LuaSpec::default(),
             file: None,
-            client: crate::client::ClientSpec::default(),
-            tls: crate::tls::TlsSpec::default(),
+            client: ClientSpec::default(),
+            tls: TlsSpec::default(),
             http2: Http2Spec::default(),
             compression: CompressionSpec::default(),
             admin: AdminSpec::default(),

@@ -13,9 +13,9 @@
 
 use serde_json::Value as Json;
 
+use super::TlsSpec;
 use super::sources::leaves;
 use super::{CompressionSpec, Config, Http2Spec, Limits, Model, Timeouts};
-use crate::tls::TlsSpec;
 
 /// A configuration read again, settled against the running one.
 #[derive(Debug)]

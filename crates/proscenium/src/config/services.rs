@@ -37,7 +37,7 @@ pub struct RedisSpec {
     pub url: Option<String>,
     /// A PEM file of the CA a `rediss://` Redis's certificate chains to, trusted
     /// instead of the web's roots; read with the configuration.
-    pub ca: Option<crate::client::CaFile>,
+    pub ca: Option<super::CaFile>,
     /// How long an event may stay unacknowledged on a consumer before a live one
     /// claims it (the consumer's process is taken for dead); seconds.
     #[serde(
@@ -68,13 +68,5 @@ impl Default for RedisSpec {
             max_deliveries: 5,
             heartbeat: Duration::from_secs(1),
         }
-    }
-}
-
-impl RedisSpec {
-    /// Returns the Redis it names, with its CA; `None` without a URL.
-    pub fn target(&self) -> Option<crate::stream::RedisTarget> {
-        let url = self.url.clone()?;
-        Some(crate::stream::RedisTarget::new(url, self.ca.clone()))
     }
 }

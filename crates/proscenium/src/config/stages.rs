@@ -2,6 +2,10 @@
 
 use serde::{Deserialize, Serialize};
 
+/// One event in this many has its wait and service timed, unless the graph says
+/// otherwise ([`Graph::sample`](crate::stage::Graph::sample), `[stages] sample`).
+pub const DEFAULT_SAMPLE: u32 = 64;
+
 /// The stage graphs' measurement (`[stages]`), applied to the graphs the server runs
 /// (the `staged` model's, and [`Deploy::start_graph`](crate::launch::Deploy::start_graph)'s).
 ///
@@ -16,7 +20,7 @@ use serde::{Deserialize, Serialize};
 #[serde(default, deny_unknown_fields)]
 pub struct StagesSpec {
     /// Each stage times the wait and service of one event in this many (default
-    /// [`DEFAULT_SAMPLE`](crate::stage::DEFAULT_SAMPLE), 64; 1 times every event, 0
+    /// [`DEFAULT_SAMPLE`], 64; 1 times every event, 0
     /// is taken as 1). Counts stay exact; only the latency histograms are samples.
     pub sample: u32,
 }
@@ -24,7 +28,7 @@ pub struct StagesSpec {
 impl Default for StagesSpec {
     fn default() -> Self {
         Self {
-            sample: crate::stage::DEFAULT_SAMPLE,
+            sample: DEFAULT_SAMPLE,
         }
     }
 }

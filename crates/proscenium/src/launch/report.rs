@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use super::Deploy;
 use crate::config::Settings;
-use crate::{App, Config, Model, Server, Signals, web};
+use crate::{App, Config, Model, Server, Signals, site};
 
 /// How the app names itself.
 pub(super) struct Heading<'a> {
@@ -111,7 +111,7 @@ pub fn served_address(start_line: &str) -> Option<std::net::SocketAddr> {
 /// Prints the routes `serve` would answer, the web server's own included; a Lua app
 /// that does not load is said on stderr, and the exit code is 2.
 pub(super) fn routes(heading: &Heading<'_>, app: App, config: &Config) -> ExitCode {
-    match web::configure(app, config) {
+    match site::configure(app, config) {
         Ok(app) => {
             for route in app.routes() {
                 println!("{route}");

@@ -22,7 +22,7 @@ use crate::rt::event_loop::{self, LoopSpec};
 use crate::rt::overload::Gate;
 use crate::rt::{Pools, prefork, systemd, threads, watchdog};
 use crate::tls::Tls;
-use crate::{App, Config, Error, Method, web};
+use crate::{App, Config, Error, Method, site};
 
 pub(crate) use self::signals::Signals;
 
@@ -103,7 +103,7 @@ impl Server {
             }
             _ => self.app,
         };
-        let app = web::configure(app, &config).map_err(|e| Error::app(e.to_string()))?;
+        let app = site::configure(app, &config).map_err(|e| Error::app(e.to_string()))?;
         app.check_state().map_err(Error::app)?;
         check_pools(&app, &config)?;
         check_spool_dir(&config)?;

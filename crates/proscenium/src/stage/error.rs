@@ -1,6 +1,12 @@
 //! The stage layer's error type — graph errors found at build, and the failures of a
 //! send at run time — and the refused send that gives its event back.
 
+use http::StatusCode;
+
+use crate::app::IntoResponse;
+use crate::http::Response;
+use crate::http::response::{error, unavailable};
+
 /// What went wrong in a stage graph: an invalid graph at build, or a send refused.
 ///
 /// Displays as one sentence naming the stages and ports concerned.
@@ -139,5 +145,20 @@ impl<T> std::fmt::Debug for SendError<T> {
 impl<T> From<SendError<T>> for StageError {
     fn from(refused: SendError<T>) -> Self {
         refused.error
+    }
+}
+
+/// An event a stage graph refused (through an [`Inlet`](super::Inlet)): a full
+/// queue or a stopping graph is 503 with `Retry-After`, as the server's own queues
+/// answer; anything else is 500, logged. The event is dropped.
+impl<T> IntoResponse for SendError<T> {
+    fn into_response(self) -> Response {
+        let why = self.error();
+        if why.is_rejected() || why.is_stopped() {
+            unavailable(why.to_string())
+        } else {
+            tracing::error!("{why}");
+            error(StatusCode::INTERNAL_SERVER_ERROR, "the handler failed")
+        }
     }
 }

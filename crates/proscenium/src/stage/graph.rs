@@ -4,12 +4,12 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::cluster::ClusterSpec;
 use super::definition::Stage;
 use super::error::StageError;
 use super::port::{Connector, Out, PortSpec};
 use super::run::RunningGraph;
 use super::set::StageSet;
+use crate::config::ClusterSpec;
 
 /// A handle on a stage added to a [`Graph`], for connecting and partitioning.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -54,11 +54,12 @@
 //! ```text
 //! sync, pool                   the locks, and the hand-off between a queue and idle
 //!                              instances (model-checked)
-//! error, set, port, cluster,   leaves: the error, stage sets, ports/connectors/
-//! bucket, histogram, batching, admission, a cluster's spec, the token bucket, the
-//! admission, stats             latency histogram, a stage's batch and SEDA's batching
-//!                              controller, its admitted share and SEDA's admission
-//!                              controller, counters
+//! error, set, port, bucket,    leaves: the error, stage sets, ports/connectors/
+//! histogram, batching,         admission, the token bucket, the latency histogram,
+//! admission, stats             a stage's batch and SEDA's batching controller, its
+//!                              admitted share and SEDA's admission controller,
+//!                              counters (a cluster's spec, `ClusterSpec`, is
+//!                              `config`'s)
 //! definition, context, ready   a stage as written; what a handler is handed; a
 //!                              cluster's ready queue
 //! node, inlet                  a stage running: queue, idle instances, counters; a
@@ -82,7 +83,6 @@ mod admission;
 mod async_tests;
 mod batching;
 mod bucket;
-mod cluster;
 mod context;
 mod controller;
 mod crew;
@@ -113,7 +113,6 @@ mod tests;
 
 pub use self::admission::AdmissionStats;
 pub use self::batching::BatchStats;
-pub use self::cluster::ClusterSpec;
 pub use self::context::Context;
 pub use self::definition::Stage;
 pub use self::error::{SendError, StageError};
@@ -128,4 +127,6 @@ pub(crate) use self::node::STAGE_SPANS;
 pub use self::port::{Admission, Connector, ConnectorKind, Event, Out};
 pub use self::run::{GraphMonitor, RunningGraph, ShutdownReport};
 pub use self::set::StageSet;
-pub use self::stats::{ClusterStats, DEFAULT_SAMPLE, GraphStats, StageStats};
+pub use self::stats::{ClusterStats, GraphStats, StageStats};
+pub use crate::config::ClusterSpec;
+pub use crate::config::DEFAULT_SAMPLE;

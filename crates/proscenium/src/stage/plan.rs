@@ -3,12 +3,12 @@
 
 use std::collections::HashMap;
 
-use super::cluster::{ClusterSpec, DEFAULT_QUEUE};
 use super::definition::Role;
 use super::error::StageError;
 use super::graph::Graph;
 use super::port::ConnectorKind;
 use super::set::StageSet;
+use crate::config::{ClusterSpec, DEFAULT_QUEUE};
 
 /// The cluster a graph runs as when neither its code nor its configuration
 /// partitions it.

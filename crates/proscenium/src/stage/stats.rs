@@ -12,10 +12,6 @@ use super::admission::AdmissionStats;
 use super::batching::BatchStats;
 use super::histogram::{Histogram, Quantiles};
 
-/// One event in this many has its wait and service timed, unless the graph says
-/// otherwise ([`Graph::sample`](super::Graph::sample), `[stages] sample`).
-pub const DEFAULT_SAMPLE: u32 = 64;
-
 /// A stage's counters, updated without a lock.
 #[derive(Debug, Default)]
 pub(crate) struct Counters {

@@ -28,7 +28,6 @@
 //! ```
 
 mod counter;
-mod extract;
 mod lock;
 #[cfg(test)]
 mod lock_tests;
@@ -45,11 +44,12 @@ mod sync {
 }
 
 pub use self::counter::Counter;
-pub use self::extract::{Read, State, StateRejection, Write};
 pub use self::lock::Access;
 pub use self::lru::LruCache;
 pub use self::map::SharedMap;
 pub use self::registry::{Class, StateAccess};
 pub use crate::app::Then;
+pub use crate::app::state_extractors::{Read, State, StateRejection, Write};
 
-pub(crate) use self::registry::{Held, LockSet, States};
+pub(crate) use self::lock::Grant;
+pub(crate) use self::registry::{Held, LockSet, States, Taken};

@@ -3,7 +3,7 @@
 //! hub and remote actors connect with.
 
 use crate::admin::User;
-use crate::client::CaFile;
+use crate::config::{CaFile, RedisSpec};
 
 /// A Redis to connect to: its URL, and the CA its `rediss://` certificate chains to
 /// when that is not one of the web's roots (`[redis] ca`, `[feeds] ca`).
@@ -66,6 +66,15 @@ impl RedisTarget {
             root_cert: Some(ca.pem().to_vec()),
         };
         redis::Client::build_with_tls(self.url.as_str(), roots)
+    }
+}
+
+// The settings stay plain data in `config`; making a target of them is this module's.
+impl RedisSpec {
+    /// Returns the Redis it names, with its CA; `None` without a URL.
+    pub fn target(&self) -> Option<RedisTarget> {
+        let url = self.url.clone()?;
+        Some(RedisTarget::new(url, self.ca.clone()))
     }
 }
 

@@ -17,10 +17,8 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::{ClientHello, ResolvesServerCert};
 use rustls::sign::CertifiedKey;
 
-use super::settings::TlsSpec;
-
-/// The ALPN protocol of ACME's TLS-ALPN-01 challenge (RFC 8737).
-pub const ACME_TLS_ALPN: &[u8] = b"acme-tls/1";
+use crate::config::TlsSpec;
+use crate::transport::ACME_TLS_ALPN;
 
 /// Why a certificate could not be loaded.
 #[derive(Debug, thiserror::Error)]

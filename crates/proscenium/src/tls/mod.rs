@@ -1,6 +1,6 @@
 //! HTTPS: the server's TLS (rustls on aws-lc-rs), its certificates — files chosen by
-//! SNI and reloaded when they change or on SIGHUP, or obtained by ACME — and the
-//! settings of `[tls]`.
+//! SNI and reloaded when they change or on SIGHUP, or obtained by ACME. The settings
+//! of `[tls]` ([`TlsSpec`] and its parts) are plain data in `config`, re-exported here.
 //!
 //! The bytes of a TLS connection are read and written by `transport`; this module
 //! makes what it needs: one [`ServerConfig`] per server, whose certificate resolver is
@@ -16,7 +16,6 @@
 pub mod acme;
 pub(crate) mod certs;
 pub(crate) mod plain;
-mod settings;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -26,8 +25,9 @@ use rustls::ServerConfig;
 use rustls::crypto::CryptoProvider;
 
 pub(crate) use self::certs::certified_key;
-pub use self::certs::{ACME_TLS_ALPN, CertError, Certificates, Loaded, from_parts, load_pair};
-pub use self::settings::{AcmeSpec, CertFiles, Challenge, PlainServes, PlainSpec, TlsSpec};
+pub use self::certs::{CertError, Certificates, Loaded, from_parts, load_pair};
+pub use crate::config::{AcmeSpec, CertFiles, Challenge, PlainServes, PlainSpec, TlsSpec};
+pub use crate::transport::ACME_TLS_ALPN;
 
 /// How often the certificates' files are looked at for a change.
 const WATCH_EVERY: Duration = Duration::from_secs(1);

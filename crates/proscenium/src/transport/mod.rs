@@ -22,6 +22,8 @@ use rustls::ServerConfig;
 use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::TcpStream;
 
+pub use self::tls::ACME_TLS_ALPN;
+
 /// A connection's byte stream: plain TCP, or TLS over it.
 ///
 /// Implements tokio's `AsyncRead` and `AsyncWrite`, which is all an upgraded

@@ -17,6 +17,10 @@ use rustls::ServerConfig;
 use rustls::server::{ServerConnectionData, UnbufferedServerConnection};
 use rustls::unbuffered::{ConnectionState, EncodeError, EncryptError, UnbufferedStatus};
 
+/// The ALPN protocol of ACME's TLS-ALPN-01 challenge (RFC 8737): a connection that
+/// agreed on it is a CA's check, answered by its handshake alone.
+pub const ACME_TLS_ALPN: &[u8] = b"acme-tls/1";
+
 /// What a plain-HTTP request on the TLS port is answered with before it is closed
 /// (nginx answers the same, with a page).
 const PLAIN_ON_TLS: &[u8] = b"HTTP/1.1 400 Bad Request\r\nContent-Type: text/plain\r\n\
@@ -253,7 +257,7 @@ impl Session {
     /// Whether the handshake just done was an ACME validator's TLS-ALPN-01 check,
     /// which is all it wants (RFC 8737 §3).
     fn is_acme_check(&self) -> bool {
-        self.alpn() == Some(crate::tls::ACME_TLS_ALPN) && !self.is_handshaking()
+        self.alpn() == Some(ACME_TLS_ALPN) && !self.is_handshaking()
     }
 }
 

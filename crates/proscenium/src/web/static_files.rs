@@ -92,7 +92,7 @@ impl StaticFiles {
 
     /// Never serves nor lists the file at `path` — the server's configuration, where
     /// passwords go: it is answered 404 as a hidden name is, under its own name or a
-    /// link's. [`web::configure`](crate::web::configure) withholds the configuration
+    /// link's. [`site::configure`](crate::site::configure) withholds the configuration
     /// file read and the root's `proscenium.toml`.
     #[must_use]
     pub fn withhold(mut self, path: impl AsRef<Path>) -> Self {

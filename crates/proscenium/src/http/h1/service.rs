@@ -371,7 +371,7 @@ fn open_log(config: &Config) -> Option<AccessLog> {
 
 /// The value of `Strict-Transport-Security` when the server speaks TLS and `[tls]
 /// hsts` asks for it (never over plain HTTP, where browsers ignore it).
-fn hsts(tls: &crate::tls::TlsSpec) -> Option<String> {
+fn hsts(tls: &crate::config::TlsSpec) -> Option<String> {
     if !tls.enabled() || tls.hsts == 0 {
         return None;
     }

@@ -23,7 +23,7 @@ pub(crate) const DEFAULT_QUEUE: usize = 1024;
 pub struct ClusterSpec {
     /// The stages of the cluster. When any configured cluster lists stages, the
     /// configuration is the partition; otherwise the graph's own
-    /// [`part`](super::Graph::part) is, and this entry only tunes the cluster named.
+    /// [`part`](crate::stage::Graph::part) is, and this entry only tunes the cluster named.
     pub stages: Vec<String>,
     /// Threads running the cluster's stages (default: one per core).
     #[serde(deserialize_with = "crate::config::value::some_count::<_, 1, 10_000>")]

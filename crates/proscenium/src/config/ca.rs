@@ -1,8 +1,7 @@
 //! The roots a connection trusts beyond the web's: a private CA's certificates read
 //! from a PEM file (`[client] ca`, `[redis] ca`, `[feeds] ca`), read once when the
 //! configuration is, so a missing or unreadable file stops the start naming the file
-//! rather than failing the first request. Also the one place the process picks its
-//! rustls crypto provider.
+//! rather than failing the first request.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -122,10 +121,10 @@ mod tests {
     fn a_configured_ca_is_read_when_the_configuration_is() {
         let dir = tempfile::tempdir().unwrap();
         let ca = crate::testing::TestCa::new().write(dir.path());
-        let spec: crate::client::ClientSpec =
+        let spec: crate::config::ClientSpec =
             toml::from_str(&format!("ca = {:?}", ca.display())).unwrap();
         assert_eq!(spec.ca.unwrap().certificates().len(), 1);
-        let missing = toml::from_str::<crate::client::ClientSpec>("ca = \"/nowhere/ca.pem\"");
+        let missing = toml::from_str::<crate::config::ClientSpec>("ca = \"/nowhere/ca.pem\"");
         assert!(
             missing.unwrap_err().to_string().contains("/nowhere/ca.pem"),
             "the error names the file"

@@ -10,10 +10,9 @@ use http::StatusCode;
 use parking_lot::RawRwLock;
 use parking_lot::lock_api::{ArcRwLockReadGuard, ArcRwLockWriteGuard};
 
-use super::lock::{Access, Grant};
-use super::registry::{Held, LockSet, StateAccess, Taken};
-use crate::app::{FromRequestHead, Handler, IntoResponse, Response, Then, error};
+use super::{FromRequestHead, Handler, IntoResponse, Response, Then, error};
 use crate::http::Request;
+use crate::state::{Access, Grant, Held, LockSet, StateAccess, Taken};
 
 /// Shared read access to the app's state `T`, held while the handler runs.
 ///
