@@ -55,6 +55,7 @@ pub mod app;
 pub mod cgi;
 pub mod client;
 pub mod config;
+mod counters;
 mod error;
 pub mod events;
 #[cfg(fuzzing)]

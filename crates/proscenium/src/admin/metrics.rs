@@ -250,8 +250,8 @@ impl Collector for Metrics {
         self.threads(&mut encoder)?;
         self.pools(&mut encoder)?;
         super::loops::encode(&self.meters, &mut encoder)?;
-        super::tally::encode(&mut encoder)?;
-        super::round_trips::encode(&mut encoder)?;
+        crate::counters::tally::encode(&mut encoder)?;
+        crate::counters::round_trips::encode(&mut encoder)?;
         stages::encode(&mut encoder)?;
         actors::encode(&mut encoder)?;
         hub::encode(&mut encoder)

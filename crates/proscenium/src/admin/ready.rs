@@ -16,8 +16,9 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use super::round_trips::{self, User};
 use crate::Config;
+use crate::counters::User;
+use crate::counters::round_trips;
 use crate::stream::RedisTarget;
 
 /// How often each Redis is pinged.

@@ -20,8 +20,8 @@ use tokio::time::Instant;
 use super::locate::Script;
 use super::output::{self, Head, Output};
 use super::{Inner, env};
-use crate::admin::Tally;
 use crate::app::error;
+use crate::counters::Tally;
 use crate::http::{Body, Request, Response};
 
 /// The longest line of a script's standard error logged as one message.

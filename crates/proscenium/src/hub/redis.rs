@@ -22,7 +22,7 @@ use tokio::sync::mpsc;
 
 use super::post::Post;
 use super::{Inner, post_id};
-use crate::admin::{Counted, User};
+use crate::counters::{Counted, User};
 use crate::stream::RedisTarget;
 
 /// The channels' common prefix; a channel is this and the topic.

@@ -88,9 +88,9 @@ use http::StatusCode;
 pub use self::app::{LuaApp, LuaAppError};
 pub use self::bridge::Bridge;
 pub use self::pages::LuaPages;
-use crate::admin::Tally;
 use crate::app::error;
 pub use crate::config::LuaSpec;
+use crate::counters::Tally;
 use crate::http::Response;
 
 /// How running a script went wrong, and what the client is told.

@@ -13,8 +13,8 @@ use parking_lot::Mutex;
 use super::sandbox::Sandboxed;
 use super::threads::{self, Ran, ScriptThreads, Turn};
 use super::{Failure, LuaSpec};
-use crate::admin::Tally;
 use crate::app::Reply;
+use crate::counters::Tally;
 
 /// How many idle states a pool keeps, at most: one per script thread.
 const MAX_IDLE: usize = 64;

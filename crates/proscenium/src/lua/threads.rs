@@ -342,7 +342,7 @@ impl Worker {
             }
             let retired = pool.retired.fetch_add(1, Ordering::AcqRel) + 1;
             self.retired.store(true, Ordering::SeqCst);
-            crate::admin::Tally::LuaRetired.add(1);
+            crate::counters::Tally::LuaRetired.add(1);
             (ticket.take(), retired)
         };
         if let Some(ticket) = ticket {

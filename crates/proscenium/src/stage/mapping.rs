@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::StageError;
 use crate::Config;
-use crate::admin::User;
+use crate::counters::User;
 use crate::stream::RedisTarget;
 
 /// This process's part of a graph mapped onto processes.

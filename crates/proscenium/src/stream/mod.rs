@@ -41,7 +41,7 @@ use redis::streams::{
 
 pub use self::target::RedisTarget;
 pub use self::wire::WireError;
-use crate::admin::Counted;
+use crate::counters::Counted;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 

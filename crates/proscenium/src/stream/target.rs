@@ -2,8 +2,8 @@
 //! `rediss://` one whose certificate a private CA signed, that CA — what streams, the
 //! hub and remote actors connect with.
 
-use crate::admin::User;
 use crate::config::{CaFile, RedisSpec};
+use crate::counters::User;
 
 /// A Redis to connect to: its URL, and the CA its `rediss://` certificate chains to
 /// when that is not one of the web's roots (`[redis] ca`, `[feeds] ca`).

@@ -93,8 +93,8 @@ use self::inbox::Export;
 pub use self::outbox::RemoteAddr;
 use self::outbox::{Outbox, Remote};
 use super::{Actor, Addr, DeadLetters, Handler, Message, Recipient, System, Terminated};
-use crate::admin::User;
 use crate::config::RedisSpec;
+use crate::counters::User;
 use crate::stream::RedisTarget;
 use crate::stream::{Connection, Event};
 
