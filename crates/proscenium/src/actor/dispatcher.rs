@@ -10,7 +10,7 @@ use std::thread::JoinHandle;
 use parking_lot::Mutex;
 use tokio::sync::mpsc;
 
-use crate::config::{DispatcherKind, DispatcherSpec};
+use crate::config::{DispatcherKind, DispatcherSpec, cores};
 
 /// Work sent to a dispatcher thread: it spawns the actor's task there.
 pub(crate) type Job = Box<dyn FnOnce() + Send>;
@@ -25,10 +25,6 @@ pub(crate) struct Dispatcher {
 struct Worker {
     jobs: mpsc::UnboundedSender<Job>,
     thread: JoinHandle<()>,
-}
-
-fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, usize::from)
 }
 
 impl Dispatcher {

@@ -458,7 +458,9 @@ impl<'de> Deserialize<'de> for Model {
     }
 }
 
-fn cores() -> usize {
+/// The cores this process may run on: the default count of loops, threads and
+/// dispatcher threads.
+pub(crate) fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, usize::from)
 }
 

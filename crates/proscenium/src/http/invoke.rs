@@ -1,5 +1,5 @@
 //! The edge between a connection (an HTTP/1.1 one, or an HTTP/2 stream) and the
-//! application: routing and calling the handler with the loop marked busy, panics
+//! application: the app called (it routes) with the loop marked busy, panics
 //! turned into 500s, and error bodies filled in; and a request handed to another
 //! thread when this loop is already busy with one and the model allows it, or always
 //! where the model runs no handler on this thread (`rt::hand_off`).

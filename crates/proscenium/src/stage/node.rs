@@ -472,7 +472,7 @@ impl Shared {
             }
             Err(panic) => {
                 stage.counters.failed.fetch_add(1, Ordering::Relaxed);
-                let failure = panic_text(panic.as_ref());
+                let failure = crate::rt::panic_message(panic.as_ref());
                 tracing::error!(stage = %stage.name, panic = %failure, again, "stage handler panicked");
                 if !again {
                     self.dead_letters.report(
@@ -548,12 +548,4 @@ pub(crate) fn now<T>(future: impl std::future::Future<Output = T>) -> T {
     future
         .now_or_never()
         .expect("a sync stage's handler completes without awaiting")
-}
-
-fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
-    panic
-        .downcast_ref::<&str>()
-        .map(|text| (*text).to_owned())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic without a message".to_owned())
 }
