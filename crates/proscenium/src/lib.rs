@@ -52,6 +52,7 @@
 pub mod actor;
 mod admin;
 pub mod app;
+#[cfg(feature = "cgi")]
 pub mod cgi;
 pub mod client;
 pub mod config;
@@ -62,8 +63,11 @@ pub mod events;
 #[doc(hidden)]
 pub mod fuzz;
 pub mod http;
+#[cfg(feature = "feeds")]
 pub mod hub;
+#[cfg(feature = "cli")]
 pub mod launch;
+#[cfg(feature = "lua")]
 pub mod lua;
 pub mod rt;
 mod server;
@@ -78,6 +82,7 @@ pub mod testing;
 pub mod tls;
 pub mod transport;
 pub mod web;
+#[cfg(feature = "feeds")]
 pub mod ws;
 
 pub use ::http::{HeaderMap, Method, StatusCode, header};
@@ -128,7 +133,9 @@ pub use self::config::{
 };
 pub use self::error::Error;
 pub use self::http::{Body, Request};
+#[cfg(feature = "cli")]
 pub use self::launch::main;
+#[cfg(feature = "cli")]
 pub(crate) use self::server::Signals;
 pub use self::server::{Server, ServerHandle};
 pub use self::state::State;

@@ -3,12 +3,16 @@
 //! tools, a Lua app, Lua pages, CGI scripts, static files — each handing on what is
 //! not its own to the next.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use crate::app::{Handler, Mode, Reply};
+#[cfg(feature = "cgi")]
 use crate::cgi::Cgi;
 use crate::http::Request;
+#[cfg(feature = "lua")]
 use crate::hub::Hub;
+#[cfg(feature = "lua")]
 use crate::lua::{Bridge, LuaApp, LuaAppError, LuaPages};
 use crate::web::{StaticFiles, mount_tools};
 use crate::{App, Config};
@@ -20,7 +24,8 @@ use crate::{App, Config};
 ///
 /// # Errors
 ///
-/// The Lua app named does not load (its error says the file and line).
+/// The configuration asks for what this build leaves out (a cargo feature), or the
+/// Lua app named does not load (its error says the file and line).
 ///
 /// # Examples
 ///
@@ -29,51 +34,120 @@ use crate::{App, Config};
 /// let app = proscenium::site::configure(proscenium::App::new(), &config).unwrap();
 /// assert!(app.routes().any(|r| r.pattern == "/_status"));
 /// ```
-pub fn configure(mut app: App, config: &Config) -> Result<App, LuaAppError> {
+pub fn configure(mut app: App, config: &Config) -> Result<App, SiteError> {
+    refuse_what_is_left_out(config)?;
     if config.tools {
         app = mount_tools(app);
     }
     // Lua's posts and feeds — through Redis with the other replicas when `[feeds]`
     // names one (made only when Lua runs: a Redis hub keeps a connection) — and its
     // shared values, one set for the app and the pages.
-    let lua = config.lua.enabled || config.lua.app.is_some();
-    let bridge = lua.then(|| Bridge::new(Hub::with(config.feeds.clone())).bounded_by(&config.lua));
-    let mut below: Option<Chain> = config.root.as_ref().map(|root| {
-        // The configuration, where passwords go, is never served (issue 33).
-        let mut files = StaticFiles::new(root)
-            .show_dotfiles(config.show_dotfiles)
-            .precompressed(config.compression.precompressed)
-            .withhold(root.join("proscenium.toml"));
-        if let Some(file) = &config.file {
-            files = files.withhold(file);
-        }
-        let mut site = if config.cgi.enabled {
-            let mut scripts = Cgi::new(root, &config.cgi).or_files(files);
-            // Port 0 (any free one) is not known yet: scripts then get the Host's.
-            if config.bind.port() != 0 {
-                scripts = scripts.port(config.bind.port());
-            }
-            Chain::of(scripts)
-        } else {
-            Chain::of(files)
+    #[cfg(feature = "lua")]
+    let bridge = (config.lua.enabled || config.lua.app.is_some())
+        .then(|| Bridge::new(Hub::with(config.feeds.clone())).bounded_by(&config.lua));
+    let below = config.root.as_ref().map(|root| {
+        let site = scripts_or_files(root, config);
+        #[cfg(feature = "lua")]
+        let site = match (config.lua.enabled, &bridge) {
+            (true, Some(bridge)) => Chain::of(
+                LuaPages::new(root, &config.lua)
+                    .with_bridge(bridge)
+                    .or_else(site),
+            ),
+            _ => site,
         };
-        if let (true, Some(bridge)) = (config.lua.enabled, &bridge) {
-            let pages = LuaPages::new(root, &config.lua).with_bridge(bridge);
-            site = Chain::of(pages.or_else(site));
-        }
         site
     });
-    if let (Some(file), Some(bridge)) = (&config.lua.app, &bridge) {
-        let lua = LuaApp::load_with(file, &config.lua, bridge)?;
-        below = Some(Chain::of(match below {
-            Some(site) => lua.or_else(site),
-            None => lua,
-        }));
-    }
+    #[cfg(feature = "lua")]
+    let below = match (&config.lua.app, &bridge) {
+        (Some(file), Some(bridge)) => {
+            let lua = LuaApp::load_with(file, &config.lua, bridge)?;
+            Some(Chain::of(match below {
+                Some(site) => lua.or_else(site),
+                None => lua,
+            }))
+        }
+        _ => below,
+    };
     if let Some(below) = below {
         app = app.fallback(below);
     }
     Ok(app)
+}
+
+/// Why [`configure`] refused a configuration.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SiteError {
+    /// The configuration asks for what this build of Proscenium leaves out.
+    #[error(
+        "{asked} asks for what this build leaves out: build proscenium with its `{feature}` feature"
+    )]
+    LeftOut {
+        /// The setting that asks, such as `[lua] app`.
+        asked: &'static str,
+        /// The cargo feature that builds it in.
+        feature: &'static str,
+    },
+    /// The Lua app named does not load.
+    #[cfg(feature = "lua")]
+    #[error(transparent)]
+    Lua(#[from] LuaAppError),
+}
+
+/// Refuses a setting whose feature this build leaves out, rather than serve without
+/// what the configuration asked for.
+fn refuse_what_is_left_out(config: &Config) -> Result<(), SiteError> {
+    let settings = [
+        (
+            "`[cgi] enabled`",
+            "cgi",
+            cfg!(feature = "cgi"),
+            config.cgi.enabled,
+        ),
+        (
+            "`[lua] enabled`",
+            "lua",
+            cfg!(feature = "lua"),
+            config.lua.enabled,
+        ),
+        (
+            "`[lua] app`",
+            "lua",
+            cfg!(feature = "lua"),
+            config.lua.app.is_some(),
+        ),
+    ];
+    match settings
+        .into_iter()
+        .find(|&(.., built, asked)| asked && !built)
+    {
+        Some((asked, feature, ..)) => Err(SiteError::LeftOut { asked, feature }),
+        None => Ok(()),
+    }
+}
+
+/// What `root` serves below Lua: its CGI scripts (`[cgi] enabled`) before its files,
+/// or its files.
+fn scripts_or_files(root: &Path, config: &Config) -> Chain {
+    // The configuration, where passwords go, is never served (issue 33).
+    let mut files = StaticFiles::new(root)
+        .show_dotfiles(config.show_dotfiles)
+        .precompressed(config.compression.precompressed)
+        .withhold(root.join("proscenium.toml"));
+    if let Some(file) = &config.file {
+        files = files.withhold(file);
+    }
+    #[cfg(feature = "cgi")]
+    if config.cgi.enabled {
+        let scripts = Cgi::new(root, &config.cgi).or_files(files);
+        // Port 0 (any free one) is not known yet: scripts then get the Host's.
+        return Chain::of(match config.bind.port() {
+            0 => scripts,
+            port => scripts.port(port),
+        });
+    }
+    Chain::of(files)
 }
 
 /// One of the handlers below the app's routes, whichever `configure` put first: each
@@ -100,5 +174,27 @@ impl Handler<Chain> for Chain {
 
     fn mode(&self) -> Mode {
         self.mode
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_setting_this_build_leaves_out_is_refused_by_name() {
+        let mut config = Config::default();
+        config.cgi.enabled = true;
+        match configure(App::new(), &config) {
+            Ok(_) => assert!(cfg!(feature = "cgi"), "served without CGI"),
+            Err(e) => {
+                assert!(!cfg!(feature = "cgi"), "{e}");
+                assert!(
+                    matches!(e, SiteError::LeftOut { feature: "cgi", .. }),
+                    "{e}"
+                );
+                assert!(e.to_string().contains("`[cgi] enabled`"), "{e}");
+            }
+        }
     }
 }

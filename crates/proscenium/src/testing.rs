@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 /// Starts the app binary `bin` with `serve --bind 127.0.0.1:0` and `args`, and
 /// returns it with the address its start line names (read as it comes, however long
 /// a busy machine takes to start it).
+#[cfg(feature = "cli")]
 pub fn serve<I, S>(bin: &str, args: I) -> (Child, std::net::SocketAddr)
 where
     I: IntoIterator<Item = S>,

@@ -50,6 +50,7 @@ pub use self::redirect::Redirect;
 pub use self::response::{Html, IntoResponse, Json, Reply, ReplyFuture};
 pub use self::response_parts::IntoResponseParts;
 pub use self::router::RouteInfo;
+#[cfg(feature = "lua")]
 pub(crate) use self::router::to_matchit;
 pub use self::service::{AppService, SendService};
 pub use self::then::{Continuation, HandlerOutput, Outcome, Then};

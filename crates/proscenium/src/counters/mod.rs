@@ -8,6 +8,7 @@ pub(crate) mod round_trips;
 pub(crate) mod tally;
 
 pub(crate) use self::round_trips::{Counted, User};
+#[cfg(any(feature = "cgi", feature = "lua"))]
 pub(crate) use self::tally::Tally;
 
 /// Writes one series of a latency histogram: `counts` in the buckets bounded by

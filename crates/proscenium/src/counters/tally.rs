@@ -42,6 +42,7 @@ static COUNTS: [AtomicU64; KINDS] = [const { AtomicU64::new(0) }; KINDS];
 
 impl Tally {
     /// Adds `n` to this count.
+    #[cfg(any(feature = "cgi", feature = "lua"))]
     pub(crate) fn add(self, n: u64) {
         COUNTS[self as usize].fetch_add(n, Ordering::Relaxed);
     }

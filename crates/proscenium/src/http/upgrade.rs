@@ -51,6 +51,10 @@ pub struct Upgraded {
     read: Bytes,
     going_away: GoingAway,
     /// The server's memory budget for what clients send (`limits.max_buffered_bodies`).
+    #[cfg_attr(
+        not(feature = "feeds"),
+        expect(dead_code, reason = "only WebSocket reads it")
+    )]
     memory: Arc<Budget>,
 }
 
@@ -70,6 +74,7 @@ impl Upgraded {
 
     /// The server's memory budget for what clients send, which a protocol's messages
     /// draw on as request bodies do.
+    #[cfg(feature = "feeds")]
     pub(crate) fn memory(&self) -> Arc<Budget> {
         Arc::clone(&self.memory)
     }

@@ -654,6 +654,7 @@ impl ServerHandle {
         }
     }
 
+    #[cfg(feature = "cli")]
     /// Has SIGHUP read the configuration again with `reread` (the sources it was
     /// read from at start: file, environment, flags).
     #[must_use]

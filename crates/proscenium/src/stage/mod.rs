@@ -123,6 +123,7 @@ pub use self::host::{EXIT_REFUSED, Ended, HostProcesses, StopSignal};
 pub use self::inlet::Inlet;
 pub(crate) use self::listed::{Listed, running};
 pub use self::mapping::Mapping;
+#[cfg(feature = "cli")]
 pub(crate) use self::node::STAGE_SPANS;
 pub use self::port::{Admission, Connector, ConnectorKind, Event, Out};
 pub use self::run::{GraphMonitor, RunningGraph, ShutdownReport};

@@ -319,6 +319,7 @@ impl StaticFiles {
 
     /// The metadata of `relative` below the root, symlinks followed but never out of
     /// it (see [`Root`]); nothing is opened for reading.
+    #[cfg(any(feature = "cgi", feature = "lua"))]
     pub(crate) fn metadata_beneath(&self, relative: &Path) -> std::io::Result<Metadata> {
         self.open_beneath(relative, OFlag::O_PATH)?.metadata()
     }

@@ -9,6 +9,8 @@ mod sink;
 mod spool;
 
 pub(crate) use self::arriving::{Arriving, Feed, Taker, channel as arriving};
-pub(crate) use self::room::{Bodies, Budget, Buffer, NoRoom};
+#[cfg(feature = "feeds")]
+pub(crate) use self::room::Buffer;
+pub(crate) use self::room::{Bodies, Budget, NoRoom};
 pub(crate) use self::sink::Sink;
 pub(crate) use self::spool::create as create_spool_file;

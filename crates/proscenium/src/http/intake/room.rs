@@ -136,6 +136,7 @@ impl Buffer {
     }
 
     /// Returns whether the room made is all written (a fill has none left).
+    #[cfg(feature = "feeds")]
     pub(crate) fn is_full(&self) -> bool {
         self.data.len() == self.data.capacity()
     }
@@ -174,6 +175,7 @@ impl Buffer {
     /// Lets `fill` write into the room made (a decompressor's output, say): it may
     /// add bytes up to the capacity, never grow it, so the room held stays the
     /// capacity.
+    #[cfg(feature = "feeds")]
     pub(crate) fn fill<R>(&mut self, fill: impl FnOnce(&mut Vec<u8>) -> R) -> R {
         let capacity = self.data.capacity();
         let result = fill(&mut self.data);
