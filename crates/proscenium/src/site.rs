@@ -185,16 +185,14 @@ mod tests {
     fn a_setting_this_build_leaves_out_is_refused_by_name() {
         let mut config = Config::default();
         config.cgi.enabled = true;
-        match configure(App::new(), &config) {
-            Ok(_) => assert!(cfg!(feature = "cgi"), "served without CGI"),
-            Err(e) => {
-                assert!(!cfg!(feature = "cgi"), "{e}");
-                assert!(
-                    matches!(e, SiteError::LeftOut { feature: "cgi", .. }),
-                    "{e}"
-                );
-                assert!(e.to_string().contains("`[cgi] enabled`"), "{e}");
-            }
+        let refused = configure(App::new(), &config).err();
+        assert_eq!(refused.is_some(), !cfg!(feature = "cgi"), "{refused:?}");
+        if let Some(e) = refused {
+            assert!(
+                matches!(e, SiteError::LeftOut { feature: "cgi", .. }),
+                "{e}"
+            );
+            assert!(e.to_string().contains("`[cgi] enabled`"), "{e}");
         }
     }
 }
