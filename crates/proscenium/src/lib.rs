@@ -100,10 +100,12 @@ pub mod extract {
     pub use crate::state::State;
 
     /// `multipart/form-data` bodies read field by field.
+    #[cfg(feature = "multipart")]
     pub mod multipart {
         pub use crate::app::{Field, Multipart, MultipartError};
     }
 
+    #[cfg(feature = "cookies")]
     /// Cookie jars, with the `cookie` crate's [`Cookie`](cookie::Cookie) and [`Key`](cookie::Key).
     pub mod cookie {
         pub use crate::app::{
@@ -121,13 +123,15 @@ pub mod response {
     };
 }
 
+pub use self::app::BodyStream;
 pub use self::app::FromRequestParts;
+#[cfg(feature = "multipart")]
+pub use self::app::Multipart;
 pub use self::app::middleware;
 pub use self::app::{
     App, Handler, Html, IntoResponse, Json, Middleware, Next, Path, Query, Reply, Response,
     blocking, blocking_on, inline,
 };
-pub use self::app::{BodyStream, Multipart};
 pub use self::config::{
     CompressionSpec, Config, Dispatch, Http2Spec, Limits, Model, ModelSpec, Timeouts,
 };

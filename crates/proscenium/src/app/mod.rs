@@ -3,6 +3,7 @@
 
 mod body_stream;
 mod compose;
+#[cfg(feature = "cookies")]
 mod cookies;
 mod extension;
 mod extract;
@@ -10,6 +11,7 @@ mod form;
 mod from_parts;
 mod handler;
 pub mod middleware;
+#[cfg(feature = "multipart")]
 mod multipart;
 mod optional;
 mod params;
@@ -30,6 +32,7 @@ use http::Method;
 use http_body_util::Full;
 
 pub use self::body_stream::{BodyDataStream, BodyError, BodyStream};
+#[cfg(feature = "cookies")]
 pub use self::cookies::{
     CookieJar, KeyedCookieJar, Private, PrivateCookieJar, Protection, Signed, SignedCookieJar,
 };
@@ -45,6 +48,7 @@ pub use self::handler::{
 };
 use self::middleware::{Chain, IntoMiddleware};
 pub use self::middleware::{Middleware, Next};
+#[cfg(feature = "multipart")]
 pub use self::multipart::{Field, Multipart, MultipartError};
 pub use self::redirect::Redirect;
 pub use self::response::{Html, IntoResponse, Json, Reply, ReplyFuture};

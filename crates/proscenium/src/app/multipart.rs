@@ -59,7 +59,7 @@ impl FromRequest for Multipart {
                 "expected Content-Type: multipart/form-data with a boundary",
             )
         })?;
-        let limits = context::with_current(|ctx| ctx.config.limits.clone()).unwrap_or_default();
+        let limits = context::with_current(|ctx| ctx.limits.clone()).unwrap_or_default();
         let constraints = multer::Constraints::new().size_limit(
             multer::SizeLimit::new()
                 .whole_stream(limits.multipart_body)

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::blocking::Pools;
 use super::watchdog::LoopStats;
-use crate::config::Config;
+use crate::config::Limits;
 
 /// What code running on a loop thread can reach without being handed it.
 #[derive(Debug)]
@@ -15,9 +15,13 @@ pub(crate) struct LoopContext {
     pub(crate) id: usize,
     pub(crate) stats: Arc<LoopStats>,
     pub(crate) pools: Arc<Pools>,
-    /// The server's configuration, for extractors that follow it (`Multipart`'s
-    /// limits).
-    pub(crate) config: Arc<Config>,
+    /// The server's limits, for extractors that follow them (`Multipart`'s): the
+    /// loop's view of the configuration, not all of it.
+    #[cfg_attr(
+        not(feature = "multipart"),
+        expect(dead_code, reason = "only Multipart reads it")
+    )]
+    pub(crate) limits: Limits,
 }
 
 thread_local! {

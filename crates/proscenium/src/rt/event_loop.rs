@@ -78,7 +78,7 @@ pub(crate) fn spawn<P: Protocol>(
             id,
             stats: loop_stats.clone(),
             pools: spec.pools.clone(),
-            config: spec.config.clone(),
+            limits: spec.config.limits.clone(),
         });
         let local = tokio::task::LocalSet::new();
         local.block_on(runtime, run(spec, rx, listener, loop_stats));

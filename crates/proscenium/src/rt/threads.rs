@@ -339,7 +339,7 @@ pub(crate) fn enter_thread<P>(id: usize, spec: &LoopSpec<P>) {
         id,
         stats: Arc::new(LoopStats::default()),
         pools: spec.pools.clone(),
-        config: spec.config.clone(),
+        limits: spec.config.limits.clone(),
     });
 }
 
