@@ -106,6 +106,12 @@ fn refuse_what_is_left_out(config: &Config) -> Result<(), SiteError> {
             config.cgi.enabled,
         ),
         (
+            "`[compression] enabled`",
+            "compression",
+            cfg!(feature = "compression"),
+            config.compression.enabled,
+        ),
+        (
             "`[lua] enabled`",
             "lua",
             cfg!(feature = "lua"),
