@@ -54,6 +54,7 @@ mod admin;
 pub mod app;
 #[cfg(feature = "cgi")]
 pub mod cgi;
+#[cfg(feature = "client")]
 pub mod client;
 pub mod config;
 mod counters;

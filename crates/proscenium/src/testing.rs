@@ -311,7 +311,7 @@ impl Redis {
             url: Some(self.url()),
             ca: self
                 .ca()
-                .map(|ca| crate::client::CaFile::read(ca).expect("its CA's file")),
+                .map(|ca| crate::config::CaFile::read(ca).expect("its CA's file")),
             ..crate::config::RedisSpec::default()
         }
     }

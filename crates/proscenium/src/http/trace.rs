@@ -102,6 +102,7 @@ impl RequestSpan {
 /// Adds the current span's W3C `traceparent` (and `tracestate`) to `headers` when spans
 /// are exported, so that the server called continues this trace; with traces off it
 /// checks one flag and adds nothing.
+#[cfg(feature = "client")]
 pub(crate) fn propagate(headers: &mut HeaderMap) {
     if !tracing::enabled!(target: REQUEST_SPANS, tracing::Level::TRACE) {
         return;
