@@ -112,6 +112,12 @@ fn refuse_what_is_left_out(config: &Config) -> Result<(), SiteError> {
             config.compression.enabled,
         ),
         (
+            "`[http2] enabled`",
+            "http2",
+            cfg!(feature = "http2"),
+            config.http2.enabled,
+        ),
+        (
             "`[lua] enabled`",
             "lua",
             cfg!(feature = "lua"),

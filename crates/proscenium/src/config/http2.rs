@@ -58,7 +58,7 @@ pub struct Http2Spec {
 impl Default for Http2Spec {
     fn default() -> Self {
         Self {
-            enabled: true,
+            enabled: cfg!(feature = "http2"),
             // nginx's `http2_max_concurrent_streams`.
             max_concurrent_streams: 128,
             stream_window: 256 * 1024,

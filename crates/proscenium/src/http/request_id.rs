@@ -75,6 +75,7 @@ impl RequestId {
     }
 
     /// Returns the id as a field value (HTTP/2's answers take one).
+    #[cfg(feature = "http2")]
     pub(crate) fn to_header_value(&self) -> HeaderValue {
         match &self.0 {
             Repr::Made(digits) => {

@@ -10,7 +10,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::Poll;
 
 use bytes::BytesMut;
-use http::HeaderValue;
 use parking_lot::Mutex;
 
 use super::answer::{self, Terms};
@@ -40,7 +39,8 @@ pub(crate) struct Http1 {
     /// Fields every answer carries (whole lines): HSTS, over TLS.
     fields: Arc<[u8]>,
     /// `Strict-Transport-Security`, over TLS when configured, for HTTP/2's answers.
-    pub(crate) hsts: Option<HeaderValue>,
+    #[cfg(feature = "http2")]
+    pub(crate) hsts: Option<http::HeaderValue>,
     /// How answers are compressed, and the compressed static files every loop shares.
     pub(crate) compression: Arc<Compression>,
     /// The request counters of the admin listener's `/metrics`, when it is on.
@@ -83,7 +83,9 @@ impl Http1 {
                     format!("strict-transport-security: {value}\r\n").into_bytes()
                 })
                 .into(),
-            hsts: hsts.map(|value| HeaderValue::from_str(&value).expect("a valid field value")),
+            #[cfg(feature = "http2")]
+            hsts: hsts
+                .map(|value| http::HeaderValue::from_str(&value).expect("a valid field value")),
             ids: RequestIds::new(&config.request_id),
             app,
             config,

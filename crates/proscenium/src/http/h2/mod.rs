@@ -13,12 +13,28 @@
 //! A connection comes here from HTTP/1.1's: when TLS agreed on `h2` (ALPN), or when
 //! its first bytes are HTTP/2's cleartext preface (prior knowledge).
 
+#[cfg(feature = "http2")]
 mod conn;
+#[cfg(feature = "http2")]
 mod rewind;
+#[cfg(feature = "http2")]
 mod send;
+#[cfg(feature = "http2")]
 mod stream;
 
+#[cfg(feature = "http2")]
 pub(crate) use self::conn::serve;
+
+/// The stand-in without the `http2` feature, where `[http2] enabled` defaults to off
+/// and is refused on, so no connection comes here: one that did would be closed.
+#[cfg(not(feature = "http2"))]
+pub(crate) async fn serve(
+    _: crate::transport::Stream,
+    _: bytes::Bytes,
+    _: std::net::SocketAddr,
+    _: std::rc::Rc<crate::http::h1::Http1Loop>,
+) {
+}
 
 /// What a client that speaks HTTP/2 in cleartext opens with: the start of its preface,
 /// up to where HTTP/1.1's reader would see a whole head (RFC 9113 §3.4).
