@@ -10,7 +10,9 @@
 use std::io::IsTerminal;
 
 use opentelemetry::trace::TracerProvider as _;
+#[cfg(feature = "traces")]
 use opentelemetry_otlp::{Protocol, SpanExporter, WithExportConfig};
+#[cfg(feature = "traces")]
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing_subscriber::filter::{EnvFilter, LevelFilter, Targets};
@@ -82,6 +84,7 @@ pub(super) fn init(debug: bool, format: LogFormat, traces: &TracesSpec, service:
     Traces(provider)
 }
 
+#[cfg(feature = "traces")]
 fn exporter(
     url: &str,
     traces: &TracesSpec,
@@ -99,11 +102,27 @@ fn exporter(
         .build())
 }
 
-/// A collector's address must be an `http://` or `https://` URL with a host.
+/// The stand-in without the `traces` feature, where `check` refuses `[traces] otlp`.
+#[cfg(not(feature = "traces"))]
+fn exporter(_: &str, _: &TracesSpec, _: &str) -> Result<SdkTracerProvider, &'static str> {
+    Err("this build leaves out the `traces` feature")
+}
+
+/// A collector's address must be an `http://` or `https://` URL with a host, and the
+/// build must have the `traces` feature.
 pub(super) fn check(settings: Settings) -> Result<Settings, ConfigError> {
     let Some(url) = &settings.config.traces.otlp else {
         return Ok(settings);
     };
+    if !cfg!(feature = "traces") {
+        return Err(ConfigError {
+            origin: settings.origin("traces.otlp").clone(),
+            key: Some("traces.otlp".to_owned()),
+            message: "exports spans, which this build leaves out: build proscenium with its \
+                      `traces` feature"
+                .to_owned(),
+        });
+    }
     let uri: Result<http::Uri, _> = url.parse();
     let fine = uri.is_ok_and(|uri| {
         matches!(uri.scheme_str(), Some("http" | "https")) && uri.authority().is_some()
@@ -116,4 +135,29 @@ pub(super) fn check(settings: Settings) -> Result<Settings, ConfigError> {
         key: Some("traces.otlp".to_owned()),
         message: format!("{url:?} is not an http:// or https:// URL of a collector"),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Sources;
+
+    fn checked(otlp: &str) -> Result<Settings, ConfigError> {
+        let env = vec![("PROSCENIUM_TRACES_OTLP".to_owned(), otlp.to_owned())];
+        check(Settings::resolve(&Sources {
+            env,
+            ..Sources::default()
+        })?)
+    }
+
+    #[test]
+    fn a_collector_is_refused_by_name_when_not_a_url_or_not_built_in() {
+        let refused = checked("http://127.0.0.1:4318").err();
+        assert_eq!(refused.is_some(), !cfg!(feature = "traces"), "{refused:?}");
+        if let Some(e) = refused {
+            assert!(e.to_string().contains("`traces` feature"), "{e}");
+        }
+        let e = checked("ftp://collector").unwrap_err().to_string();
+        assert!(e.contains("PROSCENIUM_TRACES_OTLP"), "{e}");
+    }
 }
