@@ -49,6 +49,9 @@
 //!   and Lua below an app's routes as the configuration asks; [`ws`]
 //!   WebSocket, over [`http::upgrade`].
 
+// docs.rs (`--cfg docsrs`, nightly) marks each item with the features it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 pub mod actor;
 mod admin;
 pub mod app;
