@@ -51,6 +51,8 @@
 
 // docs.rs (`--cfg docsrs`, nightly) marks each item with the features it needs.
 #![cfg_attr(docsrs, feature(doc_cfg))]
+// The workspace warns on missing docs; the library's public API refuses them.
+#![deny(missing_docs)]
 
 pub mod actor;
 mod admin;
