@@ -144,13 +144,3 @@ pub use self::launch::main;
 pub(crate) use self::server::Signals;
 pub use self::server::{Server, ServerHandle};
 pub use self::state::State;
-
-/// The README's examples, compiled and run as doc tests.
-#[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
-pub struct ReadmeDoctests;
-
-/// The deployment guide's examples, compiled as doc tests.
-#[cfg(doctest)]
-#[doc = include_str!("../../../docs/guide/deploy.md")]
-pub struct DeployGuideDoctests;
