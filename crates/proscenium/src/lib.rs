@@ -49,6 +49,11 @@
 //!   and Lua below an app's routes as the configuration asks; [`ws`]
 //!   WebSocket, over [`http::upgrade`].
 
+// docs.rs (`--cfg docsrs`, nightly) marks each item with the features it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+// The workspace warns on missing docs; the library's public API refuses them.
+#![deny(missing_docs)]
+
 pub mod actor;
 mod admin;
 pub mod app;
@@ -144,13 +149,3 @@ pub use self::launch::main;
 pub(crate) use self::server::Signals;
 pub use self::server::{Server, ServerHandle};
 pub use self::state::State;
-
-/// The README's examples, compiled and run as doc tests.
-#[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
-pub struct ReadmeDoctests;
-
-/// The deployment guide's examples, compiled as doc tests.
-#[cfg(doctest)]
-#[doc = include_str!("../../../docs/guide/deploy.md")]
-pub struct DeployGuideDoctests;
