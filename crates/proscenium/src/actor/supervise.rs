@@ -4,9 +4,10 @@
 
 use std::any::Any;
 use std::collections::VecDeque;
-use std::hash::BuildHasher;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use crate::rt::backoff;
 
 /// What to do with a failed actor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,13 +106,8 @@ pub struct Backoff {
 impl Backoff {
     /// The delay before restart number `attempt` (1 for the first).
     pub fn delay(&self, attempt: u32) -> Duration {
-        let doubled = self
-            .min
-            .saturating_mul(1 << attempt.saturating_sub(1).min(20));
-        let base = doubled.min(self.max);
-        let random = std::collections::hash_map::RandomState::new().hash_one(Instant::now());
-        let stretch = 1.0 + self.jitter * (random % 1000) as f64 / 1000.0;
-        base.mul_f64(stretch)
+        let base = backoff::ceiling(self.min, self.max, attempt.saturating_sub(1));
+        base.saturating_add(backoff::uniform(base.mul_f64(self.jitter.max(0.0))))
     }
 }
 

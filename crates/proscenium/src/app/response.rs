@@ -79,8 +79,8 @@ impl IntoResponse for StatusCode {
 
 impl IntoResponse for &'static str {
     // Inlined, as `Outcome::into_reply` is: a plain handler's response is then built
-    // where it ends up instead of moved there twice (~200 bytes a move; 93
-    // instructions a request, bench/instructions.sh).
+    // where it ends up instead of moved there twice (a response is a few hundred
+    // bytes; measured in docs/performance.md).
     #[inline]
     fn into_response(self) -> Response {
         with_type(self, TEXT)

@@ -52,7 +52,7 @@ use serde::Serialize;
 use tokio::sync::Semaphore;
 
 pub use crate::config::{CaFile, CaFileError, ClientSpec};
-use crate::rt::Background;
+use crate::rt::{Background, Backoff};
 
 mod tls;
 
@@ -251,7 +251,8 @@ impl Exchanges {
             0
         };
         let (parts, body) = request.into_parts();
-        let mut backoff = Duration::from_millis(50);
+        // Uncapped: `retries` bounds the tries.
+        let mut backoff = Backoff::new(Duration::from_millis(50), Duration::MAX);
         let mut tried = 0;
         loop {
             let attempt = Request::from_parts(parts.clone(), Full::new(body.clone()));
@@ -269,8 +270,7 @@ impl Exchanges {
             }
             tracing::debug!(%error, uri = %parts.uri, "client: trying again");
             tried += 1;
-            tokio::time::sleep(backoff).await;
-            backoff *= 2;
+            tokio::time::sleep(backoff.next_delay()).await;
         }
     }
 

@@ -97,9 +97,8 @@ impl Mark {
 /// Returns the monotonic clock in nanoseconds (one clock read).
 ///
 /// Read with `clock_gettime` and a multiply-add: `Instant::elapsed` since an epoch
-/// (its checked subtraction and a 128-bit conversion) cost 138 instructions a
-/// request more, the two reads of the 281 that timing and counting a request took
-/// (of 4,081 for /plaintext pipelined; callgrind, `bench/instructions.sh`).
+/// (its checked subtraction and a 128-bit conversion) cost about as much again as
+/// the rest of timing and counting a request (measured in docs/performance.md).
 fn since_epoch() -> u64 {
     let nanos = clock_gettime(ClockId::CLOCK_MONOTONIC).map_or(0, |t| {
         (t.tv_sec() as u64)

@@ -212,10 +212,9 @@ impl Drop for Request {
 
 thread_local! {
     /// A finished request's allocation, emptied, for the next request on this thread.
-    /// It was the one allocation on a plaintext request's path (its malloc and free
-    /// were 130 of 4,344 instructions a pipelined request, bench/instructions.sh); and
-    /// a request is filled in field by field, where building one and moving it into its
-    /// box copied its 370 bytes (31 more, net of emptying it here).
+    /// It was the one allocation on a plaintext request's path; and a request is
+    /// filled in field by field, where building one and moving it into its box copied
+    /// it whole (measured in docs/performance.md).
     static SPARE: Cell<Option<Box<Inner>>> = const { Cell::new(None) };
 }
 

@@ -118,9 +118,8 @@ thread_local! {
     );
 }
 
-/// Returns `n` as 16 lowercase hex digits, eight at a time in a word: with a loop
-/// over the digits an id cost 112 instructions to make, with this 36 (callgrind,
-/// `bench/instructions.sh`).
+/// Returns `n` as 16 lowercase hex digits, eight at a time in a word: a fraction of
+/// what a loop over the digits costs (measured in docs/performance.md).
 fn hex(n: u64) -> [u8; 16] {
     let eight = |half: u64| -> [u8; 8] {
         // Each nibble to a byte of its own, the first digit in the highest byte.

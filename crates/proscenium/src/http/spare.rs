@@ -8,8 +8,8 @@
 //!
 //! One table is kept as it is: the last whose one field was a `Content-Type`, for the
 //! next response with the same type ([`with_content_type`]). Most responses of a route
-//! are such a table, and clearing it then inserting the same field again cost 270 of a
-//! pipelined plaintext request's 3,960 instructions (bench/instructions.sh).
+//! are such a table, and clearing it then inserting the same field again was a
+//! measurable part of a pipelined plaintext request (docs/performance.md).
 
 use std::cell::{Cell, RefCell};
 

@@ -23,6 +23,7 @@ use tokio::sync::mpsc;
 use super::post::Post;
 use super::{Inner, post_id};
 use crate::counters::{Counted, User};
+use crate::rt::Backoff;
 use crate::stream::RedisTarget;
 
 /// The channels' common prefix; a channel is this and the topic.
@@ -99,7 +100,7 @@ impl Link {
                 return;
             }
         };
-        let mut backoff = FIRST_BACKOFF;
+        let mut backoff = Backoff::new(FIRST_BACKOFF, MOST_BACKOFF);
         // Taken from the queue and not yet known published: kept across reconnects.
         let mut pending: Vec<Outgoing> = Vec::new();
         loop {
@@ -113,12 +114,11 @@ impl Link {
                 Ok(links) => links,
                 Err(error) => {
                     tracing::warn!(%error, "feeds: cannot reach Redis; trying again");
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(MOST_BACKOFF);
+                    tokio::time::sleep(backoff.next_delay()).await;
                     continue;
                 }
             };
-            backoff = FIRST_BACKOFF;
+            backoff.reset();
             self.connected.store(true, Ordering::Relaxed);
             tracing::info!("feeds: subscribed through Redis");
             let cause = loop {

@@ -10,12 +10,9 @@
 //! too, and `getmetatable("")` gives a view of the string metatable, so neither
 //! `string`'s methods nor the views can be changed behind their backs.
 //!
-//! A view costs a library call one `__index` step more, some 200 instructions
-//! (callgrind, the measurement at the bottom, a dev build with Lua at `CFLAGS=-O2`):
-//! `math.max(i, 2)` 964 → 1,171 a call, `string.format("%d", i)` 3,699 → 3,911,
-//! `proscenium.html.escape("<b>")` (two views) 5,777 → 6,191; a string's methods
-//! (`s:rep(2)`) go through the string metatable as before, 1,741 either way. A page
-//! making ten library calls pays some 2,000 instructions, under a microsecond.
+//! A view costs a library call one `__index` step more; a string's methods (`s:rep(2)`)
+//! go through the string metatable as before, at no cost. The measurement is at the
+//! bottom, its counts in docs/performance.md ("The read-only library views").
 
 use mlua::{Function, Lua, Table};
 

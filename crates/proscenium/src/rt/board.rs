@@ -24,7 +24,7 @@
 //! replaces such a worker after its own grace period.
 
 // Shared memory between processes needs `mmap` and owning an inherited descriptor;
-// nothing else in the workspace uses `unsafe`.
+// the workspace's other `unsafe` is listed beside `unsafe_code` in its Cargo.toml.
 #![allow(unsafe_code)]
 
 use std::num::NonZeroUsize;

@@ -15,6 +15,7 @@
 compile_error!("Proscenium runs on Linux only: it needs openat2(2), memfd_create(2) and epoll(7)");
 
 mod background;
+pub(crate) mod backoff;
 mod binary;
 mod blocking;
 mod board;
@@ -44,6 +45,7 @@ mod sync {
 }
 
 pub use self::background::Background;
+pub(crate) use self::backoff::Backoff;
 pub use self::blocking::{BlockingError, BlockingTask, spawn_blocking, spawn_blocking_on};
 pub(crate) use self::blocking::{PoolGauges, Pools, spawn_blocking_in};
 pub use self::context::current_loop;

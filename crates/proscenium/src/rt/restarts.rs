@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 
+use super::backoff;
+
 /// Restarts allowed within [`BUDGET_WINDOW`].
 const BUDGET: usize = 10;
 const BUDGET_WINDOW: Duration = Duration::from_secs(60);
@@ -69,14 +71,16 @@ impl Lives {
     }
 
     /// Records a death at `now`; returns the backoff before the restart, which doubles
-    /// with each death that follows a short life.
+    /// with each death that follows a short life. It is the ceiling alone, with no
+    /// jitter: one supervisor restarts its own children, and the log says the wait.
     pub(crate) fn died(&mut self, now: Instant) -> Duration {
         let healthy = now - self.started > HEALTHY_AFTER;
         self.quick_deaths = if healthy { 0 } else { self.quick_deaths + 1 };
-        let doublings = self.quick_deaths.saturating_sub(1).min(6);
-        BACKOFF_START
-            .saturating_mul(1 << doublings)
-            .min(BACKOFF_MAX)
+        backoff::ceiling(
+            BACKOFF_START,
+            BACKOFF_MAX,
+            self.quick_deaths.saturating_sub(1),
+        )
     }
 }
 

@@ -49,28 +49,34 @@
 //!
 //! # Inside
 //!
-//! Files import in one direction, each from those before it:
+//! The files, lowest first; a file imports from its own line and the lines above it,
+//! but for five imports that point down the list, each between types that name each
+//! other: `set` takes `graph`'s `StageRef` (a graph hands out sets of its stages),
+//! `port` `definition`'s `Payload`, `context` `node`'s shared queue (a context wraps
+//! the node it sends from), `node` `graph`'s `ThreadStart`, and `graph` `run`'s
+//! `RunningGraph` (what `Graph::start` returns).
 //!
 //! ```text
 //! sync, pool                   the locks, and the hand-off between a queue and idle
 //!                              instances (model-checked)
 //! error, set, port, bucket,    leaves: the error, stage sets, ports/connectors/
 //! histogram, batching,         admission, the token bucket, the latency histogram,
-//! admission, stats             a stage's batch and SEDA's batching controller, its
+//! admission, stats, mapping    a stage's batch and SEDA's batching controller, its
 //!                              admitted share and SEDA's admission controller,
-//!                              counters (a cluster's spec, `ClusterSpec`, is
-//!                              `config`'s)
-//! definition, context, ready   a stage as written; what a handler is handed; a
-//!                              cluster's ready queue
-//! node, inlet                  a stage running: queue, idle instances, counters; a
-//!                              way in from outside the graph
+//!                              counters, a graph's mapping onto processes (a
+//!                              cluster's spec, `ClusterSpec`, is `config`'s)
+//! definition, idempotent,      a stage as written; its window of seen keys; what a
+//! context, ready               handler is handed; a cluster's ready queue
+//! node, inlet, remote          a stage running: queue, idle instances, counters; a
+//!                              way in from outside the graph; each crossing
+//!                              connector's writer and reader
 //! crew, controller             a cluster's threads; its controller thread (SEDA's
 //!                              thread pool and batching controllers)
-//! graph, plan                  the graph as written; checking it and its partition
-//! run                          the running graph: threads, stats, inlets, shutdown
-//! mapping, shape, remote       a graph mapped onto processes: this process's part,
-//!                              the shape its processes must share, and each
-//!                              crossing connector's writer and reader
+//! graph, plan, shape           the graph as written; checking it and its partition;
+//!                              the shape a mapped graph's processes must share
+//! run, listed                  the running graph: threads, stats, inlets, shutdown;
+//!                              the graphs running in this process, for `/metrics`
+//! host                         the processes of one host, started and supervised
 //! ```
 //!
 //! Events travel type-erased (`Box<dyn Any + Send>`) after the graph compared every

@@ -19,12 +19,13 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, Sender, TrySendError};
 
 use super::{RedisTarget, StreamSender, WireError};
+use crate::rt::Backoff;
 
 /// The most events one round trip writes.
 pub(crate) const BATCH: usize = 256;
 
-/// The first wait before a failed write is tried again; doubled each time, to
-/// [`MOST_BACKOFF`].
+/// The first ceiling of the wait before a failed write is tried again; doubled each
+/// time, to [`MOST_BACKOFF`], the wait drawn below it (`rt/backoff.rs`).
 pub(crate) const FIRST_BACKOFF: Duration = Duration::from_millis(10);
 pub(crate) const MOST_BACKOFF: Duration = Duration::from_secs(1);
 
@@ -162,11 +163,10 @@ async fn write<T>(
                     .ok()
             })
             .collect();
-        let mut backoff = FIRST_BACKOFF;
+        let mut backoff = Backoff::new(FIRST_BACKOFF, MOST_BACKOFF);
         while let Err(error) = sender.send_encoded(&encoded).await {
             tracing::warn!(%stream, %error, "writing to the stream failed: trying again");
-            tokio::time::sleep(backoff).await;
-            backoff = (backoff * 2).min(MOST_BACKOFF);
+            tokio::time::sleep(backoff.next_delay()).await;
         }
         let batch = u64::try_from(batch.len()).unwrap_or(u64::MAX);
         progress.written.fetch_add(batch, Ordering::AcqRel);
@@ -195,14 +195,13 @@ async fn room<T>(sender: &mut StreamSender, to: &Writing<'_, T>) -> u64 {
 
 /// Connects to `stream`, trying again with backoff until Redis answers.
 async fn connect(redis: &RedisTarget, stream: &str) -> StreamSender {
-    let mut backoff = FIRST_BACKOFF;
+    let mut backoff = Backoff::new(FIRST_BACKOFF, MOST_BACKOFF);
     loop {
         match StreamSender::connect(redis, stream).await {
             Ok(sender) => return sender,
             Err(error) => {
                 tracing::warn!(%stream, %error, "cannot reach Redis: trying again");
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(MOST_BACKOFF);
+                tokio::time::sleep(backoff.next_delay()).await;
             }
         }
     }

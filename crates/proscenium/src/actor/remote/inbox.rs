@@ -21,6 +21,7 @@ use super::letter::{Failure, Head, Received, Reply};
 use super::{Inner, RemoteError, RemoteMessage, registry};
 use crate::actor::addr::BoxFuture;
 use crate::actor::{Addr, Handler, Reason};
+use crate::rt::Backoff;
 use crate::stream::writer::{FIRST_BACKOFF, MOST_BACKOFF};
 use crate::stream::{FIELD, StreamReceiver, wire};
 
@@ -371,13 +372,12 @@ async fn finish(inner: &Inner, stream: &str, id: &str, from: &str, reply: Option
             .ignore();
     }
     pipe.cmd("XACK").arg(stream).arg(GROUP).arg(id).ignore();
-    let mut backoff = FIRST_BACKOFF;
+    let mut backoff = Backoff::new(FIRST_BACKOFF, MOST_BACKOFF);
     while let Err(error) = pipe.query_async::<()>(&mut redis).await {
         if inner.stopping() {
             return;
         }
         tracing::warn!(%stream, %id, %error, "acknowledging a letter failed: trying again");
-        tokio::time::sleep(backoff).await;
-        backoff = (backoff * 2).min(MOST_BACKOFF);
+        tokio::time::sleep(backoff.next_delay()).await;
     }
 }

@@ -14,8 +14,8 @@
 //! The holder's task: at start, and every hour, it reads the stored certificate; when
 //! there is none, or it does not cover every domain, or less than `renew_before` of
 //! its life is left, it orders one. A failed order logs one line and is tried again
-//! after a backoff that doubles from a minute up to six hours; meanwhile the server
-//! serves what it has.
+//! after a wait drawn at random below a ceiling that doubles from a minute up to six
+//! hours (`rt/backoff.rs`); meanwhile the server serves what it has.
 
 mod account;
 mod challenge;
@@ -31,7 +31,7 @@ use std::time::{Duration, SystemTime};
 pub use self::challenge::Http01Tokens;
 pub(crate) use self::store::tls_alpn01_path;
 use super::{AcmeSpec, Certificates, Challenge, TlsSpec};
-use crate::rt::Background;
+use crate::rt::{Background, Backoff};
 
 /// How the ordering task paces itself.
 #[derive(Debug, Clone, Copy)]
@@ -39,7 +39,8 @@ pub(crate) struct Timing {
     /// How often the stored certificate is looked at, and the lock tried by the
     /// processes that do not hold it.
     pub(crate) check_every: Duration,
-    /// The wait after a first failed order; it doubles with each failure that follows.
+    /// The longest wait after a first failed order; it doubles with each failure that
+    /// follows.
     pub(crate) retry_first: Duration,
     /// The longest wait between two failed orders.
     pub(crate) retry_most: Duration,
@@ -148,6 +149,7 @@ async fn run(
         }
         tokio::time::sleep(timing.check_every).await;
     };
+    let mut backoff = Backoff::new(timing.retry_first, timing.retry_most);
     loop {
         let due = store::needs_order(&store, &acme.domains, acme.renew_before, SystemTime::now());
         if !due {
@@ -157,11 +159,12 @@ async fn run(
         match obtain(&acme, &store, &certs, timing).await {
             Ok(()) => {
                 failures.store(0, Ordering::Relaxed);
+                backoff.reset();
                 tokio::time::sleep(timing.check_every).await;
             }
             Err(e) => {
-                let failed = failures.fetch_add(1, Ordering::Relaxed) + 1;
-                let wait = backoff(timing, failed);
+                failures.fetch_add(1, Ordering::Relaxed);
+                let wait = backoff.next_delay();
                 tracing::error!(
                     "ACME order for {} failed (tried again in {wait:?}): {e}",
                     acme.domains.join(", "),
@@ -202,15 +205,6 @@ async fn obtain(
         );
     }
     Ok(())
-}
-
-/// The wait after the `failures`-th failure in a row: doubles from `retry_first`.
-fn backoff(timing: Timing, failures: u32) -> Duration {
-    let doublings = failures.saturating_sub(1).min(20);
-    timing
-        .retry_first
-        .saturating_mul(1 << doublings)
-        .min(timing.retry_most)
 }
 
 /// Why an order failed: said in one log line.

@@ -356,14 +356,6 @@ fn a_stored_certificate_is_ordered_again_once_less_than_renew_before_is_left() {
 }
 
 #[test]
-fn backoff_doubles_from_the_first_wait_up_to_the_most() {
-    let timing = Timing::default();
-    let waits: Vec<_> = (1..=12).map(|n| backoff(timing, n).as_secs()).collect();
-    assert_eq!(waits[..4], [60, 120, 240, 480]);
-    assert_eq!(waits[11], 6 * 3600);
-}
-
-#[test]
 fn wildcards_and_empty_domain_lists_are_refused_at_start() {
     let mut acme = AcmeSpec {
         directory: "https://acme.invalid/dir".to_owned(),
