@@ -48,6 +48,14 @@
 //! - [`web`] serves static files and listings, and [`site`] assembles them, CGI
 //!   and Lua below an app's routes as the configuration asks; [`ws`]
 //!   WebSocket, over [`http::upgrade`].
+//!
+//! # Features
+//!
+//! By default: `cli` ([`main`], [`launch`]), `client`, `compression`, `cookies`,
+//! `feeds` (`hub`, `ws`), `http2`, `multipart` and `traces` (the OTLP exporter). Opt in
+//! to `lua` and `cgi`; `full` is everything. A configuration that asks for what the
+//! build leaves out (`[lua] app` without `lua`, say) is refused at start, naming the
+//! feature.
 
 // docs.rs (`--cfg docsrs`, nightly) marks each item with the features it needs.
 #![cfg_attr(docsrs, feature(doc_cfg))]

@@ -95,48 +95,32 @@ pub enum SiteError {
     Lua(#[from] LuaAppError),
 }
 
+/// Returns [`SiteError::LeftOut`] from the function it is in when `$asked` holds and
+/// the build lacks `$feature`.
+macro_rules! refuse_unless_built {
+    ($feature:literal, $asked:expr, $setting:literal) => {
+        if $asked && !cfg!(feature = $feature) {
+            return Err(SiteError::LeftOut {
+                asked: $setting,
+                feature: $feature,
+            });
+        }
+    };
+}
+
 /// Refuses a setting whose feature this build leaves out, rather than serve without
 /// what the configuration asked for.
 fn refuse_what_is_left_out(config: &Config) -> Result<(), SiteError> {
-    let settings = [
-        (
-            "`[cgi] enabled`",
-            "cgi",
-            cfg!(feature = "cgi"),
-            config.cgi.enabled,
-        ),
-        (
-            "`[compression] enabled`",
-            "compression",
-            cfg!(feature = "compression"),
-            config.compression.enabled,
-        ),
-        (
-            "`[http2] enabled`",
-            "http2",
-            cfg!(feature = "http2"),
-            config.http2.enabled,
-        ),
-        (
-            "`[lua] enabled`",
-            "lua",
-            cfg!(feature = "lua"),
-            config.lua.enabled,
-        ),
-        (
-            "`[lua] app`",
-            "lua",
-            cfg!(feature = "lua"),
-            config.lua.app.is_some(),
-        ),
-    ];
-    match settings
-        .into_iter()
-        .find(|&(.., built, asked)| asked && !built)
-    {
-        Some((asked, feature, ..)) => Err(SiteError::LeftOut { asked, feature }),
-        None => Ok(()),
-    }
+    refuse_unless_built!("cgi", config.cgi.enabled, "`[cgi] enabled`");
+    refuse_unless_built!(
+        "compression",
+        config.compression.enabled,
+        "`[compression] enabled`"
+    );
+    refuse_unless_built!("http2", config.http2.enabled, "`[http2] enabled`");
+    refuse_unless_built!("lua", config.lua.enabled, "`[lua] enabled`");
+    refuse_unless_built!("lua", config.lua.app.is_some(), "`[lua] app`");
+    Ok(())
 }
 
 /// What `root` serves below Lua: its CGI scripts (`[cgi] enabled`) before its files,
