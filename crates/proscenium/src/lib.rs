@@ -93,6 +93,7 @@ pub mod state;
 pub mod stream;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+#[cfg(feature = "tls")]
 pub mod tls;
 pub mod transport;
 pub mod web;

@@ -120,6 +120,7 @@ fn refuse_what_is_left_out(config: &Config) -> Result<(), SiteError> {
     refuse_unless_built!("http2", config.http2.enabled, "`[http2] enabled`");
     refuse_unless_built!("lua", config.lua.enabled, "`[lua] enabled`");
     refuse_unless_built!("lua", config.lua.app.is_some(), "`[lua] app`");
+    refuse_unless_built!("tls", config.tls.enabled(), "`[tls]`");
     Ok(())
 }
 

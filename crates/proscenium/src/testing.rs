@@ -11,9 +11,11 @@
 #[cfg(feature = "testing")]
 pub mod otlp;
 mod pebble;
+#[cfg(feature = "tls")]
 mod tls;
 
 pub use self::pebble::Pebble;
+#[cfg(feature = "tls")]
 pub use self::tls::{HttpsServer, Leaf, Received, TestCa, dns_names};
 
 use std::io::{Read, Write};
@@ -186,6 +188,7 @@ impl Redis {
     /// # Panics
     ///
     /// As [`start`](Self::start).
+    #[cfg(feature = "tls")]
     pub fn start_tls() -> Self {
         Self::launch(Ipv4Addr::LOCALHOST, false, true)
     }
@@ -361,10 +364,12 @@ fn command(setup: Setup, dir: &Path) -> Command {
     };
     let mut command = Command::new("redis-server");
     command.args(["--bind", &bind.to_string()]);
+    #[cfg(feature = "tls")]
     if setup.tls {
         command.args(["--port", "0", "--tls-port", &port.to_string()]);
         command.args(tls_arguments(dir, bind));
-    } else {
+    }
+    if !setup.tls {
         command.args(["--port", &port.to_string()]);
     }
     command
@@ -382,6 +387,7 @@ fn command(setup: Setup, dir: &Path) -> Command {
 /// The arguments that make a `redis-server` speak TLS with a certificate for
 /// `localhost` and `bind` signed by a CA of its own, both made in `dir` (once: a
 /// restart keeps them, so its clients still trust it).
+#[cfg(feature = "tls")]
 fn tls_arguments(dir: &Path, bind: Ipv4Addr) -> Vec<std::ffi::OsString> {
     let ca = dir.join("ca.pem");
     let (cert, key) = (dir.join("redis.pem"), dir.join("redis.key"));

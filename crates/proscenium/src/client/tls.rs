@@ -17,7 +17,7 @@ pub(super) fn connector(spec: &ClientSpec) -> HttpsConnector<HttpConnector> {
     tcp.set_nodelay(true);
     // The TLS layer above takes `https://` too, and passes `http://` through as is.
     tcp.enforce_http(false);
-    crate::tls::provider();
+    crate::transport::provider();
     let mut roots = RootCertStore {
         roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
     };

@@ -118,6 +118,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "tls")]
     fn a_configured_ca_is_read_when_the_configuration_is() {
         let dir = tempfile::tempdir().unwrap();
         let ca = crate::testing::TestCa::new().write(dir.path());

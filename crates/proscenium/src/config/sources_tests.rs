@@ -278,6 +278,7 @@ fn a_redis_url_that_is_not_one_and_a_misspelt_process_key_are_refused_by_name() 
 }
 
 #[test]
+#[cfg(feature = "tls")]
 fn issue34_ca_files_are_read_relative_to_their_file_and_a_missing_one_stops_the_start() {
     let dir = tempfile::tempdir().unwrap();
     crate::testing::TestCa::new().write(dir.path());

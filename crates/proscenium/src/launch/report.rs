@@ -48,7 +48,7 @@ pub(super) fn serve<O>(heading: &Heading<'_>, app: App, deploy: &Deploy<O>) -> E
     if crate::rt::prefork_worker().is_none() {
         let version = heading.version.map(|v| format!(" {v}")).unwrap_or_default();
         let plain = match (handle.plain_addr(), plain_serves) {
-            (Some(addr), Some(crate::tls::PlainServes::Redirect)) => {
+            (Some(addr), Some(crate::config::PlainServes::Redirect)) => {
                 format!(" and http://{addr} (redirecting)")
             }
             (Some(addr), _) => format!(" and http://{addr}"),

@@ -47,7 +47,7 @@ pub(crate) struct LoopSpec<P> {
     /// The cap on live connections, shared by every acceptor.
     pub(crate) gate: Arc<Gate>,
     /// What a connection's TLS session is made from; `None`: plain TCP.
-    pub(crate) tls: Option<Arc<rustls::ServerConfig>>,
+    pub(crate) tls: Option<Arc<crate::transport::ServerConfig>>,
 }
 
 // Not derived: a derived `Clone` would ask `P: Clone` of the protocol behind the `Arc`.
@@ -168,7 +168,7 @@ fn take<L: LocalProtocol>(
     (stream, peer, pass): Handoff,
     shared: &Rc<L>,
     stats: &Arc<LoopStats>,
-    tls: Option<&Arc<rustls::ServerConfig>>,
+    tls: Option<&Arc<crate::transport::ServerConfig>>,
 ) {
     stats.handed.fetch_sub(1, Ordering::Relaxed);
     start(stream, peer, pass, shared, stats, tls);
@@ -181,7 +181,7 @@ fn start<L: LocalProtocol>(
     pass: Pass,
     shared: &Rc<L>,
     stats: &Arc<LoopStats>,
-    tls: Option<&Arc<rustls::ServerConfig>>,
+    tls: Option<&Arc<crate::transport::ServerConfig>>,
 ) {
     let ticket = Ticket {
         _counted: Counted(stats.clone()),
@@ -199,7 +199,7 @@ fn start<L: LocalProtocol>(
 /// is ready), and speaking TLS when `tls` is given.
 pub(crate) fn prepare(
     stream: std::net::TcpStream,
-    tls: Option<&Arc<rustls::ServerConfig>>,
+    tls: Option<&Arc<crate::transport::ServerConfig>>,
 ) -> std::io::Result<Stream> {
     stream.set_nodelay(true)?;
     Parked::accepted(stream, tls).resume()

@@ -2,6 +2,11 @@
 //! the admin listener beside them.
 
 mod signals;
+#[cfg(feature = "tls")]
+mod tls;
+#[cfg(not(feature = "tls"))]
+#[path = "no_tls.rs"]
+mod tls;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,10 +26,10 @@ use crate::rt::dispatcher::{self, Target};
 use crate::rt::event_loop::{self, LoopSpec};
 use crate::rt::overload::Gate;
 use crate::rt::{Pools, prefork, systemd, threads, watchdog};
-use crate::tls::Tls;
 use crate::{App, Config, Error, Method, site};
 
 pub(crate) use self::signals::Signals;
+use self::tls::Secure;
 
 /// Pending connections the kernel holds for each listener (capped by
 /// `net.core.somaxconn`): as nginx's `backlog=4096`, so a burst of thousands of
@@ -116,8 +121,7 @@ impl Server {
             Some(seat) => Some(seat.map_err(Error::io("take the load board from the supervisor"))?),
             None => None,
         };
-        let tls = Tls::new(&config.tls, config.http2.enabled)
-            .map_err(|e| Error::app(format!("TLS: {e}")))?;
+        let secure = Secure::start(&config)?;
         // Under prefork the supervisor serves the admin listener, and a worker answers
         // its supervisor's scrapes over the link it inherited.
         let admin_bind = config
@@ -145,14 +149,8 @@ impl Server {
             pools: Pools::new(&config),
             shutdown,
             gate: Gate::new(config.limits.max_connections, seat),
-            tls: tls.as_ref().map(|tls| tls.config.clone()),
+            tls: secure.as_ref().map(Secure::server_config),
         };
-        // Every process watches the files; the one holding the ACME store's lock orders
-        // and renews, and the others take its certificate from the store.
-        let acme = tls.as_ref().and_then(|tls| {
-            tls.watch();
-            crate::tls::acme::start(&config.tls, tls.certs.clone())
-        });
         let for_plain = (spec.clone(), app.clone());
         let for_admin = spec.clone();
         let activated = match systemd::activated_listener() {
@@ -189,11 +187,11 @@ impl Server {
         }
         let mut threads = started.threads;
         let mut plain_addr = None;
-        if let Some(plain) = config.tls.plain.as_ref().filter(|_| tls.is_some()) {
+        if let (Some(plain), Some(secure)) = (&config.tls.plain, &secure) {
             // Under prefork the supervisor serves it: workers share only the TLS port.
             if crate::rt::prefork_worker().is_none() {
                 let (spec, app) = for_plain;
-                let plain = start_plain(plain, &spec, app, started.addr.port())?;
+                let plain = secure.start_plain(plain, &spec, app, started.addr.port())?;
                 plain_addr = Some(plain.addr);
                 threads.extend(plain.threads);
             }
@@ -227,11 +225,10 @@ impl Server {
             shutdown: shutdown_tx,
             threads,
             watchdog: started.watchdog,
-            tls,
+            secure,
             plain_addr,
             admin,
             notifier,
-            _acme: acme,
         })
     }
 
@@ -280,46 +277,6 @@ fn check_spool_dir(config: &Config) -> Result<(), Error> {
         )))
 }
 
-/// Starts the plain-HTTP listener beside the TLS one (`[tls.plain]`): one event loop of
-/// its own (in a prefork server, the supervisor's), answering ACME's HTTP-01 challenges
-/// and then redirecting to the TLS listener's `https_port` or serving `app` as the TLS
-/// listener does.
-fn start_plain(
-    plain: &crate::tls::PlainSpec,
-    spec: &LoopSpec<Http1>,
-    app: Arc<App>,
-    https_port: u16,
-) -> Result<Started, Error> {
-    let mut config = Config::clone(&spec.config);
-    config.bind = plain.bind;
-    config.model = Model::EventLoop;
-    config.loops = Some(1);
-    config.dispatch = Dispatch::Jsq;
-    let tokens = config
-        .tls
-        .acme
-        .is_some()
-        .then(|| crate::tls::acme::Http01Tokens::new(&config.tls));
-    config.tls = crate::tls::TlsSpec::default();
-    let config = Arc::new(config);
-    let listener = crate::tls::plain::PlainListener {
-        tokens,
-        app: (plain.serve == crate::tls::PlainServes::App).then_some(app),
-        https_port,
-    };
-    let plain_spec = LoopSpec {
-        protocol: Arc::new(Http1::new(Arc::new(listener), config.clone())),
-        config,
-        tls: None,
-        ..spec.clone()
-    };
-    // Its one loop answers redirects, or the app as the TLS listener's loops do (whose
-    // watchdog speaks for the app): no watchdog of its own.
-    let started = start_loops(&plain_spec, None, &watchdog::LiveStats::default(), None)?;
-    tracing::info!("plain HTTP on {} ({:?})", started.addr, plain.serve);
-    Ok(started)
-}
-
 /// Starts the admin listener (`[admin] bind`) on a loop of its own, with a shutdown
 /// of its own: it answers `/readyz` with 503 while the server's listener drains, and
 /// stops once the server has.
@@ -329,7 +286,7 @@ fn start_admin(bind: SocketAddr, metrics: Metrics, spec: &LoopSpec<Http1>) -> Re
     config.model = Model::EventLoop;
     config.loops = Some(1);
     config.dispatch = Dispatch::Jsq;
-    config.tls = crate::tls::TlsSpec::default();
+    config.tls = crate::config::TlsSpec::default();
     config.log = None;
     config.debug = false;
     config.admin = crate::config::AdminSpec::default();
@@ -603,16 +560,14 @@ pub struct ServerHandle {
     shutdown: watch::Sender<bool>,
     threads: Vec<JoinHandle<()>>,
     watchdog: Option<(JoinHandle<()>, Arc<AtomicBool>)>,
-    /// The server's TLS, its certificates reloaded on SIGHUP.
-    tls: Option<Tls>,
+    /// The server's TLS, its certificates reloaded on SIGHUP, and its ACME task.
+    secure: Option<Secure>,
     /// Where the plain-HTTP listener beside the TLS one listens, if it does.
     plain_addr: Option<SocketAddr>,
     /// The admin listener (`[admin]`), if this process serves it.
     admin: Option<Admin>,
     /// systemd's notify socket (`NOTIFY_SOCKET`), if it listens.
     notifier: Option<systemd::Notifier>,
-    /// The ACME task (`[tls.acme]`), stopped when the server is dropped.
-    _acme: Option<crate::tls::acme::AcmeHandle>,
 }
 
 impl ServerHandle {
@@ -685,9 +640,8 @@ impl ServerHandle {
         if let Some(notifier) = &self.notifier {
             notifier.reloading();
         }
-        if let Some(tls) = &self.tls {
-            tracing::info!("SIGHUP: reloading the TLS certificates");
-            tls.certs.reload();
+        if let Some(secure) = &self.secure {
+            secure.reload();
         }
         match self.reread() {
             Ok(settled) => {

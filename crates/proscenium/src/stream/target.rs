@@ -57,7 +57,7 @@ impl RedisTarget {
     /// The URL is not a Redis URL, or a CA is given for one that is not `rediss://`.
     pub(crate) fn client(&self) -> redis::RedisResult<redis::Client> {
         // Every `rediss://` connection is made by rustls, which needs its provider.
-        crate::tls::provider();
+        crate::transport::provider();
         let Some(ca) = &self.ca else {
             return redis::Client::open(self.url.as_str());
         };

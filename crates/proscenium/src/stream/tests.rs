@@ -29,12 +29,16 @@ async fn events_cross_in_order_each_to_one_consumer_and_an_acknowledged_one_neve
     events_cross_once_each(&Redis::start()).await;
 }
 
+// The test's Redis speaks TLS with a certificate the `tls` feature's tools make.
 #[tokio::test]
+#[cfg(feature = "tls")]
 async fn issue34_events_cross_through_rediss_trusting_its_ca() {
     events_cross_once_each(&Redis::start_tls()).await;
 }
 
+// The test's Redis speaks TLS with a certificate the `tls` feature's tools make.
 #[tokio::test]
+#[cfg(feature = "tls")]
 async fn issue34_rediss_without_its_ca_is_refused_not_spoken_in_plain() {
     let redis = Redis::start_tls();
     let refused = StreamSender::connect(redis.url(), "s").await;

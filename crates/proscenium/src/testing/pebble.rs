@@ -151,7 +151,7 @@ impl Pebble {
         for cert in CertificateDer::pem_file_iter(self.ca()).unwrap() {
             roots.add(cert.unwrap()).unwrap();
         }
-        let config = rustls::ClientConfig::builder_with_provider(crate::tls::provider())
+        let config = rustls::ClientConfig::builder_with_provider(crate::transport::provider())
             .with_safe_default_protocol_versions()
             .unwrap()
             .with_root_certificates(roots)

@@ -137,7 +137,7 @@ impl Leaf {
 
     /// A rustls server configuration presenting this certificate.
     fn server_config(&self) -> Arc<ServerConfig> {
-        crate::tls::provider();
+        crate::transport::provider();
         let chain = CertificateDer::pem_slice_iter(self.cert.as_bytes())
             .collect::<Result<Vec<_>, _>>()
             .expect("the leaf parses");

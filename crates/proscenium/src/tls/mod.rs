@@ -18,16 +18,15 @@ pub(crate) mod certs;
 pub(crate) mod plain;
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rustls::ServerConfig;
-use rustls::crypto::CryptoProvider;
 
 pub(crate) use self::certs::certified_key;
 pub use self::certs::{CertError, Certificates, Loaded, from_parts, load_pair};
 pub use crate::config::{AcmeSpec, CertFiles, Challenge, PlainServes, PlainSpec, TlsSpec};
-pub use crate::transport::ACME_TLS_ALPN;
+pub use crate::transport::{ACME_TLS_ALPN, provider};
 
 /// How often the certificates' files are looked at for a change.
 const WATCH_EVERY: Duration = Duration::from_secs(1);
@@ -35,21 +34,6 @@ const WATCH_EVERY: Duration = Duration::from_secs(1);
 /// Resumed sessions remembered by a server (by ID, for TLS 1.2 clients without
 /// tickets); tickets need no memory on the server.
 const SESSION_CACHE: usize = 4096;
-
-/// The crypto every TLS endpoint of the process uses: aws-lc-rs (docs/performance.md,
-/// "TLS", has the measurement that chose it), installed as the process default the
-/// first time it is asked for, so the crates that make their own rustls configs (the
-/// redis crate's, ACME's client) agree with ours.
-pub fn provider() -> Arc<CryptoProvider> {
-    static PROVIDER: OnceLock<Arc<CryptoProvider>> = OnceLock::new();
-    PROVIDER
-        .get_or_init(|| {
-            let provider = rustls::crypto::aws_lc_rs::default_provider();
-            let _ = provider.clone().install_default();
-            Arc::new(provider)
-        })
-        .clone()
-}
 
 /// A server's TLS: its rustls config and its certificates.
 #[derive(Debug, Clone)]

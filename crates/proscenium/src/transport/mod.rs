@@ -9,20 +9,73 @@
 //! first request's header deadline like any slow head, so a client that never
 //! finishes it holds its place no longer than one that never sends a request.
 
+#[cfg(feature = "tls")]
+mod tls;
+#[cfg(not(feature = "tls"))]
+#[path = "no_tls.rs"]
 mod tls;
 
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::task::{Context, Poll, ready};
 
 use bytes::{BufMut, BytesMut};
-use rustls::ServerConfig;
+use rustls::crypto::CryptoProvider;
 use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::TcpStream;
 
-pub use self::tls::ACME_TLS_ALPN;
+pub(crate) use self::tls::ServerConfig;
+
+/// The crypto every TLS endpoint of the process uses: aws-lc-rs (docs/performance.md,
+/// "TLS", has the measurement that chose it), installed as the process default the
+/// first time it is asked for, so the crates that make their own rustls configs (the
+/// redis crate's, ACME's client) agree with ours.
+pub fn provider() -> Arc<CryptoProvider> {
+    static PROVIDER: OnceLock<Arc<CryptoProvider>> = OnceLock::new();
+    PROVIDER
+        .get_or_init(|| {
+            let provider = rustls::crypto::aws_lc_rs::default_provider();
+            let _ = provider.clone().install_default();
+            Arc::new(provider)
+        })
+        .clone()
+}
+
+/// The ALPN protocol of ACME's TLS-ALPN-01 challenge (RFC 8737): a connection that
+/// agreed on it is a CA's check, answered by its handshake alone.
+pub const ACME_TLS_ALPN: &[u8] = b"acme-tls/1";
+
+/// Where decrypted bytes go: a connection's read buffer, or an `AsyncRead` caller's.
+pub(crate) trait Plain {
+    #[cfg_attr(
+        not(feature = "tls"),
+        expect(dead_code, reason = "only TLS sessions call it")
+    )]
+    fn put(&mut self, bytes: &[u8]);
+}
+
+impl Plain for BytesMut {
+    fn put(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+}
+
+impl Plain for tokio::io::ReadBuf<'_> {
+    fn put(&mut self, bytes: &[u8]) {
+        self.put_slice(bytes);
+    }
+}
+
+/// A socket's look at its first byte without taking it.
+pub(crate) trait Peek {
+    #[cfg_attr(
+        not(feature = "tls"),
+        expect(dead_code, reason = "only TLS sessions call it")
+    )]
+    fn peek(&self, buf: &mut [u8]) -> io::Result<usize>;
+}
 
 /// A connection's byte stream: plain TCP, or TLS over it.
 ///
@@ -153,7 +206,7 @@ impl Stream {
     fn poll_read_tls(
         &mut self,
         cx: &mut Context<'_>,
-        out: &mut dyn tls::Plain,
+        out: &mut dyn Plain,
         max: usize,
     ) -> Poll<io::Result<usize>> {
         let Some(tls) = &mut self.tls else {
@@ -295,7 +348,7 @@ impl io::Write for TokioIo<'_> {
     }
 }
 
-impl tls::Peek for TokioIo<'_> {
+impl Peek for TokioIo<'_> {
     fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
         self.0.try_io(Interest::READABLE, || {
             nix::sys::socket::recv(
@@ -327,7 +380,7 @@ impl io::Write for StdIo<'_> {
     }
 }
 
-impl tls::Peek for StdIo<'_> {
+impl Peek for StdIo<'_> {
     fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
         self.0.peek(buf)
     }

@@ -13,13 +13,11 @@ use std::io::{self, Read, Write};
 use std::sync::Arc;
 
 use bytes::{Buf, BytesMut};
-use rustls::ServerConfig;
+pub(crate) use rustls::ServerConfig;
 use rustls::server::{ServerConnectionData, UnbufferedServerConnection};
 use rustls::unbuffered::{ConnectionState, EncodeError, EncryptError, UnbufferedStatus};
 
-/// The ALPN protocol of ACME's TLS-ALPN-01 challenge (RFC 8737): a connection that
-/// agreed on it is a CA's check, answered by its handshake alone.
-pub const ACME_TLS_ALPN: &[u8] = b"acme-tls/1";
+use super::{ACME_TLS_ALPN, Peek, Plain};
 
 /// What a plain-HTTP request on the TLS port is answered with before it is closed
 /// (nginx answers the same, with a page).
@@ -38,28 +36,6 @@ const RECORD_OVERHEAD: usize = 64;
 
 /// The largest payload of a record (RFC 8446 §5.1).
 const RECORD_PAYLOAD: usize = 16 * 1024;
-
-/// Where decrypted bytes go: a connection's read buffer, or an `AsyncRead` caller's.
-pub(super) trait Plain {
-    fn put(&mut self, bytes: &[u8]);
-}
-
-impl Plain for BytesMut {
-    fn put(&mut self, bytes: &[u8]) {
-        self.extend_from_slice(bytes);
-    }
-}
-
-impl Plain for tokio::io::ReadBuf<'_> {
-    fn put(&mut self, bytes: &[u8]) {
-        self.put_slice(bytes);
-    }
-}
-
-/// A socket's look at its first byte without taking it.
-pub(super) trait Peek {
-    fn peek(&self, buf: &mut [u8]) -> io::Result<usize>;
-}
 
 /// A TLS session with its buffers, and whether its client has sent anything yet (its
 /// first bytes are looked at: plain HTTP on the TLS port gets a plain answer).

@@ -84,7 +84,7 @@ impl Pair {
         for cert in CertificateDer::pem_slice_iter(ca.pem().as_bytes()) {
             roots.add(cert.unwrap()).unwrap();
         }
-        let client = ClientConfig::builder_with_provider(crate::tls::provider())
+        let client = ClientConfig::builder_with_provider(crate::transport::provider())
             .with_protocol_versions(&[version])
             .unwrap()
             .with_root_certificates(roots)
