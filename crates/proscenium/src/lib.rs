@@ -52,7 +52,7 @@
 //! # Features
 //!
 //! By default: `cli` ([`main`], [`launch`]), `client`, `compression`, `cookies`,
-//! `feeds` (`hub`, `ws`), `http2`, `multipart` and `traces` (the OTLP exporter). Opt in
+//! `feeds` (`hub`, `ws`), `http2`, `multipart`, `tls` and `traces` (the OTLP exporter). Opt in
 //! to `lua` and `cgi`; `full` is everything. A configuration that asks for what the
 //! build leaves out (`[lua] app` without `lua`, say) is refused at start, naming the
 //! feature.
