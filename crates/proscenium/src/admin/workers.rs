@@ -25,6 +25,7 @@ use std::time::Duration;
 
 use super::Metrics;
 use super::sum::Total;
+use crate::rt::prefork::MetricsLinks;
 
 /// How long the supervisor waits for a worker's answer.
 const ANSWER_WITHIN: Duration = Duration::from_secs(1);
@@ -59,27 +60,6 @@ impl Workers {
         Arc::default()
     }
 
-    /// Opens the link of the worker about to start at board seat `seat`; returns the
-    /// end the worker inherits. A worker gone from that seat is retired first.
-    pub(crate) fn open(&self, seat: usize) -> std::io::Result<UnixStream> {
-        let (mine, theirs) = UnixStream::pair()?;
-        mine.set_read_timeout(Some(ANSWER_WITHIN))?;
-        mine.set_write_timeout(Some(ANSWER_WITHIN))?;
-        let mut links = self.lock();
-        links.retire(seat);
-        links.live.push(Link {
-            seat,
-            stream: Some(mine),
-            last: String::new(),
-        });
-        Ok(theirs)
-    }
-
-    /// Keeps the counters of the worker that sat at `seat`, which is gone.
-    pub(crate) fn retire(&self, seat: usize) {
-        self.lock().retire(seat);
-    }
-
     /// Asks every live worker for its exposition and adds them, and what the gone
     /// ones counted, to `total`.
     pub(crate) fn add_to(&self, total: &mut Total) {
@@ -109,6 +89,29 @@ impl Workers {
         self.inner
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl MetricsLinks for Workers {
+    /// Opens the link of the worker about to start at board seat `seat`; returns the
+    /// end the worker inherits. A worker gone from that seat is retired first.
+    fn open(&self, seat: usize) -> std::io::Result<UnixStream> {
+        let (mine, theirs) = UnixStream::pair()?;
+        mine.set_read_timeout(Some(ANSWER_WITHIN))?;
+        mine.set_write_timeout(Some(ANSWER_WITHIN))?;
+        let mut links = self.lock();
+        links.retire(seat);
+        links.live.push(Link {
+            seat,
+            stream: Some(mine),
+            last: String::new(),
+        });
+        Ok(theirs)
+    }
+
+    /// Keeps the counters of the worker that sat at `seat`, which is gone.
+    fn retire(&self, seat: usize) {
+        self.lock().retire(seat);
     }
 }
 

@@ -46,7 +46,6 @@ use super::board::{Board, Seat};
 use super::restarts::{self, Admit, Budget, Lives, OVER_BUDGET_PAUSE};
 use super::watchdog::{LiveStats, Turning};
 use crate::Config;
-use crate::admin::Workers;
 
 /// Set in a worker's environment to its slot number.
 const WORKER_ENV: &str = "PROSCENIUM_WORKER";
@@ -142,6 +141,18 @@ pub(crate) fn inherited_metrics_link() -> Option<std::io::Result<UnixStream>> {
     Some(link.map(UnixStream::from))
 }
 
+/// The supervisor's end of each worker's metrics link, which the admin listener
+/// (`admin::Workers`) reads its scrapes through: the runtime opens and retires links as
+/// workers come and go, and knows nothing of what crosses them.
+pub(crate) trait MetricsLinks: Send + Sync {
+    /// Opens the link of the worker about to start at board seat `seat`; returns the
+    /// end the worker inherits.
+    fn open(&self, seat: usize) -> std::io::Result<UnixStream>;
+
+    /// Keeps what the worker that sat at `seat`, which is gone, last reported.
+    fn retire(&self, seat: usize);
+}
+
 /// Starts the supervisor thread, which starts and watches the workers (linked to
 /// `workers` when the supervisor serves `/metrics`); returns once they are started.
 pub(crate) fn spawn(
@@ -149,7 +160,7 @@ pub(crate) fn spawn(
     config: std::sync::Arc<Config>,
     shutdown: watch::Receiver<bool>,
     roll: Arc<Notify>,
-    workers: Option<Arc<Workers>>,
+    workers: Option<Arc<dyn MetricsLinks>>,
 ) -> std::io::Result<JoinHandle<()>> {
     let mut supervisor = Supervisor {
         binary: super::binary::started_as()?,
@@ -200,7 +211,7 @@ struct Supervisor {
     binary: std::path::PathBuf,
     listener: std::net::TcpListener,
     board: Board,
-    workers: Option<Arc<Workers>>,
+    workers: Option<Arc<dyn MetricsLinks>>,
     config: std::sync::Arc<Config>,
     slots: Vec<Slot>,
     restarts: Budget,

@@ -416,7 +416,8 @@ fn start_supervisor(
 ) -> Result<Started, Error> {
     let listener = bind_listener(spec.config.bind, activated)?;
     let addr = local_addr(&listener)?;
-    let supervisor = prefork::spawn(listener, spec.config, spec.shutdown, roll, workers)
+    let links = workers.map(|workers| workers as Arc<dyn prefork::MetricsLinks>);
+    let supervisor = prefork::spawn(listener, spec.config, spec.shutdown, roll, links)
         .map_err(Error::io("start the workers"))?;
     Ok(Started {
         addr,
