@@ -97,6 +97,7 @@ pub mod testing;
 pub mod tls;
 pub mod transport;
 pub mod web;
+mod wire;
 #[cfg(feature = "feeds")]
 pub mod ws;
 

@@ -4,8 +4,8 @@ use std::any::TypeId;
 use std::marker::PhantomData;
 
 use super::definition::Payload;
-pub use crate::stream::Event;
-use crate::stream::{WireError, wire};
+pub use crate::wire::Event;
+use crate::wire::{self, WireError};
 
 /// A typed handle on an output port, named as Leda names ports: a handler emits `T`
 /// through it with [`Context::send`](super::Context::send), so sending the wrong type

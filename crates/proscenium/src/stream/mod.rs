@@ -28,7 +28,6 @@
 //! ```
 
 mod target;
-pub(crate) mod wire;
 pub(crate) mod writer;
 
 use std::time::Duration;
@@ -40,16 +39,9 @@ use redis::streams::{
 };
 
 pub use self::target::RedisTarget;
-pub use self::wire::WireError;
 use crate::counters::Counted;
-use serde::Serialize;
-use serde::de::DeserializeOwned;
-
-/// An event that may cross clusters — and, over Redis Streams, processes and hosts:
-/// it serializes with serde. Every such type is one; no impl is written by hand.
-pub trait Event: Serialize + DeserializeOwned + Send + 'static {}
-
-impl<T: Serialize + DeserializeOwned + Send + 'static> Event for T {}
+use crate::wire;
+pub use crate::wire::{Event, WireError};
 
 /// The field of a stream entry that holds the event.
 pub(crate) const FIELD: &str = "e";

@@ -23,7 +23,8 @@ use crate::actor::addr::BoxFuture;
 use crate::actor::{Addr, Handler, Reason};
 use crate::rt::Backoff;
 use crate::stream::writer::{FIRST_BACKOFF, MOST_BACKOFF};
-use crate::stream::{FIELD, StreamReceiver, wire};
+use crate::stream::{FIELD, StreamReceiver};
+use crate::wire;
 
 /// The consumer group every mailbox stream is read as (by its holder alone).
 const GROUP: &str = "mailbox";

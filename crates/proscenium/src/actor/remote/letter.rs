@@ -1,6 +1,6 @@
 //! What crosses between nodes: a letter to a named actor — its message's type, the
 //! node that sent it, the ask it belongs to — and the reply to an ask. Both go in the
-//! stream wire format (`crate::stream::wire`); a reader takes a letter's head first
+//! stream wire format (`crate::wire`); a reader takes a letter's head first
 //! (its message skipped) to know which type to read the message as.
 
 use serde::de::IgnoredAny;

@@ -14,7 +14,7 @@ use super::{Inner, RemoteError, RemoteMessage, registry};
 use crate::actor::addr::{BoxFuture, Receives};
 use crate::actor::{Actor, AskError, Handler, Reason, Recipient, SendError, TryTellError};
 use crate::stream::writer::{Bounds, StreamWriter};
-use crate::stream::{WireError, wire};
+use crate::wire::{self, WireError};
 
 /// Letters waiting here for the writer, per name.
 const QUEUED: usize = 1024;

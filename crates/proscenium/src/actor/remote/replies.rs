@@ -14,7 +14,8 @@ use tokio::sync::oneshot;
 
 use super::Inner;
 use super::letter::ReplyHead;
-use crate::stream::{FIELD, wire};
+use crate::stream::FIELD;
+use crate::wire;
 
 /// The most replies one read takes.
 const READ_MOST: usize = 256;

@@ -6,6 +6,12 @@
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+/// An event that may cross clusters — and, over Redis Streams, processes and hosts:
+/// it serializes with serde. Every such type is one; no impl is written by hand.
+pub trait Event: Serialize + DeserializeOwned + Send + 'static {}
+
+impl<T: Serialize + DeserializeOwned + Send + 'static> Event for T {}
+
 /// The version byte of events written today.
 pub(crate) const VERSION: u8 = 1;
 
