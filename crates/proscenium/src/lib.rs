@@ -90,6 +90,7 @@ pub mod sse;
 pub mod stage;
 mod staged;
 pub mod state;
+#[cfg(feature = "redis")]
 pub mod stream;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;

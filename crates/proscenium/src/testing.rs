@@ -324,6 +324,7 @@ impl Redis {
     /// # Panics
     ///
     /// As [`spec`](Self::spec).
+    #[cfg(feature = "redis")]
     pub fn target(&self) -> crate::stream::RedisTarget {
         self.spec().target().expect("a URL")
     }

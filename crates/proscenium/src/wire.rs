@@ -17,6 +17,10 @@ pub(crate) const VERSION: u8 = 1;
 
 /// Why an event could not be put on or taken off the wire.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[cfg_attr(
+    not(feature = "redis"),
+    expect(unreachable_pub, reason = "`stream` re-exports it")
+)]
 pub enum WireError {
     /// The event did not serialize.
     #[error("the event does not serialize: {0}")]

@@ -384,6 +384,7 @@ impl<A: Actor> Addr<A> {
 
     /// Queues `message` as `tell` does, with a channel its reply comes back on once
     /// the handler has finished (closed if it failed or the actor stopped first).
+    #[cfg(feature = "redis")]
     pub(crate) async fn post<M: Message>(
         &self,
         message: M,
@@ -498,6 +499,7 @@ impl<A: Handler<M>, M: Message> Receives<M> for Addr<A> {
 }
 
 impl<M: Message> Recipient<M> {
+    #[cfg(feature = "redis")]
     pub(crate) fn new(to: Arc<dyn Receives<M>>) -> Self {
         Self(to)
     }

@@ -70,6 +70,7 @@ mod mailbox;
 #[cfg(test)]
 mod mailbox_tests;
 mod props;
+#[cfg(feature = "redis")]
 pub mod remote;
 mod router;
 mod run;

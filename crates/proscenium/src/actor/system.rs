@@ -190,6 +190,7 @@ impl System {
 
     /// The dead letters, for a part of the system that outlives a borrow of it (a
     /// remote node).
+    #[cfg(feature = "redis")]
     pub(crate) fn dead_letters_arc(&self) -> Arc<DeadLetters> {
         Arc::clone(&self.shared.dead_letters)
     }

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use parking_lot::Mutex;
 
 /// The kind dead letters to or from actors in other processes are counted under.
+#[cfg(feature = "redis")]
 pub(crate) const REMOTE: &str = "<remote>";
 
 /// Dead letters and restarts by actor kind, since the process started.

@@ -252,6 +252,7 @@ impl Collector for Metrics {
         self.pools(&mut encoder)?;
         super::loops::encode(&self.meters, &mut encoder)?;
         crate::counters::tally::encode(&mut encoder)?;
+        #[cfg(feature = "redis")]
         crate::counters::round_trips::encode(&mut encoder)?;
         stages::encode(&mut encoder)?;
         actors::encode(&mut encoder)?;

@@ -11,6 +11,10 @@
 mod dashboard;
 mod loops;
 mod metrics;
+#[cfg(not(feature = "redis"))]
+#[path = "no_ready.rs"]
+mod ready;
+#[cfg(feature = "redis")]
 mod ready;
 mod sum;
 mod workers;

@@ -77,6 +77,7 @@ impl CaFile {
     }
 
     /// Returns the file's bytes, as read.
+    #[cfg(feature = "redis")]
     pub(crate) fn pem(&self) -> &[u8] {
         &self.pem
     }

@@ -4,9 +4,11 @@
 //! the per-thread request tables stay in `http/meter.rs`. It also holds how every latency
 //! histogram of `/metrics` is written ([`seconds_histogram`]).
 
+#[cfg(feature = "redis")]
 pub(crate) mod round_trips;
 pub(crate) mod tally;
 
+#[cfg(feature = "redis")]
 pub(crate) use self::round_trips::{Counted, User};
 #[cfg(any(feature = "cgi", feature = "lua"))]
 pub(crate) use self::tally::Tally;

@@ -11,7 +11,7 @@
 //! publisher's numbers counts the posts it missed ([`Hub::lost`]), and so does a
 //! publisher whose posts could not be handed to Redis; nothing is lost unannounced. A
 //! topic that must be replayed in full belongs on a Redis stream
-//! ([`crate::stream`]), not here.
+//! (`proscenium::stream`, with the `redis` feature), not here.
 //!
 //! Fan-out costs one post per message, not one per subscriber: every subscriber
 //! shares it, and the forms the transports need (a WebSocket text, a server-sent
@@ -61,6 +61,10 @@
 
 mod pattern;
 mod post;
+#[cfg(not(feature = "redis"))]
+#[path = "no_redis.rs"]
+mod redis;
+#[cfg(feature = "redis")]
 mod redis;
 mod subscription;
 mod tally;
@@ -194,10 +198,7 @@ impl Hub {
             published: AtomicU64::new(0),
             patterns: RwLock::new(HashMap::new()),
             history: Mutex::new(Queue::with_capacity(spec.history.min(4096))),
-            bridge: spec.redis.as_deref().map(|url| {
-                let target = crate::stream::RedisTarget::new(url, spec.ca.clone());
-                redis::Bridge::start(target, node, weak.clone())
-            }),
+            bridge: redis::Bridge::start_if_named(&spec, node, weak.clone()),
             spec,
             lost: AtomicU64::new(0),
             joined: AtomicU64::new(0),

@@ -22,6 +22,7 @@ use tokio::sync::mpsc;
 
 use super::post::Post;
 use super::{Inner, post_id};
+use crate::config::FeedsSpec;
 use crate::counters::{Counted, User};
 use crate::rt::Backoff;
 use crate::stream::RedisTarget;
@@ -48,8 +49,18 @@ pub(super) struct Bridge {
 }
 
 impl Bridge {
+    /// The link `spec` names (`[feeds] redis`), if it names one.
+    pub(super) fn start_if_named(spec: &FeedsSpec, node: u64, hub: Weak<Inner>) -> Option<Self> {
+        let url = spec.redis.as_deref()?;
+        Some(Self::start(
+            RedisTarget::new(url, spec.ca.clone()),
+            node,
+            hub,
+        ))
+    }
+
     /// Starts the link's thread; it ends once the hub is dropped.
-    pub(super) fn start(target: RedisTarget, node: u64, hub: Weak<Inner>) -> Self {
+    fn start(target: RedisTarget, node: u64, hub: Weak<Inner>) -> Self {
         let (outbox, posts) = mpsc::channel(OUTBOX);
         let connected = Arc::new(AtomicBool::new(false));
         let link = Link {

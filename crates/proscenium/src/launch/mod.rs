@@ -46,7 +46,9 @@ use self::processes::Part;
 pub use self::report::{read_start_line, served_address};
 use crate::actor::System;
 use crate::config::{ConfigError, Settings, Sources};
-use crate::stage::{EXIT_REFUSED, Graph, Mapping, RunningGraph};
+#[cfg(feature = "redis")]
+use crate::stage::Mapping;
+use crate::stage::{EXIT_REFUSED, Graph, RunningGraph};
 use crate::{App, Config};
 
 /// Runs the app `build` returns with the command line and configuration of the
@@ -253,8 +255,18 @@ fn check_root(settings: Settings) -> Result<Settings, ConfigError> {
     }
 }
 
-/// A process named by `--process` must be one of the configuration's.
+/// A process named by `--process` must be one of the configuration's, and processes
+/// (which reach one another through Redis) need the `redis` feature.
 fn check_process(settings: Settings, process: Option<&str>) -> Result<Settings, ConfigError> {
+    if !cfg!(feature = "redis") && !settings.config.processes.is_empty() {
+        return Err(ConfigError {
+            origin: settings.origin("processes").clone(),
+            key: Some("processes".to_owned()),
+            message: "processes reach one another through Redis, which this build leaves \
+                      out: build proscenium with its `redis` feature"
+                .to_owned(),
+        });
+    }
     match process {
         Some(process) if !settings.config.processes.contains_key(process) => {
             let mut known: Vec<&str> = settings
@@ -348,7 +360,7 @@ impl<O> Deploy<O> {
     /// Starts `graph`, named `name` alike in every process, as the deployment says:
     /// whole, with the configuration's `[clusters]`; or, under `--process NAME`, this
     /// process's clusters alone, its connectors to the others' through `[redis]`
-    /// ([`Mapping::for_process`]). It is shut down, draining, after the server stops.
+    /// (`stage::Mapping::for_process`, with the `redis` feature). It is shut down, draining, after the server stops.
     /// Its stages time one event in `[stages] sample` unless it says otherwise.
     ///
     /// A graph that cannot start leaves the app nothing to serve: the error is printed
@@ -361,9 +373,11 @@ impl<O> Deploy<O> {
         }
         let clusters = &self.config().clusters;
         let started = match &self.process {
+            #[cfg(feature = "redis")]
             Some(process) => Mapping::for_process(name, process, self.config())
                 .and_then(|mapping| graph.start_mapped(clusters, &mapping)),
-            None => graph.start(clusters),
+            // Without the `redis` feature, `check_process` refused every process.
+            _ => graph.start(clusters),
         };
         match started {
             Ok(running) => {

@@ -19,6 +19,13 @@ pub(crate) struct Backoff {
     attempt: u32,
 }
 
+#[cfg_attr(
+    not(any(test, feature = "client", feature = "redis", feature = "tls")),
+    expect(
+        dead_code,
+        reason = "the Redis links, the client's retries and ACME's orders use it"
+    )
+)]
 impl Backoff {
     /// Returns a backoff whose first ceiling is `base`, doubled per failure, at most
     /// `cap`.
@@ -40,8 +47,8 @@ impl Backoff {
 
     /// Starts again from `base`, after a success.
     #[cfg_attr(
-        not(any(test, feature = "feeds", feature = "tls")),
-        expect(dead_code, reason = "the hub's bridge and ACME reset theirs")
+        not(any(test, all(feature = "feeds", feature = "redis"), feature = "tls")),
+        expect(dead_code, reason = "the hub's Redis link and ACME reset theirs")
     )]
     pub(crate) fn reset(&mut self) {
         self.attempt = 0;

@@ -45,6 +45,7 @@ mod sync {
 }
 
 pub use self::background::Background;
+#[cfg(any(feature = "client", feature = "redis", feature = "tls"))]
 pub(crate) use self::backoff::Backoff;
 pub use self::blocking::{BlockingError, BlockingTask, spawn_blocking, spawn_blocking_on};
 pub(crate) use self::blocking::{PoolGauges, Pools, spawn_blocking_in};

@@ -67,6 +67,7 @@ impl StageError {
         }
     }
 
+    #[cfg(feature = "redis")]
     pub(crate) fn unreachable(message: String) -> Self {
         Self {
             kind: Kind::Unreachable,

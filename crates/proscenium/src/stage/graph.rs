@@ -193,6 +193,7 @@ impl Graph {
         RunningGraph::start(&self, &plan, None)
     }
 
+    #[cfg(feature = "redis")]
     /// Starts this process's part of the graph as `mapping` says: the threads of its
     /// clusters alone, each decoupled connector to a cluster elsewhere written to its
     /// Redis stream, each from elsewhere read from one.

@@ -92,6 +92,11 @@ mod bucket;
 mod context;
 mod controller;
 mod crew;
+#[cfg(feature = "redis")]
+mod crossing;
+#[cfg(not(feature = "redis"))]
+#[path = "no_crossing.rs"]
+mod crossing;
 mod definition;
 mod error;
 mod graph;
@@ -100,6 +105,7 @@ mod host;
 mod idempotent;
 mod inlet;
 mod listed;
+#[cfg(feature = "redis")]
 mod mapping;
 mod node;
 mod plan;
@@ -108,9 +114,11 @@ mod plan_tests;
 mod pool;
 mod port;
 mod ready;
+#[cfg(feature = "redis")]
 mod remote;
 mod run;
 mod set;
+#[cfg(feature = "redis")]
 mod shape;
 mod stats;
 mod sync;
@@ -128,6 +136,7 @@ pub use self::histogram::Quantiles;
 pub use self::host::{EXIT_REFUSED, Ended, HostProcesses, StopSignal};
 pub use self::inlet::Inlet;
 pub(crate) use self::listed::{Listed, running};
+#[cfg(feature = "redis")]
 pub use self::mapping::Mapping;
 #[cfg(feature = "cli")]
 pub(crate) use self::node::STAGE_SPANS;

@@ -16,13 +16,13 @@ use super::admission::Share;
 use super::batching::Batch;
 use super::bucket::TokenBucket;
 use super::context::Context;
+use super::crossing::{Outbound, Progress};
 use super::definition::{Handled, Instance, Payload, Role};
 use super::error::{SendError, StageError};
 use super::idempotent::Repeats;
 use super::pool::{Pool, Queue};
 use super::port::{Admission, Connector, ConnectorKind, EventType};
 use super::ready::{Ready, Ticket};
-use super::remote::{Outbound, Progress};
 use super::stats::Counters;
 use crate::actor::{DeadLetters, Reason};
 
@@ -122,6 +122,10 @@ pub(crate) struct Shared {
     pub(crate) nodes: Vec<Node>,
     /// How far each writer to another process has come: an event from another
     /// process is acknowledged once they have written what its handler sent.
+    #[cfg_attr(
+        not(feature = "redis"),
+        expect(dead_code, reason = "only readers read it")
+    )]
     pub(crate) written: Arc<[Arc<Progress>]>,
     pub(crate) stopping: AtomicBool,
     pub(crate) halted: AtomicBool,
@@ -489,6 +493,7 @@ impl Shared {
     /// Puts `event`, from another process, in stage `node`'s queue, waiting for room
     /// (the caller is a thread of its own: its backpressure is Redis's lag); `done`
     /// is told once the handler has run. A halted graph gives the event back.
+    #[cfg(feature = "redis")]
     pub(crate) fn deliver_remote(
         &self,
         node: usize,

@@ -77,6 +77,10 @@ pub(crate) struct PortSpec {
 /// How a port's events, type-erased in the graph, are written for another process
 /// and read back there: the [`Event`]'s serde, monomorphised when the port was made.
 #[derive(Clone, Copy)]
+#[cfg_attr(
+    not(any(test, feature = "redis")),
+    expect(dead_code, reason = "only crossings encode")
+)]
 pub(crate) struct Codec {
     pub(crate) encode: fn(&Payload) -> Result<Vec<u8>, WireError>,
     pub(crate) decode: fn(&[u8]) -> Result<Payload, WireError>,

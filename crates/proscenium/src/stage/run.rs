@@ -23,19 +23,18 @@ use super::batching::Batch;
 use super::bucket::TokenBucket;
 use super::controller;
 use super::crew::Crew;
+use super::crossing::{Crossings, Inbound, Mapping, Outbound, here};
 use super::definition::{Role, Stage};
 use super::error::StageError;
 use super::graph::{Edge, Entry, Graph, StageRef};
 use super::histogram::Histogram;
 use super::inlet::Inlet;
 use super::listed::Listing;
-use super::mapping::Mapping;
 use super::node::{Node, Route, Shared};
 use super::plan::Plan;
 use super::pool::Pool;
-use super::port::{Admission, Codec, Connector, ConnectorKind, EventType};
+use super::port::{Admission, Connector, ConnectorKind, EventType};
 use super::ready::{Ready, Ticket};
-use super::remote::{BATCH, Bounds, Inbound, InboundSpec, Outbound, Progress};
 use super::stats::{Counters, GraphStats, StageStats};
 use crate::actor::DeadLetters;
 
@@ -63,42 +62,6 @@ pub struct RunningGraph {
 struct EntryRoute {
     entry: Entry,
     outbound: Option<Arc<Outbound>>,
-}
-
-/// The writers this process starts to stages in other processes, and their progress.
-struct Crossings<'a> {
-    plan: &'a Plan,
-    written: Vec<Arc<Progress>>,
-}
-
-impl Crossings<'_> {
-    /// Starts a writer to `stream` of events for stage `to`, sent from stage `from`'s
-    /// cluster (an entry: `to`'s own).
-    fn outbound(
-        &mut self,
-        mapping: &Mapping,
-        stream: String,
-        codec: Codec,
-        from: usize,
-        to: usize,
-    ) -> Result<Arc<Outbound>, StageError> {
-        // The sender's queue here; in the stream, four of the consumer's queues
-        // (each at least a read's batch): at one, its acknowledgements could not
-        // keep the writer from waiting (bench/stages-remote.sh: 95,000 events a
-        // second at one, 195,000 at four).
-        let queue = |stage: usize| self.plan.clusters[self.plan.cluster_of[stage]].queue;
-        let bounds = Bounds {
-            queue: queue(from),
-            backlog: u64::try_from(queue(to).max(BATCH) * 4).unwrap_or(u64::MAX),
-        };
-        // The writer ends once the graph's routes are gone and it has written what
-        // waited: nothing joins it.
-        let name = format!("stage-out-{stream}");
-        let (outbound, _writer) = Outbound::spawn(mapping.target(), stream, codec.encode, bounds)
-            .map_err(|e| StageError::start(&name, &e))?;
-        self.written.push(outbound.progress());
-        Ok(Arc::new(outbound))
-    }
 }
 
 /// Reads a running graph's stats from anywhere (a `/_status` section, a metrics
@@ -133,9 +96,7 @@ impl RunningGraph {
     ) -> Result<Self, StageError> {
         // Its clusters first: a mistake of this process's own, named before Redis.
         let here = here(plan, mapping)?;
-        if let Some(mapping) = mapping {
-            super::shape::join(graph, &mapping.graph, &mapping.redis)?;
-        }
+        let mut crossings = Crossings::new(graph, plan, mapping, &here)?;
         let (exit_tx, exited) = crossbeam_channel::unbounded();
         let crews: Vec<Arc<Crew>> = plan
             .clusters
@@ -150,21 +111,7 @@ impl RunningGraph {
             })
             .collect();
         let local = |stage: usize| here[plan.cluster_of[stage]];
-        let mut crossings = Crossings {
-            plan,
-            written: Vec::new(),
-        };
-        let mut outbound = |edge: &Edge| -> Result<Option<Arc<Outbound>>, StageError> {
-            let Some(mapping) = mapping.filter(|_| local(edge.from) && !local(edge.to)) else {
-                return Ok(None);
-            };
-            let (from, to) = (&graph.stages[edge.from], &graph.stages[edge.to]);
-            let stream = mapping.stream(&from.name, &edge.port, &to.name);
-            let codec = crossing(edge, from);
-            crossings
-                .outbound(mapping, stream, codec, edge.from, edge.to)
-                .map(Some)
-        };
+        let mut outbound = |edge: &Edge| crossings.edge(edge);
         let nodes = (0..graph.stages.len())
             .map(|at| {
                 build_node(
@@ -180,15 +127,7 @@ impl RunningGraph {
             .entries
             .iter()
             .map(|entry| {
-                let to = &graph.stages[entry.to];
-                let outbound = match mapping.filter(|_| !local(entry.to)) {
-                    Some(mapping) => {
-                        let stream = mapping.entry_stream(entry.port.name, &to.name);
-                        let codec = entry.port.codec.expect("the plan checked: an Event port");
-                        Some(crossings.outbound(mapping, stream, codec, entry.to, entry.to)?)
-                    }
-                    None => None,
-                };
+                let outbound = crossings.entry(entry)?;
                 Ok((
                     entry.port.name,
                     EntryRoute {
@@ -202,7 +141,7 @@ impl RunningGraph {
             monitor: GraphMonitor {
                 shared: Arc::new(Shared {
                     nodes,
-                    written: crossings.written.into(),
+                    written: crossings.written(),
                     stopping: AtomicBool::new(false),
                     halted: AtomicBool::new(false),
                     dead_letters: DeadLetters::default(),
@@ -232,33 +171,7 @@ impl RunningGraph {
             }
         }
         running.start_controllers()?;
-        if let Some(mapping) = mapping {
-            let edges = graph.edges.iter().filter(|e| !local(e.from) && local(e.to));
-            let from_edges = edges.map(|edge| {
-                let (from, to) = (&graph.stages[edge.from], &graph.stages[edge.to]);
-                let stream = mapping.stream(&from.name, &edge.port, &to.name);
-                (stream, edge.to, crossing(edge, from))
-            });
-            let entries = graph.entries.iter().filter(|e| local(e.to)).map(|entry| {
-                let to = &graph.stages[entry.to].name;
-                let codec = entry.port.codec.expect("the plan checked: an Event port");
-                (mapping.entry_stream(entry.port.name, to), entry.to, codec)
-            });
-            for (stream, node, codec) in from_edges.chain(entries) {
-                let spec = InboundSpec {
-                    redis: mapping.target(),
-                    stream,
-                    group: graph.stages[node].name.clone(),
-                    consumer: mapping.consumer(),
-                    node,
-                    codec,
-                    claim_idle: mapping.claim_idle,
-                    max_deliveries: mapping.max_deliveries,
-                };
-                let inbound = Inbound::spawn(Arc::clone(&running.monitor.shared), spec)?;
-                running.inbounds.push(inbound);
-            }
-        }
+        running.inbounds = crossings.inbounds(&running.monitor.shared)?;
         for (at, stage) in graph.stages.iter().enumerate() {
             if stage.role == Role::Source && local(at) {
                 for _ in 0..plan.instances[at] {
@@ -438,7 +351,7 @@ impl RunningGraph {
     }
 
     /// What the graph's threads share: for a connector's reader from another process.
-    #[cfg(test)]
+    #[cfg(all(test, feature = "redis"))]
     pub(crate) fn shared(&self) -> Arc<Shared> {
         Arc::clone(&self.monitor.shared)
     }
@@ -632,38 +545,6 @@ fn route(stage: &Stage, edge: &Edge, outbound: Option<Arc<Outbound>>) -> Option<
         bucket: bucket_for(edge.connector.admission),
         outbound,
     })
-}
-
-/// Which of `plan`'s clusters run in this process: all without a mapping.
-fn here(plan: &Plan, mapping: Option<&Mapping>) -> Result<Vec<bool>, StageError> {
-    let Some(mapping) = mapping else {
-        return Ok(vec![true; plan.clusters.len()]);
-    };
-    if let Some(unknown) = mapping
-        .clusters
-        .iter()
-        .find(|name| !plan.clusters.iter().any(|c| &c.name == *name))
-    {
-        return Err(StageError::graph(format!(
-            "process `{}` runs cluster `{unknown}`, which the graph does not have",
-            mapping.process
-        )));
-    }
-    Ok(plan
-        .clusters
-        .iter()
-        .map(|c| mapping.clusters.contains(&c.name))
-        .collect())
-}
-
-/// The codec of `edge`, which crosses processes: a decoupled connector's (the plan
-/// refused any other between clusters, and a decoupled one from a port without one).
-fn crossing(edge: &Edge, from: &Stage) -> Codec {
-    from.outputs
-        .iter()
-        .find(|port| port.name == edge.port)
-        .and_then(|port| port.codec)
-        .expect("the plan checked: a connector between clusters is decoupled, from an Event port")
 }
 
 /// Returns the token bucket `admission` needs, if any.
