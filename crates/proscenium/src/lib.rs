@@ -52,10 +52,10 @@
 //! # Features
 //!
 //! By default: `cli` ([`main`], [`launch`]), `client`, `compression`, `cookies`,
-//! `feeds` (`hub`, `ws`), `http2`, `multipart`, `tls` and `traces` (the OTLP exporter). Opt in
-//! to `lua` and `cgi`; `full` is everything. A configuration that asks for what the
-//! build leaves out (`[lua] app` without `lua`, say) is refused at start, naming the
-//! feature.
+//! `feeds` (`hub`, `ws`), `http2`, `multipart`, `tls` and `traces` (the OTLP
+//! exporter). Opt in to `redis`, `lua` and `cgi`; `full` is everything. A
+//! configuration that asks for what the build leaves out (`[lua] app` without `lua`,
+//! say) is refused at start, naming the feature.
 
 // docs.rs (`--cfg docsrs`, nightly) marks each item with the features it needs.
 #![cfg_attr(docsrs, feature(doc_cfg))]

@@ -232,6 +232,7 @@ fn stage_clusters_come_from_files_and_a_misspelt_key_is_refused() {
 }
 
 #[test]
+#[cfg(feature = "redis")]
 fn redis_and_the_processes_come_from_a_file_or_the_environment() {
     let f = file(
         "[redis]\nurl = \"redis://127.0.0.1:6380\"\n\
@@ -262,6 +263,21 @@ fn redis_and_the_processes_come_from_a_file_or_the_environment() {
 }
 
 #[test]
+fn a_redis_url_is_read_only_by_a_build_with_redis() {
+    let resolved = resolve_env(&[("PROSCENIUM_REDIS_URL", "redis://10.0.0.9")]);
+    let refused = resolved.err();
+    assert_eq!(refused.is_some(), !cfg!(feature = "redis"), "{refused:?}");
+    if let Some(e) = refused {
+        let text = e.to_string();
+        assert!(
+            text.contains("PROSCENIUM_REDIS_URL") && text.contains("`redis` feature"),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+#[cfg(feature = "redis")]
 fn a_redis_url_that_is_not_one_and_a_misspelt_process_key_are_refused_by_name() {
     let err = resolve_env(&[("PROSCENIUM_REDIS_URL", "localhost:6379")]).unwrap_err();
     let text = err.to_string();
@@ -278,7 +294,7 @@ fn a_redis_url_that_is_not_one_and_a_misspelt_process_key_are_refused_by_name() 
 }
 
 #[test]
-#[cfg(feature = "tls")]
+#[cfg(all(feature = "redis", feature = "tls"))]
 fn issue34_ca_files_are_read_relative_to_their_file_and_a_missing_one_stops_the_start() {
     let dir = tempfile::tempdir().unwrap();
     crate::testing::TestCa::new().write(dir.path());

@@ -1,6 +1,7 @@
 //! The hub in one process, and hubs of two "replicas" sharing a real `redis-server`
 //! of each test's own (`crate::testing`).
 
+#[cfg(feature = "redis")]
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
@@ -21,6 +22,7 @@ fn hub_with(queue: usize, redis: Option<&Redis>) -> Hub {
 }
 
 /// Waits for the next post, failing the test after five seconds.
+#[cfg(feature = "redis")]
 fn next(subscription: &mut Subscription) -> Arc<Post> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -139,6 +141,7 @@ fn dropped_subscriptions_are_let_go() {
 }
 
 /// Waits until `hub` is connected to its Redis.
+#[cfg(feature = "redis")]
 fn connected(hub: &Hub) {
     let began = Instant::now();
     while !hub.is_connected() {
@@ -151,16 +154,19 @@ fn connected(hub: &Hub) {
 }
 
 #[test]
+#[cfg(feature = "redis")]
 fn replicas_share_posts_through_redis_each_once_with_the_same_id() {
     replicas_share_posts_through(&Redis::start());
 }
 
 #[test]
+#[cfg(all(feature = "redis", feature = "tls"))]
 fn issue34_replicas_share_posts_through_rediss_trusting_its_ca() {
     replicas_share_posts_through(&Redis::start_tls());
 }
 
 /// Two replicas' hubs on `redis`: each has every like once, with its publisher's id.
+#[cfg(feature = "redis")]
 fn replicas_share_posts_through(redis: &Redis) {
     let (a, b) = (hub_with(64, Some(redis)), hub_with(64, Some(redis)));
     connected(&a);
@@ -196,6 +202,7 @@ fn replicas_share_posts_through(redis: &Redis) {
 }
 
 /// The number a post's id gives it at its replica.
+#[cfg(feature = "redis")]
 fn number(post: &Post) -> u64 {
     post.id().rsplit_once('-').unwrap().1.parse().unwrap()
 }
@@ -204,6 +211,7 @@ fn number(post: &Post) -> u64 {
 /// again by themselves, and of the posts published across the restart every one up
 /// to the first the other gets after it either arrived or is counted lost.
 #[test]
+#[cfg(feature = "redis")]
 fn after_a_redis_restart_replicas_resubscribe_and_count_what_they_missed() {
     let mut redis = Redis::start();
     let (a, b) = (
