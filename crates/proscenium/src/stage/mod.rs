@@ -74,6 +74,8 @@
 //!                              thread pool and batching controllers)
 //! graph, plan, shape           the graph as written; checking it and its partition;
 //!                              the shape a mapped graph's processes must share
+//! crossing                     which clusters run here and each crossing's writer
+//!                              and reader (`redis`; `no_crossing.rs` without it)
 //! run, listed                  the running graph: threads, stats, inlets, shutdown;
 //!                              the graphs running in this process, for `/metrics`
 //! host                         the processes of one host, started and supervised
