@@ -50,10 +50,11 @@
 //! # Inside
 //!
 //! The files, lowest first; a file imports from its own line and the lines above it,
-//! but for five imports that point down the list, each between types that name each
+//! but for six imports that point down the list, each between types that name each
 //! other: `set` takes `graph`'s `StageRef` (a graph hands out sets of its stages),
 //! `port` `definition`'s `Payload`, `context` `node`'s shared queue (a context wraps
-//! the node it sends from), `node` `graph`'s `ThreadStart`, and `graph` `run`'s
+//! the node it sends from), `node` `graph`'s `ThreadStart` and `crossing`'s writer
+//! types (a route holds its writer, or the stand-in's), and `graph` `run`'s
 //! `RunningGraph` (what `Graph::start` returns).
 //!
 //! ```text
