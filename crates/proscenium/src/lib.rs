@@ -52,8 +52,8 @@
 //! # Features
 //!
 //! By default: `cli` ([`main`], [`launch`]), `client`, `compression`, `cookies`,
-//! `feeds` (`hub`, `ws`), `http2`, `multipart`, `tls` and `traces` (the OTLP
-//! exporter). Opt in to `redis`, `lua` and `cgi`; `full` is everything. A
+//! `feeds` (`hub`, `ws`), `http2`, `multipart`, `tls`, `traces` (the OTLP exporter
+//! and W3C Trace Context) and `typed-header`. Opt in to `redis`, `lua` and `cgi`; `full` is everything. A
 //! configuration that asks for what the build leaves out (`[lua] app` without `lua`,
 //! say) is refused at start, naming the feature.
 
@@ -85,17 +85,23 @@ pub mod launch;
 pub mod lua;
 pub mod rt;
 mod server;
+mod shared;
 pub mod site;
 pub mod sse;
 pub mod stage;
 mod staged;
-pub mod state;
 #[cfg(feature = "redis")]
 pub mod stream;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 #[cfg(feature = "tls")]
 pub mod tls;
+#[cfg(feature = "traces")]
+#[path = "trace_context/otel.rs"]
+mod trace_context;
+#[cfg(not(feature = "traces"))]
+#[path = "trace_context/no_otel.rs"]
+mod trace_context;
 pub mod transport;
 pub mod web;
 mod wire;
@@ -105,16 +111,19 @@ pub mod ws;
 pub use ::http::{HeaderMap, Method, StatusCode, header};
 pub use bytes::Bytes;
 /// The `headers` crate, whose types [`TypedHeader`](extract::TypedHeader) takes.
+#[cfg(feature = "typed-header")]
 pub use headers;
 
 /// Extractors, where an axum user looks for them.
 pub mod extract {
+    pub use crate::app::state_extractors::State;
     pub use crate::app::{
         BodyDataStream, BodyError, BodyStream, Extension, ExtensionRejection, Form, FormRejection,
         FromRequest, FromRequestHead, FromRequestParts, Json, JsonRejection, Path, PathRejection,
-        Query, QueryRejection, StringRejection, TypedHeader, TypedHeaderRejection,
+        Query, QueryRejection, StringRejection,
     };
-    pub use crate::state::State;
+    #[cfg(feature = "typed-header")]
+    pub use crate::app::{TypedHeader, TypedHeaderRejection};
 
     /// `multipart/form-data` bodies read field by field.
     #[cfg(feature = "multipart")]
@@ -133,11 +142,45 @@ pub mod extract {
     }
 }
 
+/// Shared state across loops without a lock in user code — Node.Scala's safe stateful
+/// services (sec. 4.1 of the paper), with types where Node.Scala analysed bytecode.
+///
+/// [`App::state`](crate::App::state) registers any `T: Send + Sync + 'static`; a
+/// handler reaches it only through [`Read<T>`](state::Read) and
+/// [`Write<T>`](state::Write) in its signature. From those the route's class —
+/// stateless, reading, writing — and lock set are derived when it is registered
+/// (`proscenium routes` prints them). Before the handler runs, the router takes the
+/// whole set in one global order (registration order): it tries first, and on contention defers the request so the loop serves others; after a
+/// bounded number of tries it waits in the locks' fair queues. Reading routes share;
+/// writing routes exclude. The locks are released when the handler's answer is
+/// produced — when its arguments drop, a panic included.
+///
+/// This holds under every execution model, for handlers on the blocking pool too: the
+/// locks are process-wide. Under `prefork` each worker process has its own copy of the
+/// state; share across processes through an outside store.
+///
+/// # Example
+///
+/// ```
+/// use proscenium::{App, inline};
+/// use proscenium::state::{Counter, Read, Write};
+///
+/// let app = App::new()
+///     .state(Counter::default())
+///     .post("/hits", inline(|mut hits: Write<Counter>| hits.increment().to_string()))
+///     .get("/hits", inline(|hits: Read<Counter>| hits.get().to_string()));
+/// ```
+pub mod state {
+    pub use crate::app::Then;
+    pub use crate::app::state_extractors::{Read, State, StateRejection, Write};
+    pub use crate::shared::{Access, Class, Counter, LruCache, SharedMap, StateAccess};
+}
+
 /// Responses, where an axum user looks for them.
 pub mod response {
-    pub use crate::app::{
-        Form, Html, IntoResponse, IntoResponseParts, Json, Redirect, Response, TypedHeader,
-    };
+    #[cfg(feature = "typed-header")]
+    pub use crate::app::TypedHeader;
+    pub use crate::app::{Form, Html, IntoResponse, IntoResponseParts, Json, Redirect, Response};
 }
 
 pub use self::app::BodyStream;
@@ -145,6 +188,7 @@ pub use self::app::FromRequestParts;
 #[cfg(feature = "multipart")]
 pub use self::app::Multipart;
 pub use self::app::middleware;
+pub use self::app::state_extractors::State;
 pub use self::app::{
     App, Handler, Html, IntoResponse, Json, Middleware, Next, Path, Query, Reply, Response,
     blocking, blocking_on, inline,
@@ -159,4 +203,3 @@ pub use self::launch::main;
 #[cfg(feature = "cli")]
 pub(crate) use self::server::Signals;
 pub use self::server::{Server, ServerHandle};
-pub use self::state::State;

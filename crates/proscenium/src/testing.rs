@@ -10,10 +10,12 @@
 // Its decoder comes with the feature alone, not with the crate's own unit tests.
 #[cfg(feature = "testing")]
 pub mod otlp;
+#[cfg(feature = "tls")]
 mod pebble;
 #[cfg(feature = "tls")]
 mod tls;
 
+#[cfg(feature = "tls")]
 pub use self::pebble::Pebble;
 #[cfg(feature = "tls")]
 pub use self::tls::{HttpsServer, Leaf, Received, TestCa, dns_names};

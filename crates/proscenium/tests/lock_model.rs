@@ -1,4 +1,4 @@
-//! Model-checks the lock scheduler behind shared state with loom: `src/state/lock.rs`,
+//! Model-checks the lock scheduler behind shared state with loom: `src/shared/lock.rs`,
 //! compiled here unchanged against loom's primitives, under every interleaving of a
 //! few requests (up to loom's preemption bound). Checked: a writer is alone, readers
 //! exclude writers, lock sets taken in the global order never deadlock (loom fails a
@@ -19,7 +19,7 @@ mod sync {
     pub(crate) use super::loom_lock::Mutex;
 }
 
-#[path = "../src/state/lock.rs"]
+#[path = "../src/shared/lock.rs"]
 mod lock;
 
 use std::future::Future;

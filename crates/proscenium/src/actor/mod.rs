@@ -94,7 +94,7 @@ pub(crate) use self::system::by_kind;
 pub use self::system::{RegisterError, System};
 pub(crate) use self::tally::KindCounts;
 pub use self::timer::TimerHandle;
-#[cfg(feature = "cli")]
+#[cfg(feature = "traces")]
 pub(crate) use self::traced::ACTOR_SPANS;
 pub use crate::config::{DispatcherKind, DispatcherSpec};
 

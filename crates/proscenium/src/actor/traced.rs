@@ -10,11 +10,8 @@
 
 use std::any::Any;
 
-use opentelemetry::Context as TraceContext;
-use tracing::Span;
-use tracing_opentelemetry::OpenTelemetrySpanExt as _;
-
 use super::{Actor, Context, Envelope};
+use crate::trace_context::Parent;
 
 /// The target of actor message spans.
 pub(crate) const ACTOR_SPANS: &str = "proscenium::actor";
@@ -37,7 +34,7 @@ pub(crate) fn seal<A: Actor>(
     }
     Box::new(Traced {
         envelope,
-        parent: Span::current().context(),
+        parent: Parent::current(),
         sending,
     })
 }
@@ -45,7 +42,7 @@ pub(crate) fn seal<A: Actor>(
 /// A message with the context of the span it was sent from.
 struct Traced<A: Actor> {
     envelope: Box<dyn Envelope<A>>,
-    parent: TraceContext,
+    parent: Parent,
     sending: Sending,
 }
 
@@ -68,8 +65,7 @@ impl<A: Actor> Envelope<A> for Traced<A> {
                 Sending::Ask => "ask",
             },
         );
-        // Fails only for a span no export records: it then has no parent to take.
-        let _ = span.set_parent(parent);
+        parent.adopt(&span);
         span.in_scope(|| envelope.deliver(actor, ctx));
     }
 

@@ -13,7 +13,7 @@ use super::middleware::{Chain, Middleware};
 use super::response::Reply;
 use super::router::{Parts, Routes};
 use crate::http::Request;
-use crate::state::StateAccess;
+use crate::shared::StateAccess;
 
 /// Why an app being composed is its only owner: apps are composed while they are built.
 const BUILT: &str = "a composed app is composed before it serves requests";

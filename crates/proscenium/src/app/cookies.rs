@@ -17,8 +17,9 @@ use http::header::{COOKIE, HeaderValue, SET_COOKIE};
 use super::extract::FromRequestHead;
 use super::response::{IntoResponse, Response};
 use super::response_parts::IntoResponseParts;
+use super::{Read, StateRejection};
 use crate::http::{Body, Request};
-use crate::state::{Read, StateAccess, StateRejection};
+use crate::shared::StateAccess;
 
 /// The request's cookies; cookies added or removed are sent back as `Set-Cookie` when
 /// the jar is part of the response.

@@ -12,7 +12,7 @@ use super::params;
 use super::rejection::rejection;
 use super::response::{IntoResponse, Json, Response};
 use crate::http::Request;
-use crate::state::StateAccess;
+use crate::shared::StateAccess;
 
 /// A value extracted from the request head; handlers may take any number of them.
 #[diagnostic::on_unimplemented(

@@ -11,7 +11,7 @@ use std::future::Future;
 use super::extract::{FromRequest, FromRequestHead, private};
 use super::response::{IntoResponse, Response};
 use crate::http::Request;
-use crate::state::StateAccess;
+use crate::shared::StateAccess;
 
 /// A value extracted from the request head whose extraction may await; async handlers
 /// take any number of them, in any order.
@@ -217,7 +217,7 @@ macro_rules! impl_parts_arity {
                 Some($last::from_request_now(req)?.map(|$last| ($($head,)* $last,)))
             }
 
-            fn state_accesses() -> Vec<$crate::state::StateAccess> {
+            fn state_accesses() -> Vec<$crate::shared::StateAccess> {
                 [$($head::state_access(),)* $last::state_access()].into_iter().flatten().collect()
             }
         }

@@ -13,7 +13,7 @@ use super::response::{IntoResponse, Reply, ReplyKind, Response, error};
 use super::then::{HandlerOutput, Outcome};
 use crate::http::Request;
 use crate::rt;
-use crate::state::StateAccess;
+use crate::shared::StateAccess;
 
 /// Where a handler runs, as `proscenium routes` prints it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -23,6 +23,7 @@ mod router;
 mod service;
 pub(crate) mod state_extractors;
 mod then;
+#[cfg(feature = "typed-header")]
 mod typed_header;
 
 use std::sync::Arc;
@@ -57,7 +58,9 @@ pub use self::router::RouteInfo;
 #[cfg(feature = "lua")]
 pub(crate) use self::router::to_matchit;
 pub use self::service::{AppService, SendService};
+pub(crate) use self::state_extractors::{Read, StateRejection, Write};
 pub use self::then::{Continuation, HandlerOutput, Outcome, Then};
+#[cfg(feature = "typed-header")]
 pub use self::typed_header::{TypedHeader, TypedHeaderRejection};
 pub(crate) use crate::http::response::error;
 pub use crate::http::{LocalResponseFuture, Response};
@@ -321,7 +324,7 @@ impl App {
         self
     }
 
-    fn states_mut(&mut self) -> &mut crate::state::States {
+    fn states_mut(&mut self) -> &mut crate::shared::States {
         Arc::get_mut(&mut self.routes_mut().states)
             .expect("state is registered before the app serves requests")
     }

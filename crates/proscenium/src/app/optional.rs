@@ -5,7 +5,7 @@ use std::convert::Infallible;
 
 use super::extract::{FromRequest, FromRequestHead};
 use crate::http::Request;
-use crate::state::StateAccess;
+use crate::shared::StateAccess;
 
 /// `None` where `T` would reject the request.
 ///

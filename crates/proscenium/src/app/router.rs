@@ -13,7 +13,7 @@ use super::response::{IntoResponse, Reply, error};
 use super::then::call_holding;
 use crate::http::Request;
 use crate::rt::watchdog;
-use crate::state::{Class, LockSet, StateAccess, States};
+use crate::shared::{Class, LockSet, StateAccess, States};
 
 /// One registered route, as `proscenium routes` lists it.
 #[derive(Debug, Clone)]
@@ -50,8 +50,8 @@ impl std::fmt::Display for RouteInfo {
         )?;
         for (i, s) in self.state.iter().enumerate() {
             let access = match s.access() {
-                Some(crate::state::Access::Read) => "read",
-                Some(crate::state::Access::Write) => "write",
+                Some(crate::shared::Access::Read) => "read",
+                Some(crate::shared::Access::Write) => "write",
                 None => "state",
             };
             write!(
@@ -380,7 +380,7 @@ mod tests {
 
     #[test]
     fn a_cloned_state_taken_twice_is_listed_once_and_a_lock_taken_twice_panics() {
-        use crate::state::{Read, State};
+        use crate::app::state_extractors::{Read, State};
         use crate::{App, inline};
 
         let app = App::new()

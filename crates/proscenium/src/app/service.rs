@@ -61,7 +61,7 @@ where
         Mode::Service
     }
 
-    fn state_accesses(&self) -> Vec<crate::state::StateAccess> {
+    fn state_accesses(&self) -> Vec<crate::shared::StateAccess> {
         Vec::new()
     }
 }

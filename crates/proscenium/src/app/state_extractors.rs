@@ -12,7 +12,7 @@ use parking_lot::lock_api::{ArcRwLockReadGuard, ArcRwLockWriteGuard};
 
 use super::{FromRequestHead, Handler, IntoResponse, Response, Then, error};
 use crate::http::Request;
-use crate::state::{Access, Grant, Held, LockSet, StateAccess, Taken};
+use crate::shared::{Access, Grant, Held, LockSet, StateAccess, Taken};
 
 /// Shared read access to the app's state `T`, held while the handler runs.
 ///

@@ -11,7 +11,7 @@ use super::Handler;
 use super::handler::{BoxHandler, erase};
 use super::response::{IntoResponse, Reply, Response, error};
 use crate::http::Request;
-use crate::state::LockSet;
+use crate::shared::LockSet;
 
 /// A handler's result: a response, or a continuation.
 #[diagnostic::on_unimplemented(

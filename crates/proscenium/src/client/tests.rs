@@ -249,6 +249,7 @@ fn http_is_still_plain_http_with_a_ca_configured() {
 }
 
 #[test]
+#[cfg(feature = "traces")]
 fn a_call_made_in_an_exported_span_carries_its_traceparent_and_none_otherwise() {
     use opentelemetry::trace::{TraceContextExt as _, TracerProvider as _};
     use tracing_opentelemetry::OpenTelemetrySpanExt as _;

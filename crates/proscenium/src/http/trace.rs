@@ -8,23 +8,22 @@
 //! `METHOD ROUTE`, a server span, with `http.request.method`, `url.path`, `http.route`,
 //! `http.response.status_code`, and the request's id as `request.id`.
 //!
-//! W3C Trace Context: a request carrying a valid `traceparent` gets a span whose parent
-//! is that remote span, in its trace; [`propagate`] writes the current span's into a
-//! call the HTTP client makes.
+//! W3C Trace Context, when spans are exported (`traces`): a request carrying a valid
+//! `traceparent` gets a span whose parent is that remote span, in its trace;
+//! [`propagate`] writes the current span's into a call the HTTP client makes.
 
-use http::{HeaderMap, HeaderName, HeaderValue, Method};
-use opentelemetry::propagation::{Extractor, Injector, TextMapPropagator as _};
-use opentelemetry::trace::TraceContextExt as _;
-use opentelemetry_sdk::propagation::TraceContextPropagator;
+#[cfg(feature = "client")]
+use http::HeaderMap;
+use http::Method;
 use tracing::field::Empty;
 use tracing::instrument::Instrumented;
 use tracing::{Instrument as _, Span};
-use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 use super::request_id::RequestId;
 use super::response::Respond;
 use super::{REQUEST_SPANS, Request};
 use crate::rt::watchdog;
+use crate::trace_context::{self, Parent};
 
 /// A request's span, if one is made.
 #[derive(Debug, Default)]
@@ -50,12 +49,9 @@ impl RequestSpan {
         if let Some(id) = id {
             span.record("request.id", id.as_str());
         }
-        // A caller's trace continues here; a malformed `traceparent` is none, and a
-        // new trace starts.
-        let remote = TraceContextPropagator::new().extract(&Fields(req.headers()));
-        if remote.span().span_context().is_valid() {
-            // Fails only for a span no export records, which has no parent to take.
-            let _ = span.set_parent(remote);
+        // A caller's trace continues here.
+        if let Some(remote) = Parent::remote(req.headers()) {
+            remote.adopt(&span);
         }
         Self(Some((span, req.method().clone())))
     }
@@ -91,11 +87,7 @@ impl RequestSpan {
             .map_or(label.as_str(), |(_, pattern)| pattern);
         span.record("http.route", route);
         span.record("http.response.status_code", status);
-        // `otel.name` recorded now would come too late: the exported span took its
-        // name when it was first entered.
-        span.context()
-            .span()
-            .update_name(format!("{method} {route}"));
+        trace_context::rename(&span, || format!("{method} {route}"));
     }
 }
 
@@ -104,33 +96,7 @@ impl RequestSpan {
 /// checks one flag and adds nothing.
 #[cfg(feature = "client")]
 pub(crate) fn propagate(headers: &mut HeaderMap) {
-    if !tracing::enabled!(target: REQUEST_SPANS, tracing::Level::TRACE) {
-        return;
-    }
-    TraceContextPropagator::new().inject_context(&Span::current().context(), &mut Fields(headers));
-}
-
-/// A request's header fields as OpenTelemetry's propagator reads and writes them.
-struct Fields<H>(H);
-
-impl Extractor for Fields<&HeaderMap> {
-    fn get(&self, key: &str) -> Option<&str> {
-        self.0.get(key)?.to_str().ok()
-    }
-
-    fn keys(&self) -> Vec<&str> {
-        self.0.keys().map(HeaderName::as_str).collect()
-    }
-}
-
-impl Injector for Fields<&mut HeaderMap> {
-    fn set(&mut self, key: &str, value: String) {
-        // The propagator writes only its own names and well-formed values.
-        if let (Ok(name), Ok(value)) = (
-            HeaderName::from_bytes(key.as_bytes()),
-            HeaderValue::from_str(&value),
-        ) {
-            self.0.insert(name, value);
-        }
+    if tracing::enabled!(target: REQUEST_SPANS, tracing::Level::TRACE) {
+        trace_context::inject(headers);
     }
 }

@@ -27,6 +27,11 @@
 //! ```
 
 mod args;
+#[cfg(not(feature = "traces"))]
+#[path = "no_otlp.rs"]
+mod otlp;
+#[cfg(feature = "traces")]
+mod otlp;
 mod processes;
 mod report;
 mod traces;

@@ -1,41 +1,29 @@
 //! The process's own log and its traces: the `tracing` subscriber [`main`](super::main)
 //! installs. The log goes to stderr (text or JSON, `log_format`); with `[traces] otlp`
-//! the spans go to that collector as well — each request's (target
+//! the spans go to that collector as well (`otlp.rs`) — each request's (target
 //! `proscenium::request`, made only then: with no collector the request path makes no
 //! span), each stage event's (`proscenium::stage`), each actor message's
-//! (`proscenium::actor`) and the app's own at `info` and up —
-//! batched on the OpenTelemetry SDK's thread,
-//! apart from the loops, and flushed when the process ends.
+//! (`proscenium::actor`) and the app's own at `info` and up.
 
 use std::io::IsTerminal;
 
-use opentelemetry::trace::TracerProvider as _;
-#[cfg(feature = "traces")]
-use opentelemetry_otlp::{Protocol, SpanExporter, WithExportConfig};
-#[cfg(feature = "traces")]
-use opentelemetry_sdk::Resource;
-use opentelemetry_sdk::trace::SdkTracerProvider;
-use tracing_subscriber::filter::{EnvFilter, LevelFilter, Targets};
+use tracing_subscriber::filter::EnvFilter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{Layer, Registry};
 
-use crate::actor::ACTOR_SPANS;
+use super::otlp::Export;
 use crate::config::{ConfigError, LogFormat, Settings, TracesSpec};
-use crate::http::REQUEST_SPANS;
-use crate::stage::STAGE_SPANS;
 
 /// What exports the spans, kept until the process ends so the last batch is sent.
 #[must_use = "dropping it stops the export before the last spans are sent"]
-pub(super) struct Traces(Option<SdkTracerProvider>);
+pub(super) struct Traces(Option<Export>);
 
 impl Traces {
     /// Sends what is batched and stops the export.
     pub(super) fn finish(self) {
-        if let Some(provider) = self.0
-            && let Err(e) = provider.shutdown()
-        {
-            tracing::warn!("traces: the last spans were not all sent: {e}");
+        if let Some(export) = self.0 {
+            export.finish();
         }
     }
 }
@@ -52,60 +40,23 @@ pub(super) fn init(debug: bool, format: LogFormat, traces: &TracesSpec, service:
         LogFormat::Text => log.with_ansi(std::io::stderr().is_terminal()).boxed(),
         LogFormat::Json => log.json().boxed(),
     };
-    let (provider, spans) = match traces
+    let export = match traces
         .otlp
         .as_deref()
-        .map(|url| exporter(url, traces, service))
+        .map(|url| Export::start(url, traces, service))
     {
-        Some(Ok(provider)) => {
-            let tracer = provider.tracer("proscenium");
-            let wanted = Targets::new()
-                .with_target(REQUEST_SPANS, LevelFilter::TRACE)
-                .with_target(STAGE_SPANS, LevelFilter::TRACE)
-                .with_target(ACTOR_SPANS, LevelFilter::TRACE)
-                .with_default(LevelFilter::INFO);
-            let layer = tracing_opentelemetry::layer()
-                .with_tracer(tracer)
-                .with_location(false)
-                .with_tracked_inactivity(false)
-                .with_filter(wanted);
-            (Some(provider), Some(layer))
-        }
+        Some(Ok(export)) => Some(export),
         Some(Err(e)) => {
             eprintln!("traces: {e}; no spans are exported");
-            (None, None)
+            None
         }
-        None => (None, None),
+        None => None,
     };
     let _ = Registry::default()
         .with(log.with_filter(filter))
-        .with(spans)
+        .with(export.as_ref().map(Export::layer))
         .try_init();
-    Traces(provider)
-}
-
-#[cfg(feature = "traces")]
-fn exporter(
-    url: &str,
-    traces: &TracesSpec,
-    service: &str,
-) -> Result<SdkTracerProvider, opentelemetry_otlp::ExporterBuildError> {
-    let exporter = SpanExporter::builder()
-        .with_http()
-        .with_protocol(Protocol::HttpBinary)
-        .with_endpoint(url)
-        .build()?;
-    let name = traces.service.clone().unwrap_or_else(|| service.to_owned());
-    Ok(SdkTracerProvider::builder()
-        .with_batch_exporter(exporter)
-        .with_resource(Resource::builder().with_service_name(name).build())
-        .build())
-}
-
-/// The stand-in without the `traces` feature, where `check` refuses `[traces] otlp`.
-#[cfg(not(feature = "traces"))]
-fn exporter(_: &str, _: &TracesSpec, _: &str) -> Result<SdkTracerProvider, &'static str> {
-    Err("this build leaves out the `traces` feature")
+    Traces(export)
 }
 
 /// A collector's address must be an `http://` or `https://` URL with a host, and the

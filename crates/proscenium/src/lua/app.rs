@@ -26,8 +26,8 @@ use crate::app::{
 };
 use crate::http::{Request, Response};
 use crate::hub::Hub;
+use crate::shared::LockSet;
 use crate::sse::LastEventId;
-use crate::state::LockSet;
 use crate::ws::WebSocketUpgrade;
 
 /// Defines `app` and returns the list its methods add routes to.

@@ -24,10 +24,11 @@ use tokio::runtime::Runtime;
 
 use super::{LuaSpec, helpers, json};
 use crate::app::IntoResponse;
+use crate::app::{Read, StateRejection, Write};
 use crate::http::Response;
 use crate::http::response::unavailable;
 use crate::hub::Hub;
-use crate::state::{Access, Held, LockSet, Read, StateAccess, StateRejection, States, Write};
+use crate::shared::{Access, Held, LockSet, StateAccess, States};
 
 /// The hub and the shared values the scripts of one server reach: one for its Lua
 /// app and pages, so that they see one another's values and posts.

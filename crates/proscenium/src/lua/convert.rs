@@ -16,7 +16,7 @@ use super::sandbox::Sandboxed;
 use super::threads::Turn;
 use super::{bridge, log};
 use crate::http::{Body, Request, Response};
-use crate::state::LockSet;
+use crate::shared::LockSet;
 
 /// The content type of a body a script returned without one.
 const HTML: &str = "text/html; charset=utf-8";

@@ -20,7 +20,7 @@ use super::{LuaSpec, Next, convert, readonly, sandbox};
 use crate::app::{Handler, Mode, Reply};
 use crate::http::{Request, Response};
 use crate::hub::Hub;
-use crate::state::LockSet;
+use crate::shared::LockSet;
 use crate::web::StaticFiles;
 
 /// Runs the `.lua` files below a root as pages (see the [module docs](super)); a

@@ -41,7 +41,7 @@ use crate::app::Reply;
 use crate::http::Response;
 use crate::http::response::unavailable;
 use crate::rt::overload::{self, Bound};
-use crate::state::LockSet;
+use crate::shared::LockSet;
 
 /// The most a request may run past its deadline before its thread is retired.
 const MAX_MARGIN: Duration = Duration::from_secs(1);

@@ -141,7 +141,7 @@ pub use self::inlet::Inlet;
 pub(crate) use self::listed::{Listed, running};
 #[cfg(feature = "redis")]
 pub use self::mapping::Mapping;
-#[cfg(feature = "cli")]
+#[cfg(feature = "traces")]
 pub(crate) use self::node::STAGE_SPANS;
 pub use self::port::{Admission, Connector, ConnectorKind, Event, Out};
 pub use self::run::{GraphMonitor, RunningGraph, ShutdownReport};

@@ -8,9 +8,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, SendTimeoutError, Sender, TrySendError};
 use futures_util::FutureExt;
-use opentelemetry::Context as TraceContext;
 use tracing::Instrument;
-use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 use super::admission::Share;
 use super::batching::Batch;
@@ -25,6 +23,7 @@ use super::port::{Admission, Connector, ConnectorKind, EventType};
 use super::ready::{Ready, Ticket};
 use super::stats::Counters;
 use crate::actor::{DeadLetters, Reason};
+use crate::trace_context::Parent;
 
 /// A send refused: the event, type-erased, and why.
 pub(crate) type Refused = (Payload, StageError);
@@ -46,17 +45,17 @@ pub(crate) struct Queued {
     event: Payload,
     since: Option<Instant>,
     done: Option<Done>,
-    /// Its sender's span context, when stage spans are exported: its run, on another
-    /// thread and later, is that span's child. Boxed: one word in the queue's slots
-    /// when traces are off.
-    parent: Option<Box<TraceContext>>,
+    /// Its sender's span, when a subscriber wants stage spans: its run, on another
+    /// thread and later, is that span's child (`trace_context` says how). Boxed: one
+    /// word in the queue's slots when no one does.
+    parent: Option<Box<Parent>>,
 }
 
 impl Queued {
     /// An event sent from this process, `since` if it is timed.
     fn local(event: Payload, since: Option<Instant>) -> Self {
         let parent = tracing::enabled!(target: STAGE_SPANS, tracing::Level::TRACE)
-            .then(|| Box::new(tracing::Span::current().context()));
+            .then(|| Box::new(Parent::current()));
         Self {
             event,
             since,
@@ -427,7 +426,7 @@ impl Shared {
         event: Option<Payload>,
         since: Option<Instant>,
         again: bool,
-        parent: Option<Box<TraceContext>>,
+        parent: Option<Box<Parent>>,
     ) -> bool {
         let stage = &self.nodes[node];
         if let (Some(repeats), Some(event)) = (&stage.repeats, &event)
@@ -451,8 +450,7 @@ impl Shared {
             stage = %stage.name,
         );
         if let Some(parent) = parent {
-            // Fails only for a span no export records, which has no parent to take.
-            let _ = span.set_parent(*parent);
+            parent.adopt(&span);
         }
         let outcome = AssertUnwindSafe(async {
             match instance.run(event, &mut ctx) {

@@ -9,39 +9,28 @@
 //! first request's header deadline like any slow head, so a client that never
 //! finishes it holds its place no longer than one that never sends a request.
 
+#[cfg(any(feature = "client", feature = "redis", feature = "tls"))]
+mod provider;
 #[cfg(feature = "tls")]
 mod tls;
 #[cfg(not(feature = "tls"))]
 #[path = "no_tls.rs"]
 mod tls;
 
+#[cfg(any(feature = "client", feature = "redis", feature = "tls"))]
+pub use self::provider::provider;
+
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 
 use bytes::{BufMut, BytesMut};
-use rustls::crypto::CryptoProvider;
 use tokio::io::{AsyncRead, AsyncWrite, Interest, ReadBuf};
 use tokio::net::TcpStream;
 
 pub(crate) use self::tls::ServerConfig;
-
-/// The crypto every TLS endpoint of the process uses: aws-lc-rs (docs/performance.md,
-/// "TLS", has the measurement that chose it), installed as the process default the
-/// first time it is asked for, so the crates that make their own rustls configs (the
-/// redis crate's, ACME's client) agree with ours.
-pub fn provider() -> Arc<CryptoProvider> {
-    static PROVIDER: OnceLock<Arc<CryptoProvider>> = OnceLock::new();
-    PROVIDER
-        .get_or_init(|| {
-            let provider = rustls::crypto::aws_lc_rs::default_provider();
-            let _ = provider.clone().install_default();
-            Arc::new(provider)
-        })
-        .clone()
-}
 
 /// The ALPN protocol of ACME's TLS-ALPN-01 challenge (RFC 8737): a connection that
 /// agreed on it is a CA's check, answered by its handshake alone.

@@ -15,7 +15,7 @@ use super::lock::{self, Access, Grant, Lock};
 pub struct StateAccess {
     type_id: TypeId,
     name: &'static str,
-    /// `None` for a [`State`](super::State), cloned without a lock.
+    /// `None` for a [`State`](crate::state::State), cloned without a lock.
     access: Option<Access>,
 }
 
@@ -42,7 +42,7 @@ impl StateAccess {
     }
 
     /// Read or write under the state's lock, or `None` for a
-    /// [`State`](super::State), which takes no lock.
+    /// [`State`](crate::state::State), which takes no lock.
     pub fn access(&self) -> Option<Access> {
         self.access
     }
@@ -64,7 +64,7 @@ pub enum Class {
 }
 
 impl Class {
-    /// The class of a route taking `accesses`; a [`State`](super::State) takes no lock,
+    /// The class of a route taking `accesses`; a [`State`](crate::state::State) takes no lock,
     /// so it leaves a route stateless.
     pub fn of(accesses: &[StateAccess]) -> Self {
         accesses
@@ -102,7 +102,7 @@ fn short_type_name(full: &'static str) -> &'static str {
 #[derive(Debug)]
 pub(crate) struct States {
     entries: Vec<Registered>,
-    /// The values [`State`](super::State) clones, registered with `App::with_state`.
+    /// The values [`State`](crate::state::State) clones, registered with `App::with_state`.
     cloned: Vec<Cloned>,
     /// A write lock held longer than this is logged with its route.
     pub(crate) write_hold_warning: Duration,
@@ -217,7 +217,7 @@ impl States {
             || self.cloned.iter().any(|c| c.type_id == type_id)
     }
 
-    /// Checks that every [`State`](super::State) among `needs` is registered.
+    /// Checks that every [`State`](crate::state::State) among `needs` is registered.
     fn check_cloned(&self, needs: &[StateAccess], route: &str) -> Result<(), String> {
         let missing = needs
             .iter()
@@ -378,7 +378,7 @@ mod tests {
     #[test]
     fn type_names_lose_their_paths() {
         assert_eq!(
-            short_type_name(std::any::type_name::<crate::state::SharedMap<u32, String>>()),
+            short_type_name(std::any::type_name::<crate::shared::SharedMap<u32, String>>()),
             "SharedMap<u32, alloc::string::String>"
         );
         assert_eq!(short_type_name("u64"), "u64");
