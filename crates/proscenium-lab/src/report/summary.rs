@@ -93,6 +93,7 @@ mod tests {
             sent_share: None,
             invalid: None,
             in_flight: None,
+            depth: None,
             measured,
             cpu_us_per_request: Some(10.0),
             server_utilisation: Some(0.5),

@@ -59,6 +59,7 @@ mod tests {
             sent_share: None,
             invalid: None,
             in_flight: None,
+            depth: None,
             measured: Measured {
                 requests: 1_000,
                 achieved_rps: rps,

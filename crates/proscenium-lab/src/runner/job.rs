@@ -158,6 +158,7 @@ impl Job<'_> {
             sent_share: None,
             invalid: None,
             in_flight: None,
+            depth: None,
             measured: Measured {
                 requests: outcome.entries,
                 achieved_rps: outcome.entries as f64 / outcome.elapsed_s.max(1e-9),

@@ -282,6 +282,7 @@ impl Bench<'_> {
             sent_share,
             invalid: None,
             in_flight: step.load.in_flight(),
+            depth: step.load.depth(),
             cpu_us_per_request: (measured.requests > 0)
                 .then(|| spent.cpu_s * 1e6 / measured.requests as f64),
             server_utilisation: Some(spent.cpu_s / (spent.busy_s * cores)),

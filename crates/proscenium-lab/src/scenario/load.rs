@@ -40,6 +40,15 @@ impl Load {
         }
     }
 
+    /// The requests each connection of a closed load keeps in flight; `None` for open
+    /// loads.
+    pub(crate) fn depth(&self) -> Option<u64> {
+        match self {
+            Self::Closed { depth, .. } => Some(*depth as u64),
+            Self::Open { .. } => None,
+        }
+    }
+
     /// The rate offered, for open loads.
     pub(crate) fn offered(&self) -> Option<f64> {
         match self {
