@@ -442,7 +442,7 @@ impl Rig {
             ..Config::default()
         };
         config.http2.enabled = false;
-        let http1 = Http1::new(Arc::new(app), Arc::new(config));
+        let http1 = Http1::new(Arc::new(app), &config);
         let server = http1.local(Host::Thread);
         Self {
             runtime,

@@ -17,7 +17,7 @@ use http::header::{COOKIE, HeaderValue, SET_COOKIE};
 use super::extract::FromRequestHead;
 use super::response::{IntoResponse, Response};
 use super::response_parts::IntoResponseParts;
-use super::{Read, StateRejection};
+use super::state_extractors::{Read, StateRejection};
 use crate::http::{Body, Request};
 use crate::shared::StateAccess;
 

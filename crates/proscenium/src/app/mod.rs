@@ -58,7 +58,6 @@ pub use self::router::RouteInfo;
 #[cfg(feature = "lua")]
 pub(crate) use self::router::to_matchit;
 pub use self::service::{AppService, SendService};
-pub(crate) use self::state_extractors::{Read, StateRejection, Write};
 pub use self::then::{Continuation, HandlerOutput, Outcome, Then};
 #[cfg(feature = "typed-header")]
 pub use self::typed_header::{TypedHeader, TypedHeaderRejection};

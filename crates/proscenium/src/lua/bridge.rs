@@ -24,7 +24,7 @@ use tokio::runtime::Runtime;
 
 use super::{LuaSpec, helpers, json};
 use crate::app::IntoResponse;
-use crate::app::{Read, StateRejection, Write};
+use crate::app::state_extractors::{Read, StateRejection, Write};
 use crate::http::Response;
 use crate::http::response::unavailable;
 use crate::hub::Hub;

@@ -18,8 +18,7 @@ use super::context::{self, LoopContext};
 use super::overload::{Gate, Pass};
 use super::protocol::{Host, LocalProtocol, Protocol};
 use super::watchdog::LoopStats;
-use super::{Pools, runtime};
-use crate::Config;
+use super::{Pools, RuntimeSettings, runtime};
 use crate::transport::{Parked, Stream};
 
 /// A connection handed to a loop.
@@ -41,7 +40,8 @@ pub(crate) struct LoopHandle {
 pub(crate) struct LoopSpec<P> {
     /// What the loop's connections speak.
     pub(crate) protocol: Arc<P>,
-    pub(crate) config: Arc<Config>,
+    /// What the loop reads of the configuration.
+    pub(crate) settings: Arc<RuntimeSettings>,
     pub(crate) pools: Arc<Pools>,
     pub(crate) shutdown: watch::Receiver<bool>,
     /// The cap on live connections, shared by every acceptor.
@@ -55,7 +55,7 @@ impl<P> Clone for LoopSpec<P> {
     fn clone(&self) -> Self {
         Self {
             protocol: self.protocol.clone(),
-            config: self.config.clone(),
+            settings: self.settings.clone(),
             pools: self.pools.clone(),
             shutdown: self.shutdown.clone(),
             gate: self.gate.clone(),
@@ -78,7 +78,7 @@ pub(crate) fn spawn<P: Protocol>(
             id,
             stats: loop_stats.clone(),
             pools: spec.pools.clone(),
-            limits: spec.config.limits.clone(),
+            limits: spec.settings.limits.clone(),
         });
         let local = tokio::task::LocalSet::new();
         local.block_on(runtime, run(spec, rx, listener, loop_stats));
@@ -127,7 +127,7 @@ async fn run<P: Protocol>(
     if tokio::time::timeout(DISPATCHER_STOP, late).await.is_err() {
         tracing::warn!("the dispatcher did not stop within {DISPATCHER_STOP:?}");
     }
-    drain(&stats, spec.config.timeouts.shutdown).await;
+    drain(&stats, spec.settings.timeouts.shutdown).await;
 }
 
 /// Accepts connections on this loop's own `SO_REUSEPORT` listener.

@@ -29,6 +29,7 @@ pub(crate) mod prefork;
 mod protocol;
 pub(crate) mod restarts;
 pub(crate) mod runtime;
+mod settings;
 mod sleepers;
 mod slots;
 pub(crate) mod systemd;
@@ -55,6 +56,7 @@ pub use self::prefork::prefork_worker;
 pub(crate) use self::protocol::{
     Host, Left, LocalProtocol, Moved, Progress, Protocol, Readiness, Visit,
 };
+pub(crate) use self::settings::RuntimeSettings;
 pub(crate) use self::sleepers::{Sleepers, Sleeping};
 
 /// Returns the message a panic carried, for logs.

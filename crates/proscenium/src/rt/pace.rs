@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::Config;
+use crate::config::{Limits, Timeouts};
 
 /// The pace a transfer must keep.
 #[derive(Debug, Clone, Copy)]
@@ -24,11 +24,11 @@ pub(crate) struct Pace {
 }
 
 impl Pace {
-    /// The pace `config` asks for (`limits.min_rate`, `timeouts.grace`).
-    pub(crate) fn new(config: &Config) -> Self {
+    /// The pace `limits.min_rate` and `timeouts.grace` ask for.
+    pub(crate) fn new(limits: &Limits, timeouts: &Timeouts) -> Self {
         Self {
-            rate: config.limits.min_rate,
-            grace: config.timeouts.grace,
+            rate: limits.min_rate,
+            grace: timeouts.grace,
         }
     }
 

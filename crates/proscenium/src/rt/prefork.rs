@@ -42,10 +42,10 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 use tokio::sync::{Notify, watch};
 
+use super::RuntimeSettings;
 use super::board::{Board, Seat};
 use super::restarts::{self, Admit, Budget, Lives, OVER_BUDGET_PAUSE};
 use super::watchdog::{LiveStats, Turning};
-use crate::Config;
 
 /// Set in a worker's environment to its slot number.
 const WORKER_ENV: &str = "PROSCENIUM_WORKER";
@@ -157,7 +157,7 @@ pub(crate) trait MetricsLinks: Send + Sync {
 /// `workers` when the supervisor serves `/metrics`); returns once they are started.
 pub(crate) fn spawn(
     listener: std::net::TcpListener,
-    config: std::sync::Arc<Config>,
+    settings: Arc<RuntimeSettings>,
     shutdown: watch::Receiver<bool>,
     roll: Arc<Notify>,
     workers: Option<Arc<dyn MetricsLinks>>,
@@ -165,9 +165,9 @@ pub(crate) fn spawn(
     let mut supervisor = Supervisor {
         binary: super::binary::started_as()?,
         listener,
-        board: Board::create(config.worker_count() * 2)?,
+        board: Board::create(settings.workers * 2)?,
         workers,
-        config,
+        settings,
         slots: Vec::new(),
         restarts: Budget::default(),
     };
@@ -212,14 +212,14 @@ struct Supervisor {
     listener: std::net::TcpListener,
     board: Board,
     workers: Option<Arc<dyn MetricsLinks>>,
-    config: std::sync::Arc<Config>,
+    settings: Arc<RuntimeSettings>,
     slots: Vec<Slot>,
     restarts: Budget,
 }
 
 impl Supervisor {
     fn start_all(&mut self) -> std::io::Result<()> {
-        for slot in 0..self.config.worker_count() {
+        for slot in 0..self.settings.workers {
             let seat = slot * 2;
             let child = self.start_worker(slot, seat)?;
             self.slots.push(Slot {
@@ -388,7 +388,7 @@ impl Supervisor {
     /// Sends SIGTERM, waits for the drain deadline, then kills whatever is left — on
     /// a blocking thread, the supervisor's loop free meanwhile.
     async fn drain(&self, children: Vec<Child>) {
-        let stop_by = Instant::now() + self.config.timeouts.shutdown + Duration::from_secs(1);
+        let stop_by = Instant::now() + self.settings.timeouts.shutdown + Duration::from_secs(1);
         let children = children
             .into_iter()
             .map(|child| (format!("worker pid {}", child.id()), child))

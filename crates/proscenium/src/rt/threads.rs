@@ -74,7 +74,7 @@ async fn front<P: Protocol>(
     let (back, mut returned) = mpsc::unbounded_channel();
     let (calls_way, mut calls) = mpsc::unbounded_channel();
     // Its loop id is one past the last a request thread of a pool has.
-    let upgraded = Upgraded::start(spec.config.thread_count(), &spec, calls_way)?;
+    let upgraded = Upgraded::start(spec.settings.threads, &spec, calls_way)?;
     let exits = Exits {
         back,
         upgraded: upgraded.way(),
@@ -96,7 +96,7 @@ async fn front<P: Protocol>(
     drop(listener);
     // Waiting connections close or go to a thread within a second; threads give up
     // theirs at the shutdown deadline.
-    let deadline = tokio::time::Instant::now() + spec.config.timeouts.shutdown + DRAIN_POLL;
+    let deadline = tokio::time::Instant::now() + spec.settings.timeouts.shutdown + DRAIN_POLL;
     while spec.gate.live() > 0 && tokio::time::Instant::now() < deadline {
         tokio::select! {
             Some(held) = returned.recv() => enter(held, &threads, &spec),
@@ -213,8 +213,8 @@ enum Threads {
 impl Threads {
     /// Starts the model's threads (a pool's); each hands connections on by `exits`.
     fn start<P: Protocol>(spec: &LoopSpec<P>, exits: Exits) -> std::io::Result<Self> {
-        if spec.config.model != Model::ThreadPool {
-            let cap = u32::try_from(spec.config.thread_count()).unwrap_or(u32::MAX);
+        if spec.settings.model != Model::ThreadPool {
+            let cap = u32::try_from(spec.settings.threads).unwrap_or(u32::MAX);
             return Ok(Self::PerConn {
                 permits: Arc::new(Semaphore::new(cap as usize)),
                 cap,
@@ -222,8 +222,8 @@ impl Threads {
                 started: Cell::new(0),
             });
         }
-        let (tx, rx) = crossbeam_channel::bounded(spec.config.thread_queue.max(1));
-        let workers = (0..spec.config.thread_count())
+        let (tx, rx) = crossbeam_channel::bounded(spec.settings.thread_queue.max(1));
+        let workers = (0..spec.settings.threads)
             .map(|id| {
                 let (rx, spec, exits) = (rx.clone(), spec.clone(), exits.clone());
                 spawn_thread(format!("proscenium-worker-{id}"), move |runtime| {
@@ -260,7 +260,7 @@ impl Threads {
                 ..
             } => {
                 let waited = tokio::time::timeout(
-                    spec.config.timeouts.queue,
+                    spec.settings.timeouts.queue,
                     permits.clone().acquire_owned(),
                 )
                 .await;
@@ -324,7 +324,7 @@ fn work<P: Protocol>(
 ) {
     enter_thread(id, spec);
     while let Ok((job, queued)) = queue.recv() {
-        if queued.elapsed() > spec.config.timeouts.queue {
+        if queued.elapsed() > spec.settings.timeouts.queue {
             super::overload::note(super::overload::Bound::QueueWait);
             runtime.block_on(job.refuse(&*spec.protocol));
         } else {
@@ -339,7 +339,7 @@ pub(crate) fn enter_thread<P>(id: usize, spec: &LoopSpec<P>) {
         id,
         stats: Arc::new(LoopStats::default()),
         pools: spec.pools.clone(),
-        limits: spec.config.limits.clone(),
+        limits: spec.settings.limits.clone(),
     });
 }
 
@@ -394,7 +394,7 @@ pub(crate) async fn shutdown_deadline<P>(spec: &LoopSpec<P>, begun: impl FnOnce(
         }
     }
     begun();
-    tokio::time::sleep(spec.config.timeouts.shutdown).await;
+    tokio::time::sleep(spec.settings.timeouts.shutdown).await;
 }
 
 /// Answers a connection no thread can take with the protocol's overload answer, then

@@ -19,6 +19,7 @@ use std::time::Duration;
 use bytes::BytesMut;
 use tokio::time::Instant;
 
+use super::RuntimeSettings;
 use super::event_loop::LoopSpec;
 use super::overload::Pass;
 use super::pace::Pace;
@@ -48,7 +49,7 @@ impl Held {
             served: 0,
             read: BytesMut::new(),
             since: now,
-            due: now + spec.config.timeouts.header,
+            due: now + spec.settings.timeouts.header,
         };
         let visit = Visit {
             stream,
@@ -105,7 +106,7 @@ struct Waiting<'a, P> {
     progress: Progress,
     ready: Readiness,
     protocol: &'a P,
-    config: &'a crate::Config,
+    settings: &'a RuntimeSettings,
 }
 
 impl<'a, P: Protocol> Waiting<'a, P> {
@@ -119,7 +120,7 @@ impl<'a, P: Protocol> Waiting<'a, P> {
             progress,
             ready,
             protocol: &spec.protocol,
-            config: &spec.config,
+            settings: &spec.settings,
         }
     }
 
@@ -134,7 +135,7 @@ impl<'a, P: Protocol> Waiting<'a, P> {
     /// Reads until the connection is ready (`Some`), or is to close (`None`): the
     /// client closed, or its next request did not begin by its due time.
     async fn until_ready(&mut self, stream: &mut Stream, spec: &LoopSpec<P>) -> Option<()> {
-        let pace = Pace::new(self.config);
+        let pace = Pace::new(&self.settings.limits, &self.settings.timeouts);
         let mut shutdown = spec.shutdown.clone();
         let mut closing = false;
         // Shutdown began, or the server that would say so is gone.
@@ -180,14 +181,14 @@ impl<'a, P: Protocol> Waiting<'a, P> {
             // (a first request's stays due from the accept).
             p.since = Instant::now();
             if p.served > 0 {
-                p.due = p.since + self.config.timeouts.header;
+                p.due = p.since + self.settings.timeouts.header;
             }
         }
         // A head can only end with a line, and the rest of a small body is counted,
         // not parsed: a client sending a byte at a time costs a parse per line, not
         // per byte.
         let line = p.read[before..].contains(&b'\n');
-        let long = p.read.len() >= self.config.limits.max_head;
+        let long = p.read.len() >= self.settings.limits.max_head;
         if self.ready == Readiness::AtLine && (line || long) {
             self.ready = self.protocol.readiness(&p.read);
         }

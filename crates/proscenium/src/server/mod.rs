@@ -25,7 +25,7 @@ use crate::http::meter::Meters;
 use crate::rt::dispatcher::{self, Target};
 use crate::rt::event_loop::{self, LoopSpec};
 use crate::rt::overload::Gate;
-use crate::rt::{Pools, prefork, systemd, threads, watchdog};
+use crate::rt::{Pools, RuntimeSettings, prefork, systemd, threads, watchdog};
 use crate::{App, Config, Error, Method, site};
 
 pub(crate) use self::signals::Signals;
@@ -138,14 +138,14 @@ impl Server {
             .then(|| Meters::new(app.routes().count()));
         let routes: Vec<String> = app.routes().map(|r| r.pattern.clone()).collect();
         let app = Arc::new(app);
-        let http1 = Http1::new(app.clone(), config.clone());
+        let http1 = Http1::new(app.clone(), &config);
         let protocol = match &meters {
             Some(meters) => http1.with_meters(meters.clone()),
             None => http1,
         };
         let spec = LoopSpec {
             protocol: Arc::new(protocol.clone()),
-            config: config.clone(),
+            settings: Arc::new(RuntimeSettings::of(&config)),
             pools: Pools::new(&config),
             shutdown,
             gate: Gate::new(config.limits.max_connections, seat),
@@ -163,20 +163,22 @@ impl Server {
             }
             None => None,
         };
-        let mut reloading = Reloading::Protocol(protocol);
+        let mut reloading = Reloading::Protocol(Box::new(protocol));
         // A prefork worker serves its supervisor's socket whatever model the
         // configuration names now: it may have been read again since the start.
         let started = match (config.model, inherited) {
-            (_, Some(listener)) => start_loops(&spec, Some(app), &live, Some(listener))?,
+            (_, Some(listener)) => start_loops(&config, &spec, Some(app), &live, Some(listener))?,
             (Model::Loops | Model::EventLoop, None) => {
-                start_loops(&spec, Some(app), &live, activated)?
+                start_loops(&config, &spec, Some(app), &live, activated)?
             }
-            (Model::ThreadPool | Model::ThreadPerConn, None) => start_threads(spec, activated)?,
-            (Model::Staged, None) => start_staged(spec, &graph, activated)?,
+            (Model::ThreadPool | Model::ThreadPerConn, None) => {
+                start_threads(&config, spec, activated)?
+            }
+            (Model::Staged, None) => start_staged(&config, spec, &graph, activated)?,
             (Model::Prefork, None) => {
                 let roll = Arc::new(Notify::new());
                 reloading = Reloading::Workers(roll.clone());
-                start_supervisor(spec, activated, roll, workers.clone())?
+                start_supervisor(config.bind, spec, activated, roll, workers.clone())?
             }
         };
         let notifier = systemd::Notifier::from_env();
@@ -191,7 +193,7 @@ impl Server {
             // Under prefork the supervisor serves it: workers share only the TLS port.
             if crate::rt::prefork_worker().is_none() {
                 let (spec, app) = for_plain;
-                let plain = secure.start_plain(plain, &spec, app, started.addr.port())?;
+                let plain = secure.start_plain(plain, &config, &spec, app, started.addr.port())?;
                 plain_addr = Some(plain.addr);
                 threads.extend(plain.threads);
             }
@@ -209,7 +211,9 @@ impl Server {
             }
         });
         let admin = match (admin_bind, supervisor_link, metrics) {
-            (Some(bind), _, Some(metrics)) => Some(start_admin(bind, metrics, &for_admin)?),
+            (Some(bind), _, Some(metrics)) => {
+                Some(start_admin(bind, metrics, &config, &for_admin)?)
+            }
             (None, Some(link), Some(metrics)) => {
                 crate::admin::answer_supervisor(link, metrics)
                     .map_err(Error::io("start the metrics thread"))?;
@@ -280,8 +284,13 @@ fn check_spool_dir(config: &Config) -> Result<(), Error> {
 /// Starts the admin listener (`[admin] bind`) on a loop of its own, with a shutdown
 /// of its own: it answers `/readyz` with 503 while the server's listener drains, and
 /// stops once the server has.
-fn start_admin(bind: SocketAddr, metrics: Metrics, spec: &LoopSpec<Http1>) -> Result<Admin, Error> {
-    let mut config = Config::clone(&spec.config);
+fn start_admin(
+    bind: SocketAddr,
+    metrics: Metrics,
+    server: &Config,
+    spec: &LoopSpec<Http1>,
+) -> Result<Admin, Error> {
+    let mut config = server.clone();
     config.bind = bind;
     config.model = Model::EventLoop;
     config.loops = Some(1);
@@ -290,21 +299,26 @@ fn start_admin(bind: SocketAddr, metrics: Metrics, spec: &LoopSpec<Http1>) -> Re
     config.log = None;
     config.debug = false;
     config.admin = crate::config::AdminSpec::default();
-    let config = Arc::new(config);
     let (stop, stopped) = watch::channel(false);
-    let redis = crate::admin::watch_redis(&spec.config, stopped.clone())
+    let redis = crate::admin::watch_redis(server, stopped.clone())
         .map_err(Error::io("start the Redis pings"))?;
     let (redis, pinger) = redis.unzip();
     let app = crate::admin::app(metrics, spec.shutdown.clone(), redis);
     let admin_spec = LoopSpec {
-        protocol: Arc::new(Http1::new(Arc::new(app), config.clone())),
+        protocol: Arc::new(Http1::new(Arc::new(app), &config)),
         gate: Gate::new(config.limits.max_connections, None),
-        config,
+        settings: Arc::new(RuntimeSettings::of(&config)),
         shutdown: stopped,
         tls: None,
         ..spec.clone()
     };
-    let started = start_loops(&admin_spec, None, &watchdog::LiveStats::default(), None)?;
+    let started = start_loops(
+        &config,
+        &admin_spec,
+        None,
+        &watchdog::LiveStats::default(),
+        None,
+    )?;
     tracing::info!("admin listener on http://{}", started.addr);
     Ok(Admin {
         addr: started.addr,
@@ -345,12 +359,12 @@ struct Started {
 /// A `prefork` worker serves the `inherited` socket, and a socket-activated server the
 /// one systemd passed, dispatching with JSQ.
 fn start_loops(
+    config: &Config,
     spec: &LoopSpec<Http1>,
     app: Option<Arc<App>>,
     live: &watchdog::LiveStats,
     inherited: Option<std::net::TcpListener>,
 ) -> Result<Started, Error> {
-    let config = spec.config.clone();
     let loops = config.loop_count();
     let own_listeners = config.dispatch == Dispatch::Reuseport && inherited.is_none();
     let mut listeners = match inherited {
@@ -409,15 +423,16 @@ fn start_loops(
 /// Starts the `prefork` supervisor, which starts and watches the worker processes,
 /// and replaces them one at a time at each notification of `roll`.
 fn start_supervisor(
+    bind: SocketAddr,
     spec: LoopSpec<Http1>,
     activated: Option<std::net::TcpListener>,
     roll: Arc<Notify>,
     workers: Option<Arc<crate::admin::Workers>>,
 ) -> Result<Started, Error> {
-    let listener = bind_listener(spec.config.bind, activated)?;
+    let listener = bind_listener(bind, activated)?;
     let addr = local_addr(&listener)?;
     let links = workers.map(|workers| workers as Arc<dyn prefork::MetricsLinks>);
-    let supervisor = prefork::spawn(listener, spec.config, spec.shutdown, roll, links)
+    let supervisor = prefork::spawn(listener, spec.settings, spec.shutdown, roll, links)
         .map_err(Error::io("start the workers"))?;
     Ok(Started {
         addr,
@@ -429,10 +444,11 @@ fn start_supervisor(
 /// Starts a thread model's acceptor, which owns its threads. No watchdog: these
 /// threads may block by design.
 fn start_threads(
+    config: &Config,
     spec: LoopSpec<Http1>,
     activated: Option<std::net::TcpListener>,
 ) -> Result<Started, Error> {
-    let listener = bind_listener(spec.config.bind, activated)?;
+    let listener = bind_listener(config.bind, activated)?;
     let addr = local_addr(&listener)?;
     let acceptor = threads::spawn(listener, spec).map_err(Error::io("start the acceptor"))?;
     Ok(Started {
@@ -445,13 +461,14 @@ fn start_threads(
 /// Starts the staged model's graph, and the thread that stops it. No watchdog: its
 /// threads run the stages' handlers, and the stage stats show a stuck one.
 fn start_staged(
+    config: &Config,
     spec: LoopSpec<Http1>,
     graph: &OnceLock<crate::stage::GraphMonitor>,
     activated: Option<std::net::TcpListener>,
 ) -> Result<Started, Error> {
-    let listener = bind_listener(spec.config.bind, activated)?;
+    let listener = bind_listener(config.bind, activated)?;
     let addr = local_addr(&listener)?;
-    let stopper = crate::staged::spawn(listener, spec, graph)
+    let stopper = crate::staged::spawn(listener, config, spec, graph)
         .map_err(|e| Error::io("start the staged server")(std::io::Error::other(e.to_string())))?;
     Ok(Started {
         addr,
@@ -532,7 +549,7 @@ fn bind(addr: SocketAddr, reuse_port: bool) -> std::io::Result<std::net::TcpList
 enum Reloading {
     /// The protocol of this process's loops and threads, which serve their next
     /// connections with it.
-    Protocol(Http1),
+    Protocol(Box<Http1>),
     /// A prefork supervisor's workers, replaced one at a time: each new one reads
     /// the configuration itself.
     Workers(Arc<Notify>),
@@ -680,7 +697,7 @@ impl ServerHandle {
         }
         self.config = Arc::new(settled.config);
         if let Reloading::Protocol(protocol) = &self.reloading {
-            protocol.reload(self.config.clone());
+            protocol.reload(&self.config);
         }
         tracing::info!("SIGHUP: configuration reloaded");
     }

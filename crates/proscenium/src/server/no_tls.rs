@@ -31,6 +31,7 @@ impl Secure {
     pub(super) fn start_plain(
         &self,
         _: &PlainSpec,
+        _: &Config,
         _: &LoopSpec<Http1>,
         _: Arc<App>,
         _: u16,

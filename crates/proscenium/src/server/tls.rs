@@ -7,7 +7,7 @@ use super::{Started, start_loops};
 use crate::config::{Dispatch, Model, PlainServes, PlainSpec, TlsSpec};
 use crate::http::h1::Http1;
 use crate::rt::event_loop::LoopSpec;
-use crate::rt::watchdog;
+use crate::rt::{RuntimeSettings, watchdog};
 use crate::tls::Tls;
 use crate::tls::acme::{AcmeHandle, Http01Tokens};
 use crate::tls::plain::PlainListener;
@@ -53,11 +53,12 @@ impl Secure {
     pub(super) fn start_plain(
         &self,
         plain: &PlainSpec,
+        server: &Config,
         spec: &LoopSpec<Http1>,
         app: Arc<App>,
         https_port: u16,
     ) -> Result<Started, Error> {
-        let mut config = Config::clone(&spec.config);
+        let mut config = server.clone();
         config.bind = plain.bind;
         config.model = Model::EventLoop;
         config.loops = Some(1);
@@ -68,21 +69,26 @@ impl Secure {
             .is_some()
             .then(|| Http01Tokens::new(&config.tls));
         config.tls = TlsSpec::default();
-        let config = Arc::new(config);
         let listener = PlainListener {
             tokens,
             app: (plain.serve == PlainServes::App).then_some(app),
             https_port,
         };
         let plain_spec = LoopSpec {
-            protocol: Arc::new(Http1::new(Arc::new(listener), config.clone())),
-            config,
+            protocol: Arc::new(Http1::new(Arc::new(listener), &config)),
+            settings: Arc::new(RuntimeSettings::of(&config)),
             tls: None,
             ..spec.clone()
         };
         // Its one loop answers redirects, or the app as the TLS listener's loops do (whose
         // watchdog speaks for the app): no watchdog of its own.
-        let started = start_loops(&plain_spec, None, &watchdog::LiveStats::default(), None)?;
+        let started = start_loops(
+            &config,
+            &plain_spec,
+            None,
+            &watchdog::LiveStats::default(),
+            None,
+        )?;
         tracing::info!("plain HTTP on {} ({:?})", started.addr, plain.serve);
         Ok(started)
     }

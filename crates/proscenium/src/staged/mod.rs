@@ -97,13 +97,14 @@ pub(crate) fn cluster(config: &Config) -> ClusterSpec {
 /// deadline passed).
 pub(crate) fn spawn<P: Protocol>(
     listener: std::net::TcpListener,
+    config: &Config,
     spec: LoopSpec<P>,
     shown: &OnceLock<GraphMonitor>,
 ) -> Result<JoinHandle<()>, StageError> {
     let cache_inlet = CacheInlet::default();
     let loops = Arc::new(Loops::default());
-    let (graph, cache) = graph(listener, &spec, &cache_inlet, &loops);
-    let clusters = HashMap::from([(CLUSTER.to_owned(), cluster(&spec.config))]);
+    let (graph, cache) = graph(listener, config, &spec, &cache_inlet, &loops);
+    let clusters = HashMap::from([(CLUSTER.to_owned(), cluster(config))]);
     let running = graph.start(&clusters)?;
     if let Some(cache) = cache {
         // Until it is set, a file is read where its request is served. A cohort inlet:
@@ -126,7 +127,7 @@ pub(crate) fn spawn<P: Protocol>(
 /// Waits for the connections to close (or the shutdown deadline), then stops the
 /// graph within what is left of the deadline.
 fn stop_when_drained<P: Protocol>(running: RunningGraph, spec: &LoopSpec<P>) {
-    let deadline = std::time::Instant::now() + spec.config.timeouts.shutdown;
+    let deadline = std::time::Instant::now() + spec.settings.timeouts.shutdown;
     while spec.gate.live() > 0 && std::time::Instant::now() < deadline {
         std::thread::sleep(DRAIN_POLL);
     }
@@ -147,6 +148,7 @@ fn stop_when_drained<P: Protocol>(running: RunningGraph, spec: &LoopSpec<P>) {
 /// and hand requests to each other through `loops`.
 fn graph<P: Protocol>(
     listener: std::net::TcpListener,
+    config: &Config,
     spec: &LoopSpec<P>,
     cache_inlet: &CacheInlet,
     loops: &Arc<Loops>,
@@ -154,7 +156,7 @@ fn graph<P: Protocol>(
     let client = Out::<Held>::local("client");
     let request = Out::<Held>::local("request");
     let keep_alive = Out::<Held>::local("keep-alive");
-    let budget = spec.config.limits.static_cache;
+    let budget = config.limits.static_cache;
     let inlet = (budget > 0).then_some(cache_inlet);
     let mut graph = Graph::new();
     let wait = graph.stage(wait_client(listener, spec, &client).output(&client));
@@ -175,7 +177,7 @@ fn graph<P: Protocol>(
         cache
     });
     graph.part([(CLUSTER, graph.all())]);
-    graph.sample(spec.config.stages.sample);
+    graph.sample(config.stages.sample);
     // Every thread joins the loops requests are handed between as it starts, so a
     // request can go to a thread that has served nothing yet.
     let (spec, cache_inlet, loops) = (spec.clone(), cache_inlet.clone(), Arc::clone(loops));

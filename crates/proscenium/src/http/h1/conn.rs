@@ -71,8 +71,11 @@ pub(crate) fn serve(
     shared: Rc<Http1Loop>,
     start: Start,
 ) -> impl Future<Output = Left> {
-    let config = &shared.config;
-    let socket = Socket::new(stream, config.timeouts.body, Pace::new(config));
+    let socket = Socket::new(
+        stream,
+        shared.timeouts.body,
+        Pace::new(&shared.limits, &shared.timeouts),
+    );
     let (served, ticket, rbuf, head_deadline, pace) = match start {
         // A new connection's first head is due a header timeout after the accept:
         // one that sends nothing holds its place no longer (issue 15).
@@ -80,7 +83,7 @@ pub(crate) fn serve(
             served,
             Some(ticket),
             BytesMut::new(),
-            (served == 0).then(|| Instant::now() + config.timeouts.header),
+            (served == 0).then(|| Instant::now() + shared.timeouts.header),
             None,
         ),
         Start::Thread(Progress {
@@ -200,7 +203,7 @@ impl Conn {
             let app = &self.shared.app;
             let message = match self.decoder.decode(
                 &mut self.rbuf,
-                &self.shared.config.limits,
+                &self.shared.limits,
                 &self.shared.bodies,
                 |req| app.streams(req),
             ) {
@@ -245,7 +248,7 @@ impl Conn {
     /// server does): TLS agreed on it, or its first bytes are HTTP/2's preface.
     fn speaks_http2(&self) -> bool {
         let stream = &self.socket.stream;
-        self.shared.config.http2.enabled
+        self.shared.http2.enabled
             && (stream.alpn() == Some(crate::http::h2::ALPN)
                 || (!stream.is_tls() && self.rbuf.starts_with(crate::http::h2::PREFACE_HEAD)))
     }
@@ -256,7 +259,7 @@ impl Conn {
     /// HTTP/1.1 answer would only confuse an HTTP/2 client: such a connection is closed
     /// without one (over TLS, or after a first request, such a line gets its 400).
     fn may_be_http2_preface(&self) -> bool {
-        self.served == 0 && self.shared.config.http2.enabled && !self.socket.stream.is_tls()
+        self.served == 0 && self.shared.http2.enabled && !self.socket.stream.is_tls()
     }
 
     /// The reading phase the decoder and the read buffer are in.
@@ -277,7 +280,7 @@ impl Conn {
             self.wbuf.extend_from_slice(encode::CONTINUE);
         }
         self.flush().await?;
-        let timeouts = &self.shared.config.timeouts;
+        let timeouts = &self.shared.timeouts;
         let on_thread = self.ticket.is_none();
         let deadline = match self.phase {
             Phase::Idle => {
@@ -316,7 +319,7 @@ impl Conn {
                         .get_or_insert_with(|| Instant::now() + timeouts.header),
                 };
                 let (since, bytes) = *self.pace.get_or_insert_with(|| (Instant::now(), 0));
-                Pace::new(&self.shared.config).bound(due, since, bytes)
+                Pace::new(&self.shared.limits, &self.shared.timeouts).bound(due, since, bytes)
             }
         };
         // On a thread, a wait for a request or the rest of its head is short: then the
@@ -467,7 +470,7 @@ impl Conn {
             ..
         } = message;
         self.served += 1;
-        let limit = self.shared.config.limits.max_requests_per_conn;
+        let limit = self.shared.limits.max_requests_per_conn;
         req.set_peer(self.peer);
         let id = self
             .shared
@@ -489,7 +492,7 @@ impl Conn {
             span: RequestSpan::open(&req, id.as_ref()),
             id,
         };
-        let max_inflight = self.shared.config.limits.max_inflight;
+        let max_inflight = self.shared.limits.max_inflight;
         let called = terms
             .span
             .in_scope(|| invoke::call(&self.shared.app, req, max_inflight));
@@ -561,10 +564,7 @@ impl Conn {
     /// the client gone (`Err`).
     async fn beside_the_app(&mut self) -> std::io::Result<ParseError> {
         while self.decoder.is_streaming() {
-            match self
-                .decoder
-                .feed(&mut self.rbuf, &self.shared.config.limits)
-            {
+            match self.decoder.feed(&mut self.rbuf, &self.shared.limits) {
                 Ok(Fed::Whole) => break,
                 Ok(Fed::More) => {}
                 Err(e) => return Ok(e),

@@ -4,6 +4,7 @@
 use std::cell::{Cell, OnceCell, RefCell};
 use std::future::poll_fn;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -15,7 +16,7 @@ use parking_lot::Mutex;
 use super::answer::{self, Terms};
 use super::conn::{self, Start};
 use super::idle::Shelf;
-use crate::Config;
+use crate::config::{Config, Http2Spec, Limits, Timeouts};
 use crate::http::access_log::AccessLog;
 use crate::http::compress::Compression;
 use crate::http::intake::Bodies;
@@ -32,8 +33,16 @@ use crate::transport::Stream;
 #[derive(Debug, Clone)]
 pub(crate) struct Http1 {
     pub(crate) app: Arc<dyn Respond>,
-    pub(crate) config: Arc<Config>,
+    /// What a request may hold (`[limits]`).
+    pub(crate) limits: Limits,
+    /// How long each part of an exchange may take (`[timeouts]`).
+    pub(crate) timeouts: Timeouts,
+    /// HTTP/2's settings (`[http2]`).
+    pub(crate) http2: Http2Spec,
     pub(crate) log: Option<AccessLog>,
+    /// The access log's path and `debug` this edition was made with: a reload opens
+    /// the log again only when they change.
+    log_as: (Option<PathBuf>, bool),
     /// The server's room for request bodies that wait for more bytes.
     pub(crate) bodies: Bodies,
     /// Fields every answer carries (whole lines): HSTS, over TLS.
@@ -66,13 +75,13 @@ struct Reloads {
 impl Http1 {
     /// Returns the protocol serving `app` as `config` says, with the access log it
     /// names (opened here; a log that cannot be opened is reported, and not kept).
-    pub(crate) fn new(app: Arc<dyn Respond>, config: Arc<Config>) -> Self {
-        let log = open_log(&config);
+    pub(crate) fn new(app: Arc<dyn Respond>, config: &Config) -> Self {
+        let log = open_log(config);
         Self::with_log(app, config, log)
     }
 
     /// Returns the protocol serving `app` as `config` says, writing `log`.
-    fn with_log(app: Arc<dyn Respond>, config: Arc<Config>, log: Option<AccessLog>) -> Self {
+    fn with_log(app: Arc<dyn Respond>, config: &Config, log: Option<AccessLog>) -> Self {
         let bodies = Bodies::new(&config.limits);
         let hsts = hsts(&config.tls);
         Self {
@@ -88,8 +97,11 @@ impl Http1 {
                 .map(|value| http::HeaderValue::from_str(&value).expect("a valid field value")),
             ids: RequestIds::new(&config.request_id),
             app,
-            config,
+            limits: config.limits.clone(),
+            timeouts: config.timeouts.clone(),
+            http2: config.http2.clone(),
             log,
+            log_as: (config.log.clone(), config.debug),
             bodies,
             meters: None,
             reloads: Arc::default(),
@@ -101,14 +113,14 @@ impl Http1 {
     /// to serve their next connections with; those open go on under the edition they
     /// started with. The access log is opened again only when its path or its
     /// `debug` changed.
-    pub(crate) fn reload(&self, config: Arc<Config>) {
+    pub(crate) fn reload(&self, config: &Config) {
         let mut latest = self.reloads.latest.lock();
         let running = latest.as_ref().unwrap_or(self);
-        let same_log = running.config.log == config.log && running.config.debug == config.debug;
+        let same_log = running.log_as == (config.log.clone(), config.debug);
         let log = if same_log {
             running.log.clone()
         } else {
-            open_log(&config)
+            open_log(config)
         };
         let edition = running.edition + 1;
         let fresh = Self {
@@ -208,14 +220,14 @@ impl Protocol for Http1 {
 
     fn readiness(&self, read: &[u8]) -> Readiness {
         self.with_newest(|newest| {
-            super::ready::readiness(read, &newest.config.limits, |req| newest.app.streams(req))
+            super::ready::readiness(read, &newest.limits, |req| newest.app.streams(req))
         })
     }
 }
 
 /// HTTP/1.1's part of one loop (or one thread): what every connection on it shares,
 /// one `Rc` per loop, so no atomic reference counting on the request path. It reads
-/// as the protocol it is a side of (`Deref`): `shared.config`, `shared.app`.
+/// as the protocol it is a side of (`Deref`): `shared.limits`, `shared.app`.
 ///
 /// A connection is served by one edition of the protocol (`parts`) while it stays on
 /// its loop, or for one visit to a thread; after a reload the loop serves its next

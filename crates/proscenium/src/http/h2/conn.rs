@@ -36,8 +36,8 @@ enum Event {
 
 /// Serves HTTP/2 on `stream`, whose first bytes (`read`) were already taken from it.
 pub(crate) async fn serve(stream: Stream, read: Bytes, peer: SocketAddr, shared: Rc<Http1Loop>) {
-    let spec = &shared.config.http2;
-    let limits = &shared.config.limits;
+    let spec = &shared.http2;
+    let limits = &shared.limits;
     let handshake = h2::server::Builder::new()
         .max_concurrent_streams(spec.max_concurrent_streams)
         .initial_window_size(spec.stream_window)
@@ -47,14 +47,14 @@ pub(crate) async fn serve(stream: Stream, read: Bytes, peer: SocketAddr, shared:
         .max_send_buffer_size(spec.send_buffer)
         .handshake::<_, Bytes>(Rewind::new(read, stream));
     // The client's preface and SETTINGS come within a header timeout, as a head would.
-    let deadline = Instant::now() + shared.config.timeouts.header;
+    let deadline = Instant::now() + shared.timeouts.header;
     let mut conn = match tokio::time::timeout_at(deadline, handshake).await {
         Ok(Ok(conn)) => conn,
         Ok(Err(e)) => return tracing::debug!("HTTP/2 handshake with {peer} failed: {e}"),
         Err(_) => return tracing::debug!("HTTP/2 handshake with {peer} timed out"),
     };
     let streams = Rc::new(Streams::default());
-    let idle_timeout = shared.config.timeouts.idle;
+    let idle_timeout = shared.timeouts.idle;
     let mut idle = Box::pin(tokio::time::sleep(idle_timeout));
     let mut sleeping = Sleeping::new(shared.sleepers());
     let mut going_away = false;

@@ -119,7 +119,7 @@ pub(super) async fn answer(
     if bodiless {
         return;
     }
-    let timeout = shared.config.timeouts.body;
+    let timeout = shared.timeouts.body;
     let endless = body.endless;
     let sent = match body.repr {
         Repr::Full(bytes) => send_bytes(&mut stream, bytes, true, timeout).await,
@@ -244,7 +244,7 @@ async fn send_stream(
     endless: bool,
     shared: &Http1Loop,
 ) -> Result<(), Stopped> {
-    let timeout = shared.config.timeouts.body;
+    let timeout = shared.timeouts.body;
     loop {
         let frame = tokio::select! {
             frame = body.frame() => frame,

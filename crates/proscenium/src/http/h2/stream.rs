@@ -93,7 +93,7 @@ pub(super) async fn serve(
         req.extensions_mut().insert(Arriving::new(taker));
         streamed = Some((body, feed));
         match announced {
-            Some(n) if n > shared.config.limits.max_body => Err(too_large()),
+            Some(n) if n > shared.limits.max_body => Err(too_large()),
             _ => Ok(Bytes::new()),
         }
     } else {
@@ -107,7 +107,7 @@ pub(super) async fn serve(
     let res = match gathered {
         Ok(body) => {
             req.set_body(body);
-            let max_inflight = shared.config.limits.max_inflight;
+            let max_inflight = shared.limits.max_inflight;
             let called = terms
                 .span
                 .in_scope(|| invoke::call(&shared.app, req, max_inflight));
@@ -184,7 +184,7 @@ async fn feed(streamed: Option<(RecvStream, Feed)>, shared: &Http1Loop) -> Refus
     let mut received = 0u64;
     loop {
         std::future::poll_fn(|cx| feed.poll_room(cx, false)).await;
-        let chunk = match tokio::time::timeout(shared.config.timeouts.body, body.data()).await {
+        let chunk = match tokio::time::timeout(shared.timeouts.body, body.data()).await {
             Err(_) => return timed_out(),
             Ok(None) => break,
             Ok(Some(Err(_))) => return Refused::Gone,
@@ -194,7 +194,7 @@ async fn feed(streamed: Option<(RecvStream, Feed)>, shared: &Http1Loop) -> Refus
         // its own window of them.
         let _ = body.flow_control().release_capacity(chunk.len());
         received += chunk.len() as u64;
-        if received > shared.config.limits.max_body {
+        if received > shared.limits.max_body {
             return too_large();
         }
         feed.push(chunk);
@@ -210,7 +210,7 @@ async fn gather(
     announced: Option<u64>,
     shared: &Http1Loop,
 ) -> Result<Bytes, Refused> {
-    let limits = &shared.config.limits;
+    let limits = &shared.limits;
     if body.is_end_stream() {
         return Ok(Bytes::new());
     }
@@ -229,7 +229,7 @@ async fn gather(
         ))
     };
     loop {
-        let next = tokio::time::timeout(shared.config.timeouts.body, body.data()).await;
+        let next = tokio::time::timeout(shared.timeouts.body, body.data()).await;
         let chunk = match next {
             Err(_) => return Err(timed_out()),
             Ok(None) => break,

@@ -56,7 +56,7 @@ pub(super) enum Idle {
 /// Returns when a connection that has served `served` requests, idle from now, must
 /// have its next request; `None` when it is to close at once (shutdown has begun).
 pub(super) fn deadline(shared: &Http1Loop, served: u64) -> Option<Instant> {
-    let timeouts = &shared.config.timeouts;
+    let timeouts = &shared.timeouts;
     if !shared.closing() {
         return Some(Instant::now() + timeouts.idle);
     }
@@ -93,11 +93,11 @@ pub(super) fn wait(
     // A connection still in its TLS handshake keeps its task: its deadline is the
     // handshake's (a first head's), not an idle timeout the shelf counts from.
     let may_shelve = shared.shelf().get().is_some_and(Shelf::is_open)
-        && shared.config.timeouts.idle > SHELVE_AFTER
+        && shared.timeouts.idle > SHELVE_AFTER
         && !socket.stream.is_handshaking();
     // `deadline` is the idle timeout from now (for a connection that may be shelved,
     // or has served more than one request): no clock read for the others.
-    let began = deadline - shared.config.timeouts.idle;
+    let began = deadline - shared.timeouts.idle;
     let end = if may_shelve {
         began + SHELVE_AFTER
     } else {
