@@ -58,7 +58,10 @@ pub use self::router::RouteInfo;
 #[cfg(feature = "lua")]
 pub(crate) use self::router::to_matchit;
 pub use self::service::{AppService, SendService};
-pub(crate) use self::state_extractors::{Read, StateRejection, Write};
+#[cfg(feature = "lua")]
+pub(crate) use self::state_extractors::Write;
+#[cfg(any(feature = "cookies", feature = "lua"))]
+pub(crate) use self::state_extractors::{Read, StateRejection};
 pub use self::then::{Continuation, HandlerOutput, Outcome, Then};
 #[cfg(feature = "typed-header")]
 pub use self::typed_header::{TypedHeader, TypedHeaderRejection};
