@@ -53,7 +53,8 @@
 //!
 //! By default: `cli` ([`main`], [`launch`]), `client`, `compression`, `cookies`,
 //! `feeds` (`hub`, `ws`), `http2`, `multipart`, `tls`, `traces` (the OTLP exporter
-//! and W3C Trace Context) and `typed-header`. Opt in to `redis`, `lua` and `cgi`; `full` is everything. A
+//! and W3C Trace Context), `typed-header` and `metrics` (the admin listener: `/metrics`,
+//! the dashboard, `/healthz`, `/readyz`). Opt in to `redis`, `lua` and `cgi`; `full` is everything. A
 //! configuration that asks for what the build leaves out (`[lua] app` without `lua`,
 //! say) is refused at start, naming the feature.
 
@@ -63,6 +64,7 @@
 #![deny(missing_docs)]
 
 pub mod actor;
+#[cfg(feature = "metrics")]
 mod admin;
 pub mod app;
 #[cfg(feature = "cgi")]

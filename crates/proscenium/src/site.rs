@@ -111,6 +111,7 @@ macro_rules! refuse_unless_built {
 /// Refuses a setting whose feature this build leaves out, rather than serve without
 /// what the configuration asked for.
 fn refuse_what_is_left_out(config: &Config) -> Result<(), SiteError> {
+    refuse_unless_built!("metrics", config.admin.bind.is_some(), "`[admin] bind`");
     refuse_unless_built!("cgi", config.cgi.enabled, "`[cgi] enabled`");
     refuse_unless_built!(
         "compression",
@@ -180,16 +181,29 @@ mod tests {
 
     #[test]
     fn a_setting_this_build_leaves_out_is_refused_by_name() {
-        let mut config = Config::default();
-        config.cgi.enabled = true;
-        let refused = configure(App::new(), &config).err();
-        assert_eq!(refused.is_some(), !cfg!(feature = "cgi"), "{refused:?}");
-        if let Some(e) = refused {
-            assert!(
-                matches!(e, SiteError::LeftOut { feature: "cgi", .. }),
-                "{e}"
-            );
-            assert!(e.to_string().contains("`[cgi] enabled`"), "{e}");
+        let mut cgi = Config::default();
+        cgi.cgi.enabled = true;
+        let mut admin = Config::default();
+        admin.admin.bind = Some("127.0.0.1:0".parse().unwrap());
+        let cases = [
+            (cgi, "cgi", "`[cgi] enabled`", cfg!(feature = "cgi")),
+            (
+                admin,
+                "metrics",
+                "`[admin] bind`",
+                cfg!(feature = "metrics"),
+            ),
+        ];
+        for (config, feature, setting, built) in cases {
+            let refused = configure(App::new(), &config).err();
+            assert_eq!(refused.is_some(), !built, "{setting}: {refused:?}");
+            if let Some(e) = refused {
+                assert!(
+                    matches!(e, SiteError::LeftOut { feature: f, .. } if f == feature),
+                    "{e}"
+                );
+                assert!(e.to_string().contains(setting), "{e}");
+            }
         }
     }
 }

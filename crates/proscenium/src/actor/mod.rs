@@ -90,8 +90,10 @@ pub use self::props::Props;
 pub use self::router::{Router, Routing};
 pub use self::run::Context;
 pub use self::supervise::{Backoff, Directive, Failure, Scope, Strategy};
+#[cfg(feature = "metrics")]
 pub(crate) use self::system::by_kind;
 pub use self::system::{RegisterError, System};
+#[cfg(feature = "metrics")]
 pub(crate) use self::tally::KindCounts;
 pub use self::timer::TimerHandle;
 #[cfg(feature = "traces")]

@@ -36,6 +36,10 @@ static SYSTEMS: Mutex<Vec<Weak<Shared>>> = Mutex::new(Vec::new());
 
 /// Returns, by actor kind, the actors alive in every system of this process and the
 /// messages in their mailboxes now, and their dead letters and restarts so far.
+#[cfg_attr(
+    not(feature = "metrics"),
+    expect(dead_code, reason = "only /metrics reads it")
+)]
 pub(crate) fn by_kind() -> BTreeMap<&'static str, KindCounts> {
     let mut kinds = super::tally::counted();
     let systems: Vec<Arc<Shared>> = SYSTEMS.lock().iter().filter_map(Weak::upgrade).collect();

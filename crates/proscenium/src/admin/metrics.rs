@@ -1,12 +1,16 @@
 //! `/metrics`: what a scrape reads, in Prometheus' text format (version 0.0.4),
 //! through prometheus-client's [`Collector`]: every value is read at scrape time
 //! from counters the server keeps anyway, or from the request path's per-thread
-//! tables (`http::meter`), summed here. The stage graphs', the actors' and the
-//! hubs' families are in [`stages`], [`actors`] and [`hub`].
+//! tables (`http::meter`), summed here. The stage graphs', the actors', the hubs',
+//! the scripts' and Redis' families are in [`stages`], [`actors`], [`hub`],
+//! [`scripts`] and [`redis`].
 
 mod actors;
 #[cfg(feature = "feeds")]
 mod hub;
+#[cfg(feature = "redis")]
+mod redis;
+mod scripts;
 mod stages;
 
 use std::collections::BTreeMap;
@@ -251,9 +255,9 @@ impl Collector for Metrics {
         self.threads(&mut encoder)?;
         self.pools(&mut encoder)?;
         super::loops::encode(&self.meters, &mut encoder)?;
-        crate::counters::tally::encode(&mut encoder)?;
+        scripts::encode(&mut encoder)?;
         #[cfg(feature = "redis")]
-        crate::counters::round_trips::encode(&mut encoder)?;
+        redis::encode(&mut encoder)?;
         stages::encode(&mut encoder)?;
         actors::encode(&mut encoder)?;
         #[cfg(feature = "feeds")]

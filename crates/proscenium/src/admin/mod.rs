@@ -6,7 +6,10 @@
 //!
 //! What `/metrics` reads is in [`metrics`]; the request counters it sums are written
 //! on the request path by `http::meter`; under prefork the supervisor adds up its
-//! workers' ([`workers`], [`sum`]). Script runs and Redis round trips are counted in `crate::counters`, which it encodes. The dashboard is [`dashboard`].
+//! workers' ([`workers`], [`sum`]). Script runs and Redis round trips are counted in
+//! `crate::counters`, which it encodes. The dashboard is [`dashboard`].
+//!
+//! All of it is the `metrics` feature's: the only module that uses prometheus-client.
 
 mod dashboard;
 mod loops;
@@ -26,8 +29,6 @@ use http::header::CONTENT_TYPE;
 use tokio::sync::watch;
 
 use crate::{App, inline};
-
-use crate::counters::seconds_histogram;
 
 pub(crate) use self::metrics::Metrics;
 pub(crate) use self::ready::{RedisReach, watch_redis};
@@ -69,4 +70,27 @@ pub(crate) fn app(
                 ([(CONTENT_TYPE, content_type)], metrics.render())
             }),
         )
+}
+
+/// Writes one series of a latency histogram: `counts` in the buckets bounded by
+/// `bounds_ns` (and one past the last, +Inf), `sum_ns` their sum — in seconds, as
+/// Prometheus has it.
+fn seconds_histogram(
+    mut series: prometheus_client::encoding::MetricEncoder<'_>,
+    bounds_ns: &[u64],
+    counts: &[u64],
+    sum_ns: u64,
+) -> std::fmt::Result {
+    let bounds = bounds_ns.iter().map(|&ns| ns as f64 / 1e9);
+    let pairs: Vec<(f64, u64)> = bounds
+        .chain([f64::INFINITY])
+        .zip(counts.iter().copied())
+        .collect();
+    let count = counts.iter().sum();
+    series.encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+        sum_ns as f64 / 1e9,
+        count,
+        &pairs,
+        None,
+    )
 }

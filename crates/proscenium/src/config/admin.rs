@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 
 /// The admin listener (`[admin]`): `/healthz`, `/readyz` and `/metrics` on an address
 /// of their own, never on the public listener. Off unless `bind` is given (or
-/// `PROSCENIUM_ADMIN_BIND`, or `--admin-bind`).
+/// `PROSCENIUM_ADMIN_BIND`, or `--admin-bind`); a build without the `metrics` feature
+/// refuses `bind` at start.
 ///
 /// # Examples
 ///

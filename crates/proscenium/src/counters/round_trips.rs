@@ -1,5 +1,6 @@
-//! Redis round trips for `/metrics` and `/readyz`: every command (or pipeline) the
-//! process sends on an async connection, counted by outcome and timed, by whose it is.
+//! Redis round trips for `/metrics` (`admin::metrics::redis` writes them) and
+//! `/readyz`: every command (or pipeline) the process sends on an async connection,
+//! counted by outcome and timed, by whose it is.
 //!
 //! One wrapper, [`Counted`], times each round trip of the connection it wraps; every
 //! connection the process makes goes through it (streams' [`manager`](crate::stream),
@@ -15,9 +16,6 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
-use prometheus_client::encoding::{DescriptorEncoder, EncodeMetric};
-use prometheus_client::metrics::MetricType;
-use prometheus_client::metrics::counter::ConstCounter;
 use redis::aio::ConnectionLike;
 use redis::{Cmd, Pipeline, RedisError, RedisFuture, RedisResult, Value};
 
@@ -38,21 +36,12 @@ pub(crate) enum User {
 }
 
 impl User {
-    const ALL: [Self; 5] = [Self::Stage, Self::Hub, Self::Actor, Self::Ready, Self::App];
-
-    fn name(self) -> &'static str {
-        match self {
-            Self::Stage => "stage",
-            Self::Hub => "hub",
-            Self::Actor => "actor",
-            Self::Ready => "ready",
-            Self::App => "app",
-        }
-    }
+    /// Every user, in the order their series are written.
+    pub(crate) const ALL: [Self; 5] = [Self::Stage, Self::Hub, Self::Actor, Self::Ready, Self::App];
 }
 
 /// The round-trip histogram's upper bounds, in nanoseconds: 100 µs to 1 s.
-const BOUNDS_NS: [u64; 9] = [
+pub(crate) const BOUNDS_NS: [u64; 9] = [
     100_000,
     300_000,
     1_000_000,
@@ -65,12 +54,15 @@ const BOUNDS_NS: [u64; 9] = [
 ];
 
 /// One user's counts.
-struct Trips {
-    ok: AtomicU64,
-    errors: AtomicU64,
+pub(crate) struct Trips {
+    /// Round trips that got a reply.
+    pub(crate) ok: AtomicU64,
+    /// Round trips that failed (Redis unreachable, or an error reply).
+    pub(crate) errors: AtomicU64,
     /// One bucket per bound and one past the last.
-    buckets: [AtomicU64; BOUNDS_NS.len() + 1],
-    sum_ns: AtomicU64,
+    pub(crate) buckets: [AtomicU64; BOUNDS_NS.len() + 1],
+    /// The round trips' times, summed.
+    pub(crate) sum_ns: AtomicU64,
 }
 
 impl Trips {
@@ -86,10 +78,17 @@ impl Trips {
 
 static TRIPS: [Trips; User::ALL.len()] = [const { Trips::new() }; User::ALL.len()];
 
+/// Returns `user`'s counts so far.
+#[cfg(feature = "metrics")]
+pub(crate) fn trips(user: User) -> &'static Trips {
+    &TRIPS[user as usize]
+}
+
 /// Whether the last round trip that settled it found Redis unreachable.
 static UNREACHED: AtomicBool = AtomicBool::new(false);
 
 /// Returns whether a round trip found Redis unreachable and none succeeded since.
+#[cfg(feature = "metrics")]
 pub(crate) fn has_failed() -> bool {
     UNREACHED.load(Ordering::Relaxed)
 }
@@ -176,47 +175,6 @@ impl<C: ConnectionLike + Send> ConnectionLike for Counted<C> {
     fn get_db(&self) -> i64 {
         self.inner.get_db()
     }
-}
-
-/// Writes `proscenium_redis_commands_total{user, outcome}` and
-/// `proscenium_redis_round_trip_seconds{user}`, the users that made none left out.
-pub(crate) fn encode(encoder: &mut DescriptorEncoder<'_>) -> std::fmt::Result {
-    let used = || {
-        User::ALL
-            .into_iter()
-            .map(|u| (u, &TRIPS[u as usize]))
-            .filter(|(_, t)| t.ok.load(Ordering::Relaxed) + t.errors.load(Ordering::Relaxed) > 0)
-    };
-    let mut commands = encoder.encode_descriptor(
-        "proscenium_redis_commands",
-        "Round trips to Redis (a command or a pipeline), by whose and how they ended.",
-        None,
-        MetricType::Counter,
-    )?;
-    for (user, trips) in used() {
-        for (outcome, n) in [("ok", &trips.ok), ("error", &trips.errors)] {
-            let labels = [("user", user.name()), ("outcome", outcome)];
-            ConstCounter::new(n.load(Ordering::Relaxed))
-                .encode(commands.encode_family(&labels)?)?;
-        }
-    }
-    let mut times = encoder.encode_descriptor(
-        "proscenium_redis_round_trip_seconds",
-        "Time from a command (or pipeline) sent to Redis to its reply, by whose.",
-        None,
-        MetricType::Histogram,
-    )?;
-    for (user, trips) in used() {
-        let buckets: Vec<u64> = trips
-            .buckets
-            .iter()
-            .map(|b| b.load(Ordering::Relaxed))
-            .collect();
-        let sum_ns = trips.sum_ns.load(Ordering::Relaxed);
-        let labels = [("user", user.name())];
-        super::seconds_histogram(times.encode_family(&labels)?, &BOUNDS_NS, &buckets, sum_ns)?;
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -132,6 +132,10 @@ pub(crate) struct Table {
     buckets: Box<[AtomicU64]>,
     sum_ns: Box<[AtomicU64]>,
     /// The thread's loop counters (requests in flight, handled), where it has them.
+    #[cfg_attr(
+        not(feature = "metrics"),
+        expect(dead_code, reason = "only /metrics reads it")
+    )]
     pub(crate) stats: Option<Arc<LoopStats>>,
     /// The thread's name, made unique among the live tables.
     pub(crate) thread: String,
@@ -205,6 +209,10 @@ struct Tables {
 
 impl Meters {
     /// Returns the meters of a server whose app has `routes` routes.
+    #[cfg_attr(
+        not(any(test, feature = "metrics")),
+        expect(dead_code, reason = "only /metrics reads it")
+    )]
     pub(crate) fn new(routes: usize) -> Arc<Self> {
         Arc::new(Self {
             routes,
@@ -251,6 +259,10 @@ impl Meters {
     }
 
     /// Returns the sum of every table, live and retired, and the live tables.
+    #[cfg_attr(
+        not(any(test, feature = "metrics")),
+        expect(dead_code, reason = "only /metrics reads it")
+    )]
     pub(crate) fn read(&self) -> (Sums, Vec<Arc<Table>>) {
         let tables = self.lock();
         let mut sum = tables
@@ -307,17 +319,29 @@ impl Sums {
         }
     }
 
+    #[cfg_attr(
+        not(feature = "metrics"),
+        expect(dead_code, reason = "only /metrics reads it")
+    )]
     /// Returns the slots: each route's number, then the one of answers no route gave.
     pub(crate) fn slots(&self) -> std::ops::RangeInclusive<usize> {
         0..=self.routes
     }
 
+    #[cfg_attr(
+        not(any(test, feature = "metrics")),
+        expect(dead_code, reason = "only /metrics reads it")
+    )]
     /// Returns how many answers `slot` gave to `method` (an index of [`METHODS`])
     /// with a status of `class` (an index of [`CLASSES`]).
     pub(crate) fn count(&self, slot: usize, method: usize, class: usize) -> u64 {
         self.counts[(slot * METHODS.len() + method) * CLASSES.len() + class]
     }
 
+    #[cfg_attr(
+        not(any(test, feature = "metrics")),
+        expect(dead_code, reason = "only /metrics reads it")
+    )]
     /// Returns `slot`'s histogram: the count in each bucket (not cumulative), and the
     /// sum of the times in nanoseconds.
     pub(crate) fn histogram(&self, slot: usize) -> (&[u64], u64) {

@@ -82,6 +82,7 @@ pub use self::post::Post;
 use self::post::Queue;
 use self::subscription::Inbox;
 pub use self::subscription::Subscription;
+#[cfg(feature = "metrics")]
 pub(crate) use self::tally::totals;
 use crate::actor::{Message, Recipient, TryTellError};
 use crate::app::IntoResponse as _;

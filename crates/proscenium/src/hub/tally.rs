@@ -60,6 +60,10 @@ pub(super) fn resumed_past_history() {
 }
 
 /// Returns the hubs' subscribers and queues now, and the counts so far.
+#[cfg_attr(
+    not(feature = "metrics"),
+    expect(dead_code, reason = "only /metrics reads it")
+)]
 pub(crate) fn totals() -> HubCounts {
     let mut counts = HubCounts {
         dropped: DROPPED.load(Ordering::Relaxed),

@@ -117,6 +117,10 @@ impl BlockingPool {
 
 /// What a scrape reads of a pool: relaxed loads, nothing taken.
 #[derive(Debug, Clone, Default)]
+#[cfg_attr(
+    not(feature = "metrics"),
+    expect(dead_code, reason = "only /metrics reads it")
+)]
 pub(crate) struct PoolGauges {
     /// `main`, or the name of `[pools.NAME]`.
     pub(crate) name: String,
@@ -183,6 +187,10 @@ impl Pools {
     }
 
     /// Returns each pool's gauges, the main one first (named `main`), for `/metrics`.
+    #[cfg_attr(
+        not(feature = "metrics"),
+        expect(dead_code, reason = "only /metrics reads it")
+    )]
     pub(crate) fn gauges(&self) -> Vec<PoolGauges> {
         let main = std::iter::once(("main", &self.main));
         let named = self.named.iter().map(|(name, pool)| (name.as_str(), pool));

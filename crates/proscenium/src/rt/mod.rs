@@ -48,8 +48,10 @@ mod sync {
 pub use self::background::Background;
 #[cfg(any(feature = "client", feature = "redis", feature = "tls"))]
 pub(crate) use self::backoff::Backoff;
+#[cfg(feature = "metrics")]
+pub(crate) use self::blocking::PoolGauges;
 pub use self::blocking::{BlockingError, BlockingTask, spawn_blocking, spawn_blocking_on};
-pub(crate) use self::blocking::{PoolGauges, Pools, spawn_blocking_in};
+pub(crate) use self::blocking::{Pools, spawn_blocking_in};
 pub use self::context::current_loop;
 pub(crate) use self::event_loop::Ticket;
 pub use self::prefork::prefork_worker;

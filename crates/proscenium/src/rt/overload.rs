@@ -50,6 +50,10 @@ impl Bound {
     ];
 
     /// Returns the bound's name in `/metrics`: its setting.
+    #[cfg_attr(
+        not(feature = "metrics"),
+        expect(dead_code, reason = "only /metrics reads it")
+    )]
     pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Connections => "max_connections",
@@ -65,6 +69,10 @@ impl Bound {
 
     /// Returns how often this process has hit the bound since it started: refusals,
     /// or for `Connections` the times accepting paused.
+    #[cfg_attr(
+        not(feature = "metrics"),
+        expect(dead_code, reason = "only /metrics reads it")
+    )]
     pub(crate) fn hits(self) -> u64 {
         TOTALS[self as usize].load(Ordering::Relaxed)
     }
@@ -86,10 +94,11 @@ impl Bound {
 }
 
 /// Per bound: times hit since the last log line, and the second of that line.
-static HITS: [(AtomicU64, AtomicU64); 8] = [const { (AtomicU64::new(0), AtomicU64::new(0)) }; 8];
+static HITS: [(AtomicU64, AtomicU64); Bound::ALL.len()] =
+    [const { (AtomicU64::new(0), AtomicU64::new(0)) }; Bound::ALL.len()];
 
 /// Per bound: times hit since the process started, for `/metrics`.
-static TOTALS: [AtomicU64; 8] = [const { AtomicU64::new(0) }; 8];
+static TOTALS: [AtomicU64; Bound::ALL.len()] = [const { AtomicU64::new(0) }; Bound::ALL.len()];
 
 /// Records that `bound` was hit; logs at most once a second per bound.
 pub(crate) fn note(bound: Bound) {
@@ -155,6 +164,10 @@ impl Gate {
     }
 
     /// Returns how many connections were accepted in all.
+    #[cfg_attr(
+        not(feature = "metrics"),
+        expect(dead_code, reason = "only /metrics reads it")
+    )]
     pub(crate) fn accepted(&self) -> u64 {
         self.accepted.load(Ordering::Relaxed)
     }

@@ -132,6 +132,10 @@ pub(crate) fn inherited_seat(live: LiveStats) -> Option<std::io::Result<Seat>> {
 
 /// Returns this worker's end of its metrics link, when its supervisor serves
 /// `/metrics`.
+#[cfg_attr(
+    not(feature = "metrics"),
+    expect(dead_code, reason = "only the admin listener's workers take it")
+)]
 pub(crate) fn inherited_metrics_link() -> Option<std::io::Result<UnixStream>> {
     let value = std::env::var(METRICS_ENV).ok()?;
     let link = value

@@ -46,6 +46,10 @@ impl Turns {
     }
 
     /// Returns the count in each bucket (not cumulative) and the sum in nanoseconds.
+    #[cfg_attr(
+        not(any(test, feature = "metrics")),
+        expect(dead_code, reason = "only /metrics reads it")
+    )]
     pub(crate) fn read(&self) -> ([u64; BUCKETS], u64) {
         let buckets = std::array::from_fn(|i| self.buckets[i].load(Ordering::Relaxed));
         (buckets, self.sum_ns.load(Ordering::Relaxed))

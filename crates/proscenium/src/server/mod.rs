@@ -1,6 +1,11 @@
 //! Starting and stopping a server: listeners, loops, dispatcher and watchdog, and
 //! the admin listener beside them.
 
+#[cfg(feature = "metrics")]
+mod admin;
+#[cfg(not(feature = "metrics"))]
+#[path = "no_admin.rs"]
+mod admin;
 mod signals;
 #[cfg(feature = "tls")]
 mod tls;
@@ -16,18 +21,17 @@ use std::thread::JoinHandle;
 use socket2::{Domain, Protocol, Socket, Type};
 use tokio::sync::{Notify, watch};
 
-use crate::admin::Metrics;
 use crate::app::Mode;
 use crate::config::reload::{self, Settled};
 use crate::config::{Dispatch, Model};
 use crate::http::h1::Http1;
-use crate::http::meter::Meters;
 use crate::rt::dispatcher::{self, Target};
 use crate::rt::event_loop::{self, LoopSpec};
 use crate::rt::overload::Gate;
 use crate::rt::{Pools, RuntimeSettings, prefork, systemd, threads, watchdog};
 use crate::{App, Config, Error, Method, site};
 
+use self::admin::{Admin, Metering};
 pub(crate) use self::signals::Signals;
 use self::tls::Secure;
 
@@ -122,25 +126,11 @@ impl Server {
             None => None,
         };
         let secure = Secure::start(&config)?;
-        // Under prefork the supervisor serves the admin listener, and a worker answers
-        // its supervisor's scrapes over the link it inherited.
-        let admin_bind = config
-            .admin
-            .bind
-            .filter(|_| crate::rt::prefork_worker().is_none());
-        let supervisor_link = match prefork::inherited_metrics_link() {
-            Some(link) => Some(link.map_err(Error::io("take the metrics link"))?),
-            None => None,
-        };
-        let workers = (admin_bind.is_some() && config.model == Model::Prefork)
-            .then(crate::admin::Workers::new);
-        let meters = (admin_bind.is_some() || supervisor_link.is_some())
-            .then(|| Meters::new(app.routes().count()));
-        let routes: Vec<String> = app.routes().map(|r| r.pattern.clone()).collect();
+        let metering = Metering::plan(&config, &app)?;
         let app = Arc::new(app);
         let http1 = Http1::new(app.clone(), &config);
-        let protocol = match &meters {
-            Some(meters) => http1.with_meters(meters.clone()),
+        let protocol = match &metering {
+            Some(metering) => http1.with_meters(metering.meters()),
             None => http1,
         };
         let spec = LoopSpec {
@@ -178,7 +168,8 @@ impl Server {
             (Model::Prefork, None) => {
                 let roll = Arc::new(Notify::new());
                 reloading = Reloading::Workers(roll.clone());
-                start_supervisor(config.bind, spec, activated, roll, workers.clone())?
+                let links = metering.as_ref().and_then(Metering::links);
+                start_supervisor(config.bind, spec, activated, roll, links)?
             }
         };
         let notifier = systemd::Notifier::from_env();
@@ -198,28 +189,9 @@ impl Server {
                 threads.extend(plain.threads);
             }
         }
-        let metrics = meters.map(|meters| {
-            let metrics = Metrics::new(
-                meters,
-                routes,
-                for_admin.gate.clone(),
-                for_admin.pools.clone(),
-            );
-            match workers {
-                Some(workers) => metrics.with_workers(workers),
-                None => metrics,
-            }
-        });
-        let admin = match (admin_bind, supervisor_link, metrics) {
-            (Some(bind), _, Some(metrics)) => {
-                Some(start_admin(bind, metrics, &config, &for_admin)?)
-            }
-            (None, Some(link), Some(metrics)) => {
-                crate::admin::answer_supervisor(link, metrics)
-                    .map_err(Error::io("start the metrics thread"))?;
-                None
-            }
-            _ => None,
+        let admin = match metering {
+            Some(metering) => metering.start(&config, &for_admin)?,
+            None => None,
         };
         Ok(ServerHandle {
             config,
@@ -279,71 +251,6 @@ fn check_spool_dir(config: &Config) -> Result<(), Error> {
             "spool request bodies in limits.spool_dir {}",
             limits.spool_dir.display()
         )))
-}
-
-/// Starts the admin listener (`[admin] bind`) on a loop of its own, with a shutdown
-/// of its own: it answers `/readyz` with 503 while the server's listener drains, and
-/// stops once the server has.
-fn start_admin(
-    bind: SocketAddr,
-    metrics: Metrics,
-    server: &Config,
-    spec: &LoopSpec<Http1>,
-) -> Result<Admin, Error> {
-    let mut config = server.clone();
-    config.bind = bind;
-    config.model = Model::EventLoop;
-    config.loops = Some(1);
-    config.dispatch = Dispatch::Jsq;
-    config.tls = crate::config::TlsSpec::default();
-    config.log = None;
-    config.debug = false;
-    config.admin = crate::config::AdminSpec::default();
-    let (stop, stopped) = watch::channel(false);
-    let redis = crate::admin::watch_redis(server, stopped.clone())
-        .map_err(Error::io("start the Redis pings"))?;
-    let (redis, pinger) = redis.unzip();
-    let app = crate::admin::app(metrics, spec.shutdown.clone(), redis);
-    let admin_spec = LoopSpec {
-        protocol: Arc::new(Http1::new(Arc::new(app), &config)),
-        gate: Gate::new(config.limits.max_connections, None),
-        settings: Arc::new(RuntimeSettings::of(&config)),
-        shutdown: stopped,
-        tls: None,
-        ..spec.clone()
-    };
-    let started = start_loops(
-        &config,
-        &admin_spec,
-        None,
-        &watchdog::LiveStats::default(),
-        None,
-    )?;
-    tracing::info!("admin listener on http://{}", started.addr);
-    Ok(Admin {
-        addr: started.addr,
-        stop,
-        threads: started.threads.into_iter().chain(pinger).collect(),
-    })
-}
-
-/// The admin listener's loop, stopped after the server's.
-#[derive(Debug)]
-struct Admin {
-    addr: SocketAddr,
-    stop: watch::Sender<bool>,
-    threads: Vec<JoinHandle<()>>,
-}
-
-impl Admin {
-    fn stop(self) {
-        let _ = self.stop.send(true);
-        for thread in self.threads {
-            if thread.join().is_err() {
-                tracing::error!("an admin listener thread panicked");
-            }
-        }
-    }
 }
 
 /// What starting a model left running.
@@ -420,18 +327,18 @@ fn start_loops(
     })
 }
 
-/// Starts the `prefork` supervisor, which starts and watches the worker processes,
-/// and replaces them one at a time at each notification of `roll`.
+/// Starts the `prefork` supervisor, which starts and watches the worker processes
+/// (linked for their metrics by `links`), and replaces them one at a time at each
+/// notification of `roll`.
 fn start_supervisor(
     bind: SocketAddr,
     spec: LoopSpec<Http1>,
     activated: Option<std::net::TcpListener>,
     roll: Arc<Notify>,
-    workers: Option<Arc<crate::admin::Workers>>,
+    links: Option<Arc<dyn prefork::MetricsLinks>>,
 ) -> Result<Started, Error> {
     let listener = bind_listener(bind, activated)?;
     let addr = local_addr(&listener)?;
-    let links = workers.map(|workers| workers as Arc<dyn prefork::MetricsLinks>);
     let supervisor = prefork::spawn(listener, spec.settings, spec.shutdown, roll, links)
         .map_err(Error::io("start the workers"))?;
     Ok(Started {
@@ -603,7 +510,7 @@ impl ServerHandle {
     /// Returns the address of the admin listener (`[admin] bind`), if this process
     /// serves it (under prefork, the supervisor does).
     pub fn admin_addr(&self) -> Option<SocketAddr> {
-        self.admin.as_ref().map(|admin| admin.addr)
+        self.admin.as_ref().map(Admin::addr)
     }
 
     /// Serves until SIGINT or SIGTERM, then shuts down gracefully. SIGHUP meanwhile

@@ -85,6 +85,10 @@ impl Histogram {
     /// and above the one before, those above the last at the end; and their sum in
     /// nanoseconds. A bucket counts under the first bound at or above its largest
     /// value, so a duration within an eighth below a bound may count under the next.
+    #[cfg_attr(
+        not(any(test, feature = "metrics")),
+        expect(dead_code, reason = "only /metrics reads it")
+    )]
     pub(crate) fn spread(&self, bounds: &[u64]) -> (Vec<u64>, u64) {
         let mut spread = vec![0; bounds.len() + 1];
         for (bucket, n) in self.counts().into_iter().enumerate() {

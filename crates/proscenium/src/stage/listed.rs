@@ -11,6 +11,10 @@ use super::run::GraphMonitor;
 /// A graph running: its monitor, and whether each of its stages runs in this
 /// process (a process of a graph mapped over several shows its own stages alone).
 #[derive(Debug, Clone)]
+#[cfg_attr(
+    not(feature = "metrics"),
+    expect(dead_code, reason = "only /metrics reads it")
+)]
 pub(crate) struct Listed {
     pub(crate) monitor: GraphMonitor,
     pub(crate) here: Vec<bool>,
@@ -43,6 +47,10 @@ impl Drop for Listing {
 }
 
 /// Returns the graphs running in this process, oldest first.
+#[cfg_attr(
+    not(feature = "metrics"),
+    expect(dead_code, reason = "only /metrics reads it")
+)]
 pub(crate) fn running() -> Vec<Listed> {
     LISTED
         .lock()

@@ -134,10 +134,12 @@ pub use self::context::Context;
 pub use self::definition::Stage;
 pub use self::error::{SendError, StageError};
 pub use self::graph::{Graph, StageRef};
+#[cfg(feature = "metrics")]
 pub(crate) use self::histogram::Histogram;
 pub use self::histogram::Quantiles;
 pub use self::host::{EXIT_REFUSED, Ended, HostProcesses, StopSignal};
 pub use self::inlet::Inlet;
+#[cfg(feature = "metrics")]
 pub(crate) use self::listed::{Listed, running};
 #[cfg(feature = "redis")]
 pub use self::mapping::Mapping;

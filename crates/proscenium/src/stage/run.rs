@@ -426,6 +426,10 @@ impl RunningGraph {
 impl GraphMonitor {
     /// Returns each stage's name with its wait and service histograms, in the order
     /// of [`stats`](Self::stats)' stages.
+    #[cfg_attr(
+        not(feature = "metrics"),
+        expect(dead_code, reason = "only /metrics reads it")
+    )]
     pub(crate) fn latencies(&self) -> impl Iterator<Item = (&str, &Histogram, &Histogram)> {
         self.shared.nodes.iter().map(|node| {
             let counters = &node.counters;
