@@ -53,10 +53,10 @@
 //!
 //! By default: `cli` ([`main`], [`launch`]), `client`, `compression`, `cookies`,
 //! `feeds` (`hub`, `ws`), `http2`, `multipart`, `tls`, `traces` (the OTLP exporter
-//! and W3C Trace Context), `typed-header` and `metrics` (the admin listener: `/metrics`,
-//! the dashboard, `/healthz`, `/readyz`). Opt in to `redis`, `lua` and `cgi`; `full` is everything. A
-//! configuration that asks for what the build leaves out (`[lua] app` without `lua`,
-//! say) is refused at start, naming the feature.
+//! and W3C Trace Context), `typed-header` and `metrics` (the admin listener:
+//! `/metrics`, the dashboard, `/healthz`, `/readyz`). Opt in to `redis`, `lua` and
+//! `cgi`; `full` is everything. A configuration that asks for what the build leaves
+//! out (`[lua] app` without `lua`, say) is refused at start, naming the feature.
 
 // docs.rs (`--cfg docsrs`, nightly) marks each item with the features it needs.
 #![cfg_attr(docsrs, feature(doc_cfg))]
