@@ -9,14 +9,13 @@ use std::thread::JoinHandle;
 
 use tokio::sync::watch;
 
-use super::start_loops;
 use crate::admin::{Metrics, Workers};
-use crate::config::{Dispatch, Model};
+use crate::config::Model;
 use crate::http::h1::Http1;
 use crate::http::meter::Meters;
 use crate::rt::event_loop::LoopSpec;
 use crate::rt::overload::Gate;
-use crate::rt::{RuntimeSettings, prefork, watchdog};
+use crate::rt::prefork;
 use crate::{App, Config, Error};
 
 /// What a process meters, and where it serves what it metered: on the admin listener,
@@ -120,35 +119,23 @@ impl Admin {
         server: &Config,
         spec: &LoopSpec<Http1>,
     ) -> Result<Self, Error> {
-        let mut config = server.clone();
-        config.bind = bind;
-        config.model = Model::EventLoop;
-        config.loops = Some(1);
-        config.dispatch = Dispatch::Jsq;
-        config.tls = crate::config::TlsSpec::default();
-        config.log = None;
-        config.debug = false;
-        config.admin = crate::config::AdminSpec::default();
+        let config = Config {
+            log: None,
+            debug: false,
+            admin: crate::config::AdminSpec::default(),
+            ..super::side::config(server, bind)
+        };
         let (stop, stopped) = watch::channel(false);
         let redis = crate::admin::watch_redis(server, stopped.clone())
             .map_err(Error::io("start the Redis pings"))?;
         let (redis, pinger) = redis.unzip();
         let app = crate::admin::app(metrics, spec.shutdown.clone(), redis);
         let admin_spec = LoopSpec {
-            protocol: Arc::new(Http1::new(Arc::new(app), &config)),
             gate: Gate::new(config.limits.max_connections, None),
-            settings: Arc::new(RuntimeSettings::of(&config)),
             shutdown: stopped,
-            tls: None,
             ..spec.clone()
         };
-        let started = start_loops(
-            &config,
-            &admin_spec,
-            None,
-            &watchdog::LiveStats::default(),
-            None,
-        )?;
+        let started = super::side::start(&config, Arc::new(app), &admin_spec)?;
         tracing::info!("admin listener on http://{}", started.addr);
         Ok(Self {
             addr: started.addr,

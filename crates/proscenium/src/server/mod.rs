@@ -6,6 +6,8 @@ mod admin;
 #[cfg(not(feature = "metrics"))]
 #[path = "no_admin.rs"]
 mod admin;
+#[cfg(any(feature = "metrics", feature = "tls"))]
+mod side;
 mod signals;
 #[cfg(feature = "tls")]
 mod tls;

@@ -3,11 +3,10 @@
 
 use std::sync::Arc;
 
-use super::{Started, start_loops};
-use crate::config::{Dispatch, Model, PlainServes, PlainSpec, TlsSpec};
+use super::Started;
+use crate::config::{PlainServes, PlainSpec};
 use crate::http::h1::Http1;
 use crate::rt::event_loop::LoopSpec;
-use crate::rt::{RuntimeSettings, watchdog};
 use crate::tls::Tls;
 use crate::tls::acme::{AcmeHandle, Http01Tokens};
 use crate::tls::plain::PlainListener;
@@ -58,37 +57,19 @@ impl Secure {
         app: Arc<App>,
         https_port: u16,
     ) -> Result<Started, Error> {
-        let mut config = server.clone();
-        config.bind = plain.bind;
-        config.model = Model::EventLoop;
-        config.loops = Some(1);
-        config.dispatch = Dispatch::Jsq;
-        let tokens = config
+        let tokens = server
             .tls
             .acme
             .is_some()
-            .then(|| Http01Tokens::new(&config.tls));
-        config.tls = TlsSpec::default();
+            .then(|| Http01Tokens::new(&server.tls));
         let listener = PlainListener {
             tokens,
             app: (plain.serve == PlainServes::App).then_some(app),
             https_port,
         };
-        let plain_spec = LoopSpec {
-            protocol: Arc::new(Http1::new(Arc::new(listener), &config)),
-            settings: Arc::new(RuntimeSettings::of(&config)),
-            tls: None,
-            ..spec.clone()
-        };
-        // Its one loop answers redirects, or the app as the TLS listener's loops do (whose
-        // watchdog speaks for the app): no watchdog of its own.
-        let started = start_loops(
-            &config,
-            &plain_spec,
-            None,
-            &watchdog::LiveStats::default(),
-            None,
-        )?;
+        // Its one loop answers redirects, or the app as the TLS listener's loops do.
+        let config = super::side::config(server, plain.bind);
+        let started = super::side::start(&config, Arc::new(listener), spec)?;
         tracing::info!("plain HTTP on {} ({:?})", started.addr, plain.serve);
         Ok(started)
     }
