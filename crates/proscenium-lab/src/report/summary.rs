@@ -88,19 +88,10 @@ mod tests {
             label: "l".into(),
             x: 1.0,
             round,
-            warmup: false,
-            offered_rps: None,
-            sent_share: None,
-            invalid: None,
-            in_flight: None,
-            depth: None,
             measured,
             cpu_us_per_request: Some(10.0),
             server_utilisation: Some(0.5),
-            generator_utilisation: None,
-            peak_rss_kib: 0,
-            command: String::new(),
-            job: None,
+            ..Step::default()
         }
     }
 

@@ -54,23 +54,12 @@ mod tests {
             label: "20 connections".into(),
             x: 20.0,
             round: 1,
-            warmup: false,
-            offered_rps: None,
-            sent_share: None,
-            invalid: None,
-            in_flight: None,
-            depth: None,
             measured: Measured {
                 requests: 1_000,
                 achieved_rps: rps,
                 ..Default::default()
             },
-            cpu_us_per_request: None,
-            server_utilisation: None,
-            generator_utilisation: None,
-            peak_rss_kib: 0,
-            command: String::new(),
-            job: None,
+            ..Step::default()
         }
     }
 

@@ -240,8 +240,9 @@ impl Step {
     }
 }
 
-/// One step of load against one server.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One step of load against one server (`Default`: a step that recorded nothing, for
+/// the literals that fill in what they know).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Step {
     /// The server's name.
     pub server: String,
@@ -324,14 +325,8 @@ mod tests {
             server: "s".into(),
             group: "g".into(),
             label: "l".into(),
-            x: 0.0,
             round: 1,
-            warmup: false,
             offered_rps: offered,
-            sent_share: None,
-            invalid: None,
-            in_flight: None,
-            depth: None,
             measured: Measured {
                 achieved_rps: achieved,
                 latency_ms: crate::load::Latency {
@@ -340,12 +335,7 @@ mod tests {
                 },
                 ..Default::default()
             },
-            cpu_us_per_request: None,
-            server_utilisation: None,
-            generator_utilisation: None,
-            peak_rss_kib: 0,
-            command: String::new(),
-            job: None,
+            ..Step::default()
         }
     }
 

@@ -153,12 +153,6 @@ impl Job<'_> {
             label: CEP_ROWS[run.row].label(),
             x: run.row as f64,
             round,
-            warmup: false,
-            offered_rps: None,
-            sent_share: None,
-            invalid: None,
-            in_flight: None,
-            depth: None,
             measured: Measured {
                 requests: outcome.entries,
                 achieved_rps: outcome.entries as f64 / outcome.elapsed_s.max(1e-9),
@@ -166,10 +160,10 @@ impl Job<'_> {
             },
             cpu_us_per_request: (outcome.entries > 0).then(|| cpu_s * 1e6 / outcome.entries as f64),
             server_utilisation: Some(cpu_s / (wall_s * self.core_count as f64)),
-            generator_utilisation: None,
             peak_rss_kib: timed.peak_rss_kib,
             command,
             job: Some(outcome),
+            ..Step::default()
         }
     }
 }
