@@ -119,6 +119,11 @@ pub struct DeployArgs {
     /// extension given an interpreter in `[cgi] interpreters`.
     #[arg(long)]
     pub cgi: bool,
+    /// Runs CGI scripts with this extension by this program, as Yarn's command line
+    /// did: `--interpreter rb=ruby`, `--interpreter py="python3 -u"` (`[cgi]
+    /// interpreters`). Repeatable.
+    #[arg(long = "interpreter", value_name = "EXT=PROGRAM", value_parser = extension_program)]
+    pub interpreters: Vec<(String, String)>,
     /// Runs the `.lua` files below DIR as pages: each defines `handle(request)`.
     #[arg(long)]
     pub lua: bool,
@@ -163,6 +168,21 @@ fn key_value(text: &str) -> Result<(String, String), String> {
     }
 }
 
+/// Splits `--interpreter`'s `EXT=PROGRAM`: an extension of letters and digits (a
+/// leading dot dropped) and a program.
+fn extension_program(text: &str) -> Result<(String, String), String> {
+    let (ext, program) = key_value(text)
+        .map_err(|_| format!("expected EXT=PROGRAM, such as rb=ruby, got {text:?}"))?;
+    let ext = ext.strip_prefix('.').unwrap_or(&ext);
+    if ext.is_empty() || !ext.chars().all(|c| c.is_ascii_alphanumeric()) || program.is_empty() {
+        return Err(format!(
+            "expected EXT=PROGRAM with an extension of letters and digits, such as \
+             rb=ruby, got {text:?}"
+        ));
+    }
+    Ok((ext.to_owned(), program))
+}
+
 impl DeployArgs {
     /// Returns the sources these flags name, with the app's defaults and `env`.
     pub fn sources(&self, app_defaults: Option<&str>, env: Vec<(String, String)>) -> Sources {
@@ -189,6 +209,9 @@ impl DeployArgs {
             if let Some(path) = path {
                 flag(name, key, &path.to_string_lossy());
             }
+        }
+        for (ext, program) in &self.interpreters {
+            flag("--interpreter", &format!("cgi.interpreters.{ext}"), program);
         }
         if let Some(workers) = &self.workers {
             flag("--workers", "model", "prefork");
@@ -355,6 +378,38 @@ mod tests {
             let args = default_to_serve(line.iter().map(OsString::from).collect());
             let err = Cli::<NoOptions>::try_parse_from(args).unwrap_err();
             assert!(err.to_string().contains("expected KEY=VALUE"), "{err}");
+        }
+    }
+
+    #[test]
+    fn issue39_interpreters_are_named_on_the_command_line_as_in_the_file() {
+        let Command::Serve(options) = parse(&[
+            "app",
+            "--interpreter",
+            "rb=ruby",
+            "--interpreter",
+            ".py=python3 -u",
+            "--cgi",
+        ]) else {
+            panic!("not serve");
+        };
+        let sources = options.deploy.sources(None, Vec::new());
+        let settings = crate::config::Settings::resolve(&sources).unwrap();
+        let interpreters = &settings.config.cgi.interpreters;
+        assert_eq!(interpreters["rb"], "ruby");
+        assert_eq!(interpreters["py"], "python3 -u");
+        for text in ["rb", "=ruby", "r.b=ruby", "rb="] {
+            let args = default_to_serve(
+                ["app", "--interpreter", text]
+                    .iter()
+                    .map(OsString::from)
+                    .collect(),
+            );
+            let err = Cli::<NoOptions>::try_parse_from(args).unwrap_err();
+            assert!(
+                err.to_string().contains("expected EXT=PROGRAM"),
+                "{text}: {err}"
+            );
         }
     }
 
