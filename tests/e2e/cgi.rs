@@ -233,6 +233,61 @@ fn files_with_an_interpreters_extension_run_through_it_anywhere_below_the_root()
     }
 }
 
+#[test]
+fn issue39_a_page_keeps_yarns_conventions_and_a_cgi_bin_program_rfc_3875s() {
+    let (_dir, root) = site(&[("bare.sh", "echo '<p>hello</p>'")]);
+    std::fs::create_dir_all(root.join("pages")).unwrap();
+    let pages = [
+        ("bare.sh", "echo '<p>hello</p>'"),
+        ("words.sh", "echo 'just words'"),
+        (
+            "fails.sh",
+            "printf 'Content-Type: text/plain\\n\\npartial'; exit 3",
+        ),
+        ("bare_fails.sh", "echo oops; exit 1"),
+        (
+            "says.sh",
+            "printf 'Status: 200 OK\\nContent-Type: text/plain\\n\\npartial'; exit 3",
+        ),
+        (
+            "large_fails.sh",
+            "printf 'Content-Type: text/plain\\n\\n'; head -c 100000 /dev/zero | tr '\\0' a; exit 1",
+        ),
+    ];
+    for (name, text) in pages {
+        std::fs::write(root.join("pages").join(name), text).unwrap();
+    }
+    let server = serve(&root, |spec| {
+        spec.interpreters = [("sh".to_owned(), "sh".to_owned())].into();
+    });
+    let get = |path| support::get(server.local_addr(), path);
+    // Output without a header section is the body (Yarn's `.rb` pages printed HTML).
+    let bare = get("/pages/bare.sh");
+    assert_eq!(
+        (bare.status, bare.text()),
+        (200, "<p>hello</p>\n".to_owned())
+    );
+    assert_eq!(
+        bare.header("content-type"),
+        Some("text/html; charset=utf-8")
+    );
+    let words = get("/pages/words.sh");
+    assert_eq!(
+        words.header("content-type"),
+        Some("text/plain; charset=utf-8")
+    );
+    // A page that exits non-zero after writing gets 500, unless it sent a status.
+    assert_eq!(get("/pages/fails.sh").status, 500);
+    assert_eq!(get("/pages/bare_fails.sh").status, 500);
+    let says = get("/pages/says.sh");
+    assert_eq!((says.status, says.text()), (200, "partial".to_owned()));
+    // Past what is held, the answer has gone out: the failure is only logged.
+    let large = get("/pages/large_fails.sh");
+    assert_eq!((large.status, large.body.len()), (200, 100_000));
+    // A program of cgi-bin/ writes a CGI response or gets 502 (RFC 3875).
+    assert_eq!(get("/cgi-bin/bare.sh").status, 502);
+}
+
 fn has_program(name: &str) -> bool {
     std::process::Command::new(name)
         .arg("--version")

@@ -10,10 +10,9 @@ use bytes::{Bytes, BytesMut};
 use http::{HeaderName, HeaderValue, StatusCode, header};
 use http_body::{Frame, SizeHint};
 use tokio::process::ChildStdout;
-use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Sleep;
 
-use super::run::Process;
+use super::run::{Ended, Process};
 
 /// The longest header section a script may write.
 pub(super) const MAX_HEAD: usize = 64 * 1024;
@@ -54,6 +53,39 @@ impl Head {
         let location = self.location.as_deref()?;
         let plain = self.status.is_none_or(|status| status == StatusCode::OK);
         (location.starts_with('/') && plain).then_some(location)
+    }
+}
+
+/// Whether `output` opens with a header field line (`Name: value`), once its first
+/// line is whole — or the output `ended`, or [`MAX_HEAD`] bytes came without a line
+/// end: then all of it is the line. `None` until then.
+pub(super) fn opens_with_field(output: &[u8], ended: bool) -> Option<bool> {
+    let line = match output.iter().position(|&b| b == b'\n') {
+        Some(end) => &output[..end],
+        None if ended || output.len() >= MAX_HEAD => output,
+        None => return None,
+    };
+    let name = line
+        .split(|&b| b == b':')
+        .next()
+        .filter(|_| line.contains(&b':'));
+    Some(name.is_some_and(|name| HeaderName::from_bytes(name).is_ok()))
+}
+
+impl Head {
+    /// The head of a page's output that has none (Yarn's convention): HTML when it
+    /// opens with `<`, else plain text.
+    pub(super) fn of_bare(output: &[u8]) -> Self {
+        let html = output.trim_ascii_start().starts_with(b"<");
+        let kind = if html {
+            "text/html; charset=utf-8"
+        } else {
+            "text/plain; charset=utf-8"
+        };
+        Self {
+            fields: vec![(header::CONTENT_TYPE, HeaderValue::from_static(kind))],
+            ..Self::default()
+        }
     }
 }
 
@@ -139,7 +171,7 @@ pub(super) struct Output {
 }
 
 /// A script being finished: its slot comes back when it has been waited for.
-type Finishing = Pin<Box<dyn Future<Output = Option<OwnedSemaphorePermit>> + Send>>;
+type Finishing = Pin<Box<dyn Future<Output = Option<Ended>> + Send>>;
 
 impl Output {
     pub(super) fn new(

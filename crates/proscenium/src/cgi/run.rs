@@ -24,6 +24,9 @@ use crate::app::error;
 use crate::counters::Tally;
 use crate::http::{Body, Request, Response};
 
+/// The most of a page's output held until it exits (`held`).
+const MAX_HELD: usize = 64 * 1024;
+
 /// The longest line of a script's standard error logged as one message.
 const MAX_LOG_LINE: usize = 4096;
 
@@ -94,8 +97,14 @@ pub(super) async fn run(
         name: script.name.clone(),
         timeout: cgi.timeout,
     };
+    // A page run through an interpreter keeps Yarn's conventions (`held`); a program
+    // of a CGI directory, RFC 3875's.
+    let page = script.interpreter.is_some();
     let mut read = BytesMut::with_capacity(4096);
     let (head, used) = loop {
+        if page && output::opens_with_field(&read, false) == Some(false) {
+            break (Head::of_bare(&read), 0);
+        }
         match output::parse_head(&read) {
             Ok(Some(parsed)) => break parsed,
             Ok(None) if read.len() >= output::MAX_HEAD => {
@@ -105,28 +114,64 @@ pub(super) async fn run(
             Err(reason) => return process.refused(&format!("it wrote {reason}")),
         }
         match tokio::time::timeout_at(deadline, stdout.read_buf(&mut read)).await {
-            Err(_) => {
-                let _ = process.timed_out();
-                return Outcome::Response(error(
-                    StatusCode::GATEWAY_TIMEOUT,
-                    "the script did not answer in time",
-                ));
-            }
+            Err(_) => return process.out_of_time(),
             Ok(Err(e)) => return process.refused(&format!("its output failed: {e}")),
             Ok(Ok(0)) if read.is_empty() => return process.silent().await,
+            Ok(Ok(0)) if page && output::opens_with_field(&read, true) == Some(false) => {
+                break (Head::of_bare(&read), 0);
+            }
             Ok(Ok(0)) => return process.refused("its output ended inside the header section"),
             Ok(Ok(_)) => {}
         }
     };
-    let first = read.split_off(used).freeze();
+    let first = read.split_off(used);
     if let Some(location) = head.local_redirect() {
         let location = location.to_owned();
         return match process.finish("after its local redirect").await {
-            Some(permit) => Outcome::LocalRedirect(location, permit),
+            Some(ended) => Outcome::LocalRedirect(location, ended.permit),
             None => bad_gateway("the script could not be waited for"),
         };
     }
-    respond(head, first, stdout, process, deadline)
+    if page && head.status.is_none() {
+        return held(head, first, stdout, process, deadline).await;
+    }
+    streamed(head, first.freeze(), stdout, process, deadline)
+}
+
+/// The answer of a page that wrote no `Status` (Yarn's convention): its output held
+/// until it exits, up to [`MAX_HELD`] bytes — exited non-zero by then, it gets 500;
+/// past them its answer streams as any script's, its status sent, and a failure
+/// after is only logged.
+async fn held(
+    head: Head,
+    mut body: BytesMut,
+    mut stdout: tokio::process::ChildStdout,
+    mut process: Process,
+    deadline: Instant,
+) -> Outcome {
+    while body.len() <= MAX_HELD {
+        match tokio::time::timeout_at(deadline, stdout.read_buf(&mut body)).await {
+            Err(_) => return process.out_of_time(),
+            Ok(Err(e)) => return process.refused(&format!("its output failed: {e}")),
+            Ok(Ok(0)) => {
+                let name = process.name.clone();
+                return match process.finish("after its output").await {
+                    Some(Ended { failed: false, .. }) => answer(head, Body::from(body.freeze())),
+                    Some(Ended { failed: true, .. }) => {
+                        Tally::CgiFailed.add(1);
+                        tracing::error!("cgi: {name}: failed after writing its answer: 500");
+                        Outcome::Response(error(
+                            StatusCode::INTERNAL_SERVER_ERROR,
+                            "the script failed",
+                        ))
+                    }
+                    None => bad_gateway("the script could not be waited for"),
+                };
+            }
+            Ok(Ok(_)) => {}
+        }
+    }
+    streamed(head, body.freeze(), stdout, process, deadline)
 }
 
 /// The command for `script`: its interpreter with its path, or itself; in its
@@ -156,15 +201,15 @@ fn command(cgi: &Inner, script: &Script, req: &Request) -> Command {
     command
 }
 
-/// The response a script's `head` makes, its body the rest of its output.
-fn respond(
+/// The response a script's `head` makes, its body `first` and then the rest of its
+/// output as it comes.
+fn streamed(
     head: Head,
     first: Bytes,
     stdout: tokio::process::ChildStdout,
     process: Process,
     deadline: Instant,
 ) -> Outcome {
-    let status = head.status.unwrap_or(StatusCode::OK);
     let length = head.length;
     let body = Output::new(
         first,
@@ -173,7 +218,13 @@ fn respond(
         Box::pin(tokio::time::sleep_until(deadline)),
         length,
     );
-    let mut res = Response::new(Body::from_http_body(body));
+    answer(head, Body::from_http_body(body))
+}
+
+/// The response a script's `head` makes with `body`.
+fn answer(head: Head, body: Body) -> Outcome {
+    let status = head.status.unwrap_or(StatusCode::OK);
+    let mut res = Response::new(body);
     match &head.location {
         // A client redirect (RFC 3875 §6.2.3, §6.2.4): 302 unless the script said.
         Some(location) => {
@@ -207,6 +258,13 @@ struct Running {
     permit: OwnedSemaphorePermit,
 }
 
+/// A script waited for: its slot, and whether it failed (exited non-zero, or was
+/// ended by a signal other than the kill of its group once its output ended).
+pub(super) struct Ended {
+    pub(super) permit: OwnedSemaphorePermit,
+    pub(super) failed: bool,
+}
+
 impl Running {
     /// Kills the whole group, the script and whatever it started (closing its output
     /// or not). Its leader not yet waited for — a zombie at worst — the group's id
@@ -222,18 +280,28 @@ impl Process {
     /// Ends the script (its group killed), waits for it, and gives back its slot;
     /// says in the log how it ended unless it succeeded. `when` says at which point
     /// of its answer ("after its output", "before any output").
-    pub(super) async fn finish(mut self, when: &'static str) -> Option<OwnedSemaphorePermit> {
+    pub(super) async fn finish(mut self, when: &'static str) -> Option<Ended> {
         let mut running = self.running.take()?;
         running.kill_group();
-        match running.child.wait().await {
-            Ok(status) if status.success() => {}
+        let failed = match running.child.wait().await {
+            Ok(status) if status.success() => false,
             Ok(status) if status.signal() == Some(Signal::SIGKILL as i32) => {
                 tracing::info!("cgi: {}: still running {when}: its group killed", self.name);
+                false
             }
-            Ok(status) => tracing::warn!("cgi: {}: {status} {when}", self.name),
-            Err(e) => tracing::warn!("cgi: {}: cannot be waited for: {e}", self.name),
-        }
-        Some(running.permit)
+            Ok(status) => {
+                tracing::warn!("cgi: {}: {status} {when}", self.name);
+                true
+            }
+            Err(e) => {
+                tracing::warn!("cgi: {}: cannot be waited for: {e}", self.name);
+                true
+            }
+        };
+        Some(Ended {
+            permit: running.permit,
+            failed,
+        })
     }
 
     /// Its time is up: said in the log; the group is killed when it is dropped.
@@ -245,6 +313,15 @@ impl Process {
             self.timeout
         );
         std::io::Error::new(std::io::ErrorKind::TimedOut, "the script ran out of time")
+    }
+
+    /// Its time is up before its answer: 504; the group is killed when it is dropped.
+    fn out_of_time(mut self) -> Outcome {
+        let _ = self.timed_out();
+        Outcome::Response(error(
+            StatusCode::GATEWAY_TIMEOUT,
+            "the script did not answer in time",
+        ))
     }
 
     /// Its output is not a CGI response: 502, the reason logged.

@@ -2,7 +2,7 @@ use std::os::unix::fs::PermissionsExt as _;
 
 use http::{StatusCode, header};
 
-use super::output::parse_head;
+use super::output::{opens_with_field, parse_head};
 use super::{Cgi, CgiSpec, locate};
 
 #[test]
@@ -75,6 +75,26 @@ fn what_is_not_a_cgi_head_is_refused_with_the_reason() {
     let many: String = (0..101).map(|i| format!("X-{i}: 1\n")).collect();
     let error = parse_head(format!("{many}\n").as_bytes()).unwrap_err();
     assert!(error.contains("more than 100"), "{error}");
+}
+
+#[test]
+fn output_opens_with_a_field_when_its_first_line_is_name_colon() {
+    assert_eq!(
+        opens_with_field(b"Content-Type: text/html\n", false),
+        Some(true)
+    );
+    assert_eq!(opens_with_field(b"<html><body>\n", false), Some(false));
+    assert_eq!(opens_with_field(b"Total 5: items\n", false), Some(false));
+    assert_eq!(
+        opens_with_field(b"Content-Ty", false),
+        None,
+        "a line still coming"
+    );
+    assert_eq!(
+        opens_with_field(b"hello", true),
+        Some(false),
+        "ended without a line end"
+    );
 }
 
 #[test]
