@@ -241,6 +241,10 @@ fn issue39_a_page_keeps_yarns_conventions_and_a_cgi_bin_program_rfc_3875s() {
         ("bare.sh", "echo '<p>hello</p>'"),
         ("words.sh", "echo 'just words'"),
         (
+            "long.sh",
+            "printf 'Content-Type: text/plain\\nContent-Length: 3\\n\\nabcdef'",
+        ),
+        (
             "fails.sh",
             "printf 'Content-Type: text/plain\\n\\npartial'; exit 3",
         ),
@@ -276,6 +280,8 @@ fn issue39_a_page_keeps_yarns_conventions_and_a_cgi_bin_program_rfc_3875s() {
         words.header("content-type"),
         Some("text/plain; charset=utf-8")
     );
+    // Held, the body keeps to its Content-Length as a streamed one does.
+    assert_eq!(get("/pages/long.sh").text(), "abc");
     // A page that exits non-zero after writing gets 500, unless it sent a status.
     assert_eq!(get("/pages/fails.sh").status, 500);
     assert_eq!(get("/pages/bare_fails.sh").status, 500);

@@ -156,7 +156,14 @@ async fn held(
             Ok(Ok(0)) => {
                 let name = process.name.clone();
                 return match process.finish("after its output").await {
-                    Some(Ended { failed: false, .. }) => answer(head, Body::from(body.freeze())),
+                    Some(Ended { failed: false, .. }) => {
+                        // Held to a `Content-Length` as a streamed body is: what
+                        // is written past it is cut.
+                        if let Some(length) = head.length.and_then(|n| usize::try_from(n).ok()) {
+                            body.truncate(length);
+                        }
+                        answer(head, Body::from(body.freeze()))
+                    }
                     Some(Ended { failed: true, .. }) => {
                         Tally::CgiFailed.add(1);
                         tracing::error!("cgi: {name}: failed after writing its answer: 500");
