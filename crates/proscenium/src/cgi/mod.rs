@@ -13,7 +13,10 @@
 //! path is served in place, an absolute URL redirects the client), `Content-Type`
 //! and any other fields — and its body streamed to the client as it comes, with
 //! `Content-Length` when the script gave one and chunked otherwise, so an output of
-//! any size never sits in the server's memory.
+//! any size never sits in the server's memory. A page run through an interpreter
+//! keeps Yarn's conventions besides (`run.rs`): output without a header section is
+//! the body, and without `Status` its first 64 KiB are held until it exits, so a page
+//! that fails by then gets 500.
 //!
 //! Bounds: a script runs for `[cgi] timeout` at most, wall clock (then its whole
 //! process group is killed: 504 if it had not answered, the connection cut if it
