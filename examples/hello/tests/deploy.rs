@@ -82,7 +82,7 @@ const MODELS: [(&str, &str); 5] = [
     ("event-loop", "model event-loop, 1 loop"),
     ("thread-pool:4", "model thread-pool, 4 threads"),
     ("thread-per-conn", "model thread-per-conn"),
-    ("prefork:2", "model prefork, 2 workers"),
+    ("prefork:2", "; in each of 2 workers"),
 ];
 
 #[test]

@@ -12,13 +12,14 @@ use std::time::Duration;
 use super::{get, signal, wait_exit, within};
 
 /// Every model, as `serve`'s flags, each small.
-pub(super) const MODELS: [&[&str]; 6] = [
+pub(super) const MODELS: [&[&str]; 7] = [
     &["--model", "loops:1"],
     &["--model", "event-loop"],
     &["--model", "thread-pool:4"],
     &["--model", "thread-per-conn:8"],
     &["--model", "staged:2"],
     &["--workers", "2"],
+    &["--workers", "2", "--model", "thread-pool:2"],
 ];
 
 fn is_prefork(model: &[&str]) -> bool {

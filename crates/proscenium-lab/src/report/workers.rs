@@ -31,9 +31,9 @@ where
             continue;
         };
         let point = (workers as f64, value);
-        match lines.iter_mut().find(|(f, _)| f == family) {
+        match lines.iter_mut().find(|(f, _)| *f == family) {
             Some((_, points)) => points.push(point),
-            None => lines.push((family.to_owned(), vec![point])),
+            None => lines.push((family, vec![point])),
         }
     }
     for (_, points) in &mut lines {

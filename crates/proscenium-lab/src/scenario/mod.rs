@@ -22,6 +22,7 @@ pub(crate) use self::per_server::{is_asked, probes, tunings_asked};
 pub use self::profile::Profile;
 use self::techempower::closed_max;
 use self::thesis::{actors, off_system, on_system};
+pub(crate) use self::yarn::YARNS_WORKERS;
 use self::yarn::workers;
 
 /// Every scenario, in the order `all` runs them.

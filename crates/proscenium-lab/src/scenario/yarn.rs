@@ -2,6 +2,9 @@
 
 use super::*;
 
+/// Workers as Yarn's, each serving one request at a time: `=N` names N of them.
+pub(crate) const YARNS_WORKERS: &str = "proscenium:thread-pool:1/workers";
+
 /// Yarn Fig. 6.4: requests a second against worker processes, 1 to 512, for "1000
 /// requests, 20 at a time" to a simple Rack application (best 875/s at 256 workers,
 /// 775/s on average); and beyond, 256 connections.
@@ -19,9 +22,13 @@ pub(super) fn workers(quick: bool) -> Plan {
     Plan {
         name: "workers",
         reproduces: "Yarn Fig. 6.4: requests a second against worker processes",
-        // httpd's prefork MPM, 150 processes, is the fixed reference: a point of its own.
+        // Yarn's workers (a request at a time each: one thread), workers each running an
+        // event loop, and httpd's prefork MPM, 150 processes, the fixed reference: a
+        // point of its own.
         default_servers: counts
-            .map(|n| format!("proscenium:prefork:{n}"))
+            .clone()
+            .map(|n| format!("{YARNS_WORKERS}={n}"))
+            .chain(counts.map(|n| format!("proscenium:prefork:{n}")))
             .chain(std::iter::once("httpd-prefork".to_owned()))
             .collect(),
         cores: Cores::Shared,

@@ -32,7 +32,12 @@ impl<'a> Launch<'a> {
     }
 
     /// lab-app under `model`, with a blocking pool of `pool` threads when given.
-    pub(super) fn proscenium(mut self, model: &str, pool: Option<usize>) -> Self {
+    pub(super) fn proscenium(
+        mut self,
+        model: &str,
+        pool: Option<usize>,
+        workers: Option<usize>,
+    ) -> Self {
         let model = proscenium_model(model, self.at.core_count);
         self.command
             .arg(self.tools.example_binary("lab-app"))
@@ -41,6 +46,9 @@ impl<'a> Launch<'a> {
             .args(["--upstream", self.at.upstream]);
         if let Some(pool) = pool {
             self.command.args(["--blocking-pool", &pool.to_string()]);
+        }
+        if let Some(workers) = workers {
+            self.command.args(["--workers", &workers.to_string()]);
         }
         self
     }

@@ -32,10 +32,12 @@ pub struct ServerSpec {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Kind {
-    /// `proscenium:MODEL[/pool=N]`: lab-app under `--model MODEL`.
+    /// `proscenium:MODEL[/pool=N][/workers=P]`: lab-app under `--model MODEL`, with a
+    /// blocking pool of N threads, in P worker processes.
     Proscenium {
         model: String,
         pool: Option<usize>,
+        workers: Option<usize>,
     },
     /// `fib-cache[:N]`: the shared-state example on N loops (default: one per core) and
     /// no blocking pool, so its requests run on exactly N threads, as Node.Scala's
@@ -122,7 +124,7 @@ impl Jvm {
 impl FromStr for ServerSpec {
     type Err = Error;
 
-    /// Parses `proscenium:MODEL[/pool=N]`, `fib-cache[:N]`, `proscenium-lua`,
+    /// Parses `proscenium:MODEL[/pool=N][/workers=P]`, `fib-cache[:N]`, `proscenium-lua`,
     /// `proscenium-cgi`, `nginx`, `nginx-lua`, `node`, `node-cluster`, `node-nbk`,
     /// `actix`, `hyper`, `jetty`, `pekko`, `vertx`, `httpd-event`, `httpd-worker` or
     /// `httpd-prefork`.
@@ -154,21 +156,30 @@ impl FromStr for ServerSpec {
 }
 
 impl Kind {
-    /// The kinds named with a count: `fib-cache:N` and `proscenium:MODEL[/pool=N]`.
+    /// The kinds named with a count: `fib-cache:N` and
+    /// `proscenium:MODEL[/pool=N][/workers=P]`.
     fn with_count(name: &str) -> Option<Self> {
         if let Some(loops) = name.strip_prefix("fib-cache:") {
             return Some(Self::FibCache {
                 loops: Some(loops.parse().ok()?),
             });
         }
-        let rest = name.strip_prefix("proscenium:")?;
-        let (model, pool) = match rest.split_once("/pool=") {
-            Some((model, pool)) => (model, Some(pool.parse().ok()?)),
-            None => (rest, None),
-        };
-        (!model.is_empty()).then(|| Self::Proscenium {
+        let mut parts = name.strip_prefix("proscenium:")?.split('/');
+        let model = parts.next().filter(|m| !m.is_empty())?;
+        let (mut pool, mut workers) = (None, None);
+        for part in parts {
+            let (key, count) = part.split_once('=')?;
+            let slot = match key {
+                "pool" => &mut pool,
+                "workers" => &mut workers,
+                _ => return None,
+            };
+            *slot = Some(count.parse().ok()?);
+        }
+        Some(Self::Proscenium {
             model: model.to_owned(),
             pool,
+            workers,
         })
     }
 }
@@ -237,7 +248,11 @@ impl ServerSpec {
     pub(crate) fn start(&self, tools: &Tools, at: &Placement<'_>) -> Result<Running, Error> {
         let launch = Launch::new(tools, at);
         let launch = match &self.kind {
-            Kind::Proscenium { model, pool } => launch.proscenium(model, *pool),
+            Kind::Proscenium {
+                model,
+                pool,
+                workers,
+            } => launch.proscenium(model, *pool, *workers),
             Kind::FibCache { loops } => launch.fib_cache(*loops),
             Kind::Actix => launch.rust_peer("actix"),
             Kind::Hyper => launch.rust_peer("hyper"),
@@ -258,15 +273,28 @@ const HTTPD_PREFORK_PROCESSES: usize = 150;
 impl ServerSpec {
     /// Returns the family of servers this one belongs to and its worker processes,
     /// when the name fixes them: `proscenium:prefork:N` is N workers of
-    /// `proscenium:prefork`, `httpd-prefork` its 150 processes. The `workers` scenario
-    /// draws a family as one line against its workers, as Yarn's Fig. 6.4 drew Yarn.
-    pub(crate) fn workers(&self) -> Option<(&'static str, usize)> {
+    /// `proscenium:prefork`, `proscenium:thread-pool:1/workers=N` N workers of
+    /// `proscenium:thread-pool:1/workers`, `httpd-prefork` its 150 processes. The
+    /// `workers` scenario draws a family as one line against its workers, as Yarn's
+    /// Fig. 6.4 drew Yarn.
+    pub(crate) fn workers(&self) -> Option<(String, usize)> {
         match &self.kind {
-            Kind::Proscenium { model, pool: None } => Some((
-                "proscenium:prefork",
+            Kind::Proscenium {
+                model,
+                pool: None,
+                workers: Some(workers),
+            } => Some((format!("proscenium:{model}/workers"), *workers)),
+            Kind::Proscenium {
+                model,
+                pool: None,
+                workers: None,
+            } => Some((
+                "proscenium:prefork".to_owned(),
                 model.strip_prefix("prefork:")?.parse().ok()?,
             )),
-            Kind::Httpd(Mpm::Prefork) => Some(("httpd-prefork", HTTPD_PREFORK_PROCESSES)),
+            Kind::Httpd(Mpm::Prefork) => {
+                Some(("httpd-prefork".to_owned(), HTTPD_PREFORK_PROCESSES))
+            }
             _ => None,
         }
     }
@@ -356,7 +384,8 @@ mod tests {
             spec.kind,
             Kind::Proscenium {
                 model: "loops".into(),
-                pool: Some(0)
+                pool: Some(0),
+                workers: None,
             }
         );
         assert_eq!(
@@ -427,11 +456,16 @@ mod tests {
     #[test]
     fn workers_are_read_from_the_name_or_httpd_conf() {
         let workers = |name: &str| name.parse::<ServerSpec>().unwrap().workers();
+        let family = |name: &str, workers| Some((name.to_owned(), workers));
         assert_eq!(
             workers("proscenium:prefork:16"),
-            Some(("proscenium:prefork", 16))
+            family("proscenium:prefork", 16)
         );
-        assert_eq!(workers("httpd-prefork"), Some(("httpd-prefork", 150)));
+        assert_eq!(
+            workers("proscenium:thread-pool:1/workers=8"),
+            family("proscenium:thread-pool:1/workers", 8)
+        );
+        assert_eq!(workers("httpd-prefork"), family("httpd-prefork", 150));
         for none in [
             "proscenium:prefork",
             "proscenium:loops:4",

@@ -105,7 +105,8 @@ pub struct Config {
     #[serde(deserialize_with = "value::bind")]
     pub bind: SocketAddr,
     /// How the server executes: `loops` (default), `event-loop`, `thread-pool`,
-    /// `thread-per-conn`, `prefork` or `staged`.
+    /// `thread-per-conn`, `prefork` or `staged` — in each worker process when
+    /// `workers` is set.
     pub model: Model,
     /// Number of event loops of the `loops` model, or threads of the `staged` model's
     /// cluster; `None` means one per core.
@@ -118,7 +119,8 @@ pub struct Config {
     /// Connections that may wait for a `thread-pool` thread; past it new ones get 503.
     #[serde(deserialize_with = "value::count::<_, 1, 1_000_000>")]
     pub thread_queue: usize,
-    /// Worker processes of `prefork` (default: one per core).
+    /// Worker processes, each running `model`, supervised by the first process (Yarn,
+    /// Unicorn, Puma's cluster mode); `prefork` alone means one per core.
     #[serde(deserialize_with = "value::some_count::<_, 1, 1024>")]
     pub workers: Option<usize>,
     /// How accepted connections are given to loops.
@@ -301,22 +303,44 @@ impl Default for Config {
 }
 
 impl Config {
-    /// Returns the number of loops to run: one for `event-loop`; for `loops` the
-    /// configured count or one per core; for `prefork`, in each worker, the configured
-    /// count or the cores shared among the workers; none for the thread models.
-    pub fn loop_count(&self) -> usize {
+    /// Returns whether worker processes serve, supervised by this one: `workers` is
+    /// set, or the model is `prefork`.
+    pub fn supervised(&self) -> bool {
+        self.workers.is_some() || self.model == Model::Prefork
+    }
+
+    /// Returns the model that serves connections — in each worker when
+    /// [`supervised`](Self::supervised), else in this process: `model`, where
+    /// `prefork` means `loops` in workers.
+    pub fn serving_model(&self) -> Model {
         match self.model {
-            Model::ThreadPerConn | Model::ThreadPool => 0,
-            Model::EventLoop => 1,
-            Model::Loops | Model::Staged => self.loops.unwrap_or_else(cores).max(1),
-            Model::Prefork => self
-                .loops
-                .unwrap_or_else(|| cores() / self.worker_count())
-                .max(1),
+            Model::Prefork => Model::Loops,
+            model => model,
         }
     }
 
-    /// Returns the number of worker processes of `prefork`.
+    /// Returns the number of loops to run (in each worker when supervised): one for
+    /// `event-loop`; for `loops` and `staged` the configured count, else one per
+    /// core, shared among the workers; none for the thread models.
+    pub fn loop_count(&self) -> usize {
+        let share = || {
+            if self.supervised() {
+                cores() / self.worker_count()
+            } else {
+                cores()
+            }
+        };
+        match self.serving_model() {
+            Model::ThreadPerConn | Model::ThreadPool => 0,
+            Model::EventLoop => 1,
+            Model::Loops | Model::Prefork | Model::Staged => {
+                self.loops.unwrap_or_else(share).max(1)
+            }
+        }
+    }
+
+    /// Returns the number of worker processes when supervised: `workers`, else one
+    /// per core.
     pub fn worker_count(&self) -> usize {
         self.workers.unwrap_or_else(cores).max(1)
     }
@@ -324,7 +348,7 @@ impl Config {
     /// Returns the size of the blocking pool (0: blocking handlers run inline). The
     /// thread models run them inline: their threads may block.
     pub fn blocking_pool_size(&self) -> usize {
-        self.blocking_threads.unwrap_or(match self.model {
+        self.blocking_threads.unwrap_or(match self.serving_model() {
             Model::EventLoop | Model::ThreadPerConn | Model::ThreadPool => 0,
             Model::Loops | Model::Prefork | Model::Staged => 64,
         })
@@ -333,7 +357,7 @@ impl Config {
     /// Returns the thread count of a thread model: the pool's size, or the cap on
     /// threads per connection.
     pub fn thread_count(&self) -> usize {
-        let default = match self.model {
+        let default = match self.serving_model() {
             Model::ThreadPerConn => 10_000,
             _ => 200,
         };
@@ -359,7 +383,8 @@ pub enum Model {
     /// A thread for each connection, up to a cap (classic Apache).
     ThreadPerConn,
     /// Worker processes (the same binary re-executed, the listening socket inherited),
-    /// each running `loops`, supervised by the first process (Yarn, Unicorn).
+    /// each running `loops`, supervised by the first process (nginx): short for
+    /// `loops` with `workers` set, one per core unless `prefork:P` says.
     Prefork,
     /// Leda's staged server: the server is a stage graph (wait client → handle client
     /// → route handler, and back to handle client for the next request), its one

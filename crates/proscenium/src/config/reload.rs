@@ -15,7 +15,7 @@ use serde_json::Value as Json;
 
 use super::TlsSpec;
 use super::sources::leaves;
-use super::{CompressionSpec, Config, Http2Spec, Limits, Model, Timeouts};
+use super::{CompressionSpec, Config, Http2Spec, Limits, Timeouts};
 
 /// A configuration read again, settled against the running one.
 #[derive(Debug)]
@@ -30,7 +30,7 @@ pub(crate) struct Settled {
 /// Settles `read`, the configuration read again, against `running`.
 pub(crate) fn settle(running: &Config, read: Config) -> Settled {
     let before = serde_json::to_value(&read).unwrap_or(Json::Null);
-    let config = if running.model == Model::Prefork {
+    let config = if running.supervised() {
         supervisors_part(running, read)
     } else {
         live_part(running, read)
@@ -79,11 +79,16 @@ fn live_part(running: &Config, read: Config) -> Config {
     live
 }
 
-/// A `prefork` supervisor: `read`, but for what the supervisor itself holds.
+/// A supervisor: `read`, but for what the supervisor itself holds. The workers' model
+/// is theirs, taken by the workers that replace them — unless only `prefork` made
+/// this process a supervisor.
 fn supervisors_part(running: &Config, read: Config) -> Config {
     Config {
         bind: running.bind,
-        model: running.model,
+        model: match running.workers {
+            Some(_) => read.model,
+            None => running.model,
+        },
         workers: running.workers,
         admin: running.admin.clone(),
         log_format: running.log_format,
@@ -103,6 +108,7 @@ fn supervisors_part(running: &Config, read: Config) -> Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::Model;
 
     fn config(toml: &str) -> Config {
         toml::from_str(toml).unwrap()
@@ -136,11 +142,21 @@ mod tests {
 
     #[test]
     fn a_prefork_supervisor_keeps_only_what_it_holds() {
-        let running = config("model = \"prefork\"\nworkers = 2");
+        let running = config("model = \"prefork\"");
         let read = config("model = \"loops\"\nworkers = 4\nloops = 3\nroot = \"/srv\"");
         let settled = settle(&running, read);
         assert_eq!(settled.kept, ["model", "workers"]);
         assert_eq!(settled.config.loops, Some(3), "the workers' own");
         assert_eq!(settled.config.model, Model::Prefork);
+    }
+
+    #[test]
+    fn issue39_a_supervisors_workers_take_a_new_model() {
+        let running = config("workers = 2");
+        let read = config("model = \"thread-pool\"\nworkers = 4");
+        let settled = settle(&running, read);
+        assert_eq!(settled.kept, ["workers"]);
+        assert_eq!(settled.config.model, Model::ThreadPool);
+        assert!(settled.config.supervised());
     }
 }

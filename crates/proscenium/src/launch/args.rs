@@ -84,10 +84,11 @@ pub struct DeployArgs {
     /// (N threads, default 200), thread-per-conn or thread-per-conn:N (at most N
     /// threads, default 10000), prefork or prefork:P (P worker processes, default one
     /// per core, each running loops), staged or staged:N (the server as a stage graph,
-    /// N threads) [default: loops].
+    /// N threads) [default: loops]; with --workers, what each worker runs.
     #[arg(long, short)]
     pub model: Option<String>,
-    /// Worker processes: short for --model prefork:P (Yarn's -w).
+    /// Worker processes, each running --model, supervised by this one (Yarn's -w):
+    /// --workers 4 --model thread-pool:1 serves one request at a time in each.
     #[arg(long, short)]
     pub workers: Option<String>,
     /// Event loops of the loops model, or of each prefork worker [default: one per
@@ -213,13 +214,10 @@ impl DeployArgs {
         for (ext, program) in &self.interpreters {
             flag("--interpreter", &format!("cgi.interpreters.{ext}"), program);
         }
-        if let Some(workers) = &self.workers {
-            flag("--workers", "model", "prefork");
-            flag("--workers", "workers", workers);
-        }
         for (name, key, value) in [
             ("--bind", "bind", &self.bind),
             ("--model", "model", &self.model),
+            ("--workers", "workers", &self.workers),
             ("--loops", "loops", &self.loops),
             ("--blocking-pool", "blocking_threads", &self.blocking_pool),
             ("--dispatch", "dispatch", &self.dispatch),
@@ -341,9 +339,8 @@ mod tests {
             named,
             [
                 ("DIR", "root", "site"),
-                ("--workers", "model", "prefork"),
-                ("--workers", "workers", "3"),
                 ("--model", "model", "loops:2"),
+                ("--workers", "workers", "3"),
                 ("--blocking-pool", "blocking_threads", "0"),
                 ("--tools", "tools", "true"),
             ]

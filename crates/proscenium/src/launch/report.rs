@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use super::Deploy;
 use crate::config::Settings;
-use crate::{App, Config, Model, Server, Signals, site};
+use crate::{App, Config, Dispatch, Model, Server, Signals, site};
 
 /// How the app names itself.
 pub(super) struct Heading<'a> {
@@ -148,42 +148,48 @@ pub(super) fn config(settings: &Settings) {
 
 /// Describes how the server runs, for the start line and `config`.
 pub(super) fn describe(config: &Config) -> String {
-    match config.model {
-        Model::ThreadPool => {
-            return format!(
-                "model thread-pool, {} threads, queue {}",
-                config.thread_count(),
-                config.thread_queue
-            );
-        }
-        Model::ThreadPerConn => {
-            return format!(
-                "model thread-per-conn, at most {} threads",
-                config.thread_count()
-            );
-        }
-        Model::Prefork => {
-            let (workers, loops) = (config.worker_count(), config.loop_count());
-            return format!("model prefork, {workers} workers, {loops} loops each, dispatch jsq");
-        }
+    let serving = describe_serving(config);
+    if config.supervised() {
+        format!("{serving}; in each of {} workers", config.worker_count())
+    } else {
+        serving
+    }
+}
+
+/// Describes the model that serves connections, in this process or in each worker.
+fn describe_serving(config: &Config) -> String {
+    let model = config.serving_model();
+    match model {
+        Model::ThreadPool => format!(
+            "model thread-pool, {} threads, queue {}",
+            config.thread_count(),
+            config.thread_queue
+        ),
+        Model::ThreadPerConn => format!(
+            "model thread-per-conn, at most {} threads",
+            config.thread_count()
+        ),
         Model::Staged => {
             let threads = crate::staged::cluster(config).threads.unwrap_or(1);
-            return format!(
+            format!(
                 "model staged, one cluster `http` of {threads} threads (wait-client, handle-client, route-handler)"
-            );
+            )
         }
-        Model::Loops | Model::EventLoop => {}
+        Model::Loops | Model::EventLoop | Model::Prefork => {
+            let loops = config.loop_count();
+            let plural = if loops == 1 { "" } else { "s" };
+            let blocking = match config.blocking_pool_size() {
+                0 => "blocking inline".to_owned(),
+                n => format!("blocking pool {n}"),
+            };
+            // A worker has one socket: `reuseport` falls back to JSQ there.
+            let dispatch = match (config.supervised(), config.dispatch) {
+                (true, _) => Dispatch::Jsq,
+                (false, dispatch) => dispatch,
+            };
+            format!("model {model}, {loops} loop{plural}, dispatch {dispatch}, {blocking}")
+        }
     }
-    let loops = config.loop_count();
-    let plural = if loops == 1 { "" } else { "s" };
-    let blocking = match config.blocking_pool_size() {
-        0 => "blocking inline".to_owned(),
-        n => format!("blocking pool {n}"),
-    };
-    format!(
-        "model {}, {loops} loop{plural}, dispatch {}, {blocking}",
-        config.model, config.dispatch
-    )
 }
 
 /// Folds clap's error (message, tip, usage) into one line: the message and its tip.

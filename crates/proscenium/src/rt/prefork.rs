@@ -1,7 +1,8 @@
-//! `prefork`: P worker processes — this binary re-executed (from the path it was
+//! Workers: P worker processes — this binary re-executed (from the path it was
 //! started as, so a SIGHUP after an upgrade starts the new one: `binary.rs`), never a
-//! bare fork of a threaded process — each running `loops`, supervised by the first
-//! process.
+//! bare fork of a threaded process — each running the configured model (`loops` under
+//! `prefork`; a pool of one thread for Yarn's and Unicorn's one request at a time, of
+//! T for Puma's cluster mode), supervised by the first process.
 //!
 //! The supervisor binds the listening socket and hands it to every worker as its
 //! standard input (safe descriptor passing: `Stdio::from(OwnedFd)`); a worker knows
@@ -27,9 +28,11 @@
 //! link to it, and the supervisor's scrape is the sum of its workers'
 //! (`admin::workers`).
 //!
-//! Liveness: each worker beats on the load board (`board.rs`) while its loops turn;
-//! one silent for [`SILENT_GRACE`] — stopped, its loops frozen in a handler — is killed
-//! and so restarted like any worker that died. (Its connections were stalled already; the other workers stopped deferring
+//! Liveness: each worker beats on the load board (`board.rs`) while its loops turn
+//! (a worker of a thread model, or `staged`, has no loop to watch: it beats while it
+//! runs, as its threads may block by design); one silent for [`SILENT_GRACE`] —
+//! stopped, its loops frozen in a handler — is killed and so restarted like any worker
+//! that died. (Its connections were stalled already; the other workers stopped deferring
 //! to it a second after its last beat.)
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};

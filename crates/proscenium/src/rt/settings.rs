@@ -11,13 +11,14 @@ pub(crate) struct RuntimeSettings {
     pub(crate) limits: Limits,
     /// How long each step may take (`[timeouts]`).
     pub(crate) timeouts: Timeouts,
-    /// The execution model (a thread model caps its threads by it).
+    /// The model that serves connections, in this process or in each worker (a
+    /// thread model caps its threads by it).
     pub(crate) model: Model,
     /// A thread model's threads: the pool's size, or the cap on threads per connection.
     pub(crate) threads: usize,
     /// How many connections wait for a pool's thread.
     pub(crate) thread_queue: usize,
-    /// How many worker processes `prefork` keeps.
+    /// How many worker processes a supervisor keeps.
     pub(crate) workers: usize,
 }
 
@@ -27,7 +28,7 @@ impl RuntimeSettings {
         Self {
             limits: config.limits.clone(),
             timeouts: config.timeouts.clone(),
-            model: config.model,
+            model: config.serving_model(),
             threads: config.thread_count(),
             thread_queue: config.thread_queue,
             workers: config.worker_count(),

@@ -10,7 +10,6 @@ use std::thread::JoinHandle;
 use tokio::sync::watch;
 
 use crate::admin::{Metrics, Workers};
-use crate::config::Model;
 use crate::http::h1::Http1;
 use crate::http::meter::Meters;
 use crate::rt::event_loop::LoopSpec;
@@ -53,7 +52,7 @@ impl Metering {
         Ok(Some(Self {
             bind,
             link,
-            workers: (bind.is_some() && config.model == Model::Prefork).then(Workers::new),
+            workers: (bind.is_some() && config.supervised()).then(Workers::new),
             meters: Meters::new(app.routes().count()),
             routes: app.routes().map(|r| r.pattern.clone()).collect(),
         }))

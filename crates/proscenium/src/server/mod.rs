@@ -105,7 +105,7 @@ impl Server {
         let config = Arc::new(self.config);
         // The staged model's own graph, in `/_status` once it runs.
         let graph = Arc::new(OnceLock::new());
-        let app = match config.model {
+        let app = match config.serving_model() {
             Model::Staged => {
                 let shown = graph.clone();
                 self.app.status(crate::staged::STATUS, move || {
@@ -156,23 +156,17 @@ impl Server {
             None => None,
         };
         let mut reloading = Reloading::Protocol(Box::new(protocol));
-        // A prefork worker serves its supervisor's socket whatever model the
-        // configuration names now: it may have been read again since the start.
-        let started = match (config.model, inherited) {
-            (_, Some(listener)) => start_loops(&config, &spec, Some(app), &live, Some(listener))?,
-            (Model::Loops | Model::EventLoop, None) => {
-                start_loops(&config, &spec, Some(app), &live, activated)?
-            }
-            (Model::ThreadPool | Model::ThreadPerConn, None) => {
-                start_threads(&config, spec, activated)?
-            }
-            (Model::Staged, None) => start_staged(&config, spec, &graph, activated)?,
-            (Model::Prefork, None) => {
+        // A worker serves its supervisor's socket, under the model the configuration
+        // names now: it may have been read again since the supervisor started.
+        let started = match (inherited, config.supervised()) {
+            (Some(listener), _) => serve(&config, spec, &graph, app, &live, Some(listener))?,
+            (None, true) => {
                 let roll = Arc::new(Notify::new());
                 reloading = Reloading::Workers(roll.clone());
                 let links = metering.as_ref().and_then(Metering::links);
                 start_supervisor(config.bind, spec, activated, roll, links)?
             }
+            (None, false) => serve(&config, spec, &graph, app, &live, activated)?,
         };
         let notifier = systemd::Notifier::from_env();
         if let Some(notifier) = &notifier {
@@ -262,11 +256,31 @@ struct Started {
     watchdog: Option<(JoinHandle<()>, Arc<AtomicBool>)>,
 }
 
+/// Serves under the configuration's serving model, in this process: on `given` (a
+/// worker's inherited socket, or the one systemd passed), else on sockets bound to
+/// `config.bind`.
+fn serve(
+    config: &Config,
+    spec: LoopSpec<Http1>,
+    graph: &OnceLock<crate::stage::GraphMonitor>,
+    app: Arc<App>,
+    live: &watchdog::LiveStats,
+    given: Option<std::net::TcpListener>,
+) -> Result<Started, Error> {
+    match config.serving_model() {
+        Model::Loops | Model::EventLoop | Model::Prefork => {
+            start_loops(config, &spec, Some(app), live, given)
+        }
+        Model::ThreadPool | Model::ThreadPerConn => start_threads(config, spec, given),
+        Model::Staged => start_staged(config, spec, graph, given),
+    }
+}
+
 /// Starts the loops, their dispatcher (unless each loop accepts for itself) and, given
 /// the app whose routes it names, the watchdog.
 ///
-/// A `prefork` worker serves the `inherited` socket, and a socket-activated server the
-/// one systemd passed, dispatching with JSQ.
+/// A worker serves the `inherited` socket, and a socket-activated server the one
+/// systemd passed, dispatching with JSQ.
 fn start_loops(
     config: &Config,
     spec: &LoopSpec<Http1>,
@@ -329,7 +343,7 @@ fn start_loops(
     })
 }
 
-/// Starts the `prefork` supervisor, which starts and watches the worker processes
+/// Starts the supervisor, which starts and watches the worker processes
 /// (linked for their metrics by `links`), and replaces them one at a time at each
 /// notification of `roll`.
 fn start_supervisor(
@@ -355,9 +369,9 @@ fn start_supervisor(
 fn start_threads(
     config: &Config,
     spec: LoopSpec<Http1>,
-    activated: Option<std::net::TcpListener>,
+    given: Option<std::net::TcpListener>,
 ) -> Result<Started, Error> {
-    let listener = bind_listener(config.bind, activated)?;
+    let listener = bind_listener(config.bind, given)?;
     let addr = local_addr(&listener)?;
     let acceptor = threads::spawn(listener, spec).map_err(Error::io("start the acceptor"))?;
     Ok(Started {
@@ -373,9 +387,9 @@ fn start_staged(
     config: &Config,
     spec: LoopSpec<Http1>,
     graph: &OnceLock<crate::stage::GraphMonitor>,
-    activated: Option<std::net::TcpListener>,
+    given: Option<std::net::TcpListener>,
 ) -> Result<Started, Error> {
-    let listener = bind_listener(config.bind, activated)?;
+    let listener = bind_listener(config.bind, given)?;
     let addr = local_addr(&listener)?;
     let stopper = crate::staged::spawn(listener, config, spec, graph)
         .map_err(|e| Error::io("start the staged server")(std::io::Error::other(e.to_string())))?;
@@ -386,12 +400,13 @@ fn start_staged(
     })
 }
 
-/// Returns the socket systemd passed (`activated`) if it did, else binds `addr`.
+/// Returns the socket `given` (a worker's inherited one, or systemd's), else binds
+/// `addr`.
 fn bind_listener(
     addr: SocketAddr,
-    activated: Option<std::net::TcpListener>,
+    given: Option<std::net::TcpListener>,
 ) -> Result<std::net::TcpListener, Error> {
-    match activated {
+    match given {
         Some(listener) => Ok(listener),
         None => bind(addr, false).map_err(Error::io(format!("listen on {addr}"))),
     }
