@@ -182,6 +182,7 @@ fn issue36_healthz_answers_ok_and_the_public_listener_has_no_admin_routes() {
 
 #[test]
 fn issue36_readyz_says_503_once_shutdown_begins_while_a_request_is_in_flight() {
+    support::in_process("its readiness while its own process shuts down");
     let release = Arc::new(AtomicBool::new(false));
     let released = release.clone();
     let app = app().get("/slow", move || {

@@ -45,6 +45,7 @@ fn variables(text: &str) -> Vec<(&str, &str)> {
 
 #[test]
 fn a_script_sees_the_meta_variables_of_rfc_3875_and_nothing_of_the_server() {
+    support::in_process("scripts written to a temporary directory of its own");
     let (_dir, root) = site(&[("env.sh", "printf 'Content-Type: text/plain\\n\\n'; env")]);
     let server = serve(&root, |_| {});
     let port = server.local_addr().port();
@@ -303,6 +304,7 @@ fn has_program(name: &str) -> bool {
 
 #[test]
 fn a_script_past_its_time_gets_504_and_its_processes_are_killed() {
+    support::in_process("scripts written to a temporary directory of its own");
     let (dir, root) = site(&[(
         "slow.sh",
         "echo $$ > \"$DOCUMENT_ROOT/../slow.pid\"; sleep 30 & echo $! > \"$DOCUMENT_ROOT/../child.pid\"; wait",
@@ -327,6 +329,7 @@ fn a_script_past_its_time_gets_504_and_its_processes_are_killed() {
 
 #[test]
 fn a_client_that_hangs_up_has_its_script_killed() {
+    support::in_process("scripts written to a temporary directory of its own");
     let (dir, root) = site(&[(
         "wait.sh",
         "echo $$ > \"$DOCUMENT_ROOT/../wait.pid\"; sleep 30",
@@ -353,6 +356,7 @@ fn a_client_that_hangs_up_has_its_script_killed() {
 
 #[test]
 fn a_failing_script_gets_502_and_its_reason_in_the_log() {
+    support::in_process("scripts written to a temporary directory of its own");
     support::capture_logs();
     let (_dir, root) = site(&[
         ("crash.sh", "echo 'about to fail' >&2; exit 3"),
@@ -386,6 +390,7 @@ fn a_failing_script_gets_502_and_its_reason_in_the_log() {
 
 #[test]
 fn past_the_cap_on_running_scripts_a_request_gets_503_with_retry_after() {
+    support::in_process("scripts written to a temporary directory of its own");
     let (_dir, root) = site(&[(
         "busy.sh",
         "sleep 1; printf 'Content-Type: text/plain\\n\\ndone'",
@@ -403,6 +408,7 @@ fn past_the_cap_on_running_scripts_a_request_gets_503_with_retry_after() {
 
 #[test]
 fn a_script_runs_in_its_directory_and_as_the_configured_user() {
+    support::in_process("scripts written to a temporary directory of its own");
     let (dir, root) = site(&[(
         "who.sh",
         "printf 'Content-Type: text/plain\\n\\n%s %s' \"$(id -u)\" \"$(pwd)\"",
@@ -495,6 +501,7 @@ fn issue33_output_short_of_its_content_length_ends_with_the_connection_closed() 
 
 #[test]
 fn issue33_a_1xx_final_status_or_a_bad_content_length_gets_502() {
+    support::in_process("scripts written to a temporary directory of its own");
     support::capture_logs();
     let (_dir, root) = site(&[
         (
@@ -575,6 +582,7 @@ fn group_ends_within(pgid: i32, wait: Duration) -> bool {
 
 #[test]
 fn issue33_no_process_of_a_script_outlives_its_response_nor_holds_its_slot() {
+    support::in_process("scripts written to a temporary directory of its own");
     let (dir, root) = site(&[
         (
             "closes.sh",
@@ -606,6 +614,7 @@ fn issue33_no_process_of_a_script_outlives_its_response_nor_holds_its_slot() {
 
 #[test]
 fn issue33_a_script_flooding_its_standard_error_logs_its_bound_and_one_summary() {
+    support::in_process("scripts written to a temporary directory of its own");
     support::capture_logs();
     let (_dir, root) = site(&[(
         "flood.sh",

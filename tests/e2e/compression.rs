@@ -379,6 +379,7 @@ fn issue35_a_large_file_is_compressed_as_it_is_sent() {
 
 #[test]
 fn issue35_a_file_compressed_once_is_kept_until_it_changes() {
+    support::in_process("a file it changes in a temporary directory of its own");
     let (_dir, root) = site();
     let server = serve(&root, |_| {});
     let addr = server.local_addr();

@@ -73,6 +73,7 @@ fn publish_once_heard(hub: &Hub, client: &mut Client, data: &str) -> String {
 
 #[test]
 fn an_event_stream_carries_posts_and_resumes_after_the_last_id_seen() {
+    support::in_process("posts published to the hub of its own process");
     let hub = Hub::new();
     let server = support::start(app(&hub));
     let mut first = events(server.local_addr(), None);
@@ -94,6 +95,7 @@ fn an_event_stream_carries_posts_and_resumes_after_the_last_id_seen() {
 
 #[test]
 fn when_shutdown_begins_an_event_stream_ends_and_the_server_stops_early() {
+    support::in_process("posts published to the hub of its own process");
     let hub = Hub::new();
     let server = support::start_with(app(&hub), |config| {
         config.timeouts.shutdown = Duration::from_secs(30);
@@ -115,6 +117,7 @@ fn when_shutdown_begins_an_event_stream_ends_and_the_server_stops_early() {
 
 #[test]
 fn a_websocket_fed_by_the_hub_gets_the_posts_to_its_pattern() {
+    support::in_process("posts published to the hub of its own process");
     let hub = Hub::new();
     let server = support::start(app(&hub));
     let mut client = websocket::open(server.local_addr(), "/feed");
@@ -180,6 +183,7 @@ fn post(client: &mut Client, path: &str, len: usize) -> u16 {
 /// keeps), 16 posts of 512 KiB are published, then a body on another route is taken.
 #[test]
 fn issue33_published_bodies_release_the_body_budget_and_the_history_is_bounded_in_bytes() {
+    support::in_process("posts published to the hub of its own process");
     let hub = Hub::with(FeedsSpec {
         history_bytes: 2 << 20,
         max_post: 1 << 20,
@@ -207,6 +211,7 @@ fn issue33_published_bodies_release_the_body_budget_and_the_history_is_bounded_i
 
 #[test]
 fn issue35_an_event_stream_carries_posts_over_http2() {
+    support::in_process("posts published to the hub of its own process");
     let hub = Hub::new();
     let server = support::start(app(&hub));
     let h2 = H2::connect(server.local_addr());

@@ -107,6 +107,7 @@ fn issue35_many_streams_on_one_connection_are_all_answered() {
 
 #[test]
 fn issue35_https_agrees_on_h2_by_alpn_and_keeps_http1_for_clients_without_it() {
+    support::in_process("certificates made for this run");
     let ca = Authority::new();
     let files = ca.issue("site", &["localhost"]);
     let server = support::start_with(app(), |c| {
@@ -147,6 +148,7 @@ fn issue35_a_body_past_max_body_gets_413_and_the_connection_serves_on() {
 
 #[test]
 fn issue35_the_access_log_names_http2() {
+    support::in_process("the access log it reads");
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("access.log");
     let server = support::start_with(app(), |c| c.log = Some(log.clone()));

@@ -112,6 +112,7 @@ fn issue35_the_streams_of_one_connection_take_threads_of_their_own() {
 
 #[test]
 fn issue35_a_stream_no_thread_can_take_is_answered_503_and_the_rest_are_served() {
+    support::in_process("a cap on the threads of the whole server");
     let pool = support::model().model == Model::ThreadPool;
     // A pool of one thread and a queue of one; or one thread at a time, waited for
     // a second at most.

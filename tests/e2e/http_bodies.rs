@@ -133,6 +133,7 @@ fn a_chunked_upload_reaches_a_streaming_handler_whole_in_order_in_chunks_of_64_k
 
 #[test]
 fn a_body_past_max_body_gets_413_announced_or_while_it_streams() {
+    support::in_process("what its handlers record");
     let calls = Arc::new(AtomicUsize::new(0));
     let server = support::start_with(app(calls.clone()), |c| c.limits.max_body = 64 * 1024);
     let addr = server.local_addr();
@@ -207,6 +208,7 @@ fn continue_is_sent_once_the_handler_reads_and_never_to_a_refused_request() {
 
 #[test]
 fn a_streamed_body_that_stops_arriving_gets_408() {
+    support::in_process("what its handlers record");
     let calls = Arc::new(AtomicUsize::new(0));
     let server = support::start_with(app(calls.clone()), |c| {
         c.timeouts.body = Duration::from_millis(500);

@@ -253,6 +253,7 @@ fn api() -> App {
 
 #[test]
 fn a_nested_app_answers_under_its_prefix_with_its_fallback_and_middleware() {
+    support::in_process("what its middleware counts");
     let app = App::new()
         .with_state(Hits::default())
         .get("/", inline(|| "home"))
@@ -282,6 +283,7 @@ fn a_nested_app_answers_under_its_prefix_with_its_fallback_and_middleware() {
 
 #[test]
 fn merged_apps_answer_both_route_sets_and_share_state() {
+    support::in_process("state its handlers share with it");
     let users = App::new().with_state(Hits::default()).get(
         "/users",
         inline(|State(h): State<Hits>| h.0.load(Ordering::SeqCst).to_string()),

@@ -192,6 +192,8 @@ impl ChildServer {
             .arg(std::env::current_exe().unwrap())
             .args([test, "--exact", "--ignored", "--nocapture"])
             .env(CHILD_ENV, kind)
+            // Its own memory is what is measured: its server runs in it, not in workers.
+            .env_remove("PROSCENIUM_TEST_WORKERS")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());

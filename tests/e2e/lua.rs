@@ -161,6 +161,7 @@ fn a_lua_app_routes_requests_and_leaves_the_rest_to_the_files() {
 
 #[test]
 fn script_errors_are_500_with_file_and_line_in_the_log() {
+    support::in_process("pages written to a temporary directory of its own");
     support::capture_logs();
     let (_dir, root) = root(&[
         (
@@ -231,6 +232,7 @@ fn the_sandbox_refuses_the_system_and_files_outside() {
 
 #[test]
 fn a_runaway_loop_and_a_memory_bomb_are_stopped_and_the_server_goes_on() {
+    support::in_process("pages written to a temporary directory of its own");
     support::capture_logs();
     let (_dir, root) = root(&[
         ("spin.lua", "function handle(req) while true do end end"),
@@ -271,6 +273,7 @@ fn a_runaway_loop_and_a_memory_bomb_are_stopped_and_the_server_goes_on() {
 
 #[test]
 fn a_changed_page_or_app_is_served_anew_without_a_restart() {
+    support::in_process("pages it changes in a temporary directory of its own");
     let (_dir, root) = root(&[
         ("page.lua", "function handle(req) return 'one' end"),
         ("app.lua", "app:get('/v', function(req) return 'first' end)"),
@@ -307,6 +310,7 @@ fn a_lua_app_that_does_not_load_stops_the_start_with_its_file_and_line() {
 
 #[test]
 fn a_lua_app_publishes_to_the_hub_and_serves_its_feed() {
+    support::in_process("posts published to the hub of its own process");
     let (_dir, root) = root(&[(
         "app.lua",
         r#"
@@ -368,6 +372,7 @@ end)
 
 #[test]
 fn lua_routes_and_pages_share_values_under_the_lock_class_they_declare() {
+    support::in_process("pages written to a temporary directory of its own");
     support::capture_logs();
     let (_dir, root) = root(&[
         ("app.lua", SHARING_APP),
@@ -437,6 +442,7 @@ const DEEP: &str = "local t = {} for i = 1, 10000 do t = { t } end";
 
 #[test]
 fn issue33_a_table_nested_10000_deep_or_holding_itself_is_500_and_the_server_goes_on() {
+    support::in_process("pages written to a temporary directory of its own");
     support::capture_logs();
     let page = |call: &str| format!("{DEEP}\nfunction handle(req)\n  {call}\nend\n");
     let (_dir, root) = root(&[
@@ -501,6 +507,7 @@ end)
 
 #[test]
 fn issue33_shared_values_past_state_memory_are_refused_and_the_rest_kept() {
+    support::in_process("pages written to a temporary directory of its own");
     support::capture_logs();
     let (_dir, root) = root(&[("app.lua", STORING_APP)]);
     let server = serve(&root, Some("app.lua"), |spec| spec.state_memory = 1 << 20);
@@ -541,6 +548,7 @@ fn issue33_shared_values_past_state_memory_are_refused_and_the_rest_kept() {
 
 #[test]
 fn issue33_a_page_cannot_change_the_libraries_another_page_uses() {
+    support::in_process("pages written to a temporary directory of its own");
     support::capture_logs();
     let hijack = |code: &str| format!("function handle(req)\n  {code}\n  return 'changed'\nend\n");
     let (_dir, root) = root(&[
@@ -593,6 +601,7 @@ fn issue33_a_page_cannot_change_the_libraries_another_page_uses() {
 
 #[test]
 fn issue33_a_page_printing_in_a_loop_logs_its_bound_and_one_summary_a_request() {
+    support::in_process("pages written to a temporary directory of its own");
     support::capture_logs();
     let marker = "issue33-flood-marker";
     let (_dir, root) = root(&[(

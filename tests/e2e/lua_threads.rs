@@ -65,6 +65,7 @@ fn shut_down_within_30s(server: proscenium::ServerHandle) {
 
 #[test]
 fn issue33_scripts_that_would_freeze_a_loop_leave_the_server_serving_and_stoppable() {
+    support::in_process("its log");
     support::capture_logs();
     let (_dir, root) = root(&[
         ("hello.lua", "function handle(req) return 'hello' end"),
@@ -138,6 +139,7 @@ fn issue33_scripts_that_would_freeze_a_loop_leave_the_server_serving_and_stoppab
 
 #[test]
 fn issue33_a_script_past_its_deadline_holds_no_lock_and_its_values_fail_it_after() {
+    support::in_process("its log");
     support::capture_logs();
     let (_dir, root) = root(&[
         (
@@ -176,6 +178,7 @@ fn issue33_a_script_past_its_deadline_holds_no_lock_and_its_values_fail_it_after
 
 #[test]
 fn issue33_past_the_bound_of_retired_threads_lua_requests_get_503_until_they_end() {
+    support::in_process("its log");
     support::capture_logs();
     let (_dir, root) = root(&[
         ("hello.lua", "function handle(req) return 'hello' end"),

@@ -70,6 +70,7 @@ fn scrape_until(
 
 #[test]
 fn issue36_metrics_show_each_stages_counts_queue_latencies_and_controllers() {
+    support::in_process("stages of its own process");
     let (sampled, sampled_in, sampled_totals) = started_squares("m-sampled", 64);
     let (every, every_in, every_totals) = started_squares("m-every", 1);
     let route = |inlet: Inlet<u64>| {

@@ -111,6 +111,7 @@ fn two_thousand_connections_get_200_or_503_and_the_server_recovers() {
 
 #[test]
 fn accepting_pauses_at_the_connection_cap_and_resumes_below_it() {
+    support::in_process("a connection cap of the whole server");
     if !support::has_loops() {
         // The thread models bound connections by their threads (and queue) instead.
         return;

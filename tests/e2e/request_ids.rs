@@ -19,6 +19,7 @@ fn is_made(id: &str) -> bool {
 
 #[test]
 fn every_answer_carries_an_id_the_handler_and_the_access_log_share() {
+    support::in_process("its log");
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("access.log");
     let server = support::start_with(app(), |c| c.log = Some(log.clone()));
@@ -42,6 +43,7 @@ fn every_answer_carries_an_id_the_handler_and_the_access_log_share() {
 
 #[test]
 fn a_refused_request_gets_an_id_in_its_answer_and_its_log_line() {
+    support::in_process("its log");
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("access.log");
     let server = support::start_with(app(), |c| c.log = Some(log.clone()));

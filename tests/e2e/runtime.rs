@@ -71,6 +71,7 @@ fn a_slow_request_never_holds_up_a_fast_one() {
 
 #[test]
 fn event_loop_runs_blocking_handlers_inline_unless_given_a_pool() {
+    support::in_process("the order one loop answers in");
     // Node.js, faithfully: with no blocking pool a blocking handler holds the one loop,
     // so the fast request waits behind the slow one (the documented difference).
     let inline = support::start_with(slow_app(), |c| c.model = Model::EventLoop);
@@ -175,6 +176,7 @@ fn shutdown_gives_up_on_requests_past_the_deadline() {
 
 #[test]
 fn jsq_steers_new_connections_away_from_a_stalled_loop() {
+    support::in_process("the loops of one process");
     if support::model().model != Model::Loops {
         return; // only `loops` has more than one loop to choose from
     }
@@ -236,6 +238,7 @@ fn images_app(most: &std::sync::Arc<std::sync::atomic::AtomicUsize>) -> App {
 
 #[test]
 fn a_named_pool_runs_its_routes_on_as_many_threads_as_configured() {
+    support::in_process("threads counted in its memory");
     let most = std::sync::Arc::default();
     let server = support::start_with(images_app(&most), |c| {
         c.pools.insert(

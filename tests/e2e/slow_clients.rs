@@ -48,6 +48,7 @@ fn issue_15_a_silent_new_connection_is_closed_at_the_header_deadline() {
 
 #[test]
 fn issue_15_a_connection_queued_past_its_deadline_gets_503() {
+    support::in_process("a cap on the threads of the whole server");
     if support::has_loops() {
         // Loops queue no connection for a thread: a loop (under `staged`, a stage
         // thread's loop) takes it at once.

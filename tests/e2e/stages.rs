@@ -115,6 +115,7 @@ fn stage_status(
 
 #[test]
 fn status_shows_each_stages_counters_and_latencies() {
+    support::in_process("stages of its own process");
     let (mut graph, square, totals) = squares(["square", "total"], Duration::from_millis(2));
     // Every event timed, so the latency counts are the event counts.
     graph.sample(1);
@@ -181,6 +182,7 @@ fn gated(graph: &mut Graph, started: mpsc::Sender<()>, gate: mpsc::Receiver<()>)
 
 #[test]
 fn a_full_stage_queue_is_a_503_counted_as_rejected() {
+    support::in_process("stages of its own process");
     let (started_tx, started) = mpsc::channel();
     let (open, gate) = mpsc::channel();
     let mut graph = Graph::new();
@@ -249,6 +251,7 @@ fn holding_app() -> (
 
 #[test]
 fn the_staged_server_refuses_past_a_full_stage_queue_and_shows_its_graph() {
+    support::in_process("stages of its own process");
     let (app, entered, release) = holding_app();
     // One route-handler instance and room for one connection in its queue.
     let server = support::start_with(app, |c| {
@@ -313,6 +316,7 @@ fn the_staged_server_refuses_past_a_full_stage_queue_and_shows_its_graph() {
 /// run on the other thread.
 #[test]
 fn requests_run_on_the_thread_with_the_fewest_in_flight() {
+    support::in_process("stages of its own process");
     let (app, entered, release) = holding_app();
     let server = support::start_with(app, |c| {
         c.model = Model::Staged;
@@ -340,6 +344,7 @@ fn requests_run_on_the_thread_with_the_fewest_in_flight() {
 
 #[test]
 fn the_staged_server_keeps_small_files_in_its_cache_and_never_serves_one_stale() {
+    support::in_process("stages of its own process");
     let root = tempfile::tempdir().unwrap();
     let small = root.path().join("small.txt");
     std::fs::write(&small, "first version").unwrap();
@@ -424,6 +429,7 @@ fn the_staged_servers_files_are_answered_inline_and_never_pile_up_in_flight() {
 /// full — and the routes that need no Redis serve all along.
 #[test]
 fn a_route_to_a_stage_in_another_process_answers_503_while_redis_is_away() {
+    support::in_process("stages of its own process");
     fn graph(seen: mpsc::Sender<u64>) -> Graph {
         let seen = Mutex::new(seen);
         let mut graph = Graph::new();

@@ -43,6 +43,7 @@ fn concurrently(addr: SocketAddr, method: &str, paths: &[&str], clients: usize, 
 
 #[test]
 fn ten_thousand_concurrent_increments_count_exactly_ten_thousand() {
+    support::in_process("state its handlers share with it");
     // Each writer reads, gives the scheduler a chance to run others, then writes: a
     // lost update would show if two ever held the counter at once.
     let app = App::new()
@@ -173,6 +174,7 @@ fn occupancy_app(hold: Duration) -> (App, Arc<Occupancy>) {
 
 #[test]
 fn readers_share_and_a_writer_excludes_readers_and_writers() {
+    support::in_process("state its handlers share with it");
     let (app, inside) = occupancy_app(Duration::from_millis(100));
     let server = support::start(app);
     let addr = server.local_addr();
@@ -303,6 +305,7 @@ fn routes_taking_two_states_in_opposite_orders_never_deadlock() {
 
 #[test]
 fn a_panicking_writer_releases_its_lock() {
+    support::in_process("state its handlers share with it");
     let app = App::new()
         .state(Counter::default())
         .post(
@@ -337,6 +340,7 @@ fn a_panicking_writer_releases_its_lock() {
 
 #[test]
 fn a_long_write_is_logged_with_its_route() {
+    support::in_process("its log");
     support::capture_logs();
     let app = App::new()
         .state(Counter::default())

@@ -47,6 +47,7 @@ fn eventually(what: &str, mut done: impl FnMut() -> bool) {
 
 #[test]
 fn issue34_https_speaks_tls13_with_alpn_and_serves_bodies_files_and_kept_alive_requests() {
+    support::in_process("certificates made for this run");
     let ca = Authority::new();
     let files = ca.issue("site", &["localhost", "127.0.0.1"]);
     let root = tempfile::tempdir().unwrap();
@@ -105,6 +106,7 @@ fn carries_bodies_both_ways(client: &mut Client<TlsStream>, file: &[u8]) {
 
 #[test]
 fn issue34_tls12_and_a_tls13_key_update_carry_bodies_both_ways_across_many_records() {
+    support::in_process("certificates made for this run");
     let ca = Authority::new();
     let files = ca.issue("site", &["localhost"]);
     let root = tempfile::tempdir().unwrap();
@@ -128,6 +130,7 @@ fn issue34_tls12_and_a_tls13_key_update_carry_bodies_both_ways_across_many_recor
 
 #[test]
 fn issue34_sni_picks_the_certificate_for_the_name_asked_and_the_first_for_others() {
+    support::in_process("certificates made for this run");
     let ca = Authority::new();
     let first = ca.issue("first", &["localhost", "first.test"]);
     let second = ca.issue("second", &["second.test", "*.wild.test"]);
@@ -150,6 +153,7 @@ fn issue34_sni_picks_the_certificate_for_the_name_asked_and_the_first_for_others
 
 #[test]
 fn issue34_certificates_reload_when_their_files_change_without_dropping_a_connection() {
+    support::in_process("certificates made for this run");
     let ca = Authority::new();
     let files = ca.issue("site", &["localhost", "v1.test"]);
     let server = serve(&files, |_| {});
@@ -203,6 +207,7 @@ fn issue34_the_plain_listener_redirects_to_https_and_sends_no_hsts() {
 
 #[test]
 fn issue34_websocket_upgrades_and_echoes_over_tls() {
+    support::in_process("certificates made for this run");
     let ca = Authority::new();
     let files = ca.issue("site", &["localhost"]);
     let server = serve(&files, |_| {});
@@ -237,6 +242,7 @@ fn closes(stream: &mut TcpStream) -> bool {
 
 #[test]
 fn issue34_hostile_bytes_on_the_tls_port_get_defined_answers_while_others_are_served() {
+    support::in_process("certificates made for this run");
     let ca = Authority::new();
     let files = ca.issue("site", &["localhost"]);
     let server = serve(&files, |c| c.timeouts.header = Duration::from_secs(1));
@@ -274,6 +280,7 @@ fn issue34_hostile_bytes_on_the_tls_port_get_defined_answers_while_others_are_se
 
 #[test]
 fn issue34_a_client_hello_past_what_tls_allows_is_refused_in_bounded_memory() {
+    support::in_process("certificates made for this run");
     let ca = Authority::new();
     let files = ca.issue("site", &["localhost"]);
     let server = serve(&files, |_| {});
@@ -308,6 +315,7 @@ fn issue34_a_client_hello_past_what_tls_allows_is_refused_in_bounded_memory() {
 
 #[test]
 fn issue34_a_close_notify_closes_and_a_corrupt_record_gets_an_alert_while_others_are_served() {
+    support::in_process("certificates made for this run");
     let ca = Authority::new();
     let files = ca.issue("site", &["localhost"]);
     let server = serve(&files, |_| {});

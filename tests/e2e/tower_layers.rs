@@ -96,6 +96,7 @@ fn issue37_request_id_layers_set_and_propagate_the_id() {
 
 #[test]
 fn issue37_trace_layer_sees_each_request_and_response() {
+    support::in_process("what its layer records");
     let (requests, responses) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
     let (on_request, on_response) = (requests.clone(), responses.clone());
     let trace = TraceLayer::new_for_http()

@@ -17,6 +17,7 @@ fn log_file() -> (tempfile::TempDir, std::path::PathBuf) {
 
 #[test]
 fn the_access_log_writes_one_combined_line_per_request() {
+    support::in_process("its log");
     let (_dir, log) = log_file();
     let app = App::new().get("/hello", inline(|| "Hello, World!"));
     let server = support::start_with(app, |c| c.log = Some(log.clone()));
@@ -43,6 +44,7 @@ fn the_access_log_writes_one_combined_line_per_request() {
 /// Issue 14: requests the HTTP layer refuses never reached the access log.
 #[test]
 fn issue_14_refused_requests_are_logged_with_what_was_parsed() {
+    support::in_process("its log");
     let (_dir, log) = log_file();
     let app = App::new().post("/upload", inline(|| "stored"));
     let server = support::start_with(app, |c| {
@@ -91,6 +93,7 @@ fn issue_14_refused_requests_are_logged_with_what_was_parsed() {
 /// pool's queue — never reached the access log.
 #[test]
 fn issue_14_overload_answers_are_logged() {
+    support::in_process("its log");
     let (_dir, log) = log_file();
     let gate = Arc::new(tokio::sync::Semaphore::new(0));
     let (entered_tx, entered) = std::sync::mpsc::channel();
@@ -151,6 +154,7 @@ fn issue_14_overload_answers_are_logged() {
 /// Issue 14: a 503 for a full blocking pool's queue is in the access log too.
 #[test]
 fn issue_14_a_full_blocking_queue_answer_is_logged() {
+    support::in_process("its log");
     if support::model().model != Model::Loops {
         // Documented: the other models run blocking work inline (no pool, no queue).
         return;
@@ -203,6 +207,7 @@ fn issue_14_a_full_blocking_queue_answer_is_logged() {
 
 #[test]
 fn debug_adds_request_time_and_loop_to_the_access_log() {
+    support::in_process("its log");
     let (_dir, log) = log_file();
     let app = App::new().get("/hello", inline(|| "Hello"));
     let server = support::start_with(app, |c| {
@@ -219,6 +224,7 @@ fn debug_adds_request_time_and_loop_to_the_access_log() {
 
 #[test]
 fn the_watchdog_names_the_route_that_stalls_a_loop() {
+    support::in_process("its log");
     if !support::has_watchdog() {
         // Documented: the thread models have no watchdog, their threads may block.
         return;
@@ -258,6 +264,7 @@ impl Drop for Dropped {
 /// says 499, as nginx's does.
 #[test]
 fn a_client_that_hangs_up_cancels_its_request_and_is_logged_499() {
+    support::in_process("its log");
     let (_dir, log) = log_file();
     let (dropped, was_dropped) = std::sync::mpsc::channel();
     let dropped = Arc::new(std::sync::Mutex::new(Some(dropped)));

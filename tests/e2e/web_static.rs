@@ -73,6 +73,9 @@ fn head_has_the_headers_and_no_body() {
 
 #[test]
 fn validators_give_304() {
+    support::in_process(
+        "files written to a temporary directory of its own, whose times its validators carry",
+    );
     let (_dir, root) = site();
     let server = serve(&root);
     let addr = server.local_addr();

@@ -304,6 +304,7 @@ fn issue33_idle_websockets_hold_no_thread() {
 /// two sockets open a third connection waits, and is served once a socket closes.
 #[test]
 fn issue33_an_open_websocket_counts_under_the_connection_cap() {
+    support::in_process("a connection cap of the whole server");
     let app = app().get("/hello", || async { "hello" });
     let server = support::start_with(app, |config| config.limits.max_connections = 2);
     let addr = server.local_addr();

@@ -52,6 +52,7 @@ fn post(path: &str, headers: &str, body: &str) -> String {
 
 #[test]
 fn the_ported_app_logs_in_takes_notes_and_uploads_behind_its_session_middleware() {
+    support::in_process("uploads kept in a temporary directory of its own");
     let server = support::start(app::app());
     logs_in_takes_notes_and_uploads(server.local_addr());
 }

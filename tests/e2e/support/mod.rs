@@ -1,8 +1,10 @@
 //! Fixtures: start a server on a free port, and a raw HTTP/1.1 client that reads
 //! responses exactly as they come off the wire (over TCP, or TLS: `tls`).
 
+use std::cell::Cell;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::process::Stdio;
 use std::time::Duration;
 
 use proscenium::{App, Config, Model, ModelSpec, Server, ServerHandle};
@@ -64,9 +66,69 @@ pub fn has_waiting_room() -> bool {
     !has_watchdog()
 }
 
+/// Returns the worker processes this run of the suite serves in:
+/// `PROSCENIUM_TEST_WORKERS`, none by default (the server in the test's process).
+/// `scripts/test` runs the suite in two workers under every model.
+pub fn workers() -> Option<usize> {
+    let workers = std::env::var("PROSCENIUM_TEST_WORKERS").ok()?;
+    Some(workers.parse().expect("PROSCENIUM_TEST_WORKERS is a count"))
+}
+
+thread_local! {
+    /// Whether this test has started a server already, or runs them all in process.
+    static STARTED: Cell<bool> = const { Cell::new(false) };
+}
+
 /// Starts `app` with a configuration adjusted by `configure`, under the model of this
-/// run (two loops, or 16 threads, unless `configure` says otherwise).
+/// run (two loops, or 16 threads, unless `configure` says otherwise), in the worker
+/// processes of this run if it has some.
+///
+/// A worker is this test binary again, running this test alone: the test builds its
+/// app as here, and at this call serves it until the supervisor stops it. So only a
+/// test's first server runs in workers, and the others in its process; a test that
+/// cannot run in workers says why with [`in_process`].
 pub fn start_with(app: App, configure: impl FnOnce(&mut Config)) -> ServerHandle {
+    let first = !STARTED.with(|started| started.replace(true));
+    let config = configured(configure);
+    let workers = match workers() {
+        Some(workers) if first => workers,
+        _ => return start_config(app, config),
+    };
+    let config = Config {
+        workers: Some(workers),
+        ..config
+    };
+    if proscenium::rt::prefork_worker().is_some() {
+        let handle = start_config(app, config);
+        handle.run_until_signal().expect("the worker serves");
+        std::process::exit(0);
+    }
+    let test = std::thread::current()
+        .name()
+        .filter(|name| *name != "main")
+        .expect("a test runs on a thread named after it (not --test-threads=1)")
+        .to_owned();
+    Server::new(app)
+        .config(config)
+        .worker_command(move |command| {
+            command
+                .args([test.as_str(), "--exact", "--test-threads=1", "--quiet"])
+                .stdout(Stdio::null());
+        })
+        .start()
+        .expect("server starts")
+}
+
+/// Has this test start its servers in its own process whatever the run's workers,
+/// for the reason given: it looks inside its server (what its handlers record, its log,
+/// its memory, a cap on the whole server), or gives it files, certificates or a
+/// service made for this run, which the test re-executed as a worker would make anew.
+pub fn in_process(_because: &str) {
+    STARTED.with(|started| started.set(true));
+}
+
+/// The configuration of this run, adjusted by `configure`.
+fn configured(configure: impl FnOnce(&mut Config)) -> Config {
     let mut config = Config {
         bind: "127.0.0.1:0".parse().unwrap(),
         loops: Some(2),
@@ -75,6 +137,10 @@ pub fn start_with(app: App, configure: impl FnOnce(&mut Config)) -> ServerHandle
     };
     model().apply(&mut config);
     configure(&mut config);
+    config
+}
+
+fn start_config(app: App, config: Config) -> ServerHandle {
     Server::new(app)
         .config(config)
         .start()

@@ -25,13 +25,14 @@ use super::{Config, ModelSpec, value};
 const FILE_RELATIVE: [&str; 4] = ["root", "client.ca", "redis.ca", "feeds.ca"];
 
 /// Variables with the `PROSCENIUM_` prefix that are not settings.
-const RESERVED_VARS: [&str; 6] = [
+const RESERVED_VARS: [&str; 7] = [
     "PROSCENIUM_CONFIG",
     "PROSCENIUM_WORKER",
     "PROSCENIUM_BOARD",
     "PROSCENIUM_METRICS",
     "PROSCENIUM_SUPERVISOR",
     "PROSCENIUM_TEST_MODEL",
+    "PROSCENIUM_TEST_WORKERS",
 ];
 
 /// Where a setting's value came from.

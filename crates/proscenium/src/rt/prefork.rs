@@ -64,6 +64,18 @@ const SILENT_GRACE: Duration = Duration::from_secs(3);
 /// How long a new worker gets to start before the one it replaces is stopped.
 const WARM_UP: Duration = Duration::from_millis(500);
 
+/// How a supervisor starts a worker, in place of passing its own arguments on: a
+/// test harness, re-executed as a worker, must run only the test that started the
+/// server (`Server::worker_command`, with the `testing` feature).
+#[derive(Clone)]
+pub(crate) struct WorkerCommand(pub(crate) Arc<dyn Fn(&mut Command) + Send + Sync>);
+
+impl std::fmt::Debug for WorkerCommand {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WorkerCommand")
+    }
+}
+
 /// Returns this process's slot when it is a `prefork` worker.
 ///
 /// # Examples
@@ -168,9 +180,11 @@ pub(crate) fn spawn(
     shutdown: watch::Receiver<bool>,
     roll: Arc<Notify>,
     workers: Option<Arc<dyn MetricsLinks>>,
+    command: Option<WorkerCommand>,
 ) -> std::io::Result<JoinHandle<()>> {
     let mut supervisor = Supervisor {
         binary: super::binary::started_as()?,
+        command,
         listener,
         board: Board::create(settings.workers * 2)?,
         workers,
@@ -216,6 +230,8 @@ impl Slot {
 struct Supervisor {
     /// The path the supervisor was started as, which each worker is started from.
     binary: std::path::PathBuf,
+    /// How a worker is started, when not with the supervisor's own arguments.
+    command: Option<WorkerCommand>,
     listener: std::net::TcpListener,
     board: Board,
     workers: Option<Arc<dyn MetricsLinks>>,
@@ -240,7 +256,8 @@ impl Supervisor {
     }
 
     /// Re-executes this binary — the file at the path the supervisor was started as,
-    /// which may be newer (`binary.rs`) — with the same arguments as worker `slot`,
+    /// which may be newer (`binary.rs`) — with the same arguments (or as `command`
+    /// prepares it) as worker `slot`,
     /// sitting at `seat` on the board.
     ///
     /// The board's descriptor, and the worker's end of its metrics link, are
@@ -252,8 +269,13 @@ impl Supervisor {
         let seats = self.board.seats();
         self.board.unborn(seat);
         let mut command = Command::new(&self.binary);
+        match &self.command {
+            Some(WorkerCommand(prepare)) => prepare(&mut command),
+            None => {
+                command.args(std::env::args_os().skip(1));
+            }
+        }
         command
-            .args(std::env::args_os().skip(1))
             .env(WORKER_ENV, slot.to_string())
             .env(BOARD_ENV, format!("{},{seats},{seat}", board.as_raw_fd()))
             .env(SUPERVISOR_ENV, std::process::id().to_string())

@@ -56,6 +56,7 @@ const BACKLOG: i32 = 4096;
 pub struct Server {
     app: App,
     config: Config,
+    worker_command: Option<prefork::WorkerCommand>,
 }
 
 impl Server {
@@ -64,6 +65,7 @@ impl Server {
         Self {
             app,
             config: Config::default(),
+            worker_command: None,
         }
     }
 
@@ -92,6 +94,19 @@ impl Server {
     #[must_use]
     pub fn dispatch(mut self, dispatch: Dispatch) -> Self {
         self.config.dispatch = dispatch;
+        self
+    }
+
+    /// Has `prepare` give each worker process its arguments (and any environment or
+    /// standard streams of its own), in place of this process's arguments: a test
+    /// harness re-executed as a worker must run only the test that started it.
+    #[cfg(feature = "testing")]
+    #[must_use]
+    pub fn worker_command(
+        mut self,
+        prepare: impl Fn(&mut std::process::Command) + Send + Sync + 'static,
+    ) -> Self {
+        self.worker_command = Some(prefork::WorkerCommand(Arc::new(prepare)));
         self
     }
 
@@ -164,7 +179,8 @@ impl Server {
                 let roll = Arc::new(Notify::new());
                 reloading = Reloading::Workers(roll.clone());
                 let links = metering.as_ref().and_then(Metering::links);
-                start_supervisor(config.bind, spec, activated, roll, links)?
+                let command = self.worker_command;
+                start_supervisor(config.bind, spec, activated, roll, links, command)?
             }
             (None, false) => serve(&config, spec, &graph, app, &live, activated)?,
         };
@@ -352,10 +368,11 @@ fn start_supervisor(
     activated: Option<std::net::TcpListener>,
     roll: Arc<Notify>,
     links: Option<Arc<dyn prefork::MetricsLinks>>,
+    command: Option<prefork::WorkerCommand>,
 ) -> Result<Started, Error> {
     let listener = bind_listener(bind, activated)?;
     let addr = local_addr(&listener)?;
-    let supervisor = prefork::spawn(listener, spec.settings, spec.shutdown, roll, links)
+    let supervisor = prefork::spawn(listener, spec.settings, spec.shutdown, roll, links, command)
         .map_err(Error::io("start the workers"))?;
     Ok(Started {
         addr,
