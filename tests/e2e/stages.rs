@@ -389,6 +389,42 @@ fn the_staged_server_keeps_small_files_in_its_cache_and_never_serves_one_stale()
     assert_eq!(read(3), 3);
 }
 
+/// Leda's Fig. 9a served 300 KB files from its cache stage: kept once
+/// `limits.static_cache_file` allows them, where by default the stage keeps only that
+/// they are large.
+#[test]
+fn issue39_the_cache_stage_keeps_files_up_to_the_configured_size() {
+    support::in_process("stages of its own process");
+    let size = 300 * 1024;
+    for (keep_up_to, kept) in [(None, false), (Some(512 * 1024), true)] {
+        let root = tempfile::tempdir().unwrap();
+        let path = root.path().join("fig-9a.bin");
+        std::fs::write(&path, vec![b'a'; size]).unwrap();
+        let server = support::start_with(App::new(), |c| {
+            c.model = Model::Staged;
+            c.tools = true;
+            c.root = Some(root.path().to_owned());
+            if let Some(keep_up_to) = keep_up_to {
+                c.limits.static_cache_file = keep_up_to;
+            }
+        });
+        let addr = server.local_addr();
+        assert_eq!(support::get(addr, "/fig-9a.bin").body, vec![b'a'; size]);
+        let cache = stage_status(addr, "staged", "cache", |s| s["handled"] == 2);
+        assert_eq!(cache["handled"], 2, "a lookup and its fill: {cache}");
+        // A change no stat sees (the same file, length and time): only a copy kept in
+        // memory still answers the bytes read before it.
+        let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+        std::fs::write(&path, vec![b'b'; size]).unwrap();
+        let file = std::fs::File::options().write(true).open(&path).unwrap();
+        file.set_modified(modified).unwrap();
+        let body = support::get(addr, "/fig-9a.bin").body;
+        assert_eq!(body.len(), size);
+        let expected = if kept { b'a' } else { b'b' };
+        assert_eq!(body[0], expected, "kept up to {keep_up_to:?}");
+    }
+}
+
 #[test]
 fn the_staged_servers_files_are_answered_inline_and_never_pile_up_in_flight() {
     let root = tempfile::tempdir().unwrap();

@@ -50,6 +50,11 @@ impl<'a> Launch<'a> {
         if let Some(workers) = workers {
             self.command.args(["--workers", &workers.to_string()]);
         }
+        // Leda's cache stage held Fig. 9a's 300 KB file; by default it keeps 64 KiB.
+        if model.starts_with("staged") {
+            self.command
+                .args(["--set", "limits.static_cache_file=512KiB"]);
+        }
         self
     }
 

@@ -83,14 +83,22 @@ pub struct Limits {
     /// `TMPDIR`; a relative path is taken from the working directory). Unless no body
     /// can be spooled, the server refuses to start if it cannot make a file there.
     pub spool_dir: PathBuf,
-    /// Bytes of small static files (64 KiB or less each; larger ones are sent with
-    /// sendfile) the `staged` model's cache stage keeps in memory, least recently used
-    /// out first; 0 turns the cache off. The other models read files per request.
+    /// Bytes of static files (each up to `static_cache_file`) the `staged` model's
+    /// cache stage keeps in memory, least recently used out first; 0 turns the cache
+    /// off. The other models read files per request.
     #[serde(
         deserialize_with = "value::bytes::within::<_, u64, 0, { 1 << 40 }>",
         serialize_with = "value::bytes::serialize"
     )]
     pub static_cache: u64,
+    /// The largest file the cache stage keeps (64 KiB, the size past which the other
+    /// models send a file with sendfile); of a larger one it keeps only that it is
+    /// large. Leda's Fig. 9a served 300 KB files from its cache.
+    #[serde(
+        deserialize_with = "value::bytes::within::<_, u64, 0, { 1 << 30 }>",
+        serialize_with = "value::bytes::serialize"
+    )]
+    pub static_cache_file: u64,
     /// Fields in one `multipart/form-data` body a `Multipart` extractor reads (413 past
     /// it).
     #[serde(deserialize_with = "value::count::<_, 1, 1_000_000>")]
@@ -126,6 +134,8 @@ impl Default for Limits {
             max_spooled_bodies: 1024 * 1024 * 1024,
             spool_dir: std::env::temp_dir(),
             static_cache: 64 * 1024 * 1024,
+            // What the other models read into memory rather than send with sendfile.
+            static_cache_file: 64 * 1024,
             multipart_fields: 100,
             multipart_field: 8 * 1024 * 1024,
             multipart_body: 1 << 30,

@@ -54,6 +54,7 @@ fn live_part(running: &Config, read: Config) -> Config {
         max_connections: running.limits.max_connections,
         max_head: running.limits.max_head,
         static_cache: running.limits.static_cache,
+        static_cache_file: running.limits.static_cache_file,
         ..read.limits
     };
     live.timeouts = Timeouts {

@@ -8,9 +8,9 @@
 //! answered the client itself; here no request waits for a read's turn, so a flood of
 //! misses is served as fast as without a cache instead of piling up in flight.)
 //!
-//! Only small files are kept (64 KiB or less: those `StaticFiles` reads into memory
-//! anyway); of a larger one the cache keeps only that it is large, so it is not read
-//! again. Every hit is checked with one `stat` against the version read (device,
+//! Only files up to `limits.static_cache_file` are kept (by default 64 KiB or less:
+//! those `StaticFiles` reads into memory anyway); of a larger one the cache keeps only
+//! that it is large, so it is not read again. Every hit is checked with one `stat` against the version read (device,
 //! inode, length, time), so a file changed on disk is never served stale.
 
 use std::collections::HashMap;
@@ -100,14 +100,15 @@ pub(super) fn cache(budget: u64, miss: &Out<Miss>) -> Stage {
     )
 }
 
-/// *read file*: reads a missed file and sends what it found back to *cache* on `fill`.
-pub(super) fn read_file(fill: &Out<CacheEvent>) -> Stage {
+/// *read file*: reads a missed file (whole when it is `keep_up_to` bytes or fewer) and
+/// sends what it found back to *cache* on `fill`.
+pub(super) fn read_file(fill: &Out<CacheEvent>, keep_up_to: u64) -> Stage {
     let fill = fill.clone();
     Stage::stateless(
         READ_FILE,
         || (),
         move |(): &mut (), miss: Miss, ctx: &mut Context<'_>| {
-            let found = miss.files.read(&miss.relative).ok().flatten();
+            let found = miss.files.read(&miss.relative, keep_up_to).ok().flatten();
             // Refused (a full queue): not kept, and read again after `READING_FOR`.
             let _ = ctx.send(&fill, CacheEvent::Fill(miss.key, found));
             Ok(())
@@ -243,7 +244,13 @@ mod tests {
         let files = StaticFiles::new(root.path());
         let mut kept = Files::new(240);
         for name in ["a", "b", "c", "large"] {
-            let found = files.read(std::path::Path::new(name)).unwrap().unwrap();
+            let found = files
+                .read(
+                    std::path::Path::new(name),
+                    crate::config::Limits::default().static_cache_file,
+                )
+                .unwrap()
+                .unwrap();
             kept.keep(key(&files, name), found);
         }
         assert_eq!(
@@ -263,7 +270,13 @@ mod tests {
         std::fs::write(root.path().join("b"), b"changed").unwrap();
         assert!(fresh(&mut kept, &files, "b").is_none(), "changed on disk");
         assert_eq!(kept.bytes, 40 + LARGE_ENTRY_BYTES);
-        let Some(Found::Small(c)) = files.read(std::path::Path::new("c")).unwrap() else {
+        let Some(Found::Small(c)) = files
+            .read(
+                std::path::Path::new("c"),
+                crate::config::Limits::default().static_cache_file,
+            )
+            .unwrap()
+        else {
             panic!("c is small")
         };
         let huge = Cached {

@@ -171,7 +171,8 @@ fn graph<P: Protocol>(
         let miss = Out::<files::Miss>::local("miss");
         let fill = Out::<CacheEvent>::local("fill");
         let cache = graph.stage(files::cache(budget, &miss).output(&miss));
-        let read = graph.stage(files::read_file(&fill).output(&fill));
+        let keep_up_to = config.limits.static_cache_file;
+        let read = graph.stage(files::read_file(&fill, keep_up_to).output(&fill));
         graph.connect(&cache, "miss", &read, connector);
         graph.connect(&read, "fill", &cache, connector);
         cache

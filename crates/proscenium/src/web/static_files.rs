@@ -329,17 +329,16 @@ impl StaticFiles {
         &self.root.path
     }
 
-    /// Reads the regular file `relative`: whole when it is small enough to keep in
-    /// memory (the size past which files are sent with sendfile instead), else only
-    /// its version; `None` for anything else (a directory, a FIFO).
-    pub(crate) fn read(&self, relative: &Path) -> std::io::Result<Option<Found>> {
+    /// Reads the regular file `relative`: whole when it is `keep_up_to` bytes or
+    /// fewer, else only its version; `None` for anything else (a directory, a FIFO).
+    pub(crate) fn read(&self, relative: &Path, keep_up_to: u64) -> std::io::Result<Option<Found>> {
         let file = self.open_beneath(relative, OFlag::O_RDONLY | OFlag::O_NONBLOCK)?;
         let meta = file.metadata()?;
         if !meta.is_file() {
             return Ok(None);
         }
         let version = Version::of(&meta);
-        if meta.len() > READ_LIMIT {
+        if meta.len() > keep_up_to {
             return Ok(Some(Found::Large(version)));
         }
         let mut bytes = vec![0; usize::try_from(meta.len()).unwrap_or(0)];
