@@ -42,6 +42,16 @@ pub struct FeedsSpec {
         serialize_with = "crate::config::value::bytes::serialize"
     )]
     pub queue_bytes: usize,
+    /// Topics carried through Redis as any Redis client carries them: patterns
+    /// (Redis's `PSUBSCRIBE` syntax, `/picture/*/likes`) whose topics are published on
+    /// the channel named as the topic with the payload as is, and subscribed to so —
+    /// another service publishes into a feed with `PUBLISH /picture/1234/likes 1` and
+    /// reads one with `PSUBSCRIBE /picture/*/likes`. The other topics keep the hub's
+    /// own channels (`proscenium:feed:` and the topic) and its 16-byte mark of
+    /// replica and number, which count the posts a replica missed and drop its own
+    /// echo; a raw topic has neither: its posts reach even this replica's subscribers
+    /// through Redis, and one Redis drops is not counted.
+    pub raw: Vec<String>,
 }
 
 impl Default for FeedsSpec {
@@ -54,6 +64,7 @@ impl Default for FeedsSpec {
             max_post: 1 << 20,
             queue: 1024,
             queue_bytes: 4 << 20,
+            raw: Vec::new(),
         }
     }
 }

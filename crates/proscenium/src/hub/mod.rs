@@ -232,7 +232,11 @@ impl Hub {
             topic.to_owned(),
             Bytes::copy_from_slice(&payload),
         ));
-        self.0.receive(&post);
+        // A raw topic's post reaches this replica through Redis, as it reaches the
+        // others: nothing marks it as this replica's own.
+        if !self.0.bridge.as_ref().is_some_and(|b| b.carries_raw(topic)) {
+            self.0.receive(&post);
+        }
         if let Some(bridge) = &self.0.bridge {
             if !bridge.send(number, &post) {
                 self.0.lost.fetch_add(1, Ordering::Relaxed);
@@ -475,6 +479,12 @@ fn node_mark() -> u64 {
 /// A post's id: its replica's mark and its number there.
 fn post_id(node: u64, number: u64) -> String {
     format!("{node:x}-{number}")
+}
+
+/// The id of the `number`th raw post (`[feeds] raw`) replica `node` took from Redis:
+/// a raw post carries no id, so each replica gives it its own.
+fn raw_post_id(node: u64, number: u64) -> String {
+    format!("{node:x}-r{number}")
 }
 
 #[cfg(test)]

@@ -260,3 +260,73 @@ fn after_a_redis_restart_replicas_resubscribe_and_count_what_they_missed() {
     );
     assert!(b.is_connected(), "B subscribed again");
 }
+
+/// The thesis's channels, as any Redis client uses them: a raw topic's posts go out as
+/// `PUBLISH /picture/9/likes 2`, come in from a plain `PUBLISH`, and reach each
+/// replica's subscribers once.
+#[test]
+#[cfg(feature = "redis")]
+fn issue39_raw_topics_are_published_and_read_as_any_redis_client_does() {
+    let redis = Redis::start();
+    let ready = |hub: Hub| {
+        connected(&hub);
+        hub
+    };
+    let spec = FeedsSpec {
+        redis: Some(redis.url()),
+        raw: vec!["/picture/*/likes".to_owned()],
+        ..FeedsSpec::default()
+    };
+    let (a, b) = (ready(Hub::with(spec.clone())), ready(Hub::with(spec)));
+    let (mut at_a, mut at_b) = (
+        a.subscribe("/picture/*/likes"),
+        b.subscribe("/picture/*/likes"),
+    );
+    let client = ::redis::Client::open(redis.url()).unwrap();
+    let mut listening = client.get_connection().unwrap();
+    let mut other = client.get_connection().unwrap();
+    let mut listener = listening.as_pubsub();
+    listener.psubscribe("/picture/*/likes").unwrap();
+    listener
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    ::redis::cmd("PUBLISH")
+        .arg("/picture/1234/likes")
+        .arg("1")
+        .exec(&mut other)
+        .unwrap();
+    a.publish("/picture/9/likes", "2").unwrap();
+    for at in [&mut at_a, &mut at_b] {
+        let posts = [next(at), next(at)];
+        let seen: Vec<_> = posts.iter().map(|p| (p.topic(), p.text())).collect();
+        assert_eq!(
+            seen,
+            [
+                ("/picture/1234/likes", Some("1")),
+                ("/picture/9/likes", Some("2"))
+            ]
+        );
+    }
+    let heard: Vec<(String, Vec<u8>)> = (0..2)
+        .map(|_| {
+            let message = listener.get_message().unwrap();
+            (
+                message.get_channel_name().to_owned(),
+                message.get_payload_bytes().to_vec(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        heard,
+        [
+            ("/picture/1234/likes".to_owned(), b"1".to_vec()),
+            ("/picture/9/likes".to_owned(), b"2".to_vec()),
+        ],
+        "the payload as published, on the topic's own channel"
+    );
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(
+        at_a.try_recv().is_none() && at_b.try_recv().is_none(),
+        "each once, this replica's own post too"
+    );
+}
