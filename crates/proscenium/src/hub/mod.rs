@@ -481,11 +481,5 @@ fn post_id(node: u64, number: u64) -> String {
     format!("{node:x}-{number}")
 }
 
-/// The id of the `number`th raw post (`[feeds] raw`) replica `node` took from Redis:
-/// a raw post carries no id, so each replica gives it its own.
-fn raw_post_id(node: u64, number: u64) -> String {
-    format!("{node:x}-r{number}")
-}
-
 #[cfg(test)]
 mod tests;

@@ -23,7 +23,7 @@ use redis::aio::MultiplexedConnection;
 use tokio::sync::mpsc;
 
 use super::post::Post;
-use super::{Inner, pattern, post_id, raw_post_id};
+use super::{Inner, pattern, post_id};
 use crate::config::FeedsSpec;
 use crate::counters::{Counted, User};
 use crate::rt::Backoff;
@@ -253,6 +253,12 @@ impl Link {
         let post = Post::new(id, topic.to_owned(), Bytes::copy_from_slice(payload));
         hub.receive(&Arc::new(post));
     }
+}
+
+/// The id of the `number`th raw post (`[feeds] raw`) replica `node` took from Redis:
+/// a raw post carries no id, so each replica gives it its own.
+fn raw_post_id(node: u64, number: u64) -> String {
+    format!("{node:x}-r{number}")
 }
 
 /// The big-endian word at `at` in `bytes`.
