@@ -57,4 +57,17 @@ pub struct ClusterSpec {
         serialize_with = "crate::config::value::millis::serialize_some"
     )]
     pub target_wait_ms: Option<u64>,
+    /// Each stage's priority in the cluster, 0 (the default) to 7: the cluster's threads
+    /// take a turn of a stage of a higher priority before any of a lower one that
+    /// waits — Leda's priority mechanism, for the stages that must keep moving when the
+    /// cluster is overloaded (the one that sheds load, or answers, before the one that
+    /// logs). A name that is not one of the cluster's stages stops the graph's start.
+    #[serde(deserialize_with = "crate::config::value::counts::<_, 0, 7>")]
+    pub priority: BTreeMap<String, usize>,
+    /// The nice value of the cluster's threads, 0 (the process's own, the default) to
+    /// 19: a cluster of a higher one gets less of a contested core than the others —
+    /// priority between clusters, as the kernel gives it (a nice value cannot go below
+    /// the process's without privilege, so a cluster is put behind, not ahead).
+    #[serde(deserialize_with = "crate::config::value::some_count::<_, 0, 19>")]
+    pub nice: Option<usize>,
 }

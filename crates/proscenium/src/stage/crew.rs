@@ -10,6 +10,7 @@ use parking_lot::Mutex;
 
 use super::error::StageError;
 use super::node::{Shared, now};
+use super::plan::PlannedCluster;
 use super::ready::{Ready, Ticket};
 use super::stats::ClusterStats;
 
@@ -17,6 +18,8 @@ pub(crate) struct Crew {
     pub(crate) name: String,
     min: usize,
     max: usize,
+    /// The nice value each thread takes as it starts (`[clusters.NAME] nice`).
+    nice: Option<i32>,
     pub(crate) ready: Arc<Ready>,
     exited: Sender<()>,
     live: AtomicUsize,
@@ -26,13 +29,14 @@ pub(crate) struct Crew {
 }
 
 impl Crew {
-    /// Returns a crew of no thread yet, to run between `min` and `max` threads; each
-    /// thread tells `exited` when it leaves.
-    pub(crate) fn new(name: &str, min: usize, max: usize, exited: Sender<()>) -> Self {
+    /// Returns a crew of no thread yet for `cluster`, to run between its threads and
+    /// its most threads; each thread tells `exited` when it leaves.
+    pub(crate) fn new(cluster: &PlannedCluster, exited: Sender<()>) -> Self {
         Self {
-            name: name.to_owned(),
-            min,
-            max,
+            name: cluster.name.clone(),
+            min: cluster.threads,
+            max: cluster.max_threads,
+            nice: cluster.nice,
             ready: Arc::new(Ready::new()),
             exited,
             live: AtomicUsize::new(0),
@@ -113,7 +117,8 @@ impl Crew {
 
     fn retire(&self, threads: usize) {
         for _ in 0..threads {
-            self.ready.push(Ticket::Exit);
+            // At the lowest priority: a thread leaves after the turns of a higher one.
+            self.ready.push(Ticket::Exit, 0);
             self.live.fetch_sub(1, Ordering::Relaxed);
         }
     }
@@ -126,16 +131,24 @@ impl Crew {
     ) -> Result<(), StageError> {
         let mut handles = self.handles.lock();
         let name = format!("stage-{}-{}", self.name, handles.len());
-        let (shared, ready, exited) = (
+        let (shared, ready, exited, nice) = (
             Arc::clone(shared),
             Arc::clone(&self.ready),
             self.exited.clone(),
+            self.nice,
         );
         // Each thread waits for tickets on its loop (a current-thread runtime and a
         // `LocalSet`): a sync stage's turn runs in place and holds the thread, an
         // async stage's is a task of the loop, which takes the next ticket while the
         // handler awaits.
         let handle = crate::rt::runtime::spawn_thread(name, move |runtime| {
+            if let Some(nice) = nice {
+                // Linux's nice value is the calling thread's (`setpriority` of thread
+                // id 0); a thread left at the process's runs on, the cluster unranked.
+                if let Err(error) = rustix::process::setpriority_process(None, nice) {
+                    tracing::warn!(%error, nice, "a stage thread keeps its nice value");
+                }
+            }
             let tasks = tokio::task::LocalSet::new();
             tasks.block_on(runtime, async {
                 if let Some(start) = &shared.thread_start {

@@ -96,6 +96,8 @@ pub(crate) struct Node {
     pub(crate) input: Option<EventType>,
     pub(crate) cluster: usize,
     pub(crate) instances: usize,
+    /// Its turns' priority in its cluster's ready queue.
+    pub(crate) priority: usize,
     pub(crate) batch: Batch,
     /// The share of its token buckets' rates it admits (the admission controller's).
     pub(crate) admission: Share,
@@ -353,7 +355,7 @@ impl Shared {
     pub(crate) fn schedule(&self, node: usize) {
         let stage = &self.nodes[node];
         if stage.pool.wake(&stage.queue.1) {
-            stage.ready.push(Ticket::Turn(node));
+            stage.ready.push(Ticket::Turn(node), stage.priority);
         }
     }
 
@@ -396,7 +398,7 @@ impl Shared {
     fn release(&self, node: usize, instance: Box<dyn Instance>) {
         let stage = &self.nodes[node];
         if stage.pool.after_turn(instance, &stage.queue.1) {
-            stage.ready.push(Ticket::Turn(node));
+            stage.ready.push(Ticket::Turn(node), stage.priority);
         }
     }
 

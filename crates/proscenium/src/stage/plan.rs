@@ -24,6 +24,8 @@ pub(crate) struct PlannedCluster {
     pub(crate) batch: usize,
     pub(crate) max_batch: usize,
     pub(crate) target_wait: Option<std::time::Duration>,
+    /// Its threads' nice value, when it has one of its own.
+    pub(crate) nice: Option<i32>,
 }
 
 /// How a checked graph runs.
@@ -34,6 +36,9 @@ pub(crate) struct Plan {
     pub(crate) cluster_of: Vec<usize>,
     /// Each stage's instances, by stage index.
     pub(crate) instances: Vec<usize>,
+    /// Each stage's priority in its cluster (`[clusters.NAME] priority`), by stage
+    /// index.
+    pub(crate) priorities: Vec<usize>,
 }
 
 impl Plan {
@@ -52,10 +57,12 @@ impl Plan {
             .map(|(name, _)| schedule(name, config.get(name)))
             .collect();
         let instances = instance_counts(graph, &parts, config, &cluster_of)?;
+        let priorities = priorities(graph, &parts, config, &cluster_of)?;
         let plan = Self {
             clusters,
             cluster_of,
             instances,
+            priorities,
         };
         plan.check_source_threads(graph)?;
         Ok(plan)
@@ -291,7 +298,44 @@ fn schedule(name: &str, spec: Option<&ClusterSpec>) -> PlannedCluster {
         target_wait: spec
             .and_then(|s| s.target_wait_ms)
             .map(std::time::Duration::from_millis),
+        // At most 19, as the configuration reads it.
+        nice: spec
+            .and_then(|s| s.nice)
+            .and_then(|n| i32::try_from(n).ok()),
     }
+}
+
+/// Each stage's priority in its cluster; refuses a priority given to a name that is
+/// not one of the cluster's stages (a misspelt name would leave the stage meant last).
+fn priorities(
+    graph: &Graph,
+    parts: &[(String, StageSet)],
+    config: &HashMap<String, ClusterSpec>,
+    cluster_of: &[usize],
+) -> Result<Vec<usize>, StageError> {
+    for (index, (cluster, _)) in parts.iter().enumerate() {
+        let given = config.get(cluster).map(|spec| spec.priority.keys());
+        for name in given.into_iter().flatten() {
+            let here = |at: &usize| cluster_of[*at] == index && graph.stages[*at].name == *name;
+            if !(0..graph.stages.len()).any(|at| here(&at)) {
+                return Err(StageError::graph(format!(
+                    "cluster `{cluster}` gives a priority to `{name}`, which is not one of its stages"
+                )));
+            }
+        }
+    }
+    Ok(graph
+        .stages
+        .iter()
+        .enumerate()
+        .map(|(at, stage)| {
+            let cluster = &parts[cluster_of[at]].0;
+            let given = config
+                .get(cluster)
+                .and_then(|spec| spec.priority.get(&stage.name));
+            given.copied().unwrap_or(0)
+        })
+        .collect())
 }
 
 fn instance_counts(

@@ -122,3 +122,14 @@ fn a_cluster_whose_sources_hold_every_thread_is_refused() {
     );
     assert!(Graph::new().start(&HashMap::new()).is_ok());
 }
+
+#[test]
+fn issue39_a_priority_for_a_stage_the_cluster_has_not_is_named() {
+    let (mut graph, source, sink) = two_stages(&Out::<u64>::new("segment"));
+    graph.connect(&source, "segment", &sink, Connector::decoupled());
+    let error = start_error(graph, "[clusters.main.priority]\nrendrer = 5");
+    assert_eq!(
+        error.to_string(),
+        "cluster `main` gives a priority to `rendrer`, which is not one of its stages"
+    );
+}

@@ -11,6 +11,10 @@
 //! With more threads than cores (Leda's two a core), threads that all spun and were all
 //! woken per ticket took the cores from the stages: the CEP job at 4 threads on 2
 //! cores ran 5× slower than at 2.
+//!
+//! Tickets wait by priority (`[clusters.NAME] priority`, Leda's priority mechanism): a
+//! thread takes the oldest ticket of the highest priority that has one, so under
+//! overload the stages given a higher priority run first and the lower ones wait.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -21,6 +25,9 @@ use super::definition::Instance;
 
 /// How many times the searching thread looks for a ticket before it parks.
 const SPINS: usize = 200;
+
+/// The priorities a ticket may have: 0 (the default) to 7.
+pub(crate) const PRIORITIES: usize = 8;
 
 /// Work for a cluster's thread.
 pub(crate) enum Ticket {
@@ -34,7 +41,8 @@ pub(crate) enum Ticket {
 }
 
 pub(crate) struct Ready {
-    tickets: (Sender<Ticket>, Receiver<Ticket>),
+    /// The tickets of each priority, lowest first.
+    tickets: [(Sender<Ticket>, Receiver<Ticket>); PRIORITIES],
     /// Tickets queued and not yet claimed: a thread that claims one takes the next off
     /// the channel.
     unclaimed: AtomicUsize,
@@ -46,16 +54,18 @@ pub(crate) struct Ready {
 impl Ready {
     pub(crate) fn new() -> Self {
         Self {
-            tickets: crossbeam_channel::unbounded(),
+            tickets: std::array::from_fn(|_| crossbeam_channel::unbounded()),
             unclaimed: AtomicUsize::new(0),
             searching: AtomicBool::new(false),
             parked: Notify::new(),
         }
     }
 
-    pub(crate) fn push(&self, ticket: Ticket) {
+    /// Queues `ticket` at `priority` (at most `PRIORITIES - 1`).
+    pub(crate) fn push(&self, ticket: Ticket, priority: usize) {
+        let level = priority.min(PRIORITIES - 1);
         // The queue holds a receiver itself, so the send cannot fail.
-        let _ = self.tickets.0.send(ticket);
+        let _ = self.tickets[level].0.send(ticket);
         // After the send: a claim never runs ahead of its ticket. Sequentially
         // consistent with `searching`: either this sees the searcher, which then sees
         // the ticket before it parks, or it wakes a thread.
@@ -88,10 +98,25 @@ impl Ready {
         if self.unclaimed.load(Ordering::SeqCst) > 0 && !self.searching.load(Ordering::SeqCst) {
             self.parked.notify_one();
         }
-        self.tickets
-            .1
-            .try_recv()
-            .expect("a ticket claimed is a ticket queued")
+        self.take()
+    }
+
+    /// Takes the claimed ticket: the oldest of the highest priority. At every moment
+    /// the tickets queued are at least those claimed and not taken (a push sends
+    /// before it counts), so one is there; another thread may take it between two
+    /// looks at a priority, and then this looks again.
+    fn take(&self) -> Ticket {
+        loop {
+            let found = self
+                .tickets
+                .iter()
+                .rev()
+                .find_map(|(_, queued)| queued.try_recv().ok());
+            if let Some(ticket) = found {
+                return ticket;
+            }
+            std::hint::spin_loop();
+        }
     }
 
     /// Spins for a ticket unless another thread already does; returns whether it
@@ -155,7 +180,7 @@ mod tests {
         std::thread::sleep(Duration::from_millis(200));
         ready.searching.store(true, Ordering::SeqCst);
         for n in 0..=PARKED {
-            ready.push(Ticket::Turn(n));
+            ready.push(Ticket::Turn(n), 0);
         }
         ready.searching.store(false, Ordering::SeqCst);
         threads.push(take_and_hold(ready));
@@ -175,5 +200,23 @@ mod tests {
         );
         release.wait();
         threads.into_iter().for_each(|t| t.join().unwrap());
+    }
+
+    #[test]
+    fn issue39_a_thread_takes_the_oldest_ticket_of_the_highest_priority() {
+        let ready = Ready::new();
+        for (node, priority) in [(0, 0), (1, 3), (2, 0), (3, 7), (4, 3), (5, 99)] {
+            ready.push(Ticket::Turn(node), priority);
+        }
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let order: Vec<usize> = (0..6)
+            .map(|_| match runtime.block_on(ready.pop()) {
+                Ticket::Turn(node) => node,
+                _ => unreachable!("only turns were pushed"),
+            })
+            .collect();
+        assert_eq!(order, [3, 5, 1, 4, 0, 2], "past 7 is 7; FIFO within one");
     }
 }

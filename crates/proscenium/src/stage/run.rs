@@ -101,14 +101,7 @@ impl RunningGraph {
         let crews: Vec<Arc<Crew>> = plan
             .clusters
             .iter()
-            .map(|c| {
-                Arc::new(Crew::new(
-                    &c.name,
-                    c.threads,
-                    c.max_threads,
-                    exit_tx.clone(),
-                ))
-            })
+            .map(|cluster| Arc::new(Crew::new(cluster, exit_tx.clone())))
             .collect();
         let local = |stage: usize| here[plan.cluster_of[stage]];
         let mut outbound = |edge: &Edge| crossings.edge(edge);
@@ -178,7 +171,7 @@ impl RunningGraph {
                     let ticket = Ticket::Source(at, (stage.instance)());
                     running.monitor.crews[plan.cluster_of[at]]
                         .ready
-                        .push(ticket);
+                        .push(ticket, plan.priorities[at]);
                 }
             }
         }
@@ -507,6 +500,7 @@ fn build_node(
         input: stage.input,
         cluster,
         instances,
+        priority: plan.priorities[at],
         batch: Batch::new(
             plan.clusters[cluster].batch,
             plan.clusters[cluster].max_batch,
