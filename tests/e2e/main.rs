@@ -12,6 +12,7 @@ mod cgi;
 mod compression;
 mod feeds;
 mod from_axum;
+mod hosted;
 mod http2;
 mod http2_defences;
 mod http2_threads;

@@ -78,6 +78,8 @@ pub mod events;
 #[cfg(fuzzing)]
 #[doc(hidden)]
 pub mod fuzz;
+#[cfg(feature = "hosted")]
+pub mod hosted;
 pub mod http;
 #[cfg(feature = "feeds")]
 pub mod hub;

@@ -9,6 +9,8 @@ use std::sync::Arc;
 use crate::app::{Handler, Mode, Reply};
 #[cfg(feature = "cgi")]
 use crate::cgi::Cgi;
+#[cfg(feature = "hosted")]
+use crate::hosted::{Hosted, HostedError};
 use crate::http::Request;
 #[cfg(feature = "lua")]
 use crate::hub::Hub;
@@ -58,6 +60,8 @@ pub fn configure(mut app: App, config: &Config) -> Result<App, SiteError> {
         };
         site
     });
+    #[cfg(feature = "hosted")]
+    let below = hosted(config)?.or(below);
     #[cfg(feature = "lua")]
     let below = match (&config.lua.app, &bridge) {
         (Some(file), Some(bridge)) => {
@@ -93,6 +97,10 @@ pub enum SiteError {
     #[cfg(feature = "lua")]
     #[error(transparent)]
     Lua(#[from] LuaAppError),
+    /// The hosted app named does not start.
+    #[cfg(feature = "hosted")]
+    #[error(transparent)]
+    Hosted(#[from] HostedError),
 }
 
 /// Returns [`SiteError::LeftOut`] from the function it is in when `$asked` holds and
@@ -113,6 +121,7 @@ macro_rules! refuse_unless_built {
 fn refuse_what_is_left_out(config: &Config) -> Result<(), SiteError> {
     refuse_unless_built!("metrics", config.admin.bind.is_some(), "`[admin] bind`");
     refuse_unless_built!("cgi", config.cgi.enabled, "`[cgi] enabled`");
+    refuse_unless_built!("hosted", config.hosted.names_an_app(), "`[hosted]`");
     refuse_unless_built!(
         "compression",
         config.compression.enabled,
@@ -125,17 +134,22 @@ fn refuse_what_is_left_out(config: &Config) -> Result<(), SiteError> {
     Ok(())
 }
 
+/// The hosted app `[hosted]` names, with `root`'s files served before it — unless this
+/// process is a supervisor of workers, which serves no request (each worker starts
+/// interpreters of its own).
+#[cfg(feature = "hosted")]
+fn hosted(config: &Config) -> Result<Option<Chain>, HostedError> {
+    if config.supervised() && crate::rt::prefork_worker().is_none() {
+        return Ok(None);
+    }
+    let files = config.root.as_ref().map(|root| site_files(root, config));
+    Ok(Hosted::start(config, files)?.map(Chain::of))
+}
+
 /// What `root` serves below Lua: its CGI scripts (`[cgi] enabled`) before its files,
 /// or its files.
 fn scripts_or_files(root: &Path, config: &Config) -> Chain {
-    // The configuration, where passwords go, is never served (issue 33).
-    let mut files = StaticFiles::new(root)
-        .show_dotfiles(config.show_dotfiles)
-        .precompressed(config.compression.precompressed)
-        .withhold(root.join("proscenium.toml"));
-    if let Some(file) = &config.file {
-        files = files.withhold(file);
-    }
+    let files = site_files(root, config);
     #[cfg(feature = "cgi")]
     if config.cgi.enabled {
         let scripts = Cgi::new(root, &config.cgi).or_files(files);
@@ -146,6 +160,19 @@ fn scripts_or_files(root: &Path, config: &Config) -> Chain {
         });
     }
     Chain::of(files)
+}
+
+/// `root`'s static files as the configuration sets them.
+fn site_files(root: &Path, config: &Config) -> StaticFiles {
+    // The configuration, where passwords go, is never served (issue 33).
+    let files = StaticFiles::new(root)
+        .show_dotfiles(config.show_dotfiles)
+        .precompressed(config.compression.precompressed)
+        .withhold(root.join("proscenium.toml"));
+    match &config.file {
+        Some(file) => files.withhold(file),
+        None => files,
+    }
 }
 
 /// One of the handlers below the app's routes, whichever `configure` put first: each

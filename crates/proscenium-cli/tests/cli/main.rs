@@ -300,6 +300,8 @@ fn help_names_every_serve_flag() {
         "--cgi",
         "--lua",
         "--app",
+        "--rack",
+        "--wsgi",
         "--set",
     ] {
         assert!(text.contains(flag), "{flag} missing from help");

@@ -15,6 +15,7 @@ mod clusters;
 mod compression;
 mod dispatchers;
 mod feeds;
+mod hosted;
 mod http2;
 mod limits;
 mod lua;
@@ -43,6 +44,7 @@ pub(crate) use self::clusters::DEFAULT_QUEUE;
 pub use self::compression::CompressionSpec;
 pub use self::dispatchers::{DispatcherKind, DispatcherSpec};
 pub use self::feeds::FeedsSpec;
+pub use self::hosted::HostedSpec;
 pub use self::http2::Http2Spec;
 pub use self::limits::{Limits, Timeouts};
 pub use self::lua::LuaSpec;
@@ -200,6 +202,9 @@ pub struct Config {
     /// directories, interpreters by extension, the time a script may run, how many
     /// run at once, the user they run as.
     pub cgi: CgiSpec,
+    /// A Rack or WSGI app run by a pool of interpreter processes, below the static
+    /// files: `[hosted] rack` or `wsgi`, its processes and timeout.
+    pub hosted: HostedSpec,
     /// Embedded Lua (`[lua]`): `.lua` pages below `root` (`enabled`, or `--lua`), an
     /// app written in Lua (`app`, or `--app FILE`), and each request's budgets.
     pub lua: LuaSpec,
@@ -288,6 +293,7 @@ impl Default for Config {
             processes: HashMap::new(),
             feeds: FeedsSpec::default(),
             cgi: CgiSpec::default(),
+            hosted: HostedSpec::default(),
             lua: LuaSpec::default(),
             file: None,
             client: ClientSpec::default(),

@@ -22,7 +22,14 @@ use super::{Config, ModelSpec, value};
 
 /// The keys naming a path which, relative in a file, is relative to the file, not to
 /// the shell.
-const FILE_RELATIVE: [&str; 4] = ["root", "client.ca", "redis.ca", "feeds.ca"];
+const FILE_RELATIVE: [&str; 6] = [
+    "root",
+    "client.ca",
+    "redis.ca",
+    "feeds.ca",
+    "hosted.rack",
+    "hosted.dir",
+];
 
 /// Variables with the `PROSCENIUM_` prefix that are not settings.
 const RESERVED_VARS: [&str; 7] = [

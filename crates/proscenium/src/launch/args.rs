@@ -132,6 +132,14 @@ pub struct DeployArgs {
     /// end)`), before DIR's files.
     #[arg(long, value_name = "FILE")]
     pub app: Option<PathBuf>,
+    /// Serves the Rack app of this config.ru (Yarn's --rack) from Ruby processes,
+    /// below DIR's files: `[hosted] rack`.
+    #[arg(long, value_name = "FILE", conflicts_with = "wsgi")]
+    pub rack: Option<PathBuf>,
+    /// Serves this WSGI app (MODULE:NAME, imported from the working directory) from
+    /// Python processes, below DIR's files: `[hosted] wsgi`.
+    #[arg(long, value_name = "MODULE:APP")]
+    pub wsgi: Option<String>,
     /// Serves HTTPS with this certificate chain (PEM, leaf first): `[tls] cert`.
     #[arg(long, value_name = "FILE", requires = "tls_key")]
     pub tls_cert: Option<PathBuf>,
@@ -204,6 +212,7 @@ impl DeployArgs {
         }
         for (name, key, path) in [
             ("--app", "lua.app", &self.app),
+            ("--rack", "hosted.rack", &self.rack),
             ("--tls-cert", "tls.cert", &self.tls_cert),
             ("--tls-key", "tls.key", &self.tls_key),
         ] {
@@ -223,6 +232,7 @@ impl DeployArgs {
             ("--dispatch", "dispatch", &self.dispatch),
             ("--log", "log", &self.log),
             ("--admin-bind", "admin.bind", &self.admin_bind),
+            ("--wsgi", "hosted.wsgi", &self.wsgi),
         ] {
             if let Some(value) = value {
                 flag(name, key, value);

@@ -324,6 +324,20 @@ impl StaticFiles {
         self.open_beneath(relative, OFlag::O_PATH)?.metadata()
     }
 
+    /// Whether `path` (a request's) names a regular file below the root, as these
+    /// files would serve it: what a hosted app below them leaves to them.
+    #[cfg(feature = "hosted")]
+    pub(crate) fn has_file(&self, path: &str) -> bool {
+        let Ok(resolved) = resolve(path, self.show_dotfiles) else {
+            return false;
+        };
+        !resolved.relative.as_os_str().is_empty()
+            && self
+                .open_beneath(&resolved.relative, OFlag::O_PATH)
+                .and_then(|file| file.metadata())
+                .is_ok_and(|meta| meta.is_file())
+    }
+
     /// The root's path: with a relative path, what names a file for a cache.
     pub(crate) fn root_path(&self) -> &Path {
         &self.root.path

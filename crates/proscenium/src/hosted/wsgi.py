@@ -1,12 +1,13 @@
 """Proscenium's WSGI adapter: runs the WSGI app MODULE:NAME in one interpreter process
 of a pool Proscenium supervises, one request at a time. Proscenium parses HTTP,
 applies its limits and timeouts, and speaks to this process over its standard input
-and output in frames (apps/framing.rs says the format):
+and output in frames (hosted/framing.rs says the format):
 
   request:  a JSON object of the environment's strings, then the body in frames,
             then an empty frame;
   response: a JSON object {"status": N, "headers": [[name, value], ...]}, then the
-            body in frames, then an empty frame.
+            body in frames, then an empty frame;
+  and first, once the app has loaded, an empty frame.
 
 What the app prints goes to standard error, Proscenium's log, never into the frames.
 An app that raises before its answer's head gets 500 (its traceback logged); one that
@@ -101,6 +102,9 @@ def main():
     app = load(sys.argv[1])
     stdin, output = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr
+    # Loaded: an empty frame says so, before the first request.
+    write_frame(output, b"")
+    output.flush()
     while True:
         meta = read_frame(stdin)
         if meta is None:

@@ -1,12 +1,13 @@
 # Proscenium's Rack adapter: runs the Rack app of a config.ru in one interpreter
 # process of a pool Proscenium supervises, one request at a time. Proscenium parses
 # HTTP, applies its limits and timeouts, and speaks to this process over its standard
-# input and output in frames (apps/framing.rs says the format):
+# input and output in frames (hosted/framing.rs says the format):
 #
 #   request:  a JSON object of the environment's strings, then the body in frames,
 #             then an empty frame;
 #   response: a JSON object {"status": N, "headers": [[name, value], ...]}, then the
-#             body in frames, then an empty frame.
+#             body in frames, then an empty frame;
+#   and first, once the app has loaded, an empty frame.
 #
 # What the app prints goes to standard error, Proscenium's log, never into the frames.
 # An app that raises before its answer's head gets 500 (its backtrace logged); one that
@@ -63,6 +64,9 @@ app = built.is_a?(Array) ? built.first : built
 input = $stdin.binmode
 output = $stdout.binmode
 $stdout = $stderr
+# Loaded: an empty frame says so, before the first request.
+write_frame(output, "")
+output.flush
 
 while (meta = read_frame(input))
   env = JSON.parse(meta)
