@@ -56,6 +56,7 @@ fn issue37_from_fn_awaits_before_and_after_the_rest_of_the_app() {
 
 #[test]
 fn issue37_from_fn_answers_without_calling_the_rest_of_the_app() {
+    support::in_process("what its handlers record");
     let called = Arc::new(AtomicUsize::new(0));
     let counted = called.clone();
     let app = App::new()

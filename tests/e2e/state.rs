@@ -77,6 +77,7 @@ fn ten_thousand_concurrent_increments_count_exactly_ten_thousand() {
 
 #[test]
 fn check_then_insert_computes_a_value_once() {
+    support::in_process("state its handlers share with it");
     fn lookup(Path(key): Path<u64>, cache: Read<SharedMap<u64, u64>>) -> Then<String> {
         match cache.get(&key) {
             Some(v) => Then::Done(v.to_string()),
@@ -207,6 +208,7 @@ fn readers_share_and_a_writer_excludes_readers_and_writers() {
 
 #[test]
 fn a_writer_gets_in_under_a_continuous_stream_of_readers() {
+    support::in_process("what its handlers record");
     let (app, inside) = occupancy_app(Duration::from_millis(5));
     let server = support::start(app);
     let addr = server.local_addr();
@@ -244,6 +246,7 @@ struct B(u64);
 
 #[test]
 fn routes_taking_two_states_in_opposite_orders_never_deadlock() {
+    support::in_process("state its handlers share with it");
     let app = App::new()
         .state(A::default())
         .state(B::default())
