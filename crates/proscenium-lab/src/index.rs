@@ -20,7 +20,8 @@ const NEEDS: &str = "## What the lab needs
 - **Root for apt-get**, which it runs on first use for what is missing: `wrk`,
   `util-linux` (taskset), `fonts-dejavu-core` (the plots' font), `nginx`, `nodejs`,
   `apache2` (httpd-event, httpd-worker, httpd-prefork), `libnginx-mod-http-lua`
-  (nginx-lua), `lua5.4` (proscenium-cgi), `golang-go` to `go install` **vegeta** v12.12.0
+  (nginx-lua), `lua5.4` (proscenium-cgi), `ruby-rack` and `puma` (proscenium-rack,
+  puma), `gunicorn` (gunicorn), `golang-go` to `go install` **vegeta** v12.12.0
   into the target directory's `lab-tools/`, and `default-jdk-headless` and `maven` for
   the JVM peers (Jetty, Pekko HTTP, Vert.x), whose jars Maven builds once from
   `bench/peers/` with the versions pinned there (it needs a Maven registry).

@@ -51,6 +51,23 @@ impl Tools {
         which(command).ok_or_else(|| Error::Tool(format!("{package} installed no {command}")))
     }
 
+    /// Makes sure Ruby loads `library` (`require`), installing Ruby and Debian's
+    /// `package` if not.
+    pub(crate) fn need_ruby_library(&self, library: &str, package: &str) -> Result<(), Error> {
+        let ruby = self.need("ruby", "ruby")?;
+        let loads = || quiet(Command::new(&ruby).args(["-e", &format!("require {library:?}")]));
+        if !loads() {
+            self.install(package, &format!("Ruby's {library}"))?;
+        }
+        if loads() {
+            Ok(())
+        } else {
+            Err(Error::Tool(format!(
+                "{package} installed no Ruby {library}"
+            )))
+        }
+    }
+
     /// Makes sure the file at `path` exists, installing Debian's `package` if not.
     pub(crate) fn need_file(&self, path: &Path, package: &str) -> Result<(), Error> {
         if !path.exists() {

@@ -121,6 +121,68 @@ impl<'a> Launch<'a> {
         self
     }
 
+    /// `proscenium serve` hosting the lab's Rack app: a loop and an interpreter
+    /// process per core.
+    pub(super) fn proscenium_rack(self) -> Self {
+        let app = self.hosted_app("config.ru");
+        self.proscenium_hosting("--rack", &app.display().to_string(), &[])
+    }
+
+    /// `proscenium serve` hosting the lab's WSGI app, as [`Self::proscenium_rack`].
+    pub(super) fn proscenium_wsgi(self) -> Self {
+        let dir = format!("hosted.dir={}", self.hosted_app("").display());
+        self.proscenium_hosting("--wsgi", "hello:application", &["--set", &dir])
+    }
+
+    fn proscenium_hosting(mut self, flag: &str, app: &str, more: &[&str]) -> Self {
+        let processes = format!("hosted.processes={}", self.at.core_count);
+        self.command
+            .arg(self.tools.example_binary("proscenium"))
+            .args(["serve", "--bind", &self.bind, "--model"])
+            .arg(proscenium_model("loops", self.at.core_count))
+            .args([flag, app, "--set", &processes])
+            .args(more);
+        self
+    }
+
+    /// Puma in cluster mode: a worker per core, one thread each (a request at a time,
+    /// as each of Proscenium's interpreter processes).
+    pub(super) fn puma(mut self) -> Self {
+        let workers = self.at.core_count.to_string();
+        let bind = format!("tcp://{}", self.bind);
+        let app = self.hosted_app("config.ru");
+        self.command
+            .args(["puma", "--quiet", "-w", &workers, "-t", "1:1", "-b", &bind])
+            .arg(app);
+        self
+    }
+
+    /// Gunicorn: a sync worker per core (a request at a time each).
+    pub(super) fn gunicorn(mut self) -> Self {
+        let workers = self.at.core_count.to_string();
+        let dir = self.hosted_app("");
+        self.command
+            .args([
+                "gunicorn",
+                "--log-level",
+                "warning",
+                "-w",
+                &workers,
+                "-b",
+                &self.bind,
+            ])
+            .arg("--chdir")
+            .arg(dir)
+            .arg("hello:application");
+        self
+    }
+
+    /// A file of `bench/peers/hosted`, the lab's Rack and WSGI apps (`""`: the
+    /// directory).
+    fn hosted_app(&self, file: &str) -> std::path::PathBuf {
+        self.tools.root().join("bench/peers/hosted").join(file)
+    }
+
     pub(super) fn nginx(mut self, lua: bool) -> Result<Self, Error> {
         let lua = lua.then(|| self.tools.root().join("bench/peers/lua"));
         let conf = nginx::conf(self.at, lua.as_deref())?;

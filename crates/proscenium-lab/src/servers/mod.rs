@@ -64,6 +64,19 @@ enum Kind {
     /// `httpd-event`, `httpd-worker` or `httpd-prefork`: Apache httpd with
     /// `bench/peers/httpd/httpd.conf` under that MPM.
     Httpd(Mpm),
+    /// `proscenium-rack` / `proscenium-wsgi`: `proscenium serve` on a loop per core
+    /// hosting `bench/peers/hosted`'s Rack or WSGI app in a process per core.
+    Hosted(Interface),
+    /// The same apps under their own servers, a process per core serving one request
+    /// at a time: `puma` (cluster mode, a thread a worker) or `gunicorn` (sync workers).
+    AppServer(Interface),
+}
+
+/// Which of `bench/peers/hosted`'s apps: Ruby's Rack or Python's WSGI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Interface {
+    Rack,
+    Wsgi,
 }
 
 /// Apache httpd's multi-processing modules, as httpd.conf configures them.
@@ -126,8 +139,8 @@ impl FromStr for ServerSpec {
 
     /// Parses `proscenium:MODEL[/pool=N][/workers=P]`, `fib-cache[:N]`, `proscenium-lua`,
     /// `proscenium-cgi`, `nginx`, `nginx-lua`, `node`, `node-cluster`, `node-nbk`,
-    /// `actix`, `hyper`, `jetty`, `pekko`, `vertx`, `httpd-event`, `httpd-worker` or
-    /// `httpd-prefork`.
+    /// `actix`, `hyper`, `jetty`, `pekko`, `vertx`, `httpd-event`, `httpd-worker`,
+    /// `httpd-prefork`, `proscenium-rack`, `proscenium-wsgi`, `puma` or `gunicorn`.
     fn from_str(name: &str) -> Result<Self, Error> {
         let kind = match name {
             "proscenium-lua" => Kind::Script { cgi: false },
@@ -145,6 +158,10 @@ impl FromStr for ServerSpec {
             "httpd-event" => Kind::Httpd(Mpm::Event),
             "httpd-worker" => Kind::Httpd(Mpm::Worker),
             "httpd-prefork" => Kind::Httpd(Mpm::Prefork),
+            "proscenium-rack" => Kind::Hosted(Interface::Rack),
+            "proscenium-wsgi" => Kind::Hosted(Interface::Wsgi),
+            "puma" => Kind::AppServer(Interface::Rack),
+            "gunicorn" => Kind::AppServer(Interface::Wsgi),
             "fib-cache" => Kind::FibCache { loops: None },
             _ => Kind::with_count(name).ok_or_else(|| Error::UnknownServer(name.to_owned()))?,
         };
@@ -241,6 +258,12 @@ impl ServerSpec {
             Kind::Node(_) => tools.need("node", "nodejs").map(|_| ()),
             Kind::Jvm(peer) => tools.build_jvm_peer(peer.module()),
             Kind::Httpd { .. } => tools.need("apache2", "apache2").map(|_| ()),
+            Kind::Hosted(interface) => {
+                interface.need(tools)?;
+                tools.build_binary("proscenium-cli", "proscenium")
+            }
+            Kind::AppServer(Interface::Rack) => tools.need("puma", "puma").map(|_| ()),
+            Kind::AppServer(Interface::Wsgi) => tools.need("gunicorn", "gunicorn").map(|_| ()),
         }
     }
 
@@ -261,8 +284,22 @@ impl ServerSpec {
             Kind::Nginx { lua } => launch.nginx(*lua)?,
             Kind::Jvm(peer) => launch.jvm(peer.module()),
             Kind::Httpd(mpm) => launch.httpd(&self.name, *mpm)?,
+            Kind::Hosted(Interface::Rack) => launch.proscenium_rack(),
+            Kind::Hosted(Interface::Wsgi) => launch.proscenium_wsgi(),
+            Kind::AppServer(Interface::Rack) => launch.puma(),
+            Kind::AppServer(Interface::Wsgi) => launch.gunicorn(),
         };
         Running::spawn(&self.name, launch.command)
+    }
+}
+
+impl Interface {
+    /// Installs what the app needs to run under `proscenium serve`.
+    fn need(self, tools: &Tools) -> Result<(), Error> {
+        match self {
+            Self::Rack => tools.need_ruby_library("rack", "ruby-rack"),
+            Self::Wsgi => tools.need("python3", "python3").map(|_| ()),
+        }
     }
 }
 
@@ -419,6 +456,10 @@ mod tests {
             ("nginx-lua", Kind::Nginx { lua: true }),
             ("proscenium-lua", Kind::Script { cgi: false }),
             ("proscenium-cgi", Kind::Script { cgi: true }),
+            ("proscenium-rack", Kind::Hosted(Interface::Rack)),
+            ("proscenium-wsgi", Kind::Hosted(Interface::Wsgi)),
+            ("puma", Kind::AppServer(Interface::Rack)),
+            ("gunicorn", Kind::AppServer(Interface::Wsgi)),
         ] {
             assert_eq!(name.parse::<ServerSpec>().unwrap().kind, kind, "{name}");
         }
