@@ -116,6 +116,8 @@ mod plan;
 mod plan_tests;
 mod pool;
 mod port;
+#[cfg(test)]
+mod priority_tests;
 mod ready;
 #[cfg(feature = "redis")]
 mod remote;
