@@ -37,16 +37,18 @@ pub(crate) struct BenchArgs {
     /// regenerates OUT/README.md from them (as `--index --out docs/results`).
     #[arg(long, conflicts_with = "scenario")]
     pub(crate) index: bool,
-    /// Servers, comma-separated: proscenium:MODEL[/pool=N] (e.g. proscenium:loops,
-    /// proscenium:thread-pool, proscenium:loops/pool=0), fib-cache:LOOPS (the stateful
-    /// scenario's server), proscenium-lua and proscenium-cgi (Leda's page as a Lua page
-    /// or a CGI script), nginx, nginx-lua, node, node-cluster, node-nbk (Node.Scala Fig.
+    /// Servers, comma-separated: proscenium:MODEL[/pool=N][/workers=P] (e.g.
+    /// proscenium:loops, proscenium:thread-pool, proscenium:loops/pool=0,
+    /// proscenium:thread-pool:1/workers=8), fib-cache:LOOPS (the stateful scenario's
+    /// server), proscenium-lua and proscenium-cgi (Leda's page as a Lua page or a CGI
+    /// script), proscenium-rack and proscenium-wsgi (a Rack or WSGI app, with puma and
+    /// gunicorn serving the same one), nginx, nginx-lua, node, node-cluster, node-nbk (Node.Scala Fig.
     /// 1c's non-blocking /fib), actix, hyper, jetty, pekko, vertx, httpd-event,
     /// httpd-worker, httpd-prefork [default: the scenario's list; cep takes none].
     #[arg(long, value_delimiter = ',')]
     pub(crate) servers: Option<Vec<proscenium_lab::ServerSpec>>,
     /// quick (at most three minutes of load a scenario and round, on-system seven; `all`
-    /// at three rounds, 78 minutes of load, about twice that in all) or full (the sources' parameters).
+    /// at three rounds, 82 minutes of load, about twice that in all) or full (the sources' parameters).
     #[arg(long, default_value = "quick")]
     pub(crate) profile: proscenium_lab::Profile,
     /// Where results go (with `all`, one subdirectory a scenario).

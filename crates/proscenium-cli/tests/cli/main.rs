@@ -2,10 +2,12 @@
 //! codes, and a clean exit on SIGTERM and SIGINT; over TLS (`tls.rs`) and HTTP/2
 //! (`http2.rs`); the admin listener (`admin.rs`); systemd, signals and logs under a
 //! supervisor (`lifecycle.rs`); each signal under every model (`signals.rs`); worker
-//! processes under every model (`workers.rs`).
+//! processes under every model (`workers.rs`); a hosted app named as typed
+//! (`hosted.rs`).
 
 mod admin;
 mod config;
+mod hosted;
 mod http2;
 mod lifecycle;
 mod signals;

@@ -153,14 +153,29 @@ fn respond(answer: pool::Answer) -> Response {
     res
 }
 
-/// How to start a Rack app's interpreters: `ruby rack.rb CONFIG_RU` in its directory.
+/// How to start a Rack app's interpreters: `ruby rack.rb config.ru` in its directory
+/// (so the file is named by its name alone: a relative path as typed would be taken
+/// from that directory).
 fn rack(spec: &HostedSpec, config_ru: &Path, adapter: &Path) -> std::io::Result<Launch> {
     let file = adapter.join("rack.rb");
     std::fs::write(&file, RACK_ADAPTER)?;
+    let (Some(name), dir) = (config_ru.file_name(), config_ru.parent()) else {
+        return Err(std::io::Error::other(format!(
+            "`{}` names no file",
+            config_ru.display()
+        )));
+    };
+    let dir = match dir {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
     Ok(Launch {
         program: spec.ruby.clone(),
-        args: vec![file.display().to_string(), config_ru.display().to_string()],
-        dir: config_ru.parent().unwrap_or(Path::new(".")).to_owned(),
+        args: vec![
+            file.display().to_string(),
+            name.to_string_lossy().into_owned(),
+        ],
+        dir: dir.to_owned(),
     })
 }
 
