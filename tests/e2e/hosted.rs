@@ -156,3 +156,47 @@ fn issue39_an_app_that_does_not_load_stops_the_start() {
         .to_string();
     assert!(refused.contains("before its app loaded"), "{refused}");
 }
+
+/// The pid in a Rack answer's body (`... pid N`).
+fn rack_pid(res: &support::Response) -> String {
+    let text = res.text();
+    text.rsplit_once(" pid ")
+        .unwrap_or_else(|| panic!("no pid in {text}"))
+        .1
+        .to_owned()
+}
+
+/// Clients that close with requests pipelined (as a load generator does when it
+/// stops) cost no interpreter: the requests still waiting for the process are dropped,
+/// the answers under way read to their end, and the process kept.
+#[test]
+fn issue39_clients_that_leave_with_requests_pipelined_keep_the_interpreter() {
+    support::in_process("it compares the pid of its one interpreter before and after");
+    let dir = site("config.ru", CONFIG_RU);
+    let config_ru = dir.path().join("config.ru");
+    let server = hosting(dir.path(), |c| {
+        c.hosted.rack = Some(config_ru);
+        c.hosted.processes = Some(1);
+    });
+    let addr = server.local_addr();
+    let before = rack_pid(&support::get(addr, "/before"));
+    let mut clients: Vec<Client> = (0..8).map(|_| Client::connect(addr)).collect();
+    for client in &mut clients {
+        client.send(&"GET /pipelined HTTP/1.1\r\nHost: t\r\n\r\n".repeat(20));
+    }
+    // Each has had an answer, so each has its next request with the app or waiting;
+    // then each resets its connection, as a load generator does when it stops.
+    for client in &mut clients {
+        assert_eq!(client.response().status, 200);
+        let reset = nix::libc::linger {
+            l_onoff: 1,
+            l_linger: 0,
+        };
+        nix::sys::socket::setsockopt(&client.writer(), nix::sys::socket::sockopt::Linger, &reset)
+            .unwrap();
+    }
+    drop(clients);
+    let after = support::get(addr, "/after");
+    assert_eq!(after.status, 200);
+    assert_eq!(rack_pid(&after), before, "the interpreter was replaced");
+}

@@ -3,12 +3,13 @@
 //! ([`Background`]): a request's loop, or its thread under a thread model, may end
 //! before the process it started is used again.
 //!
-//! A request waits for a process at most `timeouts.queue` (then 503); its answer's
-//! head must come within `[hosted] timeout` (then 504). A process that dies, times
-//! out, writes what is not a frame, or whose client leaves before the answer's end is
-//! killed and a new one started in its place, after the backoff prefork's workers get
+//! A request waits for a process at most `timeouts.queue` (then 503), and not at all
+//! once its client has left; its answer's head must come within `[hosted] timeout`
+//! (then 504). A process that dies, times out, or writes what is not a frame is killed
+//! and a new one started in its place, after the backoff prefork's workers get
 //! (`rt::restarts`): an app that crashes at every request does not make the server
-//! start interpreters in a loop.
+//! start interpreters in a loop. An answer whose client leaves first is read to its
+//! end and dropped, or, past a megabyte or its time, its process killed and replaced.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -19,7 +20,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use tokio::io::BufReader;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
 
 use super::framing::{self, Head};
 use crate::rt::Background;
@@ -27,6 +28,9 @@ use crate::rt::restarts::Lives;
 
 /// Chunks of an answer's body read ahead of its client.
 const READ_AHEAD: usize = 8;
+
+/// How much of an answer whose client left is read and dropped, to keep its process.
+const DRAIN: usize = 1 << 20;
 
 /// How to start one interpreter process.
 #[derive(Debug, Clone)]
@@ -125,29 +129,45 @@ impl Pool {
         env: serde_json::Map<String, serde_json::Value>,
         body: Bytes,
     ) -> Result<Answer, Failed> {
+        let (reply, answer) = oneshot::channel();
         let pool = Arc::clone(self);
-        let asked = self
-            .background
-            .run(async move { pool.exchange(env, body).await });
-        asked
+        self.background
+            .spawn(async move { pool.exchange(env, body, reply).await });
+        answer
             .await
-            .unwrap_or_else(|| Err(Failed::Broken(std::io::Error::other("its runtime stopped"))))
+            .unwrap_or_else(|_| Err(Failed::Broken(std::io::Error::other("its runtime stopped"))))
     }
 
+    /// [`ask`](Self::ask)'s work, on the pool's runtime: it goes on when the request's
+    /// client leaves, but a request still waiting for a process is dropped then (a
+    /// client that closes with requests pipelined would otherwise leave them all to
+    /// be run for no one).
     async fn exchange(
         self: Arc<Self>,
         env: serde_json::Map<String, serde_json::Value>,
         body: Bytes,
-    ) -> Result<Answer, Failed> {
+        mut reply: oneshot::Sender<Result<Answer, Failed>>,
+    ) {
         let slots = Arc::clone(&self.slots);
-        let permit = tokio::time::timeout(self.queue, slots.acquire_owned())
-            .await
-            .map_err(|_| Failed::Busy)?
-            .map_err(|_| Failed::Busy)?;
+        let permit = tokio::select! {
+            biased;
+            () = reply.closed() => return,
+            permit = tokio::time::timeout(self.queue, slots.acquire_owned()) => permit,
+        };
+        let Ok(Ok(permit)) = permit else {
+            let _ = reply.send(Err(Failed::Busy));
+            return;
+        };
         let idle = self.idle.lock().pop();
         let mut process = match idle {
             Some(process) => process,
-            None => self.spawn().await.map_err(Failed::NoStart)?,
+            None => match self.spawn().await {
+                Ok(process) => process,
+                Err(error) => {
+                    let _ = reply.send(Err(Failed::NoStart(error)));
+                    return;
+                }
+            },
         };
         let asked = async {
             framing::write_request(&mut process.input, &env, &body).await?;
@@ -157,20 +177,24 @@ impl Pool {
             Ok(Ok(head)) => head,
             Ok(Err(error)) => {
                 self.died(process).await;
-                return Err(Failed::Broken(error));
+                let _ = reply.send(Err(Failed::Broken(error)));
+                return;
             }
             Err(_) => {
                 self.died(process).await;
-                return Err(Failed::TimedOut);
+                let _ = reply.send(Err(Failed::TimedOut));
+                return;
             }
         };
         let (chunks, body) = mpsc::channel(READ_AHEAD);
-        tokio::spawn(self.relay(process, chunks, permit));
-        Ok(Answer { head, body })
+        // Sent before the relay starts, so that a client gone by now is found at its
+        // first chunk and the answer read to its end for no one.
+        let _ = reply.send(Ok(Answer { head, body }));
+        self.relay(process, chunks, permit).await;
     }
 
     /// Reads an answer's body into `chunks` until its empty frame, then gives the
-    /// process back; kills it if the body breaks off or its client leaves first.
+    /// process back; kills it if the body breaks off.
     async fn relay(
         self: Arc<Self>,
         mut process: Process,
@@ -185,9 +209,7 @@ impl Pool {
                 }
                 Ok(chunk) => {
                     if chunks.send(Ok(chunk)).await.is_err() {
-                        // The client left: the rest of the answer would be read for
-                        // no one, so the process goes, and another takes its place.
-                        kill(process).await;
+                        self.drain(process).await;
                         break;
                     }
                 }
@@ -201,6 +223,29 @@ impl Pool {
             }
         }
         drop(permit);
+    }
+
+    /// The client left before its answer's end: the rest is read and dropped, up to
+    /// [`DRAIN`] bytes within the answer's time, and the process kept (a short answer
+    /// costs less to read than a new interpreter to load); past that it is killed.
+    async fn drain(&self, mut process: Process) {
+        let rest = async {
+            let mut read = 0;
+            while read <= DRAIN {
+                let chunk = framing::read_frame(&mut process.output).await?;
+                if chunk.is_empty() {
+                    return Ok(true);
+                }
+                read += chunk.len();
+            }
+            Ok::<_, std::io::Error>(false)
+        };
+        match tokio::time::timeout(self.timeout, rest).await {
+            Ok(Ok(true)) => self.idle.lock().push(process),
+            _ => {
+                kill(process).await;
+            }
+        }
     }
 
     /// Starts an interpreter and waits for it to load the app (its first, empty
