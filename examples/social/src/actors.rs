@@ -1,8 +1,7 @@
 //! The thesis's actors (sec. 4.2–4.4): the Mailman writes welcome and reminder mails
 //! to an outbox directory, the Notifier calls a push service over the HTTP client,
-//! and the Subscriber and the Feeder carry the hub's likes to the WebSockets open on
-//! this replica (Program 4.5, Fig. 4.2): the Subscriber holds the pattern
-//! subscription, the Feeder the sockets.
+//! and the Subscriber and the Feeder (`feed.rs`) carry the hub's likes to the
+//! WebSockets open on this replica.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -11,9 +10,10 @@ use std::time::Duration;
 
 use proscenium::actor::{Actor, Addr, Context, Handler, Message, Overflow, Props, System};
 use proscenium::client::Client;
-use proscenium::hub::{Hub, Post};
-use proscenium::ws;
+use proscenium::hub::Hub;
 use serde::Serialize;
+
+use crate::feed::{Feeder, Subscriber};
 
 /// A mail to write: the welcome at once, the reminder later.
 #[derive(Debug, Clone)]
@@ -139,52 +139,6 @@ impl Handler<Notify> for Notifier {
             Ok(status) if status.is_success() => tracing::debug!(to = %notify.to, "notified"),
             Ok(status) => tracing::warn!(to = %notify.to, %status, "the push service refused"),
             Err(error) => tracing::warn!(to = %notify.to, %error, "the push service failed"),
-        }
-    }
-}
-
-/// A socket joining the feed.
-pub(crate) struct Join(pub(crate) ws::Sender);
-
-impl Message for Join {
-    type Reply = ();
-}
-
-/// Holds this replica's feed sockets and pushes every like to each.
-#[derive(Default)]
-pub(crate) struct Feeder {
-    sockets: Vec<ws::Sender>,
-}
-
-impl Actor for Feeder {}
-
-impl Handler<Join> for Feeder {
-    fn handle(&mut self, Join(socket): Join, _: &mut Context<Self>) {
-        self.sockets.push(socket);
-    }
-}
-
-impl Handler<Arc<Post>> for Feeder {
-    fn handle(&mut self, post: Arc<Post>, _: &mut Context<Self>) {
-        // One message for every socket, made once; a closed socket is let go.
-        let message = post.message();
-        self.sockets
-            .retain(|socket| socket.feed(message.clone()).is_ok());
-    }
-}
-
-/// Takes the hub's likes (`/picture/*/likes`, on every replica) and hands them to
-/// the Feeder.
-pub(crate) struct Subscriber {
-    feeder: Addr<Feeder>,
-}
-
-impl Actor for Subscriber {}
-
-impl Handler<Arc<Post>> for Subscriber {
-    fn handle(&mut self, post: Arc<Post>, _: &mut Context<Self>) {
-        if let Err(error) = self.feeder.try_tell(post) {
-            tracing::warn!(%error, "a like did not reach the feeder");
         }
     }
 }

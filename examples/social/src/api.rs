@@ -17,7 +17,7 @@ use proscenium::{
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::actors::{Actors, Join, Mail, Notify};
+use crate::actors::{Actors, Mail, Notify};
 use crate::store::{Picture, Store, StoreError, User};
 
 /// What the handlers share.
@@ -495,15 +495,11 @@ async fn like(
     Ok((StatusCode::CREATED, Json(picture)))
 }
 
-/// `GET /feed`: a WebSocket the Feeder pushes every like to, from every replica.
+/// `GET /feed`: a WebSocket the Feeder pushes likes to, from every replica: every
+/// like, or those of the pictures it says it watches (`feed.rs`).
 async fn feed(State(social): State<Social>, ws: WebSocketUpgrade) -> Response {
     let feeder = social.actors.feeder;
-    ws.on_upgrade(move |mut socket| async move {
-        if feeder.try_tell(Join(socket.sender())).is_err() {
-            return;
-        }
-        while socket.recv().await.is_some() {}
-    })
+    ws.on_upgrade(move |socket| crate::feed::serve(feeder, socket))
 }
 
 /// `GET /feed/events`: the same likes as server-sent events, resumed after

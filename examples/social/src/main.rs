@@ -16,6 +16,7 @@
 
 mod actors;
 mod api;
+mod feed;
 mod store;
 
 use std::path::PathBuf;

@@ -5,9 +5,10 @@
 //! trusted through `[client] ca`) and the Mailman's outbox — and two replicas sharing
 //! likes through Redis, plain or over TLS.
 
+mod client;
 mod common;
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+use std::io::{BufRead as _, BufReader, Write as _};
 use std::net::TcpStream;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -17,83 +18,8 @@ use proscenium::client::Client;
 use proscenium::testing::{HttpsServer, Postgres, Redis, TestCa};
 use serde_json::{Value, json};
 
+use crate::client::{call, feed_message, feed_socket, member, multipart, upload};
 use crate::common::{Social, image};
-
-/// A request through Proscenium's own client: the status and the body as JSON
-/// (`Null` when empty).
-fn call(
-    client: &Client,
-    method: &str,
-    url: &str,
-    token: Option<&str>,
-    body: Option<Value>,
-) -> (u16, Value) {
-    let mut request = http::Request::builder().method(method).uri(url);
-    if let Some(token) = token {
-        request = request.header("authorization", format!("Bearer {token}"));
-    }
-    let body = body.map_or_else(Bytes::new, |b| Bytes::from(b.to_string()));
-    let request = request
-        .header("content-type", "application/json")
-        .body(body)
-        .unwrap();
-    let answer = client.send_blocking(request).unwrap();
-    let json = serde_json::from_slice(answer.body()).unwrap_or(Value::Null);
-    (answer.status().as_u16(), json)
-}
-
-/// Signs `name` up and logs in; returns the token.
-fn member(client: &Client, social: &Social, name: &str) -> String {
-    let form =
-        json!({"name": name, "email": format!("{name}@example.org"), "password": "correct horse"});
-    assert_eq!(
-        call(client, "POST", &social.url("/users"), None, Some(form)).0,
-        201
-    );
-    let (status, session) = call(
-        client,
-        "POST",
-        &social.url("/sessions"),
-        None,
-        Some(json!({"name": name, "password": "correct horse"})),
-    );
-    assert_eq!(status, 200);
-    session["token"].as_str().unwrap().to_owned()
-}
-
-/// A `multipart/form-data` body of `files`, and its content type.
-fn multipart(files: &[(&str, Vec<u8>)]) -> (String, Bytes) {
-    let boundary = "proscenium-test-boundary";
-    let mut body = Vec::new();
-    for (name, bytes) in files {
-        body.extend(format!("--{boundary}\r\nContent-Disposition: form-data; name=\"picture\"; filename=\"{name}\"\r\nContent-Type: application/octet-stream\r\n\r\n").bytes());
-        body.extend(bytes);
-        body.extend(b"\r\n");
-    }
-    body.extend(format!("--{boundary}--\r\n").bytes());
-    (
-        format!("multipart/form-data; boundary={boundary}"),
-        Bytes::from(body),
-    )
-}
-
-/// Uploads `files` as `token`'s: the status and the answer as JSON.
-fn upload(
-    client: &Client,
-    social: &Social,
-    token: &str,
-    files: &[(&str, Vec<u8>)],
-) -> (u16, Value) {
-    let (content_type, body) = multipart(files);
-    let request = http::Request::post(social.url("/pictures"))
-        .header("authorization", format!("Bearer {token}"))
-        .header("content-type", content_type)
-        .body(body)
-        .unwrap();
-    let answer = client.send_blocking(request).unwrap();
-    let json = serde_json::from_slice(answer.body()).unwrap_or(Value::Null);
-    (answer.status().as_u16(), json)
-}
 
 /// A push service of the test's own, over HTTPS with a certificate from a CA of its
 /// own — which the social trusts through `[client] ca` alone.
@@ -142,47 +68,6 @@ fn eventually(what: &str, mut check: impl FnMut() -> bool) {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-}
-
-/// A raw WebSocket on `/feed`, past its handshake.
-fn feed_socket(social: &Social) -> TcpStream {
-    let mut socket = TcpStream::connect(social.addr).unwrap();
-    socket
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    socket
-        .write_all(b"GET /feed HTTP/1.1\r\nHost: t\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
-        .unwrap();
-    let mut head = Vec::new();
-    while !head.ends_with(b"\r\n\r\n") {
-        let mut byte = [0];
-        socket.read_exact(&mut byte).unwrap();
-        head.push(byte[0]);
-    }
-    assert!(
-        head.starts_with(b"HTTP/1.1 101"),
-        "{}",
-        String::from_utf8_lossy(&head)
-    );
-    socket
-}
-
-/// The next text message on a feed socket, as JSON.
-fn feed_message(socket: &mut TcpStream) -> Value {
-    let mut head = [0; 2];
-    socket.read_exact(&mut head).unwrap();
-    assert_eq!(head[0], 0x81, "a whole text frame");
-    let len = match head[1] {
-        126 => {
-            let mut len = [0; 2];
-            socket.read_exact(&mut len).unwrap();
-            usize::from(u16::from_be_bytes(len))
-        }
-        len => usize::from(len),
-    };
-    let mut payload = vec![0; len];
-    socket.read_exact(&mut payload).unwrap();
-    serde_json::from_slice(&payload).unwrap()
 }
 
 /// The whole API against the database `url` names (SQLite in the data directory
