@@ -182,7 +182,7 @@ fn issue39_clients_that_leave_with_requests_pipelined_keep_the_interpreter() {
     let before = rack_pid(&support::get(addr, "/before"));
     let mut clients: Vec<Client> = (0..8).map(|_| Client::connect(addr)).collect();
     for client in &mut clients {
-        client.send(&"GET /pipelined HTTP/1.1\r\nHost: t\r\n\r\n".repeat(20));
+        client.send("GET /pipelined HTTP/1.1\r\nHost: t\r\n\r\n".repeat(20));
     }
     // Each has had an answer, so each has its next request with the app or waiting;
     // then each resets its connection, as a load generator does when it stops.

@@ -8,8 +8,7 @@
 mod client;
 mod common;
 
-use std::io::{BufRead as _, BufReader, Write as _};
-use std::net::TcpStream;
+use std::io::{BufRead as _, BufReader};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -18,7 +17,9 @@ use proscenium::client::Client;
 use proscenium::testing::{HttpsServer, Postgres, Redis, TestCa};
 use serde_json::{Value, json};
 
-use crate::client::{call, feed_message, feed_socket, member, multipart, upload};
+use crate::client::{
+    call, feed_message, feed_socket, member, multipart, sent, two_pictures, upload,
+};
 use crate::common::{Social, image};
 
 /// A push service of the test's own, over HTTPS with a certificate from a CA of its
@@ -528,14 +529,7 @@ fn issue33_a_second_like_of_a_picture_tells_no_one() {
         member(&client, &social, "ana"),
         member(&client, &social, "bob"),
     );
-    let png = || image(2, 2, image::ImageFormat::Png);
-    let (status, pictures) = upload(
-        &client,
-        &social,
-        &ana,
-        &[("one.png", png()), ("two.png", png())],
-    );
-    assert_eq!(status, 201);
+    let pictures = two_pictures(&client, &social, &ana);
     let likes = |at: usize| social.url(&format!("/picture/{}/likes", pictures[at]["id"]));
     let first = call(&client, "POST", &likes(0), Some(&bob), None);
     assert_eq!((first.0, &first.1["likes"]), (201, &json!(1)));
@@ -555,13 +549,10 @@ fn issue33_a_second_like_of_a_picture_tells_no_one() {
         about("two.png") == 1
     });
     assert_eq!(about("one.png"), 1);
-    let mut events = TcpStream::connect(social.addr).unwrap();
-    events
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    events
-        .write_all(b"GET /feed/events HTTP/1.1\r\nHost: t\r\nLast-Event-ID: 0\r\n\r\n")
-        .unwrap();
+    let events = sent(
+        &social,
+        b"GET /feed/events HTTP/1.1\r\nHost: t\r\nLast-Event-ID: 0\r\n\r\n",
+    );
     let mut stream = String::new();
     let mut reader = BufReader::new(events);
     while !stream.contains("two.png") {

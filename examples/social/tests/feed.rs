@@ -12,8 +12,8 @@ use std::net::TcpStream;
 use proscenium::client::Client;
 use serde_json::{Value, json};
 
-use crate::client::{call, feed_message, feed_socket, member, upload};
-use crate::common::{Social, image};
+use crate::client::{call, feed_message, feed_socket, member, two_pictures};
+use crate::common::Social;
 
 /// Says `text` on a feed socket: one masked text frame, as a browser sends it.
 fn say(socket: &mut TcpStream, text: &str) {
@@ -36,14 +36,7 @@ fn issue39_each_socket_gets_the_likes_of_the_pictures_it_watches() {
         member(&client, &social, "bob"),
         member(&client, &social, "eve"),
     );
-    let png = || image(2, 2, image::ImageFormat::Png);
-    let (status, pictures) = upload(
-        &client,
-        &social,
-        &ana,
-        &[("one.png", png()), ("two.png", png())],
-    );
-    assert_eq!(status, 201);
+    let pictures = two_pictures(&client, &social, &ana);
     let (one, two) = (pictures[0]["id"].clone(), pictures[1]["id"].clone());
     let (mut on_one, mut on_two, mut on_all) = (
         feed_socket(&social),

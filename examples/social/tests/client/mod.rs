@@ -87,15 +87,32 @@ pub(crate) fn upload(
     (answer.status().as_u16(), json)
 }
 
-/// A raw WebSocket on `/feed`, past its handshake.
-pub(crate) fn feed_socket(social: &Social) -> TcpStream {
+/// Ana's two pictures, `one.png` and `two.png`, uploaded with her `token`.
+pub(crate) fn two_pictures(client: &Client, social: &Social, token: &str) -> Value {
+    let png = || crate::common::image(2, 2, image::ImageFormat::Png);
+    let (status, pictures) = upload(
+        client,
+        social,
+        token,
+        &[("one.png", png()), ("two.png", png())],
+    );
+    assert_eq!(status, 201);
+    pictures
+}
+
+/// A connection that has sent `request`, its reads waiting 10 s at most.
+pub(crate) fn sent(social: &Social, request: &[u8]) -> TcpStream {
     let mut socket = TcpStream::connect(social.addr).unwrap();
     socket
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
+    socket.write_all(request).unwrap();
     socket
-        .write_all(b"GET /feed HTTP/1.1\r\nHost: t\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
-        .unwrap();
+}
+
+/// A raw WebSocket on `/feed`, past its handshake.
+pub(crate) fn feed_socket(social: &Social) -> TcpStream {
+    let mut socket = sent(social, b"GET /feed HTTP/1.1\r\nHost: t\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n");
     let mut head = Vec::new();
     while !head.ends_with(b"\r\n\r\n") {
         let mut byte = [0];
