@@ -37,8 +37,8 @@ pub(crate) struct BenchArgs {
     /// regenerates OUT/README.md from them (as `--index --out docs/results`).
     #[arg(long, conflicts_with = "scenario")]
     pub(crate) index: bool,
-    /// Servers, comma-separated: proscenium:MODEL[/pool=N][/workers=P] (e.g.
-    /// proscenium:loops, proscenium:thread-pool, proscenium:loops/pool=0,
+    /// Servers, comma-separated: proscenium:MODEL, with /pool=N or /workers=P or both
+    /// after it (e.g. proscenium:loops, proscenium:thread-pool, proscenium:loops/pool=0,
     /// proscenium:thread-pool:1/workers=8), fib-cache:LOOPS (the stateful scenario's
     /// server), proscenium-lua and proscenium-cgi (Leda's page as a Lua page or a CGI
     /// script), proscenium-rack and proscenium-wsgi (a Rack or WSGI app, with puma and

@@ -7,11 +7,16 @@
 //! examples/cep/configs/two-clusters.toml`. The partition comes from the configuration
 //! file alone; the graph is the same under every file.
 //!
-//! Left out on purpose: a streaming source (the log is read to its end once) and
-//! alarms from Correlate (it reports the most similar pair of each window, which the
-//! output includes so two runs can be compared, but raises no alarm).
+//! Or over live logs (`live`): several sources, each in a cluster of its own, following
+//! files as they grow or reading lines from sockets, alarms printed as they are raised:
+//! `cargo run --release -p cep -- --follow /var/log/nginx/access.log --listen
+//! 127.0.0.1:5140`.
+//!
+//! Left out on purpose: alarms from Correlate (it reports the most similar pair of each
+//! window, which the output includes so two runs can be compared, but raises no alarm).
 
+pub mod live;
 pub mod log;
 mod stages;
 
-pub use self::stages::{Alarm, Outcome, run, run_process};
+pub use self::stages::{Alarm, Outcome, run, run_live, run_process};

@@ -13,12 +13,16 @@
 //! `PROSCENIUM_REDIS_URL`) makes `cep` start every process mapped to `--host`
 //! (`localhost` by default) — itself again, with `--process NAME` — supervise them,
 //! and print what the process with *alarm* prints; `--process NAME` runs that one alone.
+//! Live (`--follow FILE`, `--listen ADDR`, each repeatable): every source a stage and
+//! a cluster of its own, following a log as it grows or taking lines from sockets;
+//! alarms are printed as they are raised, until SIGINT or SIGTERM.
 //! Exit codes: 0 done, 1 a run that failed, 2 bad arguments, 78 a process that refused
 //! to run (its configuration or its graph is wrong: not restarted).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use cep::live::Feed;
 use clap::Parser;
 use proscenium::config::{Settings, Sources};
 use proscenium::stage::{EXIT_REFUSED, Ended, HostProcesses, StageError, StopSignal};
@@ -48,6 +52,14 @@ struct Args {
     /// Start and supervise the configuration's processes mapped to this host.
     #[arg(long, default_value = "localhost")]
     host: String,
+    /// Follow this log as it grows (repeatable): a live source of its own, and the run
+    /// goes on until SIGINT or SIGTERM, printing each alarm as it is raised.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["log", "write_log", "process"])]
+    follow: Vec<PathBuf>,
+    /// Take log lines sent to this address (repeatable), from any number of
+    /// connections: a live source of its own, as --follow.
+    #[arg(long, value_name = "ADDR", conflicts_with_all = ["log", "write_log", "process"])]
+    listen: Vec<std::net::SocketAddr>,
 }
 
 /// How long stopping processes may take to drain.
@@ -109,6 +121,14 @@ fn run(args: &Args) -> Result<(), Failure> {
     let settings = Settings::resolve(&sources).map_err(|e| e.to_string())?;
     let config = &settings.config;
     let scratch = tempfile::tempdir().map_err(|e| e.to_string())?;
+    if !args.follow.is_empty() || !args.listen.is_empty() {
+        let dir = args
+            .dir
+            .clone()
+            .unwrap_or_else(|| scratch.path().join("windows"));
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        return live(args, config, &dir);
+    }
     let (log, dir) = inputs(args, scratch.path())?;
     let outcome = match (&args.process, stop) {
         (Some(process), Some(stop)) => cep::run_process(&log, &dir, config, process, stop)?,
@@ -134,6 +154,34 @@ fn run(args: &Args) -> Result<(), Failure> {
             outcome.entries
         );
     }
+    Ok(())
+}
+
+/// Runs over the live sources of `--follow` and `--listen` until SIGINT or SIGTERM:
+/// prints where each listens, then each alarm as it comes, then their count.
+fn live(args: &Args, config: &proscenium::Config, dir: &std::path::Path) -> Result<(), Failure> {
+    let stop = StopSignal::watch().map_err(|e| format!("cannot watch stop signals: {e}"))?;
+    let mut feeds: Vec<Feed> = args.follow.iter().cloned().map(Feed::Follow).collect();
+    for addr in &args.listen {
+        let listener = std::net::TcpListener::bind(addr)
+            .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+        let bound = listener.local_addr().map_err(|e| e.to_string())?;
+        println!("listening on {bound}");
+        feeds.push(Feed::Listen(listener));
+    }
+    let (raised, alarms) = std::sync::mpsc::channel();
+    let printer = std::thread::spawn(move || {
+        alarms
+            .iter()
+            .inspect(|alarm| println!("alarm: {alarm}"))
+            .count()
+    });
+    println!("cep: {} live sources; SIGINT or SIGTERM stops", feeds.len());
+    cep::run_live(feeds, dir, &config.clusters, stop, raised)?;
+    let count = printer
+        .join()
+        .map_err(|_| "the alarm printer failed".to_owned())?;
+    println!("alarms: {count}");
     Ok(())
 }
 

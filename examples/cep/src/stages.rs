@@ -12,6 +12,7 @@ use proscenium::stage::{
 };
 use serde::{Deserialize, Serialize};
 
+use crate::live::{self, Feed};
 use crate::log::{Entry, WINDOW, parse};
 
 /// An alarm raised by Filter.
@@ -63,17 +64,38 @@ impl std::fmt::Display for Alarm {
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
-struct Item {
+pub(crate) struct Item {
     client: String,
     path: String,
     status: u16,
     bytes: u64,
 }
 
+/// What a source sends *window*.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-enum Line {
+pub(crate) enum Line {
+    /// A log entry.
     Entry(Item),
+    /// A live source has had nothing new for a while: the window begun is closed.
+    Idle,
+    /// The log has ended: the last window is closed.
     End,
+}
+
+/// The line a log line makes, if it is a log entry.
+pub(crate) fn entry_line(text: &str) -> Option<Line> {
+    let Entry {
+        client,
+        path,
+        status,
+        bytes,
+    } = parse(text)?;
+    Some(Line::Entry(Item {
+        client,
+        path,
+        status,
+        bytes,
+    }))
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -125,7 +147,7 @@ pub fn run(
 ) -> Result<Outcome, StageError> {
     let (done, outcome) = mpsc::channel();
     let started = Instant::now();
-    let running = build(log.to_owned(), dir.to_owned(), done).start(clusters)?;
+    let running = build(Input::Log(log.to_owned()), dir.to_owned(), done, None).start(clusters)?;
     finish(running, &outcome, started)
 }
 
@@ -149,8 +171,8 @@ pub fn run_process(
     let (done, outcome) = mpsc::channel();
     let done_early = done.clone();
     let started = Instant::now();
-    let running =
-        build(log.to_owned(), dir.to_owned(), done).start_mapped(&config.clusters, &mapping)?;
+    let running = build(Input::Log(log.to_owned()), dir.to_owned(), done, None)
+        .start_mapped(&config.clusters, &mapping)?;
     let reports = config.clusters.iter().any(|(name, spec)| {
         mapping.clusters.contains(name) && spec.stages.iter().any(|s| s == ALARM)
     });
@@ -166,6 +188,61 @@ pub fn run_process(
         let _ = stopped.send(None);
     });
     finish(running, &outcome, started).map(Some)
+}
+
+/// Runs the graph over live `feeds` until `stop` comes, each source in a cluster of
+/// its own unless `clusters` places it (with no clusters, the other stages share one),
+/// sending each alarm on `raised` as it is raised.
+///
+/// # Errors
+///
+/// As [`run`].
+pub fn run_live(
+    feeds: Vec<Feed>,
+    dir: &Path,
+    clusters: &HashMap<String, ClusterSpec>,
+    stop: StopSignal,
+    raised: mpsc::Sender<Alarm>,
+) -> Result<(), StageError> {
+    let clusters = live_clusters(clusters, feeds.len());
+    let (done, _) = mpsc::channel();
+    let input = Input::Live(feeds);
+    let running = build(input, dir.to_owned(), done, Some(raised)).start(&clusters)?;
+    stop.wait();
+    running.shutdown(DRAIN);
+    Ok(())
+}
+
+/// `clusters` for a live run of `sources` sources: *source* (which it has not) taken
+/// out, and a cluster of one thread for each live source no cluster names.
+fn live_clusters(
+    clusters: &HashMap<String, ClusterSpec>,
+    sources: usize,
+) -> HashMap<String, ClusterSpec> {
+    let mut live = clusters.clone();
+    if live.is_empty() {
+        let stages = PROCESSING.map(str::to_owned).to_vec();
+        let main = ClusterSpec {
+            stages,
+            ..ClusterSpec::default()
+        };
+        live.insert("main".to_owned(), main);
+    }
+    for spec in live.values_mut() {
+        spec.stages.retain(|stage| stage != "source");
+    }
+    live.retain(|_, spec| !spec.stages.is_empty());
+    for name in (1..=sources).map(live::source_name) {
+        if !live.values().any(|spec| spec.stages.contains(&name)) {
+            let own = ClusterSpec {
+                stages: vec![name.clone()],
+                threads: Some(1),
+                ..ClusterSpec::default()
+            };
+            live.insert(name, own);
+        }
+    }
+    live
 }
 
 /// Waits for the last window's reports, then stops the graph.
@@ -190,8 +267,26 @@ fn finish(
 /// told to stop first.
 type Done = Option<(BTreeSet<Alarm>, u64, BTreeMap<u64, (String, String)>)>;
 
-fn build(log: PathBuf, dir: PathBuf, done: mpsc::Sender<Done>) -> Graph {
-    let lines = Out::<Line>::new("lines");
+/// Where the graph's entries come from.
+enum Input {
+    /// A log read once, by *source*.
+    Log(PathBuf),
+    /// Live sources: `source-1`, `source-2`, ...
+    Live(Vec<Feed>),
+}
+
+/// The stages but the sources, in the cluster a live run makes when the
+/// configuration has none.
+const PROCESSING: [&str; 6] = ["window", "copy", "persist", "correlate", "filter", ALARM];
+
+/// The graph over `input`; each alarm is sent on `raised` as it comes, when given,
+/// rather than kept for the outcome.
+fn build(
+    input: Input,
+    dir: PathBuf,
+    done: mpsc::Sender<Done>,
+    raised: Option<mpsc::Sender<Alarm>>,
+) -> Graph {
     let windows = Out::<Window>::new("windows");
     let (to_persist, to_correlate, to_filter) = (
         Out::<Window>::new("persist"),
@@ -200,8 +295,19 @@ fn build(log: PathBuf, dir: PathBuf, done: mpsc::Sender<Done>) -> Graph {
     );
     let reports = Out::<Report>::new("reports");
     let mut graph = Graph::new();
-    let source = graph.stage(source(log, lines.clone()).output(&lines));
+    let lines = Out::<Line>::new("lines");
+    let sources = match input {
+        Input::Log(log) => vec![source(log, lines.clone())],
+        Input::Live(feeds) => (feeds.into_iter().enumerate())
+            .map(|(n, feed)| live::source(&live::source_name(n + 1), feed, &lines))
+            .collect(),
+    };
     let window = graph.stage(window(windows.clone()).output(&windows));
+    for source in sources {
+        let source = graph.stage(source.output(&lines));
+        // Decoupled wherever a configuration may put the two ends in different clusters.
+        graph.connect(&source, "lines", &window, Connector::decoupled());
+    }
     let copy = graph.stage(
         copy([to_persist.clone(), to_correlate.clone(), to_filter.clone()])
             .output(&to_persist)
@@ -211,9 +317,7 @@ fn build(log: PathBuf, dir: PathBuf, done: mpsc::Sender<Done>) -> Graph {
     let persist = graph.stage(persist(dir, reports.clone()).output(&reports));
     let correlate = graph.stage(correlate(reports.clone()).output(&reports));
     let filter = graph.stage(filter(reports.clone()).output(&reports));
-    let alarm = graph.stage(alarm(done));
-    // Decoupled wherever a configuration may put the two ends in different clusters.
-    graph.connect(&source, "lines", &window, Connector::decoupled());
+    let alarm = graph.stage(alarm(done, raised));
     graph.connect(&window, "windows", &copy, Connector::decoupled());
     graph.connect(&copy, "persist", &persist, Connector::decoupled());
     graph.connect(&copy, "correlate", &correlate, Connector::decoupled());
@@ -234,48 +338,53 @@ fn source(log: PathBuf, lines: Out<Line>) -> Stage {
         || (),
         move |(), ctx| {
             let text = std::fs::read_to_string(&log).map_err(|e| io_error(&e))?;
-            for entry in text.lines().filter_map(parse) {
-                let Entry {
-                    client,
-                    path,
-                    status,
-                    bytes,
-                } = entry;
-                ctx.send(
-                    &lines,
-                    Line::Entry(Item {
-                        client,
-                        path,
-                        status,
-                        bytes,
-                    }),
-                )?;
+            for line in text.lines().filter_map(entry_line) {
+                ctx.send(&lines, line)?;
             }
             Ok(ctx.send(&lines, Line::End)?)
         },
     )
 }
 
+/// *window*'s state: the next window's index, its entries so far, and when the last
+/// of them came.
+struct Open {
+    index: u64,
+    entries: Vec<Item>,
+    last_entry: Instant,
+}
+
+/// *window*: a window is [`WINDOW`] entries, or those that came before the log ended,
+/// or before a live source went quiet — unless another's entries are still coming
+/// (one came within half of [`live::IDLE`]): that one says so when it goes quiet.
 fn window(windows: Out<Window>) -> Stage {
     Stage::stateful(
         "window",
-        || (0_u64, Vec::new()),
-        move |(index, buffer): &mut (u64, Vec<Item>), line: Line, ctx| {
+        || Open {
+            index: 0,
+            entries: Vec::new(),
+            last_entry: Instant::now(),
+        },
+        move |open: &mut Open, line: Line, ctx| {
             let last = matches!(line, Line::End);
+            let quiet = matches!(line, Line::Idle)
+                && !open.entries.is_empty()
+                && open.last_entry.elapsed() >= live::IDLE / 2;
             if let Line::Entry(item) = line {
-                buffer.push(item);
+                open.entries.push(item);
+                open.last_entry = Instant::now();
             }
-            if last || buffer.len() == WINDOW {
-                let entries = std::mem::replace(buffer, Vec::with_capacity(WINDOW));
+            if last || quiet || open.entries.len() == WINDOW {
+                let entries = std::mem::replace(&mut open.entries, Vec::with_capacity(WINDOW));
                 ctx.send(
                     &windows,
                     Window {
-                        index: *index,
+                        index: open.index,
                         last,
                         entries,
                     },
                 )?;
-                *index += 1;
+                open.index += 1;
             }
             Ok(())
         },
@@ -423,7 +532,7 @@ struct Tally {
     windows: Option<u64>,
 }
 
-fn alarm(done: mpsc::Sender<Done>) -> Stage {
+fn alarm(done: mpsc::Sender<Done>, raised: Option<mpsc::Sender<Alarm>>) -> Stage {
     Stage::stateful(
         ALARM,
         Tally::default,
@@ -432,14 +541,22 @@ fn alarm(done: mpsc::Sender<Done>) -> Stage {
             if report.last {
                 tally.windows = Some(report.window + 1);
             }
-            match report.finding {
-                Finding::Persisted => tally.entries += report.entries,
-                Finding::Correlated(pair) => {
+            match (report.finding, &raised) {
+                (Finding::Persisted, _) => tally.entries += report.entries,
+                // A live run keeps nothing a window: it runs for as long as its logs.
+                (Finding::Correlated(_), Some(_)) => {}
+                (Finding::Correlated(pair), None) => {
                     if let Some(pair) = pair {
                         tally.correlations.insert(report.window, pair);
                     }
                 }
-                Finding::Filtered(alarms) => tally.alarms.extend(alarms),
+                (Finding::Filtered(alarms), Some(raised)) => {
+                    for alarm in alarms {
+                        // The receiver gone: the run is stopping.
+                        let _ = raised.send(alarm);
+                    }
+                }
+                (Finding::Filtered(alarms), None) => tally.alarms.extend(alarms),
             }
             if tally.windows.is_some_and(|w| tally.reports == 3 * w) {
                 let t = std::mem::take(tally);
@@ -455,4 +572,52 @@ fn alarm(done: mpsc::Sender<Done>) -> Stage {
     .idempotent_by(REPORTS_REMEMBERED, |report: &Report| {
         (report.window, std::mem::discriminant(&report.finding))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cluster(stages: &[&str]) -> ClusterSpec {
+        ClusterSpec {
+            stages: stages.iter().map(|s| (*s).to_owned()).collect(),
+            ..ClusterSpec::default()
+        }
+    }
+
+    #[test]
+    fn each_live_source_is_in_a_cluster_of_its_own_unless_one_is_configured() {
+        let stages = |clusters: &HashMap<String, ClusterSpec>| {
+            let mut named: Vec<(String, Vec<String>)> = (clusters.iter())
+                .map(|(name, spec)| (name.clone(), spec.stages.clone()))
+                .collect();
+            named.sort();
+            named
+        };
+        let none = live_clusters(&HashMap::new(), 2);
+        assert_eq!(
+            stages(&none),
+            [
+                ("main".to_owned(), PROCESSING.map(str::to_owned).to_vec()),
+                ("source-1".to_owned(), vec!["source-1".to_owned()]),
+                ("source-2".to_owned(), vec!["source-2".to_owned()]),
+            ]
+        );
+        assert_eq!(none["source-1"].threads, Some(1));
+        // A file's *source* cluster goes (the live graph has none); a source it places
+        // stays where it is.
+        let file = HashMap::from([
+            ("sources".to_owned(), cluster(&["source"])),
+            ("main".to_owned(), cluster(&PROCESSING)),
+            ("tails".to_owned(), cluster(&["source-2"])),
+        ]);
+        assert_eq!(
+            stages(&live_clusters(&file, 2)),
+            [
+                ("main".to_owned(), PROCESSING.map(str::to_owned).to_vec()),
+                ("source-1".to_owned(), vec!["source-1".to_owned()]),
+                ("tails".to_owned(), vec!["source-2".to_owned()]),
+            ]
+        );
+    }
 }
