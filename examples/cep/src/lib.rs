@@ -12,6 +12,9 @@
 //! `cargo run --release -p cep -- --follow /var/log/nginx/access.log --listen
 //! 127.0.0.1:5140`.
 //!
+//! Filter and Correlate can be written in Lua instead (`--lua examples/cep/lua`, Leda's
+//! users wrote their stages in Lua): the same graph, the same alarms and pairs.
+//!
 //! Left out on purpose: alarms from Correlate (it reports the most similar pair of each
 //! window, which the output includes so two runs can be compared, but raises no alarm).
 
@@ -19,4 +22,4 @@ pub mod live;
 pub mod log;
 mod stages;
 
-pub use self::stages::{Alarm, Outcome, run, run_live, run_process};
+pub use self::stages::{Alarm, Code, Outcome, run, run_live, run_process};

@@ -22,6 +22,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use cep::Code;
 use cep::live::Feed;
 use clap::Parser;
 use proscenium::config::{Settings, Sources};
@@ -52,6 +53,10 @@ struct Args {
     /// Start and supervise the configuration's processes mapped to this host.
     #[arg(long, default_value = "localhost")]
     host: String,
+    /// Run Filter and Correlate written in Lua: DIR/filter.lua and DIR/correlate.lua
+    /// (examples/cep/lua), within the configuration's `[lua]` budgets.
+    #[arg(long, value_name = "DIR")]
+    lua: Option<PathBuf>,
     /// Follow this log as it grows (repeatable): a live source of its own, and the run
     /// goes on until SIGINT or SIGTERM, printing each alarm as it is raised.
     #[arg(long, value_name = "FILE", conflicts_with_all = ["log", "write_log", "process"])]
@@ -93,6 +98,13 @@ impl From<StageError> for Failure {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    // A stage's failures (a script past its budget, a window that cannot be written)
+    // are warnings of the stage layer: shown, on standard error.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_max_level(tracing_subscriber::filter::LevelFilter::WARN)
+        .init();
     match run(&args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
@@ -120,6 +132,10 @@ fn run(args: &Args) -> Result<(), Failure> {
     };
     let settings = Settings::resolve(&sources).map_err(|e| e.to_string())?;
     let config = &settings.config;
+    let code = match &args.lua {
+        Some(dir) => Code::Lua(dir.clone(), config.lua.clone()),
+        None => Code::Rust,
+    };
     let scratch = tempfile::tempdir().map_err(|e| e.to_string())?;
     if !args.follow.is_empty() || !args.listen.is_empty() {
         let dir = args
@@ -127,13 +143,13 @@ fn run(args: &Args) -> Result<(), Failure> {
             .clone()
             .unwrap_or_else(|| scratch.path().join("windows"));
         std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-        return live(args, config, &dir);
+        return live(args, &code, config, &dir);
     }
     let (log, dir) = inputs(args, scratch.path())?;
     let outcome = match (&args.process, stop) {
-        (Some(process), Some(stop)) => cep::run_process(&log, &dir, config, process, stop)?,
+        (Some(process), Some(stop)) => cep::run_process(&log, &code, &dir, config, process, stop)?,
         _ if !config.processes.is_empty() => return supervise(args, config, &log, &dir),
-        _ => Some(cep::run(&log, &dir, &config.clusters)?),
+        _ => Some(cep::run(&log, &code, &dir, &config.clusters)?),
     };
     if let Some(outcome) = outcome {
         let ms = outcome.elapsed.as_millis();
@@ -159,7 +175,12 @@ fn run(args: &Args) -> Result<(), Failure> {
 
 /// Runs over the live sources of `--follow` and `--listen` until SIGINT or SIGTERM:
 /// prints where each listens, then each alarm as it comes, then their count.
-fn live(args: &Args, config: &proscenium::Config, dir: &std::path::Path) -> Result<(), Failure> {
+fn live(
+    args: &Args,
+    code: &Code,
+    config: &proscenium::Config,
+    dir: &std::path::Path,
+) -> Result<(), Failure> {
     let stop = StopSignal::watch().map_err(|e| format!("cannot watch stop signals: {e}"))?;
     let mut feeds: Vec<Feed> = args.follow.iter().cloned().map(Feed::Follow).collect();
     for addr in &args.listen {
@@ -177,7 +198,7 @@ fn live(args: &Args, config: &proscenium::Config, dir: &std::path::Path) -> Resu
             .count()
     });
     println!("cep: {} live sources; SIGINT or SIGTERM stops", feeds.len());
-    cep::run_live(feeds, dir, &config.clusters, stop, raised)?;
+    cep::run_live(feeds, code, dir, &config.clusters, stop, raised)?;
     let count = printer
         .join()
         .map_err(|_| "the alarm printer failed".to_owned())?;
@@ -213,7 +234,7 @@ fn supervise(
         .config
         .as_ref()
         .ok_or_else(|| "the processes come from --config FILE".to_owned())?;
-    let child_args = [
+    let mut child_args: Vec<std::ffi::OsString> = vec![
         "--config".into(),
         file.into(),
         "--log".into(),
@@ -221,6 +242,9 @@ fn supervise(
         "--dir".into(),
         dir.into(),
     ];
+    if let Some(lua) = &args.lua {
+        child_args.extend(["--lua".into(), lua.into()]);
+    }
     let processes = HostProcesses::start(config, &args.host, &child_args)?;
     let ended = processes.wait_ended(None);
     processes.stop(DRAIN);

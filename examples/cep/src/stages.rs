@@ -7,6 +7,8 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use proscenium::Config;
+use proscenium::config::LuaSpec;
+use proscenium::lua::LuaStage;
 use proscenium::stage::{
     ClusterSpec, Connector, Graph, Mapping, Out, RunningGraph, Stage, StageError, StopSignal,
 };
@@ -133,8 +135,8 @@ const REPORTS_REMEMBERED: usize = 100_000;
 /// How long a stopping graph may take to drain.
 const DRAIN: Duration = Duration::from_secs(10);
 
-/// Runs the graph over the log at `log`, persisting windows under `dir`, partitioned
-/// and scheduled by `clusters`.
+/// Runs the graph over the log at `log`, its Filter and Correlate in `code`,
+/// persisting windows under `dir`, partitioned and scheduled by `clusters`.
 ///
 /// # Errors
 ///
@@ -142,12 +144,14 @@ const DRAIN: Duration = Duration::from_secs(10);
 /// last window's reports arrive.
 pub fn run(
     log: &Path,
+    code: &Code,
     dir: &Path,
     clusters: &HashMap<String, ClusterSpec>,
 ) -> Result<Outcome, StageError> {
     let (done, outcome) = mpsc::channel();
     let started = Instant::now();
-    let running = build(Input::Log(log.to_owned()), dir.to_owned(), done, None).start(clusters)?;
+    let input = Input::Log(log.to_owned());
+    let running = build(input, code, dir.to_owned(), done, None).start(clusters)?;
     finish(running, &outcome, started)
 }
 
@@ -162,6 +166,7 @@ pub fn run(
 /// graph that differs from its other processes', a Redis that cannot be reached.
 pub fn run_process(
     log: &Path,
+    code: &Code,
     dir: &Path,
     config: &Config,
     process: &str,
@@ -171,7 +176,7 @@ pub fn run_process(
     let (done, outcome) = mpsc::channel();
     let done_early = done.clone();
     let started = Instant::now();
-    let running = build(Input::Log(log.to_owned()), dir.to_owned(), done, None)
+    let running = build(Input::Log(log.to_owned()), code, dir.to_owned(), done, None)
         .start_mapped(&config.clusters, &mapping)?;
     let reports = config.clusters.iter().any(|(name, spec)| {
         mapping.clusters.contains(name) && spec.stages.iter().any(|s| s == ALARM)
@@ -199,6 +204,7 @@ pub fn run_process(
 /// As [`run`].
 pub fn run_live(
     feeds: Vec<Feed>,
+    code: &Code,
     dir: &Path,
     clusters: &HashMap<String, ClusterSpec>,
     stop: StopSignal,
@@ -207,7 +213,7 @@ pub fn run_live(
     let clusters = live_clusters(clusters, feeds.len());
     let (done, _) = mpsc::channel();
     let input = Input::Live(feeds);
-    let running = build(input, dir.to_owned(), done, Some(raised)).start(&clusters)?;
+    let running = build(input, code, dir.to_owned(), done, Some(raised)).start(&clusters)?;
     stop.wait();
     running.shutdown(DRAIN);
     Ok(())
@@ -245,16 +251,34 @@ fn live_clusters(
     live
 }
 
-/// Waits for the last window's reports, then stops the graph.
+/// How often a run waiting for its last window looks for a stage that failed.
+const LOOK: Duration = Duration::from_millis(100);
+
+/// Waits for the last window's reports, then stops the graph; or stops it at once
+/// when a stage here failed an event, whose window's report will then never come.
 fn finish(
     running: RunningGraph,
     outcome: &mpsc::Receiver<Done>,
     started: Instant,
 ) -> Result<Outcome, StageError> {
-    let result = outcome.recv().ok().flatten();
+    let result = loop {
+        match outcome.recv_timeout(LOOK) {
+            Ok(done) => break Ok(done),
+            Err(mpsc::RecvTimeoutError::Disconnected) => break Ok(None),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                let stats = running.stats();
+                if let Some(failed) = stats.stages.iter().find(|stage| stage.failed > 0) {
+                    let (stage, events) = (&failed.stage, failed.failed);
+                    break Err(StageError::handler(format!(
+                        "stage `{stage}` failed on {events} event(s), logged above: the run cannot complete its windows"
+                    )));
+                }
+            }
+        }
+    };
     running.shutdown(DRAIN);
     let (alarms, entries, correlations) =
-        result.ok_or_else(|| StageError::handler("the graph stopped before its last window"))?;
+        result?.ok_or_else(|| StageError::handler("the graph stopped before its last window"))?;
     Ok(Outcome {
         alarms,
         entries,
@@ -275,6 +299,18 @@ enum Input {
     Live(Vec<Feed>),
 }
 
+/// What Filter and Correlate are written in.
+#[derive(Debug, Clone, Default)]
+pub enum Code {
+    /// Rust, the stages of this file.
+    #[default]
+    Rust,
+    /// Lua: `filter.lua` and `correlate.lua` in the directory (`examples/cep/lua`), run
+    /// within the budgets given (Correlate's windows take tens of millions of
+    /// instructions: `[lua] instructions = 0` leaves them uncounted).
+    Lua(PathBuf, LuaSpec),
+}
+
 /// The stages but the sources, in the cluster a live run makes when the
 /// configuration has none.
 const PROCESSING: [&str; 6] = ["window", "copy", "persist", "correlate", "filter", ALARM];
@@ -283,6 +319,7 @@ const PROCESSING: [&str; 6] = ["window", "copy", "persist", "correlate", "filter
 /// rather than kept for the outcome.
 fn build(
     input: Input,
+    code: &Code,
     dir: PathBuf,
     done: mpsc::Sender<Done>,
     raised: Option<mpsc::Sender<Alarm>>,
@@ -315,8 +352,23 @@ fn build(
             .output(&to_filter),
     );
     let persist = graph.stage(persist(dir, reports.clone()).output(&reports));
-    let correlate = graph.stage(correlate(reports.clone()).output(&reports));
-    let filter = graph.stage(filter(reports.clone()).output(&reports));
+    let (correlate, filter) = match code {
+        Code::Rust => (
+            correlate(reports.clone()).output(&reports),
+            filter(reports.clone()).output(&reports),
+        ),
+        Code::Lua(lua, spec) => {
+            let stage = |name: &str| {
+                let file = lua.join(format!("{name}.lua"));
+                LuaStage::new(name, file, spec)
+                    .output(&reports)
+                    .stateless::<Window>()
+            };
+            (stage("correlate"), stage("filter"))
+        }
+    };
+    let correlate = graph.stage(correlate);
+    let filter = graph.stage(filter);
     let alarm = graph.stage(alarm(done, raised));
     graph.connect(&window, "windows", &copy, Connector::decoupled());
     graph.connect(&copy, "persist", &persist, Connector::decoupled());

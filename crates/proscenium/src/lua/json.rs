@@ -16,7 +16,7 @@
 //! its indices, are not written), a float as long as Lua writes it. [`weight`] is the
 //! exact figure, of the value made.
 
-use mlua::{Function, Lua, LuaSerdeExt as _, Value};
+use mlua::{DeserializeOptions, Function, Lua, LuaSerdeExt as _, Value};
 
 use super::helpers;
 
@@ -101,6 +101,17 @@ pub(super) fn from_lua(
     value: Value,
     room: usize,
 ) -> mlua::Result<serde_json::Value> {
+    from_lua_as(lua, function, value, room, DeserializeOptions::default())
+}
+
+/// [`from_lua`], converting as `options` say.
+pub(super) fn from_lua_as(
+    lua: &Lua,
+    function: &str,
+    value: Value,
+    room: usize,
+    options: DeserializeOptions,
+) -> mlua::Result<serde_json::Value> {
     let measure: Function = lua.named_registry_value(MEASURE_KEY)?;
     let room = i64::try_from(room).unwrap_or(i64::MAX);
     let (size, why): (Option<i64>, Option<String>) = measure.call((&value, room))?;
@@ -113,7 +124,7 @@ pub(super) fn from_lua(
         };
         return Err(helpers::refusal(lua, function, &why));
     }
-    lua.from_value(value)
+    lua.from_value_with(value, options)
         .map_err(|e| helpers::refusal(lua, function, &super::one_line(&e)))
 }
 
