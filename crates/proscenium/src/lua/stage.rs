@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 
 use super::bridge::Bridge;
 use super::sandbox::{self, Sandboxed};
-use super::{Failure, LuaSpec, json};
+use super::{Failure, LuaSpec, json, log};
 use crate::hub::Hub;
 use crate::stage::{Context, Out, Stage, StageError};
 
@@ -47,7 +47,8 @@ struct Emitted(Mutex<Vec<(String, serde_json::Value)>>);
 ///
 /// Each instance has its own state, sandboxed as a Lua page's is (the same libraries,
 /// `require` of the file's own directory, `print` to the log), and each call has the
-/// page's budgets: `[lua] instructions` and `[lua] memory`. A call that fails, passes a
+/// page's budgets: `[lua] instructions` and `[lua] memory`, and `[lua] log_lines` and
+/// `log_bytes` of `print`. A call that fails, passes a
 /// budget or emits what its port cannot take is the stage's error for that event
 /// (counted and logged by the graph, the event dropped); past a budget its state is
 /// thrown away and the next event loads the file again in a new one.
@@ -167,9 +168,12 @@ impl Script {
         let event = serde_json::to_value(event)
             .map_err(|e| StageError::handler(format!("an event Lua cannot take: {e}")))?;
         loaded.state.budget.refill(self.spec.instructions as u64);
-        let ran = loaded.state.run(|| {
-            let event = loaded.state.lua.to_value(&event)?;
-            loaded.handle.call::<()>(event)
+        // Each call may print `[lua] log_lines` and `log_bytes`, as a request may.
+        let ran = log::per_request(&loaded.state.lua, &self.name, || {
+            loaded.state.run(|| {
+                let event = loaded.state.lua.to_value(&event)?;
+                loaded.handle.call::<()>(event)
+            })
         });
         let emitted = (loaded.state.lua.app_data_ref::<Emitted>())
             .map(|emitted| std::mem::take(&mut *emitted.0.lock()));
