@@ -23,6 +23,14 @@ pub(crate) enum Command {
     /// builds the servers from the source checkout it was built from, or
     /// PROSCENIUM_SOURCE.
     Bench(BenchArgs),
+    /// Runs the stage graph FILE describes (TOML, or a Lua file returning the same
+    /// table): stages written in Lua and sources of lines, until the sources have read
+    /// their files and every event is handled, or SIGINT or SIGTERM. What the stages
+    /// print goes to standard error.
+    Graph {
+        /// The graph's file.
+        file: PathBuf,
+    },
 }
 
 /// Options of `bench`.
@@ -75,7 +83,7 @@ mod tests {
         let argv = ["proscenium", "bench"].iter().chain(args);
         match Cli::try_parse_from(argv)?.command {
             Command::Bench(bench) => Ok(bench),
-            Command::App(_) => panic!("not bench"),
+            Command::App(_) | Command::Graph { .. } => panic!("not bench"),
         }
     }
 

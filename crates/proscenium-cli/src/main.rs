@@ -1,6 +1,6 @@
 //! The `proscenium` command: the commands every Proscenium app has (`serve`, `routes`,
-//! `config`, from [`proscenium::launch`]) over an app of static files, and `bench`,
-//! the lab.
+//! `config`, from [`proscenium::launch`]) over an app of static files, `bench`, the
+//! lab, and `graph`, a stage graph described in a file.
 //!
 //! Exit codes: 0 after a clean shutdown, 1 when the server fails (address in use, ...),
 //! 2 for bad flags or configuration.
@@ -12,6 +12,8 @@ use std::process::ExitCode;
 use clap::Parser;
 use proscenium::App;
 use proscenium::launch::Launcher;
+use proscenium::lua::GraphFile;
+use proscenium::stage::StopSignal;
 
 use crate::cli::{BenchArgs, Cli, Command};
 
@@ -22,6 +24,38 @@ fn main() -> ExitCode {
             .version(env!("CARGO_PKG_VERSION"))
             .execute(*command, |_| App::new()),
         Command::Bench(bench) => run_bench(&bench),
+        Command::Graph { file } => run_graph(&file),
+    }
+}
+
+/// Runs the graph `file` describes: 2 for a file that is no graph, 1 for one that
+/// does not start.
+fn run_graph(file: &std::path::Path) -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    // Watched before any stage starts: a stop that comes early is not lost.
+    let stop = match StopSignal::watch() {
+        Ok(stop) => stop,
+        Err(e) => {
+            eprintln!("proscenium: cannot watch stop signals: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let graph = match GraphFile::read(file) {
+        Ok(graph) => graph,
+        Err(e) => {
+            eprintln!("proscenium: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match graph.run(stop) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("proscenium: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 

@@ -3,10 +3,11 @@
 //! (`http2.rs`); the admin listener (`admin.rs`); systemd, signals and logs under a
 //! supervisor (`lifecycle.rs`); each signal under every model (`signals.rs`); worker
 //! processes under every model (`workers.rs`); a hosted app named as typed
-//! (`hosted.rs`).
+//! (`hosted.rs`); a stage graph described in a file (`graph.rs`).
 
 mod admin;
 mod config;
+mod graph;
 mod hosted;
 mod http2;
 mod lifecycle;

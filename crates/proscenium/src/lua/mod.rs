@@ -72,6 +72,7 @@
 mod app;
 mod bridge;
 mod convert;
+mod graph;
 mod helpers;
 mod json;
 mod log;
@@ -88,6 +89,7 @@ use http::StatusCode;
 
 pub use self::app::{LuaApp, LuaAppError};
 pub use self::bridge::Bridge;
+pub use self::graph::{GraphFile, GraphFileError};
 pub use self::pages::LuaPages;
 pub use self::stage::LuaStage;
 use crate::app::error;
