@@ -43,7 +43,7 @@ pub enum Feed {
 }
 
 /// The stage name of the `n`th live source (from 1).
-pub fn source_name(n: usize) -> String {
+pub(crate) fn source_name(n: usize) -> String {
     format!("source-{n}")
 }
 

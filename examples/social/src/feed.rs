@@ -18,7 +18,7 @@ use serde::Deserialize;
 
 /// The most pictures a socket may watch: a screen holds far fewer, and the set is
 /// kept in memory for as long as the socket is open.
-pub(crate) const MAX_WATCHED: usize = 1_000;
+const MAX_WATCHED: usize = 1_000;
 
 /// A socket joining the feed.
 pub(crate) struct Join {

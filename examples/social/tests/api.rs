@@ -133,18 +133,16 @@ fn the_api_end_to_end(url: Option<String>) {
     // the thumbnails are made, and the like it waits for is sent once.
     let mut socket = feed_socket(&social);
     // Two pictures in one upload; a thumbnail of each, made after the answer.
-    let (content_type, body) = multipart(&[
-        ("sunset.png", image(640, 480, image::ImageFormat::Png)),
-        ("harbour.jpg", image(300, 900, image::ImageFormat::Jpeg)),
-    ]);
-    let upload = http::Request::post(social.url("/pictures"))
-        .header("authorization", format!("Bearer {ana}"))
-        .header("content-type", content_type)
-        .body(body)
-        .unwrap();
-    let answer = client.send_blocking(upload).unwrap();
-    assert_eq!(answer.status(), 201);
-    let pictures: Value = serde_json::from_slice(answer.body()).unwrap();
+    let (status, pictures) = upload(
+        &client,
+        &social,
+        &ana,
+        &[
+            ("sunset.png", image(640, 480, image::ImageFormat::Png)),
+            ("harbour.jpg", image(300, 900, image::ImageFormat::Jpeg)),
+        ],
+    );
+    assert_eq!(status, 201);
     let ids: Vec<i64> = pictures
         .as_array()
         .unwrap()

@@ -20,13 +20,25 @@ pub(crate) fn call(
     token: Option<&str>,
     body: Option<Value>,
 ) -> (u16, Value) {
-    let mut request = http::Request::builder().method(method).uri(url);
+    let body = body.map_or_else(Bytes::new, |b| Bytes::from(b.to_string()));
+    let request = http::Request::builder().method(method).uri(url);
+    answered(client, request, token, "application/json", body)
+}
+
+/// Sends `request` with `body` (as `token`'s, when given): the status and the body
+/// of the answer as JSON (`Null` when empty).
+fn answered(
+    client: &Client,
+    mut request: http::request::Builder,
+    token: Option<&str>,
+    content_type: &str,
+    body: Bytes,
+) -> (u16, Value) {
     if let Some(token) = token {
         request = request.header("authorization", format!("Bearer {token}"));
     }
-    let body = body.map_or_else(Bytes::new, |b| Bytes::from(b.to_string()));
     let request = request
-        .header("content-type", "application/json")
+        .header("content-type", content_type)
         .body(body)
         .unwrap();
     let answer = client.send_blocking(request).unwrap();
@@ -77,14 +89,8 @@ pub(crate) fn upload(
     files: &[(&str, Vec<u8>)],
 ) -> (u16, Value) {
     let (content_type, body) = multipart(files);
-    let request = http::Request::post(social.url("/pictures"))
-        .header("authorization", format!("Bearer {token}"))
-        .header("content-type", content_type)
-        .body(body)
-        .unwrap();
-    let answer = client.send_blocking(request).unwrap();
-    let json = serde_json::from_slice(answer.body()).unwrap_or(Value::Null);
-    (answer.status().as_u16(), json)
+    let request = http::Request::post(social.url("/pictures"));
+    answered(client, request, Some(token), &content_type, body)
 }
 
 /// Ana's two pictures, `one.png` and `two.png`, uploaded with her `token`.
@@ -100,11 +106,12 @@ pub(crate) fn two_pictures(client: &Client, social: &Social, token: &str) -> Val
     pictures
 }
 
-/// A connection that has sent `request`, its reads waiting 10 s at most.
+/// A connection that has sent `request`, its reads waiting 60 s at most: the margin
+/// of a machine busy with the whole suite.
 pub(crate) fn sent(social: &Social, request: &[u8]) -> TcpStream {
     let mut socket = TcpStream::connect(social.addr).unwrap();
     socket
-        .set_read_timeout(Some(Duration::from_secs(10)))
+        .set_read_timeout(Some(Duration::from_secs(60)))
         .unwrap();
     socket.write_all(request).unwrap();
     socket
