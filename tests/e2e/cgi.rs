@@ -388,6 +388,9 @@ fn a_failing_script_gets_502_and_its_reason_in_the_log() {
     assert_eq!(get("/hello.txt").status, 200);
 }
 
+/// Past `max_scripts` running, a request is refused at once — except under the
+/// staged model, where scripts are its *cgi* stage and a request waits its turn in
+/// the stage's queue (up to `[cgi] timeout`).
 #[test]
 fn past_the_cap_on_running_scripts_a_request_gets_503_with_retry_after() {
     support::in_process("scripts written to a temporary directory of its own");
@@ -399,11 +402,50 @@ fn past_the_cap_on_running_scripts_a_request_gets_503_with_retry_after() {
     let addr = server.local_addr();
     let first = std::thread::spawn(move || support::get(addr, "/cgi-bin/busy.sh"));
     std::thread::sleep(Duration::from_millis(300));
-    let refused = support::get(addr, "/cgi-bin/busy.sh");
-    assert_eq!(refused.status, 503);
-    assert_eq!(refused.header("retry-after"), Some("1"));
+    let second = support::get(addr, "/cgi-bin/busy.sh");
+    if support::model().model == proscenium::config::Model::Staged {
+        assert_eq!(second.text(), "done", "waited for the slot");
+    } else {
+        assert_eq!(second.status, 503);
+        assert_eq!(second.header("retry-after"), Some("1"));
+    }
     assert_eq!(first.join().unwrap().text(), "done");
     assert_eq!(support::get(addr, "/cgi-bin/busy.sh").text(), "done");
+}
+
+/// Leda's Fig. 2: the staged server's scripts are a stage of its graph, *cgi*, whose
+/// queue a request waits in past `max_scripts` running.
+#[test]
+fn issue39_the_staged_server_runs_cgi_scripts_as_its_cgi_stage() {
+    support::in_process("stages of its own process");
+    let (_dir, root) = site(&[(
+        "busy.sh",
+        "sleep 0.5; printf 'Content-Type: text/plain\\n\\ndone'",
+    )]);
+    let server = support::start_with(App::new(), |c| {
+        c.model = proscenium::config::Model::Staged;
+        c.tools = true;
+        c.root = Some(root.clone());
+        c.cgi = CgiSpec {
+            enabled: true,
+            max_scripts: 1,
+            ..CgiSpec::default()
+        };
+    });
+    let addr = server.local_addr();
+    let started = Instant::now();
+    let three: Vec<_> = (0..3)
+        .map(|_| std::thread::spawn(move || support::get(addr, "/cgi-bin/busy.sh").text()))
+        .collect();
+    for answer in three {
+        assert_eq!(answer.join().unwrap(), "done");
+    }
+    assert!(
+        started.elapsed() >= Duration::from_millis(1500),
+        "one at a time"
+    );
+    let cgi = crate::stages::stage_status(addr, "staged", "cgi", |s| s["handled"] == 3);
+    assert_eq!(cgi["handled"], 3, "{cgi}");
 }
 
 #[test]

@@ -11,6 +11,7 @@ use proscenium::App;
 use proscenium::lua::LuaSpec;
 
 use crate::lua::root;
+use crate::stages::stage_status;
 use crate::support::{self, Client};
 
 /// A pattern that backtracks for seconds against [`TEXT`] and matches nothing: ten
@@ -210,4 +211,63 @@ fn issue33_past_the_bound_of_retired_threads_lua_requests_get_503_until_they_end
     }
     // Other routes never were refused.
     assert_eq!(support::get(addr, "/missing").status, 404);
+}
+
+/// Leda's Fig. 2 has a stage running the server's scripts: under `--model staged` Lua
+/// pages run as stage `lua` in cluster `scripts`, and a script past its deadline has
+/// its thread stood aside in the cluster — a new thread in its place — as a script
+/// thread is retired.
+#[test]
+fn issue39_the_staged_server_runs_lua_pages_as_a_stage_and_stands_a_stuck_thread_aside() {
+    support::in_process("stages of its own process");
+    let (_dir, root) = root(&[
+        ("hello.lua", "function handle(req) return 'hello' end"),
+        ("find.lua", FIND),
+    ]);
+    let server = support::start_with(App::new(), |c| {
+        c.model = proscenium::config::Model::Staged;
+        c.tools = true;
+        c.root = Some(root.clone());
+        c.lua = LuaSpec {
+            enabled: true,
+            threads: 1,
+            timeout: Duration::from_millis(300),
+            ..LuaSpec::default()
+        };
+    });
+    let addr = server.local_addr();
+    for _ in 0..3 {
+        assert_eq!(support::get(addr, "/hello.lua").text(), "hello");
+    }
+    let lua = stage_status(addr, "staged", "lua", |s| s["handled"] == 3);
+    assert_eq!(lua["handled"], 3, "{lua}");
+    // The one thread of `scripts` is held by a match that will not stop: the page is
+    // answered 503 at its deadline, its thread stood aside a margin later, and a
+    // thread in its place serves the next.
+    assert_eq!(
+        support::get(addr, &format!("/find.lua?q={PATTERN}")).status,
+        503
+    );
+    let scripts = || {
+        let page: serde_json::Value =
+            serde_json::from_slice(&support::get(addr, "/_status").body).unwrap();
+        let clusters = page["staged"]["clusters"].as_array().cloned();
+        let scripts = clusters.and_then(|c| c.into_iter().find(|c| c["cluster"] == "scripts"));
+        scripts.expect("a cluster `scripts`")
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while scripts()["stood_aside"] != 1 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let now = scripts();
+    assert_eq!(
+        (&now["stood_aside"], &now["threads"]),
+        (&1.into(), &1.into()),
+        "{now}"
+    );
+    assert_eq!(support::get(addr, "/hello.lua").text(), "hello");
+    // Four pages handled by then; the match is counted when it ends.
+    let lua = stage_status(addr, "staged", "lua", |s| s["handled"].as_u64() >= Some(4));
+    assert!(lua["handled"].as_u64() >= Some(4), "{lua}");
+    shut_down_within_30s(server);
 }

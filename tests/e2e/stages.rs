@@ -92,7 +92,7 @@ fn post(client: &mut Client, path: &str) -> support::Response {
 
 /// Returns stage `name`'s entry in `/_status` once `until` holds of it (or after 10 s,
 /// for the assertions to report).
-fn stage_status(
+pub(crate) fn stage_status(
     addr: SocketAddr,
     section: &str,
     name: &str,

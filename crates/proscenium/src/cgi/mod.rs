@@ -47,6 +47,9 @@ mod env;
 mod locate;
 mod output;
 mod run;
+mod stage;
+
+pub(crate) use self::stage::{CgiJob, install_stage};
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -155,12 +158,22 @@ impl Handler<Cgi> for Cgi {
             Ok(None) => return self.not_a_script(req),
             Err(refused) => return Reply::ready(refused.response()),
         };
-        let Ok(permit) = Arc::clone(&self.0.running).try_acquire_owned() else {
-            tracing::warn!("cgi: {} refused: every script slot busy", script.name);
-            return Reply::ready(unavailable("too many scripts running; try again shortly"));
-        };
         let cgi = self.clone();
-        Reply::later(async move { cgi.answer(req, script, permit).await })
+        stage::answer(self.0.timeout, move |until| async move {
+            let running = Arc::clone(&cgi.0.running);
+            let permit = match until {
+                None => running.try_acquire_owned().ok(),
+                Some(until) => tokio::time::timeout_at(until.into(), running.acquire_owned())
+                    .await
+                    .ok()
+                    .and_then(Result::ok),
+            };
+            let Some(permit) = permit else {
+                tracing::warn!("cgi: {} refused: every script slot busy", script.name);
+                return unavailable("too many scripts running; try again shortly");
+            };
+            cgi.answer(req, script, permit).await
+        })
     }
 
     fn mode(&self) -> Mode {

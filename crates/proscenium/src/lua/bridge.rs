@@ -20,7 +20,7 @@ use std::time::Instant;
 
 use mlua::{Lua, LuaSerdeExt as _, Table, Value};
 use parking_lot::Mutex;
-use tokio::runtime::Runtime;
+use tokio::time::error::Elapsed;
 
 use super::{LuaSpec, helpers, json};
 use crate::app::IntoResponse;
@@ -235,8 +235,8 @@ impl Loan {
 }
 
 /// Takes the locks a script declared (`locks`) and lends their values to `loan`:
-/// at once when they are free, else waiting on this script thread until `deadline`
-/// (503 past it). Returns the loan to give the script, `None` when it declared none.
+/// at once when they are free, else waiting until `deadline` (503 past it) as the
+/// script's thread blocks on a future (`block_on`). Returns the loan to give the script, `None` when it declared none.
 // A refusal is the whole response the client gets; boxing it would only add an
 // allocation.
 #[allow(clippy::result_large_err)]
@@ -244,7 +244,7 @@ pub(super) fn hold(
     locks: Option<&Arc<LockSet>>,
     loan: &Arc<Loan>,
     deadline: Instant,
-    runtime: &Runtime,
+    block_on: impl FnOnce(Waiting<'_>) -> Option<Result<Held, Elapsed>>,
 ) -> Result<Option<Arc<Loan>>, Response> {
     let Some(set) = locks else {
         return Ok(None);
@@ -252,16 +252,21 @@ pub(super) fn hold(
     let held = match set.try_hold() {
         Some(held) => held,
         // The timer is made inside the runtime, whose time driver it needs.
-        None => runtime
-            .block_on(async {
-                tokio::time::timeout_at(deadline.into(), Arc::clone(set).hold()).await
-            })
-            .map_err(|_| unavailable("the shared values stayed busy past the deadline"))?,
+        None => block_on(Box::pin(async {
+            tokio::time::timeout_at(deadline.into(), Arc::clone(set).hold()).await
+        }))
+        .and_then(Result::ok)
+        .ok_or_else(|| unavailable("the shared values stayed busy past the deadline"))?,
     };
     let holding = Holding::of(&held, set).map_err(IntoResponse::into_response)?;
     loan.lend(holding);
     Ok(Some(Arc::clone(loan)))
 }
+
+/// A wait for busy locks, until the request's deadline, for a script's thread to
+/// block on (`None`: it could not).
+pub(super) type Waiting<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<Held, Elapsed>> + Send + 'a>>;
 
 /// Runs `call` on `lua` with `loan` lent to `proscenium.state` for its time.
 pub(super) fn lending<R>(lua: &Lua, loan: Option<Arc<Loan>>, call: impl FnOnce() -> R) -> R {

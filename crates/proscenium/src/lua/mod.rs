@@ -48,7 +48,9 @@
 //! for: a script still running a margin past it has its thread retired (idle
 //! priority, replaced in the pool, at most `[lua] retired` of them alive), so the
 //! worst one request can do is hold one script thread until its deadline, and the
-//! server, its shutdown included, goes on.
+//! server, its shutdown included, goes on. Under the staged model the script threads
+//! are those of the server graph's *lua* stage, in its cluster `scripts`, and a
+//! retired one is stood aside in it (docs/models.md).
 //!
 //! Why threads of its own rather than the blocking pool: a thread whose script will
 //! not stop must be replaced while it runs, lowered in priority and left to exit, and
@@ -92,6 +94,7 @@ pub use self::bridge::Bridge;
 pub use self::graph::{GraphFile, GraphFileError};
 pub use self::pages::LuaPages;
 pub use self::stage::LuaStage;
+pub(crate) use self::threads::{ScriptJob, install_stage, threads as script_threads};
 use crate::app::error;
 pub use crate::config::LuaSpec;
 use crate::counters::Tally;

@@ -59,3 +59,15 @@ pub(crate) fn hand_off(work: Box<dyn Work>) -> Result<(), Box<dyn Work>> {
         None => Err(work),
     }
 }
+
+/// What a way to a stage on another thread did with work handed to it: the staged
+/// server's ways to its script stages, which open once its graph has started.
+#[cfg(any(feature = "lua", feature = "cgi"))]
+pub(crate) enum Handed<T> {
+    /// Queued: the stage runs it.
+    Taken,
+    /// Refused: the stage's queue is full, or its graph stopped.
+    Refused,
+    /// Given back: the way is not open yet, and the work runs as without one.
+    NotOpen(T),
+}

@@ -101,7 +101,7 @@ pub(crate) fn spawn(
 
 /// One tick of the thread-pool controller; returns the ticks the queues have been
 /// empty.
-fn pool_tick(cluster: usize, crew: &Crew, shared: &Arc<Shared>, idle_ticks: u32) -> u32 {
+fn pool_tick(cluster: usize, crew: &Arc<Crew>, shared: &Arc<Shared>, idle_ticks: u32) -> u32 {
     let queued = shared.queued_in(cluster);
     let idle_ticks = if queued == 0 { idle_ticks + 1 } else { 0 };
     let threads = crew.live();

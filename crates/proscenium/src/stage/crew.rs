@@ -1,8 +1,13 @@
 //! A cluster's crew of threads, each taking ready instances from the cluster's one
-//! queue: started, grown and shrunk by the thread-pool controller, stopped.
+//! queue: started, grown and shrunk by the thread-pool controller, stopped — and a
+//! thread whose turn will not end stood aside ([`Seat::stand_aside`]), a new one in
+//! its place.
 
+use std::cell::RefCell;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+#[cfg(feature = "lua")]
+use std::sync::Weak;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 
 use crossbeam_channel::Sender;
@@ -25,7 +30,55 @@ pub(crate) struct Crew {
     live: AtomicUsize,
     grown: AtomicU64,
     shrunk: AtomicU64,
+    stood_aside: AtomicU64,
     handles: Mutex<Vec<JoinHandle<()>>>,
+}
+
+/// A crew thread's place in its crew, for a turn running on it to give up (the Lua
+/// scripts stage's, the one that does).
+#[derive(Clone)]
+pub(crate) struct Seat {
+    #[cfg(feature = "lua")]
+    crew: Weak<Crew>,
+    #[cfg(feature = "lua")]
+    shared: Weak<Shared>,
+    /// Set once the thread is stood aside: it leaves when its turn ends.
+    leaving: Arc<AtomicBool>,
+}
+
+thread_local! {
+    /// This thread's seat, on a crew thread.
+    static SEAT: RefCell<Option<Seat>> = const { RefCell::new(None) };
+}
+
+/// Returns this thread's seat, when it is a crew thread.
+#[cfg(feature = "lua")]
+pub(crate) fn seat() -> Option<Seat> {
+    SEAT.with_borrow(Clone::clone)
+}
+
+#[cfg(feature = "lua")]
+impl Seat {
+    /// Puts a new thread in this one's place and has this one leave its crew once its
+    /// turn ends — for a turn stuck past its deadline (the staged server's Lua pages):
+    /// the cluster keeps its threads while the stuck one finishes. From any thread;
+    /// returns whether it stood the thread aside (not twice, nor once the graph has
+    /// stopped).
+    pub(crate) fn stand_aside(&self) -> bool {
+        let (Some(crew), Some(shared)) = (self.crew.upgrade(), self.shared.upgrade()) else {
+            return false;
+        };
+        if self.leaving.swap(true, Ordering::SeqCst) {
+            return false;
+        }
+        // No longer one of the crew's: the controller and `stop` count the others.
+        crew.live.fetch_sub(1, Ordering::Relaxed);
+        crew.stood_aside.fetch_add(1, Ordering::Relaxed);
+        if let Err(error) = crew.add(&shared, None) {
+            tracing::warn!(%error, cluster = crew.name, "no thread could take a stuck one's place");
+        }
+        true
+    }
 }
 
 impl Crew {
@@ -42,6 +95,7 @@ impl Crew {
             live: AtomicUsize::new(0),
             grown: AtomicU64::new(0),
             shrunk: AtomicU64::new(0),
+            stood_aside: AtomicU64::new(0),
             handles: Mutex::new(Vec::new()),
         }
     }
@@ -55,7 +109,7 @@ impl Crew {
     /// Starts the crew's `min` threads, and returns once each has run the graph's
     /// thread start: a server that says it has started has every loop ready to take
     /// work (a request handed between loops could miss one still starting).
-    pub(crate) fn start(&self, shared: &Arc<Shared>) -> Result<(), StageError> {
+    pub(crate) fn start(self: &Arc<Self>, shared: &Arc<Shared>) -> Result<(), StageError> {
         let (started, each_started) = std::sync::mpsc::channel();
         (0..self.min).try_for_each(|_| self.add(shared, Some(started.clone())))?;
         drop(started);
@@ -66,7 +120,7 @@ impl Crew {
     }
 
     /// Adds a thread if under the maximum; returns whether it did.
-    pub(crate) fn grow(&self, shared: &Arc<Shared>) -> bool {
+    pub(crate) fn grow(self: &Arc<Self>, shared: &Arc<Shared>) -> bool {
         if self.live.load(Ordering::Relaxed) >= self.max {
             return false;
         }
@@ -112,6 +166,7 @@ impl Crew {
             max_threads: self.max,
             grown: self.grown.load(Ordering::Relaxed),
             shrunk: self.shrunk.load(Ordering::Relaxed),
+            stood_aside: self.stood_aside.load(Ordering::Relaxed),
         }
     }
 
@@ -125,7 +180,7 @@ impl Crew {
 
     /// Starts a thread; it drops `started` once it has run the graph's thread start.
     fn add(
-        &self,
+        self: &Arc<Self>,
         shared: &Arc<Shared>,
         started: Option<std::sync::mpsc::Sender<()>>,
     ) -> Result<(), StageError> {
@@ -137,6 +192,14 @@ impl Crew {
             self.exited.clone(),
             self.nice,
         );
+        let seat = Seat {
+            #[cfg(feature = "lua")]
+            crew: Arc::downgrade(self),
+            #[cfg(feature = "lua")]
+            shared: Arc::downgrade(&shared),
+            leaving: Arc::default(),
+        };
+        let cluster = self.name.clone();
         // Each thread waits for tickets on its loop (a current-thread runtime and a
         // `LocalSet`): a sync stage's turn runs in place and holds the thread, an
         // async stage's is a task of the loop, which takes the next ticket while the
@@ -149,10 +212,12 @@ impl Crew {
                     tracing::warn!(%error, nice, "a stage thread keeps its nice value");
                 }
             }
+            let leaving = Arc::clone(&seat.leaving);
+            SEAT.set(Some(seat));
             let tasks = tokio::task::LocalSet::new();
             tasks.block_on(runtime, async {
                 if let Some(start) = &shared.thread_start {
-                    start.run();
+                    start.run(&cluster);
                 }
                 drop(started);
                 let mut turns = tokio::task::JoinSet::new();
@@ -174,6 +239,9 @@ impl Crew {
                         while turns.try_join_next().is_some() {}
                     } else {
                         now(shared.turn(node, instance));
+                        if leaving.load(Ordering::SeqCst) {
+                            break;
+                        }
                     }
                 }
                 // Told to leave: the async turns under way finish first, their
@@ -187,5 +255,56 @@ impl Crew {
         handles.push(handle);
         self.live.fetch_add(1, Ordering::Relaxed);
         Ok(())
+    }
+}
+
+#[cfg(all(test, feature = "lua"))]
+mod tests {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use parking_lot::Mutex;
+
+    use super::super::tests::{DEADLINE, clusters, wait_until};
+    use super::super::{Admission, Graph, Stage};
+    use super::{Seat, seat};
+
+    #[test]
+    fn a_thread_stood_aside_is_replaced_at_once_and_leaves_when_its_turn_ends() {
+        let (seats, seated) = mpsc::channel::<Seat>();
+        let (release, released) = mpsc::channel::<()>();
+        let released = Mutex::new(released);
+        let mut graph = Graph::new();
+        // Event 0 holds its thread until released: a turn that will not end.
+        let work = graph.stage(Stage::stateless(
+            "work",
+            || (),
+            move |(), n: u64, _| {
+                if n == 0 {
+                    seats.send(seat().unwrap()).unwrap();
+                    released.lock().recv().unwrap();
+                }
+                Ok(())
+            },
+        ));
+        let one_thread = clusters("[clusters.main]\nthreads = 1\ninstances = { work = 2 }");
+        let running = graph.start(&one_thread).unwrap();
+        let inlet = running.inlet::<u64>("in", &work, Admission::Block).unwrap();
+        inlet.send(0_u64).unwrap();
+        let stuck = seated.recv_timeout(Duration::from_secs(60)).unwrap();
+        assert!(stuck.stand_aside());
+        assert!(!stuck.stand_aside(), "once");
+        // The thread in its place takes the next event while the stuck turn runs.
+        inlet.send(1).unwrap();
+        let handled = || running.stats().stage("work").unwrap().handled;
+        assert!(wait_until(|| handled() == 1));
+        let main = running.stats().cluster("main").unwrap().clone();
+        assert_eq!((main.threads, main.stood_aside), (1, 1), "{main:?}");
+        release.send(()).unwrap();
+        assert!(wait_until(|| handled() == 2));
+        assert_eq!(running.stats().cluster("main").unwrap().threads, 1);
+        // The stuck thread left once its turn ended: none is left behind at the stop.
+        let report = running.shutdown(DEADLINE);
+        assert_eq!((report.stuck_threads, report.abandoned), (0, 0));
     }
 }

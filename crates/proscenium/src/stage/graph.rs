@@ -50,13 +50,14 @@ pub struct Graph {
     pub(crate) sample: Option<u32>,
 }
 
-/// What each cluster thread runs as it starts, on its loop (`Graph::on_thread_start`).
+/// What each cluster thread runs as it starts, on its loop, given its cluster's name
+/// (`Graph::on_thread_start`).
 #[derive(Clone)]
-pub(crate) struct ThreadStart(Arc<dyn Fn() + Send + Sync>);
+pub(crate) struct ThreadStart(Arc<dyn Fn(&str) + Send + Sync>);
 
 impl ThreadStart {
-    pub(crate) fn run(&self) {
-        (self.0)();
+    pub(crate) fn run(&self, cluster: &str) {
+        (self.0)(cluster);
     }
 }
 
@@ -82,8 +83,9 @@ impl Graph {
     }
 
     /// Runs `start` on each thread of every cluster as it starts, on its loop, before
-    /// its first turn (the staged server makes each thread's side of its protocol).
-    pub(crate) fn on_thread_start(&mut self, start: impl Fn() + Send + Sync + 'static) {
+    /// its first turn, with the cluster's name (the staged server makes each `http`
+    /// thread's side of its protocol).
+    pub(crate) fn on_thread_start(&mut self, start: impl Fn(&str) + Send + Sync + 'static) {
         self.thread_start = Some(ThreadStart(Arc::new(start)));
     }
 

@@ -94,7 +94,7 @@ mod batching;
 mod bucket;
 mod context;
 mod controller;
-mod crew;
+pub(crate) mod crew;
 #[cfg(feature = "redis")]
 mod crossing;
 #[cfg(not(feature = "redis"))]

@@ -58,6 +58,9 @@ pub struct ClusterStats {
     pub grown: u64,
     /// Threads its controller retired.
     pub shrunk: u64,
+    /// Threads stood aside, each replaced, while a turn that would not end finished
+    /// (the staged server's Lua pages past their deadline).
+    pub stood_aside: u64,
 }
 
 impl GraphStats {

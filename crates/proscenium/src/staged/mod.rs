@@ -3,10 +3,10 @@
 //!
 //! ```text
 //! wait-client ──client──▶ handle-client ──request──▶ route-handler ┄┄file┄┄▶ cache
-//!                              ▲                          │                ▲   │
-//!                              └────────keep-alive────────┘           fill │   │ miss
-//!                                                                          │   ▼
-//!                                                                        read-file
+//!                              ▲                          │   ┆ ┆            ▲   │
+//!                              └────────keep-alive────────┘   ┆ ┆       fill │   │ miss
+//!                                                  cgi ◀┄┄┄┄┄┄┘ ┆            │   ▼
+//!                                        [scripts] lua ◀┄┄┄┄┄┄┄┄┘          read-file
 //! ```
 //!
 //! - *wait-client* (an async source) accepts under the connection cap;
@@ -19,19 +19,23 @@
 //! - *cache* and *read file* keep small static files in memory (`files.rs`): the app's
 //!   `StaticFiles` asks *cache* through an inlet (the dotted arrow) and the answer
 //!   goes back to the connection;
+//! - *cgi* and *lua* run the app's CGI scripts and Lua pages (`scripts.rs`), *lua*
+//!   in a cluster of its own, `scripts`, so a script's CPU work holds none of `http`'s
+//!   loops;
 //! - a request read on a thread busier than another is handed to the least busy
 //!   thread's loop and answered from there (`dispatch.rs`: Node.Scala's dispatch per
 //!   request).
 //!
-//! Every connector carries a socket or an answer's way back, so every one is `local`
-//! and the graph is one cluster, `http`: `loops` threads (`staged:N`), each a loop on which every stage is
-//! an async handler, so a thread waits on no one client. `[clusters.http]` tunes it like
-//! any cluster (threads, the elastic pool, queue bounds, batching); a stage queue
+//! Every connector carries a socket or an answer's way back, so every one is `local`.
+//! The graph is one cluster, `http` (with `scripts` beside it for Lua): `loops`
+//! threads (`staged:N`), each a loop on which every stage is an async handler, so a
+//! thread waits on no one client. `[clusters.http]` tunes it like any cluster (threads, the elastic pool, queue bounds, batching); a stage queue
 //! that is full refuses the connection with the overload answer (503), as the thread
 //! pool's queue does.
 
 mod dispatch;
 mod files;
+mod scripts;
 
 use std::any::Any;
 use std::cell::RefCell;
@@ -57,6 +61,17 @@ use crate::stage::{
 
 use self::dispatch::Loops;
 use self::files::{CacheEvent, CacheInlet};
+use self::scripts::{Added, Scripts};
+
+/// What each `http` thread reaches beyond its loop: the other loops it hands requests
+/// to, and the stages it asks through an inlet, which is set once the graph has
+/// started.
+#[derive(Clone)]
+struct Ways {
+    loops: Arc<Loops>,
+    cache: Option<CacheInlet>,
+    scripts: Scripts,
+}
 
 /// The cluster every stage of the server is in.
 pub(crate) const CLUSTER: &str = "http";
@@ -101,19 +116,23 @@ pub(crate) fn spawn<P: Protocol>(
     spec: LoopSpec<P>,
     shown: &OnceLock<GraphMonitor>,
 ) -> Result<JoinHandle<()>, StageError> {
-    let cache_inlet = CacheInlet::default();
-    let loops = Arc::new(Loops::default());
-    let (graph, cache) = graph(listener, config, &spec, &cache_inlet, &loops);
-    let clusters = HashMap::from([(CLUSTER.to_owned(), cluster(config))]);
+    let ways = Ways {
+        loops: Arc::new(Loops::default()),
+        cache: (config.limits.static_cache > 0).then(CacheInlet::default),
+        scripts: Scripts::of(config),
+    };
+    let (graph, stages) = graph(listener, config, &spec, &ways);
+    let mut clusters = HashMap::from([(CLUSTER.to_owned(), cluster(config))]);
+    ways.scripts.tune(config, &mut clusters);
     let running = graph.start(&clusters)?;
-    if let Some(cache) = cache {
+    if let (Some(cache), Some(inlet)) = (&stages.cache, &ways.cache) {
         // Until it is set, a file is read where its request is served. A cohort inlet:
         // a lookup runs the cache at once on the request's thread, so a hit is
         // answered inline, as a file read is under `loops`; queued, lookups piled up
         // in flight under 5,000 clients and past `max_inflight` were refused 503.
-        let inlet = running.cohort_inlet("static-files", &cache)?;
-        let _ = cache_inlet.set(inlet);
+        let _ = inlet.set(running.cohort_inlet("static-files", cache)?);
     }
+    ways.scripts.open(&stages.scripts, &running)?;
     let _ = shown.set(running.monitor());
     crate::rt::runtime::spawn_thread("proscenium-staged".to_owned(), move |runtime| {
         let mut shutdown = spec.shutdown.clone();
@@ -143,49 +162,55 @@ fn stop_when_drained<P: Protocol>(running: RunningGraph, spec: &LoopSpec<P>) {
     }
 }
 
-/// Returns Leda's Fig. 2 as this server's graph, and its *cache* stage unless
-/// `limits.static_cache` is 0; the route handlers ask the cache through `cache_inlet`,
-/// and hand requests to each other through `loops`.
+/// The stages of the server's graph its threads ask through inlets.
+struct Asked {
+    cache: Option<StageRef>,
+    scripts: Added,
+}
+
+/// Returns Leda's Fig. 2 as this server's graph, with its *cache* stage when `ways`
+/// has a way to it (`limits.static_cache` is not 0) and its script stages when it has
+/// scripts; the route handlers hand requests to each other through `ways.loops`.
 fn graph<P: Protocol>(
     listener: std::net::TcpListener,
     config: &Config,
     spec: &LoopSpec<P>,
-    cache_inlet: &CacheInlet,
-    loops: &Arc<Loops>,
-) -> (Graph, Option<StageRef>) {
+    ways: &Ways,
+) -> (Graph, Asked) {
     let client = Out::<Held>::local("client");
     let request = Out::<Held>::local("request");
     let keep_alive = Out::<Held>::local("keep-alive");
-    let budget = config.limits.static_cache;
-    let inlet = (budget > 0).then_some(cache_inlet);
     let mut graph = Graph::new();
     let wait = graph.stage(wait_client(listener, spec, &client).output(&client));
     let handle = graph.stage(handle_client(spec, &request).output(&request));
-    let route = graph.stage(route_handler(spec, &keep_alive, inlet, loops).output(&keep_alive));
+    let route = graph.stage(route_handler(spec, &keep_alive, ways).output(&keep_alive));
     // A full queue refuses: a sender on a loop must not wait.
     let connector = Connector::local().admission(Admission::Reject);
     graph.connect(&wait, "client", &handle, connector);
     graph.connect(&handle, "request", &route, connector);
     graph.connect(&route, "keep-alive", &handle, connector);
-    let cache = inlet.map(|_| {
+    let cache = ways.cache.as_ref().map(|_| {
         let miss = Out::<files::Miss>::local("miss");
         let fill = Out::<CacheEvent>::local("fill");
-        let cache = graph.stage(files::cache(budget, &miss).output(&miss));
+        let cache = graph.stage(files::cache(config.limits.static_cache, &miss).output(&miss));
         let keep_up_to = config.limits.static_cache_file;
         let read = graph.stage(files::read_file(&fill, keep_up_to).output(&fill));
         graph.connect(&cache, "miss", &read, connector);
         graph.connect(&read, "fill", &cache, connector);
         cache
     });
-    graph.part([(CLUSTER, graph.all())]);
+    let scripts = ways.scripts.add(&mut graph);
+    Scripts::part(&scripts, &mut graph);
     graph.sample(config.stages.sample);
     // Every thread joins the loops requests are handed between as it starts, so a
     // request can go to a thread that has served nothing yet.
-    let (spec, cache_inlet, loops) = (spec.clone(), cache_inlet.clone(), Arc::clone(loops));
-    graph.on_thread_start(move || {
-        thread_side(&spec, (budget > 0).then_some(&cache_inlet), &loops);
+    let (spec, ways) = (spec.clone(), ways.clone());
+    graph.on_thread_start(move |cluster| {
+        if cluster == CLUSTER {
+            thread_side(&spec, &ways);
+        }
     });
-    (graph, cache)
+    (graph, Asked { cache, scripts })
 }
 
 /// *wait-client*: accepts under the connection cap until shutdown begins.
@@ -239,21 +264,15 @@ fn handle_client<P: Protocol>(spec: &LoopSpec<P>, request: &Out<Held>) -> Stage 
 
 /// *route-handler*: serves a connection's requests while they keep coming, then gives
 /// it back to *handle-client* (keep-alive), or closes it; its static files come from
-/// *cache* through `cache`, when there is one.
-fn route_handler<P: Protocol>(
-    spec: &LoopSpec<P>,
-    keep_alive: &Out<Held>,
-    cache: Option<&CacheInlet>,
-    loops: &Arc<Loops>,
-) -> Stage {
-    let (spec, keep_alive, cache) = (spec.clone(), keep_alive.clone(), cache.cloned());
-    let loops = Arc::clone(loops);
+/// *cache* and its scripts run in *lua* (through `ways`), when there are those.
+fn route_handler<P: Protocol>(spec: &LoopSpec<P>, keep_alive: &Out<Held>, ways: &Ways) -> Stage {
+    let (spec, keep_alive, ways) = (spec.clone(), keep_alive.clone(), ways.clone());
     Stage::stateless_async(
         ROUTE_HANDLER,
         || (),
         async move |(): &mut (), held: Held, ctx: &mut Context<'_>| {
             let Held { visit, pass } = held;
-            let side = thread_side(&spec, cache.as_ref(), &loops);
+            let side = thread_side(&spec, &ways);
             match serve_visit(&side, visit, &spec).await {
                 Left::Closed => {}
                 Left::Waiting(visit) => {
@@ -292,22 +311,20 @@ thread_local! {
 static THREADS: AtomicUsize = AtomicUsize::new(0);
 
 /// Returns this thread's side of the protocol, making it (and the thread's loop
-/// context: blocking pools, counters, the static files' `cache`, its place among the
-/// `loops` requests are handed between) the first time.
-fn thread_side<P: Protocol>(
-    spec: &LoopSpec<P>,
-    cache: Option<&CacheInlet>,
-    loops: &Arc<Loops>,
-) -> Rc<P::Local> {
+/// context: blocking pools, counters, its place among the loops requests are handed
+/// between, its ways to the static files' cache and to the scripts stage) the first
+/// time.
+fn thread_side<P: Protocol>(spec: &LoopSpec<P>, ways: &Ways) -> Rc<P::Local> {
     SIDE.with_borrow_mut(|side| {
         if let Some(local) = side.clone().and_then(|s| s.downcast::<P::Local>().ok()) {
             return local;
         }
         enter_thread(THREADS.fetch_add(1, Ordering::Relaxed), spec);
-        loops.join();
-        if let Some(cache) = cache {
+        ways.loops.join();
+        if let Some(cache) = &ways.cache {
             files::install(cache);
         }
+        ways.scripts.install();
         let local = spec.protocol.local(Host::Stage);
         *side = Some(local.clone());
         local
