@@ -52,9 +52,9 @@ use super::watch;
 use crate::app::Reply;
 use crate::http::Response;
 use crate::http::response::unavailable;
+use crate::rt::hand_off::Handed;
 use crate::rt::overload::{self, Bound};
 use crate::shared::LockSet;
-use crate::rt::hand_off::Handed;
 use crate::stage::crew::{self, Seat};
 
 /// The most a request may run past its deadline before its thread is retired.

@@ -24,9 +24,9 @@ use std::sync::{Arc, OnceLock};
 
 use crate::Config;
 use crate::config::ClusterSpec;
-use crate::stage::Graph;
 #[cfg(any(feature = "lua", feature = "cgi"))]
 use crate::rt::hand_off::Handed;
+use crate::stage::Graph;
 #[cfg(any(feature = "lua", feature = "cgi"))]
 use crate::stage::{Context, Inlet, Stage, StageRef};
 
