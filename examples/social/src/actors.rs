@@ -1,5 +1,6 @@
 //! The thesis's actors (sec. 4.2–4.4): the Mailman writes welcome and reminder mails
-//! to an outbox directory, the Notifier calls a push service over the HTTP client,
+//! to an outbox directory, the Notifier calls a push service over the HTTP client —
+//! with an access token it renews on a schedule, the thesis's `renewAccessToken` —
 //! and the Subscriber and the Feeder (`feed.rs`) carry the hub's likes to the
 //! WebSockets open on this replica.
 
@@ -11,7 +12,7 @@ use std::time::Duration;
 use proscenium::actor::{Actor, Addr, Context, Handler, Message, Overflow, Props, System};
 use proscenium::client::Client;
 use proscenium::hub::Hub;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::feed::{Feeder, Subscriber};
 
@@ -105,15 +106,91 @@ impl Message for Notify {
     type Reply = ();
 }
 
+/// Renew the push service's access token now (and, from the answer, when next).
+#[derive(Debug, Clone)]
+pub(crate) struct Renew;
+
+impl Message for Renew {
+    type Reply = ();
+}
+
+/// Where the Notifier gets its access token, and how often at most it renews it.
+#[derive(Debug, Clone)]
+pub(crate) struct TokenSource {
+    /// `POST`ed, answered `{"token": "...", "expires_in": SECONDS}`.
+    pub(crate) url: String,
+    /// The thesis renewed every 30 minutes; a token that expires sooner is renewed at
+    /// half its lifetime.
+    pub(crate) every: Duration,
+}
+
+/// A token endpoint's answer.
+#[derive(Deserialize)]
+struct Token {
+    token: String,
+    expires_in: u64,
+}
+
+/// A failed renewal is tried again after this (or `every`, if sooner); the token held
+/// meanwhile is kept.
+const RETRY_RENEWAL: Duration = Duration::from_secs(5);
+
 /// Sends notifications to the push service (`--push URL`): `POST URL` with
-/// `{"to": ..., "text": ...}`, through the HTTP client (its timeout, its retries); a
+/// `{"to": ..., "text": ...}`, through the HTTP client (its timeout, its retries), with
+/// `Authorization: Bearer TOKEN` once it holds an access token (`--push-token URL`,
+/// renewed from when it starts, as the thesis's scheduled `renewAccessToken`); a
 /// failure is logged, the notification dropped.
 pub(crate) struct Notifier {
     client: Client,
     push: Option<String>,
+    tokens: Option<TokenSource>,
+    token: Option<String>,
 }
 
-impl Actor for Notifier {}
+impl Actor for Notifier {
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        // `schedule(Duration.Zero, 30.minutes)(renewAccessToken())`: at once, then on.
+        if self.tokens.is_some() {
+            ctx.run_later(Duration::ZERO, Renew);
+        }
+    }
+}
+
+impl Handler<Renew> for Notifier {
+    fn handle(&mut self, _: Renew, ctx: &mut Context<Self>) {
+        let Some(tokens) = self.tokens.clone() else {
+            return;
+        };
+        let next = match self.renew(&tokens.url) {
+            Ok(lifetime) => tokens.every.min(lifetime / 2).max(Duration::from_secs(1)),
+            Err(error) => {
+                tracing::warn!(url = %tokens.url, %error, "the push token was not renewed: tried again shortly");
+                tokens.every.min(RETRY_RENEWAL)
+            }
+        };
+        ctx.run_later(next, Renew);
+    }
+}
+
+impl Notifier {
+    /// Takes a new token from `url`; returns how long it lives.
+    fn renew(&mut self, url: &str) -> Result<Duration, String> {
+        let request = http::Request::post(url)
+            .body(bytes::Bytes::new())
+            .map_err(|e| e.to_string())?;
+        let answer = self
+            .client
+            .send_blocking(request)
+            .map_err(|e| e.to_string())?;
+        if !answer.status().is_success() {
+            return Err(format!("answered {}", answer.status()));
+        }
+        let token: Token = serde_json::from_slice(answer.body()).map_err(|e| e.to_string())?;
+        tracing::info!(expires_in = token.expires_in, "push token renewed");
+        self.token = Some(token.token);
+        Ok(Duration::from_secs(token.expires_in))
+    }
+}
 
 impl Handler<Notify> for Notifier {
     fn handle(&mut self, notify: Notify, _: &mut Context<Self>) {
@@ -122,9 +199,12 @@ impl Handler<Notify> for Notifier {
             return;
         };
         let body = serde_json::to_vec(&notify).expect("a notification serializes");
-        let request = http::Request::post(push.as_str())
-            .header("content-type", "application/json")
-            .body(bytes::Bytes::from(body));
+        let mut request =
+            http::Request::post(push.as_str()).header("content-type", "application/json");
+        if let Some(token) = &self.token {
+            request = request.header("authorization", format!("Bearer {token}"));
+        }
+        let request = request.body(bytes::Bytes::from(body));
         let sent = match request {
             Ok(request) => self
                 .client
@@ -156,6 +236,7 @@ pub(crate) struct Setup {
     pub(crate) outbox: PathBuf,
     pub(crate) reminder_after: Duration,
     pub(crate) push: Option<String>,
+    pub(crate) tokens: Option<TokenSource>,
 }
 
 impl Actors {
@@ -173,10 +254,12 @@ impl Actors {
             reminder_after,
             written: Arc::clone(&written),
         });
-        let (client, push) = (client.clone(), setup.push);
+        let (client, push, tokens) = (client.clone(), setup.push, setup.tokens);
         let notifier = system.spawn(on_social("notifier"), move || Notifier {
             client: client.clone(),
             push: push.clone(),
+            tokens: tokens.clone(),
+            token: None,
         });
         let feeder = system.spawn(on_social("feeder"), Feeder::default);
         let to_feeder = feeder.clone();

@@ -18,6 +18,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::actors::{Actors, Mail, Notify};
+use crate::cache::Cache;
 use crate::store::{Picture, Store, StoreError, User};
 
 /// What the handlers share.
@@ -27,6 +28,7 @@ pub(crate) struct Social {
     pub(crate) hub: Hub,
     pub(crate) actors: Actors,
     pub(crate) uploads: Uploads,
+    pub(crate) cache: Cache,
 }
 
 /// What one upload may hold.
@@ -45,7 +47,11 @@ pub(crate) fn routes(social: Social) -> App {
         .with_state(social)
         .post("/users", sign_up)
         .post("/sessions", log_in)
+        .get("/me", crate::people::me)
+        .get("/timeline", crate::people::timeline)
+        .get("/users/:name", crate::people::profile)
         .post("/users/:name/followers", follow)
+        .delete("/users/:name/followers", crate::people::unfollow)
         .get("/users/:name/followers", followers)
         .get("/users/:name/pictures", pictures_of)
         .get("/users/:name/likes", likes_of)
@@ -62,7 +68,7 @@ pub(crate) fn routes(social: Social) -> App {
 pub(crate) struct ApiError(StatusCode, String);
 
 impl ApiError {
-    fn new(status: StatusCode, message: impl Into<String>) -> Self {
+    pub(crate) fn new(status: StatusCode, message: impl Into<String>) -> Self {
         Self(status, message.into())
     }
 }
@@ -96,7 +102,7 @@ impl From<StoreError> for ApiError {
     }
 }
 
-type Answer<T> = Result<T, ApiError>;
+pub(crate) type Answer<T> = Result<T, ApiError>;
 
 #[derive(Deserialize)]
 struct SignUp {
@@ -226,7 +232,7 @@ async fn log_in(
 
 /// The user signed in: the one whose session the request's `Authorization: Bearer
 /// TOKEN` names, looked up in the store (401 without one).
-pub(crate) struct Me(User);
+pub(crate) struct Me(pub(crate) User);
 
 impl FromRequestParts for Me {
     type Rejection = ApiError;
@@ -260,6 +266,7 @@ async fn follow(
 ) -> Answer<StatusCode> {
     let them = social.store.user_named(&name).await?;
     social.store.follow(me.id, them.id).await?;
+    social.cache.forget_following(me.id).await;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -272,13 +279,15 @@ async fn followers(
     Ok(Json(social.store.followers(user.id).await?))
 }
 
-/// `GET /users/:name/pictures`, newest first.
+/// `GET /users/:name/pictures`, newest first (through the cache).
 async fn pictures_of(
     State(social): State<Social>,
     Path(name): Path<String>,
 ) -> Answer<Json<Vec<Picture>>> {
     let user = social.store.user_named(&name).await?;
-    Ok(Json(social.store.pictures_of(user.id).await?))
+    Ok(Json(
+        social.cache.pictures_of(&social.store, user.id).await?,
+    ))
 }
 
 /// `GET /users/:name/likes`: the pictures they like.
@@ -323,7 +332,8 @@ async fn upload(
             (picture, (id, bytes))
         })
         .unzip();
-    thumbnails(&social, images);
+    social.cache.forget_pictures(me.id).await;
+    thumbnails(&social, me.id, images);
     Ok((StatusCode::CREATED, Json(pictures)))
 }
 
@@ -375,6 +385,7 @@ async fn store_one(social: &Social, me: &User, upload: Upload) -> Answer<(Pictur
         title: upload.title,
         likes: 0,
         thumbnail: false,
+        owner_id: me.id,
     };
     Ok((picture, upload.bytes))
 }
@@ -393,15 +404,15 @@ fn decoded_size(format: image::ImageFormat, bytes: &[u8]) -> image::ImageResult<
 /// Makes the thumbnails of one upload's pictures on the `thumbnails` pool, after the
 /// answer, one picture after another (four large pictures decoded at once once took
 /// 1.06 GB); as each is made the store keeps it and the hub announces it.
-fn thumbnails(social: &Social, pictures: Vec<(i64, Bytes)>) {
+fn thumbnails(social: &Social, owner: i64, pictures: Vec<(i64, Bytes)>) {
     let decoded = social.uploads.decoded;
-    let (store, hub) = (social.store.clone(), social.hub.clone());
+    let social = social.clone();
     let made = proscenium::rt::spawn_blocking_on("thumbnails", move || {
         for (id, bytes) in pictures {
             let made = thumbnail_of(&bytes, decoded);
-            let (kept, hub) = (store.clone(), hub.clone());
-            store.background().spawn(async move {
-                keep_thumbnail(&kept, &hub, id, made).await;
+            let keeping = social.clone();
+            social.store.background().spawn(async move {
+                keep_thumbnail(&keeping, owner, id, made).await;
             });
         }
     });
@@ -423,8 +434,9 @@ fn thumbnail_of(bytes: &[u8], decoded: u64) -> image::ImageResult<Vec<u8>> {
     Ok(png.into_inner())
 }
 
-/// Keeps a thumbnail made, and announces it; a picture that did not decode is logged.
-async fn keep_thumbnail(store: &Store, hub: &Hub, id: i64, made: image::ImageResult<Vec<u8>>) {
+/// Keeps a thumbnail made of `owner`'s picture `id`, and announces it; a picture that
+/// did not decode is logged.
+async fn keep_thumbnail(social: &Social, owner: i64, id: i64, made: image::ImageResult<Vec<u8>>) {
     let png = match made {
         Ok(png) => png,
         Err(error) => {
@@ -432,11 +444,12 @@ async fn keep_thumbnail(store: &Store, hub: &Hub, id: i64, made: image::ImageRes
             return;
         }
     };
-    if let Err(error) = store.keep_thumbnail(id, png).await {
+    if let Err(error) = social.store.keep_thumbnail(id, png).await {
         tracing::error!(picture = id, %error, "the thumbnail was not kept");
         return;
     }
-    if let Err(error) = hub.publish(
+    social.cache.forget_pictures(owner).await;
+    if let Err(error) = social.hub.publish(
         &format!("/picture/{id}/thumbnail"),
         format!("{{\"picture\":{id}}}"),
     ) {
@@ -476,6 +489,7 @@ async fn like(
     if !new {
         return Ok((StatusCode::OK, Json(picture)));
     }
+    social.cache.forget_pictures(picture.owner_id).await;
     let news = json!({ "picture": id, "title": picture.title, "owner": picture.owner, "by": me.name, "likes": picture.likes });
     if let Err(error) = social
         .hub

@@ -16,7 +16,9 @@
 
 mod actors;
 mod api;
+mod cache;
 mod feed;
+mod people;
 mod store;
 
 use std::path::PathBuf;
@@ -26,10 +28,12 @@ use std::time::Duration;
 use proscenium::client::Client;
 use proscenium::hub::Hub;
 use proscenium::launch::Launcher;
+use proscenium::stream::RedisTarget;
 use proscenium::web::StaticFiles;
 
-use crate::actors::{Actors, Setup};
+use crate::actors::{Actors, Setup, TokenSource};
 use crate::api::{Social, Uploads};
+use crate::cache::Cache;
 use crate::store::Store;
 
 /// The app's own options; how it runs comes from the deploy flags and its
@@ -44,6 +48,14 @@ struct Options {
     /// (default: none, they are logged).
     #[arg(long)]
     push: Option<String>,
+    /// Where the Notifier gets the push service's access token (`POST`, answered
+    /// `{"token": "...", "expires_in": SECONDS}`; default: none, no token sent).
+    #[arg(long)]
+    push_token: Option<String>,
+    /// Seconds between renewals of the push token, at most (the thesis's 30 minutes;
+    /// sooner when the token expires sooner: at half its lifetime).
+    #[arg(long, default_value_t = 1800)]
+    token_every: u64,
     /// Seconds after the welcome that the reminder mail is sent.
     #[arg(long, default_value_t = 86_400)]
     reminder_after: u64,
@@ -81,11 +93,21 @@ fn main() -> ExitCode {
                     std::process::exit(1);
                 });
             let hub = Hub::with(config.feeds.clone());
+            let redis = config
+                .feeds
+                .redis
+                .as_ref()
+                .map(|url| RedisTarget::new(url.as_str(), config.feeds.ca.clone()));
+            let cache = Cache::connect(redis, store.background());
             let client = Client::with(config.client.clone());
             let setup = Setup {
                 outbox: data.join("outbox"),
                 reminder_after: Duration::from_secs(options.reminder_after),
                 push: options.push.clone(),
+                tokens: options.push_token.clone().map(|url| TokenSource {
+                    url,
+                    every: Duration::from_secs(options.token_every),
+                }),
             };
             let actors = Actors::start(deploy.actors(), &hub, &client, setup);
             let page = options
@@ -101,6 +123,7 @@ fn main() -> ExitCode {
                 hub,
                 actors,
                 uploads,
+                cache,
             };
             api::routes(social).fallback(StaticFiles::new(page))
         })

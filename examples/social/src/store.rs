@@ -10,7 +10,7 @@ use std::path::Path;
 
 use bytes::Bytes;
 use proscenium::rt::Background;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sqlx::any::AnyPoolOptions;
 use sqlx::{AnyConnection, AnyPool, Connection as _, Row as _};
 
@@ -42,7 +42,7 @@ pub(crate) struct User {
 }
 
 /// A picture, as listed.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Picture {
     pub(crate) id: i64,
     pub(crate) owner: String,
@@ -50,6 +50,19 @@ pub(crate) struct Picture {
     pub(crate) likes: i64,
     /// Whether its thumbnail is made yet.
     pub(crate) thumbnail: bool,
+    /// Its owner's id, for the cache of their pictures.
+    #[serde(skip)]
+    pub(crate) owner_id: i64,
+}
+
+/// What a user's page shows of them: counts, and whether the one asking follows them.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Profile {
+    pub(crate) name: String,
+    pub(crate) pictures: i64,
+    pub(crate) followers: i64,
+    pub(crate) following: i64,
+    pub(crate) followed: bool,
 }
 
 /// The database, and the runtime its queries run on.
@@ -78,7 +91,7 @@ CREATE TABLE IF NOT EXISTS likes (picture_id BIGINT NOT NULL REFERENCES pictures
 /// A picture's columns, its owner's name and its likes, for the lists.
 const PICTURE: &str =
     "SELECT p.id, u.name, p.title, CASE WHEN p.thumbnail IS NULL THEN 0 ELSE 1 END,
-    (SELECT COUNT(*) FROM likes l WHERE l.picture_id = p.id) AS likes
+    (SELECT COUNT(*) FROM likes l WHERE l.picture_id = p.id) AS likes, p.user_id
     FROM pictures p JOIN users u ON u.id = p.user_id";
 
 impl Store {
@@ -225,6 +238,63 @@ impl Store {
             .execute(&pool)
             .await?;
             Ok(())
+        })
+        .await
+    }
+
+    /// `follower` no longer follows `followee` (not following: nothing changes).
+    pub(crate) async fn unfollow(&self, follower: i64, followee: i64) -> Result<(), StoreError> {
+        self.run(|pool| async move {
+            sqlx::query("DELETE FROM follows WHERE follower = $1 AND followee = $2")
+                .bind(follower)
+                .bind(followee)
+                .execute(&pool)
+                .await?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// The ids of those `user_id` follows.
+    pub(crate) async fn following(&self, user_id: i64) -> Result<Vec<i64>, StoreError> {
+        self.run(|pool| async move {
+            let rows = sqlx::query("SELECT followee FROM follows WHERE follower = $1")
+                .bind(user_id)
+                .fetch_all(&pool)
+                .await?;
+            Ok(rows
+                .iter()
+                .map(|r| r.try_get::<i64, _>(0))
+                .collect::<Result<_, _>>()?)
+        })
+        .await
+    }
+
+    /// `user`'s page: their counts, and whether `viewer` follows them.
+    pub(crate) async fn profile(
+        &self,
+        user: &User,
+        viewer: Option<i64>,
+    ) -> Result<Profile, StoreError> {
+        let (id, name) = (user.id, user.name.clone());
+        self.run(|pool| async move {
+            let row = sqlx::query(
+                "SELECT (SELECT COUNT(*) FROM pictures WHERE user_id = $1),
+                        (SELECT COUNT(*) FROM follows WHERE followee = $1),
+                        (SELECT COUNT(*) FROM follows WHERE follower = $1),
+                        (SELECT COUNT(*) FROM follows WHERE follower = $2 AND followee = $1)",
+            )
+            .bind(id)
+            .bind(viewer.unwrap_or(-1))
+            .fetch_one(&pool)
+            .await?;
+            Ok(Profile {
+                name,
+                pictures: row.try_get(0)?,
+                followers: row.try_get(1)?,
+                following: row.try_get(2)?,
+                followed: row.try_get::<i64, _>(3)? > 0,
+            })
         })
         .await
     }
@@ -395,6 +465,7 @@ fn picture(row: &sqlx::any::AnyRow) -> Result<Picture, StoreError> {
         title: row.try_get(2)?,
         thumbnail: row.try_get::<i64, _>(3)? != 0,
         likes: row.try_get(4)?,
+        owner_id: row.try_get(5)?,
     })
 }
 

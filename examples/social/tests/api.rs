@@ -566,7 +566,7 @@ fn issue33_a_second_like_of_a_picture_tells_no_one() {
 #[test]
 fn issue33_sigterm_completes_with_a_reminder_pending_a_day_away() {
     let data = tempfile::tempdir().unwrap();
-    let mut social = Social::reminding_after(86_400, data.path(), None, &[]);
+    let mut social = Social::with_args(data.path(), None, &[], &["--reminder-after", "86400"]);
     let client = Client::new();
     member(&client, &social, "ana");
     eventually("the welcome, which sets the reminder", || {

@@ -42,6 +42,8 @@ pub use self::target::RedisTarget;
 use crate::counters::Counted;
 use crate::wire;
 pub use crate::wire::{Event, WireError};
+/// The Redis client crate, for the commands of a [`RedisTarget::connect`] connection.
+pub use redis;
 
 /// The field of a stream entry that holds the event.
 pub(crate) const FIELD: &str = "e";
@@ -549,12 +551,36 @@ pub(crate) async fn manager(
     redis: &RedisTarget,
     reply_within: Duration,
 ) -> Result<Connection, StreamError> {
+    Ok(Counted::new(
+        uncounted(redis, reply_within).await?,
+        redis.user(),
+    ))
+}
+
+/// A connection as [`manager`] makes it, its round trips not counted.
+async fn uncounted(
+    redis: &RedisTarget,
+    reply_within: Duration,
+) -> Result<ConnectionManager, StreamError> {
     let client = redis.client()?;
     let config = ConnectionManagerConfig::new()
         .set_number_of_retries(CONNECT_TRIES - 1)
         .set_response_timeout(Some(reply_within));
-    let manager = client.get_connection_manager_with_config(config).await?;
-    Ok(Counted::new(manager, redis.user()))
+    Ok(client.get_connection_manager_with_config(config).await?)
+}
+
+impl RedisTarget {
+    /// Returns a connection to it for an app's own commands (a cache, say; the
+    /// social example's), made as streams make theirs: over TLS as its URL and CA say,
+    /// reconnecting with backoff, each reply waited for 5 s at most. Send it commands
+    /// with the [`redis`] crate this module re-exports.
+    ///
+    /// # Errors
+    ///
+    /// The URL is unusable, or the Redis did not answer three tries.
+    pub async fn connect(&self) -> Result<ConnectionManager, StreamError> {
+        uncounted(self, REPLY_WITHIN).await
+    }
 }
 
 /// Reads an entry's event.

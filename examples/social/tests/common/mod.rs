@@ -25,22 +25,20 @@ impl Social {
     /// Starts it with its data in `data`, and `env` besides; the reminder mail a
     /// second after the welcome.
     pub(crate) fn start(data: &Path, push: Option<&str>, env: &[(&str, String)]) -> Self {
-        Self::reminding_after(1, data, push, env)
+        Self::with_args(data, push, env, &["--reminder-after", "1"])
     }
 
-    /// Starts it as [`start`](Self::start) does, the reminder mail `secs` seconds after
-    /// the welcome.
-    pub(crate) fn reminding_after(
-        secs: u64,
+    /// Starts it with its data in `data`, telling `push`, with `env` and the app's
+    /// options `args`.
+    pub(crate) fn with_args(
         data: &Path,
         push: Option<&str>,
         env: &[(&str, String)],
+        args: &[&str],
     ) -> Self {
         let mut command = Command::new(env!("CARGO_BIN_EXE_social"));
         command
-            .args(["serve", "--bind", "127.0.0.1:0", "--reminder-after"])
-            .arg(secs.to_string())
-            .arg("--data")
+            .args(["serve", "--bind", "127.0.0.1:0", "--data"])
             .arg(data)
             .env("RUST_LOG", "info")
             .stdout(Stdio::piped())
@@ -48,6 +46,7 @@ impl Social {
         if let Some(push) = push {
             command.args(["--push", push]);
         }
+        command.args(args);
         for (name, value) in env {
             command.env(name, value);
         }
