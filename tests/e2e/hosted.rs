@@ -14,6 +14,7 @@ run lambda { |env|
   case env["PATH_INFO"]
   when "/echo" then [200, { "content-type" => "text/plain" }, [env["REQUEST_METHOD"], " ", env["rack.input"].read]]
   when "/slow" then sleep 3; [200, {}, ["slow"]]
+  when "/big" then [200, {}, (0...200).map { |i| format("%04d", i) * 250 }]
   when "/boom" then raise "boom"
   when "/crash" then exit!(3)
   else [200, { "content-type" => "text/plain", "x-app" => "rack" },
@@ -78,6 +79,10 @@ fn issue39_a_rack_app_is_served_from_ruby_processes_below_the_static_files() {
         res.text()
     );
     assert_eq!(post(addr, "/echo", "abc").text(), "POST abc");
+    // A short answer comes whole; 200 kB come in pieces as the app writes them.
+    let big = support::get(addr, "/big").text();
+    let written: String = (0..200).map(|i| format!("{i:04}").repeat(250)).collect();
+    assert_eq!((big.len(), big == written), (200_000, true));
     // An app that raises gets 500; one whose process dies, 502 — and the next
     // request is served, by a process started in its place.
     assert_eq!(support::get(addr, "/boom").status, 500);

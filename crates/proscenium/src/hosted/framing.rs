@@ -9,7 +9,9 @@
 
 use bytes::Bytes;
 use serde::Deserialize;
-use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _};
+use tokio::io::{
+    AsyncBufRead as _, AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _, BufReader,
+};
 
 /// The largest frame read from an interpreter: an answer's head, or one chunk of its
 /// body (an app that writes a larger chunk in one piece is cut off, as a broken one).
@@ -63,6 +65,21 @@ pub(super) async fn read_frame(from: &mut (impl AsyncRead + Unpin)) -> std::io::
     Ok(bytes.into())
 }
 
+/// Takes the next frame when the whole of it is in `from`'s buffer already — an
+/// adapter writes a short answer in one piece — without waiting for more.
+pub(super) fn buffered_frame<R: AsyncRead + Unpin>(from: &mut BufReader<R>) -> Option<Bytes> {
+    let buffer = from.buffer();
+    let length = u32::from_be_bytes(buffer.get(..4)?.try_into().ok()?);
+    if length > MAX_FRAME {
+        // Left for `read_frame` to refuse.
+        return None;
+    }
+    let end = 4 + length as usize;
+    let frame = Bytes::copy_from_slice(buffer.get(4..end)?);
+    std::pin::Pin::new(from).consume(end);
+    Some(frame)
+}
+
 /// Reads an answer's head.
 ///
 /// # Errors
@@ -91,6 +108,24 @@ mod tests {
         assert_eq!(read_frame(&mut read).await.unwrap().len(), 3);
         assert!(read_frame(&mut read).await.unwrap().is_empty());
         assert!(read.is_empty());
+    }
+
+    #[tokio::test]
+    async fn only_a_frame_whole_in_the_buffer_is_taken_without_waiting() {
+        let mut wire = Vec::new();
+        write_frame(&mut wire, b"one").await.unwrap();
+        write_frame(&mut wire, b"").await.unwrap();
+        write_frame(&mut wire, b"cut short").await.unwrap();
+        wire.truncate(wire.len() - 2);
+        let mut from = BufReader::new(wire.as_slice());
+        assert_eq!(buffered_frame(&mut from), None, "nothing read yet");
+        assert_eq!(&read_frame(&mut from).await.unwrap()[..], b"one");
+        assert_eq!(buffered_frame(&mut from).as_deref(), Some(&b""[..]));
+        assert_eq!(
+            buffered_frame(&mut from),
+            None,
+            "the last frame is not whole"
+        );
     }
 
     #[tokio::test]

@@ -128,12 +128,20 @@ impl Hosted {
 }
 
 /// The response to an app's answer: its status and header fields (but the server's
-/// own), its body streamed as it comes.
+/// own), its body whole when it came whole, else streamed as it comes.
 fn respond(answer: pool::Answer) -> Response {
-    let chunks = futures_util::stream::unfold(answer.body, |mut body| async move {
-        body.recv().await.map(|chunk| (chunk, body))
-    });
-    let mut res = Response::new(Body::from_stream(chunks));
+    let body = match answer.rest {
+        None => Body::from(answer.early.concat()),
+        Some(rest) => {
+            let early =
+                futures_util::stream::iter(answer.early.into_iter().map(Ok::<_, std::io::Error>));
+            let rest = futures_util::stream::unfold(rest, |mut rest| async move {
+                rest.recv().await.map(|chunk| (chunk, rest))
+            });
+            Body::from_stream(futures_util::StreamExt::chain(early, rest))
+        }
+    };
+    let mut res = Response::new(body);
     *res.status_mut() = StatusCode::from_u16(answer.head.status).unwrap_or_else(|_| {
         tracing::error!("hosted: the app answered status {}", answer.head.status);
         StatusCode::BAD_GATEWAY

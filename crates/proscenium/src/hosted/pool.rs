@@ -53,10 +53,13 @@ pub(super) enum Failed {
     Broken(std::io::Error),
 }
 
-/// An answer from the app: its head, and its body as it comes.
+/// An answer from the app: its head, the chunks of its body read with it, and the
+/// rest as it comes — `None` when the answer came whole (a short one, written in one
+/// piece: its process is given back at once, and the body sent with its length).
 pub(super) struct Answer {
     pub(super) head: Head,
-    pub(super) body: mpsc::Receiver<std::io::Result<Bytes>>,
+    pub(super) early: Vec<Bytes>,
+    pub(super) rest: Option<mpsc::Receiver<std::io::Result<Bytes>>>,
 }
 
 /// One interpreter process, its app loaded.
@@ -186,10 +189,31 @@ impl Pool {
                 return;
             }
         };
-        let (chunks, body) = mpsc::channel(READ_AHEAD);
+        // What came with the head is taken at once: a whole answer goes back in one
+        // message rather than a chunk at a time (Rack pipelined 16 deep: a wake of the
+        // request's loop for each chunk and for the end).
+        let mut early = Vec::new();
+        while let Some(chunk) = framing::buffered_frame(&mut process.output) {
+            if chunk.is_empty() {
+                self.idle.lock().push(process);
+                drop(permit);
+                let _ = reply.send(Ok(Answer {
+                    head,
+                    early,
+                    rest: None,
+                }));
+                return;
+            }
+            early.push(chunk);
+        }
+        let (chunks, rest) = mpsc::channel(READ_AHEAD);
         // Sent before the relay starts, so that a client gone by now is found at its
         // first chunk and the answer read to its end for no one.
-        let _ = reply.send(Ok(Answer { head, body }));
+        let _ = reply.send(Ok(Answer {
+            head,
+            early,
+            rest: Some(rest),
+        }));
         self.relay(process, chunks, permit).await;
     }
 
