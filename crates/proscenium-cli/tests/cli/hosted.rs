@@ -28,7 +28,7 @@ fn issue39_a_rack_app_named_by_a_relative_path_is_served() {
     // The app runs in its file's directory, as Rack's own servers run it.
     let site = dir.path().join("site").canonicalize().unwrap();
     assert!(
-        answer.contains(&format!("rack in {}\r\n", site.display())),
+        answer.ends_with(&format!("\r\n\r\nrack in {}", site.display())),
         "{answer}"
     );
     super::signal(&child, "TERM");
