@@ -213,46 +213,40 @@ impl Store {
         .await
     }
 
-    /// Opens a session for `user_id` under `token`.
-    pub(crate) async fn open_session(&self, token: &str, user_id: i64) -> Result<(), StoreError> {
-        let token = token.to_owned();
+    /// Runs `sql`, a statement of two parameters, with `first` and `second`.
+    async fn execute<A, B>(&self, sql: &'static str, first: A, second: B) -> Result<(), StoreError>
+    where
+        A: for<'q> sqlx::Encode<'q, sqlx::Any> + sqlx::Type<sqlx::Any> + Send + 'static,
+        B: for<'q> sqlx::Encode<'q, sqlx::Any> + sqlx::Type<sqlx::Any> + Send + 'static,
+    {
         self.run(|pool| async move {
-            sqlx::query("INSERT INTO sessions (token, user_id) VALUES ($1, $2)")
-                .bind(token)
-                .bind(user_id)
+            sqlx::query(sql)
+                .bind(first)
+                .bind(second)
                 .execute(&pool)
                 .await?;
             Ok(())
         })
         .await
+    }
+
+    /// Opens a session for `user_id` under `token`.
+    pub(crate) async fn open_session(&self, token: &str, user_id: i64) -> Result<(), StoreError> {
+        let opened = "INSERT INTO sessions (token, user_id) VALUES ($1, $2)";
+        self.execute(opened, token.to_owned(), user_id).await
     }
 
     /// `follower` follows `followee` (again: nothing changes).
     pub(crate) async fn follow(&self, follower: i64, followee: i64) -> Result<(), StoreError> {
-        self.run(|pool| async move {
-            sqlx::query(
-                "INSERT INTO follows (follower, followee) VALUES ($1, $2) ON CONFLICT DO NOTHING",
-            )
-            .bind(follower)
-            .bind(followee)
-            .execute(&pool)
-            .await?;
-            Ok(())
-        })
-        .await
+        let follows =
+            "INSERT INTO follows (follower, followee) VALUES ($1, $2) ON CONFLICT DO NOTHING";
+        self.execute(follows, follower, followee).await
     }
 
     /// `follower` no longer follows `followee` (not following: nothing changes).
     pub(crate) async fn unfollow(&self, follower: i64, followee: i64) -> Result<(), StoreError> {
-        self.run(|pool| async move {
-            sqlx::query("DELETE FROM follows WHERE follower = $1 AND followee = $2")
-                .bind(follower)
-                .bind(followee)
-                .execute(&pool)
-                .await?;
-            Ok(())
-        })
-        .await
+        let left = "DELETE FROM follows WHERE follower = $1 AND followee = $2";
+        self.execute(left, follower, followee).await
     }
 
     /// The ids of those `user_id` follows.

@@ -37,6 +37,16 @@ fn titles(pictures: &Value) -> Vec<String> {
         .collect()
 }
 
+/// Uploads `names` as `token`'s, one upload after another: their ids, and so their
+/// order newest first, are known (one upload's pictures are stored at once, in any
+/// order).
+fn upload_in_turn(client: &Client, social: &Social, token: &str, names: &[&str]) {
+    for name in names {
+        let png = image(2, 2, image::ImageFormat::Png);
+        assert_eq!(upload(client, social, token, &[(name, png)]).0, 201);
+    }
+}
+
 /// Waits up to 30 s (a machine busy with the whole suite) for `check`.
 fn eventually(what: &str, mut check: impl FnMut() -> bool) {
     let began = Instant::now();
@@ -59,10 +69,9 @@ fn issue39_a_timeline_shows_those_one_follows_newest_first_and_a_page_each_user(
         member(&client, &social, "bob"),
         member(&client, &social, "cy"),
     );
-    two_pictures(&client, &social, &ana);
-    let png = || image(2, 2, image::ImageFormat::Png);
-    assert_eq!(upload(&client, &social, &cy, &[("cy.png", png())]).0, 201);
-    assert_eq!(upload(&client, &social, &bob, &[("bob.png", png())]).0, 201);
+    upload_in_turn(&client, &social, &ana, &["one.png", "two.png"]);
+    upload_in_turn(&client, &social, &cy, &["cy.png"]);
+    upload_in_turn(&client, &social, &bob, &["bob.png"]);
     let get =
         |path: &str, token: Option<&str>| call(&client, "GET", &social.url(path), token, None);
     let send = |method: &str, path: &str, token: &str| {
@@ -121,7 +130,7 @@ fn issue39_hot_reads_come_from_the_shared_redis_cache_and_writes_drop_them() {
     );
     let client = Client::new();
     let (ana, bob) = (member(&client, &a, "ana"), member(&client, &b, "bob"));
-    two_pictures(&client, &a, &ana);
+    upload_in_turn(&client, &a, &ana, &["one.png", "two.png"]);
     let list = |on: &Social| call(&client, "GET", &on.url("/users/ana/pictures"), None, None).1;
     assert_eq!(titles(&list(&b)), ["ana/two.png", "ana/one.png"]);
 
