@@ -84,13 +84,19 @@ fn issue36_metrics_show_each_stages_counts_queue_latencies_and_controllers() {
     feed(server.local_addr(), "/every", 20, &every_totals);
 
     let stage = |name: &'static str| [("stage", name)];
+    // Every counter asserted below is waited for: a stage's arrivals are counted just
+    // after its event is queued, so a scrape can see the next stage done first.
     let metrics = scrape_until(admin, Duration::from_secs(30), |m| {
-        sum(m, "proscenium_stage_handled_total", &stage("m-every-total")) == 20.0
-            && sum(
-                m,
-                "proscenium_stage_handled_total",
-                &stage("m-sampled-total"),
-            ) == 100.0
+        [("m-every", 20.0), ("m-sampled", 100.0)]
+            .iter()
+            .all(|(graph, n)| {
+                ["square", "total"].iter().all(|stage_of| {
+                    let name = format!("{graph}-{stage_of}");
+                    let name = [("stage", name.as_str())];
+                    sum(m, "proscenium_stage_handled_total", &name) == *n
+                        && sum(m, "proscenium_stage_arrived_total", &name) == *n
+                })
+            })
     });
     let at = |family: &str, name| sum(&metrics, family, &stage(name));
     for (name, n) in [("m-sampled-square", 100.0), ("m-every-square", 20.0)] {
